@@ -389,3 +389,20 @@ def test_cli_end_to_end_prints_table(tmp_path: Path, config: Config, monkeypatch
     assert "| Embedding | LLM | RAG | Acc (95% CI)" in result.output
     assert "| fake:hash-embedder | llama_cpp:qwen2.5-coder-1.5b | gem |" in result.output
     assert len(read_records(out)) == 6 and not list(out.glob("*.png"))
+
+
+def test_ablation_memories_reuse_the_base_memory_cache(tmp_path: Path, config: Config) -> None:
+    """An eigen ablation changes only the summary nodes: its memory answers the utility-question calls from
+    the caches of the base memory, so only summary calls reach the model, while costs stay the full ones."""
+    out, path = tmp_path / "out", quality_file(tmp_path)
+    llm = ScriptedLLM()
+    common: dict[str, Any] = dict(config=config, budget=2, out_dir=out, llm=llm, embedder=HashEmbedder())
+    run_eval("quality", path, ["gem"], **common)
+    base_calls = len(llm.prompts)
+    assert sum("questions that this passage answers" in p for p in llm.prompts) > 0
+    res = run_eval("quality", path, ["gem"], ablation={"eigen": ["1"]}, **common)
+    new = llm.prompts[base_calls:]
+    assert not any("questions that this passage answers" in p for p in new)
+    index = {(e["group"], e["strategy"]): e for e in res.index}
+    assert index[("light", "gem[eigen=1]")]["prompt_tokens"] > 0
+    assert index[("light", "gem[eigen=1]")]["summary_nodes"] == 1

@@ -187,3 +187,26 @@ def test_rank_mode_is_algorithm1(tmp_path: Path, config: Config) -> None:
         hits = mem.retrieve("lamp lighthouse keeper", 4)
         scores = [h.score for h in hits]
         assert scores == sorted(scores, reverse=True)
+
+
+def test_import_caches_copies_llm_and_embeddings(tmp_path: Path, config: Config) -> None:
+    from gemrag.errors import GemragError
+    from gemrag.store.sqlite import Store
+
+    a = Store(tmp_path / "a")
+    a.put_llm("k1", "m", {"text": "one"})
+    a.put_embeddings("e", [("v1", np.ones(3, dtype=np.float32))])
+    a.close()
+    b = Store(tmp_path / "b")
+    b.put_llm("k1", "m", {"text": "kept"})  # an entry already there wins
+    assert b.import_caches(tmp_path / "a") == (0, 1)
+    assert b.get_llm("k1") == {"text": "kept"}
+    assert b.get_embeddings("e", ["v1"])["v1"].tolist() == [1.0, 1.0, 1.0]
+    c = Store(tmp_path / "c")
+    assert c.import_caches(tmp_path / "a") == (1, 1) and c.get_llm("k1") == {"text": "one"}
+    with pytest.raises(GemragError, match="not another gemrag memory"):
+        c.import_caches(tmp_path / "missing")
+    (tmp_path / "junk.sqlite").write_bytes(b"not a database at all" * 50)
+    with pytest.raises(GemragError, match="cannot read the caches"):
+        c.import_caches(tmp_path / "junk.sqlite")
+    assert c.get_llm("k1") == {"text": "one"}  # nothing lost

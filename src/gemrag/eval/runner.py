@@ -202,6 +202,7 @@ class _Runner:
         with Memory.open(
             directory, runs[0].config, llm=self.llm, embedder=self.embedder, progress=self.progress
         ) as mem:
+            self._seed_caches(mem, directory, gid)
             passages: dict[int, list[str]] = {}
             for doc in (d for d in group.documents if d.text.strip()):
                 store_id, _ = mem.add_text(doc.text, doc.title or doc.id, source=doc.id)
@@ -221,6 +222,17 @@ class _Runner:
                     self.index.append(entry)
                     self.indexed.add((gid, run.name))
                 self._questions(mem, tap, run, gid, pending[run.name], passages, records)
+
+    def _seed_caches(self, mem: Memory, directory: Path, gid: str) -> None:
+        """Copy the LLM and embedding caches of the group's other memories (the base memory and earlier
+        ablation memories) into ``mem``: an ablation memory repeats only the model calls its parameter changes
+        (e.g. ``eigen=4`` re-summarizes but reuses every utility question). Costs stay those of the original
+        calls (see :mod:`gemrag.eval.costs`); the build seconds of a seeded memory are not its cold cost."""
+        prefix = f"{self.dataset.name}-{gid}"
+        for run in self.runs:
+            sibling = self.out_dir / "memories" / f"{prefix}{run.memory_suffix}"
+            if sibling != directory and (sibling / "memory.sqlite").is_file():
+                mem.store.import_caches(sibling)
 
     def _shared_build(self, memory: str, strategy: str) -> dict[str, Any]:
         """The cost of an earlier build of ``strategy`` in the same memory (a retrieval-only ablation rebuilds

@@ -293,6 +293,40 @@ class Store:
                 (key, model, json.dumps(response), time.time()),
             )
 
+    def import_caches(self, other: str | Path) -> tuple[int, int]:
+        """Copy another memory's LLM responses and embeddings into this memory's caches.
+
+        Entries already here are kept. Used by ``gemrag eval`` so that a gem ablation memory (same documents,
+        another parameter) answers the model calls it shares with its base memory from the cache.
+
+        Args:
+            other: another memory directory (or its ``memory.sqlite``).
+
+        Returns:
+            ``(llm_rows, embedding_rows)`` inserted (ints).
+
+        Raises:
+            GemragError: ``other`` is not a gemrag memory.
+        """
+        path = Path(other)
+        path = path / "memory.sqlite" if path.is_dir() else path
+        if not path.is_file() or path.resolve() == self.path.resolve():
+            raise GemragError(f"{other} is not another gemrag memory")
+        with self._lock:
+            try:
+                self.conn.execute("ATTACH DATABASE ? AS other", (str(path),))
+            except sqlite3.DatabaseError as exc:
+                raise GemragError(f"cannot read the caches of {other}: {exc}") from exc
+            try:
+                with self.transaction() as c:
+                    llm = c.execute("INSERT OR IGNORE INTO main.llm_cache SELECT * FROM other.llm_cache").rowcount
+                    emb = c.execute("INSERT OR IGNORE INTO main.embeddings SELECT * FROM other.embeddings").rowcount
+            except sqlite3.DatabaseError as exc:
+                raise GemragError(f"cannot read the caches of {other}: {exc}") from exc
+            finally:
+                self.conn.execute("DETACH DATABASE other")
+        return int(llm), int(emb)
+
     # -- edges ------------------------------------------------------------------------------------
     def replace_edges(self, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> None:
         """Replace the stored edge list (node ids, float weights) in one transaction."""
