@@ -239,3 +239,33 @@ def test_top_k_edges_dense_matches_sparse_random(seed: int) -> None:
         np.testing.assert_array_equal(got, want)
     counts = np.bincount(dense[0], minlength=300)
     assert np.all(counts == np.minimum(4, (W > 0).sum(axis=1)))
+
+
+def test_prepared_graph_matches_the_functions_and_validates_once() -> None:
+    from gemrag.graph.search import PreparedGraph
+
+    rng = np.random.default_rng(3)
+    nodes = rng.normal(size=(12, 6))
+    owner = np.repeat(np.arange(10), 2)  # nodes 10 and 11 own no question
+    questions = rng.normal(size=(20, 6)) * 3.0
+    W = adjacency_matrix(symmetrize(similarity_matrix(nodes, questions, owner)))
+    prepared = PreparedGraph.prepare(questions, owner, nodes, W)
+    for _ in range(5):
+        p = rng.normal(size=6)
+        np.testing.assert_allclose(prepared.relevance(p), node_relevance(p, questions, owner, nodes))
+        for got, want in (
+            (prepared.search(p, 5), gem_search(p, questions, owner, nodes, W, 5)),
+            (prepared.rank(p, 4), rank_algorithm1(p, questions, owner, nodes, 4)),
+            (prepared.fused(p, 3), fused_ranking(p, nodes, questions, owner, 3)),
+        ):
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_allclose(got[1], want[1])
+    assert np.allclose(np.linalg.norm(prepared.unit_questions, axis=1), 1.0)
+    with pytest.raises(ValueError, match="needs the edge weights"):
+        PreparedGraph.prepare(questions, owner, nodes).search(rng.normal(size=6), 2)
+    with pytest.raises(ValueError, match="non-negative"):
+        PreparedGraph.prepare(questions, owner, nodes, -W)
+    with pytest.raises(ValueError, match=r"W must be \(12, 12\)"):
+        PreparedGraph.prepare(questions, owner, nodes, W[:5, :5])
+    with pytest.raises(ValueError, match="budget must be >= 0"):
+        prepared.rank(rng.normal(size=6), -1)

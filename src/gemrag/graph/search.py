@@ -38,6 +38,7 @@ from gemrag.graph._validate import (
 from gemrag.graph.edges import top_k_edges  # re-exported: gemrag.graph.search.top_k_edges
 
 __all__ = [
+    "PreparedGraph",
     "best_first_search",
     "fused_ranking",
     "gem_search",
@@ -78,17 +79,7 @@ def node_relevance(
     Raises:
         ValueError: shape/dtype mismatch, NaN/inf, ``owner`` out of range, or a zero prompt.
     """
-    nodes = as_matrix(node_vectors, "node_vectors")
-    n, d = nodes.shape
-    questions = as_matrix(question_vectors, "question_vectors", ncols=d)
-    own = as_owner(owner, questions.shape[0], n)
-    p = _unit_prompt(prompt_vec, d)
-    rel = np.full(n, -np.inf)
-    np.maximum.at(rel, own, unit_rows(questions) @ p)
-    missing = np.bincount(own, minlength=n) == 0
-    if missing.any():
-        rel[missing] = unit_rows(nodes[missing]) @ p
-    return rel
+    return PreparedGraph.prepare(question_vectors, owner, node_vectors).relevance(prompt_vec)
 
 
 def rank_algorithm1(
@@ -119,11 +110,7 @@ def rank_algorithm1(
     Raises:
         ValueError: as :func:`node_relevance`, or ``budget < 0``.
     """
-    if budget < 0:
-        raise ValueError(f"budget must be >= 0, got {budget}")
-    rel = node_relevance(prompt_vec, question_vectors, owner, node_vectors)
-    ids = top_indices(rel, budget)
-    return ids, rel[ids]
+    return PreparedGraph.prepare(question_vectors, owner, node_vectors).rank(prompt_vec, budget)
 
 
 def best_first_search(
@@ -169,12 +156,23 @@ def best_first_search(
         raise ValueError(f"budget must be >= 0, got {budget}")
     if not 0 <= start < n:
         raise ValueError(f"start must be in [0, {n}), got {start}")
+    return _walk(scores, w, _weight_scale(w), int(start), int(budget))
+
+
+def _weight_scale(w: NDArray[np.float64] | sp.csr_matrix) -> float:
+    """``1 / max(W)`` (0.0 for an all-zero W); raises ValueError for a negative weight."""
     entries = w.data if sp.issparse(w) else w
     if entries.size and entries.min() < 0:
         raise ValueError("W must be non-negative (clip negative similarities first)")
     wmax = float(entries.max()) if entries.size else 0.0
-    scale = 1.0 / wmax if wmax > 0 else 0.0
+    return 1.0 / wmax if wmax > 0 else 0.0
 
+
+def _walk(
+    scores: NDArray[np.float64], w: NDArray[np.float64] | sp.csr_matrix, scale: float, start: int, budget: int
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The best-first walk of :func:`best_first_search` on validated inputs (``scale = 1 / max(W)``)."""
+    n = scores.shape[0]
     total = min(int(budget), n)
     order = np.empty(total, dtype=np.int64)
     priorities = np.empty(total, dtype=np.float64)
@@ -231,12 +229,7 @@ def gem_search(
         ValueError: as :func:`node_relevance` and :func:`best_first_search`; also when ``n = 0`` and
             ``budget > 0``.
     """
-    rel = node_relevance(prompt_vec, question_vectors, owner, node_vectors)
-    if rel.shape[0] == 0:
-        if budget > 0:
-            raise ValueError("cannot search an empty graph")
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    return best_first_search(rel, W, int(np.argmax(rel)), budget)
+    return PreparedGraph.prepare(question_vectors, owner, node_vectors, W).search(prompt_vec, budget)
 
 
 def fused_ranking(
@@ -265,10 +258,110 @@ def fused_ranking(
     Raises:
         ValueError: as :func:`node_relevance`, or ``budget < 0``.
     """
+    return PreparedGraph.prepare(question_vectors, owner, node_vectors).fused(prompt_vec, budget)
+
+
+class PreparedGraph:
+    """Retrieval arrays validated and normalized once, then searched for many prompts.
+
+    The functions above prepare their inputs on every call; a strategy answering many questions keeps one
+    ``PreparedGraph`` instead, so a query costs one ``(M, d)`` matrix-vector product and ``O(B * n)`` walk
+    work, not a re-normalization of every question vector and a scan of all ``n²`` weights.
+
+    Attributes:
+        unit_questions: ``(M, d)`` float64 utility-question vectors scaled to unit norm.
+        owner: ``(M,)`` int64 owning node of each question.
+        unit_nodes: ``(n, d)`` float64 node vectors scaled to unit norm.
+        no_questions: ``(n,)`` bool, nodes that own no question (their relevance is their own cosine).
+        weights: ``(n, n)`` float64 dense or CSR edge weights ``W``, or None (ranking only).
+        scale: ``1 / max(W)`` (0.0 for ``W = 0`` or no ``W``).
+    """
+
+    def __init__(
+        self,
+        unit_questions: NDArray[np.float64],
+        owner: NDArray[np.int64],
+        unit_nodes: NDArray[np.float64],
+        weights: NDArray[np.float64] | sp.csr_matrix | None,
+        scale: float,
+    ) -> None:
+        self.unit_questions, self.owner, self.unit_nodes = unit_questions, owner, unit_nodes
+        self.weights, self.scale = weights, scale
+        self.no_questions = np.bincount(owner, minlength=unit_nodes.shape[0]) == 0
+
+    @classmethod
+    def prepare(
+        cls, question_vectors: ArrayLike, owner: ArrayLike, node_vectors: ArrayLike, W: MatrixLike | None = None
+    ) -> PreparedGraph:
+        """Validate and normalize the arrays (shapes as in :func:`node_relevance`; ``W`` as in
+        :func:`best_first_search`, optional).
+
+        Raises:
+            ValueError: shape/dtype mismatch, NaN/inf, ``owner`` out of range, a negative or mis-sized ``W``.
+        """
+        nodes = as_matrix(node_vectors, "node_vectors")
+        n, d = nodes.shape
+        questions = as_matrix(question_vectors, "question_vectors", ncols=d)
+        own = as_owner(owner, questions.shape[0], n)
+        w, scale = None, 0.0
+        if W is not None:
+            w, size = as_square(W, "W")
+            if size != n:
+                raise ValueError(f"W must be ({n}, {n}) like node_vectors, got {w.shape}")
+            scale = _weight_scale(w)
+        return cls(unit_rows(questions), own, unit_rows(nodes), w, scale)
+
+    @property
+    def n(self) -> int:
+        """Number of nodes."""
+        return int(self.unit_nodes.shape[0])
+
+    def relevance(self, prompt_vec: ArrayLike) -> NDArray[np.float64]:
+        """``(n,)`` float64 ``rel(u) = max_j cos(v_p, v_uj)``, see :func:`node_relevance`.
+
+        Raises:
+            ValueError: a zero, non-finite or mis-sized prompt vector.
+        """
+        p = _unit_prompt(prompt_vec, self.unit_nodes.shape[1])
+        rel = np.full(self.n, -np.inf)
+        np.maximum.at(rel, self.owner, self.unit_questions @ p)
+        if self.no_questions.any():
+            rel[self.no_questions] = self.unit_nodes[self.no_questions] @ p
+        return rel
+
+    def rank(self, prompt_vec: ArrayLike, budget: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Literal Algorithm 1, see :func:`rank_algorithm1`. Raises ValueError for ``budget < 0``."""
+        _check_budget(budget)
+        rel = self.relevance(prompt_vec)
+        ids = top_indices(rel, budget)
+        return ids, rel[ids]
+
+    def search(self, prompt_vec: ArrayLike, budget: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """``q*`` then best-first search, see :func:`gem_search`.
+
+        Raises:
+            ValueError: ``budget < 0``, no ``W`` was prepared, or an empty graph with ``budget > 0``.
+        """
+        _check_budget(budget)
+        if self.weights is None:
+            raise ValueError("best-first search needs the edge weights W: prepare(..., W)")
+        rel = self.relevance(prompt_vec)
+        if self.n == 0:
+            if budget > 0:
+                raise ValueError("cannot search an empty graph")
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        return _walk(rel, self.weights, self.scale, int(np.argmax(rel)), int(budget))
+
+    def fused(self, prompt_vec: ArrayLike, budget: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Graph-free ranking by ``max(cos(v_p, v_u), rel(u))``, see :func:`fused_ranking`."""
+        _check_budget(budget)
+        score = np.maximum(
+            self.relevance(prompt_vec), self.unit_nodes @ _unit_prompt(prompt_vec, self.unit_nodes.shape[1])
+        )
+        ids = top_indices(score, budget)
+        return ids, score[ids]
+
+
+def _check_budget(budget: int) -> None:
     if budget < 0:
         raise ValueError(f"budget must be >= 0, got {budget}")
-    rel = node_relevance(prompt_vec, question_vectors, owner, node_vectors)
-    nodes = as_matrix(node_vectors, "node_vectors")
-    score = np.maximum(rel, unit_rows(nodes) @ _unit_prompt(prompt_vec, nodes.shape[1]))
-    ids = top_indices(score, budget)
-    return ids, score[ids]

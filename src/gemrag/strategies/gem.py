@@ -27,7 +27,7 @@ import numpy as np
 
 from gemrag.errors import MemoryNotIndexedError
 from gemrag.graph.laplacian import normalized_laplacian, symmetrize
-from gemrag.graph.search import best_first_search, fused_ranking, node_relevance, rank_algorithm1, top_k_edges
+from gemrag.graph.search import PreparedGraph, top_k_edges
 from gemrag.graph.similarity import similarity_matrix, utility_question_vectors
 from gemrag.graph.spectrum import spectrum_report
 from gemrag.strategies.base import StrategyContext, register
@@ -158,7 +158,8 @@ class GemStrategy:
         ctx.store.replace_edges(ids[src], ids[dst], weight)
         timings["graph"] += time.perf_counter() - t0
         ctx.store.set_meta("gem_phase_seconds", timings)
-        ctx.state.pop("gem_graph", None)
+        for key in ("gem_graph", "gem_prepared", "gem_question_text"):
+            ctx.state.pop(key, None)
 
     def _graph(self, ctx: StrategyContext) -> GemGraph:
         if "gem_graph" not in ctx.state:
@@ -178,34 +179,44 @@ class GemStrategy:
         """
         g = self._graph(ctx)
         v_p = prompt_vector(ctx, question)
-        n = len(g.node_ids)
-        if n == 0:
+        if len(g.node_ids) == 0:
             return []
+        prepared = self._prepared(ctx, g)
         search = ctx.config.gem.search
         if search == "fused":
-            order, scores = fused_ranking(v_p, g.node_vectors, g.question_vectors, g.question_owner, budget)
+            order, scores = prepared.fused(v_p, budget)
         elif search == "rank":
-            order, scores = rank_algorithm1(v_p, g.question_vectors, g.question_owner, g.node_vectors, budget)
+            order, scores = prepared.rank(v_p, budget)
         else:
-            rel = node_relevance(v_p, g.question_vectors, g.question_owner, g.node_vectors)
-            start = int(np.argmax(rel))  # the node owning q* = argmax_q SIM(v_p, v_q)
-            order, _ = best_first_search(rel, g.weights, start, budget)
-            scores = rel[order]
-        return self._hits(ctx, g, order, scores, v_p)
+            order, scores = prepared.search(v_p, budget)
+        return self._hits(ctx, g, prepared, order, scores, v_p)
+
+    def _prepared(self, ctx: StrategyContext, g: GemGraph) -> PreparedGraph:
+        """The graph's arrays validated and normalized once per opened memory (not per question)."""
+        if "gem_prepared" not in ctx.state:
+            ctx.state["gem_prepared"] = PreparedGraph.prepare(
+                g.question_vectors, g.question_owner, g.node_vectors, g.weights
+            )
+            ctx.state["gem_question_text"] = {qid: text for qid, _, text in ctx.store.questions()}
+        return ctx.state["gem_prepared"]
 
     def _hits(
-        self, ctx: StrategyContext, g: GemGraph, order: np.ndarray, scores: np.ndarray, v_p: np.ndarray
+        self,
+        ctx: StrategyContext,
+        g: GemGraph,
+        prepared: PreparedGraph,
+        order: np.ndarray,
+        scores: np.ndarray,
+        v_p: np.ndarray,
     ) -> list[Hit]:
-        qtext = {qid: text for qid, _, text in ctx.store.questions()} if len(g.question_ids) else {}
-        norms = np.linalg.norm(g.question_vectors, axis=1)
-        qsim = (np.asarray(g.question_vectors) @ v_p) / np.where(norms > 0, norms, 1.0)
+        qtext: dict[int, str] = ctx.state["gem_question_text"]
         hits = []
         for rank, (idx, score) in enumerate(zip(order.tolist(), scores.tolist(), strict=True)):
             node = ctx.store.node(int(g.node_ids[idx]))
             meta: dict[str, Any] = {}
-            own = np.flatnonzero(np.asarray(g.question_owner) == idx)
+            own = np.flatnonzero(prepared.owner == idx)
             if own.size:
-                best = int(own[np.argmax(qsim[own])])
+                best = int(own[np.argmax(prepared.unit_questions[own] @ v_p)])
                 meta["matched_question"] = qtext.get(int(g.question_ids[best]), "")
             if node.kind == "summary":
                 meta["members"] = node.meta.get("members", [])
