@@ -10,7 +10,8 @@ For each size n it times, and measures the peak traced memory of:
 * ``S_knn``  the k-nearest-neighbour sparse S built block by block (``knn_similarity_matrix``), its sparse
              Laplacian ``L_knn`` and ``eigsh_knn`` (the path for corpora too large for dense matrices);
 * retrieval latency per query: ``gem`` = rel(u) over the utility questions + best-first search over W
-  (``graph.search``), dense W up to --dense-max and the kNN W above; ``dense`` = top-B by cosine.
+  (``graph.search.PreparedGraph``, prepared once per memory as the strategy does; the one-time ``prepare``
+  cost is printed apart), dense W up to --dense-max and the kNN W above; ``dense`` = top-B by cosine.
 
 Then a log-log growth exponent of each cost against n (least squares over the sizes measured).
 
@@ -49,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from gemrag.graph.laplacian import adjacency_matrix, normalized_laplacian, symmetrize
-from gemrag.graph.search import best_first_search, node_relevance
+from gemrag.graph.search import PreparedGraph
 from gemrag.graph.similarity import knn_similarity_matrix, similarity_matrix, utility_question_vectors
 from gemrag.graph.spectrum import eigenpairs
 
@@ -142,16 +143,21 @@ def stand_in_questions(vectors: np.ndarray, m: int, rng: np.random.Generator) ->
 def retrieval_ms(
     V: np.ndarray, Q: np.ndarray, owner: np.ndarray, W: Any, queries: np.ndarray, budget: int
 ) -> dict[str, float]:
-    """Mean ms per query: gem = rel(u) over the questions + best-first over W (and the walk alone), and
-    dense = top-B cosine over the node vectors."""
-    rel_s = walk_s = 0.0
+    """Mean ms per query as the gem strategy runs it: the arrays prepared once (``PreparedGraph``: unit
+    question vectors, validated W; ``prep_ms``, paid once per opened memory), then per query rel(u) over the
+    questions + best-first over W (``gem_ms``; the walk alone ``walk_ms``); and dense = top-B cosine over the
+    node vectors."""
+    t0 = time.perf_counter()
+    graph = PreparedGraph.prepare(Q, owner, V, W)
+    prep = (time.perf_counter() - t0) * 1000
+    rel_s = gem_s = 0.0
     for p in queries:
         t0 = time.perf_counter()
-        rel = node_relevance(p, Q, owner, V)
+        graph.relevance(p)
         t1 = time.perf_counter()
-        best_first_search(rel, W, int(np.argmax(rel)), budget)
-        rel_s, walk_s = rel_s + t1 - t0, walk_s + time.perf_counter() - t1
-    gem, walk = (rel_s + walk_s) / len(queries) * 1000, walk_s / len(queries) * 1000
+        graph.search(p, budget)  # rel(u) again, then the walk
+        rel_s, gem_s = rel_s + t1 - t0, gem_s + time.perf_counter() - t1
+    gem, walk = gem_s / len(queries) * 1000, max(gem_s - rel_s, 0.0) / len(queries) * 1000
     Vn = V / np.linalg.norm(V, axis=1, keepdims=True)
     start = time.perf_counter()
     for p in queries:
@@ -159,7 +165,7 @@ def retrieval_ms(
         top = np.argpartition(-scores, budget)[:budget]
         top[np.argsort(-scores[top])]
     dense = (time.perf_counter() - start) / len(queries) * 1000
-    return {"gem_ms": gem, "walk_ms": walk, "dense_ms": dense}
+    return {"gem_ms": gem, "walk_ms": walk, "prep_ms": prep, "dense_ms": dense}
 
 
 def bench_size(V: np.ndarray, args: argparse.Namespace, m: int, rng: np.random.Generator) -> dict[str, Any]:
@@ -192,7 +198,8 @@ def bench_size(V: np.ndarray, args: argparse.Namespace, m: int, rng: np.random.G
 COLUMNS = [
     ("S_s", "S s"), ("L_s", "L s"), ("eigh_s", "eigh s"), ("eigsh_s", "eigsh s"), ("S_knn_s", "S_knn s"),
     ("L_knn_s", "L_knn s"), ("eigsh_knn_s", "eigsh_knn s"), ("gem_ms_denseW", "gem ms"),
-    ("walk_ms_denseW", "of which walk ms"), ("gem_ms_knnW", "gem ms (kNN W)"), ("walk_ms_knnW", "walk ms (kNN W)"),
+    ("walk_ms_denseW", "of which walk ms"), ("prep_ms_denseW", "gem prepare ms (once)"),
+    ("gem_ms_knnW", "gem ms (kNN W)"), ("walk_ms_knnW", "walk ms (kNN W)"), ("prep_ms_knnW", "prepare ms (kNN W)"),
     ("dense_ms_knnW", "dense top-B ms"),
     ("S_MB", "S MB"), ("eigh_MB", "eigh MB"), ("S_knn_MB", "S_knn MB"), ("rss_MB", "process max RSS MB"),
 ]  # fmt: skip
