@@ -63,6 +63,8 @@ def multiple_choice_results(tmp_path: Path) -> EvalResults:
             retrieval_seconds=0.1 * (i + 1),
             tokens=tokens(10 * (i + 1), 1, 5),
             summary_hits=[1, 0, 2, 1][i],
+            answer_seconds=[0.5, 0.7, 0.0, 0.9][i],
+            llm_cached=[0, 0, 1, 0][i],  # a cached answer's ~0 s is not an answer time
         )
         for i, (c, d) in enumerate(zip(gem_correct, difficult, strict=True))
     ] + [record(f"q{i}", "dense", correct=c, difficult=difficult[i]) for i, c in enumerate(dense_correct)]
@@ -100,7 +102,7 @@ def test_aggregates_match_hand_computed_values(tmp_path: Path) -> None:
     assert gem["summary_share"] == pytest.approx(4 / 16)
     assert gem["index"]["seconds"] == 4.0 and gem["index"]["prompt_tokens"] == 300
     assert gem["index"]["embedding_tokens"] == 3000 and gem["index"]["memories"] == 2
-    assert gem["answer_seconds"] == 0.5
+    assert gem["answer_seconds"] == pytest.approx(0.7)
     dense = res.summary.aggregates["dense"]
     assert dense["accuracy"]["mean"] == 0.25 and dense["hard_accuracy"]["mean"] == 0.0
     assert dense["index"]["embedding_tokens"] == 900 and dense["summary_share"] == 0.0
@@ -130,12 +132,13 @@ def test_markdown_table_rows_and_columns(tmp_path: Path) -> None:
         "query tokens / q p / c / e",
         "index s",
         "latency p50 / p95 ms",
+        "answer s / q",
         "% summary",
     ]
     gem_row = next(line for line in md.splitlines() if line.startswith("| onnx:minilm | llama_cpp:qwen | gem |"))
     acc = res.summary.aggregates["gem"]["accuracy"]
     assert f"| 75.0 ({100 * acc['low']:.1f}–{100 * acc['high']:.1f}) | 50.0 |" in gem_row
-    assert "| 300 / 30 / 3,000 | 25.0 / 1.0 / 5.0 | 4.0 | 250.0 / 385.0 | 25.0 |" in gem_row
+    assert "| 300 / 30 / 3,000 | 25.0 / 1.0 / 5.0 | 4.0 | 250.0 / 385.0 | 0.7 | 25.0 |" in gem_row
     assert "| dense | -50.0 |" in md
     assert "## Paired bootstrap vs gem (Acc)" in md and "Ablation" not in md
 

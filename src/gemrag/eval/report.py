@@ -102,7 +102,8 @@ def aggregate(
     Returns:
         ``n`` (records), ``errors``; per metric of :data:`METRICS` a dict ``{mean, low, high, n}`` (scores
         in [0, 1], 95% percentile-bootstrap interval) or None when no question has it; ``latency``
-        ``{p50, p95, mean}`` of retrieval seconds; ``answer_seconds`` (mean or None); ``query_tokens``
+        ``{p50, p95, mean}`` of retrieval seconds; ``answer_seconds`` (mean over the answers not served from the
+        LLM cache, or None); ``query_tokens``
         (mean per question of each of :data:`TOKEN_KEYS`); ``summary_share`` (summary nodes / context nodes,
         in [0, 1], None without context); ``index`` (sums over memories: ``seconds``, tokens, ``memories``,
         ``chunks``, ``summary_nodes``).
@@ -111,7 +112,8 @@ def aggregate(
     for metric in METRICS:
         out[metric] = _ci(list(_scores(records, metric).values()), n_resamples, seed)
     out["latency"] = latency_percentiles([r["retrieval_seconds"] for r in records])
-    answered = [r["answer_seconds"] for r in records if r.get("answer_seconds") is not None]
+    # answer generation time, over the answers the LLM computed (a cached answer takes ~0 s)
+    answered = [r["answer_seconds"] for r in records if r.get("answer_seconds") is not None and not r.get("llm_cached")]
     out["answer_seconds"] = sum(answered) / len(answered) if answered else None
     n = max(len(records), 1)
     out["query_tokens"] = {k: sum(r["tokens"][k] for r in records) / n for k in TOKEN_KEYS}
@@ -219,6 +221,7 @@ def _columns(results: EvalResults) -> list[tuple[str, Callable[[str, dict[str, A
             "latency p50 / p95 ms",
             lambda name, a: f"{1000 * a['latency']['p50']:.1f} / {1000 * a['latency']['p95']:.1f}" if a["n"] else None,
         ),
+        ("answer s / q", lambda name, a: None if a["answer_seconds"] is None else f"{a['answer_seconds']:.1f}"),
         ("% summary", lambda name, a: None if a["summary_share"] is None else f"{100 * a['summary_share']:.1f}"),
     ]
 
@@ -247,7 +250,8 @@ def markdown_report(results: EvalResults) -> str:
         "",
         "Scores in %, 95% percentile-bootstrap intervals over questions. Index tokens: prompt / completion / "
         "embedding tokens to build, summed over the memories, cache hits counted at their original cost; "
-        "query tokens: mean per question (retrieval + answer); latency: retrieval only; % summary: share of "
+        "query tokens: mean per question (retrieval + answer); latency: retrieval only; answer s / q: mean "
+        "seconds to generate an answer (LLM cache hits excluded); % summary: share of "
         "summary nodes in the LLM's context (GEM-RAG Table III). Recall@k ranks the distinct passages of the "
         "top max(B, 5) nodes. Index seconds: wall-clock of the first build in this output directory (a strategy "
         "built after another reuses its cached chunk embeddings); a search/budget ablation shares gem's build.",
