@@ -1,4 +1,5 @@
-"""Loaders on the real evaluation files in ``../shared/data`` (skipped when the files are absent).
+"""Loaders on the real evaluation files in ``../shared/data`` (skipped when the files are absent; under
+``CI=true`` they fail instead).
 
 The data folder is ``$GEMRAG_EVAL_DATA`` if set, else ``<repo>/../shared/data``. Counts asserted here were
 checked by hand against the raw files.
@@ -11,10 +12,9 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from gemrag.eval.datasets import Dataset, load_dataset
 from gemrag.eval.loaders.locomo import NOT_MENTIONED
+from realparts import require_real
 
 DATA = Path(os.environ.get("GEMRAG_EVAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
@@ -22,7 +22,7 @@ DATA = Path(os.environ.get("GEMRAG_EVAL_DATA", Path(__file__).resolve().parents[
 def _load(kind: str, relative: str, **options: object) -> Dataset:
     path = DATA / relative
     if not path.is_file():
-        pytest.skip(f"{path} not available")
+        require_real(f"{path} not available (../shared/data beside the repository)")
     return load_dataset(kind, path, **options)
 
 

