@@ -51,7 +51,6 @@ def run_one(n_chunks: int) -> dict[str, Any]:
     """Build one memory in this process and return its figures."""
     sys.path.insert(0, str(REPO / "tests"))
     from fakes import HashEmbedder, ScriptedLLM
-
     from gemrag import Memory, load_config
 
     cfg = load_config(None, {"gem": {"chunk_tokens": 100, "questions": 5, "eigen": 2, "eigen_top": 5}})
@@ -86,9 +85,7 @@ def main() -> None:
         return
     print(f"{'n':>7} {'chunks':>7} {'total s':>8} {'peak MB':>8} {'dir MB':>7} summaries  phases (s)")
     for n in [int(x) for x in args.chunks.split(",") if x]:
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", str(n)], capture_output=True, text=True, check=False
-        )
+        out = subprocess.run([sys.executable, __file__, "--child", str(n)], capture_output=True, text=True, check=False)
         if out.returncode != 0:
             print(f"{n:>7} failed: {out.stderr.strip().splitlines()[-1:]}")
             continue
