@@ -65,9 +65,10 @@ def test_summary_nodes_are_graph_nodes(tmp_path: Path, config: Config) -> None:
         assert len(summaries) == 2
         for s in summaries:
             assert len(s.meta["members"]) == 3 and s.questions_done == 1
-        ids = mem.store.load_array("gem_node_ids")
+        graph = mem.store.load_published("gem")
+        ids = graph.arrays["node_ids"]
         assert set(s.id for s in summaries) <= set(ids.tolist())
-        W = mem.store.load_array("gem_weights")
+        W = graph.arrays["weights"]
         assert W.shape == (len(ids), len(ids)) and np.allclose(W, W.T) and (W >= 0).all()
 
 
@@ -103,7 +104,7 @@ def test_malformed_output_is_retried_then_recorded(tmp_path: Path, config: Confi
         puffin = next(n for n in mem.store.nodes("chunk") if "puffins" in n.text)
         assert puffin.questions_done == -1
         # the chunk is still in the graph and can be retrieved
-        ids = mem.store.load_array("gem_node_ids").tolist()
+        ids = mem.store.load_published("gem").arrays["node_ids"].tolist()
         assert puffin.id in ids
         hits = mem.retrieve("When do the puffins return to nest on the cliffs?", budget=2)
         assert puffin.id in [h.node_id for h in hits]
@@ -210,3 +211,30 @@ def test_import_caches_copies_llm_and_embeddings(tmp_path: Path, config: Config)
     with pytest.raises(GemragError, match="cannot read the caches"):
         c.import_caches(tmp_path / "junk.sqlite")
     assert c.get_llm("k1") == {"text": "one"}  # nothing lost
+
+
+class _SummaryRaises(ScriptedLLM):
+    """A ScriptedLLM whose eigentheme-summary calls raise ``exc``."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__()
+        self.exc = exc
+
+    def complete(self, messages, **kw):  # type: ignore[no-untyped-def, override]
+        if "These passages share a theme" in messages[-1]["content"]:
+            raise self.exc
+        return super().complete(messages, **kw)
+
+
+def test_summary_failure_is_recorded_but_a_model_crash_stops_the_build(tmp_path: Path, config: Config) -> None:
+    from gemrag.errors import GemragError, ModelCrashError
+
+    with open_memory(tmp_path / "a", config, _SummaryRaises(GemragError("HTTP 500"))) as mem:
+        mem.add_text(DOC_A)
+        report = mem.index()  # a per-item failure: recorded, the build goes on without that summary
+        assert report.summary_nodes == 0 and report.chunks >= 4
+        assert any("HTTP 500" in f["message"] for f in mem.store.failures())
+    with open_memory(tmp_path / "b", config, _SummaryRaises(ModelCrashError("llama.cpp crashed"))) as mem:
+        mem.add_text(DOC_A)
+        with pytest.raises(ModelCrashError, match="crashed"):
+            mem.index()  # recording it for every theme would hide it: it stops the build

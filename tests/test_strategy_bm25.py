@@ -43,11 +43,12 @@ def test_index_is_saved_and_reloaded(tmp_path: Path, config: Config) -> None:
     with open_memory(tmp_path / "m", config) as mem:
         mem.add_text(DOC_A)
         mem.index(strategy="bm25")
-        mem.index(strategy="bm25")  # rebuilding swaps the directory
+        mem.index(strategy="bm25")  # rebuilding publishes generation 2 and removes generation 1
         n = len(mem.store.nodes("chunk"))
         assert mem.get_strategy("bm25").report(mem.ctx) == {"chunks": n}
-    assert (tmp_path / "m" / "bm25" / "node_ids.npy").exists()
-    assert not list((tmp_path / "m").glob(".bm25-*"))  # no temporary directories left
+    assert (tmp_path / "m" / "bm25.g2.index").is_dir() and (tmp_path / "m" / "bm25.g2.node_ids.npy").exists()
+    assert not list((tmp_path / "m").glob("bm25.g1.*"))  # the previous generation is gone
+    assert not list((tmp_path / "m").glob(".*.tmp"))  # no temporary files left
     with open_memory(tmp_path / "m", config) as mem:  # a new process: loaded from disk, not rebuilt
         hits = mem.retrieve("silver medal courage", 2, strategy="bm25")
         assert "silver medal" in hits[0].text and hits[0].score > hits[1].score

@@ -34,9 +34,10 @@ def test_dense_is_the_exact_cosine_top_b(tmp_path: Path, config: Config) -> None
         assert [h.kind for h in hits] == ["chunk"] * 3 and [h.rank for h in hits] == [0, 1, 2]
         assert hits[0].text == chunks[best[0]].text and "shutters" in hits[0].text
         # the arrays are in the memory directory
-        ids = mem.store.load_array("dense_node_ids")
+        published = mem.store.load_published("dense")
+        ids = published.arrays["node_ids"]
         assert ids.dtype == np.int64 and ids.tolist() == [c.id for c in chunks]
-        assert mem.store.load_array("dense_vectors").shape == (len(chunks), emb.dim)
+        assert published.arrays["vectors"].shape == (len(chunks), emb.dim)
         assert mem.get_strategy("dense").report(mem.ctx) == {"chunks": len(chunks)}
         assert len(mem.retrieve(question, 100, strategy="dense")) == len(chunks)
 

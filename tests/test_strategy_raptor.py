@@ -18,7 +18,7 @@ from conftest import STORY
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
-from gemrag.errors import GemragError, MemoryNotIndexedError
+from gemrag.errors import DamagedMemoryError, GemragError, MemoryNotIndexedError
 from gemrag.strategies.raptor import RaptorParams, RaptorStrategy
 
 CHUNK_TOKENS = 100
@@ -67,7 +67,7 @@ def tree_memory(tmp_path_factory: pytest.TempPathFactory, module_config: Config)
 
 
 def node_texts(mem: Memory) -> tuple[list[int], list[str], list[int]]:
-    tree = mem.store.get_meta("raptor_tree")
+    tree = mem.store.load_published("raptor").meta
     texts = [mem.store.node(i).text if i > 0 else tree["summaries"][-i - 1]["text"] for i in tree["node_ids"]]
     return tree["node_ids"], texts, tree["n_tokens"]
 
@@ -80,7 +80,7 @@ def test_tree_over_forty_chunks(tree_memory: tuple[Memory, int]) -> None:
     layers = report["nodes_per_layer"]
     assert len(layers) >= 2 and layers[0] == len(chunk_ids) and 2 <= layers[1] < layers[0]
     assert layers[-1] <= 11 < layers[-2]  # RAPTOR's stop rule: a layer of <= reduction_dim + 1 nodes is the top
-    tree = mem.store.get_meta("raptor_tree")
+    tree = mem.store.load_published("raptor").meta
     summaries = tree["summaries"]
     assert llm_calls == len(summaries) == report["summary_nodes"]  # one LLM summary per cluster
     assert mem.store.nodes("summary") == []  # GEM's summary nodes are untouched: RAPTOR's are virtual
@@ -90,7 +90,8 @@ def test_tree_over_forty_chunks(tree_memory: tuple[Memory, int]) -> None:
     assert set().union(*(s["children"] for s in first)) == set(chunk_ids)  # every chunk has a parent
     # the saved vectors are E(text) of every node, summaries included
     _, texts, n_tokens = node_texts(mem)
-    np.testing.assert_allclose(mem.store.load_array("raptor_vectors"), HashEmbedder().embed(texts), atol=1e-6)
+    vectors = mem.store.load_published("raptor").arrays["vectors"]
+    np.testing.assert_allclose(vectors, HashEmbedder().embed(texts), atol=1e-6)
     assert n_tokens[: len(chunk_ids)] == [n.n_tokens for n in mem.store.nodes("chunk")]
     assert tree["params"]["reducer"] == "pca" and tree["params"]["threshold"] == 0.1
 
@@ -120,7 +121,7 @@ def test_collapsed_tree_respects_the_token_budget_exactly(tree_memory: tuple[Mem
 
 def test_collapsed_tree_returns_summary_nodes(tree_memory: tuple[Memory, int]) -> None:
     mem, _ = tree_memory
-    tree = mem.store.get_meta("raptor_tree")
+    tree = mem.store.load_published("raptor").meta
     summary = tree["summaries"][0]
     hits = mem.retrieve(summary["text"], 4, strategy="raptor")
     top = hits[0]
@@ -133,7 +134,7 @@ def test_deeper_tree_links_summaries_of_summaries(tmp_path: Path, module_config:
     with open_memory(tmp_path / "m", module_config) as mem:
         mem.add_text(story())
         build(mem, RaptorParams(reducer=pca, reduction_dim=4, max_layers=2))  # stop rule: <= 5 nodes
-        tree = mem.store.get_meta("raptor_tree")
+        tree = mem.store.load_published("raptor").meta
         layers = np.bincount(tree["layers"]).tolist()
         assert len(layers) == 3 and layers[0] > layers[1] > layers[2] >= 1  # two summary layers, no more
         layer_of = dict(zip(tree["node_ids"], tree["layers"], strict=True))
@@ -176,8 +177,9 @@ def test_a_failed_summary_is_recorded_and_skipped(tmp_path: Path, module_config:
         build(mem, RaptorParams(reducer=pca))
         failures = mem.store.failures()
         assert [f["phase"] for f in failures] == ["index/raptor"] and "backend down" in failures[0]["message"]
-        tree = mem.store.get_meta("raptor_tree")
-        assert len(tree["summaries"]) >= 1 and len(tree["node_ids"]) == len(mem.store.load_array("raptor_vectors"))
+        published = mem.store.load_published("raptor")
+        tree = published.meta
+        assert len(tree["summaries"]) >= 1 and len(tree["node_ids"]) == len(published.arrays["vectors"])
         assert mem.retrieve("the ambassador", 2, strategy="raptor")
 
 
@@ -203,9 +205,10 @@ def test_missing_or_inconsistent_tree(tmp_path: Path, module_config: Config) -> 
         with pytest.raises(MemoryNotIndexedError, match="raptor"):
             mem.retrieve("anything", strategy="raptor")
         RaptorStrategy(RaptorParams(reducer=pca)).build(mem.ctx)
-        vectors = mem.store.load_array("raptor_vectors")
-        mem.store.save_array("raptor_vectors", vectors[::-1].copy())  # as if a rebuild was interrupted
-        with pytest.raises(MemoryNotIndexedError, match="interrupted"):
+        published = mem.store.load_published("raptor", mmap=False)
+        path = mem.store.directory / mem.store.manifest("raptor").arrays["vectors"].file
+        np.save(path, published.arrays["vectors"][::-1].copy())  # same shape and size, other content
+        with pytest.raises(DamagedMemoryError, match="damaged"):
             RaptorStrategy().retrieve(mem.ctx, "anything", 4)
 
 

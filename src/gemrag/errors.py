@@ -37,3 +37,63 @@ class IncompatibleMemoryError(GemragError):
 
 class MemoryNotIndexedError(GemragError):
     """A retrieval was requested from a memory that has no built graph yet (run ``index`` first)."""
+
+
+class MemoryBusyError(GemragError):
+    """Another process (or another :class:`~gemrag.memory.Memory` in this one) is building this memory: only one
+    builder at a time may write a memory. Wait for it to finish, or retry (``gemrag index --wait SECONDS``)."""
+
+
+class DatabaseLockedError(MemoryBusyError):
+    """SQLite stayed locked by another connection for longer than the busy timeout (``database is locked``)."""
+
+
+class ReadOnlyMemoryError(GemragError):
+    """A write (adding documents, indexing) was asked of a memory opened read-only."""
+
+
+class StaleGenerationError(GemragError):
+    """The build generation being read was replaced by a newer one while it was read (its files are gone).
+
+    Retrieval retries on it (the newer generation is then read); it escapes only when a memory keeps changing.
+
+    Attributes:
+        strategy: the strategy whose generation was read. generation: the generation that was replaced.
+    """
+
+    def __init__(self, message: str, strategy: str = "", generation: int = 0) -> None:
+        super().__init__(message)
+        self.strategy = strategy
+        self.generation = generation
+
+
+class DamagedMemoryError(GemragError):
+    """A published build's files are missing or do not match its manifest (shape, dtype or size): the memory
+    was damaged outside gemrag. Run ``gemrag index`` again to rebuild it."""
+
+
+class ModelCrashError(GemragError):
+    """The local model (llama.cpp) crashed, failed or hung when run once in a child process on a tiny prompt.
+
+    Raised instead of letting a native crash (SIGSEGV, SIGILL...) kill gemrag with a bare ``Segmentation fault``;
+    the message is one line naming the cause and the fix (usually a portable rebuild of llama-cpp-python, see
+    :mod:`gemrag.models.probe`). The CLI prints it and exits with code 2.
+    """
+
+
+#: Errors that stop a whole build: recording them per item and going on would only repeat them for every item.
+FATAL_ERRORS: tuple[type[GemragError], ...] = (
+    ModelCrashError,
+    ModelNotAvailableError,
+    ModelIntegrityError,
+    ConfigError,
+    MemoryBusyError,
+    ReadOnlyMemoryError,
+    DamagedMemoryError,
+    IncompatibleMemoryError,
+)
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """True when ``exc`` must stop a build rather than be recorded as one item's failure (:data:`FATAL_ERRORS`)."""
+    return isinstance(exc, FATAL_ERRORS)

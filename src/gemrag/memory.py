@@ -11,18 +11,31 @@ Example::
     for hit in mem.retrieve("Why was Korvin's door left unlocked?"):
         print(hit.node_id, hit.kind, round(hit.score, 3), hit.text[:80])
     print(mem.ask("Who is Korvin?").text)
+
+Concurrency: one process at a time builds a memory (adding documents and ``index`` take the directory's
+build lock; a second builder gets :class:`~gemrag.errors.MemoryBusyError`), while any number of readers
+retrieve from the last *published* build generation, also during a build (:mod:`gemrag.store.publish`). A
+memory whose directory or database cannot be written is opened read-only automatically and still answers.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gemrag.config import Config, load_config
-from gemrag.errors import IncompatibleMemoryError, StructuredOutputError
+from gemrag.errors import (
+    DamagedMemoryError,
+    IncompatibleMemoryError,
+    ReadOnlyMemoryError,
+    StaleGenerationError,
+    StructuredOutputError,
+)
 from gemrag.ingest import Document, chunk_text, minilm_tokenizer, read_document, read_stdin
 from gemrag.ingest.loader import decode_text
 from gemrag.models.base import LLM, Embedder, Usage
@@ -31,7 +44,7 @@ from gemrag.models.factory import build_embedder, build_llm
 from gemrag.models.meter import UsageMeter
 from gemrag.models.prompts import LETTERS, ChoiceAnswer, answer_prompt, choice_schema
 from gemrag.models.structured import complete_structured
-from gemrag.store import Store
+from gemrag.store import BuildLock, Store
 from gemrag.strategies import StrategyContext, get_strategy
 from gemrag.strategies.base import ProgressFactory, Strategy, no_progress
 from gemrag.types import Hit
@@ -76,7 +89,14 @@ class Memory:
 
     Use :meth:`open`; pass ``llm`` / ``embedder`` to inject your own backends (tests do), otherwise they are
     built from the config on first use.
+
+    Attributes:
+        build_wait: seconds :meth:`add` and :meth:`index` wait for another builder's lock (default 0: fail at
+            once with :class:`~gemrag.errors.MemoryBusyError`).
     """
+
+    READ_RETRIES = 3
+    """Attempts of a retrieval whose generation is replaced while it is read (each sees a newer one)."""
 
     def __init__(
         self,
@@ -89,6 +109,9 @@ class Memory:
     ) -> None:
         self.store = store
         self.config = config
+        self.build_wait = 0.0
+        self._build_lock: BuildLock | None = None
+        self._build_depth = 0
         self.meter = UsageMeter(store)
         self._llm_backend = llm
         self._llm: LLM | None = None
@@ -115,18 +138,45 @@ class Memory:
         llm: LLM | None = None,
         embedder: Embedder | None = None,
         progress: ProgressFactory | None = None,
+        readonly: bool | None = None,
     ) -> Memory:
         """Open (or create) the memory in ``directory``.
+
+        Args:
+            directory: the memory directory (created when missing, unless read-only).
+            config: the configuration (default: :func:`~gemrag.config.load_config`).
+            llm, embedder: backends to use instead of building them from the config.
+            progress: progress-bar factory for ``index``.
+            readonly: open without writing anything (retrieval and answers work; caches and usage are not
+                recorded). None (default): read-only exactly when the directory or its database is not writable.
 
         Raises:
             IncompatibleMemoryError: the memory was built with another embedder or chunk size.
             GemragError: the directory is not usable.
         """
-        return cls(Store(directory), config or load_config(), llm=llm, embedder=embedder, progress=progress)
+        if readonly is None:
+            readonly = not _writable(Path(directory))
+        store = Store(directory, readonly=readonly)
+        try:
+            return cls(store, config or load_config(), llm=llm, embedder=embedder, progress=progress)
+        except BaseException:
+            store.close()
+            raise
+
+    @property
+    def readonly(self) -> bool:
+        """True when the memory was opened read-only."""
+        return self.store.readonly
 
     def close(self) -> None:
-        """Close the store."""
-        self.store.close()
+        """Write pending usage rows, release the build lock if held, and close the store."""
+        try:
+            self.meter.flush()
+        finally:
+            if self._build_lock is not None:
+                self._build_lock.release()
+                self._build_lock, self._build_depth = None, 0
+            self.store.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -145,7 +195,8 @@ class Memory:
     def _check_compatible(self) -> None:
         recorded = self.store.get_meta("embedder")
         if recorded is None:
-            self.store.set_meta("embedder", self.embedder.model_id)
+            if not self.readonly:
+                self.store.set_meta("embedder", self.embedder.model_id)
         elif recorded != self.embedder.model_id:
             raise IncompatibleMemoryError(
                 f"this memory was built with the embedder {recorded!r}, not {self.embedder.model_id!r}; "
@@ -196,22 +247,63 @@ class Memory:
         return self.add_document(Document(source, title, decode_text(text.encode("utf-8"), source)))
 
     def add_document(self, doc: Document) -> tuple[int, bool]:
-        """Store a loaded document (deduplicated by content)."""
-        return self.store.add_document(doc.source, doc.title, doc.text)
+        """Store a loaded document (deduplicated by content).
+
+        Raises:
+            MemoryBusyError: another process is building this memory (see :attr:`build_wait`).
+            ReadOnlyMemoryError: the memory is open read-only.
+        """
+        with self._building():
+            return self.store.add_document(doc.source, doc.title, doc.text)
+
+    @contextmanager
+    def _building(self, wait: float | None = None) -> Iterator[None]:
+        """Hold the memory's build lock (re-entrant within this Memory).
+
+        Raises:
+            MemoryBusyError: another builder holds it for longer than ``wait`` (default :attr:`build_wait`).
+            ReadOnlyMemoryError: the memory is open read-only.
+        """
+        if self.readonly:
+            raise ReadOnlyMemoryError(
+                f"the memory {self.store.directory} is open read-only; adding documents and indexing need write access"
+            )
+        if self._build_depth == 0:
+            lock = BuildLock(self.store.directory)
+            lock.acquire(self.build_wait if wait is None else wait)
+            self._build_lock = lock
+        self._build_depth += 1
+        try:
+            yield
+        finally:
+            self._build_depth -= 1
+            if self._build_depth == 0 and self._build_lock is not None:
+                self._build_lock.release()
+                self._build_lock = None
 
     # -- indexing --------------------------------------------------------------------------------
-    def index(self, strategy: str | None = None) -> IndexReport:
-        """Chunk new documents and (re)build the strategy's structures. Resumable after an interruption.
+    def index(self, strategy: str | None = None, *, wait: float | None = None) -> IndexReport:
+        """Chunk new documents and (re)build the strategy's structures, published as a new build generation.
+        Resumable after an interruption (even ``kill -9``): what an unpublished build left is removed first,
+        and cached LLM answers make redoing it free.
 
         Args:
             strategy: which registered strategy to build (default: the configured one).
+            wait: seconds to wait for another builder's lock (default :attr:`build_wait`).
 
         Raises:
             MemoryNotIndexedError: there is nothing to index.
+            MemoryBusyError: another process is building this memory.
+            ReadOnlyMemoryError: the memory is open read-only.
             GemragError: a model could not be loaded.
         """
+        with self._building(wait):
+            return self._index(strategy)
+
+    def _index(self, strategy: str | None) -> IndexReport:
         start = time.perf_counter()
         before = self.meter.totals.get("index", Usage())
+        self.store.remove_unpublished()  # rows and files of a build that was killed before publishing
         with self.meter.phase("index"):
             new_chunks = self._chunk_new_documents()
             self.get_strategy(strategy).build(self.ctx)
@@ -252,8 +344,11 @@ class Memory:
         """The context for ``question``: at most ``budget`` nodes (default ``config.gem.budget``), from
         ``strategy`` (default: the configured one, which must have been built by :meth:`index`).
 
+        Answers from the strategy's last published generation, also while another process builds the next one.
+
         Raises:
             MemoryNotIndexedError: the memory has not been indexed.
+            DamagedMemoryError: the published generation's files are missing or do not match its manifest.
             ValueError: empty question or budget < 1.
         """
         if not question.strip():
@@ -261,8 +356,20 @@ class Memory:
         budget = budget or self.config.gem.budget
         if budget < 1:
             raise ValueError("budget must be >= 1")
+        chosen = self.get_strategy(strategy)
         with self.meter.phase("query"):
-            return self.get_strategy(strategy).retrieve(self.ctx, question, budget)
+            for attempt in range(self.READ_RETRIES):
+                try:
+                    return chosen.retrieve(self.ctx, question, budget)
+                except StaleGenerationError as exc:  # a newer generation was published while reading: read it
+                    if self.store.published_generation(exc.strategy or chosen.name) == exc.generation:
+                        raise DamagedMemoryError(
+                            f"the memory {self.store.directory} is damaged: {exc}, yet no newer generation exists; "
+                            "run `gemrag index` again to rebuild it"
+                        ) from exc
+                    if attempt == self.READ_RETRIES - 1:
+                        raise
+        raise AssertionError("unreachable")
 
     def ask(
         self,
@@ -328,6 +435,7 @@ class Memory:
     def stats(self) -> dict[str, Any]:
         """Documents, nodes, models, parameters, tokens and seconds per phase, failures and the strategy's
         report (for GEM: the spectrum report with Remarks 2 and 3)."""
+        self.meter.flush()
         return {
             "directory": str(self.store.directory),
             "strategy": self.strategy.name,
@@ -342,6 +450,18 @@ class Memory:
             "failures": self.store.failures(),
             "strategy_report": self.strategy.report(self.ctx),
         }
+
+
+def _writable(directory: Path) -> bool:
+    """False when ``directory`` holds a memory that cannot be written (the directory, its database, or an
+    existing ``-wal`` / ``-shm`` file); True for a new or writable memory."""
+    db = directory / "memory.sqlite"
+    if not db.exists():
+        return True
+    parts = [directory, db] + [
+        p for p in (directory / "memory.sqlite-wal", directory / "memory.sqlite-shm") if p.exists()
+    ]
+    return all(os.access(p, os.W_OK) for p in parts)
 
 
 def _minus(a: Usage, b: Usage) -> Usage:

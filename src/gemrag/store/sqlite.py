@@ -1,62 +1,43 @@
 """SQLite store of one memory directory.
 
-Tables: ``meta`` (models, parameters, build state), ``documents``, ``nodes`` (chunks and summary nodes),
-``questions`` (utility questions), ``embeddings`` (float32 vectors, by text hash), ``edges`` (each node's
-strongest edges), ``llm_cache``, ``usage`` and ``failures``. Dense matrices (the similarity matrix, vector
-stacks) live beside it as ``.npy`` files (see :meth:`Store.save_array`).
+Tables (see :mod:`gemrag.store.schema`): ``meta`` (models, parameters, schema version), ``documents``,
+``nodes`` (chunks, and nodes a strategy derived in one build generation), ``questions`` (utility questions),
+``embeddings`` (float32 vectors, by text hash), ``edges`` (per strategy), ``llm_cache``, ``usage``,
+``failures`` and ``builds`` (each strategy's published manifest). A strategy's dense arrays live beside the
+database as generation-named ``.npy`` files, published atomically (:mod:`gemrag.store.publish`); the model
+caches are in :mod:`gemrag.store.caches`.
 
 Every write runs inside a transaction (``with store.transaction():``), so an interrupted build leaves the
-store as it was after the last completed step; nothing is half-written.
+store as it was after the last completed step; nothing is half-written. Reads that must agree with each other
+run inside :meth:`Store.snapshot` (one read transaction: a concurrent publish is either fully visible or not).
+
+A store opened with ``readonly=True`` writes nothing: structural writes raise
+:class:`~gemrag.errors.ReadOnlyMemoryError`, while cache and log writes (LLM answers, embeddings, usage rows,
+failures) are skipped, so retrieval works on a memory in a read-only directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import os
 import sqlite3
-import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from gemrag.errors import GemragError, ReadOnlyMemoryError
+from gemrag.store.caches import CachesMixin
+from gemrag.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, translate
+from gemrag.store.migrations import ensure_schema, schema_version
+from gemrag.store.publish import GenerationsMixin
+from gemrag.store.schema import SCHEMA_VERSION, visible_node
 
-from gemrag.errors import GemragError
-
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL UNIQUE, title TEXT NOT NULL,
-    text TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL, chunked INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS nodes (
-    id INTEGER PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('chunk', 'summary')),
-    doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL, text TEXT NOT NULL,
-    n_tokens INTEGER NOT NULL, questions_done INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}');
-CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind);
-CREATE TABLE IF NOT EXISTS questions (
-    id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-    ord INTEGER NOT NULL, text TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS questions_node ON questions(node_id);
-CREATE TABLE IF NOT EXISTS embeddings (
-    key TEXT PRIMARY KEY, model TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS edges (
-    src INTEGER NOT NULL, dst INTEGER NOT NULL, weight REAL NOT NULL, PRIMARY KEY (src, dst));
-CREATE TABLE IF NOT EXISTS llm_cache (
-    key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS usage (
-    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL,
-    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, embedding_tokens INTEGER NOT NULL,
-    seconds REAL NOT NULL, cached INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS failures (
-    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, node_id INTEGER, message TEXT NOT NULL);
-"""
+_NODE_COLUMNS = "n.id, n.kind, n.doc_id, n.ord, n.text, n.n_tokens, n.questions_done, n.meta, n.strategy, n.generation"
 
 
 def sha256_text(text: str) -> str:
@@ -74,6 +55,8 @@ class NodeRecord:
         text: the node's text. n_tokens: its length in embedder tokens (int).
         questions_done: 1 when utility questions were generated, 0 pending, -1 failed.
         meta: JSON-decoded extra fields (e.g. a summary's eigenvalue and member node ids).
+        strategy: the strategy that derived the node (None for chunks).
+        generation: the build generation that derived it (None for chunks).
     """
 
     id: int
@@ -84,65 +67,166 @@ class NodeRecord:
     n_tokens: int
     questions_done: int
     meta: dict[str, Any]
+    strategy: str | None = None
+    generation: int | None = None
 
 
-class Store:
-    """A memory directory's SQLite database plus its ``.npy`` arrays.
+def _node(r: Sequence[Any]) -> NodeRecord:
+    return NodeRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8], r[9])
+
+
+class Store(CachesMixin, GenerationsMixin):
+    """A memory directory's SQLite database plus its published arrays.
 
     Args:
-        directory: the memory directory; created when missing.
+        directory: the memory directory; created when missing (unless ``readonly``).
+        readonly: open without writing anything (see the module docstring).
+        busy_timeout: seconds to wait for another connection's write lock before
+            :class:`~gemrag.errors.DatabaseLockedError`.
 
     Raises:
-        GemragError: the directory exists but is not a gemrag memory (a file, or a newer schema).
+        GemragError: the directory is not a gemrag memory (a file, not a database, a newer schema; read-only:
+            missing, or an older schema that must be upgraded by a writable open first).
     """
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(
+        self, directory: str | Path, *, readonly: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    ) -> None:
         self.directory = Path(directory)
+        self.readonly = readonly
+        self.busy_timeout = busy_timeout
         if self.directory.exists() and not self.directory.is_dir():
             raise GemragError(f"{self.directory} exists and is not a directory")
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if not readonly:
+            self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / "memory.sqlite"
         self._lock = threading.RLock()
         self._depth = 0
-        self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA foreign_keys=ON")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.executescript(_SCHEMA)
-        version = self.get_meta("schema_version")
-        if version is None:
-            self.set_meta("schema_version", SCHEMA_VERSION)
-        elif int(version) > SCHEMA_VERSION:
-            raise GemragError(f"{self.path} was written by a newer gemrag (schema {version})")
+        self._snapshot = False
+        self._deferred: list[Callable[[], None]] = []
+        self.conn = open_connection(self.path, readonly=readonly, busy_timeout=busy_timeout)
+        try:
+            if readonly:
+                found = schema_version(self.conn)
+                if found != SCHEMA_VERSION:
+                    raise GemragError(
+                        f"{self.directory} uses schema {found} of an older gemrag; open it once with write access "
+                        "(e.g. `gemrag info`) to upgrade it"
+                        if found is not None and found < SCHEMA_VERSION
+                        else f"{self.directory} is not a gemrag memory this version can read (schema {found})"
+                    )
+            else:
+                ensure_schema(self.conn, self.directory)
+        except BaseException as exc:
+            self.conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc, self.path, busy_timeout) from exc
+            raise
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Run deferred cache writes and close the database connection."""
+        self._flush_deferred()
         self.conn.close()
 
     # -- transactions -------------------------------------------------------------------------------
+    @property
+    def in_snapshot(self) -> bool:
+        """True inside :meth:`snapshot` (in the thread that holds it)."""
+        return self._snapshot
+
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A (nestable) write transaction: all or nothing, committed on exit, rolled back on error."""
+    def transaction(self) -> Iterator[Any]:
+        """A (nestable) write transaction: all or nothing, committed on exit, rolled back on error.
+
+        Raises:
+            ReadOnlyMemoryError: the store is read-only.
+            DatabaseLockedError: another connection kept the write lock longer than the busy timeout.
+            RuntimeError: called inside :meth:`snapshot` (reads there must not write).
+        """
+        if self.readonly:
+            raise ReadOnlyMemoryError(
+                f"the memory {self.directory} is open read-only; adding documents and indexing need write access"
+            )
         with self._lock:
+            if self._snapshot:
+                raise RuntimeError("a write inside a read snapshot")
             outer = self._depth == 0
             if outer:
-                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error as exc:
+                    raise translate(exc, self.path, self.busy_timeout) from exc
             self._depth += 1
             try:
                 yield self.conn
-            except BaseException:
+            except BaseException as exc:
                 self._depth -= 1
                 if outer:
-                    self.conn.execute("ROLLBACK")
+                    self._rollback()
+                    if isinstance(exc, sqlite3.Error):
+                        raise translate(exc, self.path, self.busy_timeout) from exc
                 raise
             self._depth -= 1
             if outer:
-                self.conn.execute("COMMIT")
+                try:
+                    self.conn.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    self._rollback()
+                    raise translate(exc, self.path, self.busy_timeout) from exc
 
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[sqlite3.Row]:
+    def _rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already (e.g. after SQLITE_FULL)
+            self.conn.execute("ROLLBACK")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction: every read inside sees the same committed state (keep it short).
+
+        Nested in a transaction or another snapshot, it adds nothing. Cache and log writes made inside are
+        deferred to its end; structural writes raise RuntimeError.
+        """
         with self._lock:
-            cur = self.conn.execute(sql, args)
-            return cur.fetchall()
+            if self._depth or self._snapshot:
+                yield
+                return
+            try:
+                self.conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path, self.busy_timeout) from exc
+            self._snapshot = True
+            try:
+                yield
+            finally:
+                self._snapshot = False
+                try:
+                    self.conn.execute("COMMIT")
+                except sqlite3.Error:
+                    self._rollback()
+        self._flush_deferred()
+
+    def _best_effort(self, write: Callable[[], None]) -> None:
+        """A cache or log write: skipped when read-only, deferred inside a snapshot."""
+        if self.readonly:
+            return
+        with self._lock:
+            if self._snapshot:
+                self._deferred.append(write)
+                return
+        write()
+
+    def _flush_deferred(self) -> None:
+        with self._lock:
+            pending, self._deferred = self._deferred, []
+        for write in pending:
+            with contextlib.suppress(GemragError):  # a cache entry or log row, not worth failing a read for
+                write()
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self.conn.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise translate(exc, self.path, self.busy_timeout) from exc
 
     # -- meta -------------------------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:
@@ -151,7 +235,11 @@ class Store:
         return json.loads(rows[0][0]) if rows else default
 
     def set_meta(self, key: str, value: Any) -> None:
-        """Store a JSON-serializable value under ``key``."""
+        """Store a JSON-serializable value under ``key``.
+
+        Raises:
+            ReadOnlyMemoryError: the store is read-only.
+        """
         with self.transaction() as c:
             c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
@@ -196,40 +284,47 @@ class Store:
             c.execute("UPDATE documents SET chunked = 1 WHERE id = ?", (doc_id,))
 
     # -- nodes ------------------------------------------------------------------------------------
-    def nodes(self, kind: str | None = None) -> list[NodeRecord]:
-        """Nodes ordered by id, optionally of one kind."""
-        sql = "SELECT id, kind, doc_id, ord, text, n_tokens, questions_done, meta FROM nodes"
-        rows = self._query(sql + (" WHERE kind = ?" if kind else "") + " ORDER BY id", (kind,) if kind else ())
-        return [NodeRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7])) for r in rows]
+    def nodes(self, kind: str | None = None, *, build: tuple[str, int] | None = None) -> list[NodeRecord]:
+        """Nodes ordered by id, optionally of one kind, as a reader or a builder sees them.
+
+        Args:
+            kind: ``"chunk"``, ``"summary"`` or None for both.
+            build: None: chunks plus the nodes of every strategy's *published* generation (what retrieval uses).
+                ``(strategy, generation)``: a builder's view, that build's own new nodes replacing the
+                strategy's published ones.
+        """
+        predicate, args = visible_node("n", build)
+        sql = f"SELECT {_NODE_COLUMNS} FROM nodes n WHERE {predicate}"
+        if kind:
+            sql, args = sql + " AND n.kind = ?", (*args, kind)
+        return [_node(r) for r in self._query(sql + " ORDER BY n.id", args)]
 
     def node(self, node_id: int) -> NodeRecord:
-        """One node by id.
+        """One node by id (whatever its generation).
 
         Raises:
             KeyError: no such node.
         """
-        rows = self._query(
-            "SELECT id, kind, doc_id, ord, text, n_tokens, questions_done, meta FROM nodes WHERE id = ?",
-            (node_id,),
-        )
+        rows = self._query(f"SELECT {_NODE_COLUMNS} FROM nodes n WHERE n.id = ?", (node_id,))
         if not rows:
             raise KeyError(node_id)
-        r = rows[0]
-        return NodeRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]))
+        return _node(rows[0])
 
-    def add_summary_node(self, ord_: int, text: str, n_tokens: int, meta: dict[str, Any]) -> int:
-        """Insert a summary node and return its id."""
+    def add_summary_node(
+        self, ord_: int, text: str, n_tokens: int, meta: dict[str, Any], *, strategy: str, generation: int
+    ) -> int:
+        """Insert a summary node derived by build ``(strategy, generation)`` and return its id.
+
+        Readers do not see it until :meth:`publish` commits that generation; publishing deletes the strategy's
+        nodes of older generations in the same transaction.
+        """
         with self.transaction() as c:
             cur = c.execute(
-                "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens, meta) VALUES ('summary', NULL, ?, ?, ?, ?)",
-                (ord_, text, n_tokens, json.dumps(meta)),
+                "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens, meta, strategy, generation)"
+                " VALUES ('summary', NULL, ?, ?, ?, ?, ?, ?)",
+                (ord_, text, n_tokens, json.dumps(meta), strategy, generation),
             )
             return int(cur.lastrowid or 0)
-
-    def delete_summary_nodes(self) -> int:
-        """Delete every summary node (and, by cascade, its questions); returns how many."""
-        with self.transaction() as c:
-            return c.execute("DELETE FROM nodes WHERE kind = 'summary'").rowcount
 
     # -- utility questions ------------------------------------------------------------------------
     def set_questions(self, node_id: int, questions: Sequence[str]) -> None:
@@ -247,111 +342,62 @@ class Store:
         with self.transaction() as c:
             c.execute("UPDATE nodes SET questions_done = ? WHERE id = ?", (status, node_id))
 
+    def fail_questions(self, node_id: int, phase: str, message: str) -> None:
+        """Record that a node's questions failed, in ONE transaction: the failure row, no questions, status -1."""
+        with self.transaction() as c:
+            c.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
+            c.execute(
+                "INSERT INTO failures(at, phase, node_id, message) VALUES (?,?,?,?)",
+                (time.time(), phase, node_id, message[:2000]),
+            )
+            c.execute("UPDATE nodes SET questions_done = -1 WHERE id = ?", (node_id,))
+
     def reset_questions(self) -> None:
         """Forget every node's utility questions (used when the number per chunk changes)."""
         with self.transaction() as c:
             c.execute("DELETE FROM questions")
             c.execute("UPDATE nodes SET questions_done = 0")
 
-    def questions(self) -> list[tuple[int, int, str]]:
-        """All utility questions as ``(question_id, node_id, text)``, ordered by node then position."""
-        rows = self._query("SELECT id, node_id, text FROM questions ORDER BY node_id, ord")
+    def questions(self, *, build: tuple[str, int] | None = None) -> list[tuple[int, int, str]]:
+        """Utility questions of the visible nodes (see :meth:`nodes`) as ``(question_id, node_id, text)``,
+        ordered by node then position."""
+        predicate, args = visible_node("n", build)
+        rows = self._query(
+            f"SELECT q.id, q.node_id, q.text FROM questions q JOIN nodes n ON n.id = q.node_id WHERE {predicate}"
+            " ORDER BY q.node_id, q.ord",
+            args,
+        )
         return [(int(a), int(b), str(c)) for a, b, c in rows]
 
-    # -- embeddings -------------------------------------------------------------------------------
-    def get_embeddings(self, model: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """Cached vectors for the given text-hash keys (missing keys are absent from the result)."""
-        out: dict[str, np.ndarray] = {}
-        for start in range(0, len(keys), 500):
-            part = list(keys[start : start + 500])
-            marks = ",".join("?" * len(part))
-            rows = self._query(
-                f"SELECT key, dim, vector FROM embeddings WHERE model = ? AND key IN ({marks})",
-                [model, *part],
-            )
-            for key, dim, blob in rows:
-                out[key] = np.frombuffer(blob, dtype=np.float32, count=dim).copy()
-        return out
-
-    def put_embeddings(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
-        """Store float32 vectors under text-hash keys."""
-        rows = [(k, model, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items]
-        with self.transaction() as c:
-            c.executemany("INSERT OR REPLACE INTO embeddings(key, model, dim, vector) VALUES (?,?,?,?)", rows)
-
-    # -- llm cache --------------------------------------------------------------------------------
-    def get_llm(self, key: str) -> dict[str, Any] | None:
-        """A cached LLM response by key, or None."""
-        rows = self._query("SELECT response FROM llm_cache WHERE key = ?", (key,))
-        return json.loads(rows[0][0]) if rows else None
-
-    def put_llm(self, key: str, model: str, response: dict[str, Any]) -> None:
-        """Cache an LLM response."""
-        with self.transaction() as c:
-            c.execute(
-                "INSERT OR REPLACE INTO llm_cache(key, model, response, created) VALUES (?,?,?,?)",
-                (key, model, json.dumps(response), time.time()),
-            )
-
-    def import_caches(self, other: str | Path) -> tuple[int, int]:
-        """Copy another memory's LLM responses and embeddings into this memory's caches.
-
-        Entries already here are kept. Used by ``gemrag eval`` so that a gem ablation memory (same documents,
-        another parameter) answers the model calls it shares with its base memory from the cache.
-
-        Args:
-            other: another memory directory (or its ``memory.sqlite``).
-
-        Returns:
-            ``(llm_rows, embedding_rows)`` inserted (ints).
-
-        Raises:
-            GemragError: ``other`` is not a gemrag memory.
-        """
-        path = Path(other)
-        path = path / "memory.sqlite" if path.is_dir() else path
-        if not path.is_file() or path.resolve() == self.path.resolve():
-            raise GemragError(f"{other} is not another gemrag memory")
-        with self._lock:
-            try:
-                self.conn.execute("ATTACH DATABASE ? AS other", (str(path),))
-            except sqlite3.DatabaseError as exc:
-                raise GemragError(f"cannot read the caches of {other}: {exc}") from exc
-            try:
-                with self.transaction() as c:
-                    llm = c.execute("INSERT OR IGNORE INTO main.llm_cache SELECT * FROM other.llm_cache").rowcount
-                    emb = c.execute("INSERT OR IGNORE INTO main.embeddings SELECT * FROM other.embeddings").rowcount
-            except sqlite3.DatabaseError as exc:
-                raise GemragError(f"cannot read the caches of {other}: {exc}") from exc
-            finally:
-                self.conn.execute("DETACH DATABASE other")
-        return int(llm), int(emb)
-
     # -- edges ------------------------------------------------------------------------------------
-    def replace_edges(self, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> None:
-        """Replace the stored edge list (node ids, float weights) in one transaction."""
-        with self.transaction() as c:
-            c.execute("DELETE FROM edges")
-            c.executemany(
-                "INSERT INTO edges(src, dst, weight) VALUES (?,?,?)",
-                zip(src.tolist(), dst.tolist(), weight.tolist(), strict=True),
-            )
-
-    def edges(self, node_id: int) -> list[tuple[int, float]]:
-        """The stored strongest edges of a node as ``(neighbour id, weight)``, strongest first."""
-        rows = self._query("SELECT dst, weight FROM edges WHERE src = ? ORDER BY weight DESC", (node_id,))
+    def edges(self, node_id: int, strategy: str = "gem") -> list[tuple[int, float]]:
+        """The strategy's stored strongest edges of a node as ``(neighbour id, weight)``, strongest first
+        (written by :meth:`publish`)."""
+        rows = self._query(
+            "SELECT dst, weight FROM edges WHERE strategy = ? AND src = ? ORDER BY weight DESC", (strategy, node_id)
+        )
         return [(int(a), float(b)) for a, b in rows]
 
     # -- usage and failures -----------------------------------------------------------------------
     def log_usage(self, rows: Sequence[tuple[str, str, str, int, int, int, float, int]]) -> None:
-        """Append usage rows ``(phase, kind, model, prompt, completion, embedding tokens, seconds, cached)``."""
+        """Append usage rows ``(phase, kind, model, prompt, completion, embedding tokens, seconds, cached)``
+        (skipped when read-only).
+
+        Raises:
+            DatabaseLockedError: the database stayed locked (the meter keeps the rows and retries).
+        """
         now = time.time()
-        with self.transaction() as c:
-            c.executemany(
-                "INSERT INTO usage(at, phase, kind, model, prompt_tokens, completion_tokens, embedding_tokens,"
-                " seconds, cached) VALUES (?,?,?,?,?,?,?,?,?)",
-                [(now, *r) for r in rows],
-            )
+        values = [(now, *r) for r in rows]
+
+        def write() -> None:
+            with self.transaction() as c:
+                c.executemany(
+                    "INSERT INTO usage(at, phase, kind, model, prompt_tokens, completion_tokens, embedding_tokens,"
+                    " seconds, cached) VALUES (?,?,?,?,?,?,?,?,?)",
+                    values,
+                )
+
+        self._best_effort(write)
 
     def usage_by_phase(self) -> dict[str, dict[str, float]]:
         """Totals per phase of what was actually spent: prompt/completion/embedding tokens and seconds of
@@ -365,33 +411,19 @@ class Store:
         return {r[0]: dict(zip(keys, r[1:], strict=True)) for r in rows}
 
     def record_failure(self, phase: str, node_id: int | None, message: str) -> None:
-        """Record a failure (e.g. malformed model output after all retries) for ``gemrag info``."""
-        with self.transaction() as c:
-            c.execute(
-                "INSERT INTO failures(at, phase, node_id, message) VALUES (?,?,?,?)",
-                (time.time(), phase, node_id, message[:2000]),
-            )
+        """Record a failure (e.g. malformed model output after all retries) for ``gemrag info`` (skipped when
+        read-only)."""
+
+        def write() -> None:
+            with self.transaction() as c:
+                c.execute(
+                    "INSERT INTO failures(at, phase, node_id, message) VALUES (?,?,?,?)",
+                    (time.time(), phase, node_id, message[:2000]),
+                )
+
+        self._best_effort(write)
 
     def failures(self) -> list[dict[str, Any]]:
         """Recorded failures, oldest first."""
         rows = self._query("SELECT at, phase, node_id, message FROM failures ORDER BY id")
         return [dict(zip(("at", "phase", "node_id", "message"), r, strict=True)) for r in rows]
-
-    # -- arrays -----------------------------------------------------------------------------------
-    def save_array(self, name: str, array: np.ndarray) -> None:
-        """Write ``<dir>/<name>.npy`` atomically (temporary file, then rename)."""
-        fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".npy.tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.save(fh, array)
-            os.replace(tmp, self.directory / f"{name}.npy")
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-    def load_array(self, name: str, mmap: bool = False) -> np.ndarray | None:
-        """Read ``<dir>/<name>.npy`` (memory-mapped read-only when ``mmap``), or None when absent."""
-        path = self.directory / f"{name}.npy"
-        if not path.exists():
-            return None
-        return np.load(path, mmap_mode="r" if mmap else None)

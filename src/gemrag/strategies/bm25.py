@@ -4,30 +4,29 @@ Chunks and questions are tokenized with ``bm25s.tokenize`` (lower case, the scik
 ``\\b\\w\\w+\\b``, bm25s' English stopword list, no stemming) and scored with ``bm25s.BM25`` (its defaults:
 Lucene variant, k1 = 1.5, b = 0.75). Retrieval returns the top-B chunks by BM25 score.
 
-The index is saved with bm25s' own format in ``<memory>/bm25/`` together with ``node_ids.npy`` (the chunk
-id of each indexed document). It is written to a temporary directory and swapped in, so an interrupted
-build leaves the previous index (or none) but never a half-written one. Re-run ``index`` for this
-strategy after adding documents. Needs the ``bm25s`` package (``pip install 'gemrag[eval]'``).
+Each build is a generation (:mod:`gemrag.store.publish`): bm25s saves its index in its own format in the
+directory ``<memory>/bm25.g<generation>.index/``, the chunk id of each indexed document is the array
+``node_ids``, and both are published together, so an interrupted build leaves the previous index (or none)
+but never a half-written one, and a reader keeps the index it loaded. Re-run ``index`` for this strategy
+after adding documents. Needs the ``bm25s`` package (``pip install 'gemrag[eval]'``).
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gemrag.errors import MemoryNotIndexedError
+from gemrag.store import Published
 from gemrag.strategies.base import StrategyContext, register
-from gemrag.strategies.common import chunk_hits, chunk_nodes, require, top_k
+from gemrag.strategies.common import chunk_hits, chunk_nodes, load_published, publish_arrays, require, top_k
 from gemrag.types import Hit
 
 if TYPE_CHECKING:
     import bm25s
 
-INDEX_DIR = "bm25"
+INDEX_DIR = "index"
+"""Name of the published artefact holding bm25s' files (``bm25.g<generation>.index/``)."""
 STOPWORDS = "en"
 
 
@@ -45,7 +44,7 @@ class BM25Strategy:
     name = "bm25"
 
     def build(self, ctx: StrategyContext) -> None:
-        """Tokenize every chunk, build the BM25 index and save it in ``<memory>/bm25/``.
+        """Tokenize every chunk, build the BM25 index and publish it as a new generation.
 
         Raises:
             MemoryNotIndexedError: the memory holds no chunks.
@@ -57,35 +56,23 @@ class BM25Strategy:
         chunks = chunk_nodes(ctx)
         retriever = bm25s.BM25()
         retriever.index(tokenize([c.text for c in chunks]), show_progress=False)
-        final = ctx.store.directory / INDEX_DIR
-        for stale in ctx.store.directory.glob(f".{INDEX_DIR}-*"):  # leftovers of an interrupted build
-            shutil.rmtree(stale, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{INDEX_DIR}-", dir=ctx.store.directory))
-        retriever.save(str(tmp), show_progress=False)
-        np.save(tmp / "node_ids.npy", np.array([c.id for c in chunks], dtype=np.int64))
-        if final.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{INDEX_DIR}-", dir=ctx.store.directory))
-            final.replace(old / INDEX_DIR)
-            tmp.replace(final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.replace(final)
-        ctx.state.pop(self.name, None)
+        generation = ctx.store.begin_build(self.name)
+        path = ctx.store.artifact_path(self.name, generation, INDEX_DIR)
+        path.mkdir()
+        retriever.save(str(path), show_progress=False)
+        ctx.store.sync_path(path)
+        ids = np.array([c.id for c in chunks], dtype=np.int64)
+        publish_arrays(ctx, self.name, generation, {"node_ids": ids}, axes={"node_ids": ("n",)}, paths=[INDEX_DIR])
 
     def _load(self, ctx: StrategyContext) -> tuple[bm25s.BM25, np.ndarray]:
-        if self.name not in ctx.state:
-            path = ctx.store.directory / INDEX_DIR
-            if not (path / "node_ids.npy").exists():
-                raise MemoryNotIndexedError(
-                    "this memory has no 'bm25' index yet: build it first "
-                    "(Memory.index(strategy='bm25'), or `gemrag index` with GEMRAG_STRATEGY=bm25)"
-                )
+        def make(published: Published) -> tuple[bm25s.BM25, np.ndarray]:
             require("bm25s", strategy=self.name)
             import bm25s
 
-            retriever = bm25s.BM25.load(str(path), show_progress=False)
-            ctx.state[self.name] = (retriever, np.load(path / "node_ids.npy"))
-        return ctx.state[self.name]
+            retriever = bm25s.BM25.load(str(published.paths[INDEX_DIR]), show_progress=False)
+            return retriever, np.asarray(published.arrays["node_ids"])
+
+        return load_published(ctx, self.name, make, mmap=False)
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         """The ``budget`` chunks with the highest BM25 score for ``question``.
@@ -106,5 +93,5 @@ class BM25Strategy:
 
     def report(self, ctx: StrategyContext) -> dict[str, Any]:
         """Number of indexed chunks (0 before ``index``)."""
-        path = ctx.store.directory / INDEX_DIR / "node_ids.npy"
-        return {"chunks": len(np.load(path)) if path.exists() else 0}
+        manifest = ctx.store.manifest(self.name)
+        return {"chunks": 0 if manifest is None else manifest.arrays["node_ids"].shape[0]}

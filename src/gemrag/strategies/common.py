@@ -4,7 +4,8 @@
   strategies sharing a memory embed each text once);
 * the prompt vector, top-B selection and cosine ranking (the "Embed" baseline of the GEM-RAG paper,
   section IV);
-* saving / loading a strategy's ``<prefix>_<name>.npy`` arrays, with a clear error before ``index``;
+* publishing a strategy's build as a generation and loading the published one (once per generation), with a
+  clear error before ``index``;
 * MiniLM token counts (the unit of the chunk size T and of token budgets);
 * turning ranked chunk ids into :class:`~gemrag.types.Hit` lists;
 * checking that an optional dependency (the ``eval`` extra) is installed.
@@ -13,9 +14,9 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,7 +26,8 @@ from gemrag.errors import GemragError, MemoryNotIndexedError
 from gemrag.graph._validate import top_indices, unit_rows
 from gemrag.ingest.tokenizer import minilm_tokenizer
 from gemrag.models.base import Message
-from gemrag.store import NodeRecord
+from gemrag.store import NodeRecord, Published
+from gemrag.store.migrations import REBUILD_META
 from gemrag.strategies.base import StrategyContext
 from gemrag.types import Hit
 
@@ -124,25 +126,78 @@ def cosine_ranking(
     return order, scores[order]
 
 
-def save_arrays(ctx: StrategyContext, prefix: str, arrays: dict[str, np.ndarray]) -> None:
-    """Write each array atomically as ``<memory>/<prefix>_<name>.npy``."""
-    for name, array in arrays.items():
-        ctx.store.save_array(f"{prefix}_{name}", array)
+T = TypeVar("T")
 
 
-def load_arrays(ctx: StrategyContext, prefix: str, names: Sequence[str], *, mmap: bool = True) -> dict[str, Any]:
-    """Read ``<prefix>_<name>.npy`` for every name (memory-mapped read-only by default).
+def publish_arrays(
+    ctx: StrategyContext,
+    strategy: str,
+    generation: int,
+    arrays: dict[str, np.ndarray],
+    *,
+    axes: dict[str, tuple[str, ...]] | None = None,
+    meta: dict[str, Any] | None = None,
+    paths: Sequence[str] = (),
+    edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> None:
+    """Write a build's arrays as generation ``generation`` and publish it atomically (see
+    :mod:`gemrag.store.publish`); ``axes`` names each array's dimensions so readers can check they agree.
 
     Raises:
-        MemoryNotIndexedError: an array is missing: the strategy was not built in this memory.
+        ValueError: arrays disagree on a named axis.
     """
-    arrays = {name: ctx.store.load_array(f"{prefix}_{name}", mmap=mmap) for name in names}
-    if any(a is None for a in arrays.values()):
-        raise MemoryNotIndexedError(
-            f"this memory has no {prefix!r} index yet: build it first "
-            f"(Memory.index(strategy={prefix!r}), or `gemrag index` with GEMRAG_STRATEGY={prefix})"
+    names = axes or {}
+    entries = [ctx.store.write_array(strategy, generation, name, a, names.get(name)) for name, a in arrays.items()]
+    ctx.store.publish(strategy, generation, entries, meta=meta, paths=paths, edges=edges)
+
+
+def not_indexed(ctx: StrategyContext, strategy: str, message: str | None = None) -> MemoryNotIndexedError:
+    """The error for a strategy with no published build (naming the fix, and why when an older gemrag's index
+    was not adopted by the schema upgrade)."""
+    if strategy in (ctx.store.get_meta(REBUILD_META) or []):
+        return MemoryNotIndexedError(
+            f"this memory's {strategy!r} index was written by an older gemrag and could not be verified (an "
+            f"interrupted build?): rebuild it with `gemrag index` (strategy {strategy}); cached LLM answers make "
+            "that cost no LLM call"
         )
-    return arrays
+    return MemoryNotIndexedError(
+        message
+        or f"this memory has no {strategy!r} index yet: build it first "
+        f"(Memory.index(strategy={strategy!r}), or `gemrag index` with GEMRAG_STRATEGY={strategy})"
+    )
+
+
+def load_published(
+    ctx: StrategyContext,
+    strategy: str,
+    make: Callable[[Published], T],
+    *,
+    mmap: bool = True,
+    message: str | None = None,
+) -> T:
+    """``make(published build)``, computed once per published generation and kept in ``ctx.state``.
+
+    A newer generation published by another process is picked up at the next call. Call it inside
+    ``ctx.store.snapshot()`` when later reads (node texts) must belong to the same generation.
+
+    Raises:
+        MemoryNotIndexedError: the strategy was never built in this memory (``message`` overrides the text).
+        StaleGenerationError: the generation was replaced while it was read (retry).
+        DamagedMemoryError: its files do not match its manifest.
+    """
+    generation = ctx.store.published_generation(strategy)
+    if generation is None:
+        raise not_indexed(ctx, strategy, message)
+    key = f"published:{strategy}"
+    cached = ctx.state.get(key)
+    if cached is not None and cached[0] == generation:
+        return cached[1]
+    published = ctx.store.load_published(strategy, mmap=mmap)
+    if published is None:
+        raise not_indexed(ctx, strategy, message)
+    value = make(published)
+    ctx.state[key] = (published.generation, value)
+    return value
 
 
 @lru_cache(maxsize=1)

@@ -3,9 +3,10 @@
 "The standard RAG method, of embedding each chunk of text, and embedding the given prompt, and finding the
 most similar chunks to the prompt, up to a specific budget": the top-B chunks by ``cos(E(p), E(CHUNK_i))``.
 
-Build saves ``dense_node_ids.npy`` ((n,) int64 chunk ids) and ``dense_vectors.npy`` ((n, d) float32
-``E(CHUNK_i)``); the vectors come from the memory's embedding cache, so a memory GEM already indexed costs
-no new embedding. Re-run ``index`` for this strategy after adding documents.
+Build publishes a generation of two arrays, ``node_ids`` ((n,) int64 chunk ids) and ``vectors`` ((n, d)
+float32 ``E(CHUNK_i)``), as ``dense.g<generation>.*.npy`` (:mod:`gemrag.store.publish`); the vectors come from
+the memory's embedding cache, so a memory GEM already indexed costs no new embedding. Re-run ``index`` for
+this strategy after adding documents.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from gemrag.strategies.common import (
     chunk_hits,
     chunk_ids_and_vectors,
     cosine_ranking,
-    load_arrays,
+    load_published,
     prompt_vector,
-    save_arrays,
+    publish_arrays,
 )
 from gemrag.types import Hit
 
 PREFIX = "dense"
-NAMES = ("node_ids", "vectors")
+AXES = {"node_ids": ("n",), "vectors": ("n", "d")}
 
 
 @register("dense")
@@ -34,14 +35,14 @@ class DenseStrategy:
     name = "dense"
 
     def build(self, ctx: StrategyContext) -> None:
-        """Embed every chunk (cached) and save ``dense_node_ids`` / ``dense_vectors``.
+        """Embed every chunk (cached) and publish ``node_ids`` / ``vectors`` as a new generation.
 
         Raises:
             MemoryNotIndexedError: the memory holds no chunks.
         """
         ids, vectors = chunk_ids_and_vectors(ctx)
-        save_arrays(ctx, PREFIX, {"node_ids": ids, "vectors": vectors})
-        ctx.state.pop(PREFIX, None)
+        generation = ctx.store.begin_build(PREFIX)
+        publish_arrays(ctx, PREFIX, generation, {"node_ids": ids, "vectors": vectors}, axes=AXES)
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         """The ``budget`` chunks most similar to ``question``.
@@ -53,13 +54,11 @@ class DenseStrategy:
         Raises:
             MemoryNotIndexedError: the strategy was not built in this memory.
         """
-        if PREFIX not in ctx.state:
-            ctx.state[PREFIX] = load_arrays(ctx, PREFIX, NAMES)
-        arrays = ctx.state[PREFIX]
+        arrays = load_published(ctx, PREFIX, lambda published: published.arrays)
         order, scores = cosine_ranking(prompt_vector(ctx, question), arrays["vectors"], budget)
         return chunk_hits(ctx, arrays["node_ids"][order].tolist(), scores.tolist())
 
     def report(self, ctx: StrategyContext) -> dict[str, Any]:
         """Number of indexed chunks (0 before ``index``)."""
-        ids = ctx.store.load_array(f"{PREFIX}_node_ids", mmap=True)
-        return {"chunks": 0 if ids is None else len(ids)}
+        manifest = ctx.store.manifest(PREFIX)
+        return {"chunks": 0 if manifest is None else manifest.arrays["node_ids"].shape[0]}

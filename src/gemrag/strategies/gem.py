@@ -30,18 +30,20 @@ from gemrag.graph.laplacian import normalized_laplacian, symmetrize
 from gemrag.graph.search import PreparedGraph, top_k_edges
 from gemrag.graph.similarity import similarity_matrix, utility_question_vectors
 from gemrag.graph.spectrum import spectrum_report
+from gemrag.store import Published
 from gemrag.strategies.base import StrategyContext, register
-from gemrag.strategies.common import embed_node_ids, prompt_vector
+from gemrag.strategies.common import embed_node_ids, load_published, not_indexed, prompt_vector, publish_arrays
 from gemrag.strategies.summaries import build_eigentheme_summaries
 from gemrag.strategies.utility_questions import generate_utility_questions
 from gemrag.types import Hit
 
 EDGES_PER_NODE = 10
+NOT_INDEXED = "this memory has no GEM graph yet: run `gemrag index` first"
 
 
 @dataclass
 class GemGraph:
-    """The arrays retrieval needs, as saved in the memory directory (``gem_*.npy``).
+    """The arrays retrieval needs, as published in the memory directory (``gem.g<generation>.<name>.npy``).
 
     Attributes:
         node_ids: (N,) int64 store ids of chunk and summary nodes, in matrix order.
@@ -61,29 +63,51 @@ class GemGraph:
     weights: np.ndarray
 
     NAMES = ("node_ids", "node_vectors", "question_vectors", "question_owner", "question_ids", "weights")
+    AXES = {
+        "node_ids": ("n",),
+        "node_vectors": ("n", "d"),
+        "question_vectors": ("m", "d"),
+        "question_owner": ("m",),
+        "question_ids": ("m",),
+        "weights": ("n", "n"),
+    }
+    """Named dimensions, checked by readers: n nodes, m questions, d embedding dimensions."""
 
-    def save(self, ctx: StrategyContext) -> None:
-        """Write every array atomically as ``gem_<name>.npy``."""
-        for name in self.NAMES:
-            ctx.store.save_array(f"gem_{name}", getattr(self, name))
+    def publish(
+        self,
+        ctx: StrategyContext,
+        generation: int,
+        meta: dict[str, Any],
+        edges: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> None:
+        """Write every array of ``generation`` and publish it with its metadata and edge list, atomically."""
+        arrays = {name: getattr(self, name) for name in self.NAMES}
+        publish_arrays(ctx, "gem", generation, arrays, axes=self.AXES, meta=meta, edges=edges)
 
     @classmethod
-    def load(cls, ctx: StrategyContext) -> GemGraph:
-        """Read the arrays back (memory-mapped).
+    def from_published(cls, published: Published) -> GemGraph:
+        """The graph of a published generation (memory-mapped arrays)."""
+        return cls(**{name: published.arrays[name] for name in cls.NAMES})
 
-        Raises:
-            MemoryNotIndexedError: the memory has no GEM graph yet.
-        """
-        arrays = {name: ctx.store.load_array(f"gem_{name}", mmap=True) for name in cls.NAMES}
-        if any(a is None for a in arrays.values()):
-            raise MemoryNotIndexedError("this memory has no GEM graph yet: run `gemrag index` first")
-        return cls(**arrays)  # type: ignore[arg-type]
+
+@dataclass
+class LoadedGem:
+    """One published generation ready for retrieval: the graph, its prepared form and its questions' texts."""
+
+    graph: GemGraph
+    prepared: PreparedGraph
+    question_text: dict[int, str]
 
 
 def node_graph_inputs(
-    ctx: StrategyContext, node_ids: list[int]
+    ctx: StrategyContext, node_ids: list[int], build: tuple[str, int] | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Embeddings for the given nodes and their utility questions.
+
+    Args:
+        ctx: the strategy context.
+        node_ids: store ids of the nodes, in matrix order.
+        build: the builder's view ``(strategy, generation)`` whose new nodes' questions count (None: published).
 
     Returns:
         ``(node_vectors (N,d) float32, question_vectors (M,d) float32 = v_ij, owner (M,) int64,
@@ -91,7 +115,7 @@ def node_graph_inputs(
     """
     index = {nid: i for i, nid in enumerate(node_ids)}
     node_vectors = embed_node_ids(ctx, node_ids)
-    rows = [(qid, index[nid], text) for qid, nid, text in ctx.store.questions() if nid in index]
+    rows = [(qid, index[nid], text) for qid, nid, text in ctx.store.questions(build=build) if nid in index]
     owner = np.array([r[1] for r in rows], dtype=np.int64)
     question_ids = np.array([r[0] for r in rows], dtype=np.int64)
     q_emb = ctx.embedder.embed([r[2] for r in rows]) if rows else np.zeros((0, node_vectors.shape[1]), np.float32)
@@ -105,31 +129,37 @@ class GemStrategy:
     name = "gem"
 
     def build(self, ctx: StrategyContext) -> None:
-        """Generate utility questions, build the graph and the eigentheme summary nodes, save the arrays.
+        """Generate utility questions, build the graph and the eigentheme summary nodes, publish generation g.
 
         Resumable: questions are committed per chunk and every LLM answer is cached, so an interrupted
         build repeats no LLM call. Re-running after adding documents regenerates only what changed (new
-        chunks' questions; summary nodes whose member texts changed).
+        chunks' questions; summary nodes whose member texts changed). Atomic: the new summary nodes, arrays and
+        edges become visible together when the generation is published; until then readers use the previous
+        one (:mod:`gemrag.store.publish`).
 
         Raises:
             MemoryNotIndexedError: the memory holds no chunks.
         """
         cfg = ctx.config.gem
         timings: dict[str, float] = dict(ctx.store.get_meta("gem_phase_seconds", {}))
-        if ctx.store.get_meta("gem_questions_m") not in (None, cfg.questions):
-            ctx.store.reset_questions()
-        ctx.store.set_meta("gem_questions_m", cfg.questions)
+        if ctx.store.get_meta("gem_questions_m") != cfg.questions:
+            with ctx.store.transaction():
+                if ctx.store.get_meta("gem_questions_m") is not None:
+                    ctx.store.reset_questions()
+                ctx.store.set_meta("gem_questions_m", cfg.questions)
 
         chunks = ctx.store.nodes("chunk")
         if not chunks:
             raise MemoryNotIndexedError("the memory holds no text: add documents first")
+        generation = ctx.store.begin_build(self.name)
+        view = (self.name, generation)
         t0 = time.perf_counter()
         generate_utility_questions(ctx, [n for n in chunks if n.questions_done == 0], cfg.questions)
         timings["utility_questions"] = timings.get("utility_questions", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
         chunk_ids = [n.id for n in chunks]
-        vectors, qvectors, owner, _ = node_graph_inputs(ctx, chunk_ids)
+        vectors, qvectors, owner, _ = node_graph_inputs(ctx, chunk_ids, view)
         timings["embed"] = timings.get("embed", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -138,33 +168,41 @@ class GemStrategy:
         # 1), so the literal S − I would keep self-loops and break Σλ = 0; we zero the diagonal as intended.
         L = normalized_laplacian(symmetrize(S), diagonal="zero")
         report = spectrum_report(L, top=10)
-        ctx.store.set_meta("gem_spectrum", report.as_dict())
         timings["graph"] = timings.get("graph", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        build_eigentheme_summaries(ctx, L, chunk_ids, k=cfg.eigen, top_e=cfg.eigen_top, chunk_vectors=vectors)
+        build_eigentheme_summaries(
+            ctx, L, chunk_ids, k=cfg.eigen, top_e=cfg.eigen_top, chunk_vectors=vectors, generation=generation
+        )
         timings["summaries"] = timings.get("summaries", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        all_ids = chunk_ids + [n.id for n in ctx.store.nodes("summary")]
-        vectors, qvectors, owner, qids = node_graph_inputs(ctx, all_ids)
+        all_ids = chunk_ids + [n.id for n in ctx.store.nodes("summary", build=view)]
+        vectors, qvectors, owner, qids = node_graph_inputs(ctx, all_ids, view)
         W = symmetrize(similarity_matrix(vectors, qvectors, owner))
         np.clip(W, 0.0, None, out=W)
         np.fill_diagonal(W, 0.0)
         graph = GemGraph(np.array(all_ids, dtype=np.int64), vectors, qvectors, owner, qids, W)
-        graph.save(ctx)
         src, dst, weight = top_k_edges(W, min(EDGES_PER_NODE, max(len(all_ids) - 1, 0)))
         ids = graph.node_ids
-        ctx.store.replace_edges(ids[src], ids[dst], weight)
+        graph.publish(
+            ctx,
+            generation,
+            {"spectrum": report.as_dict(), "questions_m": cfg.questions},
+            (ids[src], ids[dst], weight),
+        )
         timings["graph"] += time.perf_counter() - t0
         ctx.store.set_meta("gem_phase_seconds", timings)
-        for key in ("gem_graph", "gem_prepared", "gem_question_text"):
-            ctx.state.pop(key, None)
 
-    def _graph(self, ctx: StrategyContext) -> GemGraph:
-        if "gem_graph" not in ctx.state:
-            ctx.state["gem_graph"] = GemGraph.load(ctx)
-        return ctx.state["gem_graph"]
+    def _loaded(self, ctx: StrategyContext) -> LoadedGem:
+        """The published generation, validated and normalized once per generation (not per question)."""
+
+        def make(published: Published) -> LoadedGem:
+            g = GemGraph.from_published(published)
+            prepared = PreparedGraph.prepare(g.question_vectors, g.question_owner, g.node_vectors, g.weights)
+            return LoadedGem(g, prepared, {qid: text for qid, _, text in ctx.store.questions()})
+
+        return load_published(ctx, self.name, make, message=NOT_INDEXED)
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         """Algorithm 1 / best-first search (section III.B.2) for ``question`` with a budget of B nodes.
@@ -176,40 +214,34 @@ class GemStrategy:
 
         Raises:
             MemoryNotIndexedError: no graph has been built.
+            StaleGenerationError: a newer generation replaced the one being read (the caller retries).
         """
-        g = self._graph(ctx)
-        v_p = prompt_vector(ctx, question)
-        if len(g.node_ids) == 0:
-            return []
-        prepared = self._prepared(ctx, g)
-        search = ctx.config.gem.search
-        if search == "fused":
-            order, scores = prepared.fused(v_p, budget)
-        elif search == "rank":
-            order, scores = prepared.rank(v_p, budget)
-        else:
-            order, scores = prepared.search(v_p, budget)
-        return self._hits(ctx, g, prepared, order, scores, v_p)
-
-    def _prepared(self, ctx: StrategyContext, g: GemGraph) -> PreparedGraph:
-        """The graph's arrays validated and normalized once per opened memory (not per question)."""
-        if "gem_prepared" not in ctx.state:
-            ctx.state["gem_prepared"] = PreparedGraph.prepare(
-                g.question_vectors, g.question_owner, g.node_vectors, g.weights
-            )
-            ctx.state["gem_question_text"] = {qid: text for qid, _, text in ctx.store.questions()}
-        return ctx.state["gem_prepared"]
+        if ctx.store.published_generation(self.name) is None:
+            raise not_indexed(ctx, self.name, NOT_INDEXED)
+        v_p = prompt_vector(ctx, question)  # before the snapshot: it may write the embedding cache
+        with ctx.store.snapshot():  # the arrays and the node rows of one generation
+            loaded = self._loaded(ctx)
+            if len(loaded.graph.node_ids) == 0:
+                return []
+            prepared = loaded.prepared
+            search = ctx.config.gem.search
+            if search == "fused":
+                order, scores = prepared.fused(v_p, budget)
+            elif search == "rank":
+                order, scores = prepared.rank(v_p, budget)
+            else:
+                order, scores = prepared.search(v_p, budget)
+            return self._hits(ctx, loaded, order, scores, v_p)
 
     def _hits(
         self,
         ctx: StrategyContext,
-        g: GemGraph,
-        prepared: PreparedGraph,
+        loaded: LoadedGem,
         order: np.ndarray,
         scores: np.ndarray,
         v_p: np.ndarray,
     ) -> list[Hit]:
-        qtext: dict[int, str] = ctx.state["gem_question_text"]
+        g, prepared, qtext = loaded.graph, loaded.prepared, loaded.question_text
         hits = []
         for rank, (idx, score) in enumerate(zip(order.tolist(), scores.tolist(), strict=True)):
             node = ctx.store.node(int(g.node_ids[idx]))
@@ -224,9 +256,12 @@ class GemStrategy:
         return hits
 
     def report(self, ctx: StrategyContext) -> dict[str, Any]:
-        """Spectrum report (Remarks 2, 3), summary nodes, questions and phase timings for ``gemrag info``."""
+        """Spectrum report (Remarks 2, 3), summary nodes, questions and phase timings for ``gemrag info`` (of
+        the published generation; empty figures before ``index``)."""
+        manifest = ctx.store.manifest(self.name)
         return {
-            "spectrum": ctx.store.get_meta("gem_spectrum"),
+            "generation": manifest.generation if manifest else None,
+            "spectrum": (manifest.meta.get("spectrum") if manifest else None),
             "summary_nodes": len(ctx.store.nodes("summary")),
             "utility_questions": len(ctx.store.questions()),
             "phase_seconds": ctx.store.get_meta("gem_phase_seconds", {}),

@@ -14,15 +14,15 @@ Retrieve — the collapsed tree (RAPTOR section 3, "Querying"): every node of ev
   stays <= ``budget x chunk_tokens`` (the ~400-token context every strategy gets); the first node that
   does not fit ends the selection, as in the authors' ``retrieve_information_collapse_tree``.
 
-Storage — RAPTOR's summaries are *not* rows of the store's ``nodes`` table: GEM rebuilds replace every
-summary node there (``Store.delete_summary_nodes``) and treat them as graph nodes. The tree lives beside
-GEM's arrays instead: ``raptor_vectors.npy`` ((N, d) float32, chunks first, then summaries layer by
-layer) and the meta key ``raptor_tree`` (node ids, layers, MiniLM token counts, the summaries' texts and
-children, the parameters and a digest of the vectors). Chunks keep their store ids; summary ``i`` (0-based,
-in creation order) has the *virtual* node id ``-(i + 1)``: a :class:`~gemrag.types.Hit` with a negative
-``node_id`` and kind ``"summary"`` is a RAPTOR summary, its ``meta`` holds ``{"strategy": "raptor",
-"layer": L, "children": [node ids]}`` and ``Store.node`` does not know it. Rebuilding replaces the whole
-tree; unchanged clusters cost no LLM call (the LLM cache).
+Storage — RAPTOR's summaries are *not* rows of the store's ``nodes`` table: GEM's summary nodes are graph
+nodes of GEM's build generations. The tree is RAPTOR's own published generation instead
+(:mod:`gemrag.store.publish`): the array ``vectors`` ((N, d) float32, chunks first, then summaries layer by
+layer, in ``raptor.g<generation>.vectors.npy``) and the manifest's metadata (node ids, layers, MiniLM token
+counts, the summaries' texts and children, the parameters and a digest of the vectors), published together.
+Chunks keep their store ids; summary ``i`` (0-based, in creation order) has the *virtual* node id ``-(i + 1)``:
+a :class:`~gemrag.types.Hit` with a negative ``node_id`` and kind ``"summary"`` is a RAPTOR summary, its
+``meta`` holds ``{"strategy": "raptor", "layer": L, "children": [node ids]}`` and ``Store.node`` does not
+know it. Rebuilding replaces the whole tree; unchanged clusters cost no LLM call (the LLM cache).
 
 Needs scikit-learn and umap-learn (``pip install 'gemrag[eval]'``).
 """
@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from gemrag.errors import GemragError, MemoryNotIndexedError
+from gemrag.errors import DamagedMemoryError, GemragError, is_fatal
 from gemrag.graph.clustering import RANDOM_SEED, Reducer, raptor_clusters
 from gemrag.models.prompts import raptor_summary_prompt
+from gemrag.store import Published
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.common import (
     chunk_ids_and_vectors,
@@ -46,13 +47,14 @@ from gemrag.strategies.common import (
     cosine_scores,
     count_tokens,
     llm_summary,
+    load_published,
     prompt_vector,
+    publish_arrays,
     require,
 )
 from gemrag.types import Hit
 
-META_KEY = "raptor_tree"
-VECTORS = "raptor_vectors"
+STRATEGY = "raptor"
 PROMPT_OVERHEAD = 64
 """LLM tokens of the summary prompt besides the cluster's texts (instructions and chat template)."""
 
@@ -108,38 +110,32 @@ class RaptorTree:
     summaries: list[dict[str, Any]]
     vectors: NDArray[np.float32]
 
-    def save(self, ctx: StrategyContext, params: RaptorParams) -> None:
-        """Write ``raptor_vectors.npy``, then the ``raptor_tree`` meta with the vectors' digest."""
-        ctx.store.save_array(VECTORS, self.vectors)
-        ctx.store.set_meta(
-            META_KEY,
-            {
-                "node_ids": self.node_ids,
-                "layers": self.layers,
-                "n_tokens": self.n_tokens,
-                "summaries": self.summaries,
-                "params": params.as_dict(),
-                "digest": _digest(self.vectors),
-            },
-        )
+    def publish(self, ctx: StrategyContext, params: RaptorParams) -> None:
+        """Publish the tree as a new generation: the array ``vectors`` and the tree as the build's metadata."""
+        generation = ctx.store.begin_build(STRATEGY)
+        meta = {
+            "node_ids": self.node_ids,
+            "layers": self.layers,
+            "n_tokens": self.n_tokens,
+            "summaries": self.summaries,
+            "params": params.as_dict(),
+            "digest": _digest(self.vectors),
+        }
+        publish_arrays(ctx, STRATEGY, generation, {"vectors": self.vectors}, axes={"vectors": ("n", "d")}, meta=meta)
 
     @classmethod
-    def load(cls, ctx: StrategyContext) -> RaptorTree:
-        """Read the tree back.
+    def from_published(cls, published: Published) -> RaptorTree:
+        """The tree of a published generation.
 
         Raises:
-            MemoryNotIndexedError: no tree was built, or its two parts come from different builds (an
-                interrupted build): run ``index`` for ``raptor`` again.
+            DamagedMemoryError: the vectors do not match the tree (the files were changed outside gemrag).
         """
-        meta = ctx.store.get_meta(META_KEY)
-        vectors = ctx.store.load_array(VECTORS)
-        if meta is None or vectors is None:
-            raise MemoryNotIndexedError(
-                "this memory has no 'raptor' tree yet: build it first "
-                "(Memory.index(strategy='raptor'), or `gemrag index` with GEMRAG_STRATEGY=raptor)"
+        meta, vectors = published.meta, np.asarray(published.arrays["vectors"])
+        if meta.get("digest") != _digest(vectors) or len(meta["node_ids"]) != len(vectors):
+            raise DamagedMemoryError(
+                f"the RAPTOR tree (generation {published.generation}) is damaged: its vectors do not match it; "
+                "run `gemrag index` (strategy raptor) again"
             )
-        if meta["digest"] != _digest(vectors):
-            raise MemoryNotIndexedError("the RAPTOR tree is incomplete (interrupted build): index it again")
         return cls(meta["node_ids"], meta["layers"], meta["n_tokens"], meta["summaries"], vectors)
 
 
@@ -203,8 +199,7 @@ class RaptorStrategy:
             if not written:
                 break
             current = written
-        tree.save(ctx, p)
-        ctx.state.pop(self.name, None)
+        tree.publish(ctx, p)
 
     def _summarize_layer(
         self, ctx: StrategyContext, layer: int, clusters: list[list[int]], tree: RaptorTree, texts: list[str]
@@ -218,6 +213,8 @@ class RaptorStrategy:
                         ctx, raptor_summary_prompt([texts[i] for i in members]), self.params.summary_tokens
                     )
                 except GemragError as exc:
+                    if is_fatal(exc):
+                        raise
                     ctx.store.record_failure("index/raptor", None, f"layer {layer}, {len(members)} nodes: {exc}")
                     advance(1)
                     continue
@@ -236,9 +233,7 @@ class RaptorStrategy:
         return list(range(len(texts) - len(new_texts), len(texts)))
 
     def _tree(self, ctx: StrategyContext) -> RaptorTree:
-        if self.name not in ctx.state:
-            ctx.state[self.name] = RaptorTree.load(ctx)
-        return ctx.state[self.name]
+        return load_published(ctx, self.name, RaptorTree.from_published, mmap=False)
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         """Collapsed-tree retrieval under a budget of ``budget x chunk_tokens`` MiniLM tokens.
@@ -250,6 +245,7 @@ class RaptorStrategy:
 
         Raises:
             MemoryNotIndexedError: the tree was not built in this memory.
+            DamagedMemoryError: the published tree's vectors do not match it.
         """
         tree = self._tree(ctx)
         scores = cosine_scores(prompt_vector(ctx, question), tree.vectors)
@@ -272,8 +268,9 @@ class RaptorStrategy:
 
     def report(self, ctx: StrategyContext) -> dict[str, Any]:
         """Nodes per layer (layer 0 = chunks) and the parameters of the saved tree (empty before ``index``)."""
-        meta = ctx.store.get_meta(META_KEY)
-        if meta is None:
+        manifest = ctx.store.manifest(self.name)
+        if manifest is None:
             return {}
+        meta = manifest.meta
         counts = np.bincount(np.asarray(meta["layers"], dtype=np.int64)).tolist() if meta["layers"] else []
         return {"nodes_per_layer": counts, "summary_nodes": len(meta["summaries"]), "params": meta["params"]}

@@ -3,7 +3,9 @@
 For each of the top k eigenvectors x_k of the normalized Laplacian (ordered by non-increasing |λ|), the
 texts of its top e components are summarized by the LLM into a new summary node. The node then gets
 utility questions, embeddings and edges like every other node (done by the caller when it rebuilds the
-graph over all nodes).
+graph over all nodes). The nodes belong to the caller's build generation: readers keep seeing the previous
+generation's summary nodes until the caller publishes the new one, which deletes the old ones in the same
+transaction (:mod:`gemrag.store.publish`).
 
 With ``gem.members = "kmeans"`` (the paper's Table I ablation "GEM-RAG (k-Means)") the members of theme j
 are instead the e chunks nearest the j-th of k k-means centroids of the chunk vectors
@@ -16,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from gemrag.errors import GemragError
+from gemrag.errors import GemragError, is_fatal
 from gemrag.graph.clustering import kmeans_members
 from gemrag.graph.spectrum import eigenpairs, theme_members
 from gemrag.models.prompts import summary_prompt
@@ -71,8 +73,10 @@ def build_eigentheme_summaries(
     k: int,
     top_e: int,
     chunk_vectors: np.ndarray | None = None,
+    generation: int,
+    strategy: str = "gem",
 ) -> list[int]:
-    """Replace the memory's summary nodes by one per eigentheme (or k-means theme, see ``gem.members``).
+    """Create generation ``generation``'s summary nodes: one per eigentheme (or k-means theme, see ``gem.members``).
 
     Args:
         ctx: the strategy context.
@@ -81,6 +85,8 @@ def build_eigentheme_summaries(
         k: number of eigenvectors summarized (0 = no summary nodes).
         top_e: e, components per eigenvector.
         chunk_vectors: (n, d) float32 chunk vectors in L's order (required when ``gem.members="kmeans"``).
+        generation: the build generation the nodes belong to (from ``store.begin_build``).
+        strategy: the building strategy (the nodes' namespace).
 
     Returns:
         The new summary node ids. Summaries whose member texts did not change cost no LLM call (cache).
@@ -88,7 +94,6 @@ def build_eigentheme_summaries(
     Raises:
         GemragError: ``gem.members="kmeans"`` and scikit-learn is not installed.
     """
-    ctx.store.delete_summary_nodes()
     n = len(chunk_ids)
     k = min(k, n)
     if k == 0 or n < MIN_NODES:
@@ -105,11 +110,15 @@ def build_eigentheme_summaries(
             try:
                 text = llm_summary(ctx, summary_prompt(texts, cfg.summary_words), int(cfg.summary_words * 2))
             except GemragError as exc:
+                if is_fatal(exc):
+                    raise
                 ctx.store.record_failure("index/summaries", None, f"eigentheme {j + 1}: {exc}")
                 advance(1)
                 continue
             meta = {**theme, "members": member_ids}
-            created.append(ctx.store.add_summary_node(j, text, count_tokens(text), meta))
+            created.append(
+                ctx.store.add_summary_node(j, text, count_tokens(text), meta, strategy=strategy, generation=generation)
+            )
             advance(1)
-    generate_utility_questions(ctx, ctx.store.nodes("summary"), cfg.questions)
+    generate_utility_questions(ctx, ctx.store.nodes("summary", build=(strategy, generation)), cfg.questions)
     return created

@@ -22,6 +22,7 @@ from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext
 
 QUESTION_FAILED = -1
+"""``questions_done`` of a node whose questions failed (set by ``Store.fail_questions``)."""
 
 
 def dedupe_questions(questions: Sequence[str]) -> list[str]:
@@ -69,8 +70,6 @@ def generate_utility_questions(ctx: StrategyContext, nodes: Sequence[NodeRecord]
         for node in nodes:
             try:
                 ctx.store.set_questions(node.id, questions_for_text(ctx, node.text, m))
-            except StructuredOutputError as exc:
-                ctx.store.record_failure("index/utility_questions", node.id, str(exc))
-                ctx.store.set_questions(node.id, [])
-                ctx.store.mark_questions(node.id, QUESTION_FAILED)
+            except StructuredOutputError as exc:  # the failure row and the node's status, in one transaction
+                ctx.store.fail_questions(node.id, "index/utility_questions", str(exc))
             advance(1)

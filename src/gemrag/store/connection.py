@@ -1,0 +1,98 @@
+"""Opening a memory's SQLite database (read-write or read-only) and turning SQLite's errors into gemrag's.
+
+Read-write connections use WAL (readers never block the writer nor the writer the readers), ``synchronous
+= NORMAL`` and a busy timeout (default 5 s): a connection waits that long for another's write lock and then
+fails with :class:`~gemrag.errors.DatabaseLockedError` instead of ``sqlite3.OperationalError: database is
+locked``. A write to a database that cannot be written becomes :class:`~gemrag.errors.ReadOnlyMemoryError`.
+
+Read-only connections open the file with the URI ``mode=ro`` (they write nothing, not even the ``-wal`` and
+``-shm`` files when those exist). When the directory cannot be written and those files are absent (a memory
+closed cleanly and then made read-only), SQLite cannot create its shared-memory index; the database is then
+opened with ``immutable=1`` — correct because nobody can change a file in a read-only directory.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from gemrag.errors import DatabaseLockedError, GemragError, ReadOnlyMemoryError
+
+DEFAULT_BUSY_TIMEOUT = 5.0
+"""Seconds a connection waits for another connection's write lock before giving up."""
+
+
+def open_connection(path: Path, *, readonly: bool, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
+    """A connection to ``path`` in autocommit mode (transactions are explicit), usable from any thread.
+
+    Args:
+        path: the ``memory.sqlite`` file (created when missing, unless ``readonly``).
+        readonly: open with ``mode=ro`` (falling back to ``immutable=1``, see the module docstring).
+        busy_timeout: seconds to wait for a lock (``PRAGMA busy_timeout``).
+
+    Raises:
+        GemragError: the file is not an SQLite database (or, read-only, does not exist).
+        DatabaseLockedError: setting up WAL mode stayed locked.
+        ReadOnlyMemoryError: a read-write open of a database that cannot be written needed to write.
+    """
+    if readonly:
+        if not path.is_file():
+            raise GemragError(f"{path.parent} is not a gemrag memory (no memory.sqlite)")
+        uri = path.resolve().as_uri() + "?mode=ro"
+        try:
+            return _probe(_connect(uri, busy_timeout))
+        except sqlite3.OperationalError:
+            pass  # no -shm/-wal and a read-only directory: the file cannot change, read it as immutable
+        try:
+            return _probe(_connect(uri + "&immutable=1", busy_timeout))
+        except sqlite3.DatabaseError as exc:
+            raise GemragError(f"cannot read {path}: {exc}") from exc
+    conn = _connect(str(path), busy_timeout)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise translate(exc, path, busy_timeout) from exc
+    return conn
+
+
+def _connect(target: str, busy_timeout: float) -> sqlite3.Connection:
+    uri = target.startswith("file:")
+    conn = sqlite3.connect(target, uri=uri, check_same_thread=False, isolation_level=None, timeout=busy_timeout)
+    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+    return conn
+
+
+def _probe(conn: sqlite3.Connection) -> sqlite3.Connection:
+    try:
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError:
+        conn.close()
+        raise
+    return conn
+
+
+def translate(exc: sqlite3.Error, path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Exception:
+    """gemrag's error for an SQLite error, or ``exc`` itself when it has no better name.
+
+    Returns:
+        :class:`DatabaseLockedError` for ``database is locked`` / ``busy``, :class:`ReadOnlyMemoryError` for
+        ``attempt to write a readonly database``, a :class:`GemragError` for ``file is not a database``.
+    """
+    message = str(exc).lower()
+    if "locked" in message or "busy" in message:
+        return DatabaseLockedError(
+            f"the memory database {path} stayed locked by another process for more than {busy_timeout:g} s "
+            f"({exc}); retry when it has finished"
+        )
+    if "readonly" in message or "read-only" in message:
+        return ReadOnlyMemoryError(
+            f"the memory {path.parent} is read-only ({exc}); it can answer questions, but adding documents and "
+            "indexing need a writable copy"
+        )
+    if "not a database" in message or "malformed" in message:
+        return GemragError(f"{path} is not a usable gemrag memory ({exc})")
+    return exc

@@ -1,0 +1,72 @@
+"""The SQL schema of a memory's ``memory.sqlite`` (version :data:`SCHEMA_VERSION`).
+
+The version is recorded in the ``meta`` table under ``schema_version``; :mod:`gemrag.store.migrations`
+upgrades older databases step by step. Version history:
+
+1. the first release: ``meta``, ``documents``, ``nodes``, ``questions``, ``embeddings``, ``edges``,
+   ``llm_cache``, ``usage``, ``failures``; strategies' arrays were unversioned ``<prefix>_<name>.npy`` files.
+2. build generations: ``builds`` (one published manifest per strategy: its generation, array files with
+   shape/dtype/size and axis names, metadata); ``nodes.strategy`` / ``nodes.generation`` mark the nodes a
+   strategy derived in one build (NULL for chunks); ``edges`` are namespaced by strategy; ``llm_cache.writes``
+   counts how many backend calls stored each key (more than 1 = a repeated LLM call).
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 2
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL UNIQUE, title TEXT NOT NULL,
+    text TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL, chunked INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS nodes (
+    id INTEGER PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('chunk', 'summary')),
+    doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL, text TEXT NOT NULL,
+    n_tokens INTEGER NOT NULL, questions_done INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
+    strategy TEXT, generation INTEGER);
+CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind);
+CREATE INDEX IF NOT EXISTS nodes_build ON nodes(strategy, generation);
+CREATE TABLE IF NOT EXISTS questions (
+    id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS questions_node ON questions(node_id);
+CREATE TABLE IF NOT EXISTS embeddings (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS edges (
+    strategy TEXT NOT NULL, src INTEGER NOT NULL, dst INTEGER NOT NULL, weight REAL NOT NULL,
+    PRIMARY KEY (strategy, src, dst));
+CREATE TABLE IF NOT EXISTS llm_cache (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL,
+    writes INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, embedding_tokens INTEGER NOT NULL,
+    seconds REAL NOT NULL, cached INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS failures (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, node_id INTEGER, message TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS builds (
+    strategy TEXT PRIMARY KEY, generation INTEGER NOT NULL, published_at REAL NOT NULL,
+    arrays TEXT NOT NULL, paths TEXT NOT NULL DEFAULT '[]', meta TEXT NOT NULL DEFAULT '{}');
+"""
+
+VISIBLE_NODE = (
+    "({n}.generation IS NULL"
+    " OR ({n}.strategy = ? AND {n}.generation = ?)"
+    " OR ({n}.strategy IS NOT ?"
+    " AND {n}.generation = (SELECT b.generation FROM builds b WHERE b.strategy = {n}.strategy)))"
+)
+"""SQL predicate: node ``{n}`` belongs to the view of a reader (parameters ``None, None, None``: chunks plus every
+strategy's published generation) or of a builder of ``(strategy, generation)`` (parameters ``s, g, s``: chunks,
+the build's own new nodes, other strategies' published nodes)."""
+
+
+def visible_node(alias: str, build: tuple[str, int] | None) -> tuple[str, tuple[object, ...]]:
+    """The :data:`VISIBLE_NODE` predicate for table alias ``alias`` and its three parameters.
+
+    Args:
+        alias: the nodes table's name or alias in the query.
+        build: ``(strategy, generation)`` of a build in progress, or None for the published view.
+    """
+    s, g = build if build is not None else (None, None)
+    return VISIBLE_NODE.format(n=alias), (s, g, s)
