@@ -23,6 +23,7 @@ TARGETS = [
     "test_integration_real_models.py",
     "test_integration_default_model.py",
     "test_llama_cpp.py",
+    "test_probe_real.py",
 ]
 
 

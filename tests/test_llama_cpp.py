@@ -12,6 +12,7 @@ import pytest
 from gemrag.errors import GemragError, ModelNotAvailableError
 from gemrag.models.base import LLM
 from gemrag.models.llama_cpp import LlamaCppLLM
+from realparts import require_real
 
 pytestmark = pytest.mark.integration
 
@@ -28,11 +29,11 @@ SCHEMA: dict[str, Any] = {
 @pytest.fixture(scope="module")
 def llm() -> Iterator[LlamaCppLLM]:
     if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed")
+        require_real("llama-cpp-python is not installed")
     try:
         model = LlamaCppLLM("qwen2.5-coder-0.5b", n_ctx=2048, preload=True)
     except ModelNotAvailableError as e:
-        pytest.skip(str(e))
+        require_real(str(e))
     try:
         yield model
     finally:

@@ -44,6 +44,8 @@ class LLMSettings(BaseModel):
         api_key: the key for openai (or ``$OPENAI_API_KEY``); local servers accept any string.
         n_ctx: llama.cpp context window (tokens).
         n_threads: llama.cpp threads (None = all cores).
+        n_gpu_layers: llama.cpp layers offloaded to a GPU (0 = CPU only, -1 = all); needs a GPU build of
+            llama-cpp-python (README, "A GPU").
         json_mode: how structured output is requested from an openai endpoint.
         timeout: HTTP timeout (seconds).
     """
@@ -54,6 +56,7 @@ class LLMSettings(BaseModel):
     api_key: str | None = None
     n_ctx: int = Field(4096, ge=512)
     n_threads: int | None = Field(None, ge=1)
+    n_gpu_layers: int = Field(0, ge=-1)
     json_mode: Literal["json_schema", "json_object", "none"] = "json_schema"
     timeout: float = Field(600.0, gt=0)
 

@@ -31,6 +31,10 @@ def cli_errors(
     """Turn gemrag's errors into exit code 2 with a one-line message, and Ctrl-C into exit code 130 with a
     hint on how to resume (finished work is always saved before an interrupt can lose it).
 
+    That includes :class:`~gemrag.errors.ModelCrashError`: a native crash of the local model is caught by the
+    child-process check (:mod:`gemrag.models.probe`) and reported like any other error, never as a bare
+    ``Segmentation fault``.
+
     Args:
         resume_hint: what to tell the user after Ctrl-C.
         also: further exception types reported like :class:`~gemrag.errors.GemragError` (e.g. ValueError).

@@ -5,11 +5,17 @@
 
 Backends (llama.cpp GGUF, ONNX MiniLM, OpenAI-compatible HTTP) implement these; middleware
 (:mod:`gemrag.models.cache`, :mod:`gemrag.models.meter`) wraps them without changing the interface.
+
+A backend may also have an optional ``cache_identity`` attribute: a JSON-serializable dict of everything
+besides a call's arguments that decides its answer (the weights' hash, the context window, the chat format,
+the JSON mode, pooling...). The cache middleware puts it in its keys (:func:`cache_identity_of`); backends
+without it (third-party ones) are keyed by ``model_id`` alone, as before. It is not part of the protocols, so
+``isinstance(x, LLM)`` does not require it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
@@ -139,3 +145,23 @@ class Embedder(Protocol):
             Array of shape ``(n, dim)``, dtype float32, each row L2-normalized.
         """
         ...
+
+
+def cache_identity_of(model: object) -> dict[str, Any] | None:
+    """A backend's optional ``cache_identity`` (see the module docstring), or None when it has none.
+
+    Args:
+        model: an :class:`LLM` or :class:`Embedder` (or a wrapper forwarding attributes to one).
+
+    Returns:
+        A new dict (JSON-serializable values), or None when the attribute is missing or None.
+
+    Raises:
+        TypeError: ``cache_identity`` exists but is not a mapping.
+    """
+    identity = getattr(model, "cache_identity", None)
+    if identity is None:
+        return None
+    if not isinstance(identity, Mapping):
+        raise TypeError(f"{type(model).__name__}.cache_identity must be a dict, got {type(identity).__name__}")
+    return dict(identity)

@@ -1,8 +1,16 @@
 """Persistent cache middleware for LLMs and embedders.
 
 Every LLM and embedding call goes through these wrappers (DESIGN.md, "middleware"): the answer is
-looked up in the memory's SQLite by a sha256 of (model id, input, parameters); on a miss the backend is
-called and the answer stored *before* it is used, so an interrupted build repeats no model call.
+looked up in the memory's SQLite by a sha256 of (model id, the backend's cache identity, input, parameters);
+on a miss the backend is called and the answer stored *before* it is used, so an interrupted build repeats no
+model call.
+
+The cache identity (:func:`gemrag.models.base.cache_identity_of`) holds what else decides an answer: for
+llama.cpp the GGUF's fingerprint, ``n_ctx``, the chat format and the default seed; for an OpenAI-compatible
+LLM the JSON mode; for the ONNX embedder the model file's sha256, pooling, normalization and truncation.
+Backends without one are keyed as before this was added (model id alone). Keys made before the identity was
+added do not match the new ones: answers cached by gemrag's own backends in older memories miss once and are
+recomputed.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from gemrag.models.base import LLM, Completion, Embedder, Message, Usage
+from gemrag.models.base import LLM, Completion, Embedder, Message, Usage, cache_identity_of
 from gemrag.models.meter import UsageMeter
 
 
@@ -39,6 +47,14 @@ def cache_key(payload: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+_UNSET: Any = object()
+
+
+def _identity_digest(inner: object) -> str | None:
+    identity = cache_identity_of(inner)
+    return None if identity is None else cache_key(identity)
+
+
 class CachedLLM:
     """An :class:`LLM` that answers from a persistent cache and meters usage.
 
@@ -54,6 +70,32 @@ class CachedLLM:
         self.meter = meter
         self.model_id = inner.model_id
         self.context_window = inner.context_window
+        self._identity: str | None = _UNSET  # the backend's cache identity (sha256), read on first use
+
+    def key(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> str:
+        """The cache key (sha256 hex) of a call: model id, the backend's cache identity, messages, schema,
+        ``max_tokens``, temperature and seed."""
+        if self._identity is _UNSET:
+            self._identity = _identity_digest(self.inner)
+        payload: dict[str, Any] = {
+            "model": self.model_id,
+            "messages": [dict(m) for m in messages],
+            "schema": schema,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": seed,
+        }
+        if self._identity is not None:
+            payload["identity"] = self._identity
+        return cache_key(payload)
 
     def complete(
         self,
@@ -65,16 +107,7 @@ class CachedLLM:
         seed: int | None = None,
     ) -> Completion:
         """Same contract as :meth:`LLM.complete`; a cache hit returns ``cached=True`` at no cost."""
-        key = cache_key(
-            {
-                "model": self.model_id,
-                "messages": [dict(m) for m in messages],
-                "schema": schema,
-                "max_tokens": max_tokens,
-                "temperature": temperature,
-                "seed": seed,
-            }
-        )
+        key = self.key(messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed)
         hit = self.store.get_llm(key)
         if hit is not None:
             usage = Usage(hit["prompt_tokens"], hit["completion_tokens"], seconds=hit["seconds"])
@@ -115,6 +148,7 @@ class CachedEmbedder:
         self.meter = meter
         self.model_id = inner.model_id
         self.dim = inner.dim
+        self._identity: str | None = _UNSET
 
     @property
     def tokens_used(self) -> int:
@@ -122,8 +156,12 @@ class CachedEmbedder:
         return self.inner.tokens_used
 
     def key(self, text: str) -> str:
-        """Cache key of one text for this model (sha256 hex)."""
-        return cache_key({"model": self.model_id, "text": text})
+        """Cache key of one text for this model and its cache identity (sha256 hex)."""
+        if self._identity is _UNSET:
+            self._identity = _identity_digest(self.inner)
+        if self._identity is None:
+            return cache_key({"model": self.model_id, "text": text})
+        return cache_key({"model": self.model_id, "identity": self._identity, "text": text})
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts, computing only those not cached.

@@ -21,7 +21,13 @@ def build_llm(settings: LLMSettings, cache_dir: Path | None = None) -> LLM:
         from gemrag.models.llama_cpp import LlamaCppLLM
 
         models_dir = (cache_dir / "models") if cache_dir else None
-        return LlamaCppLLM(settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads, cache_dir=models_dir)
+        return LlamaCppLLM(
+            settings.model,
+            n_ctx=settings.n_ctx,
+            n_threads=settings.n_threads,
+            n_gpu_layers=getattr(settings, "n_gpu_layers", 0),
+            cache_dir=models_dir,
+        )
     from gemrag.models.openai_backend import OpenAILLM
 
     if not settings.model:

@@ -8,10 +8,15 @@ A JSON schema is enforced by a grammar llama-cpp-python derives from
 ``llama_cpp`` is imported lazily, and the weights are only loaded on the first call that needs them (a
 completion or :meth:`LlamaCppLLM.count_tokens`), so an instance whose answers all come from the cache
 costs nothing.
+
+Before the first in-process load, the model is run once in a child process (:mod:`gemrag.models.probe`;
+cached after it succeeds, skipped with ``GEMRAG_SKIP_MODEL_PROBE=1``), so a llama.cpp build that crashes on
+this CPU raises :class:`~gemrag.errors.ModelCrashError` with a one-line fix instead of killing the process.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import logging
@@ -22,20 +27,48 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gemrag.errors import GemragError, ModelNotAvailableError
+from gemrag.errors import GemragError, ModelCrashError, ModelNotAvailableError
+from gemrag.models import probe
 from gemrag.models.base import Completion, Message, Usage
-from gemrag.models.weights import KNOWN_MODELS, find_known_model, resolve_gguf
+from gemrag.models.weights import KNOWN_MODELS, ModelSpec, find_known_model, resolve_gguf
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-__all__ = ["LlamaCppLLM", "DEFAULT_MODEL", "INSTALL_HINT"]
+__all__ = ["LlamaCppLLM", "DEFAULT_MODEL", "INSTALL_HINT", "gguf_fingerprint"]
 
 log = logging.getLogger(__name__)
 
 #: The model used when none is named.
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 INSTALL_HINT = "pip install 'gemrag[local]'"
+#: Bytes at the start of a GGUF file hashed for its fingerprint (the header, metadata and first tensors).
+FINGERPRINT_BYTES = 16 * 1024 * 1024
+_fingerprints: dict[tuple[str, int, int], str] = {}
+
+
+def gguf_fingerprint(path: Path, spec: ModelSpec | None = None) -> str:
+    """A GGUF file's identity for cache keys: ``"sha256:<hex>"`` for a known model (its published sha256),
+    else ``"head-sha256:<hex of the first 16 MiB>:<size in bytes>"``.
+
+    The head hash is computed once per (path, size, mtime) in a process (about 20 ms).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    if spec is not None:
+        return f"sha256:{spec.sha256}"
+    st = path.stat()
+    memo = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if memo not in _fingerprints:
+        with open(path, "rb") as f:
+            head = hashlib.sha256(f.read(FINGERPRINT_BYTES)).hexdigest()
+        _fingerprints[memo] = f"head-sha256:{head}:{st.st_size}"
+    return _fingerprints[memo]
+
+
+def _llama_installed() -> bool:
+    return importlib.util.find_spec("llama_cpp") is not None
 
 
 def _import_llama() -> type[Llama]:
@@ -55,6 +88,8 @@ class LlamaCppLLM:
             bytes>"`` for any other GGUF file.
         context_window: ``n_ctx`` (tokens, prompt + completion).
         model_path: the GGUF file.
+        name: the known model's short name, else the file name (used in messages).
+        cache_identity: what, besides the prompt, decides an answer (see :attr:`cache_identity`).
 
     Instances are thread-safe (calls are serialized; llama.cpp contexts are not re-entrant).
     """
@@ -66,6 +101,7 @@ class LlamaCppLLM:
         n_ctx: int = 4096,
         n_threads: int | None = None,
         n_batch: int = 512,
+        n_gpu_layers: int = 0,
         seed: int = 0,
         chat_format: str | None = None,
         cache_dir: Path | None = None,
@@ -79,36 +115,43 @@ class LlamaCppLLM:
             n_ctx: context window in tokens.
             n_threads: CPU threads; default ``os.cpu_count()``.
             n_batch: prompt-processing batch size (tokens).
+            n_gpu_layers: layers offloaded to a GPU (0 = CPU only, -1 = all; needs a GPU build).
             seed: sampling seed used when a call gives none (so that sampled answers are reproducible).
             chat_format: a llama-cpp-python chat format name; ``None`` uses the GGUF's own chat template.
             cache_dir: where known models are joined; default
                 :func:`gemrag.models.weights.default_cache_dir`.
             verify: re-hash an already joined known model.
-            preload: load the weights now instead of on first use.
+            preload: load the weights now instead of on first use (after the child-process check).
 
         Raises:
             ModelNotAvailableError: llama-cpp-python or the model's part packages are not installed.
             ModelIntegrityError: the joined weights do not match their sha256.
             ConfigError: ``model`` is neither a known name nor a GGUF file.
+            ModelCrashError: ``preload`` and the model crashed in the child-process check.
         """
-        if importlib.util.find_spec("llama_cpp") is None:
+        if not _llama_installed():
             raise ModelNotAvailableError(
                 f"the local LLM needs llama-cpp-python, which is not installed; {INSTALL_HINT}"
             )
         if n_ctx < 16:
             raise ValueError(f"n_ctx must be >= 16, got {n_ctx}")
         self.model_path: Path = resolve_gguf(model, cache_dir, verify=verify)
-        spec = KNOWN_MODELS.get(os.fspath(model)) or find_known_model(self.model_path)
-        if spec is not None:
-            self.model_id = f"llama.cpp:{spec.name}-{spec.quant}:{spec.sha256[:12]}"
+        self._spec = KNOWN_MODELS.get(os.fspath(model)) or find_known_model(self.model_path)
+        if self._spec is not None:
+            self.model_id = f"llama.cpp:{self._spec.name}-{self._spec.quant}:{self._spec.sha256[:12]}"
+            self.name = self._spec.name
         else:
             self.model_id = f"llama.cpp:{self.model_path.name}:{self.model_path.stat().st_size}"
+            self.name = self.model_path.name
         self.context_window: int = n_ctx
         self.n_threads: int = n_threads or os.cpu_count() or 1
         self.n_batch = n_batch
+        self.n_gpu_layers = n_gpu_layers
         self.seed = seed
         self.chat_format = chat_format
+        self.cache_dir = cache_dir
         self._llm: Llama | None = None
+        self._crash: str | None = None
         self._lock = threading.RLock()
         if preload:
             self.load()
@@ -116,15 +159,68 @@ class LlamaCppLLM:
     def __repr__(self) -> str:
         return f"LlamaCppLLM({self.model_id!r}, n_ctx={self.context_window}, n_threads={self.n_threads})"
 
+    @property
+    def fingerprint(self) -> str:
+        """The GGUF's identity (see :func:`gguf_fingerprint`)."""
+        return gguf_fingerprint(self.model_path, self._spec)
+
+    @property
+    def cache_identity(self) -> dict[str, Any]:
+        """Everything besides the call's arguments that decides an answer, for cache keys
+        (:mod:`gemrag.models.cache`): the GGUF's fingerprint, ``n_ctx`` (it clips ``max_tokens``), the chat
+        format (None = the GGUF's own template, covered by the fingerprint) and the default seed. Threads,
+        batch size and the llama.cpp version are left out: a rebuild must not discard every cached answer."""
+        return {
+            "backend": "llama.cpp",
+            "gguf": self.fingerprint,
+            "n_ctx": self.context_window,
+            "chat_format": self.chat_format,
+            "seed": self.seed,
+        }
+
+    def probe_request(self) -> probe.ProbeRequest:
+        """The child-process check (:mod:`gemrag.models.probe`) of this model with its load parameters."""
+        return probe.ProbeRequest(
+            model_path=str(self.model_path),
+            label=self.name,
+            n_ctx=self.context_window,
+            n_threads=self.n_threads,
+            n_batch=self.n_batch,
+            n_gpu_layers=self.n_gpu_layers,
+            chat_format=self.chat_format,
+            seed=self.seed,
+            fingerprint=self.fingerprint,
+        )
+
+    def _check_runs(self) -> None:
+        """Run the child-process check unless it passed before (cached) or ``GEMRAG_SKIP_MODEL_PROBE`` is set;
+        a failure is remembered by this instance, so it is not re-run on every call."""
+        if self._crash is not None:
+            raise ModelCrashError(self._crash)
+        try:
+            probe.ensure_model_runs(self.probe_request(), cache_dir=self.cache_dir)
+        except ModelCrashError as e:
+            self._crash = str(e)
+            raise
+
     def load(self) -> Llama:
         """Load the weights (once) and return the ``llama_cpp.Llama``.
 
+        The first load runs the model once in a child process (:func:`gemrag.models.probe.ensure_model_runs`).
+
         Raises:
             ModelNotAvailableError: llama-cpp-python cannot be imported.
+            ModelCrashError: llama.cpp crashed, failed or hung in the child-process check (one-line message
+                naming the fix, usually a portable rebuild of llama-cpp-python).
             GemragError: llama.cpp failed to load the file.
         """
         with self._lock:
             if self._llm is None:
+                if not _llama_installed():  # before the check, whose child would only fail to import it
+                    raise ModelNotAvailableError(
+                        f"the local LLM needs llama-cpp-python, which is not installed; {INSTALL_HINT}"
+                    )
+                self._check_runs()  # before llama_cpp is imported here: even loading the library may crash
                 Llama = _import_llama()
                 t0 = time.perf_counter()
                 try:
@@ -133,6 +229,7 @@ class LlamaCppLLM:
                         n_ctx=self.context_window,
                         n_threads=self.n_threads,
                         n_batch=self.n_batch,
+                        n_gpu_layers=self.n_gpu_layers,
                         seed=self.seed,
                         chat_format=self.chat_format,
                         verbose=False,

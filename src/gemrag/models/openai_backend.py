@@ -98,7 +98,7 @@ class OpenAILLM:
     Attributes:
         model_id: ``"openai:<base_url>:<model>"``.
         context_window: the model's context in tokens, as configured (the API does not report it).
-        json_mode: how a schema is requested (see the module docstring).
+        json_mode: how a schema is requested (see the module docstring); part of :attr:`cache_identity`.
         base_url: the server's API root (``.../v1``).
         model: the model name sent with each request.
     """
@@ -142,6 +142,13 @@ class OpenAILLM:
 
     def __repr__(self) -> str:
         return f"OpenAILLM({self.model_id!r}, json_mode={self.json_mode!r})"
+
+    @property
+    def cache_identity(self) -> dict[str, Any]:
+        """What besides the call's arguments decides an answer, for cache keys: the JSON mode (it changes the
+        request, and with ``"none"`` the prompt). The server and model name are in :attr:`model_id`; the
+        context window is not sent to the server, so it is left out."""
+        return {"backend": "openai", "json_mode": self.json_mode}
 
     def complete(
         self,
