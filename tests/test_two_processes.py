@@ -58,8 +58,8 @@ def test_two_index_processes_one_builds_the_other_says_why(tmp_path: Path) -> No
     mem = tmp_path / "mem"
     doc = tmp_path / "a.txt"
     doc.write_text(DOC_A, encoding="utf-8")
-    first = _gemrag(tmp_path, "index", str(doc), "--memory", str(mem), "-q", delay=0.3)
-    second = _gemrag(tmp_path, "index", str(doc), "--memory", str(mem), "-q", delay=0.3)
+    first = _gemrag(tmp_path, "index", str(doc), "--memory", str(mem), "-q", delay=1.0)
+    second = _gemrag(tmp_path, "index", str(doc), "--memory", str(mem), "-q", delay=1.0)
     (rc1, out1), (rc2, out2) = _finish(first), _finish(second)
     assert sorted([rc1, rc2]) == [0, 2], (out1, out2)
     loser = out1 if rc1 == 2 else out2
