@@ -2,10 +2,11 @@
 
 * :mod:`~gemrag.graph.similarity`: utility-question vectors ``v_ij`` and the similarity matrix ``S``
   (III.B.1, "Text Embeddings", "Building the Weighted Complete Graph"), plus a k-nearest-neighbour
-  sparse variant for scale.
+  sparse variant for scale and :func:`~gemrag.graph.similarity.extend_similarity` (new nodes' rows and
+  columns only).
 * :mod:`~gemrag.graph.laplacian`: ``L = D^{-1/2} (S - I) D^{-1/2}`` ("Building the Summary Nodes").
-* :mod:`~gemrag.graph.spectrum`: eigenpairs ordered by magnitude, eigentheme members, Remarks 2-3
-  ("Analysis of Graph Spectrum").
+* :mod:`~gemrag.graph.spectrum`: eigenpairs ordered by magnitude, the eigenthemes selected (optionally
+  skipping lambda_1 = 1), eigentheme members, Remarks 2-3 ("Analysis of Graph Spectrum").
 * :mod:`~gemrag.graph.search`: retrieval, Algorithm 1 and best-first search (III.B.2).
 * :mod:`~gemrag.graph.edges`: each node's strongest edges, for storage (not in the paper).
 
@@ -25,6 +26,7 @@ from gemrag.graph.search import (
     rank_algorithm1,
 )
 from gemrag.graph.similarity import (
+    extend_similarity,
     knn_similarity_matrix,
     knn_sparsify,
     similarity_matrix,
@@ -34,6 +36,7 @@ from gemrag.graph.spectrum import (
     SpectrumReport,
     eigenpairs,
     estimate_num_themes,
+    select_eigenthemes,
     spectral_energy,
     spectrum_report,
     theme_members,
@@ -45,6 +48,7 @@ __all__ = [
     "best_first_search",
     "eigenpairs",
     "estimate_num_themes",
+    "extend_similarity",
     "fused_ranking",
     "gem_search",
     "knn_similarity_matrix",
@@ -52,6 +56,7 @@ __all__ = [
     "node_relevance",
     "normalized_laplacian",
     "rank_algorithm1",
+    "select_eigenthemes",
     "similarity_matrix",
     "spectral_energy",
     "spectrum_report",

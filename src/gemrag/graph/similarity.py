@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from gemrag.graph._validate import as_matrix, as_owner, as_square, unit_rows
 
 __all__ = [
+    "extend_similarity",
     "knn_similarity_matrix",
     "knn_sparsify",
     "similarity_matrix",
@@ -56,44 +57,34 @@ def utility_question_vectors(question_emb: ArrayLike, chunk_emb: ArrayLike, owne
 
 def _prepare(
     node_vectors: ArrayLike, question_vectors: ArrayLike, owner: ArrayLike
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], NDArray[np.bool_]]:
-    """Validate inputs; return unit-norm node rows, unit-norm question rows, owner, has-question mask."""
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Validate inputs; return unit-norm node rows ``Vn`` ``(n, d)`` and question sums ``Qs`` ``(n, d)``.
+
+    ``Qs[t] = sum_{j: owner[j] = t} v_tj / ||v_tj||`` (the unit question vectors of node ``t`` added up), or
+    ``Vn[t]`` for a node without questions. Because cosine similarity to a unit vector is a dot product,
+    ``S = Qs @ Vn.T`` exactly: one ``(n, d) x (d, n)`` product instead of ``(M, d) x (d, n)`` (``m`` times
+    fewer operations for ``m`` questions per node).
+    """
     nodes = as_matrix(node_vectors, "node_vectors")
     n, d = nodes.shape
     questions = as_matrix(question_vectors, "question_vectors", ncols=d)
     own = as_owner(owner, questions.shape[0], n)
-    has_q = np.bincount(own, minlength=n) > 0
-    return unit_rows(nodes), unit_rows(questions), own, has_q
+    vn = unit_rows(nodes)
+    indicator = sp.csr_matrix(
+        (np.ones(own.shape[0]), (own, np.arange(own.shape[0]))), shape=(n, own.shape[0])
+    )  # "question j belongs to node t"
+    qs = np.asarray(indicator @ unit_rows(questions), dtype=np.float64)
+    missing = np.bincount(own, minlength=n) == 0
+    qs[missing] = vn[missing]
+    return vn, qs
 
 
 def _similarity_block(
-    vn: NDArray[np.float64],
-    qn: NDArray[np.float64],
-    owner: NDArray[np.int64],
-    has_q: NDArray[np.bool_],
-    rows: NDArray[np.int64],
-    cols: NDArray[np.int64],
+    vn: NDArray[np.float64], qs: NDArray[np.float64], rows: NDArray[np.int64], cols: NDArray[np.int64]
 ) -> NDArray[np.float64]:
-    """The sub-matrix ``S[rows][:, cols]`` of :func:`similarity_matrix` (inputs already unit-norm).
-
-    ``S[t, v] = sum_{j: owner[j] = t} cos(v_tj, v_v)`` is computed as ``P @ (Qn[sel] @ Vn[cols].T)``
-    where ``P`` is the sparse ``(len(rows), len(sel))`` indicator "question j belongs to row node t"
-    and ``sel`` the questions owned by ``rows``. Rows of nodes without questions are
-    ``Vn[t] @ Vn[cols].T``.
-    """
-    n = vn.shape[0]
-    pos = np.full(n, -1, dtype=np.int64)
-    pos[rows] = np.arange(rows.shape[0])
-    sel = np.flatnonzero(pos[owner] >= 0)
-    indicator = sp.csr_matrix(
-        (np.ones(sel.shape[0]), (pos[owner[sel]], np.arange(sel.shape[0]))),
-        shape=(rows.shape[0], sel.shape[0]),
-    )
-    block = np.asarray(indicator @ (qn[sel] @ vn[cols].T), dtype=np.float64)
-    missing = ~has_q[rows]
-    if missing.any():
-        block[missing] = vn[rows[missing]] @ vn[cols].T
-    return block
+    """The sub-matrix ``S[rows][:, cols]`` of :func:`similarity_matrix`: ``Qs[rows] @ Vn[cols].T`` (see
+    :func:`_prepare`), ``(len(rows), len(cols))`` float64."""
+    return np.asarray(qs[rows] @ vn[cols].T, dtype=np.float64)
 
 
 def similarity_matrix(node_vectors: ArrayLike, question_vectors: ArrayLike, owner: ArrayLike) -> NDArray[np.float64]:
@@ -128,9 +119,9 @@ def similarity_matrix(node_vectors: ArrayLike, question_vectors: ArrayLike, owne
     Raises:
         ValueError: shapes disagree, NaN/inf values, a non-integer ``owner`` or one outside ``[0, n)``.
     """
-    vn, qn, own, has_q = _prepare(node_vectors, question_vectors, owner)
+    vn, qs = _prepare(node_vectors, question_vectors, owner)
     everyone = np.arange(vn.shape[0], dtype=np.int64)
-    return _similarity_block(vn, qn, own, has_q, everyone, everyone)
+    return _similarity_block(vn, qs, everyone, everyone)
 
 
 def _row_topk(
@@ -220,10 +211,11 @@ def knn_similarity_matrix(
 ) -> sp.csr_matrix:
     """``knn_sparsify(similarity_matrix(...), k)`` without ever holding the dense ``(n, n)`` matrix.
 
-    Processes ``block_size`` nodes at a time: for a block ``B`` it computes the rows ``S[B, :]`` and
-    the columns ``S[:, B]`` (both matrix products), forms the symmetric part's rows, and keeps each
-    row's ``k`` largest off-diagonal entries. Peak memory is ``O(block_size * n)``; total work
-    ``O(M * n * d)``, the same as the dense matrix. Conventions (question-less nodes, normalization,
+    Works on pairs of node blocks ``(I, J)`` with ``J`` not before ``I`` (the upper block triangle): the
+    symmetric part's block ``(S[I, J] + S[J, I]^T) / 2`` (two ``(block, d) x (d, block)`` products) updates
+    the running ``k`` largest off-diagonal entries of the rows ``I`` and, transposed, of the rows ``J``, so
+    every entry of ``S`` is computed once: ``n^2 d`` multiply-adds in all. Memory is
+    ``O(block_size^2 + n k)``. Conventions (question-less nodes, normalization,
     union symmetrization, diagonal) are those of :func:`similarity_matrix` and :func:`knn_sparsify`.
 
     Args:
@@ -244,16 +236,132 @@ def knn_similarity_matrix(
         raise ValueError(f"k must be >= 1, got {k}")
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
-    vn, qn, own, has_q = _prepare(node_vectors, question_vectors, owner)
+    vn, qs = _prepare(node_vectors, question_vectors, owner)
     n = vn.shape[0]
-    everyone = np.arange(n, dtype=np.int64)
-    parts = []
+    kk = min(k, n - 1)
     diagonal = np.zeros(n, dtype=np.float64)
-    for start in range(0, n, block_size):
-        block_ids = everyone[start : start + block_size]
-        rows = _similarity_block(vn, qn, own, has_q, block_ids, everyone)
-        cols = _similarity_block(vn, qn, own, has_q, everyone, block_ids)
-        sym = (rows + cols.T) / 2
-        diagonal[block_ids] = sym[np.arange(block_ids.shape[0]), block_ids]
-        parts.append(_row_topk(sym, block_ids, k))
-    return _assemble_knn(n, parts, diagonal if keep_diagonal else None)
+    best_val = np.full((n, max(kk, 0)), -np.inf)
+    best_col = np.zeros((n, max(kk, 0)), dtype=np.int64)
+    starts = list(range(0, n, block_size))
+    for i, a in enumerate(starts):
+        rows = np.arange(a, min(a + block_size, n), dtype=np.int64)
+        for b in starts[i:]:  # upper block triangle: the block (I, J) serves rows I and, transposed, rows J
+            cols = np.arange(b, min(b + block_size, n), dtype=np.int64)
+            sym = (_similarity_block(vn, qs, rows, cols) + _similarity_block(vn, qs, cols, rows).T) / 2
+            if a == b:
+                diagonal[rows] = np.diagonal(sym)
+                np.fill_diagonal(sym, -np.inf)
+            if kk > 0:
+                _merge_topk(best_val, best_col, rows, sym, cols)
+                if a != b:
+                    _merge_topk(best_val, best_col, cols, sym.T, rows)
+    part = (np.repeat(np.arange(n, dtype=np.int64), max(kk, 0)), best_col.ravel(), best_val.ravel())
+    return _assemble_knn(n, [part], diagonal if keep_diagonal else None)
+
+
+def _merge_topk(
+    best_val: NDArray[np.float64],
+    best_col: NDArray[np.int64],
+    rows: NDArray[np.int64],
+    block: NDArray[np.float64],
+    cols: NDArray[np.int64],
+) -> None:
+    """Merge ``block`` (values of ``rows`` x ``cols``) into the running top-``k`` (``best_val``, ``best_col``,
+    ``(n, k)``) of each row, in place."""
+    k = best_val.shape[1]
+    if block.shape[1] > k:  # the block's own top k first, so the merge below is (rows, 2k), not (rows, block)
+        top = np.argpartition(block, block.shape[1] - k, axis=1)[:, -k:]
+        new_val, new_col = np.take_along_axis(block, top, axis=1), cols[top]
+    else:
+        new_val, new_col = block, np.broadcast_to(cols, block.shape)
+    vals = np.concatenate([best_val[rows], new_val], axis=1)
+    idx = np.concatenate([best_col[rows], new_col], axis=1)
+    keep = np.argpartition(vals, vals.shape[1] - k, axis=1)[:, -k:]
+    best_val[rows] = np.take_along_axis(vals, keep, axis=1)
+    best_col[rows] = np.take_along_axis(idx, keep, axis=1)
+
+
+def _kth_largest_offdiagonal(S: sp.csr_matrix, k: int) -> NDArray[np.float64]:
+    """``(n,)`` float64: the ``k``-th largest stored off-diagonal value of each row (``-inf`` for rows with
+    fewer than ``k`` such entries)."""
+    coo = S.tocoo()
+    rows, cols, vals = coo.row.astype(np.int64), coo.col.astype(np.int64), coo.data
+    off = rows != cols
+    rows, vals = rows[off], vals[off]
+    order = np.lexsort((-vals, rows))
+    rows, vals = rows[order], vals[order]
+    rank = np.arange(rows.shape[0]) - np.searchsorted(rows, rows)
+    out = np.full(S.shape[0], -np.inf)
+    sel = rank == k - 1
+    out[rows[sel]] = vals[sel]
+    return out
+
+
+def extend_similarity(
+    S_sym: ArrayLike | sp.spmatrix,
+    node_vectors: ArrayLike,
+    question_vectors: ArrayLike,
+    owner: ArrayLike,
+    *,
+    k: int | None = None,
+) -> NDArray[np.float64] | sp.csr_matrix:
+    """Add nodes to the symmetric part of ``S`` without recomputing the block of the existing nodes.
+
+    GEM-RAG (III.B.1) builds the chunk graph, derives summary nodes from its eigenvectors, then gives the
+    summary nodes "utility questions, embeddings and edges like every other node": the graph over all nodes
+    differs from the chunk graph only in the new rows and columns. This computes just those, ``S[new, :]``
+    and ``S[:, new]``, so ``S`` is formed once per build.
+
+    Precondition: the first ``n0`` nodes and their questions are those ``S_sym`` was built from
+    (not checked).
+
+    * Dense ``S_sym`` (``(S + S^T) / 2`` over the first ``n0`` nodes, e.g. ``symmetrize(similarity_matrix(...))``):
+      returns the dense symmetric part over all ``N`` nodes, equal to ``symmetrize(similarity_matrix(...))``
+      on all nodes.
+    * Sparse ``S_sym`` (a :func:`knn_similarity_matrix` over the first ``n0`` nodes, with its diagonal):
+      returns a kNN union graph over all ``N`` nodes: the old pairs, each new node's ``k`` largest
+      off-diagonal entries, and ``(t, s)`` for an old node ``t`` and new node ``s`` whenever the value is at
+      least ``t``'s current ``k``-th largest. This is a superset of ``knn_similarity_matrix`` over all nodes
+      (an old pair that a new node would push out of a top-``k`` list is kept), with equal values.
+
+    Args:
+        S_sym: ``(n0, n0)`` float64 symmetric, dense ndarray or scipy.sparse.
+        node_vectors: ``(N, d)`` float, ``N >= n0``, base-text embeddings, the old nodes first.
+        question_vectors: ``(M, d)`` float, utility-question vectors of all ``N`` nodes.
+        owner: ``(M,)`` integer owning node of each question.
+        k: neighbours per node (required for sparse ``S_sym``, ``>= 1``; ignored for dense).
+
+    Returns:
+        ``(N, N)`` float64 symmetric: a dense ndarray or a CSR matrix, like ``S_sym``.
+
+    Raises:
+        ValueError: invalid shapes/values (as :func:`similarity_matrix`), ``N < n0``, or sparse ``S_sym``
+            without ``k >= 1``.
+    """
+    vn, qs = _prepare(node_vectors, question_vectors, owner)
+    big_n = vn.shape[0]
+    old, n0 = as_square(S_sym, "S_sym")
+    if big_n < n0:
+        raise ValueError(f"node_vectors has {big_n} rows but S_sym covers {n0} nodes")
+    new = np.arange(n0, big_n, dtype=np.int64)
+    everyone = np.arange(big_n, dtype=np.int64)
+    sym_new = (
+        _similarity_block(vn, qs, new, everyone) + _similarity_block(vn, qs, everyone, new).T
+    ) / 2  # (N - n0, N) rows of the sym. part
+    if not sp.issparse(old):
+        out = np.empty((big_n, big_n), dtype=np.float64)
+        out[:n0, :n0] = old
+        out[n0:, :] = sym_new
+        out[:n0, n0:] = sym_new[:, :n0].T
+        return out
+    if k is None or k < 1:
+        raise ValueError(f"a sparse S_sym needs k >= 1, got {k}")
+    diagonal = np.concatenate([old.diagonal(), sym_new[np.arange(new.shape[0]), new]])
+    coo = old.tocoo()
+    offd = coo.row != coo.col
+    kept = (coo.row[offd].astype(np.int64), coo.col[offd].astype(np.int64), coo.data[offd].astype(np.float64))
+    to_old = sym_new[:, :n0]  # (N - n0, n0): value of (s, t) = (t, s)
+    s_idx, t_idx = np.nonzero(to_old >= _kth_largest_offdiagonal(sp.csr_matrix(old), k)[None, :])
+    joined = (t_idx.astype(np.int64), new[s_idx], to_old[s_idx, t_idx])
+    own_top = _row_topk(sym_new.copy(), new, k)
+    return _assemble_knn(big_n, [kept, joined, own_top], diagonal)

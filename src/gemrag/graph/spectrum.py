@@ -25,6 +25,7 @@ __all__ = [
     "SpectrumReport",
     "eigenpairs",
     "estimate_num_themes",
+    "select_eigenthemes",
     "spectral_energy",
     "spectrum_report",
     "theme_members",
@@ -135,7 +136,8 @@ def theme_members(
     the two poles, i.e. two unrelated groups of passages, in one summary. ``by="abs"`` ranks by
     ``|x|`` for callers who want that anyway. Column 0 of a connected graph is the Perron vector
     (all components of one sign, proportional to ``sqrt(degree)``): its top components are the most
-    central nodes; the paper does not exclude it, and neither do we.
+    central nodes; the paper does not exclude it, and by default neither do we
+    (:func:`select_eigenthemes` with ``skip_trivial=True`` does).
 
     Ties are broken by the lower node index.
 
@@ -260,7 +262,14 @@ class SpectrumReport:
         }
 
 
-def spectrum_report(L: MatrixLike, top: int = 10, *, cutoff: float = 0.1, min_ratio: float = 0.5) -> SpectrumReport:
+def spectrum_report(
+    L: MatrixLike,
+    top: int = 10,
+    *,
+    cutoff: float = 0.1,
+    min_ratio: float = 0.5,
+    eigenvalues: ArrayLike | None = None,
+) -> SpectrumReport:
     """Compute a :class:`SpectrumReport` of a symmetric ``L`` (paper III.B.1, Remarks 2 and 3).
 
     Args:
@@ -268,17 +277,26 @@ def spectrum_report(L: MatrixLike, top: int = 10, *, cutoff: float = 0.1, min_ra
         top: number of largest-magnitude eigenvalues to compute and report, ``>= 1``.
         cutoff: Remark 2 cutoff ``c`` (see :func:`estimate_num_themes`).
         min_ratio: Remark 2 "close to 1" threshold (see :func:`estimate_num_themes`).
+        eigenvalues: ``L``'s largest-magnitude eigenvalues, already computed (e.g. by the caller's
+            :func:`eigenpairs`, so the eigendecomposition runs once per build); the first ``min(top, n)``
+            are used. None (default) computes them here.
 
     Returns:
-        The report. Eigenvalues via :func:`eigenpairs` (``method="auto"``).
+        The report. Eigenvalues via :func:`eigenpairs` (``method="auto"``) unless given.
 
     Raises:
-        ValueError: as :func:`eigenpairs`, or ``top < 1``.
+        ValueError: as :func:`eigenpairs`, ``top < 1``, or fewer than ``min(top, n)`` eigenvalues given.
     """
     if top < 1:
         raise ValueError(f"top must be >= 1, got {top}")
     m, n = as_square(L, "L")
-    values, _ = eigenpairs(m, min(top, n)) if n else (np.zeros(0), None)
+    if eigenvalues is not None:
+        given = as_vector(eigenvalues, "eigenvalues")
+        if given.shape[0] < min(top, n):
+            raise ValueError(f"need {min(top, n)} eigenvalues, got {given.shape[0]}")
+        values = given[_order_by_magnitude(given)][: min(top, n)]
+    else:
+        values, _ = eigenpairs(m, min(top, n)) if n else (np.zeros(0), None)
     if sp.issparse(m):
         m.sum_duplicates()
         energy = float(np.dot(m.data, m.data))
@@ -291,3 +309,38 @@ def spectrum_report(L: MatrixLike, top: int = 10, *, cutoff: float = 0.1, min_ra
         spectral_energy=energy,
         trace=float(m.diagonal().sum()),
     )
+
+
+TRIVIAL_TOL = 1e-6
+"""``lambda_1`` within this of 1 is the trivial (Perron) eigenvalue that ``skip_trivial`` drops."""
+
+
+def select_eigenthemes(values: ArrayLike, k: int, *, skip_trivial: bool = False) -> NDArray[np.int64]:
+    """Positions of the ``k`` eigenpairs that become eigentheme summary nodes (paper III.B.1).
+
+    The paper summarizes the top ``k`` eigenvectors in order of non-increasing ``|lambda|``, so the first
+    is always ``lambda_1 = 1``, whose eigenvector is the Perron vector ``D^{1/2} 1 / ||D^{1/2} 1||``
+    ("Analysis of Graph Spectrum": ``lambda_1 = 1``): every component has the same sign and is
+    proportional to ``sqrt(degree)``, so its "top e components" are the most central nodes of the whole
+    graph, not a theme. With ``skip_trivial=True`` the first eigenpair is dropped when its eigenvalue is
+    1 (within :data:`TRIVIAL_TOL`) and the next ``k`` are taken. (A graph with ``c`` connected components
+    has ``c`` eigenvalues 1, Remark 1's block indicators; only one of them is dropped.) The paper's
+    choice, ``skip_trivial=False``, is the default. Negative eigenvalues (near-bipartite structure) are
+    selected when their magnitude ranks them among the top ``k``, literally as in the paper.
+
+    Args:
+        values: ``(K,)`` float eigenvalues ordered by non-increasing ``|lambda|`` (from :func:`eigenpairs`).
+        k: number of themes, ``>= 0``.
+        skip_trivial: drop ``lambda_1 = 1`` (see above).
+
+    Returns:
+        ``(min(k, K - skipped),)`` int64 positions into ``values``, in order.
+
+    Raises:
+        ValueError: ``values`` not 1-D or not finite, or ``k < 0``.
+    """
+    lam = as_vector(values, "values")
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    start = 1 if skip_trivial and lam.shape[0] and abs(lam[0] - 1.0) <= TRIVIAL_TOL else 0
+    return np.arange(start, min(start + k, lam.shape[0]), dtype=np.int64)

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from gemrag.graph.clustering import gmm_soft_clusters, kmeans_members, optimal_cluster_count, raptor_clusters
+from gemrag.strategies.clustering import gmm_soft_clusters, kmeans_members, optimal_cluster_count, raptor_clusters
 
 
 def identity(X: np.ndarray, n_components: int, n_neighbors: int) -> np.ndarray:
@@ -111,7 +111,7 @@ def test_invalid_arguments() -> None:
 
 def test_heavy_libraries_are_imported_lazily() -> None:
     code = (
-        "import sys, gemrag.graph.clustering, gemrag.strategies.raptor, gemrag.strategies.bm25;"
+        "import sys, gemrag.strategies.clustering, gemrag.strategies.raptor, gemrag.strategies.bm25;"
         "print(sorted(m for m in ('umap', 'sklearn', 'bm25s', 'numba') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
