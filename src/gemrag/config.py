@@ -14,15 +14,32 @@ Example ``gemrag.toml``::
 
     [gem]
     budget = 4
+
+    [raptor]                  # any strategy's own section, validated by that strategy's model
+    summary_tokens = 200
+
+Strategy sections: besides ``llm``, ``embedder`` and ``gem`` (typed fields of :class:`Config`), every
+top-level table names a strategy and holds that strategy's settings, kept raw here (this layer does not
+know the strategies) and validated by the strategy's own pydantic model when the strategy is constructed
+(:func:`gemrag.strategies.base.get_strategy`) or the configuration is checked against the registry
+(:func:`gemrag.strategies.base.check_config`, which :class:`~gemrag.memory.Memory` runs when it opens a
+memory). So a section naming no registered strategy (a typo such as ``[raptr]``) is a
+:class:`~gemrag.errors.ConfigError` at the latest when a memory is opened, not when the file is read: user
+strategies register after :func:`load_config` runs. The same sections come from ``GEMRAG_<SECTION>__<KEY>``
+variables (``GEMRAG_RAPTOR__SUMMARY_TOKENS=200``) and ``--set section.key=value`` flags; both values are read
+with TOML semantics (:func:`parse_value`: ``200`` is an int, ``0.5`` a float, ``true`` a bool, ``[1, 2]`` a
+list, a bare word a string; quote a string that looks like a number: ``'"123"'``).
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -31,6 +48,11 @@ from pydantic_settings import (
 )
 
 from gemrag.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 
 class LLMSettings(BaseModel):
@@ -93,6 +115,20 @@ class GemSettings(BaseModel):
             the top k eigenvectors, section III.B.1) or ``"kmeans"`` (the e chunks nearest each of k
             k-means centroids of the chunk vectors: Table I, "GEM-RAG (k-Means)").
         summary_words: length limit of a summary node (words).
+        skip_trivial: drop the first eigenpair (lambda_1 = 1, whose eigenvector is the degree/Perron vector
+            D^(1/2) 1: the most central chunks, not a theme) when choosing the k summary eigenvectors, and take
+            the next k. Default False, as in the paper (section III.B.1, "Building the Summary Nodes": the top
+            k eigenvectors by |lambda|); see benchmarks/first_eigenvector.py for what it changes.
+        graph: ``"dense"`` (the paper's complete graph: N x N float64 S, L and W; full eigendecomposition),
+            ``"sparse"`` (k-nearest-neighbour S as scipy CSR, Lanczos ``eigsh`` for the top eigenpairs, CSR W;
+            not in the paper) or ``"auto"`` (default: sparse when the memory has more than ``sparse_above``
+            chunks).
+        sparse_above: chunk count above which ``graph="auto"`` goes sparse, default 2000: a dense N x N
+            float64 matrix is 32 MB at N = 2000 (several are alive during a build) and 800 MB at 10,000, and
+            the dense eigendecomposition is O(N^3); below 2000 the dense build takes seconds.
+        knn: neighbours per node of the sparse graph (the union of every node's ``knn`` strongest links),
+            default 32: enough that each chunk keeps its strongest links and the graph stays connected, while S,
+            L and W hold O(N * knn) entries (under 1% of the complete graph's at N = 10,000).
     """
 
     chunk_tokens: int = Field(100, ge=16, le=2000)
@@ -103,19 +139,27 @@ class GemSettings(BaseModel):
     search: Literal["best_first", "rank", "fused"] = "best_first"
     members: Literal["spectral", "kmeans"] = "spectral"
     summary_words: int = Field(80, ge=10, le=1000)
+    skip_trivial: bool = False
+    graph: Literal["auto", "dense", "sparse"] = "auto"
+    sparse_above: int = Field(2000, ge=0)
+    knn: int = Field(32, ge=1, le=1000)
 
 
 class Config(BaseSettings):
     """All of gemrag's settings.
 
     Attributes:
-        strategy: the retrieval strategy name (``gem`` is the default and the only one built so far).
-        llm, embedder, gem: see :class:`LLMSettings`, :class:`EmbedderSettings`, :class:`GemSettings`.
+        strategy: the retrieval strategy name (``gem`` is the default).
+        llm, embedder, gem: see :class:`LLMSettings`, :class:`EmbedderSettings`, :class:`GemSettings` (GEM's
+            own section, typed here because the memory's chunking and default budget read it too).
         cache_dir: where joined model weights are kept (default ``~/.cache/gemrag``).
         progress: show progress bars.
+
+    Any other top-level key must be a table: a strategy's section, kept as a raw dict (:attr:`sections`) until
+    the strategy's own model validates it (module docstring).
     """
 
-    model_config = SettingsConfigDict(env_prefix="GEMRAG_", env_nested_delimiter="__", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="GEMRAG_", env_nested_delimiter="__", extra="allow")
 
     strategy: str = "gem"
     llm: LLMSettings = Field(default_factory=LLMSettings)
@@ -123,6 +167,48 @@ class Config(BaseSettings):
     gem: GemSettings = Field(default_factory=GemSettings)
     cache_dir: Path | None = None
     progress: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_unknown_keys(cls, data: Any) -> Any:
+        """Reject a key the typed sections (``llm``, ``embedder``, ``gem``) do not have: their models would ignore
+        it silently, so a typo such as ``gem.budgte`` would change nothing."""
+        if not isinstance(data, Mapping):
+            return data
+        for name, field in cls.model_fields.items():
+            model, given = field.annotation, data.get(name)
+            if isinstance(model, type) and issubclass(model, BaseModel) and isinstance(given, Mapping):
+                unknown = sorted(str(k) for k in given if k not in model.model_fields)
+                if unknown:
+                    raise ValueError(
+                        f"[{name}] has no setting {', '.join(repr(k) for k in unknown)}; "
+                        f"its settings are {', '.join(model.model_fields)}"
+                    )
+        return data
+
+    @model_validator(mode="after")
+    def _sections_are_tables(self) -> Config:
+        """Reject a top-level key that is neither a known setting nor a table (a strategy section)."""
+        for name, value in (self.model_extra or {}).items():
+            if not isinstance(value, dict):
+                raise ValueError(
+                    f"unknown setting {name!r}: the known settings are {', '.join(type(self).model_fields)}, "
+                    f"and any other key must be a strategy's section (a table such as [{name}])"
+                )
+        return self
+
+    @property
+    def sections(self) -> dict[str, dict[str, Any]]:
+        """The strategy sections other than the typed ``gem`` one, by name, as raw (unvalidated) dicts."""
+        return {name: dict(value) for name, value in (self.model_extra or {}).items()}
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The raw settings of the section ``name`` (``{}`` when absent; a typed section such as ``gem`` as its
+        dumped values)."""
+        if name in type(self).model_fields:
+            value = getattr(self, name)
+            return value.model_dump() if isinstance(value, BaseModel) else {}
+        return dict((self.model_extra or {}).get(name, {}))
 
 
 def _find_config_file(path: str | Path | None) -> Path | None:
@@ -138,10 +224,10 @@ def _find_config_file(path: str | Path | None) -> Path | None:
     return local if local.is_file() else None
 
 
-def _deep_drop_none(d: dict[str, Any]) -> dict[str, Any]:
+def _deep_drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
-        if isinstance(v, dict):
+        if isinstance(v, Mapping):
             v = _deep_drop_none(v)
             if v:
                 out[k] = v
@@ -150,18 +236,123 @@ def _deep_drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_config(config_file: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
+def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``top``, recursively for tables (``top`` wins)."""
+    out = dict(base)
+    for k, v in top.items():
+        old = out.get(k)
+        out[k] = _deep_merge(old, v) if isinstance(old, Mapping) and isinstance(v, Mapping) else v
+    return out
+
+
+def _set_path(target: dict[str, Any], path: Sequence[str], value: Any, origin: str) -> None:
+    """Store ``value`` at ``target[path[0]][path[1]]...``.
+
+    Raises:
+        ConfigError: a prefix of ``path`` already holds a value that is not a table, or ``path`` a table.
+    """
+    node = target
+    for i, key in enumerate(path[:-1]):
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{origin}: {'.'.join(path[: i + 1])} is already set to a value, not a table")
+        node = child
+    if isinstance(node.get(path[-1]), dict):
+        raise ConfigError(f"{origin}: {'.'.join(path)} is already a table")
+    node[path[-1]] = value
+
+
+def describe_errors(exc: ValidationError, section: str = "") -> str:
+    """A pydantic error as one line per problem, each naming its field: ``raptor.summary_tokens: Input should
+    be greater than or equal to 1 (got 0)``; ``section`` prefixes every field path."""
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in ((section,) if section else ()) + tuple(error["loc"]))
+        message = str(error["msg"]).removeprefix("Value error, ")
+        got = "" if error["type"] in ("value_error", "missing") else f" (got {error['input']!r})"
+        lines.append(f"{where}: {message}{got}" if where else message)
+    return "; ".join(lines)
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` or ``GEMRAG_<SECTION>__<KEY>`` value read with TOML semantics.
+
+    ``200`` -> 200, ``0.5`` -> 0.5, ``true`` -> True, ``[1, 2]`` -> [1, 2], ``{a = 1}`` -> {"a": 1},
+    ``"123"`` -> "123"; anything that is not one TOML value (a bare word such as ``umap``, a date, an empty
+    string) stays the string as given.
+    """
+    try:
+        parsed = tomllib.loads(f"v = {text}")
+    except tomllib.TOMLDecodeError:
+        return text
+    value = parsed.get("v", text)
+    if len(parsed) != 1 or not isinstance(value, (bool, int, float, str, list, dict)):  # dates stay strings
+        return text
+    return value
+
+
+def parse_sets(items: Sequence[str]) -> dict[str, Any]:
+    """Parse ``--set section.key=value`` items (``key=value`` for a top-level setting) into a nested dict.
+
+    Example: ``["raptor.summary_tokens=200", "gem.search=rank"]`` ->
+    ``{"raptor": {"summary_tokens": 200}, "gem": {"search": "rank"}}``; values as :func:`parse_value`.
+
+    Raises:
+        ConfigError: an item is not ``dotted.key=value``, or two items set a key and a table inside it.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        path = [p.strip() for p in key.split(".")]
+        if not sep or not all(p.replace("_", "a").replace("-", "a").isalnum() for p in path):
+            raise ConfigError(f"bad --set {item!r}: use section.key=value (e.g. raptor.summary_tokens=200)")
+        _set_path(out, path, parse_value(raw.strip()), f"--set {item!r}")
+    return out
+
+
+def env_sections(environ: Mapping[str, str], known: Sequence[str] = ()) -> dict[str, Any]:
+    """The strategy sections given by ``GEMRAG_<SECTION>__<KEY>`` variables (names lower-cased, values as
+    :func:`parse_value`), skipping sections in ``known`` (pydantic-settings reads those itself) and variables
+    without ``__`` (such as ``GEMRAG_CONFIG``).
+
+    Raises:
+        ConfigError: two variables set a key and a table inside it.
+    """
+    out: dict[str, Any] = {}
+    for name in sorted(environ):
+        if name[:7].upper() != "GEMRAG_":
+            continue
+        path = name[7:].lower().split("__")
+        if len(path) < 2 or not all(path) or path[0] in known:
+            continue
+        _set_path(out, path, parse_value(environ[name]), f"environment variable {name}")
+    return out
+
+
+def load_config(
+    config_file: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    sets: Sequence[str] | None = None,
+) -> Config:
     """Build the configuration from defaults, a TOML file, ``GEMRAG_*`` variables and overrides.
+
+    Precedence, lowest first: defaults < the TOML file < ``GEMRAG_*`` variables < ``overrides`` < ``sets``;
+    strategy sections merge key by key across these layers. Strategy sections are only checked to be tables
+    here: the strategies' own models validate them later (module docstring).
 
     Args:
         config_file: a TOML file; None looks at ``$GEMRAG_CONFIG`` then ``./gemrag.toml``.
         overrides: nested dict of explicit values (e.g. ``{"gem": {"budget": 6}}``); ``None`` values are
             ignored so unset CLI flags do not mask lower layers.
+        sets: ``--set`` items, ``section.key=value`` (:func:`parse_sets`).
 
     Raises:
-        ConfigError: the file is missing or malformed, or a value is invalid.
+        ConfigError: the file is missing or malformed, a value is invalid, a typed section (llm, embedder, gem)
+            has an unknown key, a top-level key is neither a setting nor a table, or a ``--set`` is malformed.
     """
     toml_path = _find_config_file(config_file)
+    explicit = _deep_merge(_deep_drop_none(overrides or {}), parse_sets(sets or []))
+    init = _deep_merge(env_sections(os.environ, list(Config.model_fields)), explicit)
 
     class _Config(Config):
         @classmethod
@@ -179,9 +370,9 @@ def load_config(config_file: str | Path | None = None, overrides: dict[str, Any]
             return tuple(sources)
 
     try:
-        built = _Config(**_deep_drop_none(overrides or {}))
+        built = _Config(**init)
+        return Config.model_validate(built.model_dump())
     except ValidationError as exc:
-        raise ConfigError(f"invalid configuration: {exc}") from exc
+        raise ConfigError(f"invalid configuration: {describe_errors(exc)}") from exc
     except ValueError as exc:  # malformed TOML surfaces as a ValueError subclass
         raise ConfigError(f"invalid configuration file {toml_path}: {exc}") from exc
-    return Config.model_validate(built.model_dump())

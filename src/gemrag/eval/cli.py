@@ -68,6 +68,14 @@ def eval_command(
     ] = False,
     no_plots: Annotated[bool, Opt("--no-plots", help="Do not write PNG plots.")] = False,
     config: Annotated[Path | None, Opt("--config", help="TOML config file (default ./gemrag.toml).")] = None,
+    set_: Annotated[
+        list[str] | None,
+        Opt(
+            "--set",
+            help="section.key=value, e.g. raptor.summary_tokens=200 (repeatable; TOML values); overrides the "
+            "config file, GEMRAG_* variables and the other flags.",
+        ),
+    ] = None,
     llm_provider: Annotated[str | None, Opt("--llm-provider", help="llama_cpp (embedded) or openai.")] = None,
     llm_model: Annotated[
         str | None, Opt("--llm-model", help="qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, a .gguf path, or a served name.")
@@ -92,7 +100,7 @@ def eval_command(
             "llm": {"provider": llm_provider, "model": llm_model, "base_url": llm_base_url},
             "embedder": {"provider": embedder_provider, "model": embedder_model, "base_url": embedder_base_url},
         }
-        cfg = load_config(config, overrides)
+        cfg = load_config(config, overrides, set_)
         results = run_eval(
             kind,
             path,

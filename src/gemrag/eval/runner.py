@@ -52,7 +52,7 @@ from gemrag.eval.report import (
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.factory import build_embedder, build_llm
-from gemrag.strategies import available
+from gemrag.strategies import available, check_config
 from gemrag.strategies.base import ProgressFactory, no_progress
 from gemrag.types import Hit
 
@@ -117,8 +117,9 @@ def plan_runs(strategies: Sequence[str], ablation: dict[str, list[Any]] | None, 
     """The runs of an evaluation: each strategy, then ``gem`` once per ablation value.
 
     Raises:
-        ConfigError: an unknown strategy or gem parameter, an invalid value, or nothing to run.
+        ConfigError: an unknown strategy or gem parameter, an invalid value or strategy section, or nothing to run.
     """
+    check_config(config)
     known = available()
     runs: list[RunSpec] = []
     for name in dict.fromkeys(s.strip() for s in strategies if s.strip()):
@@ -415,6 +416,7 @@ def run_eval(
             "embedder": emb.model_id,
             "llm": llm_label,
             "gem": gem,
+            **({"sections": config.sections} if config.sections else {}),  # other strategies' settings
         },
     )
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))

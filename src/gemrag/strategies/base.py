@@ -9,6 +9,27 @@ themselves by name, so a user can add their own::
         name = "mine"
         def build(self, ctx): ...
         def retrieve(self, ctx, question, budget): ...
+
+Per-strategy configuration: a strategy with settings names a pydantic model (``register("mine",
+config=MineConfig)`` or a class attribute ``config_model = MineConfig``) and is constructed with the
+validated ``[mine]`` section of the configuration as its one positional argument::
+
+    class MineConfig(BaseModel):
+        top: int = Field(3, ge=1)
+
+    @register("mine", config=MineConfig)
+    class Mine:
+        name = "mine"
+        def __init__(self, config: MineConfig | None = None) -> None:
+            self.config = config or MineConfig()
+        ...
+
+``[mine]`` in the TOML file, ``GEMRAG_MINE__TOP=5`` and ``--set mine.top=5`` then reach ``Mine(config)``
+(:func:`get_strategy`; :class:`~gemrag.memory.Memory` passes its configuration). A strategy without a model
+is constructed with no argument and must have no section. GEM's section is the typed ``Config.gem``
+(:class:`~gemrag.config.GemSettings`), which the GEM strategy reads as ``ctx.config.gem``. Register a user
+strategy before opening a memory: :func:`check_config` (run by ``Memory``) rejects a section that names no
+registered strategy, so a typo such as ``[raptr]`` is an error, not an ignored section.
 """
 
 from __future__ import annotations
@@ -19,7 +40,10 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from gemrag.config import Config
+from pydantic import BaseModel, ValidationError
+
+from gemrag.config import Config, describe_errors
+from gemrag.errors import ConfigError
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.meter import UsageMeter
 from gemrag.store import Store
@@ -77,15 +101,47 @@ class Strategy(Protocol):
 
 
 S = TypeVar("S")
-_REGISTRY: dict[str, Callable[[], Strategy]] = {}
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A registered strategy: how to construct it and the pydantic model of its configuration section.
+
+    Attributes:
+        factory: the class (or any callable) building the strategy: ``factory(config)`` when ``config_model``
+            is set, ``factory()`` otherwise.
+        config_model: the model validating the strategy's section, or None (the strategy has no settings).
+    """
+
+    factory: Callable[..., Strategy]
+    config_model: type[BaseModel] | None = None
+
+
+_REGISTRY: dict[str, Registration] = {}
 _BUILTIN = {name: f"gemrag.strategies.{name}" for name in ("gem", "dense", "bm25", "raptor", "full")}
+_TYPED_SECTIONS = ("gem",)
+"""Strategies whose section is a typed field of :class:`~gemrag.config.Config` rather than a raw table."""
 
 
-def register(name: str) -> Callable[[S], S]:
-    """Class decorator registering a strategy factory under ``name``."""
+def register(name: str, config: type[BaseModel] | None = None) -> Callable[[S], S]:
+    """Class decorator registering a strategy factory under ``name``.
+
+    Args:
+        name: the strategy's name, also the name of its configuration section.
+        config: the pydantic model of its section; default: the class attribute ``config_model``, if any.
+
+    Raises:
+        ValueError: ``name`` is a top-level setting of :class:`~gemrag.config.Config` (such as ``llm``).
+        TypeError: the config model is not a pydantic model class.
+    """
+    if name in Config.model_fields and name not in _TYPED_SECTIONS:
+        raise ValueError(f"{name!r} cannot name a strategy: it is a top-level configuration setting")
 
     def deco(cls: S) -> S:
-        _REGISTRY[name] = cls  # type: ignore[assignment]
+        model = config if config is not None else getattr(cls, "config_model", None)
+        if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise TypeError(f"the config model of strategy {name!r} must be a pydantic BaseModel class, not {model!r}")
+        _REGISTRY[name] = Registration(cls, model)  # type: ignore[arg-type]
         return cls
 
     return deco
@@ -96,14 +152,93 @@ def available() -> list[str]:
     return sorted(set(_REGISTRY) | set(_BUILTIN))
 
 
-def get_strategy(name: str) -> Strategy:
-    """A new instance of the strategy registered as ``name``.
-
-    Raises:
-        KeyError: no strategy has that name.
-    """
+def _registration(name: str) -> Registration:
     if name not in _REGISTRY and name in _BUILTIN:
         importlib.import_module(_BUILTIN[name])
     if name not in _REGISTRY:
         raise KeyError(f"unknown strategy {name!r}; available: {', '.join(available())}")
-    return _REGISTRY[name]()
+    return _REGISTRY[name]
+
+
+def config_model(name: str) -> type[BaseModel] | None:
+    """The pydantic model of strategy ``name``'s configuration section (None: it has no settings).
+
+    Raises:
+        KeyError: no strategy has that name.
+    """
+    return _registration(name).config_model
+
+
+def validate_section(name: str, model: type[BaseModel], raw: dict[str, Any]) -> BaseModel:
+    """Validate the raw section ``[name]`` against ``model``.
+
+    Keys the model does not declare are rejected even when the model would ignore them (unless its
+    ``model_config`` has ``extra="allow"``), so a misspelt key is an error rather than a silent default.
+
+    Raises:
+        ConfigError: an unknown key or an invalid value; the message names the section and the field.
+    """
+    if model.model_config.get("extra") != "allow":
+        names = set(model.model_fields) | {f.alias for f in model.model_fields.values() if f.alias}
+        unknown = [k for k in raw if k not in names]
+        if unknown:
+            raise ConfigError(
+                f"[{name}] has no setting {', '.join(repr(k) for k in unknown)}; "
+                f"the settings of strategy {name!r} are "
+                f"{', '.join(n for n, f in model.model_fields.items() if not f.exclude) or 'none'}"
+            )
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid [{name}] configuration: {describe_errors(exc, name)}") from exc
+
+
+def strategy_config(name: str, config: Config | None = None) -> BaseModel | None:
+    """The validated configuration of strategy ``name`` from ``config`` (defaults when ``config`` is None or
+    has no ``[name]`` section); None for a strategy without settings. For ``gem``: ``config.gem``.
+
+    Raises:
+        KeyError: no strategy has that name.
+        ConfigError: the section is invalid, or it is given for a strategy that has no settings.
+    """
+    model = config_model(name)
+    if name in _TYPED_SECTIONS and config is not None:
+        return getattr(config, name)  # type: ignore[no-any-return]
+    raw = config.section(name) if config is not None else {}
+    if model is None:
+        if raw:
+            raise ConfigError(f"strategy {name!r} has no settings, but the configuration has a [{name}] section")
+        return None
+    return validate_section(name, model, raw)
+
+
+def check_config(config: Config) -> None:
+    """Check every strategy section of ``config`` against the registry: each must name a registered strategy
+    and be valid for its model. :class:`~gemrag.memory.Memory` runs this when it opens a memory.
+
+    Raises:
+        ConfigError: a section names no registered strategy (register user strategies first), or is invalid.
+    """
+    for name in config.sections:
+        if name not in available():
+            raise ConfigError(
+                f"the configuration has a [{name}] section, but no strategy {name!r} is registered "
+                f"(strategies: {', '.join(available())}); fix the section's name, or register the strategy "
+                "(gemrag.strategies.register) before opening the memory"
+            )
+        strategy_config(name, config)
+
+
+def get_strategy(name: str, config: Config | None = None) -> Strategy:
+    """A new instance of the strategy registered as ``name``, constructed with its validated section of
+    ``config`` when it has a config model (defaults when ``config`` is None).
+
+    Raises:
+        KeyError: no strategy has that name.
+        ConfigError: the strategy's section is invalid.
+    """
+    registration = _registration(name)
+    settings = strategy_config(name, config)
+    if registration.config_model is None:
+        return registration.factory()
+    return registration.factory(settings)

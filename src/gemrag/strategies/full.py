@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.common import chunk_hits, chunk_nodes
 from gemrag.types import Hit
@@ -25,20 +27,35 @@ RESERVE_TOKENS = 512
 256 tokens, see :meth:`gemrag.memory.Memory.answer`)."""
 
 
+class FullConfig(BaseModel):
+    """The ``[full]`` configuration section.
+
+    Attributes:
+        reserve_tokens: tokens of the LLM's context window left for everything but the passages (system
+            prompt, question, options, answer). Default 512 (:data:`RESERVE_TOKENS`); not from a paper.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reserve_tokens: int = Field(RESERVE_TOKENS, ge=0)
+
+
 @register("full")
 class FullStrategy:
     """Every chunk in document order, as many as fit in the LLM's context window.
 
     Args:
-        reserve: tokens of the context window left for everything but the passages (default 512).
+        config: the ``[full]`` section (default: a 512-token reserve).
     """
 
     name = "full"
+    needs_build = False
+    """Nothing to build (so never "stale" or "never built"; see :mod:`gemrag.lifecycle`)."""
+    config_model = FullConfig
 
-    def __init__(self, reserve: int = RESERVE_TOKENS) -> None:
-        if reserve < 0:
-            raise ValueError(f"reserve must be >= 0, got {reserve}")
-        self.reserve = reserve
+    def __init__(self, config: FullConfig | None = None) -> None:
+        self.config = config or FullConfig()
+        self.reserve = self.config.reserve_tokens
 
     def build(self, ctx: StrategyContext) -> None:
         """Nothing to build: check that the memory holds chunks.
