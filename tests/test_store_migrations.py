@@ -25,35 +25,8 @@ from gemrag.errors import GemragError, MemoryNotIndexedError
 from gemrag.store import Store
 from gemrag.store.schema import SCHEMA_VERSION
 from gemrag.types import Hit
+from legacy_schemas import V1_SCHEMA
 from test_memory import DOC_A
-
-V1_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL UNIQUE, title TEXT NOT NULL,
-    text TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL, chunked INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS nodes (
-    id INTEGER PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('chunk', 'summary')),
-    doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL, text TEXT NOT NULL,
-    n_tokens INTEGER NOT NULL, questions_done INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}');
-CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind);
-CREATE TABLE IF NOT EXISTS questions (
-    id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-    ord INTEGER NOT NULL, text TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS questions_node ON questions(node_id);
-CREATE TABLE IF NOT EXISTS embeddings (
-    key TEXT PRIMARY KEY, model TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS edges (
-    src INTEGER NOT NULL, dst INTEGER NOT NULL, weight REAL NOT NULL, PRIMARY KEY (src, dst));
-CREATE TABLE IF NOT EXISTS llm_cache (
-    key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS usage (
-    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL,
-    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, embedding_tokens INTEGER NOT NULL,
-    seconds REAL NOT NULL, cached INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS failures (
-    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, node_id INTEGER, message TEXT NOT NULL);
-"""
 
 QUESTION = "Who gave Amos a silver medal for his courage?"
 
@@ -113,7 +86,7 @@ def test_v1_memory_opens_upgrades_and_retrieves(v1: tuple[Path, list[Hit], list[
     path, gem, dense = v1
     llm = ScriptedLLM()
     with Memory.open(path, config, llm=llm, embedder=HashEmbedder()) as mem:
-        assert mem.store.get_meta("schema_version") == SCHEMA_VERSION == 2
+        assert mem.store.get_meta("schema_version") == SCHEMA_VERSION == 3
         assert mem.store.published_generations() == {"gem": 1, "dense": 1}
         assert seen(mem.retrieve(QUESTION, 3)) == seen(gem)  # the adopted arrays, at once
         assert seen(mem.retrieve(QUESTION, 3, strategy="dense")) == seen(dense)
@@ -175,7 +148,9 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
         Store(tmp_path)
 
 
-def test_v1_raptor_tree_is_adopted(tmp_path: Path) -> None:
+def test_v1_raptor_tree_is_withdrawn_by_schema_3(tmp_path: Path) -> None:
+    """Schema 2 adopted a schema-1 RAPTOR tree; schema 3 keeps RAPTOR's tree as real nodes and edges, so the JSON
+    tree is withdrawn and retrieval asks for a rebuild (from the LLM cache)."""
     conn = sqlite3.connect(tmp_path / "memory.sqlite")
     conn.executescript(V1_SCHEMA)
     vectors = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
@@ -187,6 +162,6 @@ def test_v1_raptor_tree_is_adopted(tmp_path: Path) -> None:
     conn.close()
     np.save(tmp_path / "raptor_vectors.npy", vectors)
     store = Store(tmp_path)
-    published = store.load_published("raptor")
-    assert published is not None and published.meta == tree and store.get_meta("raptor_tree") is None
-    np.testing.assert_array_equal(published.arrays["vectors"], vectors)
+    assert store.load_published("raptor") is None and store.get_meta("raptor_tree") is None
+    assert "raptor" in store.get_meta(migrations.REBUILD_META)
+    assert store.build_state("raptor").state == "never built"

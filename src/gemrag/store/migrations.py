@@ -4,6 +4,10 @@ Every upgrade step runs in one ``BEGIN IMMEDIATE`` transaction together with the
 kill leaves the old version (the step runs again at the next open) or the new one; two processes opening an
 old memory at once upgrade it once (the second re-reads the version inside its own transaction).
 
+Schema 2 -> 3 (strategies' own node and edge kinds, artefacts, sources, build coverage) is in
+:mod:`gemrag.store.migrate_v3`; it rebuilds ``nodes``, so upgrades run with foreign keys off (checked with
+``PRAGMA foreign_key_check`` before the commit).
+
 Schema 1 -> 2 (build generations, see :mod:`gemrag.store.schema`): new columns and tables, edges namespaced
 as ``gem``'s, and the unversioned arrays of schema 1 *adopted* as generation 1 when they can be trusted:
 
@@ -32,11 +36,11 @@ from typing import Any
 import numpy as np
 
 from gemrag.errors import GemragError
-from gemrag.store.publish import ArrayEntry, fsync_directory
+from gemrag.store.arrays import ArrayEntry, fsync_directory
+from gemrag.store.migrate_v3 import REBUILD_META, upgrade_2_to_3
 from gemrag.store.schema import SCHEMA, SCHEMA_VERSION
 
-REBUILD_META = "schema1_not_adopted"
-"""Meta key: strategies whose schema-1 arrays were not adopted (their "not indexed" message says why)."""
+__all__ = ["REBUILD_META", "ensure_schema", "schema_version", "upgrade_1_to_2", "upgrade_2_to_3"]
 
 GEM_AXES = {
     "node_ids": ("n",),
@@ -73,20 +77,30 @@ def ensure_schema(conn: sqlite3.Connection, directory: Path) -> int:
         raise GemragError(
             f"{directory} was written by a newer gemrag (schema {found}, this one knows {SCHEMA_VERSION})"
         )
-    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("PRAGMA foreign_keys=OFF")  # a no-op inside a transaction: set before BEGIN
     try:
-        found = schema_version(conn)  # another process may have done it meanwhile
-        if found is None:
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            _set_version(conn, SCHEMA_VERSION)
-        elif found == 1:
-            upgrade_1_to_2(conn, directory)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = schema_version(conn)  # another process may have done it meanwhile
+            if found is None:
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                _set_version(conn, SCHEMA_VERSION)
+            elif found < SCHEMA_VERSION:
+                if found == 1:
+                    upgrade_1_to_2(conn, directory)
+                upgrade_2_to_3(conn, directory)
+                _set_version(conn, 3)
+                broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise GemragError(f"upgrading {directory} broke {len(broken)} references: {broken[:3]}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.execute("PRAGMA foreign_keys=ON")
     return found or 0
 
 

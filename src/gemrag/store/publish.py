@@ -9,9 +9,12 @@ Protocol (by a builder, normally holding the memory's :class:`~gemrag.store.lock
    as ``<strategy>.g<g>.<name>.npy`` (temporary file, fsync, rename, fsync of the directory), and any other
    artefact under :meth:`artifact_path` (then :meth:`sync_path`).
 3. :meth:`publish` commits, in ONE transaction, the manifest (the generation, every array's file, shape,
-   dtype, byte size and axis names, named paths, metadata), the deletion of the strategy's nodes of older
-   generations (their questions go by cascade) and the replacement of its edges. Only then are files of other
-   generations of the strategy and stale ``*.tmp`` files removed.
+   dtype, byte size and axis names, named paths, metadata, parameters, model ids, and the chunks the build
+   covers), the deletion of the strategy's nodes and edges of older generations (their questions, artefacts and
+   sources go by cascade) and the new edges. Only then are files of other generations of the strategy and stale
+   ``*.tmp`` files removed. :meth:`publish_many` publishes several strategies' generations in one transaction
+   together with other row changes (deleting a document does this), and ``carry=True`` keeps the previous
+   generation's nodes and edges in the new one (a build that changes only some of them).
 
 A kill anywhere before the commit leaves the previous manifest and everything it names; a kill after it leaves
 the new one (leftover files are removed by the next builder). Readers call :meth:`load_published`, which opens
@@ -24,21 +27,40 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, Literal
 
 from gemrag.errors import DamagedMemoryError, GemragError, StaleGenerationError
+from gemrag.store.arrays import (
+    NAME_PATTERN,
+    ArrayEntry,
+    Matrix,
+    check_axes,
+    fsync_directory,
+    load_matrix,
+    remove_path,
+    save_matrix,
+)
+from gemrag.store.publish_rows import publish_rows, withdraw_rows
+from gemrag.store.publish_types import KEEP_COVERS, Edges, Manifest, Publication, Published
 
-NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+__all__ = [
+    "KEEP_COVERS",
+    "ArrayEntry",
+    "GenerationsMixin",
+    "Manifest",
+    "Publication",
+    "Published",
+    "check_axes",
+    "fsync_directory",
+    "remove_path",
+]
+
+NAME = re.compile(NAME_PATTERN)
 GENERATION_FILE = re.compile(r"^(?P<strategy>[A-Za-z0-9_-]+)\.g(?P<generation>\d+)\.(?P<name>[A-Za-z0-9_.-]+)$")
 LEGACY_FILES = frozenset(
     [f"gem_{n}.npy" for n in ("node_ids", "node_vectors", "question_vectors", "question_owner", "question_ids")]
@@ -57,116 +79,9 @@ def _step(name: str) -> None:
         crash_hook(name)
 
 
-@dataclass(frozen=True)
-class ArrayEntry:
-    """One array of a build as recorded in its manifest.
-
-    Attributes:
-        name: the array's name within the build (e.g. ``"weights"``).
-        file: the file name in the memory directory (``<strategy>.g<generation>.<name>.npy``).
-        shape: the array's shape. dtype: numpy dtype string (e.g. ``"<f4"``). size: the file's bytes.
-        axes: optional axis names, one per dimension; arrays of one build sharing a name must agree on it.
-    """
-
-    name: str
-    file: str
-    shape: tuple[int, ...]
-    dtype: str
-    size: int
-    axes: tuple[str, ...] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-serializable form."""
-        return {
-            "name": self.name,
-            "file": self.file,
-            "shape": list(self.shape),
-            "dtype": self.dtype,
-            "size": self.size,
-            "axes": None if self.axes is None else list(self.axes),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ArrayEntry:
-        """Inverse of :meth:`as_dict`."""
-        axes = d.get("axes")
-        return cls(
-            d["name"], d["file"], tuple(d["shape"]), d["dtype"], int(d["size"]), None if axes is None else tuple(axes)
-        )
-
-
-@dataclass(frozen=True)
-class Published:
-    """A strategy's published build, as read by :meth:`GenerationsMixin.load_published`.
-
-    Attributes:
-        strategy: the strategy's name. generation: its build generation (int >= 1).
-        arrays: name -> array (memory-mapped read-only when loaded with ``mmap=True``).
-        paths: name -> path of each other published artefact (a file or directory).
-        meta: the build's JSON metadata. published_at: UNIX time of the publishing commit.
-    """
-
-    strategy: str
-    generation: int
-    arrays: dict[str, np.ndarray]
-    paths: dict[str, Path] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-    published_at: float = 0.0
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """A strategy's committed manifest (:meth:`GenerationsMixin.manifest`): what :class:`Published` holds, with
-    :class:`ArrayEntry` records instead of arrays and path names instead of paths."""
-
-    strategy: str
-    generation: int
-    arrays: dict[str, ArrayEntry]
-    paths: tuple[str, ...]
-    meta: dict[str, Any]
-    published_at: float
-
-
-def check_axes(entries: Sequence[ArrayEntry]) -> dict[str, int]:
-    """The length of every named axis.
-
-    Raises:
-        ValueError: an entry has a wrong number of axis names, or two arrays disagree on an axis.
-    """
-    sizes: dict[str, int] = {}
-    for e in entries:
-        if e.axes is None:
-            continue
-        if len(e.axes) != len(e.shape):
-            raise ValueError(f"array {e.name!r} has shape {e.shape} but axes {e.axes}")
-        for axis, n in zip(e.axes, e.shape, strict=True):
-            if sizes.setdefault(axis, n) != n:
-                raise ValueError(
-                    f"axis {axis!r}: array {e.name!r} has {n}, another array of the build has {sizes[axis]}"
-                )
-    return sizes
-
-
 def _check_name(kind: str, name: str) -> None:
     if not NAME.match(name):
         raise ValueError(f"{kind} name {name!r} must match {NAME.pattern}")
-
-
-def fsync_directory(directory: Path) -> None:
-    """fsync a directory so that renames and unlinks in it are durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def remove_path(path: Path) -> None:
-    """Delete a file, symlink or directory tree; missing is fine."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
 
 
 class GenerationsMixin:
@@ -197,21 +112,31 @@ class GenerationsMixin:
     def manifest(self, strategy: str) -> Manifest | None:
         """The strategy's committed manifest (cheap: no file is opened), or None when it was never built."""
         rows = self._query(
-            "SELECT generation, arrays, paths, meta, published_at FROM builds WHERE strategy = ?", (strategy,)
+            "SELECT generation, arrays, paths, meta, published_at, params, models FROM builds WHERE strategy = ?",
+            (strategy,),
         )
         if not rows:
             return None
-        generation, arrays_json, paths_json, meta_json, published_at = rows[0]
+        generation, arrays_json, paths_json, meta_json, published_at, params, models = rows[0]
         entries = {d["name"]: ArrayEntry.from_dict(d) for d in json.loads(arrays_json)}
         paths = tuple(json.loads(paths_json))
-        return Manifest(strategy, int(generation), entries, paths, json.loads(meta_json), float(published_at))
+        return Manifest(
+            strategy,
+            int(generation),
+            entries,
+            paths,
+            json.loads(meta_json),
+            float(published_at),
+            json.loads(params),
+            json.loads(models),
+        )
 
     def load_published(self, strategy: str, *, mmap: bool = True) -> Published | None:
         """The strategy's published build, checked against its manifest; None when it was never built.
 
         Args:
             strategy: the strategy's name.
-            mmap: memory-map the arrays read-only (else read them into memory).
+            mmap: memory-map the dense arrays read-only (else read them into memory; sparse matrices are read).
 
         Raises:
             StaleGenerationError: a file of the generation is gone because a newer generation was published
@@ -221,21 +146,14 @@ class GenerationsMixin:
         m = self.manifest(strategy)
         if m is None:
             return None
-        arrays: dict[str, np.ndarray] = {}
+        arrays: dict[str, Matrix] = {}
         for e in m.arrays.values():
-            path = self.directory / e.file
             try:
-                size = path.stat().st_size
-                array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+                arrays[e.name] = load_matrix(self.directory / e.file, e, mmap=mmap)
             except FileNotFoundError:
                 raise self._missing(strategy, m.generation, e.file) from None
-            except (OSError, ValueError) as exc:
-                raise DamagedMemoryError(self._damaged(strategy, m.generation, f"{e.file}: {exc}")) from exc
-            if size != e.size or tuple(array.shape) != e.shape or array.dtype.str != e.dtype:
-                found = f"{size} bytes, shape {tuple(array.shape)}, dtype {array.dtype.str}"
-                expected = f"{e.size} bytes, shape {e.shape}, dtype {e.dtype}"
-                raise DamagedMemoryError(self._damaged(strategy, m.generation, f"{e.file} has {found}, not {expected}"))
-            arrays[e.name] = array
+            except ValueError as exc:
+                raise DamagedMemoryError(self._damaged(strategy, m.generation, str(exc))) from exc
         try:
             check_axes(list(m.arrays.values()))
         except ValueError as exc:
@@ -246,7 +164,7 @@ class GenerationsMixin:
             if not path.exists():
                 raise self._missing(strategy, m.generation, path.name)
             paths[name] = path
-        return Published(strategy, m.generation, arrays, paths, m.meta, m.published_at)
+        return Published(strategy, m.generation, arrays, paths, m.meta, m.published_at, m.params, m.models)
 
     def _missing(self, strategy: str, generation: int, file: str) -> GemragError:
         if not self.in_snapshot and self.published_generation(strategy) == generation:
@@ -280,53 +198,35 @@ class GenerationsMixin:
                 "DELETE FROM nodes WHERE strategy = ? AND generation IS NOT NULL AND generation != ?",
                 (strategy, current),
             )
+            c.execute("DELETE FROM edges WHERE strategy = ? AND generation != ?", (strategy, current))
         self.remove_stale_files(strategy)
         return current + 1
 
     def write_array(
-        self, strategy: str, generation: int, name: str, array: np.ndarray, axes: Sequence[str] | None = None
+        self, strategy: str, generation: int, name: str, array: Matrix, axes: Sequence[str] | None = None
     ) -> ArrayEntry:
-        """Write one array of a build durably as ``<strategy>.g<generation>.<name>.npy``.
+        """Write one array of a build durably: a dense array as ``<strategy>.g<generation>.<name>.npy``, a
+        scipy.sparse matrix as CSR in ``<strategy>.g<generation>.<name>.npz`` (:func:`scipy.sparse.save_npz`).
 
         Args:
             strategy, generation: the build (from :meth:`begin_build`).
             name: the array's name (``[A-Za-z0-9_-]+``).
-            array: any numpy array (no object dtype).
+            array: any numpy array (no object dtype) or scipy.sparse matrix (2-D; read back as CSR).
             axes: optional axis names, one per dimension (see :func:`check_axes`).
 
         Returns:
             The manifest entry to pass to :meth:`publish`.
 
         Raises:
-            ValueError: a bad name, or ``axes`` does not match ``array.ndim``.
+            ValueError: a bad name, an object dtype, or ``axes`` does not match the array's dimensions.
         """
         _check_name("strategy", strategy)
         _check_name("array", name)
-        array = np.asarray(array)
-        if axes is not None and len(axes) != array.ndim:
-            raise ValueError(f"array {name!r} has {array.ndim} dimensions but {len(axes)} axis names")
-        final = self.directory / f"{strategy}.g{generation}.{name}.npy"
-        tmp = self.directory / f".{final.name}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as fh:
-                np.save(fh, array, allow_pickle=False)
-                fh.flush()
-                os.fsync(fh.fileno())
-            _step(f"write:{name}")
-            os.replace(tmp, final)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        fsync_directory(self.directory)
-        _step(f"written:{name}")
-        return ArrayEntry(
-            name,
-            final.name,
-            tuple(array.shape),
-            array.dtype.str,
-            final.stat().st_size,
-            None if axes is None else tuple(axes),
+        entry = save_matrix(
+            self.directory, f"{strategy}.g{generation}.{name}", name, array, axes, lambda: _step(f"write:{name}")
         )
+        _step(f"written:{name}")
+        return entry
 
     def artifact_path(self, strategy: str, generation: int, name: str) -> Path:
         """Where a build keeps an artefact that is not an array (a file or a directory the builder creates);
@@ -354,69 +254,77 @@ class GenerationsMixin:
         *,
         meta: dict[str, Any] | None = None,
         paths: Sequence[str] = (),
-        edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        edges: Edges | Mapping[str, Edges] | None = None,
+        covers: Sequence[int] | Literal["keep"] | None = None,
+        params: dict[str, Any] | None = None,
+        models: dict[str, Any] | None = None,
+        carry: bool = False,
+        retire: Sequence[int] = (),
     ) -> None:
-        """Publish a build in one transaction, then remove the strategy's older files.
-
-        Args:
-            strategy, generation: the build (from :meth:`begin_build`).
-            arrays: entries from :meth:`write_array`.
-            meta: JSON-serializable build metadata returned by :meth:`load_published`.
-            paths: names of other artefacts under :meth:`artifact_path`.
-            edges: optional ``(src, dst, weight)`` node ids and float weights replacing the strategy's edges.
+        """Publish a build in one transaction, then remove the strategy's older files (the arguments are
+        those of :class:`Publication`).
 
         Raises:
             ValueError: arrays disagree on a named axis, or a file or path is missing.
             GemragError: a generation as new or newer was published meanwhile (two builders without the lock).
         """
-        check_axes(arrays)
-        for e in arrays:
-            if not (self.directory / e.file).is_file():
-                raise ValueError(f"array file {e.file} is missing")
-        for name in paths:
-            if not self.artifact_path(strategy, generation, name).exists():
-                raise ValueError(f"artefact {name!r} of {strategy} generation {generation} is missing")
+        self.publish_many(
+            [Publication(strategy, generation, arrays, meta, paths, edges, covers, params, models, carry, retire)]
+        )
+
+    def publish_many(
+        self,
+        publications: Sequence[Publication],
+        *,
+        before: Callable[[sqlite3.Connection], None] | None = None,
+        withdraw: Sequence[str] = (),
+    ) -> None:
+        """Publish several strategies' generations in ONE transaction (``synchronous=FULL``), then remove the
+        files no published build names.
+
+        Args:
+            publications: the generations to publish.
+            before: run first inside the transaction (e.g. deleting a document's rows), so readers see those
+                changes and the new generations together.
+            withdraw: strategies whose published build is removed in the same transaction (they become
+                "never built"; see :meth:`withdraw`).
+
+        Raises:
+            ValueError: arrays disagree on a named axis, or a file or path is missing.
+            GemragError: a generation as new or newer was published meanwhile (two builders without the lock).
+        """
+        for p in publications:
+            check_axes(p.arrays)
+            for e in p.arrays:
+                if not (self.directory / e.file).is_file():
+                    raise ValueError(f"array file {e.file} is missing")
+            for name in p.paths:
+                if not self.artifact_path(p.strategy, p.generation, name).exists():
+                    raise ValueError(f"artefact {name!r} of {p.strategy} generation {p.generation} is missing")
         with self._lock:
             self.conn.execute("PRAGMA synchronous=FULL")  # the manifest commit is durable before old files go
             try:
                 with self.transaction() as c:
-                    row = c.execute("SELECT generation FROM builds WHERE strategy = ?", (strategy,)).fetchone()
-                    if row and int(row[0]) >= generation:
-                        raise GemragError(
-                            f"generation {row[0]} of {strategy!r} was published while generation {generation} was built"
-                        )
-                    c.execute(
-                        "INSERT OR REPLACE INTO builds(strategy, generation, published_at, arrays, paths, meta)"
-                        " VALUES (?,?,?,?,?,?)",
-                        (
-                            strategy,
-                            generation,
-                            time.time(),
-                            json.dumps([e.as_dict() for e in arrays]),
-                            json.dumps(list(paths)),
-                            json.dumps(meta or {}),
-                        ),
-                    )
-                    c.execute(
-                        "DELETE FROM nodes WHERE strategy = ? AND generation IS NOT NULL AND generation != ?",
-                        (strategy, generation),
-                    )
-                    if edges is not None:
-                        src, dst, weight = edges
-                        c.execute("DELETE FROM edges WHERE strategy = ?", (strategy,))
-                        c.executemany(
-                            "INSERT INTO edges(strategy, src, dst, weight) VALUES (?,?,?,?)",
-                            (
-                                (strategy, a, b, w)
-                                for a, b, w in zip(src.tolist(), dst.tolist(), weight.tolist(), strict=True)
-                            ),
-                        )
+                    if before is not None:
+                        before(c)
+                    for strategy in withdraw:
+                        withdraw_rows(c, strategy)
+                    for p in publications:
+                        publish_rows(c, p)
                     _step("publish:before_commit")
             finally:
                 self.conn.execute("PRAGMA synchronous=NORMAL")
         _step("publish:committed")
-        self.remove_stale_files(strategy)
+        for strategy in {p.strategy for p in publications} | set(withdraw):
+            self.remove_stale_files(strategy)
         _step("publish:cleaned")
+
+    def withdraw(self, strategy: str) -> None:
+        """Remove a strategy's published build: its manifest, nodes, edges and chunk list (one transaction), then
+        its files. Its per-chunk artefacts stay (rebuilding reuses them)."""
+        with self.transaction() as c:
+            withdraw_rows(c, strategy)
+        self.remove_stale_files(strategy)
 
     # -- cleaning ---------------------------------------------------------------------------------
     def stale_files(self, strategy: str | None = None) -> Iterator[Path]:
@@ -462,5 +370,9 @@ class GenerationsMixin:
                 "DELETE FROM nodes WHERE generation IS NOT NULL AND generation IS NOT"
                 " (SELECT b.generation FROM builds b WHERE b.strategy = nodes.strategy)"
             ).rowcount
+            c.execute(
+                "DELETE FROM edges WHERE generation IS NOT"
+                " (SELECT b.generation FROM builds b WHERE b.strategy = edges.strategy)"
+            )
         self.remove_stale_files()
         return int(deleted)

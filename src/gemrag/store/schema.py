@@ -9,11 +9,18 @@ upgrades older databases step by step. Version history:
    shape/dtype/size and axis names, metadata); ``nodes.strategy`` / ``nodes.generation`` mark the nodes a
    strategy derived in one build (NULL for chunks); ``edges`` are namespaced by strategy; ``llm_cache.writes``
    counts how many backend calls stored each key (more than 1 = a repeated LLM call).
+3. strategies' own data: node ids are never reused (``AUTOINCREMENT``); ``nodes.kind`` is free (a strategy's
+   nodes are namespaced by ``nodes.strategy``; only chunks have kind ``chunk`` and no strategy);
+   ``node_sources`` (the chunks a derived node was made from, for deleting documents); ``edges`` gain a
+   ``kind`` and a ``generation`` (readers see the published ones);
+   ``artifacts`` (per-node LLM artefacts of a strategy: JSON keyed by (strategy, kind, node) with a prompt
+   version); ``builds`` gain ``params`` and ``models``, and ``build_chunks`` lists the chunks each published
+   build covers (what ``gemrag info`` compares with the memory's chunks to call a strategy stale).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -21,7 +28,7 @@ CREATE TABLE IF NOT EXISTS documents (
     id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL UNIQUE, title TEXT NOT NULL,
     text TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL, chunked INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS nodes (
-    id INTEGER PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('chunk', 'summary')),
+    id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
     doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL, text TEXT NOT NULL,
     n_tokens INTEGER NOT NULL, questions_done INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
     strategy TEXT, generation INTEGER);
@@ -34,8 +41,23 @@ CREATE INDEX IF NOT EXISTS questions_node ON questions(node_id);
 CREATE TABLE IF NOT EXISTS embeddings (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS edges (
-    strategy TEXT NOT NULL, src INTEGER NOT NULL, dst INTEGER NOT NULL, weight REAL NOT NULL,
-    PRIMARY KEY (strategy, src, dst));
+    strategy TEXT NOT NULL, kind TEXT NOT NULL DEFAULT '', generation INTEGER NOT NULL DEFAULT 0,
+    src INTEGER NOT NULL, dst INTEGER NOT NULL, weight REAL NOT NULL,
+    PRIMARY KEY (strategy, generation, kind, src, dst));
+CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
+CREATE TABLE IF NOT EXISTS node_sources (
+    node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    chunk_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    PRIMARY KEY (node_id, chunk_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS node_sources_chunk ON node_sources(chunk_id);
+CREATE TABLE IF NOT EXISTS artifacts (
+    strategy TEXT NOT NULL, kind TEXT NOT NULL, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    version TEXT NOT NULL, data TEXT NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (strategy, kind, node_id));
+CREATE INDEX IF NOT EXISTS artifacts_node ON artifacts(node_id);
+CREATE TABLE IF NOT EXISTS build_chunks (
+    strategy TEXT NOT NULL, chunk_id INTEGER NOT NULL, PRIMARY KEY (strategy, chunk_id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS llm_cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL,
     writes INTEGER NOT NULL DEFAULT 1);
@@ -47,7 +69,8 @@ CREATE TABLE IF NOT EXISTS failures (
     id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, node_id INTEGER, message TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS builds (
     strategy TEXT PRIMARY KEY, generation INTEGER NOT NULL, published_at REAL NOT NULL,
-    arrays TEXT NOT NULL, paths TEXT NOT NULL DEFAULT '[]', meta TEXT NOT NULL DEFAULT '{}');
+    arrays TEXT NOT NULL, paths TEXT NOT NULL DEFAULT '[]', meta TEXT NOT NULL DEFAULT '{}',
+    params TEXT NOT NULL DEFAULT '{}', models TEXT NOT NULL DEFAULT '{}');
 """
 
 VISIBLE_NODE = (

@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from gemrag.errors import GemragError, ReadOnlyMemoryError
+from gemrag.store.artifacts import ArtifactsMixin
 from gemrag.store.caches import CachesMixin
 from gemrag.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, translate
+from gemrag.store.derived import GraphRowsMixin
 from gemrag.store.migrations import ensure_schema, schema_version
 from gemrag.store.publish import GenerationsMixin
 from gemrag.store.schema import SCHEMA_VERSION, visible_node
@@ -50,7 +52,8 @@ class NodeRecord:
     """A node row: a chunk of a document or a summary node.
 
     Attributes:
-        id: node id (int). kind: ``"chunk"`` or ``"summary"``. doc_id: document id (None for summaries).
+        id: node id (int, never reused). kind: ``"chunk"``, or the deriving strategy's kind (e.g. ``"summary"``).
+            doc_id: document id (None for derived nodes).
         ord: position of the chunk in its document (or of the summary among summaries).
         text: the node's text. n_tokens: its length in embedder tokens (int).
         questions_done: 1 when utility questions were generated, 0 pending, -1 failed.
@@ -75,7 +78,7 @@ def _node(r: Sequence[Any]) -> NodeRecord:
     return NodeRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8], r[9])
 
 
-class Store(CachesMixin, GenerationsMixin):
+class Store(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin):
     """A memory directory's SQLite database plus its published arrays.
 
     Args:
@@ -284,11 +287,15 @@ class Store(CachesMixin, GenerationsMixin):
             c.execute("UPDATE documents SET chunked = 1 WHERE id = ?", (doc_id,))
 
     # -- nodes ------------------------------------------------------------------------------------
-    def nodes(self, kind: str | None = None, *, build: tuple[str, int] | None = None) -> list[NodeRecord]:
-        """Nodes ordered by id, optionally of one kind, as a reader or a builder sees them.
+    def nodes(
+        self, kind: str | None = None, *, strategy: str | None = None, build: tuple[str, int] | None = None
+    ) -> list[NodeRecord]:
+        """Nodes ordered by id, optionally of one kind and one deriving strategy, as a reader or a builder sees
+        them.
 
         Args:
-            kind: ``"chunk"``, ``"summary"`` or None for both.
+            kind: ``"chunk"``, a strategy's node kind (e.g. ``"summary"``) or None for all.
+            strategy: only the nodes this strategy derived (None: any, chunks included).
             build: None: chunks plus the nodes of every strategy's *published* generation (what retrieval uses).
                 ``(strategy, generation)``: a builder's view, that build's own new nodes replacing the
                 strategy's published ones.
@@ -297,6 +304,8 @@ class Store(CachesMixin, GenerationsMixin):
         sql = f"SELECT {_NODE_COLUMNS} FROM nodes n WHERE {predicate}"
         if kind:
             sql, args = sql + " AND n.kind = ?", (*args, kind)
+        if strategy is not None:
+            sql, args = sql + " AND n.strategy = ?", (*args, strategy)
         return [_node(r) for r in self._query(sql + " ORDER BY n.id", args)]
 
     def node(self, node_id: int) -> NodeRecord:
@@ -311,20 +320,21 @@ class Store(CachesMixin, GenerationsMixin):
         return _node(rows[0])
 
     def add_summary_node(
-        self, ord_: int, text: str, n_tokens: int, meta: dict[str, Any], *, strategy: str, generation: int
+        self,
+        ord_: int,
+        text: str,
+        n_tokens: int,
+        meta: dict[str, Any],
+        *,
+        strategy: str,
+        generation: int,
+        sources: Sequence[int] = (),
     ) -> int:
-        """Insert a summary node derived by build ``(strategy, generation)`` and return its id.
-
-        Readers do not see it until :meth:`publish` commits that generation; publishing deletes the strategy's
-        nodes of older generations in the same transaction.
-        """
-        with self.transaction() as c:
-            cur = c.execute(
-                "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens, meta, strategy, generation)"
-                " VALUES ('summary', NULL, ?, ?, ?, ?, ?, ?)",
-                (ord_, text, n_tokens, json.dumps(meta), strategy, generation),
-            )
-            return int(cur.lastrowid or 0)
+        """Insert a node of kind ``"summary"`` derived by build ``(strategy, generation)`` and return its id (see
+        :meth:`add_node`; ``sources`` are the chunks it summarizes)."""
+        return self.add_node(
+            strategy, generation, "summary", text, n_tokens=n_tokens, meta=meta, ord_=ord_, sources=sources
+        )
 
     # -- utility questions ------------------------------------------------------------------------
     def set_questions(self, node_id: int, questions: Sequence[str]) -> None:
@@ -368,15 +378,6 @@ class Store(CachesMixin, GenerationsMixin):
             args,
         )
         return [(int(a), int(b), str(c)) for a, b, c in rows]
-
-    # -- edges ------------------------------------------------------------------------------------
-    def edges(self, node_id: int, strategy: str = "gem") -> list[tuple[int, float]]:
-        """The strategy's stored strongest edges of a node as ``(neighbour id, weight)``, strongest first
-        (written by :meth:`publish`)."""
-        rows = self._query(
-            "SELECT dst, weight FROM edges WHERE strategy = ? AND src = ? ORDER BY weight DESC", (strategy, node_id)
-        )
-        return [(int(a), float(b)) for a, b in rows]
 
     # -- usage and failures -----------------------------------------------------------------------
     def log_usage(self, rows: Sequence[tuple[str, str, str, int, int, int, float, int]]) -> None:

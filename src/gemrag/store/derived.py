@@ -1,0 +1,268 @@
+"""A strategy's own nodes and edges, where they came from, each build's state, and deleting a document.
+
+* **Nodes** a strategy derives (summaries, entities, facts, events, ...) are rows of ``nodes`` with the
+  strategy's name in ``nodes.strategy``, a kind the strategy chooses (any name but ``chunk``: the namespace is
+  the pair (strategy, kind)), and the build generation that made them (:meth:`GraphRowsMixin.add_node`).
+  ``sources`` records the chunks a node was made from (``node_sources``): deleting a document deletes the
+  derived nodes all of whose sources were its chunks.
+* **Edges** of a strategy have a kind and a generation (:meth:`GraphRowsMixin.add_edges`, or ``edges=`` of
+  :meth:`~gemrag.store.publish.GenerationsMixin.publish`); readers see the published generation's.
+* **Build state** (:meth:`GraphRowsMixin.build_state`): built, stale (chunks added or deleted since the
+  published build, from ``build_chunks``) or never built.
+
+Nothing here knows a strategy by name.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+CHUNK = "chunk"
+"""The kind of the memory's chunks (shared by every strategy; a strategy's own nodes use other kinds)."""
+
+_BATCH = 500
+
+State = Literal["built", "stale", "never built"]
+
+
+@dataclass(frozen=True)
+class BuildState:
+    """A strategy's build compared with the memory's chunks now.
+
+    Attributes:
+        strategy: the strategy's name. state: ``"built"``, ``"stale"`` or ``"never built"``.
+        generation: the published generation (None when never built).
+        new_chunks: chunks added since that build. deleted_chunks: chunks it covered that were deleted since.
+        new_documents: documents added but not chunked yet (``index`` chunks them).
+        published_at: UNIX time of the publish. params, models: what the build recorded.
+    """
+
+    strategy: str
+    state: State
+    generation: int | None = None
+    new_chunks: int = 0
+    deleted_chunks: int = 0
+    published_at: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, Any] = field(default_factory=dict)
+    new_documents: int = 0
+
+    def describe(self) -> str:
+        """One line for people: ``built (generation 3)``, ``stale: 2 new chunks, 1 deleted chunk`` or
+        ``never built``."""
+        if self.state == "never built":
+            return "never built"
+        if self.state == "built":
+            return f"built (generation {self.generation})"
+        parts = []
+        for n, what in ((self.new_documents, "new document"), (self.new_chunks, "new chunk")):
+            if n:
+                parts.append(f"{n} {what}{'s' if n != 1 else ''}")
+        if self.deleted_chunks:
+            parts.append(f"{self.deleted_chunks} deleted chunk{'s' if self.deleted_chunks != 1 else ''}")
+        return f"stale: {', '.join(parts)} (generation {self.generation})"
+
+
+def _batches(ids: Sequence[int]) -> Iterable[list[int]]:
+    for i in range(0, len(ids), _BATCH):
+        yield [int(x) for x in ids[i : i + _BATCH]]
+
+
+class GraphRowsMixin:
+    """Derived nodes, edges, sources and build states on :class:`gemrag.store.Store`."""
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...  # provided by Store
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
+    def published_generation(self, strategy: str) -> int | None: ...  # provided by GenerationsMixin
+
+    # -- nodes ------------------------------------------------------------------------------------
+    def add_node(
+        self,
+        strategy: str,
+        generation: int,
+        kind: str,
+        text: str,
+        *,
+        n_tokens: int = 0,
+        meta: dict[str, Any] | None = None,
+        ord_: int = 0,
+        sources: Iterable[int] = (),
+    ) -> int:
+        """Insert a node derived by build ``(strategy, generation)`` and return its id.
+
+        Readers do not see it until that generation is published; publishing deletes the strategy's nodes of
+        older generations (unless ``carry``) in the same transaction (:mod:`gemrag.store.publish`).
+
+        Args:
+            strategy: the deriving strategy. generation: its build generation (from ``begin_build``).
+            kind: the strategy's node kind (not ``"chunk"``). text: the node's text.
+            n_tokens: its length in embedder tokens. meta: JSON-serializable details. ord_: its position.
+            sources: ids of the chunks it was made from (deleting a document deletes a node all of whose
+                sources were the document's chunks).
+
+        Raises:
+            ValueError: the kind is ``"chunk"`` or empty.
+        """
+        if not kind or kind == CHUNK:
+            raise ValueError(f"a strategy's node kind must not be {kind!r}")
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens, meta, strategy, generation)"
+                " VALUES (?, NULL, ?, ?, ?, ?, ?, ?)",
+                (kind, ord_, text, n_tokens, json.dumps(meta or {}), strategy, generation),
+            )
+            node_id = int(cur.lastrowid or 0)
+            c.executemany(
+                "INSERT OR IGNORE INTO node_sources(node_id, chunk_id) VALUES (?, ?)",
+                ((node_id, int(s)) for s in sources),
+            )
+        return node_id
+
+    def node_sources(self, node_ids: Sequence[int]) -> dict[int, list[int]]:
+        """The chunk ids each given node was made from (sorted; missing nodes map to [])."""
+        out: dict[int, list[int]] = {int(i): [] for i in node_ids}
+        for part in _batches(list(out)):
+            marks = ",".join("?" * len(part))
+            for node_id, chunk_id in self._query(
+                f"SELECT node_id, chunk_id FROM node_sources WHERE node_id IN ({marks}) ORDER BY node_id, chunk_id",
+                part,
+            ):
+                out[int(node_id)].append(int(chunk_id))
+        return out
+
+    def nodes_only_from(self, chunk_ids: Sequence[int]) -> list[int]:
+        """Derived nodes (of any strategy and generation) all of whose recorded sources are among ``chunk_ids``,
+        ordered by id. Nodes without recorded sources are never returned."""
+        chunks = {int(i) for i in chunk_ids}
+        touched: set[int] = set()
+        for part in _batches(sorted(chunks)):
+            marks = ",".join("?" * len(part))
+            touched |= {
+                int(r[0]) for r in self._query(f"SELECT node_id FROM node_sources WHERE chunk_id IN ({marks})", part)
+            }
+        sources = self.node_sources(sorted(touched))
+        return [n for n in sorted(touched) if set(sources[n]) <= chunks]
+
+    # -- edges ------------------------------------------------------------------------------------
+    def add_edges(
+        self, strategy: str, generation: int, kind: str, src: np.ndarray, dst: np.ndarray, weight: np.ndarray
+    ) -> None:
+        """Stage edges of build ``(strategy, generation)`` (visible to readers once it is published).
+
+        Args:
+            src, dst: (E,) node ids (int). weight: (E,) float weights. kind: the strategy's edge kind.
+        """
+        with self.transaction() as c:
+            c.executemany(
+                "INSERT OR REPLACE INTO edges(strategy, kind, generation, src, dst, weight) VALUES (?,?,?,?,?,?)",
+                (
+                    (strategy, kind, generation, int(a), int(b), float(w))
+                    for a, b, w in zip(
+                        np.asarray(src).tolist(), np.asarray(dst).tolist(), np.asarray(weight).tolist(), strict=True
+                    )
+                ),
+            )
+
+    def edges(
+        self, node_id: int, strategy: str = "gem", kind: str | None = None, *, build: tuple[str, int] | None = None
+    ) -> list[tuple[int, float]]:
+        """A node's outgoing edges in the strategy's published generation (or in build ``(strategy, g)``) as
+        ``(neighbour id, weight)``, strongest first; optionally of one edge kind."""
+        generation = build[1] if build is not None and build[0] == strategy else self.published_generation(strategy)
+        sql = "SELECT dst, weight FROM edges WHERE strategy = ? AND generation = ? AND src = ?"
+        args: list[Any] = [strategy, generation, node_id]
+        if kind is not None:
+            sql, args = sql + " AND kind = ?", [*args, kind]
+        return [(int(a), float(b)) for a, b in self._query(sql + " ORDER BY weight DESC, dst", args)]
+
+    def edge_list(
+        self, strategy: str, kind: str | None = None, *, build: tuple[str, int] | None = None
+    ) -> list[tuple[str, int, int, float]]:
+        """All edges of the strategy's published generation (or build) as ``(kind, src, dst, weight)``."""
+        generation = build[1] if build is not None and build[0] == strategy else self.published_generation(strategy)
+        sql = "SELECT kind, src, dst, weight FROM edges WHERE strategy = ? AND generation = ?"
+        args: list[Any] = [strategy, generation]
+        if kind is not None:
+            sql, args = sql + " AND kind = ?", [*args, kind]
+        return [
+            (str(k), int(a), int(b), float(w)) for k, a, b, w in self._query(sql + " ORDER BY kind, src, dst", args)
+        ]
+
+    # -- documents --------------------------------------------------------------------------------
+    def find_documents(self, ref: str) -> list[dict[str, Any]]:
+        """Documents matching ``ref``: its id (digits), else its exact source path or title, else a unique
+        source path ending with ``ref``. Dicts as in ``Store.documents`` (text excluded)."""
+        cols = "id, source, title, n_chars, chunked"
+        keys = ("id", "source", "title", "n_chars", "chunked")
+        rows: list[Any] = []
+        if ref.strip().isdigit():
+            rows = self._query(f"SELECT {cols} FROM documents WHERE id = ?", (int(ref),))
+        if not rows:
+            rows = self._query(f"SELECT {cols} FROM documents WHERE source = ? OR title = ? ORDER BY id", (ref, ref))
+        if not rows:
+            rows = self._query(f"SELECT {cols} FROM documents WHERE source LIKE ? ORDER BY id", (f"%{ref}",))
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def document_chunk_ids(self, doc_id: int) -> list[int]:
+        """Ids of a document's chunks, in document order."""
+        return [int(r[0]) for r in self._query("SELECT id FROM nodes WHERE doc_id = ? ORDER BY ord", (doc_id,))]
+
+    def delete_rows(self, c: sqlite3.Connection, doc_id: int, nodes: Sequence[int]) -> None:
+        """Inside the caller's transaction: delete the derived ``nodes``, the document ``doc_id`` and its chunks,
+        every edge touching them and their failure rows (artefacts, questions and sources go by cascade).
+        Cached LLM answers and embeddings stay, so adding the document again costs no model call."""
+        gone = [*nodes, *self.document_chunk_ids(doc_id)]
+        for part in _batches(gone):
+            marks = ",".join("?" * len(part))
+            c.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", [*part, *part])
+            c.execute(f"DELETE FROM failures WHERE node_id IN ({marks})", part)
+            c.execute(f"DELETE FROM nodes WHERE id IN ({marks})", part)
+        c.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    # -- build state ------------------------------------------------------------------------------
+    def build_state(self, strategy: str) -> BuildState:
+        """The strategy's state: never built, built over exactly the memory's chunks, or stale."""
+        rows = self._query(
+            "SELECT generation, published_at, params, models FROM builds WHERE strategy = ?", (strategy,)
+        )
+        if not rows:
+            return BuildState(strategy, "never built")
+
+        generation, published_at, params, models = rows[0]
+        new = self._query(
+            "SELECT COUNT(*) FROM nodes n WHERE n.kind = 'chunk' AND NOT EXISTS"
+            " (SELECT 1 FROM build_chunks b WHERE b.strategy = ? AND b.chunk_id = n.id)",
+            (strategy,),
+        )[0][0]
+        deleted = self._query(
+            "SELECT COUNT(*) FROM build_chunks b WHERE b.strategy = ? AND NOT EXISTS"
+            " (SELECT 1 FROM nodes n WHERE n.id = b.chunk_id)",
+            (strategy,),
+        )[0][0]
+        documents = self._query("SELECT COUNT(*) FROM documents WHERE chunked = 0")[0][0]
+        state: State = "stale" if new or deleted or documents else "built"
+        return BuildState(
+            strategy,
+            state,
+            int(generation),
+            int(new),
+            int(deleted),
+            float(published_at),
+            json.loads(params),
+            json.loads(models),
+            int(documents),
+        )
+
+    def chunk_signature(self) -> tuple[int, int, int, int]:
+        """``(chunks, largest chunk id, documents, largest document id)``: changes whenever chunks or documents are
+        added or deleted (node ids are never reused), so callers can cache a :meth:`build_state` against it."""
+        n, top = self._query("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM nodes WHERE kind = 'chunk'")[0]
+        d, dtop = self._query("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM documents")[0]
+        return int(n), int(top), int(d), int(dtop)

@@ -1,0 +1,69 @@
+"""The SQLite schemas of released gemrag versions, frozen as released, for the migration tests.
+
+They must never follow changes to ``gemrag.store.schema``: each is the exact DDL a memory of that schema version
+was written with, so the migration tests start from what users really have on disk.
+"""
+
+V1_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL UNIQUE, title TEXT NOT NULL,
+    text TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL, chunked INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS nodes (
+    id INTEGER PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('chunk', 'summary')),
+    doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL, text TEXT NOT NULL,
+    n_tokens INTEGER NOT NULL, questions_done INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}');
+CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind);
+CREATE TABLE IF NOT EXISTS questions (
+    id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS questions_node ON questions(node_id);
+CREATE TABLE IF NOT EXISTS embeddings (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS edges (
+    src INTEGER NOT NULL, dst INTEGER NOT NULL, weight REAL NOT NULL, PRIMARY KEY (src, dst));
+CREATE TABLE IF NOT EXISTS llm_cache (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, embedding_tokens INTEGER NOT NULL,
+    seconds REAL NOT NULL, cached INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS failures (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, node_id INTEGER, message TEXT NOT NULL);
+"""
+
+# Schema 2: schema 1 plus build generations (nodes.strategy/generation, strategy-keyed edges, builds).
+V2_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL UNIQUE, title TEXT NOT NULL,
+    text TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL, chunked INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS nodes (
+    id INTEGER PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('chunk', 'summary')),
+    doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL, text TEXT NOT NULL,
+    n_tokens INTEGER NOT NULL, questions_done INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
+    strategy TEXT, generation INTEGER);
+CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind);
+CREATE INDEX IF NOT EXISTS nodes_build ON nodes(strategy, generation);
+CREATE TABLE IF NOT EXISTS questions (
+    id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    ord INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS questions_node ON questions(node_id);
+CREATE TABLE IF NOT EXISTS embeddings (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS edges (
+    strategy TEXT NOT NULL, src INTEGER NOT NULL, dst INTEGER NOT NULL, weight REAL NOT NULL,
+    PRIMARY KEY (strategy, src, dst));
+CREATE TABLE IF NOT EXISTS llm_cache (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL,
+    writes INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, embedding_tokens INTEGER NOT NULL,
+    seconds REAL NOT NULL, cached INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS failures (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, node_id INTEGER, message TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS builds (
+    strategy TEXT PRIMARY KEY, generation INTEGER NOT NULL, published_at REAL NOT NULL,
+    arrays TEXT NOT NULL, paths TEXT NOT NULL DEFAULT '[]', meta TEXT NOT NULL DEFAULT '{}');
+"""
