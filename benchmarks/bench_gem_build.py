@@ -12,6 +12,7 @@ word so that no two chunks are identical.
 
     python benchmarks/bench_gem_build.py                      # n = 1000, 10000
     python benchmarks/bench_gem_build.py --chunks 500 --json  # one size, machine-readable
+    python benchmarks/bench_gem_build.py --graph sparse       # force gem.graph (default auto: sparse above 2000)
 
 Prints one row per n: seconds in all and per build phase (``gem_phase_seconds``), peak RSS (MB), the number
 of summary nodes, and the bytes the memory directory holds.
@@ -47,13 +48,14 @@ def corpus(n_chunks: int, seed: int = 0) -> list[str]:
     return docs
 
 
-def run_one(n_chunks: int) -> dict[str, Any]:
-    """Build one memory in this process and return its figures."""
+def run_one(n_chunks: int, graph: str = "auto") -> dict[str, Any]:
+    """Build one memory in this process (``gem.graph = graph``) and return its figures."""
     sys.path.insert(0, str(REPO / "tests"))
     from fakes import HashEmbedder, ScriptedLLM
     from gemrag import Memory, load_config
 
-    cfg = load_config(None, {"gem": {"chunk_tokens": 100, "questions": 5, "eigen": 2, "eigen_top": 5}})
+    gem = {"chunk_tokens": 100, "questions": 5, "eigen": 2, "eigen_top": 5, "graph": graph}
+    cfg = load_config(None, {"gem": gem})
     with tempfile.TemporaryDirectory() as tmp:
         with Memory.open(Path(tmp) / "mem", cfg, llm=ScriptedLLM(), embedder=HashEmbedder(dim=384)) as mem:
             for i, text in enumerate(corpus(n_chunks)):
@@ -66,6 +68,7 @@ def run_one(n_chunks: int) -> dict[str, Any]:
     return {
         "chunks": report.chunks,
         "summary_nodes": report.summary_nodes,
+        "graph": stats["strategy_report"].get("graph"),
         "seconds": round(seconds, 2),
         "phase_seconds": {k: round(v, 2) for k, v in stats["strategy_report"].get("phase_seconds", {}).items()},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -78,14 +81,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--chunks", default="1000,10000", help="comma-separated corpus sizes (chunks)")
     ap.add_argument("--json", action="store_true", help="print one JSON object per size")
+    ap.add_argument("--graph", default="auto", choices=["auto", "dense", "sparse"], help="gem.graph (default auto)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(run_one(args.child)))
+        print(json.dumps(run_one(args.child, args.graph)))
         return
-    print(f"{'n':>7} {'chunks':>7} {'total s':>8} {'peak MB':>8} {'dir MB':>7} summaries  phases (s)")
+    print(f"{'n':>7} {'chunks':>7} {'graph':>6} {'total s':>8} {'peak MB':>8} {'dir MB':>7} summaries  phases (s)")
     for n in [int(x) for x in args.chunks.split(",") if x]:
-        out = subprocess.run([sys.executable, __file__, "--child", str(n)], capture_output=True, text=True, check=False)
+        cmd = [sys.executable, __file__, "--child", str(n), "--graph", args.graph]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if out.returncode != 0:
             print(f"{n:>7} failed: {out.stderr.strip().splitlines()[-1:]}")
             continue
@@ -95,7 +100,8 @@ def main() -> None:
             continue
         phases = ", ".join(f"{k} {v}" for k, v in row["phase_seconds"].items())
         print(
-            f"{n:>7} {row['chunks']:>7} {row['seconds']:>8} {row['peak_rss_mb']:>8} {row['directory_mb']:>7}"
+            f"{n:>7} {row['chunks']:>7} {row['graph'] or '-':>6} {row['seconds']:>8} {row['peak_rss_mb']:>8}"
+            f" {row['directory_mb']:>7}"
             f" {row['summary_nodes']:>9}  {phases}"
         )
 

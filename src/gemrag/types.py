@@ -16,8 +16,20 @@ class Hit:
         node_id: id of the node in the memory's store (int).
         kind: ``"chunk"`` for a passage of the input, ``"summary"`` for an eigentheme summary node
             (GEM-RAG, section III.B.1) or another strategy's summary.
-        score: the strategy's score for this node (float; for ``gem`` the cosine similarity of the
-            prompt to the node's best utility question, in [-1, 1]).
+        score: the strategy's score for this node (float, higher is better within one retrieval). What it is
+            depends on the strategy and search mode:
+
+            * ``gem``, ``search="best_first"`` (default): the best-first walk's priority when the node was
+              picked (paper III.B.2): ``rel(u) * max_c W[c, u] / max(W)`` for a node reached over an edge from
+              the retrieved set ``C``, ``rel(u)`` for the start node and for restarts. It is NOT ``rel(u)``, and
+              it need not decrease along the ranks.
+            * ``gem``, ``search="rank"`` (literal Algorithm 1): ``rel(u) = max_j cos(v_p, v_uj)``, the prompt's
+              cosine to the node's best utility question, in [-1, 1].
+            * ``gem``, ``search="fused"``: ``max(cos(v_p, v_u), rel(u))``, in [-1, 1].
+            * ``dense``: the cosine of the prompt and node embeddings, in [-1, 1].
+            * ``bm25``: the BM25 score of the node for the query (>= 0, unbounded).
+            * ``raptor`` (collapsed tree): the cosine of the prompt and the node's embedding, in [-1, 1].
+            * ``full``: 0.0 (the whole document is the context; nothing is scored).
         text: the node's text, as given to the LLM.
         rank: 0-based position in the retrieved context.
         meta: strategy-specific details (e.g. the matched utility question).

@@ -52,6 +52,7 @@ def complete_structured(
     schema: dict[str, Any] | None = None,
     max_tokens: int = 256,
     attempts: int = 3,
+    first_attempt: int = 0,
 ) -> T:
     """Ask ``llm`` for JSON matching ``output_type`` and return the validated object.
 
@@ -66,6 +67,9 @@ def complete_structured(
         schema: the JSON schema sent for constrained decoding (default: ``output_type``'s own schema).
         max_tokens: completion limit per attempt (tokens).
         attempts: total attempts (>= 1).
+        first_attempt: number the attempts from here (default 0). A caller retrying a failed request later
+            (e.g. a chunk whose questions failed in an earlier build) passes the attempts already spent, so
+            the temperatures and seeds, hence the cache keys, are new and the cached failures are not replayed.
 
     Returns:
         An instance of ``output_type``.
@@ -77,7 +81,7 @@ def complete_structured(
     convo: list[Message] = list(messages)
     error = "no attempt made"
     raw = ""
-    for attempt in range(max(1, attempts)):
+    for attempt in range(first_attempt, first_attempt + max(1, attempts)):
         completion = llm.complete(
             convo,
             schema=schema,

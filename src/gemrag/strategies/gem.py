@@ -5,8 +5,10 @@ Build (section III.B.1):
   2. embeddings: v_i = E(CHUNK_i), v_ij = (E(q_ij) + v_i) / 2;
   3. weighted complete graph: s_tv = Σ_i SIM(v_ti, v_v);
   4. eigenthemes: L = D^-1/2 (S − I) D^-1/2, eigenpairs by non-increasing |λ|; the top e components of
-     each of the top k eigenvectors are summarized by the LLM into a summary node, which gets utility
-     questions, embeddings and edges like every other node (``summaries.py``);
+     each of the top k eigenvectors (``gem.skip_trivial``: skipping λ1 = 1, the Perron vector) are summarized
+     by the LLM into a summary node, which gets utility questions, embeddings and edges like every other node
+     (``summaries.py``). S and the eigenpairs are computed once per build, dense or, above
+     ``gem.sparse_above`` chunks, as a kNN graph with Lanczos (``gem_graph.py``);
   5. the spectrum report (Remarks 2 and 3).
 Retrieve (section III.B.2, Algorithm 1): embed the prompt, q* = argmax_q SIM(v_p, v_q), then best-first
 search from q*'s node until the budget B is filled (``search="best_first"``), or the literal Algorithm 1
@@ -26,15 +28,17 @@ from typing import Any
 import numpy as np
 
 from gemrag.errors import MemoryNotIndexedError
-from gemrag.graph.laplacian import normalized_laplacian, symmetrize
+from gemrag.graph.laplacian import adjacency_matrix
 from gemrag.graph.search import PreparedGraph, top_k_edges
-from gemrag.graph.similarity import similarity_matrix, utility_question_vectors
-from gemrag.graph.spectrum import spectrum_report
+from gemrag.graph.similarity import extend_similarity, utility_question_vectors
 from gemrag.store import Published
+from gemrag.store.publish import Publication
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.common import embed_node_ids, load_published, not_indexed, prompt_vector, publish_arrays
-from gemrag.strategies.summaries import build_eigentheme_summaries
-from gemrag.strategies.utility_questions import generate_utility_questions
+from gemrag.strategies.gem_graph import Matrix, chunk_graph, eigen_selection, graph_mode
+from gemrag.strategies.incremental import gem_prune
+from gemrag.strategies.summaries import MIN_NODES, build_eigentheme_summaries
+from gemrag.strategies.utility_questions import generate_utility_questions, nodes_needing_questions
 from gemrag.types import Hit
 
 EDGES_PER_NODE = 10
@@ -52,7 +56,9 @@ class GemGraph:
         question_owner: (M,) int64 index into ``node_ids`` of each question's node.
         question_ids: (M,) int64 store ids of the questions.
         weights: (N, N) float64 W, the symmetric non-negative edge weights (symmetric part of S, negatives
-            clipped, zero diagonal) the best-first search walks on.
+            clipped, zero diagonal) the best-first search walks on: a dense array (``gem.graph = "dense"``,
+            stored as ``weights``) or a scipy.sparse CSR matrix of the kNN graph (``"sparse"``, stored as
+            ``weights_data``/``weights_indices``/``weights_indptr``).
     """
 
     node_ids: np.ndarray
@@ -60,9 +66,9 @@ class GemGraph:
     question_vectors: np.ndarray
     question_owner: np.ndarray
     question_ids: np.ndarray
-    weights: np.ndarray
+    weights: Matrix
 
-    NAMES = ("node_ids", "node_vectors", "question_vectors", "question_owner", "question_ids", "weights")
+    NAMES = ("node_ids", "node_vectors", "question_vectors", "question_owner", "question_ids")
     AXES = {
         "node_ids": ("n",),
         "node_vectors": ("n", "d"),
@@ -80,14 +86,16 @@ class GemGraph:
         meta: dict[str, Any],
         edges: tuple[np.ndarray, np.ndarray, np.ndarray],
     ) -> None:
-        """Write every array of ``generation`` and publish it with its metadata and edge list, atomically."""
-        arrays = {name: getattr(self, name) for name in self.NAMES}
-        publish_arrays(ctx, "gem", generation, arrays, axes=self.AXES, meta=meta, edges=edges)
+        """Write every array of ``generation`` (W dense as ``.npy`` or sparse as ``.npz``) and publish it with its
+        metadata and ``similarity`` edges, atomically."""
+        arrays = {name: getattr(self, name) for name in self.NAMES} | {"weights": self.weights}
+        publish_arrays(ctx, "gem", generation, arrays, axes=self.AXES, meta=meta, edges={"similarity": edges})
 
     @classmethod
     def from_published(cls, published: Published) -> GemGraph:
         """The graph of a published generation (memory-mapped arrays)."""
-        return cls(**{name: published.arrays[name] for name in cls.NAMES})
+        fields = {name: published.arrays[name] for name in cls.NAMES}
+        return cls(**fields, weights=published.arrays["weights"])
 
 
 @dataclass
@@ -154,7 +162,7 @@ class GemStrategy:
         generation = ctx.store.begin_build(self.name)
         view = (self.name, generation)
         t0 = time.perf_counter()
-        generate_utility_questions(ctx, [n for n in chunks if n.questions_done == 0], cfg.questions)
+        generate_utility_questions(ctx, nodes_needing_questions(ctx, chunks), cfg.questions)
         timings["utility_questions"] = timings.get("utility_questions", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -163,36 +171,50 @@ class GemStrategy:
         timings["embed"] = timings.get("embed", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        S = similarity_matrix(vectors, qvectors, owner)
-        # The paper: "The similarity matrix S − I, with zero diagonals". Our s_tt sums m cosines (≈ 0.7·m, not
-        # 1), so the literal S − I would keep self-loops and break Σλ = 0; we zero the diagonal as intended.
-        L = normalized_laplacian(symmetrize(S), diagonal="zero")
-        report = spectrum_report(L, top=10)
+        mode = graph_mode(cfg, len(chunk_ids))
+        S, L, eigen, report = chunk_graph(vectors, qvectors, owner, mode, cfg)
+        spectral = cfg.members == "spectral" and len(chunk_ids) >= MIN_NODES
+        selection = eigen_selection(eigen[0], cfg) if spectral else None
         timings["graph"] = timings.get("graph", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
         build_eigentheme_summaries(
-            ctx, L, chunk_ids, k=cfg.eigen, top_e=cfg.eigen_top, chunk_vectors=vectors, generation=generation
+            ctx,
+            L,
+            chunk_ids,
+            k=cfg.eigen,
+            top_e=cfg.eigen_top,
+            chunk_vectors=vectors,
+            generation=generation,
+            eigen=eigen,
         )
         timings["summaries"] = timings.get("summaries", 0.0) + time.perf_counter() - t0
+        del L, eigen
 
         t0 = time.perf_counter()
-        all_ids = chunk_ids + [n.id for n in ctx.store.nodes("summary", build=view)]
+        all_ids = chunk_ids + [n.id for n in ctx.store.nodes("summary", strategy=self.name, build=view)]
         vectors, qvectors, owner, qids = node_graph_inputs(ctx, all_ids, view)
-        W = symmetrize(similarity_matrix(vectors, qvectors, owner))
-        np.clip(W, 0.0, None, out=W)
-        np.fill_diagonal(W, 0.0)
+        # S over all nodes = the chunk block computed above + the summary nodes' rows and columns.
+        S = extend_similarity(S, vectors, qvectors, owner, k=cfg.knn if mode == "sparse" else None)
+        W = adjacency_matrix(S, diagonal="zero")  # the symmetric part of S, negatives clipped, zero diagonal
+        del S
         graph = GemGraph(np.array(all_ids, dtype=np.int64), vectors, qvectors, owner, qids, W)
         src, dst, weight = top_k_edges(W, min(EDGES_PER_NODE, max(len(all_ids) - 1, 0)))
         ids = graph.node_ids
         graph.publish(
             ctx,
             generation,
-            {"spectrum": report.as_dict(), "questions_m": cfg.questions},
+            {"spectrum": report.as_dict(), "questions_m": cfg.questions, "graph": mode, "eigen_selection": selection},
             (ids[src], ids[dst], weight),
         )
         timings["graph"] += time.perf_counter() - t0
         ctx.store.set_meta("gem_phase_seconds", timings)
+
+    def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
+        """The published graph without the nodes in ``gone`` (a deleted document's chunks and the summary nodes
+        made from them only), as generation ``generation``, not yet published
+        (:func:`gemrag.strategies.incremental.gem_prune`)."""
+        return gem_prune(ctx, gone, generation)
 
     def _loaded(self, ctx: StrategyContext) -> LoadedGem:
         """The published generation, validated and normalized once per generation (not per question)."""
@@ -208,9 +230,12 @@ class GemStrategy:
         """Algorithm 1 / best-first search (section III.B.2) for ``question`` with a budget of B nodes.
 
         Returns:
-            At most ``budget`` hits, in retrieval order; ``score`` is rel(u) = max_j SIM(v_p, v_uj), the
-            prompt's cosine to the node's best utility question (with ``search="fused"``: the fused score
-            max(cos(v_p, v_u), rel(u))); ``meta["matched_question"]`` names the best question.
+            At most ``budget`` hits, in retrieval order; ``score`` depends on ``gem.search`` (see
+            :class:`gemrag.types.Hit`): ``"best_first"``: the walk priority that picked the node, rel(u) ·
+            max_c W[c,u] / max(W) for a node reached over an edge, rel(u) for the start node and restarts (not
+            rel(u) itself, so scores need not decrease); ``"rank"``: rel(u) = max_j SIM(v_p, v_uj), the
+            prompt's cosine to the node's best utility question; ``"fused"``: max(cos(v_p, v_u), rel(u)).
+            ``meta["matched_question"]`` names the best question.
 
         Raises:
             MemoryNotIndexedError: no graph has been built.
@@ -257,12 +282,22 @@ class GemStrategy:
 
     def report(self, ctx: StrategyContext) -> dict[str, Any]:
         """Spectrum report (Remarks 2, 3), summary nodes, questions and phase timings for ``gemrag info`` (of
-        the published generation; empty figures before ``index``)."""
+        the published generation; empty figures before ``index``).
+
+        ``eigen_selection`` (None before ``index``, or with ``members="kmeans"``) names the eigenvectors that
+        became summary nodes: ``selected_eigenvalues`` (and their 0-based ``selected_indices`` in the |lambda|
+        order), ``skip_trivial``, ``negative_selected`` (negative eigenvalues among them) and
+        ``negative_in_top_k`` (negative eigenvalues among the top k by |lambda|, the paper's choice); ``graph``
+        is ``"dense"`` or ``"sparse"``.
+        """
         manifest = ctx.store.manifest(self.name)
+        meta = manifest.meta if manifest else {}
         return {
             "generation": manifest.generation if manifest else None,
-            "spectrum": (manifest.meta.get("spectrum") if manifest else None),
-            "summary_nodes": len(ctx.store.nodes("summary")),
+            "spectrum": meta.get("spectrum"),
+            "eigen_selection": meta.get("eigen_selection"),
+            "graph": meta.get("graph"),
+            "summary_nodes": len(ctx.store.nodes("summary", strategy=self.name)),
             "utility_questions": len(ctx.store.questions()),
             "phase_seconds": ctx.store.get_meta("gem_phase_seconds", {}),
         }

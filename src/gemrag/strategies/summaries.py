@@ -9,7 +9,7 @@ transaction (:mod:`gemrag.store.publish`).
 
 With ``gem.members = "kmeans"`` (the paper's Table I ablation "GEM-RAG (k-Means)") the members of theme j
 are instead the e chunks nearest the j-th of k k-means centroids of the chunk vectors
-(:func:`gemrag.graph.clustering.kmeans_members`); everything else is unchanged.
+(:func:`gemrag.strategies.clustering.kmeans_members`); everything else is unchanged.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from gemrag.errors import GemragError, is_fatal
-from gemrag.graph.clustering import kmeans_members
-from gemrag.graph.spectrum import eigenpairs, theme_members
+from gemrag.graph.spectrum import eigenpairs, select_eigenthemes, theme_members
 from gemrag.models.prompts import summary_prompt
 from gemrag.strategies.base import StrategyContext
+from gemrag.strategies.clustering import kmeans_members
 from gemrag.strategies.common import count_tokens, llm_summary, require
 from gemrag.strategies.utility_questions import generate_utility_questions
 
@@ -31,35 +31,60 @@ KMEANS_SEED = 0
 """random_state of the k-means ablation (fixed, so the members are reproducible)."""
 
 
+Eigen = tuple[np.ndarray, np.ndarray]
+"""``(values (K,) float64, vectors (n, K) float64)`` from :func:`gemrag.graph.spectrum.eigenpairs`."""
+
+
 def summary_members(
-    L: np.ndarray, chunk_vectors: np.ndarray | None, k: int, top_e: int, method: str = "spectral"
+    L: np.ndarray | None,
+    chunk_vectors: np.ndarray | None,
+    k: int,
+    top_e: int,
+    method: str = "spectral",
+    *,
+    eigen: Eigen | None = None,
+    skip_trivial: bool = False,
 ) -> list[tuple[np.ndarray, dict[str, Any]]]:
     """The member chunks of each summary node and what to record about the theme.
 
     Args:
-        L: (n, n) float64 normalized Laplacian of the chunk graph (used by ``"spectral"``).
+        L: (n, n) float64 normalized Laplacian of the chunk graph (dense or scipy.sparse; used by
+            ``"spectral"`` when ``eigen`` is not given).
         chunk_vectors: (n, d) float chunk vectors in L's order (needed by ``"kmeans"``).
         k: number of themes, 1 <= k <= n.
         top_e: e, members per theme (capped at n).
         method: ``"spectral"`` (top e components of each top-k eigenvector, section III.B.1) or
             ``"kmeans"`` (e chunks nearest each of k k-means centroids, Table I "GEM-RAG (k-Means)").
+        eigen: L's eigenpairs already computed (ordered by non-increasing |lambda|, at least k, or k + 1
+            with ``skip_trivial``), so the build decomposes L once; None computes them from ``L``.
+        skip_trivial: skip lambda_1 = 1 (the Perron vector) when choosing the k eigenvectors
+            (:func:`gemrag.graph.spectrum.select_eigenthemes`).
 
     Returns:
-        Per theme: (member indices into L's rows, best first, int64; meta: ``eigen_index`` and
-        ``eigenvalue`` for spectral, ``kmeans_index`` for kmeans).
+        Per theme: (member indices into L's rows, best first, int64; meta: ``eigen_index`` (0-based position
+        in the |lambda| order) and ``eigenvalue`` for spectral, ``kmeans_index`` for kmeans).
 
     Raises:
-        ValueError: an unknown method, or ``"kmeans"`` without chunk vectors.
+        ValueError: an unknown method, ``"kmeans"`` without chunk vectors, or ``"spectral"`` with neither
+            ``L`` nor ``eigen``.
     """
-    e = min(top_e, L.shape[0])
     if method == "spectral":
-        values, vectors = eigenpairs(L, k)
+        if eigen is None:
+            if L is None:
+                raise ValueError("members='spectral' needs L or its eigenpairs")
+            eigen = eigenpairs(L, min(k + int(skip_trivial), L.shape[0]))
+        values, vectors = eigen
+        e = min(top_e, vectors.shape[0])
+        chosen = select_eigenthemes(values, k, skip_trivial=skip_trivial)
+        members = theme_members(vectors[:, chosen], e)
         return [
-            (idx, {"eigen_index": j, "eigenvalue": float(values[j])}) for j, idx in enumerate(theme_members(vectors, e))
+            (idx, {"eigen_index": int(j), "eigenvalue": float(values[j])})
+            for j, idx in zip(chosen.tolist(), members, strict=True)
         ]
     if method == "kmeans":
         if chunk_vectors is None:
             raise ValueError("members='kmeans' needs the chunk vectors")
+        e = min(top_e, chunk_vectors.shape[0])
         found = kmeans_members(chunk_vectors, k, e, random_state=KMEANS_SEED)
         return [(idx, {"kmeans_index": j}) for j, idx in enumerate(found)]
     raise ValueError(f"unknown members method {method!r}")
@@ -67,7 +92,7 @@ def summary_members(
 
 def build_eigentheme_summaries(
     ctx: StrategyContext,
-    L: np.ndarray,
+    L: np.ndarray | None,
     chunk_ids: list[int],
     *,
     k: int,
@@ -75,18 +100,21 @@ def build_eigentheme_summaries(
     chunk_vectors: np.ndarray | None = None,
     generation: int,
     strategy: str = "gem",
+    eigen: Eigen | None = None,
 ) -> list[int]:
     """Create generation ``generation``'s summary nodes: one per eigentheme (or k-means theme, see ``gem.members``).
 
     Args:
         ctx: the strategy context.
-        L: (n, n) float64 normalized Laplacian of the chunk graph.
+        L: (n, n) float64 normalized Laplacian of the chunk graph, dense or scipy.sparse (unused when
+            ``eigen`` is given).
         chunk_ids: (n,) store ids of the chunks, in L's order.
         k: number of eigenvectors summarized (0 = no summary nodes).
         top_e: e, components per eigenvector.
         chunk_vectors: (n, d) float32 chunk vectors in L's order (required when ``gem.members="kmeans"``).
         generation: the build generation the nodes belong to (from ``store.begin_build``).
         strategy: the building strategy (the nodes' namespace).
+        eigen: L's eigenpairs, already computed by the caller (see :func:`summary_members`).
 
     Returns:
         The new summary node ids. Summaries whose member texts did not change cost no LLM call (cache).
@@ -101,7 +129,7 @@ def build_eigentheme_summaries(
     cfg = ctx.config.gem
     if cfg.members == "kmeans":
         require("sklearn", strategy="gem (members='kmeans')")
-    themes = summary_members(L, chunk_vectors, k, top_e, cfg.members)
+    themes = summary_members(L, chunk_vectors, k, top_e, cfg.members, eigen=eigen, skip_trivial=cfg.skip_trivial)
     created: list[int] = []
     with ctx.progress("eigentheme summaries", len(themes)) as advance:
         for j, (idx, theme) in enumerate(themes):
@@ -117,8 +145,11 @@ def build_eigentheme_summaries(
                 continue
             meta = {**theme, "members": member_ids}
             created.append(
-                ctx.store.add_summary_node(j, text, count_tokens(text), meta, strategy=strategy, generation=generation)
+                ctx.store.add_summary_node(
+                    j, text, count_tokens(text), meta, strategy=strategy, generation=generation, sources=member_ids
+                )
             )
             advance(1)
-    generate_utility_questions(ctx, ctx.store.nodes("summary", build=(strategy, generation)), cfg.questions)
+    own = ctx.store.nodes("summary", strategy=strategy, build=(strategy, generation))
+    generate_utility_questions(ctx, own, cfg.questions)
     return created
