@@ -1,4 +1,5 @@
-"""RAPTOR strategy: the tree (layers, virtual summary nodes), collapsed-tree retrieval under a token budget,
+"""RAPTOR strategy: the tree (layers, summary nodes and child edges of its own in the store), collapsed-tree
+retrieval under a token budget,
 coexistence with GEM's summary nodes, caching, small corpora.
 
 UMAP's first fit compiles numba code (~20-40 s), so the unit tests inject a PCA reducer through
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -66,9 +68,25 @@ def tree_memory(tmp_path_factory: pytest.TempPathFactory, module_config: Config)
     mem.close()
 
 
+def tree_of(mem: Memory) -> dict[str, Any]:
+    """The published tree: its arrays, and its summary nodes with their child edges, read from the store."""
+    published = mem.store.load_published("raptor")
+    summaries = [
+        {
+            "id": n.id,
+            "text": n.text,
+            "layer": n.meta["layer"],
+            "children": sorted(c for c, _ in mem.store.edges(n.id, "raptor", "child")),
+        }
+        for n in mem.store.nodes("summary", strategy="raptor")
+    ]
+    arrays = {k: np.asarray(published.arrays[k]).tolist() for k in ("node_ids", "layers", "n_tokens")}
+    return {**arrays, "summaries": summaries, "params": published.meta["params"]}
+
+
 def node_texts(mem: Memory) -> tuple[list[int], list[str], list[int]]:
-    tree = mem.store.load_published("raptor").meta
-    texts = [mem.store.node(i).text if i > 0 else tree["summaries"][-i - 1]["text"] for i in tree["node_ids"]]
+    tree = tree_of(mem)
+    texts = [mem.store.node(i).text for i in tree["node_ids"]]
     return tree["node_ids"], texts, tree["n_tokens"]
 
 
@@ -80,11 +98,13 @@ def test_tree_over_forty_chunks(tree_memory: tuple[Memory, int]) -> None:
     layers = report["nodes_per_layer"]
     assert len(layers) >= 2 and layers[0] == len(chunk_ids) and 2 <= layers[1] < layers[0]
     assert layers[-1] <= 11 < layers[-2]  # RAPTOR's stop rule: a layer of <= reduction_dim + 1 nodes is the top
-    tree = mem.store.load_published("raptor").meta
+    tree = tree_of(mem)
     summaries = tree["summaries"]
     assert llm_calls == len(summaries) == report["summary_nodes"]  # one LLM summary per cluster
-    assert mem.store.nodes("summary") == []  # GEM's summary nodes are untouched: RAPTOR's are virtual
-    assert tree["node_ids"] == chunk_ids + [-(i + 1) for i in range(len(summaries))]
+    assert mem.store.nodes("summary", strategy="gem") == []  # RAPTOR's summary nodes are its own
+    assert tree["node_ids"] == chunk_ids + [s["id"] for s in summaries]
+    sources = mem.store.node_sources([s["id"] for s in summaries])
+    assert all(set(sources[s["id"]]) == set(s["children"]) for s in summaries if s["layer"] == 1)
     first = [s for s in summaries if s["layer"] == 1]
     assert all(set(s["children"]) <= set(chunk_ids) for s in first)
     assert set().union(*(s["children"] for s in first)) == set(chunk_ids)  # every chunk has a parent
@@ -121,25 +141,26 @@ def test_collapsed_tree_respects_the_token_budget_exactly(tree_memory: tuple[Mem
 
 def test_collapsed_tree_returns_summary_nodes(tree_memory: tuple[Memory, int]) -> None:
     mem, _ = tree_memory
-    tree = mem.store.load_published("raptor").meta
+    tree = tree_of(mem)
     summary = tree["summaries"][0]
     hits = mem.retrieve(summary["text"], 4, strategy="raptor")
     top = hits[0]
-    assert top.kind == "summary" and top.node_id == -1 and top.text == summary["text"]
+    assert top.kind == "summary" and top.node_id == summary["id"] and top.text == summary["text"]
     assert top.meta == {"strategy": "raptor", "layer": 1, "children": summary["children"]}
-    assert all((h.kind == "summary") == (h.node_id < 0) for h in hits)
+    chunk_ids = {n.id for n in mem.store.nodes("chunk")}
+    assert all((h.kind == "summary") == (h.node_id not in chunk_ids) for h in hits)
 
 
 def test_deeper_tree_links_summaries_of_summaries(tmp_path: Path, module_config: Config) -> None:
     with open_memory(tmp_path / "m", module_config) as mem:
         mem.add_text(story())
         build(mem, RaptorParams(reducer=pca, reduction_dim=4, max_layers=2))  # stop rule: <= 5 nodes
-        tree = mem.store.load_published("raptor").meta
+        tree = tree_of(mem)
         layers = np.bincount(tree["layers"]).tolist()
         assert len(layers) == 3 and layers[0] > layers[1] > layers[2] >= 1  # two summary layers, no more
         layer_of = dict(zip(tree["node_ids"], tree["layers"], strict=True))
         for i, s in enumerate(tree["summaries"]):
-            assert all(layer_of[c] == s["layer"] - 1 for c in s["children"]), f"summary {-(i + 1)}"
+            assert all(layer_of[c] == s["layer"] - 1 for c in s["children"]), f"summary {i}"
 
 
 def test_coexists_with_gem_and_rebuilds_from_the_cache(tmp_path: Path, module_config: Config) -> None:
@@ -150,16 +171,23 @@ def test_coexists_with_gem_and_rebuilds_from_the_cache(tmp_path: Path, module_co
     with open_memory(tmp_path / "m", cfg, llm) as mem:
         mem.add_text(story(1000))
         mem.index()  # gem: two summary nodes in the store
-        gem_summaries = [n.id for n in mem.store.nodes("summary")]
+        gem_summaries = [n.id for n in mem.store.nodes("summary", strategy="gem")]
         assert len(gem_summaries) == 2
         raptor = RaptorStrategy(RaptorParams(reducer=pca))
         raptor.build(mem.ctx)
-        assert [n.id for n in mem.store.nodes("summary")] == gem_summaries
+        assert [n.id for n in mem.store.nodes("summary", strategy="gem")] == gem_summaries
         before = mem.retrieve("the ambassador and the natives", 4, strategy="raptor")
         calls = llm.calls
         raptor.build(mem.ctx)  # same clusters: every summary comes from the LLM cache
         assert llm.calls == calls
+        assert [h.text for h in mem.retrieve("the ambassador and the natives", 4, strategy="raptor")] == [
+            h.text for h in before
+        ]
+        before = mem.retrieve("the ambassador and the natives", 4, strategy="raptor")
+        raptor_rows = (mem.store.nodes(strategy="raptor"), mem.store.edge_list("raptor"))
+        assert raptor_rows[0] and raptor_rows[1]
         mem.index()  # rebuilding GEM replaces its summary nodes, not RAPTOR's tree
+        assert (mem.store.nodes(strategy="raptor"), mem.store.edge_list("raptor")) == raptor_rows
         assert mem.retrieve("the ambassador and the natives", 4, strategy="raptor") == before
         assert any(h.kind == "summary" for h in mem.retrieve(before[0].text, 4))  # gem still works
 
@@ -178,7 +206,7 @@ def test_a_failed_summary_is_recorded_and_skipped(tmp_path: Path, module_config:
         failures = mem.store.failures()
         assert [f["phase"] for f in failures] == ["index/raptor"] and "backend down" in failures[0]["message"]
         published = mem.store.load_published("raptor")
-        tree = published.meta
+        tree = tree_of(mem)
         assert len(tree["summaries"]) >= 1 and len(tree["node_ids"]) == len(published.arrays["vectors"])
         assert mem.retrieve("the ambassador", 2, strategy="raptor")
 
@@ -207,7 +235,7 @@ def test_missing_or_inconsistent_tree(tmp_path: Path, module_config: Config) -> 
         RaptorStrategy(RaptorParams(reducer=pca)).build(mem.ctx)
         published = mem.store.load_published("raptor", mmap=False)
         path = mem.store.directory / mem.store.manifest("raptor").arrays["vectors"].file
-        np.save(path, published.arrays["vectors"][::-1].copy())  # same shape and size, other content
+        np.save(path, published.arrays["vectors"][:-1].copy())  # a file that does not match the manifest
         with pytest.raises(DamagedMemoryError, match="damaged"):
             RaptorStrategy().retrieve(mem.ctx, "anything", 4)
 

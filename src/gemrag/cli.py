@@ -1,7 +1,9 @@
 """The ``gemrag`` command line: a thin layer over :class:`gemrag.memory.Memory`.
 
-Commands: ``index``, ``ask``, ``info``, ``demo``, ``doctor`` and ``eval``. Model and endpoint flags override
-``GEMRAG_*`` environment variables, which override the config file (see :mod:`gemrag.config`).
+Commands: ``index``, ``ask``, ``info``, ``demo``, ``doctor`` and ``eval``. ``--set section.key=value`` (any
+setting, including a strategy's own section such as ``raptor.summary_tokens=200``) overrides the model and
+endpoint flags, which override ``GEMRAG_*`` environment variables, which override the config file (see
+:mod:`gemrag.config`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gemrag.cli_delete import delete_command
 from gemrag.config import Config, load_config
 from gemrag.console import cli_errors, err, fail
 from gemrag.errors import GemragError
@@ -21,6 +24,7 @@ from gemrag.eval.cli import eval_command
 from gemrag.ingest import expand_paths
 from gemrag.memory import Memory
 from gemrag.progress import rich_progress
+from gemrag.strategies import check_config
 
 app = typer.Typer(
     help="gemrag: long-term graph memory for LLMs (GEM-RAG). Index documents, then ask questions.",
@@ -44,10 +48,23 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
 StrategyOpt = Annotated[
     str | None, typer.Option("--strategy", "-s", help="gem (default), dense, bm25, raptor or full.")
 ]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="section.key=value, e.g. raptor.summary_tokens=200 or gem.search=rank (repeatable; TOML values, "
+        "quote strings that look like numbers). Overrides the config file, GEMRAG_* variables and the other "
+        "flags; a strategy's section is validated by that strategy. A bad key or value is a one-line error.",
+    ),
+]
 
 
 def _config(
-    config_file: Path | None, gem: dict[str, Any] | None = None, strategy: str | None = None, **model_flags: str | None
+    config_file: Path | None,
+    gem: dict[str, Any] | None = None,
+    strategy: str | None = None,
+    sets: list[str] | None = None,
+    **model_flags: str | None,
 ) -> Config:
     overrides: dict[str, Any] = {
         "strategy": strategy,
@@ -63,7 +80,7 @@ def _config(
         },
         "gem": gem or {},
     }
-    return load_config(config_file, overrides)
+    return load_config(config_file, overrides, sets)
 
 
 def _open(memory: Path, config: Config, quiet: bool) -> Memory:
@@ -72,13 +89,17 @@ def _open(memory: Path, config: Config, quiet: bool) -> Memory:
 
 @app.command()
 def index(
-    paths: Annotated[list[str], typer.Argument(help=".txt/.md files or directories; '-' reads standard input.")],
     memory: MemoryDir,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(help=".txt/.md files or directories; '-' reads standard input; none: rebuild only."),
+    ] = None,
     chunk_tokens: Annotated[int | None, typer.Option(help="T: tokens per chunk (default 100).")] = None,
     questions: Annotated[int | None, typer.Option(help="m: utility questions per chunk (default 5).")] = None,
     eigen: Annotated[int | None, typer.Option(help="k: eigenvectors summarized (default 2).")] = None,
     eigen_top: Annotated[int | None, typer.Option(help="e: top components per eigenvector (default 5).")] = None,
     strategy: StrategyOpt = None,
+    set_: SetOpt = None,
     config: ConfigFile = None,
     llm_provider: LLMProvider = None,
     llm_model: LLMModel = None,
@@ -100,6 +121,7 @@ def index(
             config,
             gem,
             strategy,
+            set_,
             llm_provider=llm_provider,
             llm_model=llm_model,
             llm_base_url=llm_base_url,
@@ -109,14 +131,15 @@ def index(
         )
         with _open(memory, cfg, quiet) as mem:
             mem.build_wait = wait  # MemoryBusyError (another builder) is a GemragError: one line, exit code 2
-            added = mem.add(expand_paths(paths))
+            added = mem.add(expand_paths(paths)) if paths else []
             new = sum(1 for _, created in added if created)
             err.print(f"{len(added)} document(s) read, {new} new")
             report = mem.index()
     u = report.usage
     out.print(
         f"indexed {report.documents} document(s): {report.chunks} chunks ({report.new_chunks} new), "
-        f"{report.summary_nodes} summary nodes in {report.seconds:.1f} s; LLM tokens {u.prompt_tokens} prompt + "
+        f"{report.summary_nodes} summary nodes in {report.seconds:.1f} s; LLM calls {report.llm_calls}, "
+        f"tokens {u.prompt_tokens} prompt + "
         f"{u.completion_tokens} completion, {u.embedding_tokens} embedding tokens, {u.cached} cache hits"
         + (f"; [yellow]{report.failures} recorded failure(s)[/] (see gemrag info)" if report.failures else "")
     )
@@ -134,6 +157,10 @@ def ask(
         str | None, typer.Option(help="gem search: best_first (default), rank (Algorithm 1), fused.")
     ] = None,
     strategy: StrategyOpt = None,
+    build_missing: Annotated[
+        bool, typer.Option("--build-missing", help="Build the strategy first if it was never built in this memory.")
+    ] = False,
+    set_: SetOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     config: ConfigFile = None,
     llm_provider: LLMProvider = None,
@@ -149,6 +176,7 @@ def ask(
             config,
             {"budget": budget, "search": search},
             strategy,
+            set_,
             llm_provider=llm_provider,
             llm_model=llm_model,
             llm_base_url=llm_base_url,
@@ -159,9 +187,9 @@ def ask(
         opts = [c.strip() for c in choices.split("|")] if choices else None
         with _open(memory, cfg, True) as mem:
             if retrieve_only:
-                hits, answer = mem.retrieve(question), None
+                hits, answer = mem.retrieve(question, build=build_missing), None
             else:
-                answer = mem.ask(question, opts)
+                answer = mem.ask(question, opts, build=build_missing)
                 hits = answer.hits
     if as_json:
         payload = {
@@ -184,14 +212,17 @@ def ask(
 
 @app.command()
 def info(
-    memory: MemoryDir, config: ConfigFile = None, as_json: Annotated[bool, typer.Option("--json")] = False
+    memory: MemoryDir,
+    config: ConfigFile = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    set_: SetOpt = None,
 ) -> None:
     """Documents, chunks, summary nodes, models, tokens and seconds per phase, failures, and the spectrum
     report (top eigenvalues, Remark 2's estimated number of themes, Remark 3's Λ = Σλ²)."""
     if not (memory / "memory.sqlite").exists():
         fail(GemragError(f"{memory} is not a gemrag memory (no memory.sqlite)"))
     with cli_errors():
-        cfg = load_config(config)
+        cfg = load_config(config, None, set_)
         with Memory.open(memory, cfg) as mem:
             stats = mem.stats()
     if as_json:
@@ -208,6 +239,9 @@ def _print_stats(stats: dict[str, Any]) -> None:
     )
     for d in stats["documents"]:
         out.print(f"  [{d['id']}] {d['title']} ({d['n_chars']} chars) from {d['source']}")
+    states = stats.get("strategies") or {}
+    if states:
+        out.print("strategies: " + "; ".join(f"{name} {state}" for name, state in states.items()))
     out.print(f"models: {stats['models']}")
     out.print(f"parameters: {stats['params']}")
     out.print(f"index time (all runs): {stats['index_seconds']:.1f} s")
@@ -248,6 +282,14 @@ def _print_stats(stats: dict[str, Any]) -> None:
             f"  Remark 2 estimated number of themes: {spec.get('estimated_themes')}; "
             f"Remark 3 Λ = Σλ² = {spec.get('spectral_energy', float('nan')):.4f}; trace {spec.get('trace', 0):.4f}"
         )
+    sel = rep.get("eigen_selection")
+    if sel:
+        chosen = ", ".join(f"{x:.4f}" for x in sel.get("selected_eigenvalues", []))
+        neg = ", ".join(f"{x:.4f}" for x in sel.get("negative_selected", [])) or "none"
+        out.print(
+            f"  summary eigenvectors ({rep.get('graph')} graph, skip_trivial={sel.get('skip_trivial')}): λ = {chosen};"
+            f" negative among them: {neg}"
+        )
     out.print(f"utility questions: {rep.get('utility_questions')}")
     fails = stats["failures"]
     out.print(f"recorded failures: {len(fails)}")
@@ -261,6 +303,7 @@ def demo(
     limit: Annotated[int | None, typer.Option(help="Answer only the first N questions.")] = None,
     config: ConfigFile = None,
     llm_model: LLMModel = None,
+    set_: SetOpt = None,
     quiet: Quiet = False,
 ) -> None:
     """The main job on the shipped QuALITY story: index it (cached after the first run), answer all of its
@@ -268,12 +311,13 @@ def demo(
     from gemrag.demo import run_demo
 
     with cli_errors("run `gemrag demo` again to resume"):
-        cfg = _config(config, None, llm_model=llm_model)
+        cfg = _config(config, None, None, set_, llm_model=llm_model)
         code = run_demo(cfg, memory, limit, out, None if quiet else rich_progress(err))
     raise typer.Exit(code)
 
 
 app.command("eval")(eval_command)
+app.command("delete")(delete_command)
 
 
 # -- doctor: is this installation able to run? --------------------------------------------------------------------
@@ -403,6 +447,7 @@ def doctor(
     embedder_provider: EmbProvider = None,
     embedder_model: EmbModel = None,
     embedder_base_url: EmbUrl = None,
+    sets: SetOpt = None,
     verify: Annotated[bool, typer.Option("--verify", help="Re-hash a known model's GGUF (about 2 s per GB).")] = False,
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="Seconds the model check may take (default 300).")
@@ -411,7 +456,9 @@ def doctor(
     """Check this installation: versions, the CPU features llama.cpp was built with and the CPU's, a real
     embedding, the configured LLM's weights, and a fresh run of the LLM in a child process (so a crash is
     reported with its fix, not suffered). Exit code 0 when everything works, 2 otherwise.
-    GEMRAG_SKIP_MODEL_PROBE=1 skips the check other commands run before their first model load."""
+    GEMRAG_SKIP_MODEL_PROBE=1 skips the check other commands run before their first model load. The
+    configuration (file, GEMRAG_* variables, flags, ``--set``) is checked first, every strategy section included:
+    an invalid one is a one-line error, exit code 2."""
     import platform
     import sys
 
@@ -427,7 +474,9 @@ def doctor(
             embedder_provider=embedder_provider,
             embedder_model=embedder_model,
             embedder_base_url=embedder_base_url,
+            sets=sets,
         )
+        check_config(cfg)
     _doctor_line("python", f"{platform.python_version()} ({sys.executable}) on {platform.platform()}")
     _doctor_line("gemrag", gemrag.__version__)
     ok = _doctor_build(needed=cfg.llm.provider == "llama_cpp")

@@ -24,7 +24,6 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,50 +37,19 @@ from gemrag.errors import (
 )
 from gemrag.ingest import Document, chunk_text, minilm_tokenizer, read_document, read_stdin
 from gemrag.ingest.loader import decode_text
+from gemrag.lifecycle import DeleteReport, check_ready, delete_document, record_build, strategy_states
 from gemrag.models.base import LLM, Embedder, Usage
 from gemrag.models.cache import CachedEmbedder, CachedLLM
 from gemrag.models.factory import build_embedder, build_llm
 from gemrag.models.meter import UsageMeter
 from gemrag.models.prompts import LETTERS, ChoiceAnswer, answer_prompt, choice_schema
 from gemrag.models.structured import complete_structured
+from gemrag.reports import Answer, IndexReport
 from gemrag.store import BuildLock, Store
-from gemrag.strategies import StrategyContext, get_strategy
+from gemrag.strategies import StrategyContext, check_config, get_strategy
 from gemrag.strategies.base import ProgressFactory, Strategy, no_progress
+from gemrag.strategies.common import LLM_MODEL_KEY
 from gemrag.types import Hit
-
-
-@dataclass
-class Answer:
-    """An answer with its evidence.
-
-    Attributes:
-        text: the model's answer (for multiple choice: the chosen option's text).
-        choice: 0-based index of the chosen option (multiple choice), else None.
-        hits: the retrieved context nodes, in the order given to the LLM.
-        retrieval_seconds: time to retrieve the context (seconds, without answer generation).
-        answer_seconds: time to generate the answer (seconds).
-        usage: what this question spent in model calls (cache hits cost nothing).
-    """
-
-    text: str
-    choice: int | None
-    hits: list[Hit]
-    retrieval_seconds: float
-    answer_seconds: float
-    usage: Usage = field(default_factory=Usage)
-
-
-@dataclass
-class IndexReport:
-    """What one ``index()`` run did: ``new_chunks`` created, totals, seconds and spent usage."""
-
-    documents: int
-    chunks: int
-    new_chunks: int
-    summary_nodes: int
-    seconds: float
-    usage: Usage
-    failures: int
 
 
 class Memory:
@@ -118,7 +86,8 @@ class Memory:
         base_embedder = embedder or build_embedder(config.embedder)
         self.embedder = CachedEmbedder(base_embedder, store, self.meter)
         self._check_compatible()
-        self.strategy = get_strategy(config.strategy)
+        check_config(config)  # every strategy section names a registered strategy and is valid for its model
+        self.strategy = get_strategy(config.strategy, config)
         self._strategies = {self.strategy.name: self.strategy}
         self.ctx = StrategyContext(
             store,
@@ -152,6 +121,8 @@ class Memory:
 
         Raises:
             IncompatibleMemoryError: the memory was built with another embedder or chunk size.
+            ConfigError: a strategy section of ``config`` names no registered strategy (register user strategies
+                before opening) or is invalid for its strategy's model.
             GemragError: the directory is not usable.
         """
         if readonly is None:
@@ -190,6 +161,7 @@ class Memory:
         if self._llm is None:
             backend = self._llm_backend or build_llm(self.config.llm, self.config.cache_dir)
             self._llm = CachedLLM(backend, self.store, self.meter)
+            self.ctx.state[LLM_MODEL_KEY] = self._llm.model_id  # recorded in build manifests
         return self._llm
 
     def _check_compatible(self) -> None:
@@ -211,17 +183,19 @@ class Memory:
             )
 
     def get_strategy(self, name: str | None = None) -> Strategy:
-        """The strategy ``name`` (default: the configured one), instantiated once per Memory.
+        """The strategy ``name`` (default: the configured one), instantiated once per Memory with its validated
+        section of this memory's configuration (``[raptor]`` for ``raptor``, ...).
 
         All strategies share this memory's documents, chunks, embeddings, LLM cache and usage meter, so they
         can be compared side by side on the same data.
 
         Raises:
             KeyError: no strategy has that name.
+            ConfigError: the strategy's configuration section is invalid.
         """
         name = name or self.strategy.name
         if name not in self._strategies:
-            self._strategies[name] = get_strategy(name)
+            self._strategies[name] = get_strategy(name, self.config)
         return self._strategies[name]
 
     # -- adding documents ------------------------------------------------------------------------
@@ -303,10 +277,14 @@ class Memory:
     def _index(self, strategy: str | None) -> IndexReport:
         start = time.perf_counter()
         before = self.meter.totals.get("index", Usage())
+        llm_calls = self.store.llm_cache_counts()[1]
         self.store.remove_unpublished()  # rows and files of a build that was killed before publishing
         with self.meter.phase("index"):
             new_chunks = self._chunk_new_documents()
-            self.get_strategy(strategy).build(self.ctx)
+            chosen = self.get_strategy(strategy)
+            published = self.store.published_generation(chosen.name)
+            chosen.build(self.ctx)
+            record_build(self, chosen, published)
         seconds = time.perf_counter() - start
         self.store.set_meta("index_seconds", float(self.store.get_meta("index_seconds", 0.0)) + seconds)
         models = dict(self.store.get_meta("models", {}))
@@ -320,10 +298,11 @@ class Memory:
             len(self.store.documents()),
             len(self.store.nodes("chunk")),
             new_chunks,
-            len(self.store.nodes("summary")),
+            len(self.store.nodes("summary", strategy=self.get_strategy(strategy).name)),
             seconds,
             used,
             len(self.store.failures()),
+            self.store.llm_cache_counts()[1] - llm_calls,
         )
 
     def _chunk_new_documents(self) -> int:
@@ -339,15 +318,46 @@ class Memory:
             created += len(chunks)
         return created
 
+    # -- deleting --------------------------------------------------------------------------------
+    def delete(self, document: int | str, *, wait: float | None = None) -> DeleteReport:
+        """Delete a document, its chunks and everything the strategies derived from it alone, atomically and with
+        no LLM call (:mod:`gemrag.lifecycle`); the strategies are then stale until the next :meth:`index`, which
+        spends LLM calls only on what changed (cached answers stay, so re-adding the document is free).
+
+        Args:
+            document: the document's id, or its source path or title (see ``stats()["documents"]``).
+            wait: seconds to wait for another builder's lock (default :attr:`build_wait`).
+
+        Raises:
+            GemragError: no such document, or a name matching several documents.
+            MemoryBusyError: another process is building this memory.
+            ReadOnlyMemoryError: the memory is open read-only.
+        """
+        start = time.perf_counter()
+        calls = self.store.llm_cache_counts()[1]  # every LLM backend call stores its answer
+        with self._building(wait), self.meter.phase("index"):
+            doc, chunks, derived, pruned, withdrawn = delete_document(self, document)
+        spent = self.store.llm_cache_counts()[1] - calls
+        return DeleteReport(doc, chunks, derived, pruned, withdrawn, spent, time.perf_counter() - start)
+
+    def strategy_states(self) -> dict[str, Any]:
+        """Each strategy's build state (:class:`~gemrag.store.derived.BuildState`: built / stale / never built),
+        for every registered strategy and every strategy built in this memory."""
+        return dict(strategy_states(self))
+
     # -- querying --------------------------------------------------------------------------------
-    def retrieve(self, question: str, budget: int | None = None, strategy: str | None = None) -> list[Hit]:
+    def retrieve(
+        self, question: str, budget: int | None = None, strategy: str | None = None, *, build: bool = False
+    ) -> list[Hit]:
         """The context for ``question``: at most ``budget`` nodes (default ``config.gem.budget``), from
         ``strategy`` (default: the configured one, which must have been built by :meth:`index`).
 
         Answers from the strategy's last published generation, also while another process builds the next one.
+        A strategy built before documents were added or deleted still answers, with one
+        :class:`~gemrag.lifecycle.StaleStrategyWarning` (stderr); ``build=True`` builds a strategy never built.
 
         Raises:
-            MemoryNotIndexedError: the memory has not been indexed.
+            MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
             DamagedMemoryError: the published generation's files are missing or do not match its manifest.
             ValueError: empty question or budget < 1.
         """
@@ -357,6 +367,7 @@ class Memory:
         if budget < 1:
             raise ValueError("budget must be >= 1")
         chosen = self.get_strategy(strategy)
+        check_ready(self, chosen, build=build)
         with self.meter.phase("query"):
             for attempt in range(self.READ_RETRIES):
                 try:
@@ -377,18 +388,21 @@ class Memory:
         choices: Sequence[str] | None = None,
         budget: int | None = None,
         strategy: str | None = None,
+        *,
+        build: bool = False,
     ) -> Answer:
-        """Retrieve context and answer; with ``choices``, the LLM picks exactly one option.
+        """Retrieve context and answer; with ``choices``, the LLM picks exactly one option (``build``: see
+        :meth:`retrieve`).
 
         Raises:
-            MemoryNotIndexedError: the memory has not been indexed.
+            MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
             ValueError: empty question, or more than 10 choices.
         """
         if choices is not None and not 2 <= len(choices) <= len(LETTERS):
             raise ValueError(f"give between 2 and {len(LETTERS)} choices")
         before = self.meter.totals.get("query", Usage())
         t0 = time.perf_counter()
-        hits = self.retrieve(question, budget, strategy)
+        hits = self.retrieve(question, budget, strategy, build=build)
         t1 = time.perf_counter()
         answer = self.answer(question, hits, choices, t1 - t0)
         answer.usage = _minus(self.meter.totals.get("query", Usage()), before)  # retrieval + answer
@@ -449,6 +463,7 @@ class Memory:
             "usage_by_phase": self.store.usage_by_phase(),
             "failures": self.store.failures(),
             "strategy_report": self.strategy.report(self.ctx),
+            "strategies": {name: state.describe() for name, state in strategy_states(self).items()},
         }
 
 

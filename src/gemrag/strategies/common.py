@@ -14,9 +14,9 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,8 +27,10 @@ from gemrag.graph._validate import top_indices, unit_rows
 from gemrag.ingest.tokenizer import minilm_tokenizer
 from gemrag.models.base import Message
 from gemrag.store import NodeRecord, Published
+from gemrag.store.arrays import Matrix
 from gemrag.store.migrations import REBUILD_META
-from gemrag.strategies.base import StrategyContext
+from gemrag.store.publish import Edges, Publication
+from gemrag.strategies.base import StrategyContext, strategy_config
 from gemrag.types import Hit
 
 
@@ -129,26 +131,82 @@ def cosine_ranking(
 T = TypeVar("T")
 
 
-def publish_arrays(
+def build_params(ctx: StrategyContext, strategy: str) -> dict[str, Any]:
+    """Strategy ``strategy``'s validated configuration section as JSON values, for its manifest (``{}`` for a
+    strategy without settings, or a name no strategy is registered under).
+
+    Raises:
+        ConfigError: the section is invalid (checked when the memory opened, so not in practice).
+    """
+    try:
+        section = strategy_config(strategy, ctx.config)
+    except KeyError:
+        return {}
+    return section.model_dump(mode="json") if section is not None else {}
+
+
+def build_models(ctx: StrategyContext) -> dict[str, Any]:
+    """The model ids a build used, for its manifest: the embedder's, and the LLM's once it was loaded."""
+    models: dict[str, Any] = {"embedder": ctx.embedder.model_id}
+    llm = ctx.state.get(LLM_MODEL_KEY)
+    if llm is not None:
+        models["llm"] = llm
+    return models
+
+
+LLM_MODEL_KEY = "models:llm"
+"""``ctx.state`` key holding the loaded LLM's model id (set by :class:`gemrag.memory.Memory`)."""
+
+
+def write_publication(
     ctx: StrategyContext,
     strategy: str,
     generation: int,
-    arrays: dict[str, np.ndarray],
+    arrays: dict[str, Matrix],
     *,
     axes: dict[str, tuple[str, ...]] | None = None,
     meta: dict[str, Any] | None = None,
     paths: Sequence[str] = (),
-    edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-) -> None:
-    """Write a build's arrays as generation ``generation`` and publish it atomically (see
-    :mod:`gemrag.store.publish`); ``axes`` names each array's dimensions so readers can check they agree.
+    edges: Edges | Mapping[str, Edges] | None = None,
+    covers: Sequence[int] | Literal["keep"] | None = None,
+    carry: bool = False,
+) -> Publication:
+    """Write a build's arrays (dense numpy arrays or scipy.sparse matrices) as generation ``generation`` and
+    return its :class:`~gemrag.store.publish.Publication` (parameters and model ids filled in), not yet
+    published. ``axes`` names each array's dimensions so readers can check they agree.
 
     Raises:
-        ValueError: arrays disagree on a named axis.
+        ValueError: bad array names, or ``axes`` that do not match an array.
     """
     names = axes or {}
     entries = [ctx.store.write_array(strategy, generation, name, a, names.get(name)) for name, a in arrays.items()]
-    ctx.store.publish(strategy, generation, entries, meta=meta, paths=paths, edges=edges)
+    return Publication(
+        strategy,
+        generation,
+        entries,
+        meta,
+        paths,
+        edges,
+        covers,
+        build_params(ctx, strategy),
+        build_models(ctx),
+        carry,
+    )
+
+
+def publish_arrays(
+    ctx: StrategyContext, strategy: str, generation: int, arrays: dict[str, Matrix], **options: Any
+) -> None:
+    """Write a build's arrays as generation ``generation`` and publish it atomically with its parameters, model
+    ids and the chunks it covers (see :mod:`gemrag.store.publish`). ``options`` are those of
+    :func:`write_publication` (``axes``, ``meta``, ``paths``, ``edges``, ``covers`` — None: every chunk now —
+    and ``carry``).
+
+    Raises:
+        ValueError: arrays disagree on a named axis.
+        TypeError: an unknown option.
+    """
+    ctx.store.publish_many([write_publication(ctx, strategy, generation, arrays, **options)])
 
 
 def not_indexed(ctx: StrategyContext, strategy: str, message: str | None = None) -> MemoryNotIndexedError:

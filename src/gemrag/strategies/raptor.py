@@ -4,7 +4,7 @@ Abstractive Processing for Tree-Organized Retrieval"; GEM-RAG paper section IV, 
 Build (RAPTOR section 3, and the authors' ``cluster_tree_builder.py``):
   leaves (layer 0) are the memory's chunks with their embeddings; while a layer has more than
   ``reduction_dim + 1`` nodes (RAPTOR's stop rule) and at most ``max_layers`` times, the layer's vectors
-  are clustered (:func:`gemrag.graph.clustering.raptor_clusters`: UMAP, Gaussian mixture with k by BIC,
+  are clustered (:func:`gemrag.strategies.clustering.raptor_clusters`: UMAP, Gaussian mixture with k by BIC,
   soft assignment with threshold 0.1, global then local clustering, re-clustering of clusters whose texts
   exceed the summarizer's context), the LLM summarizes each cluster
   (:func:`gemrag.models.prompts.raptor_summary_prompt`, at most ``summary_tokens`` tokens, cached), and
@@ -14,33 +14,33 @@ Retrieve — the collapsed tree (RAPTOR section 3, "Querying"): every node of ev
   stays <= ``budget x chunk_tokens`` (the ~400-token context every strategy gets); the first node that
   does not fit ends the selection, as in the authors' ``retrieve_information_collapse_tree``.
 
-Storage — RAPTOR's summaries are *not* rows of the store's ``nodes`` table: GEM's summary nodes are graph
-nodes of GEM's build generations. The tree is RAPTOR's own published generation instead
-(:mod:`gemrag.store.publish`): the array ``vectors`` ((N, d) float32, chunks first, then summaries layer by
-layer, in ``raptor.g<generation>.vectors.npy``) and the manifest's metadata (node ids, layers, MiniLM token
-counts, the summaries' texts and children, the parameters and a digest of the vectors), published together.
-Chunks keep their store ids; summary ``i`` (0-based, in creation order) has the *virtual* node id ``-(i + 1)``:
-a :class:`~gemrag.types.Hit` with a negative ``node_id`` and kind ``"summary"`` is a RAPTOR summary, its
-``meta`` holds ``{"strategy": "raptor", "layer": L, "children": [node ids]}`` and ``Store.node`` does not
-know it. Rebuilding replaces the whole tree; unchanged clusters cost no LLM call (the LLM cache).
+Storage — the tree is RAPTOR's own build generation (:mod:`gemrag.store.publish`): each summary is a node of
+the store (strategy ``raptor``, kind ``summary``, ``meta`` ``{"layer": L}``, its sources the chunks under it),
+with an edge of kind ``child`` (weight 1) to each node it summarizes; the arrays ``node_ids`` ((N,) int64: the
+chunks, then the summaries layer by layer), ``layers`` ((N,) int64, 0 = chunk), ``n_tokens`` ((N,) int64 MiniLM
+tokens) and ``vectors`` ((N, d) float32) are published with them in one transaction, so building GEM (or any
+other strategy) never touches RAPTOR's nodes and a reader never sees half a tree. Rebuilding replaces the whole
+tree; unchanged clusters cost no LLM call (the LLM cache). Deleting a document removes the summaries made from
+its chunks only (:mod:`gemrag.strategies.incremental`).
 
+Settings: :class:`RaptorConfig`, the ``[raptor]`` configuration section (``--set raptor.summary_tokens=200``).
 Needs scikit-learn and umap-learn (``pip install 'gemrag[eval]'``).
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field
 
-from gemrag.errors import DamagedMemoryError, GemragError, is_fatal
-from gemrag.graph.clustering import RANDOM_SEED, Reducer, raptor_clusters
+from gemrag.errors import GemragError, is_fatal
 from gemrag.models.prompts import raptor_summary_prompt
 from gemrag.store import Published
 from gemrag.strategies.base import StrategyContext, register
+from gemrag.strategies.clustering import RANDOM_SEED, Reducer, raptor_clusters
 from gemrag.strategies.common import (
     chunk_ids_and_vectors,
     chunk_nodes,
@@ -59,37 +59,65 @@ PROMPT_OVERHEAD = 64
 """LLM tokens of the summary prompt besides the cluster's texts (instructions and chat template)."""
 
 
-@dataclass(frozen=True)
-class RaptorParams:
-    """RAPTOR's parameters, defaults as in the authors' code.
+class RaptorConfig(BaseModel):
+    """RAPTOR's settings, the ``[raptor]`` configuration section (``GEMRAG_RAPTOR__<FIELD>``,
+    ``--set raptor.<field>=...``). Sources: Sarthi et al. 2024, "RAPTOR: Recursive Abstractive Processing for
+    Tree-Organized Retrieval" (ICLR 2024), section 3 ("Methods": "Clustering Algorithm", "Model-Based
+    Summarization", "Querying"); the numbers are the defaults of the authors' code (github.com/parthsarthi03/
+    raptor, ``cluster_tree_builder.py``, ``cluster_utils.py``, ``tree_builder.py``), which the paper does not
+    state.
 
     Attributes:
-        reduction_dim: UMAP output dimension; layers of at most ``reduction_dim + 1`` nodes are not
-            clustered (10).
-        threshold: GMM soft-assignment probability (0.1).
-        max_layers: most summary layers built (5).
-        cluster_tokens: most LLM tokens of the texts one cluster may hold before it is re-clustered
-            (3500); also capped by the LLM's context window minus ``summary_tokens`` and the prompt.
-        summary_tokens: ``max_tokens`` of each summary (100).
-        max_clusters: most GMM components tried per clustering stage (50).
-        random_state: seed of UMAP and the GMMs (224).
-        reducer: the dimension reduction; None = UMAP with the cosine metric. Tests inject a cheap one.
+        reduction_dim: UMAP output dimension before the Gaussian mixture (section 3, "Clustering Algorithm":
+            UMAP reduces the embeddings' dimension because GMMs suffer in high dimensions); a layer of at most
+            ``reduction_dim + 1`` nodes is not clustered (the code's stop rule). Default 10
+            (``reduction_dimension``).
+        threshold: soft-assignment probability: a node joins every cluster whose GMM posterior is above it, so
+            it can belong to several (section 3, "soft clustering"). Default 0.1 (``threshold``).
+        max_layers: most summary layers built above the chunks. Default 5 (``num_layers``).
+        cluster_tokens: most LLM tokens of the texts of one cluster; a larger cluster is re-clustered
+            (section 3: "if a local cluster's combined context ever exceeds the summarization model's token
+            threshold, our algorithm recursively applies clustering within the cluster"); also capped by the
+            LLM's context window minus ``summary_tokens`` and the prompt. Default 3500 (``max_length_in_cluster``).
+        summary_tokens: ``max_tokens`` of each LLM summary (section 3, "Model-Based Summarization").
+            Default 100 (``summarization_length``).
+        max_clusters: most GMM components tried per clustering stage; the count is chosen by the Bayesian
+            Information Criterion (section 3). Default 50 (``max_clusters`` of ``get_optimal_clusters``).
+        random_state: seed of UMAP and the GMMs. Default 224 (``RANDOM_SEED``).
+        reducer: Python only (not a configuration key): the dimension reduction; None = UMAP with the cosine
+            metric, as the authors' code. Tests inject a cheap one.
+
+    The collapsed-tree budget is not a RAPTOR setting: every strategy gets ``budget x gem.chunk_tokens``
+    tokens (module docstring).
     """
 
-    reduction_dim: int = 10
-    threshold: float = 0.1
-    max_layers: int = 5
-    cluster_tokens: int = 3500
-    summary_tokens: int = 100
-    max_clusters: int = 50
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    reduction_dim: int = Field(10, ge=1, le=512)
+    threshold: float = Field(0.1, gt=0.0, le=1.0)
+    max_layers: int = Field(5, ge=0, le=100)
+    cluster_tokens: int = Field(3500, ge=1)
+    summary_tokens: int = Field(100, ge=1, le=8192)
+    max_clusters: int = Field(50, ge=1, le=10_000)
     random_state: int = RANDOM_SEED
-    reducer: Reducer | None = field(default=None, compare=False)
+    reducer: Reducer | None = Field(None, exclude=True, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The parameters as JSON-serializable values (the reducer by name)."""
-        out = asdict(self)
+        out = self.model_dump(mode="json")
         out["reducer"] = "umap" if self.reducer is None else getattr(self.reducer, "__name__", "custom")
         return out
+
+
+RaptorParams = RaptorConfig
+"""The former name of :class:`RaptorConfig` (a dataclass before the ``[raptor]`` section), kept for callers."""
+
+
+SUMMARY = "summary"
+"""Kind of RAPTOR's summary nodes (namespaced by the strategy ``raptor``)."""
+CHILD = "child"
+"""Kind of RAPTOR's edges, from a summary to each node it summarizes."""
+AXES = {"node_ids": ("n",), "layers": ("n",), "n_tokens": ("n",), "vectors": ("n", "d")}
 
 
 @dataclass
@@ -97,50 +125,45 @@ class RaptorTree:
     """The collapsed tree, one row per node: chunks (layer 0) first, then summaries layer by layer.
 
     Attributes:
-        node_ids: store id of each chunk; ``-(i + 1)`` for summary ``i``.
+        node_ids: store id of each node (chunks and RAPTOR's summary nodes).
         layers: layer of each node (0 = chunk).
         n_tokens: length of each node's text in MiniLM tokens (the budget's unit).
-        summaries: per summary ``{"text": str, "layer": int, "children": [node ids]}``.
         vectors: ``(N, d)`` float32 ``E(text)`` of every node.
+        sources: per row, the chunk ids under it (a chunk: itself); used while building.
+        children: ``(parent id, child id)`` edges made while building.
     """
 
     node_ids: list[int]
     layers: list[int]
     n_tokens: list[int]
-    summaries: list[dict[str, Any]]
     vectors: NDArray[np.float32]
+    sources: list[set[int]] = field(default_factory=list)
+    children: list[tuple[int, int]] = field(default_factory=list)
 
-    def publish(self, ctx: StrategyContext, params: RaptorParams) -> None:
-        """Publish the tree as a new generation: the array ``vectors`` and the tree as the build's metadata."""
-        generation = ctx.store.begin_build(STRATEGY)
-        meta = {
-            "node_ids": self.node_ids,
-            "layers": self.layers,
-            "n_tokens": self.n_tokens,
-            "summaries": self.summaries,
-            "params": params.as_dict(),
-            "digest": _digest(self.vectors),
+    def publish(self, ctx: StrategyContext, generation: int, params: RaptorConfig) -> None:
+        """Publish generation ``generation``: the arrays, the summary nodes already inserted and the child edges."""
+        arrays = {
+            "node_ids": np.asarray(self.node_ids, dtype=np.int64),
+            "layers": np.asarray(self.layers, dtype=np.int64),
+            "n_tokens": np.asarray(self.n_tokens, dtype=np.int64),
+            "vectors": self.vectors,
         }
-        publish_arrays(ctx, STRATEGY, generation, {"vectors": self.vectors}, axes={"vectors": ("n", "d")}, meta=meta)
+        src = np.asarray([a for a, _ in self.children], dtype=np.int64)
+        dst = np.asarray([b for _, b in self.children], dtype=np.int64)
+        edges = {CHILD: (src, dst, np.ones(len(src)))}
+        meta = {"params": params.as_dict()}
+        publish_arrays(ctx, STRATEGY, generation, arrays, axes=AXES, meta=meta, edges=edges)
 
     @classmethod
     def from_published(cls, published: Published) -> RaptorTree:
-        """The tree of a published generation.
-
-        Raises:
-            DamagedMemoryError: the vectors do not match the tree (the files were changed outside gemrag).
-        """
-        meta, vectors = published.meta, np.asarray(published.arrays["vectors"])
-        if meta.get("digest") != _digest(vectors) or len(meta["node_ids"]) != len(vectors):
-            raise DamagedMemoryError(
-                f"the RAPTOR tree (generation {published.generation}) is damaged: its vectors do not match it; "
-                "run `gemrag index` (strategy raptor) again"
-            )
-        return cls(meta["node_ids"], meta["layers"], meta["n_tokens"], meta["summaries"], vectors)
-
-
-def _digest(vectors: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(vectors, dtype=np.float32).tobytes()).hexdigest()
+        """The tree of a published generation (arrays only; texts and children are read from the store)."""
+        a = published.arrays
+        return cls(
+            np.asarray(a["node_ids"]).tolist(),
+            np.asarray(a["layers"]).tolist(),
+            np.asarray(a["n_tokens"]).tolist(),
+            np.asarray(a["vectors"]),
+        )
 
 
 @register("raptor")
@@ -148,13 +171,14 @@ class RaptorStrategy:
     """RAPTOR: a tree of recursive cluster summaries, searched as a collapsed tree under a token budget.
 
     Args:
-        params: the tree's parameters (default: RAPTOR's).
+        config: the ``[raptor]`` section, validated (default: RAPTOR's settings); also as ``params``.
     """
 
     name = "raptor"
+    config_model = RaptorConfig
 
-    def __init__(self, params: RaptorParams | None = None) -> None:
-        self.params = params or RaptorParams()
+    def __init__(self, config: RaptorConfig | None = None) -> None:
+        self.config = self.params = config or RaptorConfig()
 
     def build(self, ctx: StrategyContext) -> None:
         """Build the tree over all chunks and save it (replacing any previous tree).
@@ -170,7 +194,9 @@ class RaptorStrategy:
         require("sklearn", *(["umap"] if p.reducer is None else []), strategy=self.name)
         chunks = chunk_nodes(ctx)
         ids, vectors = chunk_ids_and_vectors(ctx, chunks)
-        tree = RaptorTree(ids.tolist(), [0] * len(chunks), [c.n_tokens for c in chunks], [], vectors)
+        generation = ctx.store.begin_build(STRATEGY)
+        tree = RaptorTree(ids.tolist(), [0] * len(chunks), [c.n_tokens for c in chunks], vectors)
+        tree.sources = [{int(i)} for i in ids.tolist()]
         texts = [c.text for c in chunks]
         llm_tokens: dict[int, int] = {}
         current = list(range(len(chunks)))  # rows of the tree in the layer being clustered
@@ -195,16 +221,24 @@ class RaptorStrategy:
             )
             if len(clusters) >= len(current):  # clustering cannot reduce this layer
                 break
-            written = self._summarize_layer(ctx, layer, [[current[i] for i in c] for c in clusters], tree, texts)
+            groups = [[current[i] for i in c] for c in clusters]
+            written = self._summarize_layer(ctx, (layer, generation), groups, tree, texts)
             if not written:
                 break
             current = written
-        tree.publish(ctx, p)
+        tree.publish(ctx, generation, p)
 
     def _summarize_layer(
-        self, ctx: StrategyContext, layer: int, clusters: list[list[int]], tree: RaptorTree, texts: list[str]
+        self,
+        ctx: StrategyContext,
+        at: tuple[int, int],
+        clusters: list[list[int]],
+        tree: RaptorTree,
+        texts: list[str],
     ) -> list[int]:
-        """Summarize each cluster (rows of ``tree``) into a new node of ``layer``; returns the new rows."""
+        """Summarize each cluster (rows of ``tree``) into a new summary node of layer ``at[0]`` in build
+        generation ``at[1]``; returns the new rows."""
+        layer, generation = at
         new_texts: list[str] = []
         with ctx.progress(f"RAPTOR layer {layer} summaries", len(clusters)) as advance:
             for members in clusters:
@@ -218,12 +252,23 @@ class RaptorStrategy:
                     ctx.store.record_failure("index/raptor", None, f"layer {layer}, {len(members)} nodes: {exc}")
                     advance(1)
                     continue
-                summary_id = -(len(tree.summaries) + 1)
-                children = [tree.node_ids[i] for i in members]
-                tree.summaries.append({"text": text, "layer": layer, "children": children})
+                sources = set().union(*(tree.sources[i] for i in members))
+                n_tokens = count_tokens(text)
+                summary_id = ctx.store.add_node(
+                    STRATEGY,
+                    generation,
+                    SUMMARY,
+                    text,
+                    n_tokens=n_tokens,
+                    meta={"layer": layer},
+                    ord_=len(tree.node_ids),
+                    sources=sorted(sources),
+                )
+                tree.children += [(summary_id, tree.node_ids[i]) for i in members]
+                tree.sources.append(sources)
                 tree.node_ids.append(summary_id)
                 tree.layers.append(layer)
-                tree.n_tokens.append(count_tokens(text))
+                tree.n_tokens.append(n_tokens)
                 texts.append(text)
                 new_texts.append(text)
                 advance(1)
@@ -241,14 +286,19 @@ class RaptorStrategy:
         Returns:
             Chunk and summary hits by decreasing ``score`` = ``cos(E(question), E(node text))``, their
             token counts summing to at most the budget; selection stops at the first node that does not
-            fit. Summary hits have negative virtual ids and ``meta`` ``{"strategy", "layer", "children"}``.
+            fit. Summary hits are RAPTOR's summary nodes, ``meta`` ``{"strategy", "layer", "children"}``.
 
         Raises:
             MemoryNotIndexedError: the tree was not built in this memory.
-            DamagedMemoryError: the published tree's vectors do not match it.
+            StaleGenerationError: a newer tree replaced the one being read (the caller retries).
         """
+        v_p = prompt_vector(ctx, question)
+        with ctx.store.snapshot():  # the arrays and the node rows of one generation
+            return self._collapsed(ctx, v_p, budget)
+
+    def _collapsed(self, ctx: StrategyContext, v_p: np.ndarray, budget: int) -> list[Hit]:
         tree = self._tree(ctx)
-        scores = cosine_scores(prompt_vector(ctx, question), tree.vectors)
+        scores = cosine_scores(v_p, tree.vectors)
         limit = budget * ctx.config.gem.chunk_tokens
         hits: list[Hit] = []
         total = 0
@@ -257,10 +307,11 @@ class RaptorStrategy:
                 break
             total += tree.n_tokens[row]
             node_id, layer = tree.node_ids[row], tree.layers[row]
-            if node_id < 0:
-                summary = tree.summaries[-node_id - 1]
-                meta: dict[str, Any] = {"strategy": self.name, "layer": layer, "children": summary["children"]}
-                hits.append(Hit(node_id, "summary", float(scores[row]), summary["text"], len(hits), meta))
+            if layer > 0:
+                node = ctx.store.node(node_id)
+                children = [c for c, _ in ctx.store.edges(node_id, self.name, CHILD)]
+                meta: dict[str, Any] = {"strategy": self.name, "layer": layer, "children": sorted(children)}
+                hits.append(Hit(node_id, "summary", float(scores[row]), node.text, len(hits), meta))
             else:
                 text = ctx.store.node(node_id).text
                 hits.append(Hit(node_id, "chunk", float(scores[row]), text, len(hits), {"layer": 0}))
@@ -271,6 +322,8 @@ class RaptorStrategy:
         manifest = ctx.store.manifest(self.name)
         if manifest is None:
             return {}
-        meta = manifest.meta
-        counts = np.bincount(np.asarray(meta["layers"], dtype=np.int64)).tolist() if meta["layers"] else []
-        return {"nodes_per_layer": counts, "summary_nodes": len(meta["summaries"]), "params": meta["params"]}
+        summaries = ctx.store.nodes(SUMMARY, strategy=self.name)
+        layers = [0] * manifest.arrays["node_ids"].shape[0] if "node_ids" in manifest.arrays else []
+        layers[: len(summaries)] = [int(n.meta.get("layer", 1)) for n in summaries]
+        counts = np.bincount(np.asarray(layers, dtype=np.int64)).tolist() if layers else []
+        return {"nodes_per_layer": counts, "summary_nodes": len(summaries), "params": manifest.meta.get("params")}

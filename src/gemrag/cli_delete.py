@@ -1,0 +1,55 @@
+"""``gemrag delete``: remove a document from a memory (registered in :mod:`gemrag.cli`).
+
+This module does not import :mod:`gemrag.cli` (that module imports this one), so its option types are declared
+here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from gemrag.config import load_config
+from gemrag.console import cli_errors, fail
+from gemrag.errors import GemragError
+from gemrag.memory import Memory
+
+out = Console()
+
+__all__ = ["delete_command"]
+
+
+def delete_command(
+    document: Annotated[
+        str, typer.Argument(help="The document's id, source path or title, as `gemrag info` lists them.")
+    ],
+    memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory.")],
+    config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
+    wait: Annotated[
+        float, typer.Option("--wait", help="Seconds to wait while another process builds this memory (default: fail).")
+    ] = 0.0,
+) -> None:
+    """Delete DOCUMENT: its chunks, their utility questions and artefacts, the strategies' nodes made from it only,
+    and their edges, in one atomic step (no LLM call). Strategies become stale; the next `gemrag index` recomputes
+    what depended on the document, with LLM calls only for what changed (cached answers stay)."""
+    if not (memory / "memory.sqlite").exists():
+        fail(GemragError(f"{memory} is not a gemrag memory (no memory.sqlite)"))
+    with cli_errors(), Memory.open(memory, load_config(config)) as mem:
+        mem.build_wait = wait
+        report = mem.delete(document)
+        states = mem.strategy_states()
+    doc = report.document
+    out.print(
+        f"deleted document {doc['id']} ({doc['title']}, from {doc['source']}): {report.chunks} chunks, "
+        f"{report.derived_nodes} derived nodes, in {report.seconds:.2f} s; LLM calls {report.llm_calls}"
+    )
+    if report.withdrawn:
+        out.print(
+            f"[yellow]dropped builds (rebuild with gemrag index --strategy NAME):[/] {', '.join(report.withdrawn)}"
+        )
+    for name, state in states.items():
+        if state.state != "never built":
+            out.print(f"  {name}: {state.describe()}")

@@ -1,0 +1,45 @@
+"""What the public API returns: :class:`Answer` (an answer with its evidence) and :class:`IndexReport` (what one
+``index()`` run did). Re-exported by :mod:`gemrag` and :mod:`gemrag.memory`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gemrag.models.base import Usage
+from gemrag.types import Hit
+
+
+@dataclass
+class Answer:
+    """An answer with its evidence.
+
+    Attributes:
+        text: the model's answer (for multiple choice: the chosen option's text).
+        choice: 0-based index of the chosen option (multiple choice), else None.
+        hits: the retrieved context nodes, in the order given to the LLM.
+        retrieval_seconds: time to retrieve the context (seconds, without answer generation).
+        answer_seconds: time to generate the answer (seconds).
+        usage: what this question spent in model calls (cache hits cost nothing).
+    """
+
+    text: str
+    choice: int | None
+    hits: list[Hit]
+    retrieval_seconds: float
+    answer_seconds: float
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class IndexReport:
+    """What one ``index()`` run did: ``new_chunks`` created, totals, seconds and spent usage (LLM and embedder
+    calls together); ``llm_calls``: the LLM backend calls it made (cache misses)."""
+
+    documents: int
+    chunks: int
+    new_chunks: int
+    summary_nodes: int
+    seconds: float
+    usage: Usage
+    failures: int
+    llm_calls: int = 0
