@@ -107,3 +107,44 @@ class ScriptedLLM:
             text = json.dumps({"answer": best})
             return Completion(text, json.loads(text), usage)
         return Completion("A free-form answer.", None, usage)
+
+
+class BatchingLLM(ScriptedLLM):
+    """A :class:`ScriptedLLM` with its own ``complete_iter`` (the batch capability of
+    :mod:`gemrag.models.batch`): it records every batch it receives and yields the answers in reverse order (not
+    request order), as a backend finishing its sequences out of order would.
+
+    ``crash_after``: after yielding that many answers in all, the next batch raises ``crash`` (default a
+    ``RuntimeError``) in the middle: the answers yielded before stay yielded, the rest of the batch is lost.
+    Per-request ``GemragError``s raised by :meth:`complete` are yielded, fatal ones raised.
+    """
+
+    def __init__(
+        self,
+        fail: Callable[[int, str], bool] | None = None,
+        crash_after: int | None = None,
+        crash: BaseException | None = None,
+    ) -> None:
+        super().__init__(fail)
+        self.batches: list[list[Any]] = []
+        self.crash_after = crash_after
+        self.crash = crash or RuntimeError("the backend died mid-batch")
+        self.returned: list[Any] = []  # the requests whose answers were yielded, in yield order
+
+    def complete_iter(self, requests: Sequence[Any]) -> Any:
+        from gemrag.errors import GemragError, is_fatal
+
+        self.batches.append(list(requests))
+        answers: list[tuple[int, Any]] = []
+        for i, r in enumerate(requests):
+            try:
+                answers.append((i, r.call(self)))
+            except GemragError as exc:
+                if is_fatal(exc):
+                    raise
+                answers.append((i, exc))
+        for pair in reversed(answers):
+            if self.crash_after is not None and len(self.returned) >= self.crash_after:
+                raise self.crash
+            self.returned.append(requests[pair[0]])
+            yield pair

@@ -3,7 +3,9 @@
 Every LLM and embedding call goes through these wrappers (DESIGN.md, "middleware"): the answer is
 looked up in the memory's SQLite by a sha256 of (model id, the backend's cache identity, input, parameters);
 on a miss the backend is called and the answer stored *before* it is used, so an interrupted build repeats no
-model call.
+model call. :meth:`CachedLLM.complete_iter` does the same for many calls at once (the batch contract of
+:mod:`gemrag.models.batch`): hits at once, the misses as one batch to the backend, each answer cached before it
+is yielded.
 
 The cache identity (:func:`gemrag.models.base.cache_identity_of`) holds what else decides an answer: for
 llama.cpp the GGUF's fingerprint, ``n_ctx``, the chat format and the default seed; for an OpenAI-compatible
@@ -18,12 +20,15 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
+from gemrag.errors import GemragError
+from gemrag.models import batch
 from gemrag.models.base import LLM, Completion, Embedder, Message, Usage, cache_identity_of
+from gemrag.models.batch import CompletionRequest
 from gemrag.models.meter import UsageMeter
 
 
@@ -108,12 +113,78 @@ class CachedLLM:
     ) -> Completion:
         """Same contract as :meth:`LLM.complete`; a cache hit returns ``cached=True`` at no cost."""
         key = self.key(messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed)
-        hit = self.store.get_llm(key)
+        hit = self._hit(key)
         if hit is not None:
-            usage = Usage(hit["prompt_tokens"], hit["completion_tokens"], seconds=hit["seconds"])
-            self.meter.record("llm", self.model_id, usage, cached=True)
-            return Completion(hit["text"], hit.get("parsed"), usage, cached=True)
+            return hit
         result = self.inner.complete(messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        self._save(key, result)
+        return result
+
+    def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
+        """Complete many requests (the contract of :mod:`gemrag.models.batch`), answering from the cache first.
+
+        Cache hits are yielded at once (metered as cached); the misses go to the backend as ONE batch through
+        :func:`gemrag.models.batch.complete_iter` (so a backend's own batching or concurrency serves them), each
+        answer stored in the cache *before* it is yielded and metered as one call. Identical requests are sent
+        once: the first index gets the backend's answer, the others the cached copy (as a later :meth:`complete`
+        would). Keys are those of :meth:`complete`, so a batched answer is a hit for a later single call and vice
+        versa. A per-request error is yielded and not cached.
+
+        Args:
+            requests: n requests.
+
+        Yields:
+            n pairs ``(index, Completion or GemragError)``, hits first, then the misses in completion order.
+
+        Raises:
+            GemragError: a fatal one from the backend (:func:`~gemrag.errors.is_fatal`).
+        """
+        misses: dict[str, list[int]] = {}  # key -> indices asking for it, first one sent
+        for i, r in enumerate(requests):
+            key = self.key(r.messages, schema=r.schema, max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed)
+            if key in misses:
+                misses[key].append(i)
+                continue
+            hit = self._hit(key)
+            if hit is None:
+                misses[key] = [i]
+            else:
+                yield i, hit
+        if not misses:
+            return
+        keys = list(misses)
+        results = batch.complete_iter(self.inner, [requests[misses[k][0]] for k in keys])
+        try:
+            for j, result in results:
+                first, *copies = misses[keys[j]]
+                if isinstance(result, GemragError):
+                    for i in (first, *copies):
+                        yield i, result
+                    continue
+                self._save(keys[j], result)
+                yield first, result
+                for i in copies:
+                    yield i, self._cached_copy(result)
+        finally:
+            results.close()
+
+    def _hit(self, key: str) -> Completion | None:
+        """The cached answer of ``key`` (metered as a cache hit), or None."""
+        hit = self.store.get_llm(key)
+        if hit is None:
+            return None
+        usage = Usage(hit["prompt_tokens"], hit["completion_tokens"], seconds=hit["seconds"])
+        self.meter.record("llm", self.model_id, usage, cached=True)
+        return Completion(hit["text"], hit.get("parsed"), usage, cached=True)
+
+    def _cached_copy(self, result: Completion) -> Completion:
+        """``result`` as a cache hit (metered as one): the answer of a duplicate request of the same batch."""
+        usage = Usage(result.usage.prompt_tokens, result.usage.completion_tokens, seconds=result.usage.seconds)
+        self.meter.record("llm", self.model_id, usage, cached=True)
+        return Completion(result.text, result.parsed, usage, cached=True)
+
+    def _save(self, key: str, result: Completion) -> None:
+        """Store a backend answer under ``key`` and meter it as one call."""
         self.store.put_llm(
             key,
             self.model_id,
@@ -126,7 +197,6 @@ class CachedLLM:
             },
         )
         self.meter.record("llm", self.model_id, result.usage, cached=False)
-        return result
 
     def count_tokens(self, text: str) -> int:
         """Delegates to the backend."""
