@@ -1,4 +1,9 @@
-"""Progress bars for long work (rich), as a factory the strategies call: ``progress(description, total)``."""
+"""Progress bars for long work (rich), as a factory the strategies call: ``progress(description, total)``.
+
+The bar's ``advance(n=1, *, tokens=0)`` (:class:`gemrag.strategies.base.Advance`) counts items and the LLM tokens
+they made generate, so an LLM pass (:mod:`gemrag.strategies.extraction`) shows items/s and tokens/s; a bar that
+never gets tokens shows no token rate.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,41 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
+
+
+class RateColumn(ProgressColumn):
+    """Average rate since the task started: items/s (``field=None``: completed items) or a counter kept in the
+    task's fields (``field="tokens"``) per second; blank before the first second or while the counter is 0.
+
+    Args:
+        unit: the label after the number (``"it/s"``, ``"tok/s"``).
+        field: the task field counted, or None for the completed items.
+    """
+
+    def __init__(self, unit: str, field: str | None = None) -> None:
+        super().__init__()
+        self.unit = unit
+        self.field = field
+
+    def render(self, task: Task) -> Text:
+        """The rate as ``"12.3 it/s"`` (blank when unknown)."""
+        count = task.completed if self.field is None else task.fields.get(self.field, 0)
+        elapsed = task.elapsed or 0.0
+        if not count or elapsed <= 0.0:
+            return Text("")
+        return Text(f"{count / elapsed:.1f} {self.unit}", style="progress.data.speed")
 
 
 def rich_progress(console: Console | None = None):  # noqa: ANN201 - returns a ProgressFactory
-    """A progress factory drawing one rich bar per task on ``console`` (stderr by default)."""
+    """A progress factory drawing one rich bar per task on ``console`` (stderr by default), with items/s and,
+    when ``advance`` gets token counts, tokens/s."""
     console = console or Console(stderr=True)
 
     @contextmanager
@@ -26,13 +58,21 @@ def rich_progress(console: Console | None = None):  # noqa: ANN201 - returns a P
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            RateColumn("it/s"),
+            RateColumn("tok/s", "tokens"),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
             console=console,
             transient=False,
         ) as bar:
-            task = bar.add_task(description, total=total)
-            yield lambda n=1: bar.advance(task, n)
+            task = bar.add_task(description, total=total, tokens=0)
+            spent = [0]  # tokens so far
+
+            def advance(n: int = 1, *, tokens: int = 0) -> None:
+                spent[0] += tokens
+                bar.update(task, advance=n, tokens=spent[0])
+
+            yield advance
 
     return factory

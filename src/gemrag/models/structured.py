@@ -163,7 +163,7 @@ def complete_validated_iter(
                     yield (
                         i,
                         StructuredOutputError(
-                            f"model output failed validation after {attempts} attempts: {error}; "
+                            f"model output failed validation after {attempts} attempt{'s' * (attempts != 1)}: {error}; "
                             f"last output: {result.text[:200]!r}"
                         ),
                     )

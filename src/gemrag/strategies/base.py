@@ -35,6 +35,7 @@ registered strategy, so a typo such as ``[raptr]`` is an error, not an ignored s
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -49,14 +50,40 @@ from gemrag.models.meter import UsageMeter
 from gemrag.store import Store
 from gemrag.types import Hit
 
-Advance = Callable[[int], None]
+
+class Advance(Protocol):
+    """``advance(n=1, *, tokens=0)``: n more items done, which made the LLM generate ``tokens`` tokens (completion
+    tokens of the calls actually made; cache hits cost none), so a bar can show items/s and tokens/s. Factories
+    written before the ``tokens`` argument (``advance(n)`` only) keep working: callers that pass tokens go through
+    :func:`token_advance`."""
+
+    def __call__(self, n: int = 1, *, tokens: int = 0) -> None: ...
+
+
 ProgressFactory = Callable[[str, int], AbstractContextManager[Advance]]
+"""``progress(description, total)``: a context manager yielding an :class:`Advance` (``total`` items)."""
 
 
 @contextmanager
 def no_progress(description: str, total: int) -> Iterator[Advance]:
-    """A progress factory that shows nothing."""
-    yield lambda n=1: None
+    """A progress factory that shows nothing (and ignores the token counts)."""
+
+    def advance(n: int = 1, *, tokens: int = 0) -> None:
+        return None
+
+    yield advance
+
+
+def token_advance(advance: Callable[..., None]) -> Callable[[int, int], None]:
+    """``advance`` as a function of ``(n, tokens)``: it gets ``tokens=`` when it accepts that keyword (or
+    ``**kwargs``), else only ``n`` (a factory written before token counts existed)."""
+    try:
+        params = inspect.signature(advance).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable without a signature: assume the old form
+        params = ()  # type: ignore[assignment]
+    if any(p.name == "tokens" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return lambda n, tokens: advance(n, tokens=tokens)
+    return lambda n, tokens: advance(n)
 
 
 @dataclass
@@ -69,7 +96,8 @@ class StrategyContext:
         get_llm: returns the LLM (cached, metered), loading it on first use (it can take seconds).
         config: the full configuration.
         meter: the usage meter (phases ``index`` / ``query``).
-        progress: ``progress(description, total)`` context manager yielding ``advance(n)``.
+        progress: ``progress(description, total)`` context manager yielding ``advance(n, tokens=0)``
+            (:class:`Advance`).
         state: per-memory scratch space for a strategy's loaded arrays.
     """
 

@@ -25,7 +25,6 @@ from tokenizers import Tokenizer
 from gemrag.errors import GemragError, MemoryNotIndexedError
 from gemrag.graph._validate import top_indices, unit_rows
 from gemrag.ingest.tokenizer import minilm_tokenizer
-from gemrag.models.base import Message
 from gemrag.store import NodeRecord, Published
 from gemrag.store.arrays import Matrix
 from gemrag.store.migrations import REBUILD_META
@@ -287,19 +286,6 @@ def chunk_hits(
         Hit(int(nid), "chunk", float(score), ctx.store.node(int(nid)).text, rank, dict(meta or {}))
         for rank, (nid, score) in enumerate(zip(node_ids, scores, strict=True))
     ]
-
-
-def llm_summary(ctx: StrategyContext, messages: list[Message], max_tokens: int) -> str:
-    """One summary from the LLM (greedy), whitespace-normalized; used by GEM's eigentheme summaries and RAPTOR.
-
-    Raises:
-        GemragError: the backend failed or returned an empty text.
-    """
-    completion = ctx.get_llm().complete(messages, max_tokens=max_tokens, temperature=0.0)
-    text = " ".join(completion.text.split())
-    if not text:
-        raise GemragError("the LLM returned an empty summary")
-    return text
 
 
 def require(*modules: str, strategy: str) -> None:

@@ -36,7 +36,6 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
-from gemrag.errors import GemragError, is_fatal
 from gemrag.models.prompts import raptor_summary_prompt
 from gemrag.store import Published
 from gemrag.strategies.base import StrategyContext, register
@@ -46,12 +45,12 @@ from gemrag.strategies.common import (
     chunk_nodes,
     cosine_scores,
     count_tokens,
-    llm_summary,
     load_published,
     prompt_vector,
     publish_arrays,
     require,
 )
+from gemrag.strategies.extraction import summarize_each
 from gemrag.types import Hit
 
 STRATEGY = "raptor"
@@ -237,41 +236,42 @@ class RaptorStrategy:
         texts: list[str],
     ) -> list[int]:
         """Summarize each cluster (rows of ``tree``) into a new summary node of layer ``at[0]`` in build
-        generation ``at[1]``; returns the new rows."""
+        generation ``at[1]`` (RAPTOR section 3, "Model-Based Summarization"; through the extraction pipeline, so
+        the clusters go to the LLM in batches and the nodes are created in cluster order); returns the new rows."""
         layer, generation = at
         new_texts: list[str] = []
-        with ctx.progress(f"RAPTOR layer {layer} summaries", len(clusters)) as advance:
-            for members in clusters:
-                try:
-                    text = llm_summary(
-                        ctx, raptor_summary_prompt([texts[i] for i in members]), self.params.summary_tokens
-                    )
-                except GemragError as exc:
-                    if is_fatal(exc):
-                        raise
-                    ctx.store.record_failure("index/raptor", None, f"layer {layer}, {len(members)} nodes: {exc}")
-                    advance(1)
-                    continue
-                sources = set().union(*(tree.sources[i] for i in members))
-                n_tokens = count_tokens(text)
-                summary_id = ctx.store.add_node(
-                    STRATEGY,
-                    generation,
-                    SUMMARY,
-                    text,
-                    n_tokens=n_tokens,
-                    meta={"layer": layer},
-                    ord_=len(tree.node_ids),
-                    sources=sorted(sources),
-                )
-                tree.children += [(summary_id, tree.node_ids[i]) for i in members]
-                tree.sources.append(sources)
-                tree.node_ids.append(summary_id)
-                tree.layers.append(layer)
-                tree.n_tokens.append(n_tokens)
-                texts.append(text)
-                new_texts.append(text)
-                advance(1)
+
+        def save(members: list[int], text: str) -> None:
+            sources = set().union(*(tree.sources[i] for i in members))
+            n_tokens = count_tokens(text)
+            summary_id = ctx.store.add_node(
+                STRATEGY,
+                generation,
+                SUMMARY,
+                text,
+                n_tokens=n_tokens,
+                meta={"layer": layer},
+                ord_=len(tree.node_ids),
+                sources=sorted(sources),
+            )
+            tree.children += [(summary_id, tree.node_ids[i]) for i in members]
+            tree.sources.append(sources)
+            tree.node_ids.append(summary_id)
+            tree.layers.append(layer)
+            tree.n_tokens.append(n_tokens)
+            texts.append(text)
+            new_texts.append(text)
+
+        summarize_each(
+            ctx,
+            clusters,
+            f"RAPTOR layer {layer} summaries",
+            lambda members: raptor_summary_prompt([texts[i] for i in members]),
+            max_tokens=self.params.summary_tokens,
+            save=save,
+            phase="index/raptor",
+            label=lambda members: f"layer {layer}, {len(members)} nodes",
+        )
         if not new_texts:
             return []
         tree.vectors = np.concatenate([tree.vectors, ctx.embedder.embed(new_texts)]).astype(np.float32)

@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from gemrag.errors import GemragError, is_fatal
 from gemrag.graph.spectrum import eigenpairs, select_eigenthemes, theme_members
 from gemrag.models.prompts import summary_prompt
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.clustering import kmeans_members
-from gemrag.strategies.common import count_tokens, llm_summary, require
+from gemrag.strategies.common import count_tokens, require
+from gemrag.strategies.extraction import summarize_each
 from gemrag.strategies.utility_questions import generate_utility_questions
 
 MIN_NODES = 3
@@ -117,7 +117,8 @@ def build_eigentheme_summaries(
         eigen: L's eigenpairs, already computed by the caller (see :func:`summary_members`).
 
     Returns:
-        The new summary node ids. Summaries whose member texts did not change cost no LLM call (cache).
+        The new summary node ids, in theme order. Summaries whose member texts did not change cost no LLM call
+        (cache). A summary the LLM fails to write is recorded (phase ``index/summaries``) and left out.
 
     Raises:
         GemragError: ``gem.members="kmeans"`` and scikit-learn is not installed.
@@ -129,27 +130,30 @@ def build_eigentheme_summaries(
     cfg = ctx.config.gem
     if cfg.members == "kmeans":
         require("sklearn", strategy="gem (members='kmeans')")
-    themes = summary_members(L, chunk_vectors, k, top_e, cfg.members, eigen=eigen, skip_trivial=cfg.skip_trivial)
+    found = summary_members(L, chunk_vectors, k, top_e, cfg.members, eigen=eigen, skip_trivial=cfg.skip_trivial)
+    themes = [(j, [chunk_ids[i] for i in np.sort(idx).tolist()], theme) for j, (idx, theme) in enumerate(found)]
+    # members in document order (reads better); one summary per theme through the extraction pipeline
     created: list[int] = []
-    with ctx.progress("eigentheme summaries", len(themes)) as advance:
-        for j, (idx, theme) in enumerate(themes):
-            member_ids = [chunk_ids[i] for i in np.sort(idx).tolist()]  # document order reads better
-            texts = [ctx.store.node(i).text for i in member_ids]
-            try:
-                text = llm_summary(ctx, summary_prompt(texts, cfg.summary_words), int(cfg.summary_words * 2))
-            except GemragError as exc:
-                if is_fatal(exc):
-                    raise
-                ctx.store.record_failure("index/summaries", None, f"eigentheme {j + 1}: {exc}")
-                advance(1)
-                continue
-            meta = {**theme, "members": member_ids}
-            created.append(
-                ctx.store.add_summary_node(
-                    j, text, count_tokens(text), meta, strategy=strategy, generation=generation, sources=member_ids
-                )
+
+    def save(item: tuple[int, list[int], dict[str, Any]], text: str) -> None:
+        j, member_ids, theme = item
+        meta = {**theme, "members": member_ids}
+        created.append(
+            ctx.store.add_summary_node(
+                j, text, count_tokens(text), meta, strategy=strategy, generation=generation, sources=member_ids
             )
-            advance(1)
+        )
+
+    summarize_each(
+        ctx,
+        themes,
+        "eigentheme summaries",
+        lambda item: summary_prompt([ctx.store.node(i).text for i in item[1]], cfg.summary_words),
+        max_tokens=int(cfg.summary_words * 2),
+        save=save,
+        phase="index/summaries",
+        label=lambda item: f"eigentheme {item[0] + 1}",
+    )
     own = ctx.store.nodes("summary", strategy=strategy, build=(strategy, generation))
     generate_utility_questions(ctx, own, cfg.questions)
     return created
