@@ -124,8 +124,9 @@ class BatchingLLM(ScriptedLLM):
         fail: Callable[[int, str], bool] | None = None,
         crash_after: int | None = None,
         crash: BaseException | None = None,
+        interrupt_after: int | None = None,
     ) -> None:
-        super().__init__(fail)
+        super().__init__(fail, interrupt_after)
         self.batches: list[list[Any]] = []
         self.crash_after = crash_after
         self.crash = crash or RuntimeError("the backend died mid-batch")
