@@ -131,6 +131,7 @@ class BatchingLLM(ScriptedLLM):
         self.crash_after = crash_after
         self.crash = crash or RuntimeError("the backend died mid-batch")
         self.returned: list[Any] = []  # the requests whose answers were yielded, in yield order
+        self.closed = 0  # batches whose consumer stopped (or which ended): the generator's cleanup ran
 
     def complete_iter(self, requests: Sequence[Any]) -> Any:
         from gemrag.errors import GemragError, is_fatal
@@ -144,8 +145,11 @@ class BatchingLLM(ScriptedLLM):
                 if is_fatal(exc):
                     raise
                 answers.append((i, exc))
-        for pair in reversed(answers):
-            if self.crash_after is not None and len(self.returned) >= self.crash_after:
-                raise self.crash
-            self.returned.append(requests[pair[0]])
-            yield pair
+        try:
+            for pair in reversed(answers):
+                if self.crash_after is not None and len(self.returned) >= self.crash_after:
+                    raise self.crash
+                self.returned.append(requests[pair[0]])
+                yield pair
+        finally:
+            self.closed += 1

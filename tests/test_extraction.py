@@ -215,8 +215,9 @@ def test_a_rerun_after_a_crash_mid_batch_repeats_no_answered_call(tmp_path: Path
                 raise KeyboardInterrupt
             saved.append(node.id)
 
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt) as stopped:
             run_extraction(mem.ctx, chunks, NAMES, save=save, fail=lambda n, e: None, batch_size=4)
+        assert stopped.traceback and crashing.closed == 2  # the abandoned batch was closed at once, not by the GC
         answered = {r.messages[0]["content"] for r in crashing.returned}
         assert len(answered) == 6 and len(saved) == 5
         healthy = NamesLLM()

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -105,7 +106,7 @@ def complete_validated_iter(
     attempts: int = 3,
     first_attempt: int | Sequence[int] = 0,
     observe: Callable[[int, Completion], None] | None = None,
-) -> Iterator[tuple[int, V | GemragError]]:
+) -> Generator[tuple[int, V | GemragError], None, None]:
     """Ask ``llm`` the n prompts in rounds of batches until each answer validates or its attempts run out.
 
     Round 1 sends every prompt's first attempt as one batch (:func:`gemrag.models.batch.complete_iter`, so the
@@ -148,30 +149,27 @@ def complete_validated_iter(
             temperature, seed = attempt_parameters(firsts[i] + r)
             requests.append(CompletionRequest(convos[i], schema, max_tokens, temperature, seed))
         failed: list[int] = []
-        for j, result in complete_iter(llm, requests):
-            i = pending[j]
-            if isinstance(result, GemragError):
-                yield i, result
-                continue
-            if observe is not None:
-                observe(i, result)
-            try:
-                value = validate(result)
-            except (ValueError, ValidationError) as exc:
-                error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                if r + 1 == rounds:
-                    yield (
-                        i,
-                        StructuredOutputError(
-                            f"model output failed validation after {attempts} attempt{'s' * (attempts != 1)}: {error}; "
-                            f"last output: {result.text[:200]!r}"
-                        ),
+        with closing(complete_iter(llm, requests)) as results:  # a caller that stops abandons the batch at once
+            for j, result in results:
+                i = pending[j]
+                if isinstance(result, GemragError):
+                    yield i, result
+                    continue
+                if observe is not None:
+                    observe(i, result)
+                try:
+                    value = validate(result)
+                except (ValueError, ValidationError) as exc:
+                    error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    if r + 1 < rounds:
+                        convos[i] = _repair(prompts[i], result.text, error, schema)
+                        failed.append(i)
+                        continue
+                    value = StructuredOutputError(
+                        f"model output failed validation after {attempts} attempt{'s' * (attempts != 1)}: "
+                        f"{error}; last output: {result.text[:200]!r}"
                     )
-                else:
-                    convos[i] = _repair(prompts[i], result.text, error, schema)
-                    failed.append(i)
-                continue
-            yield i, value
+                yield i, value
         pending = sorted(failed)
         if not pending:
             return
@@ -187,7 +185,7 @@ def complete_structured_iter(
     attempts: int = 3,
     first_attempt: int | Sequence[int] = 0,
     observe: Callable[[int, Completion], None] | None = None,
-) -> Iterator[tuple[int, T | GemragError]]:
+) -> Generator[tuple[int, T | GemragError], None, None]:
     """:func:`complete_structured` for n prompts at once, in batches (:func:`complete_validated_iter`).
 
     Args:

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -78,7 +79,7 @@ class Extraction(Generic[I]):
 
     def results(
         self, llm: LLM, items: Sequence[I], observe: Callable[[int, Completion], None] | None = None
-    ) -> Iterator[tuple[int, Any]]:
+    ) -> Generator[tuple[int, Any], None, None]:
         """Ask for every item at once: ``(index into items, validated value or GemragError)`` in completion order
         (:func:`~gemrag.models.structured.complete_validated_iter`).
 
@@ -184,17 +185,17 @@ def run_extraction(
         advance = token_advance(bar)
         for start in range(0, len(items), batch_size):
             part = items[start : start + batch_size]
-            results = extraction.results(llm, part, observe)
-            for index, result in _in_order(results) if in_order else results:
-                if isinstance(result, GemragError):
-                    fail(part[index], result)
-                    report.failed += 1
-                else:
-                    save(part[index], result)
-                    report.saved += 1
-                report.completion_tokens += made[0]
-                advance(1, made[0])
-                made[0] = 0
+            with closing(extraction.results(llm, part, observe)) as results:  # a stop abandons the batch at once
+                for index, result in _in_order(results) if in_order else results:
+                    if isinstance(result, GemragError):
+                        fail(part[index], result)
+                        report.failed += 1
+                    else:
+                        save(part[index], result)
+                        report.saved += 1
+                    report.completion_tokens += made[0]
+                    advance(1, made[0])
+                    made[0] = 0
     return report
 
 
