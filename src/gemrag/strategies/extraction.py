@@ -38,7 +38,7 @@ from pydantic import BaseModel
 
 from gemrag.errors import GemragError
 from gemrag.models.base import LLM, Completion, Message
-from gemrag.models.structured import complete_structured_iter, complete_validated_iter, validate_text
+from gemrag.models.structured import complete_validated_iter, validate_json, validate_text
 from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext, token_advance
 
@@ -89,21 +89,15 @@ class Extraction(Generic[I]):
         prompts = [self.prompt(item) for item in items]
         first = [self.first_attempt(item) for item in items] if self.first_attempt is not None else 0
         if self.output_type is None:
-            return complete_validated_iter(
-                llm,
-                prompts,
-                validate_text,
-                schema=self.schema,
-                max_tokens=self.max_tokens,
-                attempts=self.attempts,
-                first_attempt=first,
-                observe=observe,
-            )
-        return complete_structured_iter(
+            validate: Callable[[Completion], Any] = validate_text
+            schema = self.schema
+        else:  # as complete_structured_iter
+            validate, schema = validate_json(self.output_type), self.schema or self.output_type.model_json_schema()
+        return complete_validated_iter(
             llm,
             prompts,
-            self.output_type,
-            schema=self.schema,
+            validate,
+            schema=schema,
             max_tokens=self.max_tokens,
             attempts=self.attempts,
             first_attempt=first,
