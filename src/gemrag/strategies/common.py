@@ -169,10 +169,12 @@ def write_publication(
     edges: Edges | Mapping[str, Edges] | None = None,
     covers: Sequence[int] | Literal["keep"] | None = None,
     carry: bool = False,
+    retire: Sequence[int] = (),
 ) -> Publication:
     """Write a build's arrays (dense numpy arrays or scipy.sparse matrices) as generation ``generation`` and
     return its :class:`~gemrag.store.publish.Publication` (parameters and model ids filled in), not yet
-    published. ``axes`` names each array's dimensions so readers can check they agree.
+    published. ``axes`` names each array's dimensions so readers can check they agree. ``carry`` keeps the
+    previous generation's nodes and edges, except the node ids in ``retire`` (and their edges).
 
     Raises:
         ValueError: bad array names, or ``axes`` that do not match an array.
@@ -190,6 +192,7 @@ def write_publication(
         build_params(ctx, strategy),
         build_models(ctx),
         carry,
+        tuple(int(n) for n in retire),
     )
 
 

@@ -19,9 +19,13 @@ the store (strategy ``raptor``, kind ``summary``, ``meta`` ``{"layer": L}``, its
 with an edge of kind ``child`` (weight 1) to each node it summarizes; the arrays ``node_ids`` ((N,) int64: the
 chunks, then the summaries layer by layer), ``layers`` ((N,) int64, 0 = chunk), ``n_tokens`` ((N,) int64 MiniLM
 tokens) and ``vectors`` ((N, d) float32) are published with them in one transaction, so building GEM (or any
-other strategy) never touches RAPTOR's nodes and a reader never sees half a tree. Rebuilding replaces the whole
-tree; unchanged clusters cost no LLM call (the LLM cache). Deleting a document removes the summaries made from
-its chunks only (:mod:`gemrag.strategies.incremental`).
+other strategy) never touches RAPTOR's nodes and a reader never sees half a tree. Deleting a document removes
+the summaries made from its chunks only (:mod:`gemrag.strategies.incremental`). The next ``index`` updates the
+tree in place (``raptor.incremental``, :mod:`gemrag.strategies.raptor_update`: new chunks join their nearest
+cluster; only changed clusters and their ancestors are summarized again) unless too much changed
+(``raptor.rebuild_fraction``), in which case the whole tree is re-clustered; unchanged clusters cost no LLM call
+either way (the LLM cache). Each summary records the children it summarized, in prompt order
+(``meta["children"]``).
 
 Settings: :class:`RaptorConfig`, the ``[raptor]`` configuration section (``--set raptor.summary_tokens=200``).
 Needs scikit-learn and umap-learn (``pip install 'gemrag[eval]'``).
@@ -29,6 +33,7 @@ Needs scikit-learn and umap-learn (``pip install 'gemrag[eval]'``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +42,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from gemrag.models.prompts import raptor_summary_prompt
-from gemrag.store import Published
+from gemrag.store import NodeRecord, Published
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.clustering import RANDOM_SEED, Reducer, raptor_clusters
 from gemrag.strategies.common import (
@@ -51,6 +56,7 @@ from gemrag.strategies.common import (
     require,
 )
 from gemrag.strategies.extraction import summarize_each
+from gemrag.strategies.raptor_update import CHILDREN_KEY, TreeState, ordered_children, should_rebuild, update_tree
 from gemrag.types import Hit
 
 STRATEGY = "raptor"
@@ -83,6 +89,11 @@ class RaptorConfig(BaseModel):
         max_clusters: most GMM components tried per clustering stage; the count is chosen by the Bayesian
             Information Criterion (section 3). Default 50 (``max_clusters`` of ``get_optimal_clusters``).
         random_state: seed of UMAP and the GMMs. Default 224 (``RANDOM_SEED``).
+        incremental: update the published tree in place when documents were added or deleted — new chunks join
+            their nearest layer-1 cluster and only changed clusters and their ancestors are summarized again
+            (:mod:`gemrag.strategies.raptor_update`; not in the paper, which builds the tree once). Default True.
+        rebuild_fraction: re-cluster from scratch instead when the chunks added and deleted since the tree's
+            build exceed this fraction of the chunks it covers. Default 0.25 (gemrag's choice).
         reducer: Python only (not a configuration key): the dimension reduction; None = UMAP with the cosine
             metric, as the authors' code. Tests inject a cheap one.
 
@@ -99,6 +110,8 @@ class RaptorConfig(BaseModel):
     summary_tokens: int = Field(100, ge=1, le=8192)
     max_clusters: int = Field(50, ge=1, le=10_000)
     random_state: int = RANDOM_SEED
+    incremental: bool = True
+    rebuild_fraction: float = Field(0.25, ge=0.0)
     reducer: Reducer | None = Field(None, exclude=True, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -106,6 +119,11 @@ class RaptorConfig(BaseModel):
         out = self.model_dump(mode="json")
         out["reducer"] = "umap" if self.reducer is None else getattr(self.reducer, "__name__", "custom")
         return out
+
+
+def tree_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """The settings that shape a tree (:meth:`RaptorConfig.as_dict` without those of incremental updates)."""
+    return {k: v for k, v in params.items() if k not in ("incremental", "rebuild_fraction")}
 
 
 RaptorParams = RaptorConfig
@@ -139,8 +157,12 @@ class RaptorTree:
     sources: list[set[int]] = field(default_factory=list)
     children: list[tuple[int, int]] = field(default_factory=list)
 
-    def publish(self, ctx: StrategyContext, generation: int, params: RaptorConfig) -> None:
-        """Publish generation ``generation``: the arrays, the summary nodes already inserted and the child edges."""
+    def publish(
+        self, ctx: StrategyContext, generation: int, params: RaptorConfig, retire: Sequence[int] | None = None
+    ) -> None:
+        """Publish generation ``generation``: the arrays, the summary nodes already inserted and the child edges
+        made by this build. ``retire`` (an incremental update): keep the previous generation's summary nodes and
+        edges except those summary ids; None: replace the whole tree."""
         arrays = {
             "node_ids": np.asarray(self.node_ids, dtype=np.int64),
             "layers": np.asarray(self.layers, dtype=np.int64),
@@ -151,7 +173,8 @@ class RaptorTree:
         dst = np.asarray([b for _, b in self.children], dtype=np.int64)
         edges = {CHILD: (src, dst, np.ones(len(src)))}
         meta = {"params": params.as_dict()}
-        publish_arrays(ctx, STRATEGY, generation, arrays, axes=AXES, meta=meta, edges=edges)
+        carry = {} if retire is None else {"carry": True, "retire": retire}
+        publish_arrays(ctx, STRATEGY, generation, arrays, axes=AXES, meta=meta, edges=edges, **carry)
 
     @classmethod
     def from_published(cls, published: Published) -> RaptorTree:
@@ -194,6 +217,9 @@ class RaptorStrategy:
         chunks = chunk_nodes(ctx)
         ids, vectors = chunk_ids_and_vectors(ctx, chunks)
         generation = ctx.store.begin_build(STRATEGY)
+        if p.incremental and self._update(ctx, generation, chunks, vectors):
+            return
+        generation = ctx.store.begin_build(STRATEGY)  # drops what an abandoned update wrote
         tree = RaptorTree(ids.tolist(), [0] * len(chunks), [c.n_tokens for c in chunks], vectors)
         tree.sources = [{int(i)} for i in ids.tolist()]
         texts = [c.text for c in chunks]
@@ -221,7 +247,7 @@ class RaptorStrategy:
             if len(clusters) >= len(current):  # clustering cannot reduce this layer
                 break
             groups = [[current[i] for i in c] for c in clusters]
-            written = self._summarize_layer(ctx, (layer, generation), groups, tree, texts)
+            written = [r for r in self._summarize_layer(ctx, (layer, generation), groups, tree, texts) if r is not None]
             if not written:
                 break
             current = written
@@ -234,27 +260,36 @@ class RaptorStrategy:
         clusters: list[list[int]],
         tree: RaptorTree,
         texts: list[str],
-    ) -> list[int]:
+    ) -> list[int | None]:
         """Summarize each cluster (rows of ``tree``) into a new summary node of layer ``at[0]`` in build
         generation ``at[1]`` (RAPTOR section 3, "Model-Based Summarization"; through the extraction pipeline, so
-        the clusters go to the LLM in batches and the nodes are created in cluster order); returns the new rows."""
+        the clusters go to the LLM in batches and the nodes are created in cluster order).
+
+        Returns:
+            Per cluster, the row of its new summary in ``tree`` (appended), or None when the LLM failed (a
+            recorded failure).
+        """
         layer, generation = at
         new_texts: list[str] = []
+        rows: list[int | None] = [None] * len(clusters)
 
-        def save(members: list[int], text: str) -> None:
+        def save(item: tuple[int, list[int]], text: str) -> None:
+            index, members = item
             sources = set().union(*(tree.sources[i] for i in members))
             n_tokens = count_tokens(text)
+            children = [tree.node_ids[i] for i in members]  # in prompt order
             summary_id = ctx.store.add_node(
                 STRATEGY,
                 generation,
                 SUMMARY,
                 text,
                 n_tokens=n_tokens,
-                meta={"layer": layer},
+                meta={"layer": layer, CHILDREN_KEY: children},
                 ord_=len(tree.node_ids),
                 sources=sorted(sources),
             )
-            tree.children += [(summary_id, tree.node_ids[i]) for i in members]
+            tree.children += [(summary_id, child) for child in children]
+            rows[index] = len(tree.node_ids)
             tree.sources.append(sources)
             tree.node_ids.append(summary_id)
             tree.layers.append(layer)
@@ -264,18 +299,65 @@ class RaptorStrategy:
 
         summarize_each(
             ctx,
-            clusters,
+            list(enumerate(clusters)),
             f"RAPTOR layer {layer} summaries",
-            lambda members: raptor_summary_prompt([texts[i] for i in members]),
+            lambda item: raptor_summary_prompt([texts[i] for i in item[1]]),
             max_tokens=self.params.summary_tokens,
             save=save,
             phase="index/raptor",
-            label=lambda members: f"layer {layer}, {len(members)} nodes",
+            label=lambda item: f"layer {layer}, {len(item[1])} nodes",
         )
-        if not new_texts:
-            return []
-        tree.vectors = np.concatenate([tree.vectors, ctx.embedder.embed(new_texts)]).astype(np.float32)
-        return list(range(len(texts) - len(new_texts), len(texts)))
+        if new_texts:
+            tree.vectors = np.concatenate([tree.vectors, ctx.embedder.embed(new_texts)]).astype(np.float32)
+        return rows
+
+    def _update(
+        self, ctx: StrategyContext, generation: int, chunks: list[NodeRecord], vectors: NDArray[np.float32]
+    ) -> bool:
+        """Update the published tree in place (:mod:`gemrag.strategies.raptor_update`) and publish it as
+        generation ``generation``; False (nothing published) when the tree must be rebuilt from scratch."""
+        p = self.params
+        published = ctx.store.load_published(STRATEGY, mmap=False)
+        if published is None or tree_settings(published.meta.get("params") or {}) != tree_settings(p.as_dict()):
+            return False  # never built, or built with other settings
+        state = ctx.store.build_state(STRATEGY)
+        tree = RaptorTree.from_published(published)
+        n_covered = tree.layers.count(0) + state.deleted_chunks
+        if should_rebuild(n_covered, state.new_chunks, state.deleted_chunks, p.rebuild_fraction):
+            return False
+        nodes = [ctx.store.node(i) for i in tree.node_ids]
+        summaries = [n for n in nodes if n.kind != "chunk"]
+        if not summaries or any(CHILDREN_KEY not in n.meta for n in summaries):
+            return False  # no summary layer, or built before summaries recorded their children
+        sources = ctx.store.node_sources([n.id for n in summaries])
+        tree.sources = [set(sources[n.id]) if n.kind != "chunk" else {n.id} for n in nodes]
+        recorded = {n.id: [int(c) for c in n.meta[CHILDREN_KEY]] for n in summaries}
+        current: dict[int, set[int]] = {n.id: set() for n in summaries}
+        for _, src, dst, _ in ctx.store.edge_list(STRATEGY, CHILD):
+            current.setdefault(src, set()).add(dst)
+        texts = [n.text for n in nodes]
+        update = TreeState(tree, texts, ordered_children(recorded, current), recorded)
+        llm_tokens: dict[str, int] = {}
+
+        def fits(rows: list[int]) -> bool:
+            llm = ctx.get_llm()
+            limit = max(1, min(p.cluster_tokens, llm.context_window - p.summary_tokens - PROMPT_OVERHEAD))
+            for r in rows:
+                if texts[r] not in llm_tokens:
+                    llm_tokens[texts[r]] = llm.count_tokens(texts[r])
+            return sum(llm_tokens[texts[r]] for r in rows) <= limit
+
+        retired = update_tree(
+            update,
+            chunks,
+            vectors,
+            lambda layer, clusters: self._summarize_layer(ctx, (layer, generation), clusters, tree, texts),
+            fits,
+        )
+        if retired is None:
+            return False
+        tree.publish(ctx, generation, p, retire=retired)
+        return True
 
     def _tree(self, ctx: StrategyContext) -> RaptorTree:
         return load_published(ctx, self.name, RaptorTree.from_published, mmap=False)
