@@ -201,6 +201,9 @@ def test_chat_gguf_embeddings_give_a_clear_error(small_gguf: Path, tmp_path: Pat
 # ---- embeddings through a stand-in server ------------------------------------------------------------
 
 
+_EMBED_LOCK = threading.Lock()
+
+
 class _EmbeddingHandler(BaseHTTPRequestHandler):
     embedder: OnnxMiniLMEmbedder
     requests: list[int]
@@ -231,10 +234,11 @@ class _EmbeddingHandler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"model {body.get('model')!r} not found", "type": "not_found"}})
             return
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        before = self.embedder.tokens_used
-        vecs = self.embedder.embed(texts) * 2.5  # not unit length: the client must normalize
-        used = self.embedder.tokens_used - before
-        self.requests.append(len(texts))
+        with _EMBED_LOCK:  # the client sends batches concurrently: count each one's tokens alone
+            before = self.embedder.tokens_used
+            vecs = self.embedder.embed(texts) * 2.5  # not unit length: the client must normalize
+            used = self.embedder.tokens_used - before
+            self.requests.append(len(texts))
         data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vecs)]
         data.reverse()  # out of order: the client must sort by index
         self._send(
@@ -271,7 +275,7 @@ def test_openai_embedder_round_trip(
     assert emb.model_id == f"openai:{base_url}:minilm"
     texts = [f"Note {i}: the meeting about {'budget ' * i}moved to Friday." for i in range(10)]
     v = emb.embed(texts)
-    assert requests == [4, 4, 2]
+    assert sorted(requests) == [2, 4, 4]  # three requests, sent concurrently (concurrency 4 by default)
     assert isinstance(emb, Embedder)  # after the first call: on Python < 3.12 isinstance reads .dim
     assert v.shape == (10, 384) and v.dtype == np.float32 and emb.dim == 384
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
