@@ -30,7 +30,8 @@ import numpy as np
 import pytest
 
 from gemrag.errors import ConfigError, GemragError, ModelNotAvailableError
-from gemrag.models.base import LLM, Embedder
+from gemrag.models.base import LLM, Completion, Embedder
+from gemrag.models.batch import CompletionRequest
 from gemrag.models.onnx_embedder import OnnxMiniLMEmbedder
 from gemrag.models.openai_backend import OpenAIEmbedder, OpenAILLM
 from gemrag.models.weights import resolve_gguf
@@ -173,6 +174,37 @@ def test_prompt_mode_none(llama_server: tuple[str, str]) -> None:
     )
     assert out.text  # unconstrained: the small model may or may not produce valid JSON
     assert out.usage.prompt_tokens > 20  # the schema instruction was sent
+
+
+def test_complete_iter_with_concurrency(llama_server: tuple[str, str]) -> None:
+    """Issue 9, point 4: four structured requests, two in flight, against the real server: four parsed answers,
+    each index once (llama-cpp-python's server may serve them one after another; the client must not care)."""
+    base_url, model = llama_server
+    llm = OpenAILLM(model, base_url=base_url, json_mode="json_object", context_window=2048, timeout=300, concurrency=2)
+    facts = [
+        "Marie Curie won two Nobel prizes, in physics (1903) and chemistry (1911).",
+        "The Danube flows through ten countries and ends in the Black Sea.",
+        "Ada Lovelace wrote the first published algorithm for Babbage's Analytical Engine.",
+        "Mount Kilimanjaro, in Tanzania, is the highest mountain in Africa.",
+    ]
+    requests = [
+        CompletionRequest(
+            [{"role": "user", "content": f"Text: '{fact}'\nWrite two questions this text answers, as JSON."}],
+            schema=QUESTIONS_SCHEMA,
+            max_tokens=120,
+        )
+        for fact in facts
+    ]
+    t0 = time.monotonic()
+    results = list(llm.complete_iter(requests))
+    elapsed = time.monotonic() - t0
+    assert sorted(i for i, _ in results) == [0, 1, 2, 3]
+    for i, out in results:
+        assert isinstance(out, Completion), f"request {i}: {out}"
+        assert isinstance(out.parsed, dict) and isinstance(out.parsed.get("questions"), list), out.text
+        assert all(isinstance(q, str) for q in out.parsed["questions"])
+        assert out.usage.calls == 1 and out.usage.completion_tokens > 0
+    print(f"complete_iter: 4 structured requests, concurrency 2, {elapsed:.1f} s")
 
 
 def test_connection_refused_names_the_url() -> None:
