@@ -404,3 +404,18 @@ def test_settings_defaults_and_validation(monkeypatch: pytest.MonkeyPatch) -> No
     for bad in ({"concurrency": 0}, {"max_retries": -1}, {"requests_per_minute": 0}, {"tokens_per_minute": 0}):
         with pytest.raises(ValidationError):
             LLMSettings(**bad)
+
+
+def test_early_break_stops_waiting_for_the_rate_limit(stub: tuple[str, Stub]) -> None:
+    """30 requests per minute (one every 2 s) with the real clock: after the break, the workers waiting for their
+    turn wake up and send nothing."""
+    base_url, state = stub
+    llm = _llm(base_url, concurrency=3, requests_per_minute=30)
+    t0 = time.monotonic()
+    for _i, _result in llm.complete_iter([_user(f"q{i}") for i in range(10)]):
+        break
+    assert time.monotonic() - t0 < 0.5  # the first request goes at once
+    time.sleep(0.3)
+    assert state.requests == 1
+    workers = [t for t in threading.enumerate() if t.name.startswith("gemrag-http")]
+    assert not workers  # without the wake-up they would sleep 2 and 4 s more

@@ -87,7 +87,7 @@ class RateLimiter:
         *,
         burst_seconds: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         """Create the limiter (both limits may be None: then :meth:`acquire` never waits).
 
@@ -97,7 +97,8 @@ class RateLimiter:
             burst_seconds: the bucket capacity in seconds of rate (> 0): how much may go out at once after an
                 idle spell (at least one request, at least one token).
             clock: monotonic time in seconds (injectable for tests).
-            sleep: sleeps the given seconds (injectable for tests).
+            sleep: sleeps the given seconds (injectable for tests); None: the real sleep, which a ``cancel``
+                event given to :meth:`acquire` cuts short.
 
         Raises:
             ConfigError: a limit is below 1 or ``burst_seconds`` is not positive.
@@ -145,16 +146,23 @@ class RateLimiter:
             self.waited += wait
             return wait
 
-    def acquire(self, tokens: int) -> float:
+    def acquire(self, tokens: int, cancel: threading.Event | None = None) -> float:
         """Block until one request of ``tokens`` tokens fits under both limits, then count it.
 
         Args:
             tokens: the request's token cost (estimated; >= 0).
+            cancel: when set during the wait, the (real) sleep ends early; the request stays counted, so the
+                caller should then not send it.
 
         Returns:
-            The seconds slept (0.0 when no wait was needed).
+            The seconds the request had to wait (0.0 when none).
         """
         wait = self.reserve(tokens)
         if wait > 0:
-            self._sleep(wait)
+            if self._sleep is not None:
+                self._sleep(wait)
+            elif cancel is not None:
+                cancel.wait(wait)
+            else:
+                time.sleep(wait)
         return wait

@@ -188,8 +188,10 @@ class OpenAILLM:
 
         Contract: :mod:`gemrag.models.batch`. Each request is one :meth:`complete` (same rate limit, retries and
         errors). When the caller stops iterating (``break``, or a raised error), requests not yet sent are
-        cancelled and not sent; the (at most :attr:`concurrency`) requests in flight finish in their threads
-        (bounded by :attr:`timeout`) and their results are discarded; the generator itself returns at once.
+        cancelled and not sent (a request waiting for the rate limiter stops waiting); the (at most
+        :attr:`concurrency`) requests in flight finish in their threads (bounded by :attr:`timeout` per try) and
+        their results are discarded; the generator itself returns at once (the interpreter, on exit, waits for
+        those requests: the executor's threads are joined).
 
         Args:
             requests: n requests.
@@ -256,7 +258,8 @@ class OpenAILLM:
                 f"set json_mode to {others})"
             )
         if self.rate_limiter.active:
-            self.rate_limiter.acquire(sum(estimate_tokens(m["content"]) for m in msgs) + request.max_tokens)
+            tokens = sum(estimate_tokens(m["content"]) for m in msgs) + request.max_tokens
+            self.rate_limiter.acquire(tokens, cancel=stop)
         if stop is not None and stop.is_set():
             raise _Abandoned()
         t0 = time.perf_counter()
