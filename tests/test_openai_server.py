@@ -30,7 +30,8 @@ import numpy as np
 import pytest
 
 from gemrag.errors import ConfigError, GemragError, ModelNotAvailableError
-from gemrag.models.base import LLM, Embedder
+from gemrag.models.base import LLM, Completion, Embedder
+from gemrag.models.batch import CompletionRequest
 from gemrag.models.onnx_embedder import OnnxMiniLMEmbedder
 from gemrag.models.openai_backend import OpenAIEmbedder, OpenAILLM
 from gemrag.models.weights import resolve_gguf
@@ -175,6 +176,37 @@ def test_prompt_mode_none(llama_server: tuple[str, str]) -> None:
     assert out.usage.prompt_tokens > 20  # the schema instruction was sent
 
 
+def test_complete_iter_with_concurrency(llama_server: tuple[str, str]) -> None:
+    """Issue 9, point 4: four structured requests, two in flight, against the real server: four parsed answers,
+    each index once (llama-cpp-python's server may serve them one after another; the client must not care)."""
+    base_url, model = llama_server
+    llm = OpenAILLM(model, base_url=base_url, json_mode="json_object", context_window=2048, timeout=300, concurrency=2)
+    facts = [
+        "Marie Curie won two Nobel prizes, in physics (1903) and chemistry (1911).",
+        "The Danube flows through ten countries and ends in the Black Sea.",
+        "Ada Lovelace wrote the first published algorithm for Babbage's Analytical Engine.",
+        "Mount Kilimanjaro, in Tanzania, is the highest mountain in Africa.",
+    ]
+    requests = [
+        CompletionRequest(
+            [{"role": "user", "content": f"Text: '{fact}'\nWrite two questions this text answers, as JSON."}],
+            schema=QUESTIONS_SCHEMA,
+            max_tokens=120,
+        )
+        for fact in facts
+    ]
+    t0 = time.monotonic()
+    results = list(llm.complete_iter(requests))
+    elapsed = time.monotonic() - t0
+    assert sorted(i for i, _ in results) == [0, 1, 2, 3]
+    for i, out in results:
+        assert isinstance(out, Completion), f"request {i}: {out}"
+        assert isinstance(out.parsed, dict) and isinstance(out.parsed.get("questions"), list), out.text
+        assert all(isinstance(q, str) for q in out.parsed["questions"])
+        assert out.usage.calls == 1 and out.usage.completion_tokens > 0
+    print(f"complete_iter: 4 structured requests, concurrency 2, {elapsed:.1f} s")
+
+
 def test_connection_refused_names_the_url() -> None:
     url = f"http://127.0.0.1:{_free_port()}/v1"
     llm = OpenAILLM("m", base_url=url, max_retries=0, timeout=5)
@@ -199,6 +231,9 @@ def test_chat_gguf_embeddings_give_a_clear_error(small_gguf: Path, tmp_path: Pat
 
 
 # ---- embeddings through a stand-in server ------------------------------------------------------------
+
+
+_EMBED_LOCK = threading.Lock()
 
 
 class _EmbeddingHandler(BaseHTTPRequestHandler):
@@ -231,10 +266,11 @@ class _EmbeddingHandler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"model {body.get('model')!r} not found", "type": "not_found"}})
             return
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        before = self.embedder.tokens_used
-        vecs = self.embedder.embed(texts) * 2.5  # not unit length: the client must normalize
-        used = self.embedder.tokens_used - before
-        self.requests.append(len(texts))
+        with _EMBED_LOCK:  # the client sends batches concurrently: count each one's tokens alone
+            before = self.embedder.tokens_used
+            vecs = self.embedder.embed(texts) * 2.5  # not unit length: the client must normalize
+            used = self.embedder.tokens_used - before
+            self.requests.append(len(texts))
         data = [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vecs)]
         data.reverse()  # out of order: the client must sort by index
         self._send(
@@ -271,7 +307,7 @@ def test_openai_embedder_round_trip(
     assert emb.model_id == f"openai:{base_url}:minilm"
     texts = [f"Note {i}: the meeting about {'budget ' * i}moved to Friday." for i in range(10)]
     v = emb.embed(texts)
-    assert requests == [4, 4, 2]
+    assert sorted(requests) == [2, 4, 4]  # three requests, sent concurrently (concurrency 4 by default)
     assert isinstance(emb, Embedder)  # after the first call: on Python < 3.12 isinstance reads .dim
     assert v.shape == (10, 384) and v.dtype == np.float32 and emb.dim == 384
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)

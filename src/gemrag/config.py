@@ -69,7 +69,15 @@ class LLMSettings(BaseModel):
         n_gpu_layers: llama.cpp layers offloaded to a GPU (0 = CPU only, -1 = all); needs a GPU build of
             llama-cpp-python (README, "A GPU").
         json_mode: how structured output is requested from an openai endpoint.
-        timeout: HTTP timeout (seconds).
+        timeout: HTTP timeout (seconds, per request and per retry).
+        concurrency: HTTP requests in flight at once when a build sends many (extraction passes), >= 1;
+            default 4.
+        max_retries: retries of one HTTP request on a connection error, HTTP 408/409/429 or 5xx, with
+            exponential backoff (0.5 s doubling up to 8 s) or the server's ``Retry-After`` (up to 120 s); default 2.
+        requests_per_minute: client-side limit on HTTP requests per minute (None = no limit); requests wait
+            (sleep) until they fit.
+        tokens_per_minute: client-side limit on tokens per minute, counting each request's estimated prompt
+            tokens (about 4 characters per token) plus its ``max_tokens`` (None = no limit).
     """
 
     provider: Literal["llama_cpp", "openai"] = "llama_cpp"
@@ -81,6 +89,10 @@ class LLMSettings(BaseModel):
     n_gpu_layers: int = Field(0, ge=-1)
     json_mode: Literal["json_schema", "json_object", "none"] = "json_schema"
     timeout: float = Field(600.0, gt=0)
+    concurrency: int = Field(4, ge=1)
+    max_retries: int = Field(2, ge=0)
+    requests_per_minute: int | None = Field(None, ge=1)
+    tokens_per_minute: int | None = Field(None, ge=1)
 
 
 class EmbedderSettings(BaseModel):
@@ -90,6 +102,9 @@ class EmbedderSettings(BaseModel):
         provider: ``"onnx"`` (embedded all-MiniLM-L6-v2 int8, default) or ``"openai"``.
         model: the model name (openai) — ignored for onnx.
         base_url: the openai-compatible endpoint. api_key: its key.
+        timeout: HTTP timeout (seconds, per request).
+        concurrency: HTTP requests in flight at once when one call embeds several batches (openai), >= 1.
+        max_retries: retries of one HTTP request on a connection error, HTTP 408/409/429 or 5xx (openai).
     """
 
     provider: Literal["onnx", "openai"] = "onnx"
@@ -97,6 +112,8 @@ class EmbedderSettings(BaseModel):
     base_url: str | None = None
     api_key: str | None = None
     timeout: float = Field(120.0, gt=0)
+    concurrency: int = Field(4, ge=1)
+    max_retries: int = Field(2, ge=0)
 
 
 class GemSettings(BaseModel):

@@ -39,6 +39,10 @@ def build_llm(settings: LLMSettings, cache_dir: Path | None = None) -> LLM:
         json_mode=settings.json_mode,
         context_window=settings.n_ctx,
         timeout=settings.timeout,
+        max_retries=settings.max_retries,
+        concurrency=settings.concurrency,
+        requests_per_minute=settings.requests_per_minute,
+        tokens_per_minute=settings.tokens_per_minute,
     )
 
 
@@ -62,4 +66,6 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
         base_url=settings.base_url,
         api_key=settings.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
         timeout=settings.timeout,
+        max_retries=settings.max_retries,
+        concurrency=settings.concurrency,
     )

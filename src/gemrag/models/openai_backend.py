@@ -11,89 +11,69 @@ Structured output differs between servers, hence :attr:`OpenAILLM.json_mode`:
   server (its request model only accepts ``"text"`` and ``"json_object"``, and turns the ``schema`` into a
   grammar); servers that ignore ``schema`` still return some JSON object.
 * ``"none"``: no ``response_format``; the schema is appended to the conversation as an instruction.
+
+Many requests at once (:meth:`OpenAILLM.complete_iter`, issue 9): at most ``concurrency`` requests in flight
+(a thread pool; the ``openai`` client is thread-safe), each retried by the SDK on connection errors,
+408/409/429 and 5xx with exponential backoff (0.5 s doubling up to 8 s, minus up to 25% jitter) or the wait
+the server's ``Retry-After``/``retry-after-ms`` header asks for (up to 120 s), ``max_retries`` times; and an
+optional client-side limit of requests and tokens per minute (:class:`~gemrag.models.http_limits.RateLimiter`)
+shared by all the threads of one backend instance. The SDK's retry loop is used as is: it already does
+backoff, jitter and ``Retry-After``; our own loop would only duplicate it. One consequence: the rate limiter
+counts a request once, before it is sent; the SDK's retries of it are not counted again (a 429 is the
+server saying the limit was reached, and its ``Retry-After`` is honoured instead).
+
+Which failures stop a batch: after the SDK's retries, a connection failure (:class:`EndpointUnreachableError`)
+and a rejected key, a missing model or endpoint (HTTP 401/403/404, :class:`EndpointRejectedError`) are fatal
+(:func:`gemrag.errors.is_fatal`): every further request would fail the same way, so they are raised, not
+recorded per request. A timeout, a 429 still there after the retries, another 4xx (a context overflow, a
+schema the server refuses) or a 5xx belongs to its request and is yielded as a :class:`GemragError`.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any, Literal
 
 import numpy as np
 
-from gemrag.errors import ConfigError, GemragError, ModelNotAvailableError
+from gemrag.errors import ConfigError, GemragError, is_fatal
 from gemrag.models.base import Completion, Message, Usage
+from gemrag.models.batch import CompletionRequest
+from gemrag.models.http_limits import RateLimiter
+from gemrag.models.openai_http import (
+    PLACEHOLDER_API_KEY,
+    EndpointRejectedError,
+    EndpointUnreachableError,
+    estimate_tokens,
+    make_client,
+    translate_errors,
+)
 
-if TYPE_CHECKING:
-    from openai import OpenAI
-
-__all__ = ["OpenAILLM", "OpenAIEmbedder", "JsonMode", "estimate_tokens"]
+__all__ = [
+    "OpenAILLM",
+    "OpenAIEmbedder",
+    "JsonMode",
+    "estimate_tokens",
+    "EndpointUnreachableError",
+    "EndpointRejectedError",
+    "PLACEHOLDER_API_KEY",
+]
 
 JsonMode = Literal["json_schema", "json_object", "none"]
 _JSON_MODES: tuple[str, ...] = ("json_schema", "json_object", "none")
-#: API key sent when none is given and ``OPENAI_API_KEY`` is unset (local servers ignore it).
-PLACEHOLDER_API_KEY = "sk-no-key-required"
 
 
-def estimate_tokens(text: str) -> int:
-    """A tokenizer-free token estimate: ``len(text) // 4 + 1``.
-
-    About 4 characters per token holds for English with BPE tokenizers; it over-counts code and
-    under-counts some other languages. HTTP backends have no local tokenizer, so this is what they report.
-    """
-    return len(text) // 4 + 1
-
-
-def _make_client(base_url: str | None, api_key: str | None, timeout: float, max_retries: int) -> OpenAI:
-    try:
-        from openai import OpenAI
-    except ImportError as e:  # pragma: no cover - openai is a core dependency
-        raise ModelNotAvailableError(f"the OpenAI backend needs the openai package ({e}); pip install openai") from e
-    key = api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
-    return OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
-
-
-@contextmanager
-def _translate_errors(url: str, model: str, what: str, timeout: float, hint: str = "") -> Iterator[None]:
-    """Turn ``openai`` SDK exceptions into :class:`GemragError` with an actionable message."""
-    import openai
-
-    try:
-        yield
-    except openai.APITimeoutError as e:
-        raise GemragError(f"{what} request to {url} (model {model!r}) timed out after {timeout:g} s") from e
-    except openai.APIConnectionError as e:
-        cause = e.__cause__ or e
-        raise GemragError(f"cannot connect to the OpenAI-compatible server at {url} ({cause}); is it running?") from e
-    except openai.AuthenticationError as e:
-        raise GemragError(f"the server at {url} rejected the API key (HTTP 401); set api_key or OPENAI_API_KEY") from e
-    except openai.NotFoundError as e:
-        raise GemragError(
-            f"HTTP 404 from {url}: model {model!r} or the {what} endpoint does not exist there ({_detail(e)})"
-        ) from e
-    except openai.RateLimitError as e:
-        raise GemragError(f"rate limited by {url} (HTTP 429) after retries: {_detail(e)}") from e
-    except openai.APIStatusError as e:
-        raise GemragError(f"{what} request to {url} failed with HTTP {e.status_code}: {_detail(e)}{hint}") from e
-    except openai.OpenAIError as e:
-        raise GemragError(f"{what} request to {url} failed: {e}") from e
-
-
-def _detail(e: Any) -> str:
-    body = getattr(e, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and "message" in err:
-            return str(err["message"])[:500]
-        return json.dumps(body)[:500]
-    return str(getattr(e, "message", e))[:500]
+class _Abandoned(Exception):
+    """A queued request of a :meth:`OpenAILLM.complete_iter` whose caller stopped iterating: not sent."""
 
 
 class OpenAILLM:
-    """A chat model behind an OpenAI-compatible ``/v1/chat/completions``, implementing :class:`LLM`.
+    """A chat model behind an OpenAI-compatible ``/v1/chat/completions``, implementing :class:`LLM` and the
+    optional batch capability ``complete_iter`` (:mod:`gemrag.models.batch`).
 
     Attributes:
         model_id: ``"openai:<base_url>:<model>"``.
@@ -101,6 +81,11 @@ class OpenAILLM:
         json_mode: how a schema is requested (see the module docstring); part of :attr:`cache_identity`.
         base_url: the server's API root (``.../v1``).
         model: the model name sent with each request.
+        timeout: seconds per HTTP request (each retry gets the same).
+        max_retries: SDK retries per request (connection errors, 408/409/429, 5xx).
+        concurrency: the most requests :meth:`complete_iter` keeps in flight.
+        rate_limiter: the requests/tokens-per-minute limit every request of this instance waits for
+            (:class:`~gemrag.models.http_limits.RateLimiter`; inactive when neither limit is set).
     """
 
     def __init__(
@@ -113,6 +98,9 @@ class OpenAILLM:
         context_window: int = 8192,
         timeout: float = 120.0,
         max_retries: int = 2,
+        concurrency: int = 4,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
     ) -> None:
         """Create the client (no request is made).
 
@@ -123,25 +111,37 @@ class OpenAILLM:
             json_mode: ``"json_schema"``, ``"json_object"`` or ``"none"``.
             context_window: tokens the model accepts (prompt + completion).
             timeout: seconds per HTTP request.
-            max_retries: SDK retries on connection errors, 408/409/429 and 5xx.
+            max_retries: SDK retries on connection errors, 408/409/429 and 5xx (>= 0), with exponential
+                backoff or the server's ``Retry-After``.
+            concurrency: requests in flight in :meth:`complete_iter` (>= 1).
+            requests_per_minute: client-side request limit (None: none).
+            tokens_per_minute: client-side token limit, counting each request's estimated prompt tokens plus
+                its ``max_tokens`` (None: none).
 
         Raises:
-            ConfigError: ``json_mode`` or ``context_window`` is invalid.
+            ConfigError: ``json_mode``, ``context_window``, ``max_retries``, ``concurrency`` or a limit is invalid.
         """
         if json_mode not in _JSON_MODES:
             raise ConfigError(f"json_mode must be one of {', '.join(_JSON_MODES)}, got {json_mode!r}")
         if context_window < 1:
             raise ConfigError(f"context_window must be positive, got {context_window}")
-        self._client = _make_client(base_url, api_key, timeout, max_retries)
+        if concurrency < 1:
+            raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+        if max_retries < 0:
+            raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
+        self.rate_limiter = RateLimiter(requests_per_minute, tokens_per_minute)
+        self._client = make_client(base_url, api_key, timeout, max_retries)
         self.base_url: str = (base_url or str(self._client.base_url)).rstrip("/")
         self.model = model
         self.json_mode: JsonMode = json_mode
         self.context_window: int = context_window
         self.timeout = timeout
+        self.max_retries = max_retries
+        self.concurrency = concurrency
         self.model_id: str = f"openai:{self.base_url}:{model}"
 
     def __repr__(self) -> str:
-        return f"OpenAILLM({self.model_id!r}, json_mode={self.json_mode!r})"
+        return f"OpenAILLM({self.model_id!r}, json_mode={self.json_mode!r}, concurrency={self.concurrency})"
 
     @property
     def cache_identity(self) -> dict[str, Any]:
@@ -159,7 +159,8 @@ class OpenAILLM:
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> Completion:
-        """Complete a chat with one ``chat.completions.create`` request.
+        """Complete a chat with one ``chat.completions.create`` request (after waiting for :attr:`rate_limiter`;
+        retried by the SDK as :attr:`max_retries` says).
 
         Args:
             messages: the conversation, oldest first.
@@ -171,21 +172,68 @@ class OpenAILLM:
         Returns:
             A :class:`Completion`; ``parsed`` is the decoded JSON when ``schema`` was given and the answer
             parses, else ``None``; ``usage`` has the server-reported tokens (0 when it reports none) and the
-            request's wall-clock seconds.
+            request's wall-clock seconds (retries included, the rate limiter's wait not).
 
         Raises:
-            GemragError: the server is unreachable, timed out, or answered with an HTTP error (the message
+            EndpointUnreachableError: the server cannot be reached (fatal).
+            EndpointRejectedError: the key, model or endpoint was rejected (HTTP 401/403/404; fatal).
+            GemragError: the request timed out, or the server answered with another HTTP error (the message
                 names the URL and the server's explanation).
         """
-        msgs: list[dict[str, str]] = [{"role": m["role"], "content": m["content"]} for m in messages]
+        request = CompletionRequest(messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        return self._complete(request, None)
+
+    def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
+        """Complete every request with at most :attr:`concurrency` in flight, yielding results as they arrive.
+
+        Contract: :mod:`gemrag.models.batch`. Each request is one :meth:`complete` (same rate limit, retries and
+        errors). When the caller stops iterating (``break``, or a raised error), requests not yet sent are
+        cancelled and not sent (a request waiting for the rate limiter stops waiting); the (at most
+        :attr:`concurrency`) requests in flight finish in their threads (bounded by :attr:`timeout` per try) and
+        their results are discarded; the generator itself returns at once (the interpreter, on exit, waits for
+        those requests: the executor's threads are joined).
+
+        Args:
+            requests: n requests.
+
+        Yields:
+            n pairs ``(index, Completion or GemragError)`` in completion order, each index once.
+
+        Raises:
+            EndpointUnreachableError: the server cannot be reached (after the retries).
+            EndpointRejectedError: the key, model or endpoint was rejected (HTTP 401/403/404).
+        """
+        requests = list(requests)
+        if not requests:
+            return
+        stop = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests)), thread_name_prefix="gemrag-http")
+        try:
+            futures = {pool.submit(self._complete, request, stop): i for i, request in enumerate(requests)}
+            for future in as_completed(futures):
+                try:
+                    result: Completion | GemragError = future.result()
+                except GemragError as exc:
+                    if is_fatal(exc):
+                        raise
+                    result = exc
+                yield futures[future], result
+        finally:
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _complete(self, request: CompletionRequest, stop: threading.Event | None) -> Completion:
+        """One request (see :meth:`complete`); raises :class:`_Abandoned` instead of sending when ``stop`` is set."""
+        schema = request.schema
+        msgs: list[dict[str, str]] = [{"role": m["role"], "content": m["content"]} for m in request.messages]
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": msgs,
-            "max_tokens": max_tokens,
-            "temperature": temperature,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
         }
-        if seed is not None:
-            kwargs["seed"] = seed
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
         if schema is not None:
             if self.json_mode == "json_schema":
                 kwargs["response_format"] = {
@@ -202,7 +250,6 @@ class OpenAILLM:
                         "schema:\n" + json.dumps(schema),
                     }
                 )
-        t0 = time.perf_counter()
         hint = ""
         if "response_format" in kwargs:
             others = " or ".join(repr(m) for m in _JSON_MODES if m != self.json_mode)
@@ -210,7 +257,13 @@ class OpenAILLM:
                 f" (the request used response_format type {self.json_mode!r}; if this server does not support it, "
                 f"set json_mode to {others})"
             )
-        with _translate_errors(self.base_url, self.model, "chat completion", self.timeout, hint):
+        if self.rate_limiter.active:
+            tokens = sum(estimate_tokens(m["content"]) for m in msgs) + request.max_tokens
+            self.rate_limiter.acquire(tokens, cancel=stop)
+        if stop is not None and stop.is_set():
+            raise _Abandoned()
+        t0 = time.perf_counter()
+        with translate_errors(self.base_url, self.model, "chat completion", self.timeout, hint):
             response = self._client.chat.completions.create(**kwargs)
         seconds = time.perf_counter() - t0
         if not response.choices:
@@ -250,6 +303,8 @@ class OpenAIEmbedder:
         tokens_used: running sum of the server's ``usage.prompt_tokens`` (estimated with
             :func:`estimate_tokens` when the server reports no usage).
         batch_size: texts per request (default 64).
+        concurrency: the most requests :meth:`embed` keeps in flight when it splits its input (default 4).
+        max_retries: SDK retries per request (connection errors, 408/409/429, 5xx).
     """
 
     def __init__(
@@ -262,6 +317,7 @@ class OpenAIEmbedder:
         batch_size: int = 64,
         timeout: float = 60.0,
         max_retries: int = 2,
+        concurrency: int = 4,
     ) -> None:
         """Create the client (no request is made).
 
@@ -272,22 +328,30 @@ class OpenAIEmbedder:
             dim: the expected dimension; vectors of another size raise :class:`GemragError`.
             batch_size: texts per request (>= 1).
             timeout: seconds per HTTP request.
-            max_retries: SDK retries on connection errors, 408/409/429 and 5xx.
+            max_retries: SDK retries on connection errors, 408/409/429 and 5xx (>= 0).
+            concurrency: requests in flight when one :meth:`embed` needs several (>= 1).
 
         Raises:
-            ConfigError: ``batch_size`` or ``dim`` is not positive.
+            ConfigError: ``batch_size``, ``dim`` or ``concurrency`` is not positive, or ``max_retries`` < 0.
         """
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        if concurrency < 1:
+            raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
+        if max_retries < 0:
+            raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
         if dim is not None and dim < 1:
             raise ConfigError(f"dim must be positive, got {dim}")
-        self._client = _make_client(base_url, api_key, timeout, max_retries)
+        self._client = make_client(base_url, api_key, timeout, max_retries)
         self.base_url: str = (base_url or str(self._client.base_url)).rstrip("/")
         self.model = model
         self.batch_size = batch_size
         self.timeout = timeout
+        self.max_retries = max_retries
+        self.concurrency = concurrency
         self.tokens_used: int = 0
         self._dim = dim
+        self._lock = threading.Lock()  # tokens_used and the discovered dim, updated by concurrent batches
         self.model_id: str = f"openai:{self.base_url}:{model}"
 
     def __repr__(self) -> str:
@@ -306,7 +370,7 @@ class OpenAIEmbedder:
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed texts, ``batch_size`` per request.
+        """Embed texts, ``batch_size`` per request, up to :attr:`concurrency` requests in flight.
 
         Args:
             texts: n strings (n may be 0; empty strings are sent as a single space, which some servers need).
@@ -317,19 +381,29 @@ class OpenAIEmbedder:
 
         Raises:
             TypeError: ``texts`` is a single string.
-            GemragError: a request failed, or the server returned the wrong number or size of vectors.
+            EndpointUnreachableError: the server cannot be reached.
+            EndpointRejectedError: the key, model or endpoint was rejected (HTTP 401/403/404).
+            GemragError: a request failed, or the server returned the wrong number or size of vectors (the first
+                failing batch in input order; batches not yet sent are then cancelled).
         """
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of strings, not a single string")
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        rows = [self._embed_batch(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        batches = [texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
+        if len(batches) == 1 or self.concurrency == 1:
+            return np.concatenate([self._embed_batch(b) for b in batches], axis=0)
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)), thread_name_prefix="gemrag-embed")
+        try:
+            rows = list(pool.map(self._embed_batch, batches))  # input order, whatever the completion order
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
         return np.concatenate(rows, axis=0)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         inputs = [t if t.strip() else " " for t in texts]
-        with _translate_errors(self.base_url, self.model, "embeddings", self.timeout):
+        with translate_errors(self.base_url, self.model, "embeddings", self.timeout):
             response = self._client.embeddings.create(model=self.model, input=inputs, encoding_format="float")
         data = sorted(response.data, key=lambda d: d.index)
         if len(data) != len(texts):
@@ -347,15 +421,16 @@ class OpenAIEmbedder:
             raise GemragError(f"{self.base_url} returned malformed embeddings (unequal sizes or not numbers)") from e
         if vecs.ndim != 2 or vecs.shape[1] == 0:
             raise GemragError(f"{self.base_url} returned malformed embeddings (shape {vecs.shape})")
-        if self._dim is None:
-            self._dim = int(vecs.shape[1])
-        elif vecs.shape[1] != self._dim:
-            raise GemragError(
-                f"{self.base_url} returned {vecs.shape[1]}-dimensional embeddings for model {self.model!r}, "
-                f"expected {self._dim}"
-            )
         usage = getattr(response, "usage", None)
         prompt_tokens = getattr(usage, "prompt_tokens", None)
-        self.tokens_used += int(prompt_tokens) if prompt_tokens else sum(estimate_tokens(t) for t in texts)
+        with self._lock:
+            if self._dim is None:
+                self._dim = int(vecs.shape[1])
+            elif vecs.shape[1] != self._dim:
+                raise GemragError(
+                    f"{self.base_url} returned {vecs.shape[1]}-dimensional embeddings for model {self.model!r}, "
+                    f"expected {self._dim}"
+                )
+            self.tokens_used += int(prompt_tokens) if prompt_tokens else sum(estimate_tokens(t) for t in texts)
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return (vecs / np.clip(norms, 1e-12, None)).astype(np.float32)

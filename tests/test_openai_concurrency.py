@@ -1,0 +1,421 @@
+"""Bounded concurrency, retries and rate limits of the HTTP backends (issue 9, point 4), against a local stub
+OpenAI-compatible server (:mod:`http.server` on loopback): no model, each test well under 2 s.
+
+The stub answers ``/v1/chat/completions`` with ``"echo: <last user message>"`` (as JSON when a schema is
+requested) and ``/v1/embeddings`` with a vector made from each text; it can answer scripted errors first, sleep
+per request, and records how many requests were in flight at most.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gemrag.errors import GemragError, is_fatal
+from gemrag.models.batch import CompletionRequest, complete_iter, supports_batches
+from gemrag.models.http_limits import RateLimiter
+from gemrag.models.openai_backend import (
+    EndpointRejectedError,
+    EndpointUnreachableError,
+    OpenAIEmbedder,
+    OpenAILLM,
+)
+
+SCHEMA: dict[str, Any] = {"type": "object", "properties": {"echo": {"type": "string"}}, "required": ["echo"]}
+
+
+@dataclass
+class Stub:
+    """The stub server's behaviour and what it saw (shared by its handler threads)."""
+
+    #: (status, headers) answered to the first requests, in order; then 200
+    script: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    #: seconds every request takes (before answering)
+    delay: float = 0.0
+    #: a status answered to every request whose last message contains the key
+    fail_on: dict[str, int] = field(default_factory=dict)
+    requests: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    prompts: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    stub: Stub
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        stub = self.stub
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with stub.lock:
+            stub.requests += 1
+            stub.in_flight += 1
+            stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+            scripted = stub.script.pop(0) if stub.script else None
+        try:
+            last = body["messages"][-1]["content"] if "messages" in body else ""
+            delay = stub.delay
+            if last.startswith("sleep "):  # "sleep 0.3 ...": this request takes 0.3 s
+                delay = float(last.split()[1])
+            time.sleep(delay)
+            if scripted is not None:
+                status, headers = scripted
+                self._send(status, {"error": {"message": f"scripted {status}", "type": "test"}}, headers)
+                return
+            for key, status in stub.fail_on.items():
+                if key in last:
+                    self._send(status, {"error": {"message": f"request refused: {key}", "type": "test"}})
+                    return
+            if self.path == "/v1/embeddings":
+                texts = body["input"]
+                data = [
+                    {"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, float(ord(t[-1]))]}
+                    for i, t in enumerate(texts)
+                ]
+                self._send(200, {"object": "list", "model": "e", "data": data, "usage": {"prompt_tokens": 3}})
+                return
+            with stub.lock:
+                stub.prompts.append(last)
+            text = json.dumps({"echo": last}) if "response_format" in body else f"echo: {last}"
+            self._send(
+                200,
+                {
+                    "id": "c1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    ],
+                    "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+                },
+            )
+        finally:
+            with stub.lock:
+                stub.in_flight -= 1
+
+
+@pytest.fixture
+def stub() -> Iterator[tuple[str, Stub]]:
+    """A running stub server; yields (base_url, its Stub)."""
+    state = Stub()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Handler,), {"stub": state}))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _user(text: str) -> CompletionRequest:
+    return CompletionRequest([{"role": "user", "content": text}], max_tokens=8)
+
+
+def _llm(base_url: str, **kw: Any) -> OpenAILLM:
+    kw.setdefault("timeout", 10)
+    return OpenAILLM("stub-model", base_url=base_url, **kw)
+
+
+# ---- retries ------------------------------------------------------------------------------------------------
+
+
+def test_429_then_200_is_retried(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    state.script = [(429, {"Retry-After": "0.01"})]
+    out = _llm(base_url, max_retries=2).complete([{"role": "user", "content": "hello"}])
+    assert out.text == "echo: hello"
+    assert state.requests == 2
+
+
+def test_429_then_200_in_complete_iter(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    state.script = [(429, {"retry-after-ms": "10"}), (429, {"retry-after-ms": "10"})]
+    results = dict(_llm(base_url, max_retries=3, concurrency=2).complete_iter([_user("a"), _user("b")]))
+    assert sorted(results) == [0, 1]
+    assert [r.text for _, r in sorted(results.items())] == ["echo: a", "echo: b"]  # type: ignore[union-attr]
+    assert state.requests == 4
+
+
+def test_500_then_200_is_retried_with_backoff(stub: tuple[str, Stub]) -> None:
+    """No Retry-After: the SDK's exponential backoff (0.5 s minus up to 25% jitter for the first retry)."""
+    base_url, state = stub
+    state.script = [(500, {})]
+    t0 = time.monotonic()
+    out = _llm(base_url, max_retries=1).complete([{"role": "user", "content": "x"}])
+    assert out.text == "echo: x" and state.requests == 2
+    assert time.monotonic() - t0 >= 0.3
+
+
+def test_persistent_429_gives_a_clear_error(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    state.script = [(429, {"Retry-After": "0.01"})] * 3
+    llm = _llm(base_url, max_retries=2)
+    with pytest.raises(GemragError, match=r"rate limited by .*127\.0\.0\.1.* \(HTTP 429\) after retries"):
+        llm.complete([{"role": "user", "content": "x"}])
+    assert state.requests == 3  # the first try and max_retries=2 retries
+    state.script = [(429, {"Retry-After": "0.01"})] * 3
+    results = list(_llm(base_url, max_retries=2).complete_iter([_user("x")]))
+    assert len(results) == 1 and results[0][0] == 0
+    error = results[0][1]
+    assert isinstance(error, GemragError) and "429" in str(error) and not is_fatal(error)
+
+
+def test_no_retries_when_max_retries_is_zero(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    state.script = [(503, {"Retry-After": "0.01"})]
+    with pytest.raises(GemragError, match="HTTP 503"):
+        _llm(base_url, max_retries=0).complete([{"role": "user", "content": "x"}])
+    assert state.requests == 1
+
+
+# ---- concurrency --------------------------------------------------------------------------------------------
+
+
+def test_at_most_concurrency_requests_in_flight(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    state.delay = 0.2
+    llm = _llm(base_url, concurrency=3)
+    assert supports_batches(llm)
+    requests = [_user(f"question {i}") for i in range(9)]
+    t0 = time.monotonic()
+    results = list(complete_iter(llm, requests))
+    elapsed = time.monotonic() - t0
+    assert sorted(i for i, _ in results) == list(range(9))
+    for i, result in results:
+        assert not isinstance(result, GemragError), result
+        assert result.text == f"echo: question {i}"
+        assert result.usage.calls == 1 and result.usage.prompt_tokens == 7 and result.usage.seconds >= 0.19
+    assert state.max_in_flight == 3 and state.requests == 9
+    assert elapsed < 9 * 0.2 * 0.7  # three at a time: about 0.6 s, not 1.8 s
+
+
+def test_results_come_in_completion_order(stub: tuple[str, Stub]) -> None:
+    base_url, _ = stub
+    requests = [_user("sleep 0.4 slow"), _user("fast 1"), _user("fast 2")]
+    order = [i for i, _ in _llm(base_url, concurrency=3).complete_iter(requests)]
+    assert sorted(order) == [0, 1, 2] and order[-1] == 0
+
+
+def test_structured_requests(stub: tuple[str, Stub]) -> None:
+    base_url, _ = stub
+    llm = _llm(base_url, concurrency=2, json_mode="json_object")
+    requests = [CompletionRequest([{"role": "user", "content": f"q{i}"}], schema=SCHEMA) for i in range(4)]
+    results = dict(llm.complete_iter(requests))
+    assert {i: r.parsed for i, r in results.items()} == {i: {"echo": f"q{i}"} for i in range(4)}  # type: ignore[union-attr]
+
+
+def test_per_request_errors_are_yielded(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    state.fail_on = {"too long": 400}
+    requests = [_user("ok 0"), _user("too long 1"), _user("ok 2")]
+    results = dict(_llm(base_url, concurrency=2).complete_iter(requests))
+    assert sorted(results) == [0, 1, 2]
+    assert results[0].text == "echo: ok 0" and results[2].text == "echo: ok 2"  # type: ignore[union-attr]
+    assert isinstance(results[1], GemragError)
+    assert "HTTP 400" in str(results[1]) and "request refused: too long" in str(results[1])
+
+
+@pytest.mark.parametrize(
+    ("status", "message"), [(401, "rejected the API key"), (403, "refused access"), (404, "does not exist")]
+)
+def test_rejected_key_or_model_is_raised(stub: tuple[str, Stub], status: int, message: str) -> None:
+    """Fatal: raised from the iteration, the requests not yet sent are cancelled."""
+    base_url, state = stub
+    state.fail_on = {"q": status}
+    state.delay = 0.05
+    with pytest.raises(EndpointRejectedError, match=message) as info:
+        list(_llm(base_url, concurrency=2).complete_iter([_user(f"q{i}") for i in range(20)]))
+    assert is_fatal(info.value)
+    time.sleep(0.1)
+    assert state.requests <= 4
+
+
+def test_connection_refused_is_raised() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    llm = _llm(f"http://127.0.0.1:{port}/v1", concurrency=2, max_retries=0)
+    with pytest.raises(EndpointUnreachableError, match="cannot connect"):
+        list(llm.complete_iter([_user(f"q{i}") for i in range(4)]))
+
+
+def test_early_break_does_not_hang_and_cancels_the_rest(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    state.delay = 0.3
+    llm = _llm(base_url, concurrency=2)
+    t0 = time.monotonic()
+    for _i, _result in llm.complete_iter([_user(f"q{i}") for i in range(20)]):
+        break
+    assert time.monotonic() - t0 < 0.6  # the first answer after 0.3 s; the break does not wait for others
+    time.sleep(0.5)  # let the requests in flight at the break finish
+    assert state.requests <= 4  # 2 answered + at most 2 in flight at the break; 16+ never sent
+
+
+def test_empty_batch(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    assert list(_llm(base_url).complete_iter([])) == [] and state.requests == 0
+
+
+# ---- rate limit ---------------------------------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_requests_per_minute_in_the_backend(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    llm = _llm(base_url, concurrency=1, requests_per_minute=60)
+    assert llm.rate_limiter.requests_per_minute == 60
+    clock = FakeClock()
+    llm.rate_limiter = RateLimiter(60, None, clock=clock, sleep=clock.sleep)
+    results = list(llm.complete_iter([_user(f"q{i}") for i in range(4)]))
+    assert len(results) == 4 and state.requests == 4
+    assert sum(clock.sleeps) == pytest.approx(3.0)  # one per second, the first at once
+
+
+def test_tokens_per_minute_counts_prompt_and_max_tokens(stub: tuple[str, Stub]) -> None:
+    """600 tokens/min = 10 per second (bucket 10). Each request: estimate_tokens(40 chars) = 11 plus max_tokens 9
+    = 20 tokens, so after the first, each waits 2 s (1.1 s if max_tokens were not counted)."""
+    base_url, _ = stub
+    llm = _llm(base_url, concurrency=1)
+    clock = FakeClock()
+    llm.rate_limiter = RateLimiter(None, 600, clock=clock, sleep=clock.sleep)
+    requests = [CompletionRequest([{"role": "user", "content": "x" * 40}], max_tokens=9) for _ in range(3)]
+    assert len(list(llm.complete_iter(requests))) == 3
+    assert clock.sleeps == pytest.approx([2.0, 2.0])
+
+
+def test_rate_limit_is_shared_by_the_threads(stub: tuple[str, Stub]) -> None:
+    """Three threads, one limiter on a frozen clock: the reservations are 0, 1, 2, ... seconds away."""
+    base_url, _ = stub
+    llm = _llm(base_url, concurrency=3)
+    sleeps: list[float] = []
+    lock = threading.Lock()
+
+    def record(seconds: float) -> None:
+        with lock:
+            sleeps.append(seconds)
+
+    llm.rate_limiter = RateLimiter(60, None, clock=lambda: 0.0, sleep=record)
+    assert len(list(llm.complete_iter([_user(f"q{i}") for i in range(6)]))) == 6
+    assert sorted(sleeps) == pytest.approx([1.0, 2.0, 3.0, 4.0, 5.0])
+
+
+# ---- embeddings ---------------------------------------------------------------------------------------------
+
+
+def test_embedder_batches_in_parallel_keep_their_order(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    state.delay = 0.2
+    emb = OpenAIEmbedder("e", base_url=base_url, batch_size=2, concurrency=3, timeout=10)
+    texts = [f"text number {'x' * i}{chr(97 + i)}" for i in range(8)]
+    t0 = time.monotonic()
+    v = emb.embed(texts)
+    elapsed = time.monotonic() - t0
+    expected = np.array([[len(t), 1.0, ord(t[-1])] for t in texts], dtype=np.float32)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(v, expected, rtol=1e-6)
+    assert state.requests == 4 and state.max_in_flight == 3
+    assert elapsed < 4 * 0.2 * 0.8
+    assert emb.tokens_used == 4 * 3 and emb.dim == 3
+
+
+def test_embedder_error_in_one_batch(stub: tuple[str, Stub]) -> None:
+    base_url, state = stub
+    state.script = [(400, {})]
+    emb = OpenAIEmbedder("e", base_url=base_url, batch_size=1, concurrency=2, max_retries=0, timeout=10)
+    with pytest.raises(GemragError, match="HTTP 400"):
+        emb.embed(["a", "b", "c"])
+
+
+# ---- configuration ------------------------------------------------------------------------------------------
+
+
+def test_settings_reach_the_backends(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from gemrag.config import load_config
+    from gemrag.models.factory import build_embedder, build_llm
+
+    monkeypatch.chdir(tmp_path)
+    for var, value in {
+        "GEMRAG_LLM__PROVIDER": "openai",
+        "GEMRAG_LLM__MODEL": "m",
+        "GEMRAG_LLM__BASE_URL": "http://127.0.0.1:9/v1",
+        "GEMRAG_LLM__CONCURRENCY": "8",
+        "GEMRAG_LLM__MAX_RETRIES": "5",
+        "GEMRAG_LLM__REQUESTS_PER_MINUTE": "500",
+        "GEMRAG_LLM__TOKENS_PER_MINUTE": "200000",
+        "GEMRAG_EMBEDDER__PROVIDER": "openai",
+        "GEMRAG_EMBEDDER__MODEL": "e",
+        "GEMRAG_EMBEDDER__BASE_URL": "http://127.0.0.1:9/v1",
+        "GEMRAG_EMBEDDER__CONCURRENCY": "2",
+    }.items():
+        monkeypatch.setenv(var, value)
+    cfg = load_config(None, {})
+    llm = build_llm(cfg.llm)
+    assert isinstance(llm, OpenAILLM)
+    assert llm.concurrency == 8 and llm.max_retries == 5 and llm._client.max_retries == 5
+    assert llm.rate_limiter.requests_per_minute == 500 and llm.rate_limiter.tokens_per_minute == 200_000
+    emb = build_embedder(cfg.embedder)
+    assert isinstance(emb, OpenAIEmbedder) and emb.concurrency == 2 and emb.max_retries == 2
+
+
+def test_settings_defaults_and_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from gemrag.config import LLMSettings
+
+    s = LLMSettings()
+    assert (s.concurrency, s.max_retries, s.requests_per_minute, s.tokens_per_minute) == (4, 2, None, None)
+    for bad in ({"concurrency": 0}, {"max_retries": -1}, {"requests_per_minute": 0}, {"tokens_per_minute": 0}):
+        with pytest.raises(ValidationError):
+            LLMSettings(**bad)
+
+
+def test_early_break_stops_waiting_for_the_rate_limit(stub: tuple[str, Stub]) -> None:
+    """30 requests per minute (one every 2 s) with the real clock: after the break, the workers waiting for their
+    turn wake up and send nothing."""
+    base_url, state = stub
+    llm = _llm(base_url, concurrency=3, requests_per_minute=30)
+    t0 = time.monotonic()
+    for _i, _result in llm.complete_iter([_user(f"q{i}") for i in range(10)]):
+        break
+    assert time.monotonic() - t0 < 0.5  # the first request goes at once
+    time.sleep(0.3)
+    assert state.requests == 1
+    workers = [t for t in threading.enumerate() if t.name.startswith("gemrag-http")]
+    assert not workers  # without the wake-up they would sleep 2 and 4 s more
