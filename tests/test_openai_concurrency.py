@@ -98,7 +98,14 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             with stub.lock:
                 stub.prompts.append(last)
-            text = json.dumps({"echo": last}) if "response_format" in body else f"echo: {last}"
+            schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
+            if "questions" in schema.get("properties", {}):  # GEM's utility questions: two per passage
+                words = last.split('"""')[1].split()[:3] if '"""' in last else ["this"]
+                text = json.dumps({"questions": [f"What about {' '.join(words)}?", f"Why {' '.join(words)}?"]})
+            elif "response_format" in body:
+                text = json.dumps({"echo": last})
+            else:
+                text = f"echo: {last}"
             self._send(
                 200,
                 {
@@ -419,3 +426,28 @@ def test_early_break_stops_waiting_for_the_rate_limit(stub: tuple[str, Stub]) ->
     assert state.requests == 1
     workers = [t for t in threading.enumerate() if t.name.startswith("gemrag-http")]
     assert not workers  # without the wake-up they would sleep 2 and 4 s more
+
+
+# ---- used by the extraction passes -------------------------------------------------------------------------
+
+
+def test_a_gem_build_keeps_concurrency_requests_in_flight(stub: tuple[str, Stub], tmp_path: Any) -> None:
+    """Memory -> cache -> OpenAILLM.complete_iter: GEM's utility questions go to the server N at a time, every
+    chunk gets its questions, and a second build is answered by the cache (no request)."""
+    from fakes import HashEmbedder
+    from gemrag import Memory, load_config
+
+    base_url, state = stub
+    state.delay = 0.15
+    words = [f"word{i}" for i in range(600)]
+    config = load_config(None, {"gem": {"chunk_tokens": 40, "questions": 2, "eigen": 0}})
+    with Memory.open(tmp_path / "m", config, llm=_llm(base_url, concurrency=3), embedder=HashEmbedder()) as mem:
+        mem.add_text(" ".join(words) + ".", "doc")
+        mem.index()
+        chunks = mem.store.nodes("chunk")
+        assert len(chunks) >= 6 and state.max_in_flight == 3 and state.requests == len(chunks)
+        owners = {owner for _, owner, _ in mem.store.questions()}
+        assert owners == {c.id for c in chunks}
+        mem.store.reset_questions()
+        mem.index()
+        assert state.requests == len(chunks)  # the LLM cache answered every repeated prompt
