@@ -210,7 +210,13 @@ class BatchDecoder:
 
     Not thread-safe and not re-entrant: the owner serializes calls (:class:`~gemrag.models.llama_cpp.LlamaCppLLM`
     holds its lock while a :meth:`run` is being iterated).
+
+    Attributes:
+        grammar_first: apply a greedy request's grammar to the whole vocabulary at every step, as
+            llama-cpp-python's sampler chain does (same answers, slower; for benchmarks/bench_llm.py).
     """
+
+    grammar_first: bool = False
 
     def __init__(self, model: Any, context_params: Any, *, n_seq: int, n_ctx: int, n_batch: int) -> None:
         """Create the context.
@@ -363,9 +369,9 @@ class BatchDecoder:
         token = int(np.argmax(logits))
         if job.grammar is None:
             return token
-        if not self._grammar_allows(job.grammar, token, float(logits[token])):
-            job.result.grammar_rejections += 1
+        if self.grammar_first or not self._grammar_allows(job.grammar, token, float(logits[token])):
             best = self._grammar_argmax(job.grammar, logits)
+            job.result.grammar_rejections += best != token
             if best is None:
                 return None
             token = best
