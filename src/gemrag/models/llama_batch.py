@@ -13,7 +13,7 @@ on token ids; the chat template, tokenization and text are the backend's job.
 * **Prefix reuse.** Each slot remembers the tokens its sequence holds in the KV cache. A new request starts
   from the slot whose tokens share the longest prefix with its prompt: in place when that slot is free, else by
   ``llama_memory_seq_cp`` into a free slot (cells are shared, not copied, in a unified cache). Only the rest of
-  the prompt is decoded.
+  the prompt is decoded. A request whose prefix a running job is still reading waits for that step.
 * **Grammars.** A GBNF grammar is parsed once (``llama_sampler_init_grammar``) and cloned per sequence
   (``llama_sampler_clone`` copies the parsed rules; ``llama_sampler_reset`` would parse again). For a greedy
   request the grammar is checked on the argmax token only, and applied to the whole vocabulary only when it
@@ -56,6 +56,9 @@ SAMPLED_TOP_K = 40
 SAMPLED_TOP_P = 0.95
 SAMPLED_MIN_P = 0.05
 SAMPLED_TYPICAL_P = 1.0
+
+#: Shared prompt tokens (beyond those already cached) that make a request wait for a running job to read them.
+PREFIX_WAIT_MIN = 8
 
 _TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
 
@@ -284,8 +287,14 @@ class BatchDecoder:
     # -- admission -----------------------------------------------------------------------------------------------
 
     def _admit(self, index: int, request: DecodeRequest, jobs: list[_Job]) -> _Job | None:
-        """Start ``request`` in a free slot if the KV cache has room, else None (retry when a job ends)."""
+        """Start ``request`` in a free slot, or None to retry after the next step: the KV cache has no room yet,
+        or a running job is still reading more than :data:`PREFIX_WAIT_MIN` tokens of its prompt prefix."""
         prompt = list(request.tokens)
+        # A prefix a running job is still reading is worth a step's wait: it is then copied, not decoded again.
+        cached = max(common_prefix_len(c, prompt) for c in self._cached)
+        coming = max((common_prefix_len(j.request.tokens, prompt) for j in jobs if j.pending), default=0)
+        if coming > cached + PREFIX_WAIT_MIN:
+            return None
         slot, source, reuse = choose_slot(self._cached, self._busy, prompt)
         need = len(prompt) + request.max_tokens
         # The target slot's own cache is replaced; other idle slots' caches are evicted until the request fits
