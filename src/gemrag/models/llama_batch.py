@@ -261,12 +261,6 @@ class BatchDecoder:
         self._cand = np.zeros(self.n_vocab, dtype=_TOKEN_DATA)
         self._cand["id"] = np.arange(self.n_vocab, dtype=np.intc)
 
-    # -- bookkeeping ---------------------------------------------------------------------------------------------
-
-    def cached_tokens(self) -> list[list[int]]:
-        """The tokens each slot's sequence holds in the KV cache (a copy; for tests and benchmarks)."""
-        return [list(c) for c in self._cached]
-
     def clear(self) -> None:
         """Forget every cached prefix (empties the KV cache)."""
         if self._running:
@@ -283,8 +277,6 @@ class BatchDecoder:
         once per sequence)."""
         need = sum(len(j.request.tokens) + j.request.max_tokens for j in jobs)
         return need + sum(len(c) for s, c in enumerate(self._cached) if not self._busy[s])
-
-    # -- admission -----------------------------------------------------------------------------------------------
 
     def _admit(self, index: int, request: DecodeRequest, jobs: list[_Job]) -> _Job | None:
         """Start ``request`` in a free slot, or None to retry after the next step: the KV cache has no room yet,
@@ -348,8 +340,6 @@ class BatchDecoder:
         job.grammar = job.chain = None
         self._busy[job.slot] = False
 
-    # -- sampling ------------------------------------------------------------------------------------------------
-
     def _grammar_allows(self, grammar: Any, token: int, logit: float) -> bool:
         one = self._one
         one[0].id, one[0].logit, one[0].p = token, logit, 0.0
@@ -387,8 +377,6 @@ class BatchDecoder:
         if not self._lib.llama_vocab_is_eog(self.vocab, token):
             self._lib.llama_sampler_accept(job.grammar, token)
         return token
-
-    # -- the loop ------------------------------------------------------------------------------------------------
 
     def _add(self, token: int, pos: int, seq: int, logits: bool) -> int:
         b = self._batch

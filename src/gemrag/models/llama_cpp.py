@@ -310,7 +310,8 @@ class LlamaCppLLM:
         leaves, the schema's grammar, the seed.
 
         Raises:
-            GemragError: the prompt does not fit the context window, or the legacy path is in use.
+            GemragError: the prompt does not fit the context window, llama.cpp rejects the schema's grammar, or
+                the legacy path is in use.
         """
         llm = self.load()
         if self._formatter is None:
@@ -323,13 +324,16 @@ class LlamaCppLLM:
                 f"Requested tokens ({len(tokens)}) exceed context window of {self.context_window}"
             )
         room = self.context_window - len(tokens)
-        max_tokens = room if request.max_tokens <= 0 else min(request.max_tokens, room)
+        grammar = None if request.schema is None else grammar_for_schema(request.schema)
+        decoder = self.decoder()
+        if grammar is not None and decoder is not None:
+            decoder.grammars.template(grammar)  # a grammar llama.cpp rejects is this request's error
         return DecodeRequest(
             tokens=tokens,
-            max_tokens=max_tokens,
+            max_tokens=room if request.max_tokens <= 0 else min(request.max_tokens, room),
             temperature=request.temperature,
             seed=self.seed if request.seed is None else request.seed,
-            grammar=None if request.schema is None else grammar_for_schema(request.schema),
+            grammar=grammar,
         )
 
     def _completion(self, prompt: Sequence[int], result: DecodeResult, wants_json: bool, seconds: float) -> Completion:
