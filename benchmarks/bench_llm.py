@@ -255,10 +255,14 @@ def batched(model: str, reqs: list[Any], n_threads: int | None) -> list[str]:
     for n in (1, 2, 4, 8):
         llm = LlamaCppLLM(model, n_threads=n_threads, n_parallel=n)
         list(llm.complete_iter(reqs[:1]))  # warm up (page the weights in)
-        llm.decoder().clear()
+        decoder = llm.decoder()
+        decoder.clear()
+        before = (decoder.steps, decoder.batch_tokens, decoder.decode_seconds)
         t0 = time.perf_counter()
         results = dict(llm.complete_iter(reqs))
         wall = time.perf_counter() - t0
+        steps, tokens = decoder.steps - before[0], decoder.batch_tokens - before[1]
+        decode_s = decoder.decode_seconds - before[2]
         llm.close()
         gen = sum(r.usage.completion_tokens for r in results.values())
         texts = {i: r.text for i, r in results.items()}
@@ -268,7 +272,8 @@ def batched(model: str, reqs: list[Any], n_threads: int | None) -> list[str]:
         valid = sum(isinstance(r.parsed, dict) and len(r.parsed.get("questions", [])) == M for r in results.values())
         rows.append(
             f"  n_parallel={n:<2} {wall:7.1f} s  {gen / wall:7.1f} gen tok/s  {len(reqs) / wall:6.3f} calls/s  "
-            f"same as n=1: {same}/{len(reqs)}  valid: {valid}/{len(reqs)}  (load {load()})"
+            f"same as n=1: {same}/{len(reqs)}  valid: {valid}/{len(reqs)}  llama_decode {decode_s / wall:.0%} of wall, "
+            f"{steps} steps of {tokens / steps:.1f} tokens, {decode_s / steps * 1e3:.0f} ms each  (load {load()})"
         )
         print(rows[-1], flush=True)
     return rows

@@ -217,6 +217,8 @@ class BatchDecoder:
     Attributes:
         grammar_first: apply a greedy request's grammar to the whole vocabulary at every step, as
             llama-cpp-python's sampler chain does (same answers, slower; for benchmarks/bench_llm.py).
+        steps, batch_tokens, decode_seconds: ``llama_decode`` calls, the tokens they held and their seconds
+            since the decoder was created (for benchmarks).
     """
 
     grammar_first: bool = False
@@ -257,6 +259,8 @@ class BatchDecoder:
         self._cached: list[list[int]] = [[] for _ in range(n_seq)]
         self._busy = [False] * n_seq
         self._running = False
+        self.steps = self.batch_tokens = 0
+        self.decode_seconds = 0.0
         self._one = (llama_cpp.llama_token_data * 1)()
         self._cand = np.zeros(self.n_vocab, dtype=_TOKEN_DATA)
         self._cand["id"] = np.arange(self.n_vocab, dtype=np.intc)
@@ -417,7 +421,10 @@ class BatchDecoder:
         rc = self._lib.llama_decode(self._ctx, self._batch)
         if rc != 0:
             raise GemragError(f"llama.cpp failed: llama_decode returned {rc} for a batch of {self._batch.n_tokens}")
-        return time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
+        self.steps, self.batch_tokens = self.steps + 1, self.batch_tokens + self._batch.n_tokens
+        self.decode_seconds += seconds
+        return seconds
 
     def run(self, requests: Sequence[DecodeRequest]) -> Iterator[tuple[int, DecodeResult]]:
         """Decode every request, yielding ``(index, result)`` in completion order.
