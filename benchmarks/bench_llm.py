@@ -247,12 +247,15 @@ def summarize(name: str, calls: list[dict[str, Any]], rates: dict[str, float]) -
     )
 
 
+PARALLEL = (1, 2, 4, 8)  # --parallel
+
+
 def batched(model: str, reqs: list[Any], n_threads: int | None) -> list[str]:
     from gemrag.models.llama_cpp import LlamaCppLLM
 
     rows = []
     reference: dict[int, str] = {}
-    for n in (1, 2, 4, 8):
+    for n in PARALLEL:
         llm = LlamaCppLLM(model, n_threads=n_threads, n_parallel=n)
         list(llm.complete_iter(reqs[:1]))  # warm up (page the weights in)
         decoder = llm.decoder()
@@ -266,13 +269,14 @@ def batched(model: str, reqs: list[Any], n_threads: int | None) -> list[str]:
         llm.close()
         gen = sum(r.usage.completion_tokens for r in results.values())
         texts = {i: r.text for i, r in results.items()}
-        if n == 1:
+        if not reference:
             reference = texts
         same = sum(texts[i] == reference.get(i) for i in texts)
         valid = sum(isinstance(r.parsed, dict) and len(r.parsed.get("questions", [])) == M for r in results.values())
         rows.append(
             f"  n_parallel={n:<2} {wall:7.1f} s  {gen / wall:7.1f} gen tok/s  {len(reqs) / wall:6.3f} calls/s  "
-            f"same as n=1: {same}/{len(reqs)}  valid: {valid}/{len(reqs)}  llama_decode {decode_s / wall:.0%} of wall, "
+            f"same as n={PARALLEL[0]}: {same}/{len(reqs)}  valid: {valid}/{len(reqs)}  "
+            f"llama_decode {decode_s / wall:.0%} of wall, "
             f"{steps} steps of {tokens / steps:.1f} tokens, {decode_s / steps * 1e3:.0f} ms each  (load {load()})"
         )
         print(rows[-1], flush=True)
@@ -361,9 +365,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
     ap.add_argument("--contention", action="store_true", help="also time a call next to a busy process")
     ap.add_argument("--max-tokens", type=int, default=None, help="completion limit (default: the build's)")
+    ap.add_argument("--parallel", default="1,2,4,8", help="n_parallel values of the batched rows (first = reference)")
     args = ap.parse_args()
-    global MAX_TOKENS
+    global MAX_TOKENS, PARALLEL
     MAX_TOKENS = args.max_tokens
+    PARALLEL = tuple(int(n) for n in args.parallel.split(","))
     os.environ.setdefault("GEMRAG_SKIP_MODEL_PROBE", "1")
     if args.model:
         run_model(args.model, args.calls, args.batch_calls, args.threads, args.contention)
@@ -378,6 +384,7 @@ def main() -> None:
         cmd = [sys.executable, __file__, "--model", model, "--calls", str(args.calls)]
         cmd += ["--batch-calls", str(args.batch_calls)] + (["--contention"] if args.contention else [])
         cmd += ["--max-tokens", str(args.max_tokens)] if args.max_tokens else []
+        cmd += ["--parallel", args.parallel]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
         subprocess.run(cmd, check=True)
