@@ -68,6 +68,10 @@ class LLMSettings(BaseModel):
         n_threads: llama.cpp threads (None = all cores).
         n_gpu_layers: llama.cpp layers offloaded to a GPU (0 = CPU only, -1 = all); needs a GPU build of
             llama-cpp-python (README, "A GPU").
+        n_parallel: llama.cpp sequences decoded together in one batch when many calls are made at once (the
+            per-chunk extraction calls of a build); 1 = one call after another. Each sequence needs KV cache
+            cells for its prompt and completion within ``n_ctx`` (shared by all), so the batch shrinks when the
+            prompts are long. Not part of the cache keys (benchmarks/bench_llm.py measures the throughput).
         json_mode: how structured output is requested from an openai endpoint.
         timeout: HTTP timeout (seconds, per request and per retry).
         concurrency: HTTP requests in flight at once when a build sends many (extraction passes), >= 1;
@@ -87,6 +91,7 @@ class LLMSettings(BaseModel):
     n_ctx: int = Field(4096, ge=512)
     n_threads: int | None = Field(None, ge=1)
     n_gpu_layers: int = Field(0, ge=-1)
+    n_parallel: int = Field(4, ge=1)
     json_mode: Literal["json_schema", "json_object", "none"] = "json_schema"
     timeout: float = Field(600.0, gt=0)
     concurrency: int = Field(4, ge=1)

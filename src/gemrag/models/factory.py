@@ -26,6 +26,7 @@ def build_llm(settings: LLMSettings, cache_dir: Path | None = None) -> LLM:
             n_ctx=settings.n_ctx,
             n_threads=settings.n_threads,
             n_gpu_layers=getattr(settings, "n_gpu_layers", 0),
+            n_parallel=settings.n_parallel,
             cache_dir=models_dir,
         )
     from gemrag.models.openai_backend import OpenAILLM

@@ -2,8 +2,14 @@
 
 The chat prompt is built with the chat template stored in the GGUF file (llama-cpp-python picks it up from
 the ``tokenizer.chat_template`` metadata when ``chat_format`` is not given; Qwen2.5 GGUFs carry one).
-A JSON schema is enforced by a grammar llama-cpp-python derives from
-``response_format={"type": "json_object", "schema": schema}``.
+A JSON schema is enforced by the GBNF grammar llama-cpp-python derives from it
+(``LlamaGrammar.from_json_schema``), built once per schema (:func:`grammar_for_schema`).
+
+With the GGUF's own chat template (the default), completions are decoded by
+:class:`gemrag.models.llama_batch.BatchDecoder` in a context of ``n_parallel`` sequences: the KV cache keeps
+the prompts' shared prefix between calls, grammars are parsed once and checked on the chosen token only, and
+:meth:`LlamaCppLLM.complete_iter` decodes up to ``n_parallel`` requests together (issue 9). A named
+``chat_format`` keeps llama-cpp-python's ``create_chat_completion`` path.
 
 ``llama_cpp`` is imported lazily, and the weights are only loaded on the first call that needs them (a
 completion or :meth:`LlamaCppLLM.count_tokens`), so an instance whose answers all come from the cache
@@ -16,6 +22,8 @@ this CPU raises :class:`~gemrag.errors.ModelCrashError` with a one-line fix inst
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -23,13 +31,16 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gemrag.errors import GemragError, ModelCrashError, ModelNotAvailableError
+from gemrag.errors import GemragError, ModelCrashError, ModelNotAvailableError, is_fatal
 from gemrag.models import probe
 from gemrag.models.base import Completion, Message, Usage
+from gemrag.models.batch import CompletionRequest
+from gemrag.models.llama_batch import BatchDecoder, DecodeRequest, DecodeResult
+from gemrag.models.llama_chat import chat_formatter, grammar_for_schema
 from gemrag.models.weights import KNOWN_MODELS, ModelSpec, find_known_model, resolve_gguf
 
 if TYPE_CHECKING:
@@ -44,6 +55,9 @@ DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 INSTALL_HINT = "pip install 'gemrag[local]'"
 #: Bytes at the start of a GGUF file hashed for its fingerprint (the header, metadata and first tensors).
 FINGERPRINT_BYTES = 16 * 1024 * 1024
+#: Context (tokens) of the ``Llama`` object when the decoder does the work: it then only holds the weights,
+#: the tokenizer and the chat template, so its own KV cache is kept small.
+HOLDER_N_CTX = 512
 _fingerprints: dict[tuple[str, int, int], str] = {}
 
 
@@ -102,6 +116,7 @@ class LlamaCppLLM:
         n_threads: int | None = None,
         n_batch: int = 512,
         n_gpu_layers: int = 0,
+        n_parallel: int = 4,
         seed: int = 0,
         chat_format: str | None = None,
         cache_dir: Path | None = None,
@@ -116,6 +131,7 @@ class LlamaCppLLM:
             n_threads: CPU threads; default ``os.cpu_count()``.
             n_batch: prompt-processing batch size (tokens).
             n_gpu_layers: layers offloaded to a GPU (0 = CPU only, -1 = all; needs a GPU build).
+            n_parallel: sequences decoded together by :meth:`complete_iter` (>= 1; 1 = one after another).
             seed: sampling seed used when a call gives none (so that sampled answers are reproducible).
             chat_format: a llama-cpp-python chat format name; ``None`` uses the GGUF's own chat template.
             cache_dir: where known models are joined; default
@@ -135,6 +151,8 @@ class LlamaCppLLM:
             )
         if n_ctx < 16:
             raise ValueError(f"n_ctx must be >= 16, got {n_ctx}")
+        if n_parallel < 1:
+            raise ValueError(f"n_parallel must be >= 1, got {n_parallel}")
         self.model_path: Path = resolve_gguf(model, cache_dir, verify=verify)
         self._spec = KNOWN_MODELS.get(os.fspath(model)) or find_known_model(self.model_path)
         if self._spec is not None:
@@ -147,17 +165,23 @@ class LlamaCppLLM:
         self.n_threads: int = n_threads or os.cpu_count() or 1
         self.n_batch = n_batch
         self.n_gpu_layers = n_gpu_layers
+        self.n_parallel = n_parallel
         self.seed = seed
         self.chat_format = chat_format
         self.cache_dir = cache_dir
         self._llm: Llama | None = None
+        self._decoder: BatchDecoder | None = None
+        self._formatter: Any = None  # the GGUF's chat template (Jinja2ChatFormatter); None = legacy path
         self._crash: str | None = None
         self._lock = threading.RLock()
         if preload:
             self.load()
 
     def __repr__(self) -> str:
-        return f"LlamaCppLLM({self.model_id!r}, n_ctx={self.context_window}, n_threads={self.n_threads})"
+        return (
+            f"LlamaCppLLM({self.model_id!r}, n_ctx={self.context_window}, n_threads={self.n_threads}, "
+            f"n_parallel={self.n_parallel})"
+        )
 
     @property
     def fingerprint(self) -> str:
@@ -169,7 +193,12 @@ class LlamaCppLLM:
         """Everything besides the call's arguments that decides an answer, for cache keys
         (:mod:`gemrag.models.cache`): the GGUF's fingerprint, ``n_ctx`` (it clips ``max_tokens``), the chat
         format (None = the GGUF's own template, covered by the fingerprint) and the default seed. Threads,
-        batch size and the llama.cpp version are left out: a rebuild must not discard every cached answer."""
+        batch size and the llama.cpp version are left out: a rebuild must not discard every cached answer.
+
+        ``n_parallel`` is left out too: it does not decide an answer, the other requests decoded in the same
+        batch do (continuous batching mixes whatever requests are in flight), and batched greedy decoding gives
+        the sequential answer or one as valid (same grammar, same argmax rule; at most last-bit differences of
+        the logits). Like a thread count, changing it must not discard every cached answer."""
         return {
             "backend": "llama.cpp",
             "gguf": self.fingerprint,
@@ -223,27 +252,144 @@ class LlamaCppLLM:
                 self._check_runs()  # before llama_cpp is imported here: even loading the library may crash
                 Llama = _import_llama()
                 t0 = time.perf_counter()
-                try:
-                    self._llm = Llama(
-                        model_path=str(self.model_path),
-                        n_ctx=self.context_window,
-                        n_threads=self.n_threads,
-                        n_batch=self.n_batch,
-                        n_gpu_layers=self.n_gpu_layers,
-                        seed=self.seed,
-                        chat_format=self.chat_format,
-                        verbose=False,
-                    )
-                except (ValueError, RuntimeError, OSError) as e:
-                    raise GemragError(f"llama.cpp could not load {self.model_path}: {e}") from e
-                if self.chat_format is None and "tokenizer.chat_template" not in self._llm.metadata:
+                # With the GGUF's template the decoder has its own context, so the Llama's is kept small; a GGUF
+                # without a template is reloaded with the full context for llama-cpp-python's own path.
+                holder = self.chat_format is None
+                self._llm = self._new_llama(Llama, min(HOLDER_N_CTX, self.context_window) if holder else None)
+                if holder and "tokenizer.chat_template" not in self._llm.metadata:
                     log.warning(
                         "%s carries no chat template; llama-cpp-python falls back to %r",
                         self.model_path.name,
                         self._llm.chat_format,
                     )
+                    self._llm.close()
+                    self._llm = self._new_llama(Llama, None)
+                elif holder:
+                    self._formatter = chat_formatter(self._llm)
                 log.info("loaded %s in %.1f s", self.model_path.name, time.perf_counter() - t0)
             return self._llm
+
+    def _new_llama(self, Llama: type[Llama], n_ctx: int | None) -> Llama:  # noqa: N803
+        try:
+            return Llama(
+                model_path=str(self.model_path),
+                n_ctx=n_ctx or self.context_window,
+                n_threads=self.n_threads,
+                n_batch=min(self.n_batch, n_ctx or self.context_window),
+                n_gpu_layers=self.n_gpu_layers,
+                seed=self.seed,
+                chat_format=self.chat_format,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as e:
+            raise GemragError(f"llama.cpp could not load {self.model_path}: {e}") from e
+
+    def decoder(self) -> BatchDecoder | None:
+        """The batch decoder (created on first use), or None on the legacy path (a named ``chat_format``).
+
+        Raises:
+            ModelNotAvailableError, ModelCrashError, GemragError: as :meth:`load`.
+        """
+        with self._lock:
+            llm = self.load()
+            if self._formatter is None:
+                return None
+            if self._decoder is None:
+                self._decoder = BatchDecoder(
+                    llm.model,
+                    llm.context_params,
+                    n_seq=self.n_parallel,
+                    n_ctx=self.context_window,
+                    n_batch=max(self.n_batch, self.n_parallel),
+                )
+            return self._decoder
+
+    def prepare(self, request: CompletionRequest) -> DecodeRequest:
+        """The decoder's request for a completion request: the chat template applied and tokenized (as
+        llama-cpp-python does: special tokens parsed, no extra BOS), ``max_tokens`` clipped to what the context
+        leaves, the schema's grammar, the seed.
+
+        Raises:
+            GemragError: the prompt does not fit the context window, llama.cpp rejects the schema's grammar, or
+                the legacy path is in use.
+        """
+        llm = self.load()
+        if self._formatter is None:
+            raise GemragError(f"{self.name}: no batch decoder with chat_format={self.chat_format!r}")
+        chat = self._formatter(messages=[{"role": m["role"], "content": m["content"]} for m in request.messages])
+        tokens = llm.tokenize(chat.prompt.encode("utf-8"), add_bos=not chat.added_special, special=True)
+        if len(tokens) >= self.context_window:
+            raise GemragError(
+                f"the prompt does not fit the context window of {self.model_id} ({self.context_window} tokens): "
+                f"Requested tokens ({len(tokens)}) exceed context window of {self.context_window}"
+            )
+        room = self.context_window - len(tokens)
+        grammar = None if request.schema is None else grammar_for_schema(request.schema)
+        decoder = self.decoder()
+        if grammar is not None and decoder is not None:
+            decoder.grammars.template(grammar)  # a grammar llama.cpp rejects is this request's error
+        return DecodeRequest(
+            tokens=tokens,
+            max_tokens=room if request.max_tokens <= 0 else min(request.max_tokens, room),
+            temperature=request.temperature,
+            seed=self.seed if request.seed is None else request.seed,
+            grammar=grammar,
+        )
+
+    def _completion(self, prompt: Sequence[int], result: DecodeResult, wants_json: bool, seconds: float) -> Completion:
+        llm = self.load()
+        text = llm.detokenize(result.tokens, prev_tokens=list(prompt)).decode("utf-8", errors="ignore")
+        return _to_completion(
+            {
+                "choices": [{"message": {"content": text}}],
+                "usage": {"prompt_tokens": result.prompt_tokens, "completion_tokens": len(result.tokens)},
+            },
+            wants_json,
+            seconds,
+        )
+
+    def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
+        """Complete several requests, decoding up to ``n_parallel`` of them together (contract:
+        :mod:`gemrag.models.batch`).
+
+        Yields ``(index, Completion or GemragError)`` in completion order; a prompt that does not fit the context
+        window is that request's error. ``usage.seconds`` of a completion is its share of the decoding time (a
+        step's time is shared among the tokens of its batch) plus its own template and detokenization time, so
+        the seconds of all results add up to the wall-clock time. Greedy answers equal those of
+        :meth:`complete` up to last-bit differences of batched logits (``tests/test_integration_llama_batch.py``
+        compares them). The instance's lock is held while the iteration runs.
+
+        Raises:
+            ModelCrashError: the model crashed in the child-process check.
+            GemragError: llama.cpp failed to decode a batch (every request in flight is lost).
+        """
+        with self._lock:
+            decoder = self.decoder()
+            if decoder is None:  # legacy path: one call after another
+                for i, request in enumerate(requests):
+                    try:
+                        result: Completion | GemragError = request.call(self)
+                    except GemragError as exc:
+                        if is_fatal(exc):
+                            raise
+                        result = exc
+                    yield i, result
+                return
+            prepared: list[tuple[int, DecodeRequest, float]] = []
+            for i, request in enumerate(requests):
+                t0 = time.perf_counter()
+                try:
+                    prepared.append((i, self.prepare(request), time.perf_counter() - t0))
+                except GemragError as exc:
+                    yield i, exc
+            with contextlib.closing(decoder.run([d for _, d, _ in prepared])) as results:
+                for j, result in results:
+                    i, d, seconds = prepared[j]
+                    t0 = time.perf_counter()
+                    completion = self._completion(d.tokens, result, requests[i].schema is not None, 0.0)
+                    spent = seconds + result.seconds + time.perf_counter() - t0
+                    completion.usage = dataclasses.replace(completion.usage, seconds=spent)
+                    yield i, completion
 
     def complete(
         self,
@@ -272,6 +418,26 @@ class LlamaCppLLM:
             GemragError: the prompt does not fit the context window, or llama.cpp failed.
             ModelNotAvailableError: llama-cpp-python cannot be imported.
         """
+        with self._lock:
+            decoder = self.decoder()
+            if decoder is not None:
+                t0 = time.perf_counter()
+                request = self.prepare(CompletionRequest(messages, schema, max_tokens, temperature, seed))
+                ((_, result),) = list(decoder.run([request]))
+                return self._completion(request.tokens, result, schema is not None, time.perf_counter() - t0)
+            return self._legacy_complete(messages, schema, max_tokens, temperature, seed)
+
+    def _legacy_complete(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+    ) -> Completion:
+        """``Llama.create_chat_completion`` (a named ``chat_format``), with the schema's grammar built once."""
+        from llama_cpp.llama_grammar import LlamaGrammar
+
         kwargs: dict[str, Any] = {
             "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
             "max_tokens": max_tokens,
@@ -279,23 +445,20 @@ class LlamaCppLLM:
             "seed": self.seed if seed is None else seed,
         }
         if schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
-        with self._lock:
-            llm = self.load()
-            t0 = time.perf_counter()
-            try:
-                response = llm.create_chat_completion(**kwargs)
-            except ValueError as e:
-                if "context window" in str(e):
-                    raise GemragError(
-                        f"the prompt does not fit the context window of {self.model_id} "
-                        f"({self.context_window} tokens): {e}"
-                    ) from e
-                raise GemragError(f"llama.cpp failed: {e}") from e
-            except RuntimeError as e:
-                raise GemragError(f"llama.cpp failed: {e}") from e
-            seconds = time.perf_counter() - t0
-        return _to_completion(response, schema is not None, seconds)
+            kwargs["grammar"] = LlamaGrammar.from_string(grammar_for_schema(schema), verbose=False)
+        llm = self.load()
+        t0 = time.perf_counter()
+        try:
+            response = llm.create_chat_completion(**kwargs)
+        except ValueError as e:
+            if "context window" in str(e):
+                raise GemragError(
+                    f"the prompt does not fit the context window of {self.model_id} ({self.context_window} tokens): {e}"
+                ) from e
+            raise GemragError(f"llama.cpp failed: {e}") from e
+        except RuntimeError as e:
+            raise GemragError(f"llama.cpp failed: {e}") from e
+        return _to_completion(response, schema is not None, time.perf_counter() - t0)
 
     def count_tokens(self, text: str) -> int:
         """Number of tokens of ``text`` in the model's tokenizer (no BOS; special-token text not parsed).
@@ -309,6 +472,10 @@ class LlamaCppLLM:
     def close(self) -> None:
         """Free the model (it is reloaded if used again)."""
         with self._lock:
+            if self._decoder is not None:
+                self._decoder.close()
+                self._decoder = None
+            self._formatter = None
             if self._llm is not None:
                 close = getattr(self._llm, "close", None)
                 if callable(close):

@@ -56,7 +56,12 @@ def utility_questions_schema(m: int) -> dict[str, Any]:
 
 def utility_questions_prompt(chunk: str, m: int) -> list[Message]:
     """Messages asking for ``m`` utility questions answerable from ``chunk`` (GEM-RAG III.B.1: "a utility
-    question asks something that could be answered given the text chunk as context")."""
+    question asks something that could be answered given the text chunk as context").
+
+    The chunk comes last: everything before it (system message, instructions, JSON hint) is the same for every
+    chunk of a build, so llama.cpp keeps it in its KV cache and each call pays only for its chunk's tokens
+    (:mod:`gemrag.models.llama_batch`). Changing this text (or its order) changes the LLM cache keys.
+    """
     return [
         {
             "role": "system",
@@ -65,12 +70,12 @@ def utility_questions_prompt(chunk: str, m: int) -> list[Message]:
         {
             "role": "user",
             "content": (
-                f'Passage:\n"""\n{chunk}\n"""\n\n'
-                f"Write {m} different questions that this passage answers. Ask about specific facts in it: what "
-                "happens, who does what, why, how, when, and descriptions. Use the names and details from the "
-                "passage so each question makes sense on its own. Do not ask about the author, the narrator or "
-                "the passage itself.\n"
-                'Reply with JSON: {"questions": ["...", ...]}'
+                f"Write {m} different questions that this passage answers (the passage is below). Ask about "
+                "specific facts in it: what happens, who does what, why, how, when, and descriptions. Use the "
+                "names and details from the passage so each question makes sense on its own. Do not ask about "
+                "the author, the narrator or the passage itself.\n"
+                'Reply with JSON: {"questions": ["...", ...]}\n\n'
+                f'Passage:\n"""\n{chunk}\n"""'
             ),
         },
     ]
