@@ -113,7 +113,7 @@ def test_grammar_for_schema_falls_back_to_any_json_like_response_format() -> Non
 
 
 def test_n_parallel_setting() -> None:
-    assert load_config(None).llm.n_parallel == 4
+    assert load_config(None).llm.n_parallel == 1
     assert load_config(None, {"llm": {"n_parallel": 1}}).llm.n_parallel == 1
     with pytest.raises(ConfigError):
         load_config(None, {"llm": {"n_parallel": 0}})

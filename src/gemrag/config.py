@@ -72,6 +72,9 @@ class LLMSettings(BaseModel):
             per-chunk extraction calls of a build); 1 = one call after another. Each sequence needs KV cache
             cells for its prompt and completion within ``n_ctx`` (shared by all), so the batch shrinks when the
             prompts are long. Not part of the cache keys (benchmarks/bench_llm.py measures the throughput).
+            Default 1: on 2 CPU cores llama.cpp is compute-bound even for one sequence, so batching gained
+            +12% calls/s (0.5B) and -5% (1.5B) while greedy answers may differ in near-ties (docs/llm_speed.md);
+            raise it where decoding is memory-bound (more cores, a GPU).
         json_mode: how structured output is requested from an openai endpoint.
         timeout: HTTP timeout (seconds, per request and per retry).
         concurrency: HTTP requests in flight at once when a build sends many (extraction passes), >= 1;
@@ -91,7 +94,7 @@ class LLMSettings(BaseModel):
     n_ctx: int = Field(4096, ge=512)
     n_threads: int | None = Field(None, ge=1)
     n_gpu_layers: int = Field(0, ge=-1)
-    n_parallel: int = Field(4, ge=1)
+    n_parallel: int = Field(1, ge=1)
     json_mode: Literal["json_schema", "json_object", "none"] = "json_schema"
     timeout: float = Field(600.0, gt=0)
     concurrency: int = Field(4, ge=1)
