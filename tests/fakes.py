@@ -153,3 +153,19 @@ class BatchingLLM(ScriptedLLM):
                 yield pair
         finally:
             self.closed += 1
+
+
+class FakeClock:
+    """A clock that only moves when :meth:`sleep` is called (records every sleep): ``clock()`` is the time in
+    seconds, for rate limiters under test."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds

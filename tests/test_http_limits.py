@@ -6,23 +6,9 @@ import threading
 
 import pytest
 
+from fakes import FakeClock
 from gemrag.errors import ConfigError
 from gemrag.models.http_limits import RateLimiter
-
-
-class FakeClock:
-    """A clock that only moves when :meth:`sleep` is called (records every sleep)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def limiter(clock: FakeClock, rpm: int | None = None, tpm: int | None = None, **kw: float) -> RateLimiter:
@@ -30,7 +16,7 @@ def limiter(clock: FakeClock, rpm: int | None = None, tpm: int | None = None, **
 
 
 def test_no_limits_never_wait() -> None:
-    clock = FakeClock()
+    clock = FakeClock(start=1000.0)
     lim = limiter(clock)
     assert not lim.active
     assert all(lim.acquire(10**6) == 0.0 for _ in range(100))
@@ -39,7 +25,7 @@ def test_no_limits_never_wait() -> None:
 
 def test_requests_per_minute_spaces_requests() -> None:
     """60/min = one per second, burst 1: 5 requests take 4 s of sleep, one second apart."""
-    clock = FakeClock()
+    clock = FakeClock(start=1000.0)
     lim = limiter(clock, rpm=60)
     waits = [lim.acquire(1) for _ in range(5)]
     assert waits == pytest.approx([0.0, 1.0, 1.0, 1.0, 1.0])
@@ -48,7 +34,7 @@ def test_requests_per_minute_spaces_requests() -> None:
 
 def test_requests_per_minute_burst_of_one_second() -> None:
     """120/min: a burst of 2, then one every 0.5 s; 6 requests sleep (6 - 2) * 0.5 = 2 s."""
-    clock = FakeClock()
+    clock = FakeClock(start=1000.0)
     lim = limiter(clock, rpm=120)
     waits = [lim.acquire(1) for _ in range(6)]
     assert waits == pytest.approx([0.0, 0.0, 0.5, 0.5, 0.5, 0.5])
@@ -56,7 +42,7 @@ def test_requests_per_minute_burst_of_one_second() -> None:
 
 
 def test_idle_time_refills_up_to_the_burst_only() -> None:
-    clock = FakeClock()
+    clock = FakeClock(start=1000.0)
     lim = limiter(clock, rpm=60)
     lim.acquire(1)
     clock.now += 3600  # an hour idle: still only one request may go at once
@@ -67,7 +53,7 @@ def test_idle_time_refills_up_to_the_burst_only() -> None:
 def test_tokens_per_minute() -> None:
     """6000 tokens/min = 100/s, bucket 100 tokens; requests of 300 tokens: the first goes at once (the bucket is
     full; larger requests are allowed and leave a debt), each next one waits for the debt plus its own share."""
-    clock = FakeClock()
+    clock = FakeClock(start=1000.0)
     lim = limiter(clock, tpm=6000)
     waits = [lim.acquire(300) for _ in range(4)]
     assert waits == pytest.approx([0.0, 3.0, 3.0, 3.0])
@@ -76,23 +62,23 @@ def test_tokens_per_minute() -> None:
 
 
 def test_small_token_requests_within_the_bucket() -> None:
-    clock = FakeClock()
+    clock = FakeClock(start=1000.0)
     lim = limiter(clock, tpm=6000)  # 100 tokens per second, bucket 100
     assert [lim.acquire(50) for _ in range(4)] == pytest.approx([0.0, 0.0, 0.5, 0.5])
 
 
 def test_both_limits_the_stricter_wins() -> None:
-    clock = FakeClock()
+    clock = FakeClock(start=1000.0)
     lim = limiter(clock, rpm=60, tpm=60_000)  # requests bind: 1/s; tokens: 1000/s
     assert [lim.acquire(10) for _ in range(3)] == pytest.approx([0.0, 1.0, 1.0])
-    clock2 = FakeClock()
+    clock2 = FakeClock(start=1000.0)
     lim2 = limiter(clock2, rpm=6000, tpm=600)  # tokens bind: 10 tokens/s, bucket 10
     assert [lim2.acquire(10) for _ in range(3)] == pytest.approx([0.0, 1.0, 1.0])
 
 
 def test_threads_get_distinct_slots() -> None:
     """Concurrent callers on a frozen clock reserve consecutive slots: waits 0, 1, 2, ... (each once)."""
-    clock = FakeClock()
+    clock = FakeClock(start=1000.0)
     lim = RateLimiter(60, None, clock=clock, sleep=lambda s: None)
     waits: list[float] = []
     lock = threading.Lock()

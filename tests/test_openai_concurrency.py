@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from fakes import FakeClock
 from gemrag.errors import GemragError, is_fatal
 from gemrag.models.batch import CompletionRequest, complete_iter, supports_batches
 from gemrag.models.http_limits import RateLimiter
@@ -289,19 +290,6 @@ def test_empty_batch(stub: tuple[str, Stub]) -> None:
 
 
 # ---- rate limit ---------------------------------------------------------------------------------------------
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def test_requests_per_minute_in_the_backend(stub: tuple[str, Stub]) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 from gemrag.errors import GemragError, is_fatal
 from gemrag.models.base import LLM, Completion, Message
 
-__all__ = ["CompletionRequest", "complete_iter", "supports_batches"]
+__all__ = ["CompletionRequest", "complete_iter", "complete_one_by_one", "supports_batches"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,18 @@ def complete_iter(llm: LLM, requests: Sequence[CompletionRequest]) -> Iterator[t
     if supports_batches(llm):
         yield from llm.complete_iter(requests)  # type: ignore[attr-defined]
         return
+    yield from complete_one_by_one(llm, requests)
+
+
+def complete_one_by_one(
+    llm: LLM, requests: Sequence[CompletionRequest]
+) -> Iterator[tuple[int, Completion | GemragError]]:
+    """The sequential form of the contract: ``llm.complete`` on each request in order, yielding ``(index, result)``
+    with non-fatal errors as results (for backends without batching, or a backend's own fallback path).
+
+    Raises:
+        GemragError: a fatal one.
+    """
     for i, request in enumerate(requests):
         try:
             result: Completion | GemragError = request.call(llm)

@@ -12,10 +12,12 @@ import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from gemrag.errors import GemragError
+
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-__all__ = ["chat_formatter", "grammar_for_schema"]
+__all__ = ["GrammarCache", "chat_formatter", "grammar_for_schema"]
 
 
 @lru_cache(maxsize=64)
@@ -54,3 +56,48 @@ def chat_formatter(llm: Llama) -> Any:
         bos_token=text(bos),
         stop_token_ids=[eos],
     )
+
+
+class GrammarCache:
+    """Parsed llama.cpp grammar samplers by GBNF text, each kept in its initial state and cloned per sequence.
+
+    Parsing a grammar is done once per distinct GBNF text (``llama_sampler_init_grammar``); a clone
+    (``llama_sampler_clone``) copies the parsed rules and initial stacks.
+    """
+
+    def __init__(self, llama_cpp: Any, vocab: Any) -> None:
+        """Args: llama_cpp: the ``llama_cpp`` module. vocab: the model's ``llama_vocab`` pointer."""
+        self._lib = llama_cpp
+        self._vocab = vocab
+        self._templates: dict[str, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._templates)
+
+    def template(self, gbnf: str) -> Any:
+        """The parsed sampler for ``gbnf`` (owned by the cache; do not advance or free it).
+
+        Raises:
+            GemragError: llama.cpp could not parse the grammar.
+        """
+        smpl = self._templates.get(gbnf)
+        if smpl is None:
+            smpl = self._lib.llama_sampler_init_grammar(self._vocab, gbnf.encode("utf-8"), b"root")
+            if not smpl:
+                raise GemragError(f"llama.cpp could not parse the grammar: {gbnf[:200]!r}")
+            self._templates[gbnf] = smpl
+        return smpl
+
+    def clone(self, gbnf: str) -> Any:
+        """A new grammar sampler for ``gbnf`` in its initial state; the caller frees it (``llama_sampler_free``).
+
+        Raises:
+            GemragError: the grammar does not parse.
+        """
+        return self._lib.llama_sampler_clone(self.template(gbnf))
+
+    def close(self) -> None:
+        """Free every parsed grammar."""
+        for smpl in self._templates.values():
+            self._lib.llama_sampler_free(smpl)
+        self._templates.clear()

@@ -35,10 +35,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gemrag.errors import GemragError, ModelCrashError, ModelNotAvailableError, is_fatal
+from gemrag.errors import GemragError, ModelCrashError, ModelNotAvailableError
 from gemrag.models import probe
 from gemrag.models.base import Completion, Message, Usage
-from gemrag.models.batch import CompletionRequest
+from gemrag.models.batch import CompletionRequest, complete_one_by_one
 from gemrag.models.llama_batch import BatchDecoder, DecodeRequest, DecodeResult
 from gemrag.models.llama_chat import chat_formatter, grammar_for_schema
 from gemrag.models.weights import KNOWN_MODELS, ModelSpec, find_known_model, resolve_gguf
@@ -366,14 +366,7 @@ class LlamaCppLLM:
         with self._lock:
             decoder = self.decoder()
             if decoder is None:  # legacy path: one call after another
-                for i, request in enumerate(requests):
-                    try:
-                        result: Completion | GemragError = request.call(self)
-                    except GemragError as exc:
-                        if is_fatal(exc):
-                            raise
-                        result = exc
-                    yield i, result
+                yield from complete_one_by_one(self, requests)
                 return
             prepared: list[tuple[int, DecodeRequest, float]] = []
             for i, request in enumerate(requests):
