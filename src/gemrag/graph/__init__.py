@@ -9,6 +9,10 @@
   skipping lambda_1 = 1), eigentheme members, Remarks 2-3 ("Analysis of Graph Spectrum").
 * :mod:`~gemrag.graph.search`: retrieval, Algorithm 1 and best-first search (III.B.2).
 * :mod:`~gemrag.graph.edges`: each node's strongest edges, for storage (not in the paper).
+* :mod:`~gemrag.graph.ppr`: Personalized PageRank on an undirected weighted graph
+  (:class:`~gemrag.graph.ppr.TransitionMatrix`, prepared once per graph), the walk of HippoRAG 2 / REMem.
+* :mod:`~gemrag.graph.synonyms`: synonym edges between entity embeddings above a cosine threshold,
+  exact (blockwise) or approximate (faiss HNSW), HippoRAG 2 section 3.
 
 Functions take numpy arrays (or scipy.sparse matrices where stated) and return numpy arrays; invalid
 input raises :class:`ValueError`.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 from gemrag.graph.edges import top_k_edges
 from gemrag.graph.laplacian import adjacency_matrix, normalized_laplacian, symmetrize
+from gemrag.graph.ppr import TransitionMatrix, personalized_pagerank
 from gemrag.graph.search import (
     best_first_search,
     fused_ranking,
@@ -41,9 +46,11 @@ from gemrag.graph.spectrum import (
     spectrum_report,
     theme_members,
 )
+from gemrag.graph.synonyms import synonym_pairs
 
 __all__ = [
     "SpectrumReport",
+    "TransitionMatrix",
     "adjacency_matrix",
     "best_first_search",
     "eigenpairs",
@@ -55,12 +62,14 @@ __all__ = [
     "knn_sparsify",
     "node_relevance",
     "normalized_laplacian",
+    "personalized_pagerank",
     "rank_algorithm1",
     "select_eigenthemes",
     "similarity_matrix",
     "spectral_energy",
     "spectrum_report",
     "symmetrize",
+    "synonym_pairs",
     "theme_members",
     "top_k_edges",
     "utility_question_vectors",
