@@ -19,14 +19,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from gemrag.graph._validate import as_matrix
 
-__all__ = ["HNSW_EF_CONSTRUCTION", "HNSW_EF_SEARCH_MIN", "HNSW_M", "synonym_pairs"]
+__all__ = ["HNSW_EF_CONSTRUCTION", "HNSW_EF_SEARCH_MIN", "HNSW_FIRST_K", "HNSW_M", "synonym_pairs"]
 
 HNSW_M = 32
 """Graph degree of the faiss HNSW index (links per node per layer; faiss's default is 32)."""
 HNSW_EF_CONSTRUCTION = 100
 """Candidate-list size while building the HNSW index (faiss's default is 40; higher = better graph)."""
-HNSW_EF_SEARCH_MIN = 128
-"""Smallest candidate-list size while searching; the value used is ``max(this, 2 * (top_k + 1))``."""
+HNSW_EF_SEARCH_MIN = 64
+"""Smallest candidate-list size while searching; the value used is ``max(this, k)`` for ``k`` answers."""
+HNSW_FIRST_K = 16
+"""Answers per row in the first HNSW pass; rows that fill them all are searched again for ``top_k + 1``."""
 
 _BLOCK_ROWS = 2048
 _BLOCK_ENTRIES = 1 << 25  # float32 similarity entries per block in "exact": 128 MiB
@@ -59,9 +61,11 @@ def synonym_pairs(
     similarities, 128 MiB, per block): O(n^2 d) work. Where a row has more than ``top_k`` candidates,
     which of the tied ones at the ``top_k``-th place are kept is unspecified. ``method="hnsw"`` uses
     faiss ``IndexHNSWFlat`` with the inner-product metric (M = :data:`HNSW_M` = 32, efConstruction =
-    :data:`HNSW_EF_CONSTRUCTION` = 100, efSearch = ``max(128, 2 * (top_k + 1))``): approximate, it may
-    miss pairs (recall ~0.99 on clustered data, see ``benchmarks/bench_synonyms.py``) but every pair it
-    returns meets the threshold (faiss's float32 inner product, equal to the exact one to ~1e-6). faiss uses at most
+    :data:`HNSW_EF_CONSTRUCTION` = 100) searched in two passes: the :data:`HNSW_FIRST_K` = 16 nearest of
+    every row (efSearch 64), then ``top_k + 1`` (efSearch ``max(64, top_k + 1)``) only for the rows
+    whose 15 non-self answers all met the threshold. It is approximate: it may miss pairs (recall
+    >= 0.99 on the clustered data of ``benchmarks/bench_synonyms.py``), but every pair it returns meets
+    the threshold (by faiss's float32 inner product, equal to a numpy one to ~1e-6). faiss uses at most
     as many OpenMP threads as this process may run on (``os.sched_getaffinity``); its previous setting
     is restored afterwards. ``method="auto"`` is exact when fewer than ``exact_below`` rows are
     eligible, else hnsw.
@@ -154,29 +158,52 @@ def _exact(unit: NDArray[np.float32], threshold: float, top_k: int) -> Pairs:
 
 
 def _hnsw(unit: NDArray[np.float32], threshold: float, top_k: int) -> Pairs:
-    """Approximate search with a faiss HNSW inner-product index (see :func:`synonym_pairs`)."""
+    """Approximate search with a faiss HNSW inner-product index (see :func:`synonym_pairs`).
+
+    Two passes: every row asks for its :data:`HNSW_FIRST_K` nearest (efSearch :data:`HNSW_EF_SEARCH_MIN`);
+    only rows whose farthest answer still meets the threshold (they may have more neighbours) ask again
+    for ``top_k + 1`` (efSearch ``max(HNSW_EF_SEARCH_MIN, top_k + 1)``). Most entities have few synonyms,
+    so the second pass is small.
+    """
     import faiss  # lazy: only this path needs it
 
     m, d = unit.shape
-    k = min(top_k + 1, m)  # +1: a row usually finds itself first
+    k_full = min(top_k + 1, m)  # +1: a row usually finds itself first
+    k_first = min(k_full, HNSW_FIRST_K)
     before = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(max(1, min(before, len(os.sched_getaffinity(0)))))
     try:
         index = faiss.IndexHNSWFlat(d, HNSW_M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
         index.add(np.ascontiguousarray(unit))
-        index.hnsw.efSearch = max(HNSW_EF_SEARCH_MIN, 2 * k)
-        out_src, out_dst, out_sim = [], [], []
-        for lo in range(0, m, _HNSW_QUERY_ROWS):
-            hi = min(m, lo + _HNSW_QUERY_ROWS)
-            sims, labels = index.search(np.ascontiguousarray(unit[lo:hi]), k)
-            src = np.repeat(np.arange(lo, hi, dtype=np.int64), k)
-            dst = labels.ravel().astype(np.int64)
-            sim = sims.ravel().astype(np.float32)
-            ok = (dst >= 0) & (dst != src) & (sim >= threshold)
-            out_src.append(src[ok])
-            out_dst.append(dst[ok])
-            out_sim.append(sim[ok])
+        index.hnsw.efSearch = max(HNSW_EF_SEARCH_MIN, k_first)
+        parts = [_search(index, unit, np.arange(m, dtype=np.int64), k_first, threshold)]
+        if k_full > k_first:
+            src, _, sim = parts[0]
+            full = np.bincount(src, minlength=m) >= k_first - 1  # every answer but (usually) itself passed
+            again = np.flatnonzero(full)
+            if again.size:
+                keep = ~full[src]
+                parts[0] = (src[keep], parts[0][1][keep], sim[keep])
+                index.hnsw.efSearch = max(HNSW_EF_SEARCH_MIN, k_full)
+                parts.append(_search(index, unit, again, k_full, threshold))
     finally:
         faiss.omp_set_num_threads(before)
-    return _ordered(np.concatenate(out_src), np.concatenate(out_dst), np.concatenate(out_sim), top_k)
+    src, dst, sim = (np.concatenate(col) for col in zip(*parts, strict=True))
+    return _ordered(src, dst, sim, top_k)
+
+
+def _search(index: object, unit: NDArray[np.float32], rows: NDArray[np.int64], k: int, threshold: float) -> Pairs:
+    """The ``k`` nearest of each of ``rows`` in ``index``, minus self, failed slots and those below threshold."""
+    out_src, out_dst, out_sim = [], [], []
+    for lo in range(0, rows.shape[0], _HNSW_QUERY_ROWS):
+        chunk = rows[lo : lo + _HNSW_QUERY_ROWS]
+        sims, labels = index.search(np.ascontiguousarray(unit[chunk]), k)  # type: ignore[attr-defined]
+        src = np.repeat(chunk, k)
+        dst = labels.ravel().astype(np.int64)
+        sim = sims.ravel().astype(np.float32)
+        ok = (dst >= 0) & (dst != src) & (sim >= threshold)
+        out_src.append(src[ok])
+        out_dst.append(dst[ok])
+        out_sim.append(sim[ok])
+    return np.concatenate(out_src), np.concatenate(out_dst), np.concatenate(out_sim)
