@@ -24,7 +24,7 @@ from gemrag.graph._validate import MatrixLike, as_square
 __all__ = ["TransitionMatrix", "personalized_pagerank"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq=False: arrays have no truth value; compared by identity
 class TransitionMatrix:
     """The random walk's one-step operator of a graph, prepared once for many PageRank queries.
 

@@ -53,7 +53,7 @@ def synonym_pairs(
     reverse); the caller symmetrizes them into undirected edges. A row is never its own neighbour, but
     a duplicate vector at another index is.
 
-    The rows are normalized here to unit L2 norm (in float64, then stored as float32), so unnormalized
+    The rows are normalized here to unit L2 norm (norms summed in float64, rows kept float32), so unnormalized
     input is accepted; all-zero rows are skipped (they neither get nor are neighbours), as are rows
     with ``eligible[i]`` False.
 
@@ -95,7 +95,7 @@ def synonym_pairs(
         raise ValueError(f"top_k must be >= 0, got {top_k}")
     if method not in ("auto", "exact", "hnsw"):
         raise ValueError(f"method must be 'auto', 'exact' or 'hnsw', got {method!r}")
-    norms = np.linalg.norm(x.astype(np.float64, copy=False), axis=1) if n else np.zeros(0)
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))  # float64 sums, no float64 copy of x
     keep = norms > 0
     if eligible is not None:
         mask = np.asarray(eligible)
@@ -105,7 +105,8 @@ def synonym_pairs(
     rows = np.flatnonzero(keep).astype(np.int64)
     if rows.shape[0] < 2 or top_k == 0:
         return _empty()
-    unit = (x[rows].astype(np.float64) / norms[rows, None]).astype(np.float32)
+    unit = x[rows].astype(np.float32, copy=False)  # a copy (fancy indexing): scaled in place
+    unit /= norms[rows, None].astype(np.float32)
     if method == "auto":
         method = "exact" if rows.shape[0] < exact_below else "hnsw"
     if method == "exact":
