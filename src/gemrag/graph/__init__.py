@@ -1,4 +1,5 @@
-"""Graph mathematics of GEM-RAG (paper section III.B): pure numpy/scipy, no LLM, no storage.
+"""Graph mathematics of GEM-RAG (paper section III.B) and REMem / HippoRAG 2 (section 3): pure numpy/scipy, no LLM,
+no storage.
 
 * :mod:`~gemrag.graph.similarity`: utility-question vectors ``v_ij`` and the similarity matrix ``S``
   (III.B.1, "Text Embeddings", "Building the Weighted Complete Graph"), plus a k-nearest-neighbour
@@ -13,6 +14,10 @@
   (:class:`~gemrag.graph.ppr.TransitionMatrix`, prepared once per graph), the walk of HippoRAG 2 / REMem.
 * :mod:`~gemrag.graph.synonyms`: synonym edges between entity embeddings above a cosine threshold,
   exact (blockwise) or approximate (faiss HNSW), HippoRAG 2 section 3.
+* :mod:`~gemrag.graph.fact_graph`: REMem's fact graph: entity normalization, triple cleaning, passage and entity
+  nodes, fact / passage / synonym edges, the symmetric adjacency.
+* :mod:`~gemrag.graph.fact_seeds`: the seeds of its Personalized PageRank (min-max fact scores, entity weights,
+  passage weights).
 
 Functions take numpy arrays (or scipy.sparse matrices where stated) and return numpy arrays; invalid
 input raises :class:`ValueError`.
