@@ -45,10 +45,32 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
 
 
+NAME = re.compile(r"[A-Z][a-z]+(?: [A-Z][a-z]+)*")
+
+
+def _names(text: str) -> list[str]:
+    """Capitalized word runs, each once (sentence-initial common words included: the model is simple)."""
+    return list(dict.fromkeys(NAME.findall(text)))
+
+
+def _triples(text: str) -> list[list[str]]:
+    """One triple per sentence naming two entities: [first name, the words between them, second name]."""
+    out = []
+    for sentence in _sentences(text):
+        found = list(NAME.finditer(sentence))
+        if len(found) >= 2:
+            a, b = found[0], found[1]
+            between = sentence[a.end() : b.start()].strip(" ,") or "is related to"
+            out.append([a.group(), between, b.group()])
+    return out
+
+
 class ScriptedLLM:
     """Answers gemrag's prompts deterministically; ``fail`` decides which calls return malformed output.
 
-    Utility questions are made from the passage's sentences; summaries are the passages' first sentences
+    Utility questions are made from the passage's sentences; OpenIE entities are capitalized word runs and its
+    triples link the first two names of each sentence; the recognition filter keeps the candidate facts sharing a
+    word of more than three letters with the question; summaries are the passages' first sentences
     (RAPTOR's: the first 8 words of each node, cut at ``max_tokens`` words); multiple-choice answers pick the
     option sharing most words with the context.
     """
@@ -89,6 +111,18 @@ class ScriptedLLM:
             while len(qs) < m:
                 qs.append(qs[-1])  # duplicates exercise deduplication
             text = json.dumps({"questions": qs})
+            return Completion(text, json.loads(text), usage)
+        if prompt.startswith("List the named entities"):
+            text = json.dumps({"named_entities": _names(prompt.split('"""')[1])})
+            return Completion(text, json.loads(text), usage)
+        if prompt.startswith("Write the facts the passage"):
+            text = json.dumps({"triples": _triples(prompt.split('"""')[1])})
+            return Completion(text, json.loads(text), usage)
+        if "Candidate facts:" in prompt:  # recognition: the facts sharing a long word with the question
+            question = set(w for w in WORD.findall(prompt.split("Question:")[-1].lower()) if len(w) > 3)
+            lines = prompt.split("Candidate facts:\n")[1].split("\n\nQuestion:")[0].splitlines()
+            facts = [f for f in (json.loads(line) for line in lines) if question & set(WORD.findall(" ".join(f)))]
+            text = json.dumps({"facts": facts[:4]})
             return Completion(text, json.loads(text), usage)
         if "These passages share a theme" in prompt:
             firsts = [

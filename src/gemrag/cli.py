@@ -149,7 +149,10 @@ def index(
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     memory: MemoryDir,
-    budget: Annotated[int | None, typer.Option(help="B: context nodes to retrieve (default 4).")] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(help="B: context nodes to retrieve (default: gem.budget, 4; for remem: remem.qa_top_k, 5)."),
+    ] = None,
     choices: Annotated[str | None, typer.Option(help="Multiple-choice options separated by '|'.")] = None,
     show_context: Annotated[bool, typer.Option("--show-context", help="Print the full context texts.")] = False,
     retrieve_only: Annotated[bool, typer.Option("--retrieve-only", help="Only retrieve; no LLM call.")] = False,
@@ -187,9 +190,9 @@ def ask(
         opts = [c.strip() for c in choices.split("|")] if choices else None
         with _open(memory, cfg, True) as mem:
             if retrieve_only:
-                hits, answer = mem.retrieve(question, build=build_missing), None
+                hits, answer = mem.retrieve(question, budget, build=build_missing), None
             else:
-                answer = mem.ask(question, opts, build=build_missing)
+                answer = mem.ask(question, opts, budget, build=build_missing)
                 hits = answer.hits
     if as_json:
         payload = {

@@ -349,7 +349,8 @@ class Memory:
     def retrieve(
         self, question: str, budget: int | None = None, strategy: str | None = None, *, build: bool = False
     ) -> list[Hit]:
-        """The context for ``question``: at most ``budget`` nodes (default ``config.gem.budget``), from
+        """The context for ``question``: at most ``budget`` nodes (default: the strategy's ``default_budget`` if it
+        has one, e.g. REMem's ``qa_top_k``, else ``config.gem.budget``), from
         ``strategy`` (default: the configured one, which must have been built by :meth:`index`).
 
         Answers from the strategy's last published generation, also while another process builds the next one.
@@ -363,10 +364,10 @@ class Memory:
         """
         if not question.strip():
             raise ValueError("the question is empty")
-        budget = budget or self.config.gem.budget
+        chosen = self.get_strategy(strategy)
+        budget = budget or getattr(chosen, "default_budget", None) or self.config.gem.budget
         if budget < 1:
             raise ValueError("budget must be >= 1")
-        chosen = self.get_strategy(strategy)
         check_ready(self, chosen, build=build)
         with self.meter.phase("query"):
             for attempt in range(self.READ_RETRIES):

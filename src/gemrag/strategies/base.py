@@ -146,7 +146,7 @@ class Registration:
 
 
 _REGISTRY: dict[str, Registration] = {}
-_BUILTIN = {name: f"gemrag.strategies.{name}" for name in ("gem", "dense", "bm25", "raptor", "full")}
+_BUILTIN = {name: f"gemrag.strategies.{name}" for name in ("gem", "dense", "bm25", "raptor", "full", "remem")}
 _TYPED_SECTIONS = ("gem",)
 """Strategies whose section is a typed field of :class:`~gemrag.config.Config` rather than a raw table."""
 

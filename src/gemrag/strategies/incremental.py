@@ -104,25 +104,52 @@ def generic_prune(ctx: StrategyContext, strategy: str, gone: set[int], generatio
     return pruned_publication(ctx, published, generation, arrays, axes)
 
 
-def gem_prune(ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
-    """GEM's published graph without the deleted nodes: rows of ``node_ids``, ``node_vectors`` and W, the
-    deleted nodes' utility questions (axis ``"m"``), and ``question_owner`` re-indexed. Surviving summary nodes
-    stay until the next build regenerates them."""
-    published = ctx.store.load_published("gem", mmap=False)
+def referencing_prune(
+    ctx: StrategyContext,
+    strategy: str,
+    gone: set[int],
+    generation: int,
+    *,
+    axis: str,
+    references: tuple[str, ...],
+    ids: str | None = None,
+) -> Publication | None:
+    """The published build without the deleted nodes, for builds with a second axis whose rows refer to rows of
+    ``"n"``: every array loses the deleted rows along ``"n"``; a row of ``axis`` is dropped when a reference of it
+    (arrays ``references``, (rows,) int64 indices into ``"n"``) points to a dropped node, or when its own store
+    id (array ``ids``, if given) is in ``gone``; the references of the kept rows are re-indexed.
+
+    Returns:
+        The pruned generation, written but not published; None when the strategy has no published build.
+    """
+    published = ctx.store.load_published(strategy, mmap=False)
     if published is None:
         return None
-    axes = _axes(ctx, "gem")
-    ids = np.asarray(published.arrays["node_ids"])
-    keep = ~np.isin(ids, np.fromiter(gone, dtype=np.int64, count=len(gone)))
-    owner = np.asarray(published.arrays["question_owner"])
-    keep_q = keep[owner] if owner.size else np.zeros(0, dtype=bool)
+    axes = _axes(ctx, strategy)
+    gone_ids = np.fromiter(gone, dtype=np.int64, count=len(gone))
+    keep = ~np.isin(np.asarray(published.arrays["node_ids"]), gone_ids)
+    refs = {name: np.asarray(published.arrays[name], dtype=np.int64) for name in references}
+    n_rows = next(iter(refs.values())).shape[0] if refs else 0
+    keep_rows = np.ones(n_rows, dtype=bool)
+    for ref in refs.values():
+        keep_rows &= keep[ref] if ref.size else keep_rows
+    if ids is not None:
+        keep_rows &= ~np.isin(np.asarray(published.arrays[ids]), gone_ids)
     new_index = np.cumsum(keep) - 1
     arrays: dict[str, Matrix] = {}
     for name, a in published.arrays.items():
         a = take(a, axes.get(name), NODE_AXIS, keep)
-        arrays[name] = take(a, axes.get(name), "m", keep_q)
-    arrays["question_owner"] = new_index[owner[keep_q]].astype(np.int64)
+        arrays[name] = take(a, axes.get(name), axis, keep_rows)
+    for name, ref in refs.items():
+        arrays[name] = new_index[ref[keep_rows]].astype(np.int64)
     return pruned_publication(ctx, published, generation, arrays, axes)
+
+
+def gem_prune(ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
+    """GEM's published graph without the deleted nodes: rows of ``node_ids``, ``node_vectors`` and W, the
+    deleted nodes' utility questions (axis ``"m"``), and ``question_owner`` re-indexed. Surviving summary nodes
+    stay until the next build regenerates them."""
+    return referencing_prune(ctx, "gem", gone, generation, axis="m", references=("question_owner",))
 
 
 def prune_strategy(
