@@ -404,7 +404,7 @@ def run_eval(
             second, untimed retrieval of ``max(B, 5)`` nodes feeds Recall@2/@5.
         limit: evaluate only the first ``limit`` questions.
         workers: questions answered in parallel (threads), kept in question order; with llama_cpp the answers
-            are serialized (the embedded model is not shared between threads), so only retrieval overlaps.
+            are serialized (the llama.cpp backend runs one call at a time), so mostly retrieval overlaps.
         out_dir: where ``memories/``, ``records.jsonl``, ``index.jsonl``, ``results.{json,md}`` and plots go.
         ablation: ``{gem parameter: [values]}``; each value is run as ``gem[param=value]`` in its own memory
             (``search`` / ``budget`` only change retrieval and reuse the base memory).
