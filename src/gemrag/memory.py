@@ -415,8 +415,11 @@ class Memory:
         hits: Sequence[Hit],
         choices: Sequence[str] | None = None,
         retrieval_seconds: float = 0.0,
+        *,
+        abstain: bool = False,
     ) -> Answer:
-        """Answer ``question`` from a given context (the LLM gets the context, then the question).
+        """Answer ``question`` from a given context (the LLM gets the context, then the question); ``abstain``:
+        a free-form answer may say the answer is not mentioned (see :func:`~gemrag.models.prompts.answer_prompt`).
 
         Raises:
             ValueError: fewer than 2 or more than 10 choices.
@@ -425,7 +428,7 @@ class Memory:
             raise ValueError(f"give between 2 and {len(LETTERS)} choices")
         before = self.meter.totals.get("query", Usage())
         t1 = time.perf_counter()
-        messages = answer_prompt(question, [h.text for h in hits], choices)
+        messages = answer_prompt(question, [h.text for h in hits], choices, abstain=abstain)
         llm = self.llm()
         with self.meter.phase("query"):
             if choices:

@@ -57,7 +57,14 @@ def eval_command(
     out: Annotated[Path, Opt("--out", "-o", help="Output directory (memories, records, results, plots).")] = Path(
         "eval-out"
     ),
-    workers: Annotated[int, Opt(help="Questions answered in parallel (threads).")] = 1,
+    workers: Annotated[
+        int,
+        Opt(
+            help="Questions retrieved and answered in parallel (threads); results and their order are those of "
+            "--workers 1. With the embedded llama_cpp LLM the answers are serialized (one model), so it mainly "
+            "helps an HTTP (openai) backend."
+        ),
+    ] = 1,
     ablation: Annotated[
         list[str] | None,
         Opt(help="Sweep a gem parameter, e.g. questions=0,1,3,5, eigen=0,2,4,6, search=best_first,rank (repeatable)."),

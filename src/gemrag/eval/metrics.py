@@ -7,6 +7,7 @@
 * :func:`recall_at_k` — passage Recall@k as defined by HippoRAG (Gutierrez et al. 2024).
 * :func:`latency_percentiles` — p50 / p95 / mean of per-question latencies.
 * :func:`match_choice` — map a model's free-text answer to a multiple-choice option.
+* :func:`says_not_available` — whether an answer declines (LoCoMo category 5, adversarial questions).
 
 Conventions: scores are floats in [0, 1]. Aggregates over an empty input return ``nan`` (there is nothing
 to average); per-question definitions that are meaningless for an input raise :class:`ValueError`.
@@ -30,6 +31,7 @@ __all__ = [
     "match_choice",
     "normalize_answer",
     "recall_at_k",
+    "says_not_available",
     "token_f1",
 ]
 
@@ -221,3 +223,57 @@ def match_choice(answer_text: str, choices: Sequence[str]) -> int | None:
     norm = f" {normalize_answer(text)} "
     contained = {i for i, c in enumerate(choices) if normalize_answer(c) and f" {normalize_answer(c)} " in norm}
     return contained.pop() if len(contained) == 1 else None
+
+
+#: Phrases (after :func:`normalize_answer`, so without punctuation or apostrophes) by which an answer says the
+#: information is not available. LoCoMo's own evaluation (Maharana et al. 2024, ``task_eval/evaluation.py``)
+#: accepts "no information available" and "not mentioned"; the others are what small models say instead.
+NOT_AVAILABLE_PHRASES = (
+    "not mentioned",
+    "no mention",
+    "never mentioned",
+    "isnt mentioned",
+    "no information",
+    "not available",
+    "not specified",
+    "not stated",
+    "not provided",
+    "not given",
+    "not known",
+    "unknown",
+    "not enough information",
+    "insufficient information",
+    "does not say",
+    "doesnt say",
+    "does not mention",
+    "doesnt mention",
+    "does not contain",
+    "doesnt contain",
+    "does not provide",
+    "doesnt provide",
+    "does not specify",
+    "doesnt specify",
+    "cannot be determined",
+    "cant be determined",
+    "cannot determine",
+    "cant determine",
+    "cannot answer",
+    "cant answer",
+    "not possible to determine",
+    "not in context",
+    "not discussed",
+)
+
+
+def says_not_available(answer_text: str) -> bool:
+    """Whether an answer says the information is not available (LoCoMo category 5, "adversarial").
+
+    LoCoMo's adversarial questions ask about something the conversation never says (Maharana et al., ACL 2024,
+    section 4.1); an answer is correct iff it declines. The answer is normalized with :func:`normalize_answer`
+    and is a refusal iff it contains one of :data:`NOT_AVAILABLE_PHRASES` as whole words, e.g. "It is not
+    mentioned in the conversation.", "No information available", "The context doesn't say." An empty answer
+    is not a refusal. Known limits: a phrase used for another purpose ("an unknown artist painted it") counts
+    as a refusal, and an unusual refusal ("I have no idea") does not.
+    """
+    norm = f" {normalize_answer(answer_text)} "
+    return any(f" {phrase} " in norm for phrase in NOT_AVAILABLE_PHRASES)

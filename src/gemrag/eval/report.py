@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from gemrag.config import Config
 from gemrag.errors import ConfigError
+from gemrag.eval.categories import category_tables, per_category
 from gemrag.eval.metrics import latency_percentiles
 from gemrag.eval.stats import bootstrap_ci, paired_bootstrap_diff
 
@@ -41,7 +42,15 @@ __all__ = [
 ]
 
 #: Per-question score metrics, in the order the primary metric is chosen: record key -> table header.
-METRICS = {"accuracy": "Acc", "f1": "F1", "recall@5": "R@5", "recall@2": "R@2", "em": "EM", "hard_accuracy": "HARD Acc"}
+METRICS = {
+    "accuracy": "Acc",
+    "f1": "F1",
+    "recall@5": "R@5",
+    "recall@2": "R@2",
+    "evidence_recall": "EvR",
+    "em": "EM",
+    "hard_accuracy": "HARD Acc",
+}
 TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "embedding_tokens")
 
 
@@ -59,6 +68,8 @@ class Summary:
             (95% interval) and ``p`` (two-sided paired-bootstrap p-value).
         sweeps: per ablated parameter, one dict per value: ``value``, ``strategy``, ``metric`` (a CI dict
             or None), ``summary_share`` and ``n``.
+        categories: per run and question category, ``n`` and mean scores (``{}`` without categories), see
+            :func:`gemrag.eval.categories.per_category` (LoCoMo's F1 per category).
     """
 
     aggregates: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -66,6 +77,7 @@ class Summary:
     metric: str | None = None
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     sweeps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    categories: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
 
 def _scores(records: Sequence[dict[str, Any]], metric: str) -> dict[str, float]:
@@ -131,12 +143,12 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
         name: aggregate(recs, [e for e in results.index if e["strategy"] == name], n_resamples=n_resamples, seed=seed)
         for name, recs in by_run.items()
     }
-    summary = Summary(aggregates=aggregates)
+    summary = Summary(aggregates=aggregates, categories=per_category(results.records, results.runs))
     if not results.runs:
         return summary
     ref = "gem" if "gem" in results.runs else results.runs[0]
     summary.reference = ref
-    primary = ("accuracy", "f1", "recall@5", "recall@2")
+    primary = ("accuracy", "f1", "recall@5", "recall@2", "evidence_recall")
     metric = next((m for m in primary if aggregates[ref][m]), None) or next(
         (m for m in primary if any(a[m] for a in aggregates.values())), None
     )
@@ -214,6 +226,7 @@ def _columns(results: EvalResults) -> list[tuple[str, Callable[[str, dict[str, A
         ("EM", lambda name, a: _pct(a["em"])),
         ("R@2", lambda name, a: _pct(a["recall@2"])),
         ("R@5 (95% CI)", lambda name, a: _pct_ci(a["recall@5"])),
+        ("Evidence R (95% CI)", lambda name, a: _pct_ci(a["evidence_recall"])),
         ("index tokens p / c / e", lambda name, a: _tokens(a["index"])),
         ("query tokens / q p / c / e", lambda name, a: _tokens(a["query_tokens"], 1)),
         ("index s", lambda name, a: f"{a['index']['seconds']:.1f}"),
@@ -256,6 +269,12 @@ def markdown_report(results: EvalResults) -> str:
         "top max(B, 5) nodes. Index seconds: wall-clock of the first build in this output directory (a strategy "
         "built after another reuses its cached chunk embeddings); a search/budget ablation shares gem's build.",
     ]
+    if any(a["evidence_recall"] for a in aggs.values()):
+        lines[-1] += (
+            " Evidence R: share of a question's gold evidence turns whose line overlaps one of the B context "
+            "nodes (summary nodes through their member chunks)."
+        )
+    lines += category_tables(s.categories, d["kind"])
     if s.comparisons:
         lines += ["", f"## Paired bootstrap vs {s.reference} ({METRICS.get(s.metric or '', s.metric)})", ""]
         rows = [

@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,9 +37,11 @@ from pydantic import ValidationError
 
 from gemrag.config import Config, GemSettings
 from gemrag.errors import ConfigError
+from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup, load_dataset
-from gemrag.eval.metrics import exact_match, recall_at_k, token_f1
+from gemrag.eval.evidence import ChunkSpans, question_evidence
+from gemrag.eval.metrics import recall_at_k
 from gemrag.eval.report import (
     JsonlAppender,
     Summary,
@@ -53,7 +55,7 @@ from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.factory import build_embedder, build_llm
 from gemrag.strategies import available, check_config
-from gemrag.strategies.base import ProgressFactory, no_progress
+from gemrag.strategies.base import ProgressFactory, no_progress, note_advance
 from gemrag.types import Hit
 
 __all__ = ["EvalResults", "RunSpec", "plan_runs", "run_eval"]
@@ -175,6 +177,7 @@ class _Runner:
         self.llm, self.embedder = llm, embedder
         self.count_tokens = token_counter(embedder)
         self.doc_ids = {d.id for d in dataset.documents}
+        self.docs = {d.id: d for d in dataset.documents}
         self.answer_lock = threading.Lock() if serialize else None
         self.records = read_jsonl(out_dir / "records.jsonl")
         self.index = read_jsonl(out_dir / "index.jsonl")
@@ -255,6 +258,15 @@ class _Runner:
         out: JsonlAppender,
     ) -> None:
         node_docs: dict[int, list[str]] = {}
+        store_of = {doc_id: store_id for store_id, ids in passages.items() for doc_id in ids}
+        spans = ChunkSpans(mem.store, {sid: self.docs[ids[0]].text for sid, ids in passages.items()})
+
+        def evidence(q: Question, hits: Sequence[Hit]) -> tuple[float | None, list[str]]:
+            turns = [(store_of[d], self.docs[d].metadata.get("turns")) for d in q.doc_ids if d in store_of]
+            turns = [(sid, t) for sid, t in turns if t]
+            if not turns or not q.gold_passages:
+                return None, []
+            return question_evidence(q.gold_passages, turns, hits, spans, mem.store)
 
         def passage_ids(hits: Sequence[Hit]) -> list[str]:
             ids: list[str] = []
@@ -267,7 +279,7 @@ class _Runner:
             return list(dict.fromkeys(ids))
 
         def one(q: Question) -> dict[str, Any]:
-            return self._ask(mem, tap, run, gid, q, passage_ids)
+            return self._ask(mem, tap, run, gid, q, passage_ids, evidence)
 
         budget = int(run.setting.get("budget", self.budget))
         # Untimed warm-up: embed the questions once (cached in the memory) and load the strategy's structures,
@@ -275,18 +287,26 @@ class _Runner:
         mem.embedder.embed([q.question for q in questions if q.question.strip()])
         mem.retrieve(WARM_UP, budget, strategy=run.strategy)
         label = f"{gid} · {run.name} (B={budget})".replace("[", "(").replace("]", ")")  # no rich markup
-        with self.progress(label, len(questions)) as advance:
+        kept: list[dict[str, Any]] = []  # this run's records so far, for the running averages
+        with self.progress(label, len(questions)) as raw_advance:
+            advance = note_advance(raw_advance)
+
+            def keep(record: dict[str, Any]) -> None:
+                self._keep(record, out)
+                kept.append(record)
+                advance(1, running_note(kept))
+
             if self.workers <= 1:
                 for q in questions:
-                    self._keep(one(q), out)
-                    advance(1)
+                    keep(one(q))
                 return
+            # Questions run concurrently but are kept in question order, so records.jsonl and the results are
+            # those of workers=1 (the LLM answers are serialized for llama_cpp, see run_eval).
             pool = ThreadPoolExecutor(max_workers=self.workers)
             try:
                 futures: list[Future[dict[str, Any]]] = [pool.submit(one, q) for q in questions]
-                for future in as_completed(futures):
-                    self._keep(future.result(), out)
-                    advance(1)
+                for future in futures:
+                    keep(future.result())
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
 
@@ -303,6 +323,7 @@ class _Runner:
         gid: str,
         q: Question,
         passage_ids: Callable[[Sequence[Hit]], list[str]],
+        evidence: Callable[[Question, Sequence[Hit]], tuple[float | None, list[str]]],
     ) -> dict[str, Any]:
         budget = int(run.setting.get("budget", self.budget))
         # Recall@k is over documents; gold ids that are not documents (LoCoMo dialog turns) are not scored.
@@ -321,7 +342,13 @@ class _Runner:
             rec["retrieval_seconds"] = time.perf_counter() - start
             if self.answer and rec["error"] is None:
                 with self.answer_lock or nullcontext():
-                    ans = mem.answer(q.question, context, q.choices or None, rec["retrieval_seconds"])
+                    ans = mem.answer(
+                        q.question,
+                        context,
+                        q.choices or None,
+                        rec["retrieval_seconds"],
+                        abstain=self.dataset.kind in ABSTAIN_KINDS,
+                    )
                 rec.update(answer=ans.text, choice=ans.choice, answer_seconds=ans.answer_seconds)
         ranked = context
         if depth > budget and rec["error"] is None:  # a deeper list for Recall@5: not timed, not in the tokens
@@ -336,12 +363,14 @@ class _Runner:
         rec["llm_calls"], rec["llm_cached"] = cost["llm_calls"], cost["llm_cached"]
         for k in RECALL_KS:
             rec[f"recall@{k}"] = recall_at_k(passages, gold, k) if gold else None
+        # gold ids that are not documents (LoCoMo turns): evidence recall of the context (B nodes)
+        recall, covered = evidence(q, context) if not gold and rec["error"] is None else (None, [])
+        rec["evidence_recall"], rec["evidence_covered"] = recall, covered
         if self.answer:
             if q.choices and q.gold_index is not None:
                 rec["correct"] = rec["choice"] == q.gold_index
             elif not q.choices and q.answers:
-                text = rec["answer"] or ""
-                rec["em"], rec["f1"] = exact_match(text, q.answers), token_f1(text, q.answers)
+                rec["em"], rec["f1"] = score_free_form(self.dataset.kind, q, rec["answer"] or "")
         return rec
 
 
@@ -374,7 +403,8 @@ def run_eval(
         budget: B, context nodes retrieved (timed) and given to the LLM; for questions with gold passages a
             second, untimed retrieval of ``max(B, 5)`` nodes feeds Recall@2/@5.
         limit: evaluate only the first ``limit`` questions.
-        workers: questions answered in parallel (threads); with llama_cpp the answers are serialized.
+        workers: questions answered in parallel (threads), kept in question order; with llama_cpp the answers
+            are serialized (the llama.cpp backend runs one call at a time), so mostly retrieval overlaps.
         out_dir: where ``memories/``, ``records.jsonl``, ``index.jsonl``, ``results.{json,md}`` and plots go.
         ablation: ``{gem parameter: [values]}``; each value is run as ``gem[param=value]`` in its own memory
             (``search`` / ``budget`` only change retrieval and reuse the base memory).
@@ -387,8 +417,11 @@ def run_eval(
         :class:`EvalResults`; each record holds ``question_id``, ``strategy``, ``setting``, ``context`` (node
         ids given to the LLM), ``retrieved`` (node id, kind, score), ``passages`` (document ids in rank
         order), ``choice`` / ``answer``, ``correct`` (multiple choice), ``em`` / ``f1`` (free form),
-        ``recall@2`` / ``recall@5`` (gold passages), ``tokens`` (query-phase cost), ``retrieval_seconds``,
-        ``answer_seconds``, ``summary_hits`` / ``context_hits``.
+        ``recall@2`` / ``recall@5`` (gold passages), ``evidence_recall`` / ``evidence_covered`` (gold turn ids
+        of LoCoMo, see :mod:`gemrag.eval.evidence`; None / ``[]`` otherwise), ``tokens`` (query-phase cost),
+        ``retrieval_seconds``, ``answer_seconds``, ``summary_hits`` / ``context_hits``. Records are in question
+        order whatever ``workers``. LoCoMo: category-5 answers score F1 = EM = 1 iff they decline
+        (:mod:`gemrag.eval.categories`), and the answer prompt allows "not mentioned".
 
     Raises:
         ConfigError: unknown dataset kind, strategy or ablation parameter; an out dir of another configuration.

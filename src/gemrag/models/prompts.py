@@ -118,8 +118,20 @@ def format_context(texts: Sequence[str]) -> str:
     return "\n\n".join(f"[{i + 1}] {t}" for i, t in enumerate(texts))
 
 
-def answer_prompt(question: str, context: Sequence[str], choices: Sequence[str] | None = None) -> list[Message]:
-    """Messages with the retrieved context followed by the question (and lettered options, if any)."""
+#: Last instruction of a free-form answer prompt; with ``abstain=True`` the model may decline instead of guessing.
+GUESS = "If the context does not contain the answer, give your best guess."
+ABSTAIN = "If the context does not contain the answer, say that it is not mentioned."
+
+
+def answer_prompt(
+    question: str, context: Sequence[str], choices: Sequence[str] | None = None, *, abstain: bool = False
+) -> list[Message]:
+    """Messages with the retrieved context followed by the question (and lettered options, if any).
+
+    ``abstain`` (free-form only): tell the model to say the answer is not mentioned when the context lacks it,
+    instead of guessing — for datasets with unanswerable questions (LoCoMo category 5, Maharana et al. 2024).
+    The default prompt is unchanged, so the LLM cache keys of other evaluations stay the same.
+    """
     system = "Answer questions about a document using the context passages retrieved from it."
     user = f"Context:\n{format_context(context)}\n\nQuestion: {question}\n"
     if choices:
@@ -130,7 +142,7 @@ def answer_prompt(question: str, context: Sequence[str], choices: Sequence[str] 
             f'option, then reply with JSON whose "answer" is one letter from {letters}.'
         )
     else:
-        user += "\nAnswer briefly. If the context does not contain the answer, give your best guess."
+        user += f"\nAnswer briefly. {ABSTAIN if abstain else GUESS}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 

@@ -74,6 +74,19 @@ def no_progress(description: str, total: int) -> Iterator[Advance]:
     yield advance
 
 
+def note_advance(advance: Callable[..., None]) -> Callable[[int, str], None]:
+    """``advance`` as a function of ``(n, note)``: it gets ``note=`` (a short status text such as running
+    averages, shown next to the bar by :func:`gemrag.progress.rich_progress`) when it accepts that keyword (or
+    ``**kwargs``), else only ``n``."""
+    try:
+        params = inspect.signature(advance).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        params = ()  # type: ignore[assignment]
+    if any(p.name == "note" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return lambda n, note: advance(n, note=note)
+    return lambda n, note: advance(n)
+
+
 def token_advance(advance: Callable[..., None]) -> Callable[[int, int], None]:
     """``advance`` as a function of ``(n, tokens)``: it gets ``tokens=`` when it accepts that keyword (or
     ``**kwargs``), else only ``n`` (a factory written before token counts existed)."""
