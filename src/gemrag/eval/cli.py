@@ -50,7 +50,11 @@ def eval_command(
     path: Annotated[Path, typer.Argument(help="The dataset file.")],
     strategies: Annotated[
         str | None,
-        Opt(help=f"Comma-separated strategies (default {DEFAULT_STRATEGIES}; none when --ablation is given)."),
+        Opt(
+            help=f"Comma-separated strategies (default {DEFAULT_STRATEGIES}; none when --ablation is given); "
+            "name[key=value;...] runs a variant with settings of its section changed, e.g. "
+            "remem[recognition_filter=false]."
+        ),
     ] = None,
     limit: Annotated[int | None, Opt(help="Evaluate only the first N questions.")] = None,
     budget: Annotated[int, Opt(help="B: context nodes retrieved and given to the LLM.")] = 4,
@@ -99,6 +103,7 @@ def eval_command(
     Writes OUT/results.md, OUT/results.json and PNG plots, and prints the markdown table."""
     from gemrag.eval.report import markdown_report
     from gemrag.eval.runner import run_eval
+    from gemrag.eval.variants import split_strategies
 
     with cli_errors():
         sweeps = parse_ablation(ablation or [])
@@ -111,7 +116,7 @@ def eval_command(
         results = run_eval(
             kind,
             path,
-            [s for s in names.split(",") if s.strip()],
+            split_strategies(names),
             config=cfg,
             budget=budget,
             limit=limit,

@@ -51,6 +51,7 @@ from gemrag.eval.report import (
     summarize,
     write_results,
 )
+from gemrag.eval.variants import strategy_variant
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.factory import build_embedder, build_llm
@@ -116,7 +117,8 @@ class EvalResults:
 
 
 def plan_runs(strategies: Sequence[str], ablation: dict[str, list[Any]] | None, config: Config) -> list[RunSpec]:
-    """The runs of an evaluation: each strategy, then ``gem`` once per ablation value.
+    """The runs of an evaluation: each strategy (a name such as ``remem[recognition_filter=false]`` is a variant
+    with settings of its section changed: :mod:`gemrag.eval.variants`), then ``gem`` once per ablation value.
 
     Raises:
         ConfigError: an unknown strategy or gem parameter, an invalid value or strategy section, or nothing to run.
@@ -125,9 +127,11 @@ def plan_runs(strategies: Sequence[str], ablation: dict[str, list[Any]] | None, 
     known = available()
     runs: list[RunSpec] = []
     for name in dict.fromkeys(s.strip() for s in strategies if s.strip()):
-        if name not in known:
-            raise ConfigError(f"unknown strategy {name!r}; available: {', '.join(known)}")
-        runs.append(RunSpec(name, name, {}, config))
+        variant = strategy_variant(name, config)
+        base = variant[1] if variant else name
+        if base not in known:
+            raise ConfigError(f"unknown strategy {base!r}; available: {', '.join(known)}")
+        runs.append(RunSpec(variant[0], base, variant[2], variant[3]) if variant else RunSpec(name, name, {}, config))
     for param, values in (ablation or {}).items():
         if param not in GemSettings.model_fields:
             raise ConfigError(
