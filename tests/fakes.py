@@ -112,10 +112,13 @@ class ScriptedLLM:
                 qs.append(qs[-1])  # duplicates exercise deduplication
             text = json.dumps({"questions": qs})
             return Completion(text, json.loads(text), usage)
-        if prompt.startswith("List the named entities"):
+        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+        if system.startswith("You extract named entities") and len(messages) >= 4:  # OpenIE, one-shot turns
+            self.prompts[-1] = prompt = messages[3]["content"]
             text = json.dumps({"named_entities": _names(prompt.split('"""')[1])})
             return Completion(text, json.loads(text), usage)
-        if prompt.startswith("Write the facts the passage"):
+        if system.startswith("You extract facts") and len(messages) >= 4:
+            self.prompts[-1] = prompt = messages[3]["content"]
             text = json.dumps({"triples": _triples(prompt.split('"""')[1])})
             return Completion(text, json.loads(text), usage)
         if "Candidate facts:" in prompt:  # recognition: the facts sharing a long word with the question

@@ -169,8 +169,7 @@ class MalformedLLM(ScriptedLLM):
     """Answers the triple pass for one chunk (first attempt and repair attempts) with text that is not JSON."""
 
     def complete(self, messages: Any, **kw: Any) -> Completion:
-        prompt = messages[1]["content"]
-        if prompt.startswith("Write the facts") and "Mira Holt" in prompt:
+        if messages[0]["content"].startswith("You extract facts") and "Mira Holt" in messages[3]["content"]:
             self.calls += 1
             return Completion("Sure! The facts are: Mira painted", None, Usage(prompt_tokens=5, calls=1))
         return super().complete(messages, **kw)

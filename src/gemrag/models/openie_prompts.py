@@ -7,8 +7,9 @@ to the names they stand for. At query time the recognition-memory filter (HippoR
 Memory") shows the LLM the question and the top facts and keeps the relevant ones (at most
 :data:`MAX_RECOGNIZED`) or none.
 
-Each prompt carries one worked example (a passage written for gemrag, not taken from the papers) and puts the
-passage or question last, so llama.cpp reuses the shared prefix from its KV cache. Changing a text here changes
+The OpenIE prompts carry one worked example (a passage written for gemrag, not taken from the papers) as a
+user turn answered by an assistant turn, and the passage comes last, so llama.cpp reuses the shared prefix from
+its KV cache. Changing a text here changes
 the LLM cache keys, and the artefact versions (:data:`NER_VERSION`, :data:`TRIPLES_VERSION`) must change with it.
 """
 
@@ -22,9 +23,9 @@ from pydantic import BaseModel, Field
 
 from gemrag.models.base import Message
 
-NER_VERSION = "ner-v1"
+NER_VERSION = "ner-v2"
 """Artefact version of the named-entity pass (bump when its prompt or schema changes)."""
-TRIPLES_VERSION = "triples-v1"
+TRIPLES_VERSION = "triples-v2"
 """Artefact version of the triple pass (bump when its prompt or schema changes)."""
 
 MAX_ENTITIES = 24
@@ -105,43 +106,48 @@ def _passage(passage: str) -> str:
     return f'Passage:\n"""\n{passage}\n"""'
 
 
+def _one_shot(system: str, instruction: str, example: str, reply: object, real: str) -> list[Message]:
+    """A system message, then the worked example as a user turn and its answer as the assistant's turn, then the
+    real request (HippoRAG 2's one-shot form: small models copy an example written into the instructions)."""
+    return [
+        {"role": "system", "content": f"{system}\n{instruction}"},
+        {"role": "user", "content": example},
+        {"role": "assistant", "content": json.dumps(reply, ensure_ascii=False)},
+        {"role": "user", "content": real},
+    ]
+
+
 def ner_prompt(passage: str) -> list[Message]:
     """Messages asking for the named entities of ``passage`` (HippoRAG 2 section 3, OpenIE step 1)."""
-    return [
-        {"role": "system", "content": "You extract named entities from passages for a knowledge graph."},
-        {
-            "role": "user",
-            "content": (
-                "List the named entities of the passage below: people, organizations, places, works, events, "
-                "dates and numbers that name something. Copy each name as written; list each once.\n"
-                f"Example passage: {_EXAMPLE_PASSAGE}\n"
-                f"Example reply: {json.dumps({'named_entities': _EXAMPLE_ENTITIES}, ensure_ascii=False)}\n\n"
-                'Reply with JSON: {"named_entities": ["...", ...]}\n\n' + _passage(passage)
-            ),
-        },
-    ]
+    return _one_shot(
+        "You extract named entities from passages for a knowledge graph.",
+        "List the named entities of the passage: people, organizations, places, works, events, and dates or "
+        "numbers that name something. Copy each name as written in the passage; list each once. "
+        'Reply with JSON: {"named_entities": ["...", ...]}',
+        _passage(_EXAMPLE_PASSAGE),
+        {"named_entities": _EXAMPLE_ENTITIES},
+        _passage(passage),
+    )
 
 
 def triples_prompt(passage: str, entities: Sequence[str]) -> list[Message]:
     """Messages asking for the (subject, predicate, object) triples of ``passage`` given its named entities
     (HippoRAG 2 section 3, OpenIE step 2): each triple should contain at least one of the entities, and pronouns
     are replaced by the names they refer to."""
-    listed = json.dumps({"named_entities": list(entities)}, ensure_ascii=False)
-    return [
-        {"role": "system", "content": "You extract facts from passages as triples for a knowledge graph."},
-        {
-            "role": "user",
-            "content": (
-                "Write the facts the passage below states as [subject, predicate, object] triples. Each triple "
-                "must contain at least one of the passage's named entities (given after the passage), preferably "
-                "two. Replace pronouns (he, she, it, they) with the names they refer to. Keep predicates short.\n"
-                f"Example passage: {_EXAMPLE_PASSAGE}\n"
-                f"Example reply: {json.dumps({'triples': _EXAMPLE_TRIPLES}, ensure_ascii=False)}\n\n"
-                'Reply with JSON: {"triples": [["subject", "predicate", "object"], ...]}\n\n'
-                f"{_passage(passage)}\nNamed entities: {listed}"
-            ),
-        },
-    ]
+
+    def request(text: str, names: Sequence[str]) -> str:
+        return f"{_passage(text)}\nNamed entities: {json.dumps(list(names), ensure_ascii=False)}"
+
+    return _one_shot(
+        "You extract facts from passages as triples for a knowledge graph.",
+        "Write the facts that the passage states as [subject, predicate, object] triples, using only what this "
+        "passage says. Each triple must contain at least one of the passage's named entities (listed after it), "
+        "preferably two. Replace pronouns (he, she, it, they) with the names they refer to. Keep subjects, "
+        'predicates and objects short. Reply with JSON: {"triples": [["subject", "predicate", "object"], ...]}',
+        request(_EXAMPLE_PASSAGE, _EXAMPLE_ENTITIES),
+        {"triples": _EXAMPLE_TRIPLES},
+        request(passage, entities),
+    )
 
 
 def recognition_prompt(question: str, facts: Sequence[Sequence[str]]) -> list[Message]:
