@@ -53,6 +53,7 @@ def test_plan_runs_and_an_eval_with_remem_and_its_variant(tmp_path: Path, config
         llm=llm,
         embedder=HashEmbedder(),
         answer=False,
+        reference="dense",
     )
     assert res.runs == ["dense", "remem", "remem[recognition_filter=false]"]
     by = {(r["question_id"], r["strategy"]): r for r in res.records}
@@ -61,3 +62,24 @@ def test_plan_runs_and_an_eval_with_remem_and_its_variant(tmp_path: Path, config
     openie = [p for p in llm.prompts if p.startswith('Passage:\n"""')]  # the OpenIE requests
     assert len(openie) == 10  # five paragraphs, two calls each, once for both remem runs
     assert len(list((tmp_path / "out" / "memories").iterdir())) == 1
+    # paired bootstrap against dense, on Recall@5 and Recall@2
+    assert res.summary.reference == "dense"
+    assert [(c["metric"], c["strategy"]) for c in res.summary.comparisons] == [
+        ("recall@5", "remem"),
+        ("recall@5", "remem[recognition_filter=false]"),
+        ("recall@2", "remem"),
+        ("recall@2", "remem[recognition_filter=false]"),
+    ]
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "## Paired bootstrap vs dense (R@5)" in md and "## Paired bootstrap vs dense (R@2)" in md
+    with pytest.raises(ConfigError, match="reference"):
+        run_eval(
+            "musique",
+            multihop_file(tmp_path),
+            ["dense"],
+            config=config,
+            out_dir=tmp_path / "o2",
+            embedder=HashEmbedder(),
+            answer=False,
+            reference="gem",
+        )

@@ -78,6 +78,9 @@ def eval_command(
         bool, Opt("--per-question-corpus", help="Multi-hop kinds: search each question's own paragraphs only.")
     ] = False,
     no_plots: Annotated[bool, Opt("--no-plots", help="Do not write PNG plots.")] = False,
+    reference: Annotated[
+        str | None, Opt("--reference", help="Run the paired bootstrap compares with (default gem, else the first).")
+    ] = None,
     config: Annotated[Path | None, Opt("--config", help="TOML config file (default ./gemrag.toml).")] = None,
     set_: Annotated[
         list[str] | None,
@@ -127,6 +130,7 @@ def eval_command(
             progress=None if quiet else rich_progress(err),
             dataset_options={"per_question_corpus": True} if per_question_corpus else None,
             plots=not no_plots,
+            reference=reference,
         )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")

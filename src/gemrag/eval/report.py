@@ -146,7 +146,8 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
     summary = Summary(aggregates=aggregates, categories=per_category(results.records, results.runs))
     if not results.runs:
         return summary
-    ref = "gem" if "gem" in results.runs else results.runs[0]
+    chosen = getattr(results, "reference", None)
+    ref = chosen if chosen in results.runs else "gem" if "gem" in results.runs else results.runs[0]
     summary.reference = ref
     primary = ("accuracy", "f1", "recall@5", "recall@2", "evidence_recall")
     metric = next((m for m in primary if aggregates[ref][m]), None) or next(
@@ -155,11 +156,13 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
     summary.metric = metric
     if metric is None:
         return summary
-    ref_scores = _scores(by_run[ref], metric)
-    for name in results.runs:
+    # Recall@5 comes with Recall@2 (HippoRAG and REMem report both).
+    metrics = [metric] + (["recall@2"] if metric == "recall@5" and aggregates[ref]["recall@2"] else [])
+    for metric_name, name in ((m, n) for m in metrics for n in results.runs):
         if name == ref:
             continue
-        scores = _scores(by_run[name], metric)
+        ref_scores = _scores(by_run[ref], metric_name)
+        scores = _scores(by_run[name], metric_name)
         common = sorted(set(scores) & set(ref_scores))
         if not common:
             continue
@@ -170,7 +173,7 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
             {
                 "strategy": name,
                 "reference": ref,
-                "metric": metric,
+                "metric": metric_name,
                 "n": len(common),
                 "diff": diff,
                 "low": low,
@@ -275,8 +278,8 @@ def markdown_report(results: EvalResults) -> str:
             "nodes (summary nodes through their member chunks)."
         )
     lines += category_tables(s.categories, d["kind"])
-    if s.comparisons:
-        lines += ["", f"## Paired bootstrap vs {s.reference} ({METRICS.get(s.metric or '', s.metric)})", ""]
+    for metric in dict.fromkeys(c["metric"] for c in s.comparisons):
+        lines += ["", f"## Paired bootstrap vs {s.reference} ({METRICS.get(metric, metric)})", ""]
         rows = [
             [
                 c["strategy"],
@@ -286,6 +289,7 @@ def markdown_report(results: EvalResults) -> str:
                 str(c["n"]),
             ]
             for c in s.comparisons
+            if c["metric"] == metric
         ]
         lines += _table(["RAG", "Δ (points)", "95% CI", "p", "questions"], rows)
     for param, sweep in s.sweeps.items():

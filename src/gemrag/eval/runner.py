@@ -100,6 +100,7 @@ class EvalResults:
         records: one dict per (question, run), see :func:`run_eval`. index: one dict per (group, run) build.
         summary: aggregates, paired comparisons and sweeps (:class:`gemrag.eval.report.Summary`).
         seconds: wall-clock seconds of this invocation.
+        reference: the run chosen for the paired comparisons (None: gem if evaluated, else the first run).
     """
 
     out_dir: Path
@@ -114,6 +115,7 @@ class EvalResults:
     index: list[dict[str, Any]]
     summary: Summary = field(default_factory=Summary)
     seconds: float = 0.0
+    reference: str | None = None
 
 
 def plan_runs(strategies: Sequence[str], ablation: dict[str, list[Any]] | None, config: Config) -> list[RunSpec]:
@@ -396,6 +398,7 @@ def run_eval(
     dataset_options: dict[str, Any] | None = None,
     write_report: bool = True,
     plots: bool = True,
+    reference: str | None = None,
 ) -> EvalResults:
     """Evaluate ``strategies`` (and a gem ablation) on a dataset file; resumable.
 
@@ -415,6 +418,8 @@ def run_eval(
         answer: False = retrieval only (Recall@k, latency), no LLM answers.
         progress: progress-bar factory (``progress(description, total)``), also used by index builds.
         llm, embedder: backends to use instead of the configured ones (tests inject doubles).
+        reference: the run the paired bootstrap compares the others with (default gem if evaluated, else the
+            first run).
         write_report, plots: write ``results.json`` / ``results.md`` and the PNG plots at the end.
 
     Returns:
@@ -436,6 +441,8 @@ def run_eval(
     if budget < 1 or workers < 1 or (limit is not None and limit < 0):
         raise ConfigError("budget and workers must be >= 1 and limit >= 0")
     runs = plan_runs(strategies, ablation, config)
+    if reference is not None and reference not in [r.name for r in runs]:
+        raise ConfigError(f"--reference {reference!r} is not one of the runs: {', '.join(r.name for r in runs)}")
     dataset = load_dataset(kind, path, **(dataset_options or {}))
     if limit is not None:
         dataset = dataset.limit(limit)
@@ -481,6 +488,7 @@ def run_eval(
         ablation={p: [r.setting[p] for r in runs if p in r.setting] for p in (ablation or {})},
         records=[r for r in runner.records if r["strategy"] in names and r["question_id"] in ids],
         index=[r for r in runner.index if r["strategy"] in names and r["group"] in groups],
+        reference=reference,
     )
     results.summary = summarize(results)
     results.seconds = time.perf_counter() - started
