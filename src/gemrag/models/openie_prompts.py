@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from gemrag.models.base import Message
+from gemrag.models.prompts import one_shot
 
 NER_VERSION = "ner-v2"
 """Artefact version of the named-entity pass (bump when its prompt or schema changes)."""
@@ -106,20 +107,9 @@ def _passage(passage: str) -> str:
     return f'Passage:\n"""\n{passage}\n"""'
 
 
-def _one_shot(system: str, instruction: str, example: str, reply: object, real: str) -> list[Message]:
-    """A system message, then the worked example as a user turn and its answer as the assistant's turn, then the
-    real request (HippoRAG 2's one-shot form: small models copy an example written into the instructions)."""
-    return [
-        {"role": "system", "content": f"{system}\n{instruction}"},
-        {"role": "user", "content": example},
-        {"role": "assistant", "content": json.dumps(reply, ensure_ascii=False)},
-        {"role": "user", "content": real},
-    ]
-
-
 def ner_prompt(passage: str) -> list[Message]:
     """Messages asking for the named entities of ``passage`` (HippoRAG 2 section 3, OpenIE step 1)."""
-    return _one_shot(
+    return one_shot(
         "You extract named entities from passages for a knowledge graph.",
         "List the named entities of the passage: people, organizations, places, works, events, and dates or "
         "numbers that name something. Copy each name as written in the passage; list each once. "
@@ -138,7 +128,7 @@ def triples_prompt(passage: str, entities: Sequence[str]) -> list[Message]:
     def request(text: str, names: Sequence[str]) -> str:
         return f"{_passage(text)}\nNamed entities: {json.dumps(list(names), ensure_ascii=False)}"
 
-    return _one_shot(
+    return one_shot(
         "You extract facts from passages as triples for a knowledge graph.",
         "Write the facts that the passage states as [subject, predicate, object] triples, using only what this "
         "passage says. Each triple must contain at least one of the passage's named entities (listed after it), "

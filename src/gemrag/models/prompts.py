@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -153,3 +154,15 @@ def choice_schema(n_choices: int) -> dict[str, Any]:
         "properties": {"answer": {"type": "string", "enum": list(LETTERS[:n_choices])}},
         "required": ["answer"],
     }
+
+
+def one_shot(system: str, instruction: str, example: str, reply: object, real: str) -> list[Message]:
+    """A system message, then the worked example as a user turn and its answer as the assistant's turn, then the
+    real request (HippoRAG 2's one-shot form, shared by the REMem prompts: small models copy an example written
+    into the instructions)."""
+    return [
+        {"role": "system", "content": f"{system}\n{instruction}"},
+        {"role": "user", "content": example},
+        {"role": "assistant", "content": json.dumps(reply, ensure_ascii=False)},
+        {"role": "user", "content": real},
+    ]
