@@ -65,6 +65,39 @@ def _triples(text: str) -> list[list[str]]:
     return out
 
 
+def _gist(request: str) -> dict[str, Any]:
+    """The scripted gist of a window: ``"On <date>, "`` then each turn's speaker and first words; one fact per
+    dialogue turn, ``[speaker, "said", first words]``, dated the session day (the day before for "yesterday")."""
+    import datetime
+
+    m = re.search(r"\((\d{4}-\d{2}-\d{2})\)", request.split("\n")[0])
+    iso = m.group(1) if m else None
+    said, facts = [], []
+    for line in request.split('"""')[1].strip().splitlines():
+        turn = re.match(r"^\[[^\]]*\] ([^:]+): (.*)$", line)
+        speaker, text = (turn.group(1), turn.group(2)) if turn else ("", line)
+        words = " ".join(text.split()[:6])
+        said.append(f"{speaker} said {words}".strip())
+        if turn:
+            day = iso
+            if iso and "yesterday" in text.lower():
+                day = (datetime.date.fromisoformat(iso) - datetime.timedelta(days=1)).isoformat()
+            facts.append({"subject": speaker, "predicate": "said", "object": words, "time": day})
+    return {"gist": f"On {iso or 'an unknown date'}, " + "; ".join(said) + ".", "facts": facts}
+
+
+def _agent_call(messages: Sequence[Message], schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The scripted agent: first a ``semantic_retrieve`` of the question over the gists (when tools are allowed),
+    then ``output_answer`` with the first line of the last tool result."""
+    question = messages[1]["content"].split("Question: ", 1)[1].split("\n")[0]
+    called = any(m["role"] == "assistant" for m in messages[2:])
+    if schema is not None and "anyOf" in schema and not called:
+        return {"tool": "semantic_retrieve", "arguments": {"query": question, "target": "gists"}}
+    results = [m["content"] for m in messages if m["role"] == "user" and m["content"].startswith("Result of")]
+    first = re.search(r"^1\. (.*)$", results[-1], flags=re.M) if results else None
+    return {"tool": "output_answer", "arguments": {"answer": first.group(1)[:80] if first else "not found"}}
+
+
 class ScriptedLLM:
     """Answers gemrag's prompts deterministically; ``fail`` decides which calls return malformed output.
 
@@ -72,7 +105,8 @@ class ScriptedLLM:
     triples link the first two names of each sentence; the recognition filter keeps the candidate facts sharing a
     word of more than three letters with the question; summaries are the passages' first sentences
     (RAPTOR's: the first 8 words of each node, cut at ``max_tokens`` words); multiple-choice answers pick the
-    option sharing most words with the context.
+    option sharing most words with the context; REMem gists name each turn's speaker and first words (facts dated
+    the session day), and the gist agent retrieves once over the gists, then answers with the first result.
     """
 
     def __init__(self, fail: Callable[[int, str], bool] | None = None, interrupt_after: int | None = None) -> None:
@@ -120,6 +154,13 @@ class ScriptedLLM:
         if system.startswith("You extract facts") and len(messages) >= 4:
             self.prompts[-1] = prompt = messages[3]["content"]
             text = json.dumps({"triples": _triples(prompt.split('"""')[1])})
+            return Completion(text, json.loads(text), usage)
+        if system.startswith("You write short episodic memory notes") and len(messages) >= 4:  # REMem gists
+            self.prompts[-1] = prompt = messages[3]["content"]
+            text = json.dumps(_gist(prompt))
+            return Completion(text, json.loads(text), usage)
+        if system.startswith("You answer questions about a long conversation"):  # REMem gist agent
+            text = json.dumps(_agent_call(messages, schema))
             return Completion(text, json.loads(text), usage)
         if "Candidate facts:" in prompt:  # recognition: the facts sharing a long word with the question
             question = set(w for w in WORD.findall(prompt.split("Question:")[-1].lower()) if len(w) > 3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-NodeKind = Literal["chunk", "summary"]
+NodeKind = Literal["chunk", "summary", "verbatim", "gist"]
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,8 @@ class Hit:
     Attributes:
         node_id: id of the node in the memory's store (int).
         kind: ``"chunk"`` for a passage of the input, ``"summary"`` for an eigentheme summary node
-            (GEM-RAG, section III.B.1) or another strategy's summary.
+            (GEM-RAG, section III.B.1) or another strategy's summary, ``"verbatim"`` for a conversation turn and
+            ``"gist"`` for a gist of a session window (``remem_gist``, REMem seed "Return Chunk Type").
         score: the strategy's score for this node (float, higher is better within one retrieval). What it is
             depends on the strategy and search mode:
 
@@ -29,6 +30,7 @@ class Hit:
             * ``dense``: the cosine of the prompt and node embeddings, in [-1, 1].
             * ``bm25``: the BM25 score of the node for the query (>= 0, unbounded).
             * ``raptor`` (collapsed tree): the cosine of the prompt and the node's embedding, in [-1, 1].
+            * ``remem_gist``: ``1 / (1 + rank)`` in the order the agent retrieved the nodes.
             * ``full``: 0.0 (the whole document is the context; nothing is scored).
         text: the node's text, as given to the LLM.
         rank: 0-based position in the retrieved context.
