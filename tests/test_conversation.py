@@ -98,3 +98,26 @@ def test_date_bounds() -> None:
     assert date_bound(None, end=True) is None and date_bound(" ", end=False) is None
     with pytest.raises(ValueError):
         date_bound("last week", end=False)
+
+
+def test_a_chunked_locomo_document_gives_back_its_turns() -> None:
+    """The loader's text form, cut by the real chunker into chunks smaller than some turns: every turn comes back
+    whole, with the chunks it spans."""
+    from gemrag.ingest.chunker import chunk_text
+    from gemrag.ingest.tokenizer import minilm_tokenizer
+
+    said = [
+        ("Ann", "I adopted a puppy. His name is Biscuit. He is very small and he sleeps all day long."),
+        ("Bob", "Congratulations! I started painting lessons. The teacher is strict but kind."),
+        ("Ann", "Painting sounds relaxing."),
+    ]
+    dates = ("1:56 pm on 8 May, 2023", "9:00 am on 2 July, 2023")
+    lines = [f"[{d}] {who}: {text}" for d in dates for who, text in said]
+    text = "\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:])
+    chunks = [chunk(i + 1, c.text, i) for i, c in enumerate(chunk_text(text, minilm_tokenizer(), 16))]
+    assert len(chunks) > len(lines)  # some turns are split
+    turns = document_turns(chunks)
+    assert [t.line for t in turns] == lines
+    assert [t.session for t in turns] == [1, 1, 1, 2, 2, 2]
+    assert any(len(t.sources) > 1 for t in turns)
+    assert turns[3].iso_date == "2023-07-02"

@@ -106,10 +106,16 @@ def format_result(tool: str, hits: list[ToolHit], limit: int) -> str:
 class _Run:
     """One agent run's conversation and record."""
 
-    def __init__(self, llm: LLM, question: str, tools: Tools, tool_names: tuple[str, ...], result_chars: int):
+    def __init__(self, llm: LLM | None, question: str, tools: Tools, tool_names: tuple[str, ...], result_chars: int):
         self.llm, self.tools, self.result_chars = llm, tools, result_chars
         self.messages: list[Message] = agent_messages(question, tool_names)
         self.result = AgentResult()
+
+    def model(self) -> LLM:
+        """The LLM (run_agent checked that a run needing one has one)."""
+        if self.llm is None:
+            raise ValueError("this agent run has no LLM")
+        return self.llm
 
     def retrieve(self, tool: str, arguments: dict[str, Any], note: str) -> None:
         """Run a retrieval tool, record it, and append the call and its result to the conversation."""
@@ -132,10 +138,10 @@ class _Run:
         try:
             if final:
                 return complete_structured(
-                    self.llm, self.messages, AnswerCall, schema=tool_call_schema(tools), max_tokens=STEP_TOKENS
+                    self.model(), self.messages, AnswerCall, schema=tool_call_schema(tools), max_tokens=STEP_TOKENS
                 )
             return complete_structured(
-                self.llm, self.messages, AnyCall, schema=tool_call_schema(tools), max_tokens=STEP_TOKENS
+                self.model(), self.messages, AnyCall, schema=tool_call_schema(tools), max_tokens=STEP_TOKENS
             ).root
         except StructuredOutputError as exc:
             self._error(step, exc)
@@ -159,7 +165,7 @@ class _Run:
         last = self.messages[-1]
         messages = [*self.messages[:-1], {"role": last["role"], "content": f"{last['content']}\n{FALLBACK_NOTE}"}]
         try:
-            text = validate_text(self.llm.complete(messages, max_tokens=STEP_TOKENS, temperature=0.0))
+            text = validate_text(self.model().complete(messages, max_tokens=STEP_TOKENS, temperature=0.0))
         except (GemragError, ValueError) as exc:
             if isinstance(exc, GemragError) and is_fatal(exc):
                 raise
@@ -177,7 +183,7 @@ class _Run:
 
 
 def run_agent(
-    llm: LLM,
+    llm: LLM | None,
     question: str,
     tools: Tools,
     *,
@@ -188,7 +194,8 @@ def run_agent(
     """Answer ``question`` with at most ``max_steps`` steps (module docstring).
 
     Args:
-        llm: the model (usually the memory's cached, metered LLM).
+        llm: the model (usually the memory's cached, metered LLM); None only for fixed mode's retrieve-only run
+            (``max_steps = 1``), which makes no call.
         question: the user's question.
         tools: runs the retrieval tools (:data:`Tools`).
         max_steps: most steps (>= 1); in fixed mode 1 (retrieve only) or 2 (retrieve, answer).
@@ -199,11 +206,14 @@ def run_agent(
         The answer, the retrieved node ids (first-returned order) and the steps.
 
     Raises:
-        ValueError: ``max_steps < 1``, fixed mode with ``max_steps > 2``, or an unknown fixed tool.
+        ValueError: ``max_steps < 1``, fixed mode with ``max_steps > 2``, an unknown fixed tool, or no LLM for a
+            run that needs one.
         GemragError: a fatal model error.
     """
     if max_steps < 1:
         raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+    if llm is None and not (fixed_tool is not None and max_steps == 1):
+        raise ValueError("the agent needs an LLM unless it only retrieves (fixed mode, max_steps = 1)")
     if fixed_tool is not None:
         if fixed_tool not in RETRIEVAL_TOOLS or max_steps > 2:
             raise ValueError(f"fixed mode needs a retrieval tool and at most 2 steps, got {fixed_tool!r}, {max_steps}")

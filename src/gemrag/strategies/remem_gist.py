@@ -33,6 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gemrag.models.agent_prompts import FACT, LEXICAL, MAX_K, SEMANTIC, FactArgs, LexicalArgs, SemanticArgs
+from gemrag.models.gist_prompts import GistAnswer
 from gemrag.store import Published
 from gemrag.strategies.agent import AgentResult, ToolHit, run_agent
 from gemrag.strategies.base import StrategyContext, register
@@ -186,6 +187,37 @@ class LoadedGist:
         return rows[keep]
 
 
+Row = tuple[int, int, str, int, int]
+"""One row of the published arrays: (node_kind, store id, embedded text, window gist id or -1, day ordinal)."""
+
+
+def _window_nodes(
+    ctx: StrategyContext, generation: int, w: Window, answer: GistAnswer | None, first_ord: int
+) -> list[Row]:
+    """Store one window's turns, and its gist and facts when it has a gist answer; return their rows."""
+    turns = []
+    for i, t in enumerate(w.turns):
+        meta = {"speaker": t.speaker, "date": t.date, "iso_date": t.iso_date, "session": t.session}
+        node = ctx.store.add_node(
+            NAME, generation, "verbatim", t.line, ord_=first_ord + i, meta={**meta, "members": t.sources},
+            sources=t.sources,
+        )  # fmt: skip
+        turns.append((node, t))
+    if answer is None:
+        return [(VERBATIM, node, t.line, -1, _day(t.iso_date)) for node, t in turns]
+    meta = {"date": w.date, "iso_date": w.iso_date, "session": w.session, "members": [n for n, _ in turns]}
+    gist = ctx.store.add_node(NAME, generation, "gist", answer.gist, meta=meta, sources=w.sources)
+    rows: list[Row] = [(VERBATIM, node, t.line, gist, _day(t.iso_date)) for node, t in turns]
+    rows.append((GIST, gist, answer.gist, gist, _day(w.iso_date)))
+    for f in answer.facts:
+        triple = [f.subject.strip(), f.predicate.strip(), f.object.strip()]
+        stated = parse_date(f.time)
+        meta = {"triple": triple, "time": stated, "session_date": w.iso_date, "gist": gist}
+        node = ctx.store.add_node(NAME, generation, "fact", fact_text(triple), meta=meta, sources=w.sources)
+        rows.append((FACT_ROW, node, fact_text(triple), gist, _day(stated or w.iso_date)))
+    return rows
+
+
 @register(NAME, config=RememGistConfig)
 class RememGistStrategy:
     """REMem's episodic-gist strategy: verbatim turns, gists and timed facts, searched by a tool-calling agent."""
@@ -213,45 +245,15 @@ class RememGistStrategy:
             windows += session_windows(document_turns(list(doc_chunks)), self.config.gist_window)
         generation = ctx.store.begin_build(NAME)
         answers, report = run_gists(ctx, NAME, windows, self.config.gist_window)
-        ids: list[int] = []
-        kinds: list[int] = []
-        gists: list[int] = []
-        days: list[int] = []
-        texts: list[str] = []
-
-        def add(kind: int, node: int, text: str, gist: int, day: int) -> None:
-            ids.append(node), kinds.append(kind), gists.append(gist), days.append(day), texts.append(text)
-
+        rows: list[Row] = []
         with ctx.store.transaction():
             for w, answer in zip(windows, answers, strict=True):
-                turn_ids = []
-                for t in w.turns:
-                    meta = {"speaker": t.speaker, "date": t.date, "iso_date": t.iso_date, "session": t.session}
-                    node = ctx.store.add_node(
-                        NAME, generation, "verbatim", t.line, ord_=len(ids), meta={**meta, "members": t.sources},
-                        sources=t.sources,
-                    )  # fmt: skip
-                    turn_ids.append(node)
-                    add(VERBATIM, node, t.line, -1, _day(t.iso_date))
-                if answer is None:
-                    continue
-                meta = {"date": w.date, "iso_date": w.iso_date, "session": w.session, "members": turn_ids}
-                gist = ctx.store.add_node(NAME, generation, "gist", answer.gist, meta=meta, sources=w.sources)
-                for i in range(len(turn_ids)):
-                    gists[len(gists) - len(turn_ids) + i] = gist
-                add(GIST, gist, answer.gist, gist, _day(w.iso_date))
-                for f in answer.facts:
-                    triple = [f.subject.strip(), f.predicate.strip(), f.object.strip()]
-                    stated = parse_date(f.time)
-                    meta = {"triple": triple, "time": stated, "session_date": w.iso_date, "gist": gist}
-                    text = fact_text(triple)
-                    node = ctx.store.add_node(NAME, generation, "fact", text, meta=meta, sources=w.sources)
-                    add(FACT_ROW, node, text, gist, _day(stated or w.iso_date))
-        vectors = ctx.embedder.embed(texts)
+                rows += _window_nodes(ctx, generation, w, answer, len(rows))
+        kinds, ids, texts, gists, days = (list(column) for column in zip(*rows, strict=True))
         arrays = {
             "node_ids": np.array(ids, dtype=np.int64),
             "node_kind": np.array(kinds, dtype=np.int8),
-            "node_vectors": np.asarray(vectors, dtype=np.float32),
+            "node_vectors": np.asarray(ctx.embedder.embed(texts), dtype=np.float32),
             "node_gist": np.array(gists, dtype=np.int64),
             "node_day": np.array(days, dtype=np.int64),
         }
@@ -295,10 +297,10 @@ class RememGistStrategy:
         """
         cfg = self.config
         g = self._loaded(ctx)
-        llm = ctx.get_llm() if not (cfg.agent_fixed_tools and cfg.max_steps == 1) else None
+        retrieve_only = cfg.agent_fixed_tools and cfg.max_steps == 1
         fixed = cfg.agent_fixed_retrieval_tool if cfg.agent_fixed_tools else None
         return run_agent(
-            llm,  # type: ignore[arg-type]
+            None if retrieve_only else ctx.get_llm(),
             question,
             self.tools(ctx, g),
             max_steps=cfg.max_steps,
