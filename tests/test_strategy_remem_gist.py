@@ -160,6 +160,17 @@ def test_fixed_mode_makes_one_retrieval_then_answers(tmp_path: Path) -> None:
         assert [h.score for h in hits] == [1.0, 0.5, pytest.approx(1 / 3)]
 
 
+def test_ask_answers_with_the_agents_answer_without_another_call(tmp_path: Path) -> None:
+    llm = ScriptedLLM()
+    with built(tmp_path / "m", make_config(), llm) as mem:
+        calls = llm.calls
+        answer = mem.ask("Where did Bob sell his first painting?")
+        assert llm.calls == calls + 1  # the agent's answer step only: no answer prompt after it
+        assert answer.text == answer.hits[0].meta["agent_answer"] and "Tarnow" in answer.text
+        choice = mem.ask("Where did Bob sell his first painting?", ["at the Tarnow market", "online"])
+        assert choice.choice == 0 and llm.calls == calls + 2  # cached agent call; a multiple-choice prompt
+
+
 def test_retrieve_only_mode_needs_no_llm(tmp_path: Path) -> None:
     llm = ScriptedLLM()
     with built(tmp_path / "m", make_config(agent_max_steps=1), llm) as mem:

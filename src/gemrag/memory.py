@@ -420,6 +420,8 @@ class Memory:
     ) -> Answer:
         """Answer ``question`` from a given context (the LLM gets the context, then the question); ``abstain``:
         a free-form answer may say the answer is not mentioned (see :func:`~gemrag.models.prompts.answer_prompt`).
+        A free-form question whose retrieval already produced an answer (a hit's ``meta["agent_answer"]``: REMem's
+        tool-using agent, :mod:`gemrag.strategies.agent`) is answered with it, without another LLM call.
 
         Raises:
             ValueError: fewer than 2 or more than 10 choices.
@@ -428,6 +430,9 @@ class Memory:
             raise ValueError(f"give between 2 and {len(LETTERS)} choices")
         before = self.meter.totals.get("query", Usage())
         t1 = time.perf_counter()
+        agent = next((h.meta["agent_answer"] for h in hits if h.meta.get("agent_answer")), None)
+        if agent is not None and not choices:
+            return Answer(str(agent), None, list(hits), retrieval_seconds, 0.0, Usage())
         messages = answer_prompt(question, [h.text for h in hits], choices, abstain=abstain)
         llm = self.llm()
         with self.meter.phase("query"):
