@@ -190,6 +190,7 @@ def run_agent(
     max_steps: int,
     fixed_tool: str | None = None,
     result_chars: int = 3000,
+    fixed_arguments: dict[str, Any] | None = None,
 ) -> AgentResult:
     """Answer ``question`` with at most ``max_steps`` steps (module docstring).
 
@@ -201,6 +202,7 @@ def run_agent(
         max_steps: most steps (>= 1); in fixed mode 1 (retrieve only) or 2 (retrieve, answer).
         fixed_tool: fixed mode's retrieval tool (called with ``{"query": question}``); None: flexible mode.
         result_chars: longest tool result shown to the model (characters).
+        fixed_arguments: more arguments of fixed mode's call (e.g. ``remem_temporal``'s date bounds).
 
     Returns:
         The answer, the retrieved node ids (first-returned order) and the steps.
@@ -218,7 +220,7 @@ def run_agent(
         if fixed_tool not in RETRIEVAL_TOOLS or max_steps > 2:
             raise ValueError(f"fixed mode needs a retrieval tool and at most 2 steps, got {fixed_tool!r}, {max_steps}")
         run = _Run(llm, question, tools, (fixed_tool, ANSWER), result_chars)
-        run.retrieve(fixed_tool, {"query": question}, step_note(2, 2))
+        run.retrieve(fixed_tool, {"query": question, **(fixed_arguments or {})}, step_note(2, 2))
         if max_steps == 2:
             call = run.ask(2, final=True)
             run.answer(call) if call is not None else run.fallback()

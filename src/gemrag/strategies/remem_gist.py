@@ -130,10 +130,10 @@ class LoadedGist:
         kind = np.asarray(a["node_kind"])
         rows = {k: np.flatnonzero(kind == k) for k in (VERBATIM, GIST, FACT_ROW)}
         ids = np.asarray(a["node_ids"])
-        texts = {n.id: n.text for n in ctx.store.nodes(strategy=NAME)}
+        texts = {n.id: n.text for n in ctx.store.nodes(strategy=published.strategy)}
         bm25 = None
         if rows[VERBATIM].size:
-            require("bm25s", strategy=NAME)
+            require("bm25s", strategy=published.strategy)
             import bm25s
 
             bm25 = bm25s.BM25()
@@ -192,28 +192,30 @@ Row = tuple[int, int, str, int, int]
 
 
 def _window_nodes(
-    ctx: StrategyContext, generation: int, w: Window, answer: GistAnswer | None, first_ord: int
+    ctx: StrategyContext, build: tuple[str, int], w: Window, answer: GistAnswer | None, first_ord: int
 ) -> list[Row]:
-    """Store one window's turns, and its gist and facts when it has a gist answer; return their rows."""
+    """Store one window's turns, and its gist and facts when it has a gist answer, as nodes of build
+    ``(strategy, generation)``; return their rows."""
+    strategy, generation = build
     turns = []
     for i, t in enumerate(w.turns):
         meta = {"speaker": t.speaker, "date": t.date, "iso_date": t.iso_date, "session": t.session}
         node = ctx.store.add_node(
-            NAME, generation, "verbatim", t.line, ord_=first_ord + i, meta={**meta, "members": t.sources},
+            strategy, generation, "verbatim", t.line, ord_=first_ord + i, meta={**meta, "members": t.sources},
             sources=t.sources,
         )  # fmt: skip
         turns.append((node, t))
     if answer is None:
         return [(VERBATIM, node, t.line, -1, _day(t.iso_date)) for node, t in turns]
     meta = {"date": w.date, "iso_date": w.iso_date, "session": w.session, "members": [n for n, _ in turns]}
-    gist = ctx.store.add_node(NAME, generation, "gist", answer.gist, meta=meta, sources=w.sources)
+    gist = ctx.store.add_node(strategy, generation, "gist", answer.gist, meta=meta, sources=w.sources)
     rows: list[Row] = [(VERBATIM, node, t.line, gist, _day(t.iso_date)) for node, t in turns]
     rows.append((GIST, gist, answer.gist, gist, _day(w.iso_date)))
     for f in answer.facts:
         triple = [f.subject.strip(), f.predicate.strip(), f.object.strip()]
         stated = parse_date(f.time)
         meta = {"triple": triple, "time": stated, "session_date": w.iso_date, "gist": gist}
-        node = ctx.store.add_node(NAME, generation, "fact", fact_text(triple), meta=meta, sources=w.sources)
+        node = ctx.store.add_node(strategy, generation, "fact", fact_text(triple), meta=meta, sources=w.sources)
         rows.append((FACT_ROW, node, fact_text(triple), gist, _day(stated or w.iso_date)))
     return rows
 
@@ -243,12 +245,13 @@ class RememGistStrategy:
         windows: list[Window] = []
         for _, doc_chunks in groupby(chunks, key=lambda c: c.doc_id):
             windows += session_windows(document_turns(list(doc_chunks)), self.config.gist_window)
-        generation = ctx.store.begin_build(NAME)
+        generation = ctx.store.begin_build(self.name)
+        # the gist artefacts belong to remem_gist, so every strategy built on them shares the LLM answers
         answers, report = run_gists(ctx, NAME, windows, self.config.gist_window)
         rows: list[Row] = []
         with ctx.store.transaction():
             for w, answer in zip(windows, answers, strict=True):
-                rows += _window_nodes(ctx, generation, w, answer, len(rows))
+                rows += _window_nodes(ctx, (self.name, generation), w, answer, len(rows))
         kinds, ids, texts, gists, days = (list(column) for column in zip(*rows, strict=True))
         arrays = {
             "node_ids": np.array(ids, dtype=np.int64),
@@ -265,10 +268,10 @@ class RememGistStrategy:
             "failed_windows": sum(a is None for a in answers),
             "gist_calls": report.items,
         }
-        publish_arrays(ctx, NAME, generation, arrays, axes=AXES, meta=meta)
+        publish_arrays(ctx, self.name, generation, arrays, axes=AXES, meta=meta)
 
     def _loaded(self, ctx: StrategyContext) -> LoadedGist:
-        return load_published(ctx, NAME, lambda p: LoadedGist.from_published(ctx, p))
+        return load_published(ctx, self.name, lambda p: LoadedGist.from_published(ctx, p))
 
     def tools(self, ctx: StrategyContext, g: LoadedGist) -> Any:
         """The agent's retrieval tools over a loaded generation (:data:`gemrag.strategies.agent.Tools`)."""
@@ -321,8 +324,8 @@ class RememGistStrategy:
             MemoryNotIndexedError: the strategy was not built in this memory.
             StaleGenerationError: a newer generation replaced the one being read (the caller retries).
         """
-        if ctx.store.published_generation(NAME) is None:
-            raise not_indexed(ctx, NAME)
+        if ctx.store.published_generation(self.name) is None:
+            raise not_indexed(ctx, self.name)
         with ctx.store.snapshot():
             result = self.ask_agent(ctx, question)
             g = self._loaded(ctx)
@@ -358,7 +361,7 @@ class RememGistStrategy:
 
     def report(self, ctx: StrategyContext) -> dict[str, Any]:
         """Turns, windows, gists, facts and failed windows of the published build (``gemrag info``)."""
-        manifest = ctx.store.manifest(NAME)
+        manifest = ctx.store.manifest(self.name)
         meta = manifest.meta if manifest else {}
         keys = ("turns", "windows", "gists", "facts", "failed_windows")
         return {"generation": manifest.generation if manifest else None, **{k: meta.get(k) for k in keys}}
