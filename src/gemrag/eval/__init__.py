@@ -10,7 +10,8 @@ runner, report and plots (which use :class:`gemrag.Memory`) are imported lazily 
 * :mod:`gemrag.eval.metrics` — accuracy, SQuAD EM / F1, Recall@k, latency percentiles, choice matching;
 * :mod:`gemrag.eval.stats` — percentile bootstrap CI and paired bootstrap difference;
 * :mod:`gemrag.eval.runner` — :func:`run_eval`: every strategy side by side on a dataset, resumable;
-* :mod:`gemrag.eval.plan` — the runs of an evaluation (strategies, variants, gem ablations), :mod:`gemrag.eval.variants` — ``name[key=value]`` strategy variants;
+* :mod:`gemrag.eval.plan` — the runs of an evaluation (strategies, variants, gem ablations);
+* :mod:`gemrag.eval.variants` — ``name[key=value]`` strategy variants;
 * :mod:`gemrag.eval.report` — aggregates, paired comparisons, ``results.json`` / ``results.md``;
 * :mod:`gemrag.eval.plots` — PNG plots with bootstrap error bars (matplotlib);
 * :mod:`gemrag.eval.cli` — the ``gemrag eval`` command.
