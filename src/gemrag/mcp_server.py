@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from gemrag.errors import ConfigError, GemragError, InputError
 from gemrag.memory import Memory
-from gemrag.provenance import RetrievedNode, describe_hits
+from gemrag.provenance import RetrievedNode, describe_hits, retrieve_nodes
 from gemrag.strategies.base import available
 
 try:
@@ -150,8 +150,8 @@ class MemoryTools:
         """
         name = check_strategy(strategy) if strategy else self.strategy
         with self._lock:
-            hits = self.memory.retrieve(question, budget, name)
-            return RecallResult(question=question, strategy=name, hits=describe_hits(self.memory.store, hits, name))
+            hits = retrieve_nodes(self.memory, question, budget, name)
+        return RecallResult(question=question, strategy=name, hits=hits)
 
     def ask(self, question: str, budget: int | None = None, strategy: str | None = None) -> AskResult:
         """Retrieve a context for ``question`` and let the memory's LLM answer from it.

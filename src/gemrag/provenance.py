@@ -3,21 +3,24 @@
 The surfaces that hand retrieval results to other programs (the MCP server :mod:`gemrag.mcp_server`, the
 LangChain and LlamaIndex retrievers in :mod:`gemrag.adapters`) all describe a :class:`~gemrag.types.Hit` the
 same way, with :func:`describe_hits`: the hit's score, rank, kind and text plus the chunk ids it stands for and
-the documents (id and title) those chunks belong to. A chunk stands for itself; a node a strategy derived
-(a GEM-RAG eigentheme summary, a RAPTOR summary, a REMem entity or fact, a gist) stands for the chunks its
-build recorded as its sources (``node_sources``).
+the documents (id and title) those chunks belong to (:func:`retrieve_nodes` retrieves and describes in one call).
+A chunk stands for itself; a node a strategy derived (a GEM-RAG eigentheme summary, a RAPTOR summary, a REMem
+entity or fact, a gist) stands for the chunks its build recorded as its sources (``node_sources``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from gemrag.store import Store
 from gemrag.types import Hit
+
+if TYPE_CHECKING:
+    from gemrag.memory import Memory
 
 
 class RetrievedNode(BaseModel):
@@ -48,6 +51,10 @@ class RetrievedNode(BaseModel):
     document_ids: list[int] = Field(default_factory=list)
     titles: list[str] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    def metadata(self) -> dict[str, Any]:
+        """Every field but ``text``, as a JSON-safe dict (the metadata a framework's document or node carries)."""
+        return self.model_dump(exclude={"text"})
 
 
 def describe_hits(store: Store, hits: Sequence[Hit], strategy: str) -> list[RetrievedNode]:
@@ -97,3 +104,26 @@ def describe_hits(store: Store, hits: Sequence[Hit], strategy: str) -> list[Retr
             )
         )
     return out
+
+
+def retrieve_nodes(
+    memory: Memory, question: str, budget: int | None = None, strategy: str | None = None
+) -> list[RetrievedNode]:
+    """:meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>` then :func:`describe_hits`.
+
+    Args:
+        memory: an open memory.
+        question: the question (non-empty).
+        budget: at most this many nodes (default: the strategy's budget).
+        strategy: the strategy to retrieve with (default: the memory's configured one).
+
+    Returns:
+        The retrieved nodes, best first.
+
+    Raises:
+        ValueError: empty question or budget < 1.
+        KeyError: no strategy has that name.
+        MemoryNotIndexedError: the strategy has not been built in this memory.
+    """
+    name = strategy or memory.strategy.name
+    return describe_hits(memory.store, memory.retrieve(question, budget, name), name)
