@@ -148,7 +148,7 @@ class MemoryTools:
             ConfigError: unknown strategy.
             MemoryNotIndexedError: the strategy has not been built in this memory.
         """
-        name = check_strategy(strategy) if strategy else self.strategy
+        name = self._resolve(strategy, budget)
         with self._lock:
             hits = retrieve_nodes(self.memory, question, budget, name)
         return RecallResult(question=question, strategy=name, hits=hits)
@@ -162,7 +162,7 @@ class MemoryTools:
             MemoryNotIndexedError: the strategy has not been built in this memory.
             GemragError: the LLM could not be loaded or called.
         """
-        name = check_strategy(strategy) if strategy else self.strategy
+        name = self._resolve(strategy, budget)
         with self._lock:
             answer = self.memory.ask(question, None, budget, name)
             return AskResult(
@@ -173,6 +173,16 @@ class MemoryTools:
                 retrieval_seconds=answer.retrieval_seconds,
                 answer_seconds=answer.answer_seconds,
             )
+
+    def _resolve(self, strategy: str | None, budget: int | None) -> str:
+        """The strategy to use (checked), after checking ``budget`` (Memory.retrieve takes 0 as "default").
+
+        Raises:
+            ValueError: budget < 1. ConfigError: unknown strategy.
+        """
+        if budget is not None and budget < 1:
+            raise ValueError(f"budget must be >= 1 (got {budget})")
+        return check_strategy(strategy) if strategy else self.strategy
 
 
 def check_strategy(name: str) -> str:
