@@ -18,6 +18,7 @@ from rich.table import Table
 
 from gemrag.cli_delete import delete_command
 from gemrag.cli_mcp import mcp_command
+from gemrag.cli_view import view_command
 from gemrag.config import Config, load_config
 from gemrag.console import cli_errors, err, fail
 from gemrag.errors import GemragError
@@ -323,6 +324,7 @@ def demo(
 app.command("eval")(eval_command)
 app.command("delete")(delete_command)
 app.command("mcp")(mcp_command)
+app.command("view")(view_command)
 
 
 # -- doctor: is this installation able to run? --------------------------------------------------------------------
