@@ -38,7 +38,8 @@ def view_command(
         float | None,
         typer.Option(
             "--min-weight",
-            help="Draw the edges of at least this weight (default: the strongest 3 per node on average, plus each node's strongest edge).",
+            help="Draw the edges of at least this weight (default: the strongest 3 per node on average, plus "
+            "each node's strongest edge).",
         ),
     ] = None,
     budget: Annotated[int | None, typer.Option("--budget", "-b", help="Nodes the retrieval returns.")] = None,

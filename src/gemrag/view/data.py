@@ -20,10 +20,21 @@ from gemrag.store import NodeRecord, Store
 from gemrag.types import Hit
 from gemrag.view.themes import GemThemes, gem_themes
 
-__all__ = ["EDGES_PER_NODE", "RetrievalPath", "ViewData", "auto_threshold", "retrieval_path", "strongest_edges", "view_data"]
+__all__ = [
+    "EDGES_PER_NODE",
+    "RetrievalPath",
+    "ViewData",
+    "auto_threshold",
+    "retrieval_path",
+    "strongest_edges",
+    "view_data",
+]
 
 EDGES_PER_NODE = 3
 """Without ``min_weight``, the view keeps the strongest ``EDGES_PER_NODE * N`` edges of N nodes (all when fewer)."""
+
+LABEL_WORDS = 6
+"""Words of a derived node's text in its label."""
 
 SOURCE_EDGE = "source"
 """Kind of the edges drawn from a derived node without published edges to the chunks it was made from."""
@@ -120,7 +131,7 @@ def _label(node: NodeRecord) -> str:
     if node.kind == "chunk":
         return f"d{node.doc_id}:{node.ord}"
     words = node.text.split()
-    return " ".join(words[:4]) + (" …" if len(words) > 4 else "")
+    return " ".join(words[:LABEL_WORDS]) + (" …" if len(words) > LABEL_WORDS else "")
 
 
 def _undirected(rows: list[tuple[str, int, int, float]]) -> dict[tuple[int, int], tuple[str, float]]:

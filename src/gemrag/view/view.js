@@ -22,7 +22,7 @@
   }
   function faded(hex) {
     const v = parseInt(hex.slice(1), 16);
-    return `rgba(${(v >> 16) & 255},${(v >> 8) & 255},${v & 255},0.28)`;
+    return `rgba(${(v >> 16) & 255},${(v >> 8) & 255},${v & 255},0.45)`;
   }
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);
@@ -44,7 +44,7 @@
   const visNodes = data.nodes.map((n) => {
     const base = colourOf(n);
     const onPath = stepOf.has(n.id);
-    const dim = path && !onPath;
+    const dim = path && !onPath && n.kind !== "summary"; // summary nodes stay legible as landmarks
     const colour = dim ? faded(base) : base;
     const size = n.kind === "summary" ? 26 : n.kind === "chunk" ? 12 : 9;
     const node = {
@@ -76,8 +76,7 @@
     path.steps.forEach((s, i) => {
       if (s.via !== null && s.via !== undefined && byId.has(s.via) && byId.has(s.node)) {
         visEdges.push({ id: "p" + i, from: s.via, to: s.node, arrows: "to", width: 4, value: 1,
-                        color: { color: PATH, opacity: 1 }, label: String(i + 1),
-                        font: { color: PATH, size: 14, strokeWidth: 3, strokeColor: "#fff" } });
+                        color: { color: PATH, opacity: 1 } });
       }
     });
   }
@@ -85,6 +84,7 @@
   const edges = new vis.DataSet(visEdges);
   const container = document.getElementById("graph");
   const network = new vis.Network(container, { nodes, edges }, {
+    layout: { randomSeed: 7 }, // the same page draws the same picture
     interaction: { hover: true, tooltipDelay: 150 },
     edges: { smooth: false, scaling: { min: 0.5, max: 4 }, selectionWidth: 2 },
     physics: {
