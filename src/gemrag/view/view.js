@@ -39,6 +39,8 @@
   const path = data.path;
   const stepOf = new Map();
   if (path) path.steps.forEach((s, i) => stepOf.set(s.node, i));
+  const known = (v) => v !== null && v !== undefined;
+  const walked = Boolean(path && (path.q_star || path.steps.some((s) => known(s.via)))); // a graph walk's path
 
   // -- nodes and edges -------------------------------------------------------------------------------------------
   const visNodes = data.nodes.map((n) => {
@@ -74,7 +76,7 @@
   }));
   if (path) {
     path.steps.forEach((s, i) => {
-      if (s.via !== null && s.via !== undefined && byId.has(s.via) && byId.has(s.node)) {
+      if (known(s.via) && byId.has(s.via) && byId.has(s.node)) {
         visEdges.push({ id: "p" + i, from: s.via, to: s.node, arrows: "to", width: 4, value: 1,
                         color: { color: PATH, opacity: 1 } });
       }
@@ -125,14 +127,14 @@
     details.replaceChildren();
     const head = el("p", {}, el("span", { class: "swatch", style: `background:${colourOf(n)}` }),
       el("span", { class: "kind" }, n.kind), ` #${n.id} `, n.kind === "chunk" ? `(document ${n.doc}) ` : "");
-    if (n.theme !== null && n.theme !== undefined) head.append(`· eigentheme ${n.theme + 1}`);
+    if (known(n.theme)) head.append(`· eigentheme ${n.theme + 1}`);
     details.append(head);
     if (stepOf.has(id)) {
       const s = path.steps[stepOf.get(id)];
       const p = el("p", {}, `Retrieval step ${stepOf.get(id) + 1}, score ${s.score.toFixed(4)}`);
-      if (s.via !== null && s.via !== undefined) p.append(", reached from ", nodeLink(s.via));
-      else if (stepOf.get(id) === 0) p.append(" (start node: owner of q*)");
-      else p.append(" (restart)");
+      if (known(s.via)) p.append(", reached from ", nodeLink(s.via));
+      else if (walked && stepOf.get(id) === 0) p.append(" (start node: owner of q*)");
+      else if (walked) p.append(" (restart)");
       details.append(p);
     }
     details.append(el("div", { class: "node-text", id: "node-text" }, n.text));
@@ -176,11 +178,11 @@
       const n = byId.get(s.node);
       const li = el("li", { onclick: () => focusNode(s.node) },
         n ? `${n.kind} ${n.label}` : `node ${s.node}`, ` — ${s.score.toFixed(3)}`);
-      if (s.via !== null && s.via !== undefined && byId.has(s.via)) li.append(` ← ${byId.get(s.via).label}`);
+      if (known(s.via) && byId.has(s.via)) li.append(` ← ${byId.get(s.via).label}`);
       return li;
     })));
     box.append(el("p", { class: "hint" }, `${path.strategy}: the ${path.steps.length} returned nodes in retrieval` +
-      " order; red arrows are the edges the walk took."));
+      (walked ? " order; red arrows are the edges the walk took." : " order.")));
   }
 
   // -- legend ----------------------------------------------------------------------------------------------------
