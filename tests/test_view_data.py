@@ -93,9 +93,14 @@ def test_dominant_theme_is_the_largest_signed_component() -> None:
         dominant_themes(x, [])
 
 
-def test_chunk_colours_are_the_argmax_eigentheme(gem_memory: Memory, config: Config) -> None:
+@pytest.mark.parametrize("graph", ["dense", "sparse"])
+def test_chunk_colours_are_the_argmax_eigentheme(tmp_path: Path, config: Config, graph: str) -> None:
+    config = config.model_copy(update={"gem": config.gem.model_copy(update={"graph": graph, "knn": 4})})
+    gem_memory = build_gem_memory(tmp_path / graph, config)
     store = gem_memory.store
-    chunk_ids, vectors, selected = chunk_eigenvectors(store, config.gem)
+    assert store.manifest("gem").meta["graph"] == graph
+    # the view recomputes with the build's recorded parameters (knn), whatever the settings it is given
+    chunk_ids, vectors, selected = chunk_eigenvectors(store, config.gem.model_copy(update={"knn": 9}))
     assert len(selected) == 2 and vectors.shape[0] == len(chunk_ids) == len(store.nodes("chunk"))
     # the recomputed eigenvectors are the build's: their top-e components are the summary nodes' members
     summaries = {n.meta["eigen_index"]: n for n in store.nodes("summary", strategy="gem")}
@@ -112,6 +117,7 @@ def test_chunk_colours_are_the_argmax_eigentheme(gem_memory: Memory, config: Con
         assert data.themes[j]["summary"] == summaries[e].id
     assert data.spectrum is not None and data.spectrum["estimated_themes"] >= 1
     assert len(data.spectrum["top_eigenvalues"]) == min(10, len(chunk_ids))
+    gem_memory.close()
 
 
 # -- edges -------------------------------------------------------------------------------------------------------
