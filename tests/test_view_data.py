@@ -214,3 +214,28 @@ def test_cli_writes_the_page(gem_memory: Memory, tmp_path: Path) -> None:
     assert out.exists() and "edges" in result.output
     missing = CliRunner().invoke(app, ["view", "--memory", str(tmp_path / "nothing"), "-o", str(out)])
     assert missing.exit_code == 2 and "not a gemrag memory" in missing.output
+
+
+def test_cli_question_path_needs_the_embedder_only(tmp_path: Path, config: Config) -> None:
+    """`--question` with the real MiniLM embedder (a main dependency) and an LLM that cannot be reached: GEM's
+    retrieval calls no LLM, and the page carries the walk."""
+    directory = tmp_path / "real"
+    with Memory.open(directory, config, llm=ScriptedLLM()) as mem:  # the configured (real) embedder
+        mem.add_text(DOC_A, "lighthouse")
+        mem.add_text(DOC_B, "garden")
+        mem.index()
+        expected = [h.node_id for h in mem.retrieve(QUESTION, 3)]
+    out = tmp_path / "path.html"
+    unreachable = {"GEMRAG_LLM__PROVIDER": "openai", "GEMRAG_LLM__BASE_URL": "http://127.0.0.1:9/v1"}
+    args = ["view", "-m", str(directory), "-o", str(out), "-q", QUESTION, "-b", "3"]
+    result = CliRunner().invoke(app, args, env=unreachable)
+    assert result.exit_code == 0, result.output
+    assert "path of 3 nodes" in result.output
+    blob = re.search(r'<script type="application/json" id="gemrag-data">(.*?)</script>', out.read_text(), re.S)
+    path = json.loads(blob.group(1))["path"]
+    assert [s["node"] for s in path["steps"]] == expected
+    assert path["steps"][0]["via"] is None and path["q_star"]
+    fake = build_gem_memory(tmp_path / "fake", config)  # hashing embedder: the configured one does not match
+    fake.close()
+    wrong = CliRunner().invoke(app, ["view", "-m", str(tmp_path / "fake"), "-o", str(out), "-q", QUESTION])
+    assert wrong.exit_code == 2 and "error" in wrong.output

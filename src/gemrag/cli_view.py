@@ -56,12 +56,16 @@ def view_command(
         cfg = load_config(config)
         name = strategy or cfg.strategy
         path: RetrievalPath | None = None
-        if question is not None:
-            with Memory.open(memory, cfg, readonly=True) as mem:
-                name = mem.get_strategy(name).name
-                path = retrieval_path(question, name, mem.retrieve(question, budget, strategy=name))
         store = Store(memory, readonly=True)
         try:
+            chunked = store.get_meta("chunk_tokens")
+            if question is not None:
+                # nothing is chunked here: the memory's own chunk size, so no --config is needed just for it
+                if chunked is not None:
+                    cfg = cfg.model_copy(update={"gem": cfg.gem.model_copy(update={"chunk_tokens": chunked})})
+                with Memory.open(memory, cfg, readonly=True) as mem:
+                    name = mem.get_strategy(name).name
+                    path = retrieval_path(question, name, mem.retrieve(question, budget, strategy=name))
             data = view_data(store, name, min_weight=min_weight, gem_settings=cfg.gem, path=path)
         finally:
             store.close()
