@@ -57,6 +57,7 @@
                highlight: { background: base, border: "#000" } },
       borderWidth: n.kind === "summary" ? 2 : 1,
       label: n.kind === "chunk" ? undefined : n.label,
+      title: `${n.kind} ${n.label}\n${n.text.length > 160 ? n.text.slice(0, 160) + "…" : n.text}`, // hover text
       font: { size: n.kind === "summary" ? 15 : 12, color: dim ? "#9e9e9e" : "#263238" },
     };
     if (onPath) {
