@@ -1,6 +1,6 @@
 """The ``gemrag`` command line: a thin layer over :class:`gemrag.memory.Memory`.
 
-Commands: ``index``, ``ask``, ``info``, ``demo``, ``doctor``, ``eval``, ``delete`` and ``view``.
+Commands: ``index``, ``ask``, ``info``, ``demo``, ``doctor``, ``eval``, ``delete``, ``mcp`` and ``view``.
 ``--set section.key=value`` (any setting, including a strategy's own section such as
 ``raptor.summary_tokens=200``) overrides the model and endpoint flags, which override ``GEMRAG_*`` environment
 variables, which override the config file (see :mod:`gemrag.config`).
