@@ -83,7 +83,9 @@ class UnweaverConfig(BaseModel):
             LLM (characters; default 4000, as the released code).
         shorten_tokens: completion limit of one shortening call (tokens; default 300).
         semantic_merge: also merge classes whose representatives' cosine similarity is at least
-            ``semantic_threshold`` (footnote 8; default False: syntactic equivalence only, as the paper).
+            ``semantic_threshold`` (footnote 8; default False: syntactic equivalence only, as the paper). The
+            similar pairs come from :func:`gemrag.graph.synonyms.synonym_pairs` (exact below 20,000 classes, faiss
+            HNSW above; at most 100 neighbours per class); merged classes are the connected components.
         semantic_threshold: that cosine (default 0.9).
         alignment: ``"none"`` (default), ``"fairness"`` (log utility, eqs. 18-20) or ``"least_squares"`` (eq. 21).
         alignment_use: ``"reorder"`` the elected chunks by their alignment price (default) or ``"select"`` the K
@@ -170,7 +172,7 @@ class UnweaverStrategy:
         reps = representatives(ctx, classes, descriptions, **options)
         if cfg.semantic_merge and len(classes) > 1:
             vectors = ctx.embedder.embed([r.text for r in reps])
-            src, dst, _ = synonym_pairs(vectors, cfg.semantic_threshold, top_k=100, method="exact")
+            src, dst, _ = synonym_pairs(vectors, cfg.semantic_threshold, top_k=100)
             if src.size:
                 classes = merge_classes(classes, (src, dst))
                 reps = representatives(ctx, classes, descriptions, **options)
