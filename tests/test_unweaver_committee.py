@@ -3,6 +3,9 @@ profiles whose winning committees are known and differ between AV, PAV and CC.""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from itertools import combinations
 
 import numpy as np
@@ -105,3 +108,17 @@ def test_released_score_is_frequency_times_rank() -> None:
     committee, top = elect(b, 2, "released", top_k=4)
     assert committee.tolist() == [0, 1]
     np.testing.assert_allclose(top, [0.375, 0.25])
+
+
+def test_exact_rules_keep_the_solver_banner_off_stdout_and_restore_it() -> None:
+    """HiGHS prints its banner from C once per process: a fresh process shows whether it reaches stdout."""
+    script = (
+        "import sys; sys.path.insert(0, 'tests')\n"
+        "from test_unweaver_committee import PROFILE, ballots_of\n"
+        "from gemrag.strategies.committee import elect\n"
+        "print(sorted(elect(ballots_of(PROFILE, 5), 3, 'cc', weighted=False)[0].tolist()), flush=True)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(["src", os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[0, 3, 4]\n"  # CC's committee, and nothing else on stdout

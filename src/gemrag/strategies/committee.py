@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from fractions import Fraction
@@ -53,6 +54,9 @@ RULES: dict[str, tuple[str, str]] = {
 """gemrag rule name -> (abcvoting rule id, abcvoting algorithm)."""
 MIN_WEIGHT = 1e-6
 """Smallest ballot weight (a class less similar than this to the question still votes, barely)."""
+_SOLVER_LOCK = threading.Lock()
+"""Serializes the ILP solves: silencing file descriptor 1 is process-wide, so two threads (parallel evaluation
+questions) must not swap it concurrently, and one HiGHS solve of a few voters takes milliseconds."""
 
 
 def require_abcvoting(rule: str) -> None:
@@ -103,7 +107,7 @@ def _committee(ballots: Ballots, k: int, rule: str, weights: NDArray[np.float64]
         weight = 1 if weights is None else Fraction(float(weights[a])).limit_denominator(10**6)
         profile.add_voter(Voter(approved, weight=weight))
     if algorithm == "pulp-highs":
-        with _quiet_stdout():
+        with _SOLVER_LOCK, _quiet_stdout():
             committees = abcrules.compute(rule_id, profile, k, algorithm=algorithm, resolute=True)
     else:
         committees = abcrules.compute(rule_id, profile, k, algorithm=algorithm, resolute=True)
