@@ -122,3 +122,20 @@ def test_exact_rules_keep_the_solver_banner_off_stdout_and_restore_it() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "[0, 3, 4]\n"  # CC's committee, and nothing else on stdout
+
+
+def test_a_missing_election_library_names_the_extra_and_released_needs_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from gemrag.errors import GemragError
+    from gemrag.strategies.committee import require_abcvoting
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "highspy" else real(name, *a))
+    require_abcvoting("av")  # the standard algorithms need no ILP solver
+    with pytest.raises(GemragError, match=r"gemrag\[unweaver\]"):
+        require_abcvoting("pav")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    require_abcvoting("released")
+    committee, _ = elect(ballots_of(PROFILE, 5), 3, "released", top_k=10)
+    assert committee.size == 3
