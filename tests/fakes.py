@@ -106,7 +106,9 @@ class ScriptedLLM:
     word of more than three letters with the question; summaries are the passages' first sentences
     (RAPTOR's: the first 8 words of each node, cut at ``max_tokens`` words); multiple-choice answers pick the
     option sharing most words with the context; REMem gists name each turn's speaker and first words (facts dated
-    the session day), and the gist agent retrieves once over the gists, then answers with the first result.
+    the session day), and the gist agent retrieves once over the gists, then answers with the first result;
+    UnWeaver's entities are the capitalized names, each described by the sentences naming it, and a shortened
+    description is the first sentence.
     """
 
     def __init__(self, fail: Callable[[int, str], bool] | None = None, interrupt_after: int | None = None) -> None:
@@ -155,6 +157,18 @@ class ScriptedLLM:
             self.prompts[-1] = prompt = messages[3]["content"]
             text = json.dumps({"triples": _triples(prompt.split('"""')[1])})
             return Completion(text, json.loads(text), usage)
+        if system.startswith("You extract the key entities") and len(messages) >= 4:  # UnWeaver entities
+            self.prompts[-1] = prompt = messages[3]["content"]
+            passage = prompt.split('"""')[1]
+            entities = [
+                {"name": n, "description": " ".join(s for s in _sentences(passage) if n in s)[:300]}
+                for n in _names(passage)
+            ]
+            text = json.dumps({"entities": entities[:12]})
+            return Completion(text, json.loads(text), usage)
+        if system.startswith("You merge several descriptions"):  # UnWeaver shortening: the first sentence
+            descriptions = prompt.split("Descriptions:\n", 1)[1]
+            return Completion((_sentences(descriptions) or [descriptions])[0], None, usage)
         if system.startswith("You write short episodic memory notes") and len(messages) >= 4:  # REMem gists
             self.prompts[-1] = prompt = messages[3]["content"]
             text = json.dumps(_gist(prompt))
