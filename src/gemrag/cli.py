@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gemrag.cli_delete import delete_command
+from gemrag.cli_serve import serve_command
 from gemrag.config import Config, load_config
 from gemrag.console import cli_errors, err, fail
 from gemrag.errors import GemragError
@@ -321,6 +322,7 @@ def demo(
 
 app.command("eval")(eval_command)
 app.command("delete")(delete_command)
+app.command("serve")(serve_command)
 
 
 # -- doctor: is this installation able to run? --------------------------------------------------------------------
