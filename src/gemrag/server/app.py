@@ -15,7 +15,6 @@ plain ``def`` functions: FastAPI runs them in its thread pool, and :mod:`gemrag.
 its own Memory, so retrievals go on while an index job runs.
 """
 
-
 import json
 import math
 import time
@@ -54,6 +53,9 @@ _header = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Ke
 Namespace = Annotated[
     str, PathParam(pattern=NAMESPACE_PATTERN, max_length=64, description="Namespace: one memory per name.")
 ]
+
+
+Files = Annotated[list[UploadFile], File(min_length=1, description=".txt/.md files")]
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -159,7 +161,9 @@ def create_app(
         responses=_errors(409),
         tags=["documents"],
     )
-    def upload_documents(ns: NS, files: Annotated[list[UploadFile], File(description=".txt/.md files")]) -> Any:
+    def upload_documents(
+        ns: NS, files: Annotated[list[UploadFile], File(min_length=1, description=".txt/.md files")]
+    ) -> Any:
         """Add uploaded ``.txt`` / ``.md`` files (UTF-8; the title is the file name without its suffix). Every
         file is checked first, so a bad one adds none."""
         docs = []

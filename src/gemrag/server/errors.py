@@ -9,8 +9,11 @@ name). Only server-side conditions are 5xx: 503 when a model is missing, crashed
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from gemrag import errors as ge
 from gemrag.server.jobs import JobConflictError, UnknownJobError
@@ -70,11 +73,18 @@ def error_body(exc: BaseException) -> dict[str, str]:
 
 
 def install_handlers(app: FastAPI) -> None:
-    """Answer gemrag errors and the library's ``ValueError`` with their status (:func:`status_of`)."""
+    """Answer gemrag errors and the library's ``ValueError`` with their status (:func:`status_of`), and the
+    framework's own HTTP errors (an unparsable body, an unknown route) with the same body shape."""
 
     async def handle(request: Request, exc: Exception) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AuthError) else None
         return JSONResponse(error_body(exc), status_code=status_of(exc), headers=headers)
 
+    async def handle_http(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        body = {"error": HTTPStatus(exc.status_code).phrase.replace(" ", ""), "detail": str(exc.detail)}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
     app.add_exception_handler(ge.GemragError, handle)
     app.add_exception_handler(ValueError, handle)
+    app.add_exception_handler(HTTPException, handle_http)
