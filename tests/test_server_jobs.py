@@ -139,3 +139,32 @@ def test_job_manager_unit() -> None:
     while manager.snapshot("a", failed["id"])["status"] != "failed" and time.monotonic() < deadline:
         time.sleep(0.01)
     assert manager.snapshot("a", failed["id"])["error"] == {"type": "InternalError", "message": "RuntimeError: boom"}
+
+
+def test_namespaces_unit(tmp_path: Path, config: Config) -> None:
+    from fakes import HashEmbedder
+    from gemrag.errors import ConfigError
+    from gemrag.server.namespaces import Namespaces, UnknownNamespaceError, check_namespace
+
+    assert check_namespace("a-b_9") == "a-b_9"
+    for bad in ["", "..", "a/b", ".x", "_x", "x" * 65, "a b", "é"]:
+        with pytest.raises(ValueError, match="invalid namespace name"):
+            check_namespace(bad)
+    spaces = Namespaces(tmp_path / "root", config, embedder=HashEmbedder(), pool=1)
+    with pytest.raises(UnknownNamespaceError):
+        spaces.open("a", readonly=True)
+    assert not (tmp_path / "root" / "a").exists()  # a read never creates a namespace
+    with spaces.writing("a") as memory:
+        memory.add_text(DOC_A, "lighthouse")
+    with spaces.reading("a") as one, spaces.reading("a") as two:
+        assert one is not two and one.readonly and two.readonly
+    with spaces.reading("a") as again:
+        assert again in (one, two)  # reused from the pool
+    assert len(spaces._idle["a"]) == 1  # the pool keeps one; the other was closed
+    with pytest.raises(ValueError), spaces.reading("a") as memory:
+        memory.retrieve("  ")
+    assert spaces._idle["a"] == [memory]  # a refused request returns its memory to the pool
+    spaces.close()
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    with pytest.raises(ConfigError, match="root of the namespaces"):
+        Namespaces(tmp_path / "file", config)

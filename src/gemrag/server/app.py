@@ -38,12 +38,13 @@ from gemrag.server import models as m
 from gemrag.server.auth import KeyRing
 from gemrag.server.errors import AuthError, ConflictError, ForbiddenError, NotFoundError, install_handlers
 from gemrag.server.jobs import JobManager
-from gemrag.server.namespaces import NAMESPACE_PATTERN, Namespaces, UnknownNamespaceError
+from gemrag.server.namespaces import NAMESPACE_PATTERN, Namespaces
 from gemrag.strategies import available
 from gemrag.types import Hit
 
 WRITE_WAIT = 5.0
-"""Seconds an add or delete waits for another writer of its namespace (then 409)."""
+"""Seconds an add, a delete or an index job waits for another writer of its namespace (then 409 / a failed
+job)."""
 MAX_UPLOAD_BYTES = 20_000_000
 """Largest uploaded file (bytes)."""
 
@@ -197,8 +198,7 @@ def create_app(
     def delete_document(ns: NS, document: Annotated[str, PathParam(max_length=1000)]) -> m.DeleteOut:
         """Delete a document (by id, source or title) with its chunks and what strategies derived from it alone;
         strategies are then stale until the next index job."""
-        if not spaces.exists(ns):
-            return _missing(ns)
+        spaces.require(ns)
         with spaces.writing(ns, wait=WRITE_WAIT) as memory:
             matches = memory.store.find_documents(document)
             if not matches:
@@ -219,11 +219,10 @@ def create_app(
         """Start an index job (chunk new documents, build the strategy, publish a new generation) and return it
         at once; poll ``GET .../jobs/{id}``. Retrieval keeps answering from the previous generation meanwhile."""
         strategy = strategy_of(body.strategy if body else None)
-        if not spaces.exists(ns):
-            return _missing(ns)
+        spaces.require(ns)
 
         def run(progress: Any) -> Any:
-            with spaces.writing(ns, progress=progress) as memory:
+            with spaces.writing(ns, progress=progress, wait=WRITE_WAIT) as memory:
                 return memory.index(strategy)
 
         return jobs.start(ns, strategy, run)
@@ -270,10 +269,6 @@ def create_app(
             return _jsonable(memory.stats())
 
     return app
-
-
-def _missing(ns: str) -> Any:
-    raise UnknownNamespaceError(f"namespace {ns!r} holds no memory; add documents to create it")
 
 
 def _hit(hit: Hit) -> m.HitOut:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gemrag.config import Config
-from gemrag.errors import GemragError
+from gemrag.errors import ConfigError, GemragError
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Completion, Embedder, Message
 from gemrag.models.factory import build_embedder, build_llm
@@ -106,18 +106,32 @@ class Namespaces:
 
     Args:
         root: the directory holding one memory directory per namespace (created when missing).
+        pool: read-only memories kept open per namespace between requests (more are opened under load and
+            closed afterwards).
         config: the configuration every namespace's memory is opened with.
         embedder, llm: backends to share instead of building them from ``config`` (tests inject doubles).
     """
 
-    def __init__(self, root: str | Path, config: Config, *, embedder: Embedder | None = None, llm: LLM | None = None):
+    def __init__(
+        self,
+        root: str | Path,
+        config: Config,
+        *,
+        embedder: Embedder | None = None,
+        llm: LLM | None = None,
+        pool: int = 8,
+    ) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot use {self.root} as the root of the namespaces: {exc.strerror or exc}") from None
         self.config = config
         self._embedder = embedder
         self.llm = SerialLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
         self._lock = threading.Lock()
         self._idle: dict[str, list[Memory]] = {}
+        self.pool = pool
 
     @property
     def embedder(self) -> Embedder:
@@ -139,6 +153,15 @@ class Namespaces:
         """True when ``namespace`` holds a memory."""
         return (self.path(namespace) / "memory.sqlite").is_file()
 
+    def require(self, namespace: str) -> None:
+        """Check that ``namespace`` holds a memory.
+
+        Raises:
+            UnknownNamespaceError: it does not (yet).
+        """
+        if not self.exists(namespace):
+            raise UnknownNamespaceError(f"namespace {namespace!r} holds no memory; add documents to create it")
+
     def names(self) -> list[str]:
         """The namespaces holding a memory, sorted."""
         return sorted(p.name for p in self.root.iterdir() if _NAME.fullmatch(p.name) and self.exists(p.name))
@@ -152,8 +175,8 @@ class Namespaces:
             GemragError: the memory cannot be opened.
         """
         path = self.path(namespace)
-        if readonly and not self.exists(namespace):
-            raise UnknownNamespaceError(f"namespace {namespace!r} holds no memory; add documents to create it")
+        if readonly:
+            self.require(namespace)
         return Memory.open(
             path, self.config, llm=self.llm, embedder=self.embedder, progress=progress, readonly=readonly or None
         )
@@ -172,11 +195,21 @@ class Namespaces:
             memory = self.open(namespace, readonly=True)
         try:
             yield memory
-        except BaseException:
-            memory.close()  # a failed request may leave it mid-transaction: do not reuse it
+        except (GemragError, ValueError):
+            self._put_back(namespace, memory)  # the library's refusals leave the memory as it was
             raise
+        except BaseException:
+            memory.close()  # anything else may have left it mid-transaction: do not reuse it
+            raise
+        self._put_back(namespace, memory)
+
+    def _put_back(self, namespace: str, memory: Memory) -> None:
         with self._lock:
-            self._idle.setdefault(namespace, []).append(memory)
+            idle = self._idle.setdefault(namespace, [])
+            if len(idle) < self.pool:
+                idle.append(memory)
+                return
+        memory.close()
 
     @contextmanager
     def writing(self, namespace: str, progress: ProgressFactory | None = None, wait: float = 0.0) -> Iterator[Memory]:
