@@ -105,6 +105,24 @@ def test_limit_keeps_whole_shared_corpus() -> None:
     assert small.corpus_id == "corpus"
 
 
+def test_select_by_documents_and_per_category_keeps_file_order() -> None:
+    docs = [Document(id=f"d{i}", text=f"text {i}") for i in range(2)]
+    cats = ["1", "2", "1", "1", "5", "2", None, "5", None]
+    questions = [_q(f"q{i}", ["d0"], category=c) for i, c in enumerate(cats)] + [_q("other", ["d1"], category="1")]
+    ds = Dataset(name="conv", kind="locomo", documents=docs, questions=questions)
+    only_d0 = ds.select(documents=["d0"])
+    assert [d.id for d in only_d0.documents] == ["d0"] and len(only_d0.questions) == 9
+    two = ds.select(documents=["d0"], per_category=2)
+    assert [q.id for q in two.questions] == ["q0", "q1", "q2", "q4", "q5", "q6", "q7", "q8"]
+    one = ds.select(per_category=1)  # both documents: "other" is a second category-1 question, dropped
+    assert [q.id for q in one.questions] == ["q0", "q1", "q4", "q6"] and [d.id for d in one.documents] == ["d0"]
+    assert ds.select() == ds
+    with pytest.raises(ValueError, match="unknown document id.*'nope'"):
+        ds.select(documents=["nope"])
+    with pytest.raises(ValueError, match="per_category"):
+        ds.select(per_category=0)
+
+
 def test_build_dataset_turns_validation_errors_into_input_error(tmp_path: Path) -> None:
     doc = Document(id="d", text="t")
     with pytest.raises(InputError, match=r"broken\.json.*duplicate document id 'd'"):

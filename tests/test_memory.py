@@ -178,6 +178,8 @@ def test_retrieve_before_index_and_bad_input(tmp_path: Path, config: Config) -> 
         assert mem.store.documents() == []  # nothing half-added
         with pytest.raises(ValueError):
             mem.retrieve("   ")
+        with pytest.raises(ValueError, match="budget"):  # 0 is not "the default"
+            mem.retrieve("anything", budget=0)
 
 
 def test_rank_mode_is_algorithm1(tmp_path: Path, config: Config) -> None:

@@ -176,6 +176,26 @@ def test_prompt_mode_none(llama_server: tuple[str, str]) -> None:
     assert out.usage.prompt_tokens > 20  # the schema instruction was sent
 
 
+def test_native_forced_tool_call(llama_server: tuple[str, str]) -> None:
+    """Issue 10, item 4: the agent's last step as a native tool call on the real server. llama-cpp-python's
+    server enforces a named ``tool_choice`` with a grammar from the function's parameters and answers with
+    ``tool_calls``; the backend turns it into the canonical call the agent validates."""
+    from gemrag.models.agent_prompts import ANSWER, SEMANTIC
+    from gemrag.strategies.agent import ToolHit, run_agent
+
+    base_url, model = llama_server
+    llm = OpenAILLM(model, base_url=base_url, json_mode="json_object", timeout=120)
+    assert llm.tool_calling == "native"
+
+    def tools(name: str, arguments: dict[str, Any]) -> list[ToolHit]:
+        return [ToolHit(1, "[8 May 2023] Caroline: I moved here from Sweden four years ago.", 0.8)]
+
+    result = run_agent(llm, "Which country did Caroline move from?", tools, max_steps=2, fixed_tool=SEMANTIC)
+    assert result.error is None, result.steps
+    assert result.steps[-1]["tool"] == ANSWER and result.answer
+    assert "sweden" in result.answer.lower()
+
+
 def test_complete_iter_with_concurrency(llama_server: tuple[str, str]) -> None:
     """Issue 9, point 4: four structured requests, two in flight, against the real server: four parsed answers,
     each index once (llama-cpp-python's server may serve them one after another; the client must not care)."""

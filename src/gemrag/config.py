@@ -76,6 +76,9 @@ class LLMSettings(BaseModel):
             +12% calls/s (0.5B) and -5% (1.5B) while greedy answers may differ in near-ties (docs/llm_speed.md);
             raise it where decoding is memory-bound (more cores, a GPU).
         json_mode: how structured output is requested from an openai endpoint.
+        tool_calling: how an openai endpoint is asked for the agent's tool calls (REMem ``remem_gist``):
+            ``"native"`` (default; the API's ``tools`` and ``tool_choice``) or ``"structured"`` (a JSON schema,
+            per ``json_mode``, for servers without tool support). The embedded model always uses a grammar.
         timeout: HTTP timeout (seconds, per request and per retry).
         concurrency: HTTP requests in flight at once when a build sends many (extraction passes), >= 1;
             default 4.
@@ -96,6 +99,7 @@ class LLMSettings(BaseModel):
     n_gpu_layers: int = Field(0, ge=-1)
     n_parallel: int = Field(1, ge=1)
     json_mode: Literal["json_schema", "json_object", "none"] = "json_schema"
+    tool_calling: Literal["native", "structured"] = "native"
     timeout: float = Field(600.0, gt=0)
     concurrency: int = Field(4, ge=1)
     max_retries: int = Field(2, ge=0)

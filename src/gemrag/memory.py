@@ -365,7 +365,8 @@ class Memory:
         if not question.strip():
             raise ValueError("the question is empty")
         chosen = self.get_strategy(strategy)
-        budget = budget or getattr(chosen, "default_budget", None) or self.config.gem.budget
+        if budget is None:
+            budget = getattr(chosen, "default_budget", None) or self.config.gem.budget
         if budget < 1:
             raise ValueError("budget must be >= 1")
         check_ready(self, chosen, build=build)

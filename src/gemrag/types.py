@@ -34,7 +34,8 @@ class Hit:
             * ``full``: 0.0 (the whole document is the context; nothing is scored).
         text: the node's text, as given to the LLM.
         rank: 0-based position in the retrieved context.
-        meta: strategy-specific details (e.g. the matched utility question).
+        meta: strategy-specific details (e.g. the matched utility question; for ``gem``'s best-first search
+            ``via``, the node whose edge led the walk here, None for the start node and restarts).
     """
 
     node_id: int

@@ -57,6 +57,14 @@ def eval_command(
         ),
     ] = None,
     limit: Annotated[int | None, Opt(help="Evaluate only the first N questions.")] = None,
+    documents: Annotated[
+        str | None,
+        Opt("--documents", help="Comma-separated document ids: only the questions over them (e.g. conv-26)."),
+    ] = None,
+    per_category: Annotated[
+        int | None,
+        Opt("--per-category", help="The first N questions of each question category (e.g. LoCoMo's 1-5)."),
+    ] = None,
     budget: Annotated[int, Opt(help="B: context nodes retrieved and given to the LLM.")] = 4,
     out: Annotated[Path, Opt("--out", "-o", help="Output directory (memories, records, results, plots).")] = Path(
         "eval-out"
@@ -123,6 +131,10 @@ def eval_command(
             config=cfg,
             budget=budget,
             limit=limit,
+            select={
+                "documents": [d.strip() for d in documents.split(",") if d.strip()] if documents else None,
+                "per_category": per_category,
+            },
             workers=workers,
             out_dir=out,
             ablation=dict(sweeps),

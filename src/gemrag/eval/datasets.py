@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +202,48 @@ class Dataset(BaseModel):
             QuestionGroup(doc_ids=key, documents=self.documents_for(qs[0]), questions=qs) for key, qs in buckets.items()
         ]
 
+    def select(self, *, documents: Sequence[str] | None = None, per_category: int | None = None) -> Dataset:
+        """Return a copy with a subset of the questions and only the documents they need.
+
+        Args:
+            documents: keep only questions asked over these document ids (every id of a question's
+                ``doc_ids`` must be listed; e.g. one LoCoMo conversation, ``["conv-26"]``).
+            per_category: then keep the first ``per_category`` questions of each ``category`` in file order
+                (questions without a category form one category); a stratified subset that stays the same
+                when the command is repeated, unlike a random sample. The file order of the kept questions is
+                preserved.
+
+        Raises:
+            ValueError: an unknown document id, or ``per_category`` < 1.
+        """
+        questions = list(self.questions)
+        if documents is not None:
+            known = {d.id for d in self.documents} | ({self.corpus_id} if self.corpus_id else set())
+            unknown = [d for d in documents if d not in known]
+            if unknown:
+                raise ValueError(f"unknown document id(s) {', '.join(map(repr, unknown))}")
+            wanted = set(documents)
+            questions = [q for q in questions if set(q.doc_ids) <= wanted]
+        if per_category is not None:
+            if per_category < 1:
+                raise ValueError(f"per_category must be >= 1, got {per_category}")
+            taken: dict[str | None, int] = {}
+            kept = []
+            for q in questions:
+                if taken.get(q.category, 0) < per_category:
+                    taken[q.category] = taken.get(q.category, 0) + 1
+                    kept.append(q)
+            questions = kept
+        return self._with_questions(questions)
+
+    def _with_questions(self, questions: list[Question]) -> Dataset:
+        needed = {doc_id for q in questions for doc_id in q.doc_ids}
+        if self.corpus_id is not None and self.corpus_id in needed:
+            kept_docs = list(self.documents)
+        else:
+            kept_docs = [d for d in self.documents if d.id in needed]
+        return self.model_copy(update={"documents": kept_docs, "questions": questions}, deep=True)
+
     def limit(self, n: int) -> Dataset:
         """Return a copy with the first ``n`` questions and only the documents they need.
 
@@ -213,13 +255,7 @@ class Dataset(BaseModel):
         """
         if n < 0:
             raise ValueError(f"limit must be >= 0, got {n}")
-        questions = self.questions[:n]
-        needed = {doc_id for q in questions for doc_id in q.doc_ids}
-        if self.corpus_id is not None and self.corpus_id in needed:
-            documents = list(self.documents)
-        else:
-            documents = [d for d in self.documents if d.id in needed]
-        return self.model_copy(update={"documents": documents, "questions": questions}, deep=True)
+        return self._with_questions(self.questions[:n])
 
 
 def _duplicates_checked(ids: list[str], what: str) -> set[str]:

@@ -327,6 +327,7 @@ def run_eval(
     config: Config,
     budget: int = 4,
     limit: int | None = None,
+    select: dict[str, Any] | None = None,
     workers: int = 1,
     out_dir: str | Path,
     ablation: dict[str, list[Any]] | None = None,
@@ -348,7 +349,9 @@ def run_eval(
         config: models and gem parameters for every memory.
         budget: B, context nodes retrieved (timed) and given to the LLM; for questions with gold passages a
             second, untimed retrieval of ``max(B, 5)`` nodes feeds Recall@2/@5.
-        limit: evaluate only the first ``limit`` questions.
+        limit: evaluate only the first ``limit`` questions (after ``select``).
+        select: ``{"documents": [ids], "per_category": n}``, passed to :meth:`Dataset.select` (a stated subset,
+            e.g. one LoCoMo conversation and n questions of each category).
         workers: questions answered in parallel (threads), kept in question order; with llama_cpp the answers
             are serialized (the llama.cpp backend runs one call at a time), so mostly retrieval overlaps.
         out_dir: where ``memories/``, ``records.jsonl``, ``index.jsonl``, ``results.{json,md}`` and plots go.
@@ -383,6 +386,11 @@ def run_eval(
     if reference is not None and reference not in [r.name for r in runs]:
         raise ConfigError(f"--reference {reference!r} is not one of the runs: {', '.join(r.name for r in runs)}")
     dataset = load_dataset(kind, path, **(dataset_options or {}))
+    if select:
+        try:
+            dataset = dataset.select(**select)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
     if limit is not None:
         dataset = dataset.limit(limit)
     out = Path(out_dir)

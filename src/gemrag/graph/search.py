@@ -169,35 +169,51 @@ def _weight_scale(w: NDArray[np.float64] | sp.csr_matrix) -> float:
 
 
 def _walk(
-    scores: NDArray[np.float64], w: NDArray[np.float64] | sp.csr_matrix, scale: float, start: int, budget: int
+    scores: NDArray[np.float64],
+    w: NDArray[np.float64] | sp.csr_matrix,
+    scale: float,
+    start: int,
+    budget: int,
+    via: NDArray[np.int64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """The best-first walk of :func:`best_first_search` on validated inputs (``scale = 1 / max(W)``)."""
+    """The best-first walk of :func:`best_first_search` on validated inputs (``scale = 1 / max(W)``).
+
+    ``via``, when given (``(min(budget, n),)`` int64, filled in place), receives for each step the node of ``C``
+    whose edge gave the node its priority (``argmax_{c in C} W[c, u]``, the earliest such ``c`` on ties), or -1
+    for the start node and restarts: the edges of the walk's path."""
     n = scores.shape[0]
     total = min(int(budget), n)
     order = np.empty(total, dtype=np.int64)
     priorities = np.empty(total, dtype=np.float64)
     visited = np.zeros(n, dtype=bool)
     reach = np.zeros(n, dtype=np.float64)  # max_{c in C} W_hat[c, :]
-    node, priority = int(start), float(scores[start])
+    parent = np.full(n, -1, dtype=np.int64)  # the c attaining reach[u]
+    node, priority, came_from = int(start), float(scores[start]), -1
     for step in range(total):
         order[step], priorities[step] = node, priority
+        if via is not None:
+            via[step] = came_from
         visited[node] = True
         if sp.issparse(w):
             lo, hi = w.indptr[node], w.indptr[node + 1]
             cols = w.indices[lo:hi]
-            reach[cols] = np.maximum(reach[cols], w.data[lo:hi] * scale)
+            row = w.data[lo:hi] * scale
+            parent[cols[row > reach[cols]]] = node
+            reach[cols] = np.maximum(reach[cols], row)
         else:
-            np.maximum(reach, w[node] * scale, out=reach)
+            row = w[node] * scale
+            parent[row > reach] = node
+            np.maximum(reach, row, out=reach)
         if step + 1 == total:
             break
         frontier = ~visited & (reach > 0)
         if frontier.any():
             f = np.where(frontier, scores * reach, -np.inf)
             node = int(np.argmax(f))
-            priority = float(f[node])
+            priority, came_from = float(f[node]), int(parent[node])
         else:
             node = int(np.argmax(np.where(visited, -np.inf, scores)))
-            priority = float(scores[node])
+            priority, came_from = float(scores[node]), -1
     return order, priorities
 
 
@@ -351,6 +367,28 @@ class PreparedGraph:
                 raise ValueError("cannot search an empty graph")
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         return _walk(rel, self.weights, self.scale, int(np.argmax(rel)), int(budget))
+
+    def search_path(
+        self, prompt_vec: ArrayLike, budget: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+        """:meth:`search` and the walk's path: ``(order, priorities, via)``, where ``via`` ``(len(order),)`` int64
+        gives for each visited node the index of the already-visited node whose edge led to it (the ``c`` of
+        ``max_c W_hat[c, u]`` in :func:`best_first_search`), or -1 for the start node (the owner of ``q*``) and
+        for restarts. ``order[0]`` is the start node.
+
+        Raises:
+            ValueError: as :meth:`search`.
+        """
+        _check_budget(budget)
+        if self.weights is None:
+            raise ValueError("best-first search needs the edge weights W: prepare(..., W)")
+        if self.n == 0:
+            order, priorities = self.search(prompt_vec, budget)
+            return order, priorities, np.zeros(0, dtype=np.int64)
+        rel = self.relevance(prompt_vec)
+        via = np.empty(min(int(budget), self.n), dtype=np.int64)
+        order, priorities = _walk(rel, self.weights, self.scale, int(np.argmax(rel)), int(budget), via)
+        return order, priorities, via
 
     def fused(self, prompt_vec: ArrayLike, budget: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Graph-free ranking by ``max(cos(v_p, v_u), rel(u))``, see :func:`fused_ranking`."""

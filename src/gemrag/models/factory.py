@@ -38,6 +38,7 @@ def build_llm(settings: LLMSettings, cache_dir: Path | None = None) -> LLM:
         base_url=settings.base_url,
         api_key=settings.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
         json_mode=settings.json_mode,
+        tool_calling=settings.tool_calling,
         context_window=settings.n_ctx,
         timeout=settings.timeout,
         max_retries=settings.max_retries,

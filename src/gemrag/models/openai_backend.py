@@ -52,6 +52,7 @@ from gemrag.models.openai_http import (
     make_client,
     translate_errors,
 )
+from gemrag.models.tool_calls import canonical_call, openai_tools, tool_choice
 
 __all__ = [
     "OpenAILLM",
@@ -65,6 +66,8 @@ __all__ = [
 
 JsonMode = Literal["json_schema", "json_object", "none"]
 _JSON_MODES: tuple[str, ...] = ("json_schema", "json_object", "none")
+ToolCalling = Literal["native", "structured"]
+_TOOL_CALLING: tuple[str, ...] = ("native", "structured")
 
 
 class _Abandoned(Exception):
@@ -79,6 +82,9 @@ class OpenAILLM:
         model_id: ``"openai:<base_url>:<model>"``.
         context_window: the model's context in tokens, as configured (the API does not report it).
         json_mode: how a schema is requested (see the module docstring); part of :attr:`cache_identity`.
+        tool_calling: ``"native"``: a tool-call schema (the agent's) is sent as the API's ``tools`` and
+            ``tool_choice`` (:mod:`gemrag.models.tool_calls`); ``"structured"``: like any schema, per
+            :attr:`json_mode`. Part of :attr:`cache_identity`.
         base_url: the server's API root (``.../v1``).
         model: the model name sent with each request.
         timeout: seconds per HTTP request (each retry gets the same).
@@ -95,6 +101,7 @@ class OpenAILLM:
         base_url: str | None = None,
         api_key: str | None = None,
         json_mode: JsonMode = "json_schema",
+        tool_calling: ToolCalling = "native",
         context_window: int = 8192,
         timeout: float = 120.0,
         max_retries: int = 2,
@@ -109,6 +116,7 @@ class OpenAILLM:
             base_url: API root, e.g. ``"http://127.0.0.1:8080/v1"``; default ``$OPENAI_BASE_URL`` or OpenAI.
             api_key: default ``$OPENAI_API_KEY``, else a placeholder (local servers need none).
             json_mode: ``"json_schema"``, ``"json_object"`` or ``"none"``.
+            tool_calling: ``"native"`` (default) or ``"structured"`` (for servers without tool support).
             context_window: tokens the model accepts (prompt + completion).
             timeout: seconds per HTTP request.
             max_retries: SDK retries on connection errors, 408/409/429 and 5xx (>= 0), with exponential
@@ -119,10 +127,13 @@ class OpenAILLM:
                 its ``max_tokens`` (None: none).
 
         Raises:
-            ConfigError: ``json_mode``, ``context_window``, ``max_retries``, ``concurrency`` or a limit is invalid.
+            ConfigError: ``json_mode``, ``tool_calling``, ``context_window``, ``max_retries``, ``concurrency`` or a
+                limit is invalid.
         """
         if json_mode not in _JSON_MODES:
             raise ConfigError(f"json_mode must be one of {', '.join(_JSON_MODES)}, got {json_mode!r}")
+        if tool_calling not in _TOOL_CALLING:
+            raise ConfigError(f"tool_calling must be one of {', '.join(_TOOL_CALLING)}, got {tool_calling!r}")
         if context_window < 1:
             raise ConfigError(f"context_window must be positive, got {context_window}")
         if concurrency < 1:
@@ -134,6 +145,7 @@ class OpenAILLM:
         self.base_url: str = (base_url or str(self._client.base_url)).rstrip("/")
         self.model = model
         self.json_mode: JsonMode = json_mode
+        self.tool_calling: ToolCalling = tool_calling
         self.context_window: int = context_window
         self.timeout = timeout
         self.max_retries = max_retries
@@ -141,14 +153,17 @@ class OpenAILLM:
         self.model_id: str = f"openai:{self.base_url}:{model}"
 
     def __repr__(self) -> str:
-        return f"OpenAILLM({self.model_id!r}, json_mode={self.json_mode!r}, concurrency={self.concurrency})"
+        return (
+            f"OpenAILLM({self.model_id!r}, json_mode={self.json_mode!r}, tool_calling={self.tool_calling!r}, "
+            f"concurrency={self.concurrency})"
+        )
 
     @property
     def cache_identity(self) -> dict[str, Any]:
         """What besides the call's arguments decides an answer, for cache keys: the JSON mode (it changes the
-        request, and with ``"none"`` the prompt). The server and model name are in :attr:`model_id`; the
-        context window is not sent to the server, so it is left out."""
-        return {"backend": "openai", "json_mode": self.json_mode}
+        request, and with ``"none"`` the prompt) and the tool calling mode. The server and model name are in
+        :attr:`model_id`; the context window is not sent to the server, so it is left out."""
+        return {"backend": "openai", "json_mode": self.json_mode, "tool_calling": self.tool_calling}
 
     def complete(
         self,
@@ -234,7 +249,11 @@ class OpenAILLM:
         }
         if request.seed is not None:
             kwargs["seed"] = request.seed
-        if schema is not None:
+        tools = openai_tools(schema) if self.tool_calling == "native" else None
+        if tools is not None:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = tool_choice(tools)
+        elif schema is not None:
             if self.json_mode == "json_schema":
                 kwargs["response_format"] = {
                     "type": "json_schema",
@@ -251,7 +270,10 @@ class OpenAILLM:
                     }
                 )
         hint = ""
-        if "response_format" in kwargs:
+        if tools is not None:
+            hint = " (the request used native tool calling; if this server does not support it, set tool_calling to "
+            hint += "'structured')"
+        elif "response_format" in kwargs:
             others = " or ".join(repr(m) for m in _JSON_MODES if m != self.json_mode)
             hint = (
                 f" (the request used response_format type {self.json_mode!r}; if this server does not support it, "
@@ -268,7 +290,12 @@ class OpenAILLM:
         seconds = time.perf_counter() - t0
         if not response.choices:
             raise GemragError(f"the server at {self.base_url} returned no choices")
-        text = response.choices[0].message.content or ""
+        message = response.choices[0].message
+        calls = getattr(message, "tool_calls", None) or []
+        if tools is not None and calls and getattr(calls[0], "function", None) is not None:
+            text = canonical_call(calls[0].function.name, calls[0].function.arguments)
+        else:
+            text = message.content or ""
         parsed: Any = None
         if schema is not None:
             try:

@@ -235,7 +235,9 @@ class GemStrategy:
             max_c W[c,u] / max(W) for a node reached over an edge, rel(u) for the start node and restarts (not
             rel(u) itself, so scores need not decrease); ``"rank"``: rel(u) = max_j SIM(v_p, v_uj), the
             prompt's cosine to the node's best utility question; ``"fused"``: max(cos(v_p, v_u), rel(u)).
-            ``meta["matched_question"]`` names the best question.
+            ``meta["matched_question"]`` names the best question. With ``"best_first"``, ``meta["via"]`` is the
+            store id of the retrieved node whose edge led the walk to this one (None for the start node, the
+            owner of q*, and for restarts): the hits in order with their ``via`` are the path of the walk.
 
         Raises:
             MemoryNotIndexedError: no graph has been built.
@@ -255,7 +257,11 @@ class GemStrategy:
             elif search == "rank":
                 order, scores = prepared.rank(v_p, budget)
             else:
-                order, scores = prepared.search(v_p, budget)
+                order, scores, via = prepared.search_path(v_p, budget)
+                hits = self._hits(ctx, loaded, order, scores, v_p)
+                for hit, came_from in zip(hits, via.tolist(), strict=True):
+                    hit.meta["via"] = int(loaded.graph.node_ids[came_from]) if came_from >= 0 else None
+                return hits
             return self._hits(ctx, loaded, order, scores, v_p)
 
     def _hits(

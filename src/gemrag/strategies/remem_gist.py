@@ -318,7 +318,10 @@ class RememGistStrategy:
             At most ``budget`` hits of kind ``"verbatim"`` or ``"gist"`` in the order the agent retrieved them (a
             retrieved gist stands for its turns, a retrieved turn or fact for its window's gist); ``score`` is
             ``1 / (1 + rank)``. Every hit's ``meta``: ``agent_answer`` (str or None), ``agent_steps`` (the tool
-            calls with their arguments and result ids) and, when a call stayed malformed, ``agent_error``.
+            calls with their arguments and result ids) and, when a call stayed malformed, ``agent_error``. An
+            agent that retrieved nothing (it answered at once, or every tool call found nothing) returns no hits,
+            so its ungrounded answer is not used: :meth:`gemrag.memory.Memory.answer` then answers from an empty
+            context (for LoCoMo, one that may say the answer is not mentioned).
 
         Raises:
             MemoryNotIndexedError: the strategy was not built in this memory.

@@ -1,0 +1,78 @@
+"""``gemrag view``: write a memory's graph as one self-contained offline HTML page (registered in
+:mod:`gemrag.cli`; the page is built by :mod:`gemrag.view`).
+
+This module does not import :mod:`gemrag.cli` (that module imports this one), so its option types are declared
+here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from gemrag.config import load_config
+from gemrag.console import cli_errors, fail
+from gemrag.errors import GemragError
+from gemrag.memory import Memory
+from gemrag.store import Store
+from gemrag.view import RetrievalPath, retrieval_path, view_data, write_html
+
+out = Console()
+
+__all__ = ["view_command"]
+
+
+def view_command(
+    memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("memory.html"),
+    question: Annotated[
+        str | None, typer.Option("--question", "-q", help="Highlight the path this question's retrieval takes.")
+    ] = None,
+    strategy: Annotated[
+        str | None, typer.Option("--strategy", "-s", help="Whose graph to show (default: the configured strategy).")
+    ] = None,
+    min_weight: Annotated[
+        float | None,
+        typer.Option(
+            "--min-weight",
+            help="Draw the edges of at least this weight (default: the strongest 3 per node on average, plus "
+            "each node's strongest edge).",
+        ),
+    ] = None,
+    budget: Annotated[int | None, typer.Option("--budget", "-b", help="Nodes the retrieval returns.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
+) -> None:
+    """Write the memory graph of a strategy as one offline HTML page (no network needed to open it): chunk nodes
+    coloured by their dominant eigentheme, summary nodes distinct, edges above a weight threshold, a search box, a
+    node's text and utility questions on click, and GEM's spectrum (eigenvalues, Remark 2 estimate, Lambda).
+    With --question, the retrieval's path is highlighted (q*, the visited nodes in order); that needs the
+    embedder only (no LLM call for gem). The memory is opened read-only and not changed."""
+    if not (memory / "memory.sqlite").exists():
+        fail(GemragError(f"{memory} is not a gemrag memory (no memory.sqlite)"))
+    with cli_errors(also=(ValueError, KeyError)):
+        cfg = load_config(config)
+        name = strategy or cfg.strategy
+        path: RetrievalPath | None = None
+        store = Store(memory, readonly=True)
+        try:
+            chunked = store.get_meta("chunk_tokens")
+            if question is not None:
+                # nothing is chunked here: the memory's own chunk size, so no --config is needed just for it
+                if chunked is not None:
+                    cfg = cfg.model_copy(update={"gem": cfg.gem.model_copy(update={"chunk_tokens": chunked})})
+                with Memory.open(memory, cfg, readonly=True) as mem:
+                    name = mem.get_strategy(name).name
+                    path = retrieval_path(question, name, mem.retrieve(question, budget, strategy=name))
+            data = view_data(store, name, min_weight=min_weight, gem_settings=cfg.gem, path=path)
+        finally:
+            store.close()
+        target = write_html(data, output, f"gemrag memory · {memory.name} · {name}")
+    out.print(
+        f"wrote {target}: {len(data.nodes)} nodes, {len(data.edges)} of {data.edges_total} edges "
+        f"(weight >= {data.threshold:.3f})" + (f"; path of {len(path.steps)} nodes" if path else "")
+    )
+    if data.message:
+        out.print(f"[yellow]{data.message}[/]")

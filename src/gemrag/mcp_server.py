@@ -1,0 +1,260 @@
+"""An MCP server over one memory: the tools ``remember``, ``recall`` and ``ask`` (Model Context Protocol).
+
+Built on the official ``mcp`` Python SDK (its :class:`~mcp.server.mcpserver.MCPServer`, formerly FastMCP;
+install the ``mcp`` extra). ``gemrag mcp --memory DIR`` (:mod:`gemrag.cli_mcp`) serves it over stdio, so an agent
+(Claude Desktop, an IDE, any MCP client) can write to and read from a long-term graph memory:
+
+* ``remember(text, title?)``: add the text as a document and index it incrementally with the server's strategy
+  (only the new chunks are embedded / sent to the LLM; cached work is reused), returning the document id and
+  what was indexed (:class:`RememberResult`).
+* ``recall(question, budget?, strategy?)``: the retrieved nodes with scores and provenance, as structured output
+  (:class:`RecallResult`, each node a :class:`~gemrag.provenance.RetrievedNode`).
+* ``ask(question, budget?, strategy?)``: the LLM's answer and the context it was given (:class:`AskResult`).
+
+Bad input (empty text or question, a budget below 1, an unknown strategy, a memory not indexed yet, a memory
+another process is building) comes back as a tool error with a one-line message (``isError: true``), never as
+a crash of the server. The tools run in the SDK's worker threads, one at a time (a lock around the memory).
+Nothing is printed on stdout: while serving, the SDK points file descriptor 1 at stderr and keeps the protocol
+on a private duplicate, so stray output of a model runtime cannot corrupt the JSON-RPC stream.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Annotated, TypeVar
+
+from pydantic import BaseModel, Field
+
+from gemrag.errors import ConfigError, GemragError, InputError
+from gemrag.memory import Memory
+from gemrag.provenance import RetrievedNode, describe_hits, retrieve_nodes
+from gemrag.strategies.base import available
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "the MCP server needs the official MCP SDK: pip install 'gemrag[mcp]' (the `mcp` package)"
+    ) from exc
+
+__all__ = ["AskResult", "MemoryTools", "RecallResult", "RememberResult", "create_server"]
+
+T = TypeVar("T")
+TITLE_CHARS = 60
+"""A ``remember`` without a title is titled with the text's first line, cut to this many characters."""
+
+
+class RememberResult(BaseModel):
+    """What ``remember`` stored and indexed.
+
+    Attributes:
+        document_id: the document's id in the memory (int).
+        created: False when the same text was already in the memory (documents are deduplicated by content).
+        title: the document's title.
+        strategy: the strategy that was (re)built.
+        chunk_ids: the document's chunk node ids, in document order.
+        new_chunks: chunks this call created (0 for a duplicate).
+        chunks_total: chunks in the whole memory afterwards.
+        seconds: wall time of adding and indexing (s).
+    """
+
+    document_id: int
+    created: bool
+    title: str
+    strategy: str
+    chunk_ids: list[int]
+    new_chunks: int
+    chunks_total: int
+    seconds: float
+
+
+class RecallResult(BaseModel):
+    """What ``recall`` retrieved: ``hits`` best first (at most ``budget``), each with score and provenance."""
+
+    question: str
+    strategy: str
+    hits: list[RetrievedNode]
+
+
+class AskResult(BaseModel):
+    """What ``ask`` answered: ``answer`` (the LLM's text), the ``context`` nodes it was given (in that order), and
+    the seconds spent retrieving and generating."""
+
+    question: str
+    answer: str
+    strategy: str
+    context: list[RetrievedNode]
+    retrieval_seconds: float
+    answer_seconds: float
+
+
+class MemoryTools:
+    """The three tools as plain methods over an open :class:`~gemrag.memory.Memory` (usable without MCP).
+
+    Calls are serialised by a lock: the SDK runs synchronous tools in worker threads, and one memory is one
+    SQLite connection and one model.
+
+    Args:
+        memory: an open, writable memory (``remember`` needs write access; ``recall``/``ask`` work read-only).
+        strategy: the strategy ``remember`` builds and the other tools use by default (default: the memory's
+            configured one).
+
+    Raises:
+        ConfigError: ``strategy`` names no registered strategy.
+    """
+
+    def __init__(self, memory: Memory, strategy: str | None = None) -> None:
+        self.memory = memory
+        self.strategy = check_strategy(strategy) if strategy else memory.strategy.name
+        self._lock = threading.Lock()
+
+    def remember(self, text: str, title: str | None = None) -> RememberResult:
+        """Add ``text`` as a document and index it with :attr:`strategy` (incremental: cached work is reused).
+
+        Raises:
+            InputError: the text is empty (or only whitespace).
+            MemoryBusyError: another process is building this memory.
+            ReadOnlyMemoryError: the memory is open read-only.
+            GemragError: the strategy's model could not be loaded.
+        """
+        if not text.strip():
+            raise InputError("the text to remember is empty")
+        title = (title or "").strip() or _default_title(text)
+        with self._lock:
+            start = time.perf_counter()
+            doc_id, created = self.memory.add_text(text, title=title, source="<mcp>")
+            report = self.memory.index(self.strategy)
+            chunk_ids = [n.id for n in self.memory.store.nodes("chunk") if n.doc_id == doc_id]
+            stored = next(d for d in self.memory.store.documents() if d["id"] == doc_id)
+            return RememberResult(
+                document_id=doc_id,
+                created=created,
+                title=str(stored["title"]),
+                strategy=self.strategy,
+                chunk_ids=chunk_ids,
+                new_chunks=report.new_chunks,
+                chunks_total=report.chunks,
+                seconds=time.perf_counter() - start,
+            )
+
+    def recall(self, question: str, budget: int | None = None, strategy: str | None = None) -> RecallResult:
+        """Retrieve at most ``budget`` nodes for ``question`` (default budget: the strategy's).
+
+        Raises:
+            ValueError: empty question or budget < 1.
+            ConfigError: unknown strategy.
+            MemoryNotIndexedError: the strategy has not been built in this memory.
+        """
+        name = self._resolve(strategy, budget)
+        with self._lock:
+            hits = retrieve_nodes(self.memory, question, budget, name)
+        return RecallResult(question=question, strategy=name, hits=hits)
+
+    def ask(self, question: str, budget: int | None = None, strategy: str | None = None) -> AskResult:
+        """Retrieve a context for ``question`` and let the memory's LLM answer from it.
+
+        Raises:
+            ValueError: empty question or budget < 1.
+            ConfigError: unknown strategy.
+            MemoryNotIndexedError: the strategy has not been built in this memory.
+            GemragError: the LLM could not be loaded or called.
+        """
+        name = self._resolve(strategy, budget)
+        with self._lock:
+            answer = self.memory.ask(question, None, budget, name)
+            return AskResult(
+                question=question,
+                answer=answer.text,
+                strategy=name,
+                context=describe_hits(self.memory.store, answer.hits, name),
+                retrieval_seconds=answer.retrieval_seconds,
+                answer_seconds=answer.answer_seconds,
+            )
+
+    def _resolve(self, strategy: str | None, budget: int | None) -> str:
+        """The strategy to use (checked), after checking ``budget`` (Memory.retrieve takes 0 as "default").
+
+        Raises:
+            ValueError: budget < 1. ConfigError: unknown strategy.
+        """
+        if budget is not None and budget < 1:
+            raise ValueError(f"budget must be >= 1 (got {budget})")
+        return check_strategy(strategy) if strategy else self.strategy
+
+
+def check_strategy(name: str) -> str:
+    """``name`` if a strategy of that name is registered.
+
+    Raises:
+        ConfigError: it is not (the message lists the available ones).
+    """
+    if name not in available():
+        raise ConfigError(f"unknown strategy {name!r}; available: {', '.join(available())}")
+    return name
+
+
+def _default_title(text: str) -> str:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first[:TITLE_CHARS] or "text"
+
+
+def _tool_call(fn: Callable[[], T]) -> T:
+    """Run one tool call, turning gemrag's anticipated errors into MCP tool errors (a message for the model)."""
+    try:
+        return fn()
+    except (GemragError, ValueError) as exc:
+        raise ToolError(str(exc)) from exc
+
+
+Question = Annotated[str, Field(description="The question (a non-empty string).", min_length=1)]
+Budget = Annotated[
+    int | None, Field(description="How many context nodes to retrieve (default: the strategy's budget).", ge=1)
+]
+StrategyName = Annotated[
+    str | None, Field(description="A strategy built in this memory (default: the server's, e.g. gem or dense).")
+]
+
+
+def create_server(tools: MemoryTools, name: str = "gemrag") -> MCPServer:
+    """An MCP server exposing ``tools`` as the MCP tools ``remember``, ``recall`` and ``ask``.
+
+    Args:
+        tools: the memory's tools.
+        name: the server name announced to clients.
+
+    Returns:
+        The server; ``server.run("stdio")`` serves it on this process's stdin/stdout.
+    """
+    server = MCPServer(
+        name,
+        instructions=(
+            "A long-term graph memory (gemrag). Use `remember` to store a text, `recall` to retrieve the passages "
+            "relevant to a question with scores and sources, and `ask` to get an answer grounded in the memory."
+        ),
+        log_level="WARNING",
+    )
+
+    def remember(
+        text: Annotated[str, Field(description="The text to remember (plain text or Markdown).")],
+        title: Annotated[str | None, Field(description="A title (default: the text's first line).")] = None,
+    ) -> RememberResult:
+        """Store a text in the memory and index it, so later recall and ask calls can find it."""
+        return _tool_call(lambda: tools.remember(text, title))
+
+    def recall(question: Question, budget: Budget = None, strategy: StrategyName = None) -> RecallResult:
+        """Retrieve the memory's passages (and summary nodes) most relevant to a question, best first, with
+        scores, node ids and the documents they come from. No LLM call."""
+        return _tool_call(lambda: tools.recall(question, budget, strategy))
+
+    def ask(question: Question, budget: Budget = None, strategy: StrategyName = None) -> AskResult:
+        """Answer a question from the memory: retrieve a context, let the memory's LLM answer, and return the
+        answer with the context it used."""
+        return _tool_call(lambda: tools.ask(question, budget, strategy))
+
+    server.add_tool(remember, title="Remember a text")
+    server.add_tool(recall, title="Recall from memory")
+    server.add_tool(ask, title="Ask the memory")
+    return server
