@@ -1,6 +1,6 @@
 """The ``gemrag`` command line: a thin layer over :class:`gemrag.memory.Memory`.
 
-Commands: ``index``, ``ask``, ``info``, ``demo``, ``doctor``, ``eval``, ``delete``, ``mcp`` and ``view``.
+Commands: ``index``, ``ask``, ``info``, ``demo``, ``doctor``, ``eval``, ``delete``, ``mcp``, ``view`` and ``serve``.
 ``--set section.key=value`` (any setting, including a strategy's own section such as
 ``raptor.summary_tokens=200``) overrides the model and endpoint flags, which override ``GEMRAG_*`` environment
 variables, which override the config file (see :mod:`gemrag.config`).
@@ -18,6 +18,7 @@ from rich.table import Table
 
 from gemrag.cli_delete import delete_command
 from gemrag.cli_mcp import mcp_command
+from gemrag.cli_serve import serve_command
 from gemrag.cli_view import view_command
 from gemrag.config import Config, load_config
 from gemrag.console import cli_errors, err, fail
@@ -325,6 +326,7 @@ app.command("eval")(eval_command)
 app.command("delete")(delete_command)
 app.command("mcp")(mcp_command)
 app.command("view")(view_command)
+app.command("serve")(serve_command)
 
 
 # -- doctor: is this installation able to run? --------------------------------------------------------------------

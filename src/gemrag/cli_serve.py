@@ -1,0 +1,86 @@
+"""``gemrag serve``: the HTTP server (:mod:`gemrag.server`) under uvicorn (registered in :mod:`gemrag.cli`).
+
+Needs the ``serve`` extra (FastAPI, uvicorn, python-multipart). This module does not import :mod:`gemrag.cli`
+(that module imports this one), so its option types are declared here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gemrag.config import load_config
+from gemrag.console import cli_errors, err
+from gemrag.errors import ConfigError
+
+__all__ = ["serve_command"]
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` names only this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve_command(
+    memory: Annotated[
+        Path, typer.Option("--memory", "-m", help="Root directory: one memory per namespace, in DIR/<namespace>/.")
+    ],
+    host: Annotated[str, typer.Option(help="Interface to listen on (default loopback only).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = 8765,
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", help="One key allowed on every namespace (a key file keeps keys out of `ps`)."),
+    ] = None,
+    api_keys: Annotated[
+        Path | None,
+        typer.Option("--api-keys", help='JSON or TOML file mapping keys to namespaces: {"KEY": ["ns1", "ns2"]}.'),
+    ] = None,
+    allow_open: Annotated[
+        bool,
+        typer.Option(
+            "--allow-open", help="Serve a non-loopback host without API keys (anyone reaching it can use it)."
+        ),
+    ] = False,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
+    strategy: Annotated[str | None, typer.Option(help="Default strategy of every namespace (default gem).")] = None,
+) -> None:
+    """Serve the memories under --memory over HTTP (FastAPI; OpenAPI at /openapi.json, docs at /docs): add
+    documents, background index jobs with progress, retrieve, ask, stats, delete. Each namespace is its own
+    memory (DIR/<namespace>/); an API key reaches only the namespaces it is given. Without keys the server only
+    listens on loopback unless --allow-open."""
+    with cli_errors(resume_hint="start the server again"):
+        try:
+            import uvicorn
+
+            from gemrag.server import KeyRing, create_app, load_key_file
+        except ImportError as exc:
+            raise ConfigError(f"gemrag serve needs the serve extra: pip install 'gemrag[serve]' ({exc})") from None
+        grants: dict[str, list[str]] = load_key_file(api_keys) if api_keys else {}
+        if api_key:
+            grants[api_key] = ["*"]
+        keys = KeyRing(grants) if grants else None
+        if keys is None and not is_loopback(host) and not allow_open:
+            raise ConfigError(
+                f"refusing to serve {host} without API keys: pass --api-key/--api-keys, or --allow-open to "
+                "let anyone who can reach it read and write every namespace"
+            )
+        cfg = load_config(config, {"strategy": strategy} if strategy else None)
+        app = create_app(memory, cfg, keys=keys)
+    if keys is None:
+        err.print(
+            f"[yellow]no API keys configured:[/] anyone who can reach {host}:{port} can use every namespace"
+            + (" (listening on loopback only)" if is_loopback(host) else ""),
+            soft_wrap=True,
+        )
+    else:
+        err.print(f"{len(keys)} API key(s) configured; each reaches only its namespaces")
+    err.print(f"serving the memories under {memory} on http://{host}:{port} (API docs at /docs)")
+    uvicorn.run(app, host=host, port=port, log_level="info")

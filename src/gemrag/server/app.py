@@ -1,0 +1,306 @@
+"""The FastAPI app: :func:`create_app` builds it over a root directory holding one memory per namespace.
+
+Routes (all JSON; the OpenAPI schema is at ``/openapi.json``, the interactive docs at ``/docs``):
+
+* ``GET /v1/health``; ``GET /v1/namespaces`` (the namespaces the key may use that hold a memory);
+* ``POST /v1/namespaces/{ns}/documents`` (texts) and ``POST .../documents/upload`` (``.txt``/``.md`` files,
+  multipart), ``GET .../documents``, ``DELETE .../documents/{document}`` (id, source or title);
+* ``POST /v1/namespaces/{ns}/index`` starts a background index job (202 with its id), ``GET .../jobs`` and
+  ``GET .../jobs/{job_id}`` show its progress stages, then its report or error;
+* ``POST /v1/namespaces/{ns}/retrieve`` (question, strategy, budget -> hits), ``POST .../ask`` (LLM answer),
+  ``GET .../stats``.
+
+Keys (:mod:`gemrag.server.auth`) are sent as ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``. Endpoints are
+plain ``def`` functions: FastAPI runs them in its thread pool, and :mod:`gemrag.server.namespaces` gives each
+its own Memory, so retrievals go on while an index job runs.
+"""
+
+import json
+import math
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, File, Security, UploadFile
+from fastapi import Path as PathParam
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from gemrag import __version__
+from gemrag.config import Config
+from gemrag.errors import InputError
+from gemrag.ingest import Document
+from gemrag.ingest.loader import SUPPORTED_SUFFIXES, decode_text
+from gemrag.models.base import LLM, Embedder
+from gemrag.server import models as m
+from gemrag.server.auth import KeyRing
+from gemrag.server.errors import AuthError, ConflictError, ForbiddenError, NotFoundError, install_handlers
+from gemrag.server.jobs import JobManager
+from gemrag.server.namespaces import NAMESPACE_PATTERN, Namespaces
+from gemrag.strategies import available
+from gemrag.types import Hit
+
+WRITE_WAIT = 5.0
+"""Seconds an add, a delete or an index job waits for another writer of its namespace (then 409 / a failed
+job)."""
+MAX_UPLOAD_BYTES = 20_000_000
+"""Largest uploaded file (bytes)."""
+
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
+_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: <API key>")
+
+Namespace = Annotated[
+    str, PathParam(pattern=NAMESPACE_PATTERN, max_length=64, description="Namespace: one memory per name.")
+]
+
+
+Files = Annotated[list[UploadFile], File(min_length=1, description=".txt/.md files")]
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": m.ErrorOut} for code in codes}
+
+
+def create_app(
+    root: str | Path,
+    config: Config,
+    *,
+    keys: KeyRing | None = None,
+    embedder: Embedder | None = None,
+    llm: LLM | None = None,
+) -> FastAPI:
+    """The HTTP API over the memories under ``root`` (one directory per namespace).
+
+    Args:
+        root: directory of the namespaces' memories (created when missing).
+        config: the configuration each memory is opened with (strategy, models, parameters).
+        keys: API keys and their namespaces; None serves every namespace to everyone.
+        embedder, llm: backends shared by all namespaces instead of building them from ``config``.
+
+    Returns:
+        The app; ``app.state.namespaces`` (:class:`~gemrag.server.namespaces.Namespaces`) and ``app.state.jobs``
+        (:class:`~gemrag.server.jobs.JobManager`) hold its state.
+    """
+    spaces = Namespaces(root, config, embedder=embedder, llm=llm)
+    jobs = JobManager()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        spaces.close()
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="gemrag",
+        version=__version__,
+        description="Long-term graph memory for LLMs over HTTP: one memory per namespace.",
+        responses=_errors(400, 401, 403),
+    )
+    app.state.namespaces, app.state.jobs = spaces, jobs
+    install_handlers(app)
+
+    def caller(
+        bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+        header: Annotated[str | None, Security(_header)],
+    ) -> frozenset[str] | None:
+        """The namespaces the request's key may use (None: no keys configured, everything allowed)."""
+        if keys is None:
+            return None
+        given = header or (bearer.credentials if bearer else None)
+        allowed = keys.namespaces_of(given)
+        if allowed is None:
+            raise AuthError("missing or unknown API key (send Authorization: Bearer KEY or X-API-Key: KEY)")
+        return allowed
+
+    Caller = Annotated[frozenset[str] | None, Depends(caller)]
+
+    def namespace(ns: Namespace, allowed: Caller) -> str:
+        """The request's namespace, once its key may use it."""
+        if allowed is not None and not KeyRing.allows(allowed, ns):
+            raise ForbiddenError(f"this API key may not use namespace {ns!r}")
+        return ns
+
+    NS = Annotated[str, Depends(namespace)]
+
+    def strategy_of(name: str | None) -> str | None:
+        if name is not None and name not in available():
+            raise InputError(f"unknown strategy {name!r}; available: {', '.join(available())}")
+        return name
+
+    @app.get("/v1/health", response_model=m.Health, tags=["server"])
+    def health() -> m.Health:
+        """The server is up (no key needed)."""
+        return m.Health(version=__version__)
+
+    @app.get("/v1/namespaces", response_model=m.NamespaceList, tags=["server"])
+    def list_namespaces(allowed: Caller) -> m.NamespaceList:
+        """The namespaces holding a memory that the caller's key may use."""
+        names = spaces.names()
+        if allowed is not None:
+            names = [n for n in names if KeyRing.allows(allowed, n)]
+        return m.NamespaceList(namespaces=names)
+
+    @app.post(
+        "/v1/namespaces/{ns}/documents",
+        response_model=m.AddedDocuments,
+        status_code=201,
+        responses=_errors(409),
+        tags=["documents"],
+    )
+    def add_documents(ns: NS, body: m.AddDocuments) -> m.AddedDocuments:
+        """Add documents given as text (creates the namespace). Each is checked first, so a bad one adds none.
+        They are chunked and indexed by the next index job."""
+        docs = [Document(d.source, d.title, decode_text(d.text.encode("utf-8"), d.source)) for d in body.documents]
+        return _add(ns, docs)
+
+    @app.post(
+        "/v1/namespaces/{ns}/documents/upload",
+        response_model=m.AddedDocuments,
+        status_code=201,
+        responses=_errors(409),
+        tags=["documents"],
+    )
+    def upload_documents(
+        ns: NS, files: Annotated[list[UploadFile], File(min_length=1, description=".txt/.md files")]
+    ) -> Any:
+        """Add uploaded ``.txt`` / ``.md`` files (UTF-8; the title is the file name without its suffix). Every
+        file is checked first, so a bad one adds none."""
+        docs = []
+        for upload in files:
+            name = Path(upload.filename or "upload.txt").name
+            if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
+                raise InputError(f"{name}: unsupported file type; upload .txt or .md files")
+            data = upload.file.read(MAX_UPLOAD_BYTES + 1)
+            if len(data) > MAX_UPLOAD_BYTES:
+                raise InputError(f"{name}: larger than {MAX_UPLOAD_BYTES} bytes")
+            docs.append(Document(f"upload:{name}", Path(name).stem or name, decode_text(data, name)))
+        return _add(ns, docs)
+
+    def _add(ns: str, docs: list[Document]) -> m.AddedDocuments:
+        with spaces.writing(ns, wait=WRITE_WAIT) as memory:
+            added = [memory.add_document(d) for d in docs]
+        return m.AddedDocuments(documents=[m.Added(doc_id=i, created=c) for i, c in added])
+
+    @app.get("/v1/namespaces/{ns}/documents", response_model=m.DocumentList, responses=_errors(404), tags=["documents"])
+    def list_documents(ns: NS) -> m.DocumentList:
+        """The namespace's documents (without their text)."""
+        with spaces.reading(ns) as memory:
+            return m.DocumentList(documents=memory.store.documents())
+
+    @app.delete(
+        "/v1/namespaces/{ns}/documents/{document}",
+        response_model=m.DeleteOut,
+        responses=_errors(404, 409),
+        tags=["documents"],
+    )
+    def delete_document(ns: NS, document: Annotated[str, PathParam(max_length=1000)]) -> m.DeleteOut:
+        """Delete a document (by id, source or title) with its chunks and what strategies derived from it alone;
+        strategies are then stale until the next index job."""
+        spaces.require(ns)
+        with spaces.writing(ns, wait=WRITE_WAIT) as memory:
+            matches = memory.store.find_documents(document)
+            if not matches:
+                raise NotFoundError(f"no document {document!r} in namespace {ns!r}")
+            if len(matches) > 1:
+                raise ConflictError(f"{document!r} names {len(matches)} documents; give its id")
+            report = memory.delete(matches[0]["id"])
+        return m.DeleteOut(**asdict(report))
+
+    @app.post(
+        "/v1/namespaces/{ns}/index",
+        response_model=m.JobOut,
+        status_code=202,
+        responses=_errors(404, 409),
+        tags=["index"],
+    )
+    def start_index(ns: NS, body: m.IndexRequest | None = None) -> Any:
+        """Start an index job (chunk new documents, build the strategy, publish a new generation) and return it
+        at once; poll ``GET .../jobs/{id}``. Retrieval keeps answering from the previous generation meanwhile."""
+        strategy = strategy_of(body.strategy if body else None)
+        spaces.require(ns)
+
+        def run(progress: Any) -> Any:
+            with spaces.writing(ns, progress=progress, wait=WRITE_WAIT) as memory:
+                return memory.index(strategy)
+
+        return jobs.start(ns, strategy, run)
+
+    @app.get("/v1/namespaces/{ns}/jobs", response_model=m.JobList, tags=["index"])
+    def list_jobs(ns: NS) -> Any:
+        """The namespace's index jobs still kept, oldest first."""
+        return {"jobs": jobs.jobs(ns)}
+
+    @app.get("/v1/namespaces/{ns}/jobs/{job_id}", response_model=m.JobOut, responses=_errors(404), tags=["index"])
+    def get_job(ns: NS, job_id: Annotated[str, PathParam(max_length=64)]) -> Any:
+        """An index job: status, progress stages, and its report or error once finished."""
+        return jobs.snapshot(ns, job_id)
+
+    @app.post("/v1/namespaces/{ns}/retrieve", response_model=m.Hits, responses=_errors(404, 409, 503), tags=["query"])
+    def retrieve(ns: NS, body: m.RetrieveRequest) -> m.Hits:
+        """The context for a question: at most ``budget`` nodes with their scores, text and metadata."""
+        strategy = strategy_of(body.strategy)
+        start = time.perf_counter()
+        with spaces.reading(ns) as memory:
+            hits = memory.retrieve(body.question, body.budget, strategy)
+        return m.Hits(hits=[_hit(h) for h in hits], seconds=time.perf_counter() - start)
+
+    @app.post("/v1/namespaces/{ns}/ask", response_model=m.AnswerOut, responses=_errors(404, 409, 503), tags=["query"])
+    def ask(ns: NS, body: m.AskRequest) -> m.AnswerOut:
+        """Retrieve context and answer with the LLM (with ``choices``: pick exactly one of them)."""
+        strategy = strategy_of(body.strategy)
+        with spaces.reading(ns) as memory:
+            answer = memory.ask(body.question, body.choices, body.budget, strategy)
+        return m.AnswerOut(
+            text=answer.text,
+            choice=answer.choice,
+            hits=[_hit(h) for h in answer.hits],
+            retrieval_seconds=answer.retrieval_seconds,
+            answer_seconds=answer.answer_seconds,
+            usage=m.UsageOut(**asdict(answer.usage)),
+        )
+
+    @app.get("/v1/namespaces/{ns}/stats", response_model=dict[str, Any], responses=_errors(404), tags=["query"])
+    def stats(ns: NS) -> Any:
+        """Documents, nodes, models, parameters, usage per phase, failures and each strategy's state
+        (:meth:`gemrag.memory.Memory.stats`)."""
+        with spaces.reading(ns) as memory:
+            return _jsonable(memory.stats())
+
+    return app
+
+
+def _hit(hit: Hit) -> m.HitOut:
+    return m.HitOut(
+        node_id=hit.node_id,
+        kind=hit.kind,
+        score=float(hit.score),
+        text=hit.text,
+        rank=hit.rank,
+        meta=_jsonable(hit.meta),
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` with what JSON cannot hold (numpy scalars and arrays, tuples, paths) turned into plain values."""
+    return _finite(json.loads(json.dumps(value, default=_plain)))
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinite floats (not valid JSON) replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    return str(value)

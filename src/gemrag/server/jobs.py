@@ -1,0 +1,183 @@
+"""Background index jobs: ``POST .../index`` starts one and returns its id; ``GET .../jobs/{id}`` shows its
+progress, then its report or its error.
+
+A job runs :meth:`gemrag.memory.Memory.index` in its own thread with a progress factory (the same
+``progress(description, total)`` protocol :func:`gemrag.progress.rich_progress` draws as bars,
+:data:`gemrag.strategies.base.ProgressFactory`) that records each stage's counts instead of drawing them. One
+job at a time per namespace (a second start gets :class:`JobConflictError` naming the running one); the last
+:data:`KEEP_FINISHED` finished jobs are kept for polling.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from gemrag.errors import GemragError
+from gemrag.reports import IndexReport
+
+KEEP_FINISHED = 200
+"""Finished jobs kept (oldest dropped first)."""
+
+JobStatus = Literal["queued", "running", "succeeded", "failed"]
+
+
+class JobConflictError(GemragError):
+    """An index job is already queued or running on the namespace."""
+
+
+class UnknownJobError(GemragError):
+    """No job has that id in that namespace (never started, or dropped after :data:`KEEP_FINISHED` others)."""
+
+
+@dataclass
+class Stage:
+    """One progress stage of a job (one ``progress(description, total)`` call of the strategy).
+
+    Attributes:
+        description: what the stage does. total: items it will process. completed: items done so far.
+        tokens: LLM completion tokens the stage made generate. note: the stage's last status text.
+    """
+
+    description: str
+    total: int
+    completed: int = 0
+    tokens: int = 0
+    note: str = ""
+
+
+@dataclass
+class Job:
+    """An index job and what is known of it so far (read it through :meth:`JobManager.snapshot`).
+
+    Attributes:
+        id: hex id. namespace, strategy: what it indexes (strategy None: the configured one).
+        status: ``queued`` / ``running`` / ``succeeded`` / ``failed``. created, started, finished: Unix times
+            (seconds; None until reached). stages: progress so far, in order. report: the
+            :class:`~gemrag.reports.IndexReport` as a dict once succeeded. error: ``{"type", "message"}`` once
+            failed.
+    """
+
+    id: str
+    namespace: str
+    strategy: str | None
+    status: JobStatus = "queued"
+    created: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    stages: list[Stage] = field(default_factory=list)
+    report: dict[str, Any] | None = None
+    error: dict[str, str] | None = None
+
+
+class JobManager:
+    """Starts index jobs in threads and keeps their state for polling (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[str, Job] = {}
+        self._threads: list[threading.Thread] = []
+
+    def start(
+        self, namespace: str, strategy: str | None, run: Callable[[Callable[..., Any]], IndexReport]
+    ) -> dict[str, Any]:
+        """Start a job running ``run(progress)`` in a new thread.
+
+        Args:
+            namespace, strategy: recorded in the job (``run`` does the work).
+            run: indexes with the given progress factory and returns the report; a
+                :class:`~gemrag.errors.GemragError` or ``ValueError`` it raises fails the job with its message,
+                any other exception fails it as an internal error.
+
+        Returns:
+            The new job's snapshot (see :meth:`snapshot`).
+
+        Raises:
+            JobConflictError: a job is queued or running on ``namespace``.
+        """
+        with self._lock:
+            active = [j for j in self._jobs.values() if j.namespace == namespace and j.status in ("queued", "running")]
+            if active:
+                raise JobConflictError(
+                    f"index job {active[0].id} is already {active[0].status} on namespace {namespace!r}; "
+                    "poll it and start another when it has finished"
+                )
+            job = Job(uuid.uuid4().hex, namespace, strategy)
+            self._jobs[job.id] = job
+            self._forget_old()
+            thread = threading.Thread(target=self._run, args=(job, run), name=f"gemrag-index-{job.id}", daemon=True)
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+        return self.snapshot(namespace, job.id)
+
+    def snapshot(self, namespace: str, job_id: str) -> dict[str, Any]:
+        """A copy of the job's state as a dict (the fields of :class:`Job`).
+
+        Raises:
+            UnknownJobError: no job ``job_id`` in ``namespace`` (a job of another namespace is not shown).
+        """
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.namespace != namespace:
+                raise UnknownJobError(f"no index job {job_id!r} in namespace {namespace!r}")
+            return asdict(job)
+
+    def jobs(self, namespace: str) -> list[dict[str, Any]]:
+        """Snapshots of the namespace's jobs, oldest first."""
+        with self._lock:
+            return [asdict(j) for j in self._jobs.values() if j.namespace == namespace]
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for the running jobs' threads to end (at most ``timeout`` seconds each)."""
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(timeout)
+
+    def _forget_old(self) -> None:
+        done = [j for j in self._jobs.values() if j.status in ("succeeded", "failed")]
+        for job in done[: max(0, len(done) - KEEP_FINISHED)]:
+            del self._jobs[job.id]
+
+    def _run(self, job: Job, run: Callable[[Callable[..., Any]], IndexReport]) -> None:
+        with self._lock:
+            job.status, job.started = "running", time.time()
+        try:
+            report = run(self._progress(job))
+        except (GemragError, ValueError) as exc:
+            self._finish(job, error={"type": type(exc).__name__, "message": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - a job thread must record every failure, not die silently
+            self._finish(job, error={"type": "InternalError", "message": f"{type(exc).__name__}: {exc}"})
+        else:
+            self._finish(job, report=asdict(report))
+
+    def _finish(self, job: Job, *, report: dict[str, Any] | None = None, error: dict[str, str] | None = None) -> None:
+        with self._lock:
+            job.report, job.error = report, error
+            job.status = "failed" if error is not None else "succeeded"
+            job.finished = time.time()
+
+    def _progress(self, job: Job) -> Callable[..., Any]:
+        lock = self._lock
+
+        @contextmanager
+        def factory(description: str, total: int) -> Iterator[Callable[..., None]]:
+            stage = Stage(description, int(total))
+            with lock:
+                job.stages.append(stage)
+
+            def advance(n: int = 1, *, tokens: int = 0, note: str | None = None) -> None:
+                with lock:
+                    stage.completed += n
+                    stage.tokens += tokens
+                    if note is not None:
+                        stage.note = note
+
+            yield advance
+
+        return factory

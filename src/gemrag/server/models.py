@@ -1,0 +1,206 @@
+"""Request and response bodies of the HTTP API (pydantic models; they make the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_TEXT_CHARS = 5_000_000
+"""Largest document text accepted in one request (characters)."""
+
+
+class Strict(BaseModel):
+    """A request body that rejects unknown fields (a misspelt field is a 422, not silently ignored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class DocumentIn(Strict):
+    """A document given as text."""
+
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The document's text (UTF-8).")
+    title: str = Field("text", min_length=1, max_length=500, description="A title, shown in listings and hits.")
+    source: str = Field("<http>", min_length=1, max_length=1000, description="Where the text came from.")
+
+
+class AddDocuments(Strict):
+    """Documents to add, each checked before any is stored (one bad document adds none)."""
+
+    documents: list[DocumentIn] = Field(min_length=1, max_length=1000)
+
+
+class Added(BaseModel):
+    """One added document: its id, and False for ``created`` when the same text was already in the memory."""
+
+    doc_id: int
+    created: bool
+
+
+class AddedDocuments(BaseModel):
+    """The added documents, in request order."""
+
+    documents: list[Added]
+
+
+class DocumentInfo(BaseModel):
+    """A stored document (its text excluded). ``n_chars``: length in characters; ``chunked``: split into chunks
+    by an index job yet."""
+
+    id: int
+    source: str
+    title: str
+    n_chars: int
+    chunked: bool
+
+
+class DocumentList(BaseModel):
+    """The documents of a namespace, by id."""
+
+    documents: list[DocumentInfo]
+
+
+class IndexRequest(Strict):
+    """Start an index job."""
+
+    strategy: str | None = Field(
+        None, max_length=64, description="The strategy to build (default: the server's configured one)."
+    )
+
+
+class StageOut(BaseModel):
+    """One progress stage of a job: ``completed`` of ``total`` items, LLM completion ``tokens`` generated."""
+
+    description: str
+    total: int
+    completed: int
+    tokens: int
+    note: str
+
+
+class UsageOut(BaseModel):
+    """Tokens, backend seconds and calls (see :class:`gemrag.models.base.Usage`)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    embedding_tokens: int
+    seconds: float
+    calls: int
+    cached: int
+
+
+class IndexReportOut(BaseModel):
+    """What a finished index job did (:class:`gemrag.reports.IndexReport`)."""
+
+    documents: int
+    chunks: int
+    new_chunks: int
+    summary_nodes: int
+    seconds: float
+    usage: UsageOut
+    failures: int
+    llm_calls: int
+
+
+class JobError(BaseModel):
+    """Why a job failed: the error's class name and message."""
+
+    type: str
+    message: str
+
+
+class JobOut(BaseModel):
+    """An index job: its status, progress stages, and once done its report or error. Times are Unix seconds."""
+
+    id: str
+    namespace: str
+    strategy: str | None
+    status: Literal["queued", "running", "succeeded", "failed"]
+    created: float
+    started: float | None
+    finished: float | None
+    stages: list[StageOut]
+    report: IndexReportOut | None
+    error: JobError | None
+
+
+class JobList(BaseModel):
+    """The namespace's jobs still kept, oldest first."""
+
+    jobs: list[JobOut]
+
+
+class RetrieveRequest(Strict):
+    """A question to retrieve context for."""
+
+    question: str = Field(min_length=1, max_length=10_000)
+    strategy: str | None = Field(None, max_length=64, description="Strategy to read (default: the configured one).")
+    budget: int | None = Field(None, ge=1, le=1000, description="At most this many nodes (default: the strategy's).")
+
+
+class HitOut(BaseModel):
+    """One retrieved node (:class:`gemrag.types.Hit`): ``score`` is the strategy's score (higher is better within
+    one retrieval; its scale depends on the strategy), ``rank`` the 0-based position."""
+
+    node_id: int
+    kind: str
+    score: float
+    text: str
+    rank: int
+    meta: dict[str, Any]
+
+
+class Hits(BaseModel):
+    """The retrieved context, best first."""
+
+    hits: list[HitOut]
+    seconds: float = Field(description="Retrieval wall time in seconds.")
+
+
+class AskRequest(RetrieveRequest):
+    """A question to answer from the memory; with ``choices`` the LLM picks exactly one."""
+
+    choices: list[str] | None = Field(None, min_length=2, max_length=10)
+
+
+class AnswerOut(BaseModel):
+    """The answer (``choice``: 0-based index of the picked option, or None), with the evidence it was given."""
+
+    text: str
+    choice: int | None
+    hits: list[HitOut]
+    retrieval_seconds: float
+    answer_seconds: float
+    usage: UsageOut
+
+
+class DeleteOut(BaseModel):
+    """What deleting a document did (:class:`gemrag.lifecycle.DeleteReport`)."""
+
+    document: DocumentInfo
+    chunks: int
+    derived_nodes: int
+    pruned: list[str]
+    withdrawn: list[str]
+    llm_calls: int
+    seconds: float
+
+
+class NamespaceList(BaseModel):
+    """The namespaces holding a memory that the caller's key may use."""
+
+    namespaces: list[str]
+
+
+class ErrorOut(BaseModel):
+    """An error: its kind (the gemrag error class) and a one-line message."""
+
+    error: str
+    detail: str
+
+
+class Health(BaseModel):
+    """The server is up."""
+
+    status: Literal["ok"] = "ok"
+    version: str
