@@ -161,7 +161,7 @@ class Registration:
 _REGISTRY: dict[str, Registration] = {}
 _BUILTIN = {
     name: f"gemrag.strategies.{name}"
-    for name in ("gem", "dense", "bm25", "raptor", "full", "remem", "remem_gist", "remem_temporal")
+    for name in ("gem", "dense", "bm25", "raptor", "full", "remem", "remem_gist", "remem_temporal", "hlgraph")
 }
 _TYPED_SECTIONS = ("gem",)
 """Strategies whose section is a typed field of :class:`~gemrag.config.Config` rather than a raw table."""
