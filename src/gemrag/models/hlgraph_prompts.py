@@ -110,36 +110,22 @@ def ideas_schema(max_ideas: int = MAX_IDEAS) -> dict[str, Any]:
     }
 
 
-_EXAMPLE_PASSAGE = (
-    "In the spring of 1998 Marta Kovac pushed her brother Ivo into the harbour because he had sold her boat. "
-    "Marta lives in Tromsø and owns the Lindqvist Bakery."
-)
+_EXAMPLE_PASSAGE = "In 1998 Marta pushed her brother Ivo into the harbour because he had sold her boat."
 _EXAMPLE_ANSWER = {
-    "subjects": ["Marta Kovac", "Ivo", "harbour", "boat", "Tromsø", "Lindqvist Bakery"],
-    "relations": [
-        {"object1": "Marta Kovac", "meaning": "is the sister of", "object2": "Ivo", "passive": "has the sister"},
-        {"object1": "Marta Kovac", "meaning": "lives in", "object2": "Tromsø", "passive": "is home to"},
-        {"object1": "Marta Kovac", "meaning": "owns", "object2": "Lindqvist Bakery", "passive": "is owned by"},
-    ],
+    "subjects": ["Marta", "Ivo", "boat"],
+    "relations": [{"object1": "Marta", "meaning": "is the sister of", "object2": "Ivo", "passive": "has the sister"}],
     "events": [
         {
-            "object1": "Marta Kovac",
+            "object1": "Marta",
             "event": "pushed into the harbour",
             "object2": "Ivo",
             "passive": "was pushed into the harbour by",
             "why": "Ivo had sold her boat",
-            "time": "spring 1998",
-        },
-        {
-            "object1": "Ivo",
-            "event": "sold",
-            "object2": "boat",
-            "passive": "was sold by",
-            "why": "",
-            "time": "before spring 1998",
-        },
+            "time": "1998",
+        }
     ],
 }
+"""The worked example, short on purpose: a small model copies the length of the example's answer too."""
 
 
 def _passage(passage: str) -> str:
