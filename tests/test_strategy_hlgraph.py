@@ -18,7 +18,7 @@ from gemrag.errors import ConfigError
 from gemrag.lifecycle import StaleStrategyWarning
 from gemrag.models.base import Completion, Usage
 from gemrag.models.hlgraph_prompts import EXTRACTION_VERSION, ChunkMemory
-from gemrag.strategies.hlgraph_facts import passive_voice
+from gemrag.strategies.hlgraph_facts import passive_voice, strip_object
 
 DOCS = [
     "John pushes Selena. John loves Selena.",
@@ -86,6 +86,12 @@ def test_retrieval_from_the_object_reads_the_passive_voice(tmp_path: Path) -> No
         assert "Selena left Harbor Town, because John lied in 2019 (2019)." in text  # the event with why and time
         assert hits[0].node_id == by_text(mem, "subject")["Selena"].id and hits[0].meta["ideas"] == ["Selena"]
         assert hits[1].node_id in {c.id for c in mem.store.nodes("chunk")[:2]}
+    with built(tmp_path / "one", cfg(split_question=False, max_nodes=1, source_chunks=0)) as mem:
+        (hit,) = mem.retrieve("Selena left Harbor Town", 4)  # the event node alone: its event is the context
+        assert hit.node_id == by_text(mem, "event")["Selena left Harbor Town"].id
+        assert hit.text == "Selena left Harbor Town, because John lied in 2019 (2019)." and hit.score == pytest.approx(
+            1
+        )
     with built(tmp_path / "off", cfg(split_question=False, directional=False)) as mem:
         text = mem.retrieve("Selena", 4)[0].text.splitlines()
         assert "Selena pushes John." in text  # without DW: the paper's error case
@@ -141,6 +147,8 @@ def test_passive_voice_rule() -> None:
     assert passive_voice("loves") == "is loved by" and passive_voice("helps") == "is helped by"
     assert passive_voice("lives in") == 'is the object of "lives in" by'
     assert passive_voice("sold paintings in") == 'is the object of "sold paintings in" by'
+    assert strip_object("forgave John", "john") == "forgave" and strip_object("John", "John") == "John"
+    assert strip_object("lives in Harbor Town", "Ivo") == "lives in Harbor Town"
 
 
 def test_add_costs_one_call_per_new_chunk_and_delete_removes_what_only_the_document_said(tmp_path: Path) -> None:
@@ -166,3 +174,14 @@ def test_add_costs_one_call_per_new_chunk_and_delete_removes_what_only_the_docum
         assert "Selena is pushed by John." in text and "Mira" not in text
         mem.index(strategy="hlgraph")
         assert llm.calls == 4  # the rebuild after the delete costs no LLM call
+
+
+def test_failed_extractions_are_recorded_and_an_empty_graph_falls_back_to_dense(tmp_path: Path) -> None:
+    llm = ScriptedLLM(fail=lambda i, prompt: True)  # every answer malformed
+    with built(tmp_path / "m", cfg(), llm) as mem:
+        failures = [f for f in mem.store.failures() if f["phase"].startswith("index/hlgraph/memory")]
+        assert sorted(f["node_id"] for f in failures) == [c.id for c in mem.store.nodes("chunk")]
+        assert mem.get_strategy("hlgraph").report(mem.ctx)["extracted_chunks"] == 0
+        hits = mem.retrieve("Where does Selena live?", 2)
+        assert [h.kind for h in hits] == ["chunk", "chunk"] and hits[0].meta["fallback"] == "dense"
+        assert "ideas_error" in hits[0].meta and hits[0].meta["ideas"] == ["Where does Selena live?"]

@@ -119,11 +119,13 @@ class LoadedHLGraph:
     """One published generation, prepared once for retrieval.
 
     Attributes:
-        node_ids: (n,) int64 store ids. graph: the AssociationGraph. rel_fact / rel_role: (r,) int64.
+        node_ids: (n,) int64 store ids. node_kind: (n,) int8 (``SUBJECT`` / ``EVENT``). graph: the
+        AssociationGraph. rel_fact / rel_role: (r,) int64.
         rel_inverse: (r,) bool. directional: the build's DW switch (for rendering).
     """
 
     node_ids: np.ndarray
+    node_kind: np.ndarray
     graph: AssociationGraph
     rel_fact: np.ndarray
     rel_role: np.ndarray
@@ -137,6 +139,7 @@ class LoadedHLGraph:
         graph = AssociationGraph(a["node_vectors"], a["rel_src"], a["rel_dst"], a["rel_labels"], a["rel_weight"])
         return cls(
             np.asarray(a["node_ids"]),
+            np.asarray(a["node_kind"]),
             graph,
             np.asarray(a["rel_fact"], dtype=np.int64),
             np.asarray(a["rel_role"], dtype=np.int64),
@@ -311,17 +314,22 @@ class HLGraphStrategy:
     def _sentences(
         self, ctx: StrategyContext, g: LoadedHLGraph, nodes: list[int], parents: list[int], rendered: set[int]
     ) -> tuple[list[str], list[int]]:
-        """Sentences of the relations among ``nodes`` not yet rendered: the edges walked first (parent -> child,
-        in visit order), then the other edges between collected nodes; each fact once."""
-        walked = [r for u, p in zip(nodes[1:], parents[1:], strict=True) for r in g.graph.relations(p, u)]
+        """Sentences of the facts among ``nodes`` not yet rendered: the edges walked first (parent -> child, in
+        visit order, in the voice of that direction), then the events whose nodes were collected, then the other
+        edges between collected nodes; each fact once."""
+
+        def read(row: int) -> tuple[int, bool]:  # (fact id, read in the inverse voice?)
+            return int(g.rel_fact[row]), bool(g.rel_inverse[row]) and int(g.rel_role[row]) == PAIR
+
+        walked = [read(r) for u, p in zip(nodes[1:], parents[1:], strict=True) for r in g.graph.relations(p, u)]
+        events = [(int(g.node_ids[u]), False) for u in nodes if g.node_kind[u] == EVENT]  # an event node: its event
+        rows = walked + events + [read(r) for r in g.graph.relations_among(nodes)]
         sentences, facts = [], []
-        for row in walked + g.graph.relations_among(nodes):
-            fact = int(g.rel_fact[row])
+        for fact, inverse in rows:
             if fact in rendered:
                 continue
             rendered.add(fact)
             m = ctx.store.node(fact).meta
-            inverse = bool(g.rel_inverse[row]) and int(g.rel_role[row]) == PAIR
             sentences.append(
                 fact_sentence(
                     m["kind"],

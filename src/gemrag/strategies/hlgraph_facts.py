@@ -6,7 +6,8 @@ The extraction is one pass of the platform's pipeline (:func:`gemrag.strategies.
 structured output, batched, every answer cached before use, one artefact per chunk committed as it arrives,
 failures recorded and retried on later builds). The artefact holds what the model said; everything after it
 (deduplication, the switches ``routing`` and ``passive``) is deterministic and happens when the graph is
-assembled, so the ablations cost no LLM call.
+assembled, so the ablations cost no LLM call. Labels that end by repeating object 2 lose the repetition
+(:func:`strip_object`).
 
 Assembly: a **subject node** per distinct subject or relation/event object (names compared after
 :func:`~gemrag.graph.fact_graph.normalize_entity`; the first spelling is kept), an **event node** per distinct
@@ -214,6 +215,16 @@ def _clean(text: str) -> str:
     return " ".join(text.split())[:MAX_ITEM_CHARS]
 
 
+def strip_object(label: str, object2: str) -> str:
+    """``label`` without a trailing repetition of ``object2`` (small models write ``"forgave John"`` with object 2
+    ``"John"``, which would read "Selena forgave John John"); unchanged when nothing else would remain."""
+    words, tail = label.split(), object2.split()
+    n = len(tail)
+    if n and len(words) > n and [normalize_entity(w) for w in words[-n:]] == [normalize_entity(w) for w in tail]:
+        return " ".join(words[:-n])
+    return label
+
+
 def assemble(
     chunk_ids: Sequence[int],
     answers: Mapping[int, ChunkMemory],
@@ -272,7 +283,8 @@ def assemble(
             if normalize_entity(_clean(name)):
                 node("subject", _clean(name), chunk)
         for r in answer.relations:
-            a, label, b = _clean(r.object1), _clean(r.meaning), _clean(r.object2)
+            a, b = _clean(r.object1), _clean(r.object2)
+            label = strip_object(_clean(r.meaning), b)
             if not (normalize_entity(a) and normalize_entity(label) and normalize_entity(b)):
                 continue
             inverse, by_rule = voice(label, r.passive)
@@ -280,7 +292,8 @@ def assemble(
         if not routing:
             continue
         for e in answer.events:
-            a, label, b = _clean(e.object1), _clean(e.event), _clean(e.object2)
+            a, b = _clean(e.object1), _clean(e.object2)
+            label = strip_object(_clean(e.event), b)
             if not (normalize_entity(a) and normalize_entity(label)):
                 continue
             o1 = node("subject", a, chunk)
