@@ -65,6 +65,29 @@ def _triples(text: str) -> list[list[str]]:
     return out
 
 
+def _hlgraph_memory(text: str) -> dict[str, Any]:
+    """HLGraphRAG's extraction, scripted: subjects are the names; a sentence naming two names gives a relation
+    [first, the words between, second] (no passive: the rule writes it), or, when it says "because", an event with
+    the words after "because" as why and a four-digit year in it as the time frame."""
+    relations, events = [], []
+    for sentence in _sentences(text):
+        found = list(NAME.finditer(sentence))
+        if len(found) < 2:
+            continue
+        a, b = found[0], found[1]
+        between = sentence[a.end() : b.start()].strip(" ,") or "is related to"
+        if "because" in sentence:
+            why = sentence.split("because", 1)[1].strip(" .")
+            year = re.search(r"\b\d{4}\b", sentence)
+            events.append(
+                {"object1": a.group(), "event": between, "object2": b.group(), "passive": "", "why": why,
+                 "time": year.group() if year else ""}
+            )  # fmt: skip
+        else:
+            relations.append({"object1": a.group(), "meaning": between, "object2": b.group(), "passive": ""})
+    return {"subjects": _names(text), "relations": relations, "events": events}
+
+
 def _gist(request: str) -> dict[str, Any]:
     """The scripted gist of a window: ``"On <date>, "`` then each turn's speaker and first words; one fact per
     dialogue turn, ``[speaker, "said", first words]``, dated the session day (the day before for "yesterday")."""
@@ -108,7 +131,8 @@ class ScriptedLLM:
     option sharing most words with the context; REMem gists name each turn's speaker and first words (facts dated
     the session day), and the gist agent retrieves once over the gists, then answers with the first result;
     UnWeaver's entities are the capitalized names, each described by the sentences naming it, and a shortened
-    description is the first sentence.
+    description is the first sentence; HLGraphRAG's extraction links the first two names of each sentence, its main
+    ideas are the question's names.
     """
 
     def __init__(self, fail: Callable[[int, str], bool] | None = None, interrupt_after: int | None = None) -> None:
@@ -169,6 +193,14 @@ class ScriptedLLM:
         if system.startswith("You merge several descriptions"):  # UnWeaver shortening: the first sentence
             descriptions = prompt.split("Descriptions:\n", 1)[1]
             return Completion((_sentences(descriptions) or [descriptions])[0], None, usage)
+        if system.startswith("You build a memory of who did what") and len(messages) >= 4:  # HLGraphRAG
+            self.prompts[-1] = prompt = messages[3]["content"]
+            text = json.dumps(_hlgraph_memory(prompt.split('"""')[1]))
+            return Completion(text, json.loads(text), usage)
+        if system.startswith("You turn a message into short search queries"):  # HLGraphRAG main ideas
+            message = prompt.split("Message: ", 1)[1]
+            text = json.dumps({"ideas": _names(message)[:3] or [message]})
+            return Completion(text, json.loads(text), usage)
         if system.startswith("You write short episodic memory notes") and len(messages) >= 4:  # REMem gists
             self.prompts[-1] = prompt = messages[3]["content"]
             text = json.dumps(_gist(prompt))

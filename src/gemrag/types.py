@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-NodeKind = Literal["chunk", "summary", "verbatim", "gist"]
+NodeKind = Literal["chunk", "summary", "verbatim", "gist", "relations"]
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,8 @@ class Hit:
         node_id: id of the node in the memory's store (int).
         kind: ``"chunk"`` for a passage of the input, ``"summary"`` for an eigentheme summary node
             (GEM-RAG, section III.B.1) or another strategy's summary, ``"verbatim"`` for a conversation turn and
-            ``"gist"`` for a gist of a session window (``remem_gist``, REMem seed "Return Chunk Type").
+            ``"gist"`` for a gist of a session window (``remem_gist``, REMem seed "Return Chunk Type"), ``"relations"``
+            for the relations and events one main idea's traversal collected, as sentences (``hlgraph``).
         score: the strategy's score for this node (float, higher is better within one retrieval). What it is
             depends on the strategy and search mode:
 
@@ -32,6 +33,8 @@ class Hit:
             * ``raptor`` (collapsed tree): the cosine of the prompt and the node's embedding, in [-1, 1].
             * ``remem_gist``: ``1 / (1 + rank)`` in the order the agent retrieved the nodes.
             * ``full``: 0.0 (the whole document is the context; nothing is scored).
+            * ``hlgraph``: a ``"relations"`` hit: the main idea's cosine to its start node, in [-1, 1]; a source
+              ``"chunk"`` hit: how many of the rendered facts it states (>= 1); after the dense fallback, the cosine.
         text: the node's text, as given to the LLM.
         rank: 0-based position in the retrieved context.
         meta: strategy-specific details (e.g. the matched utility question; for ``gem``'s best-first search

@@ -18,6 +18,8 @@ no storage.
   nodes, fact / passage / synonym edges, the symmetric adjacency.
 * :mod:`~gemrag.graph.fact_seeds`: the seeds of its Personalized PageRank (min-max fact scores, entity weights,
   passage weights).
+* :mod:`~gemrag.graph.association`: HLGraphRAG's AssociationGraph (section 3): embedded nodes, directed edges
+  holding lists of labelled relations, directional weights and the (ranked) depth-first traversal.
 
 Functions take numpy arrays (or scipy.sparse matrices where stated) and return numpy arrays; invalid
 input raises :class:`ValueError`.
@@ -25,6 +27,7 @@ input raises :class:`ValueError`.
 
 from __future__ import annotations
 
+from gemrag.graph.association import AssociationGraph, Traversal, directed_relations
 from gemrag.graph.edges import top_k_edges
 from gemrag.graph.laplacian import adjacency_matrix, normalized_laplacian, symmetrize
 from gemrag.graph.ppr import TransitionMatrix, personalized_pagerank
@@ -54,10 +57,13 @@ from gemrag.graph.spectrum import (
 from gemrag.graph.synonyms import synonym_pairs
 
 __all__ = [
+    "AssociationGraph",
     "SpectrumReport",
     "TransitionMatrix",
+    "Traversal",
     "adjacency_matrix",
     "best_first_search",
+    "directed_relations",
     "eigenpairs",
     "estimate_num_themes",
     "extend_similarity",

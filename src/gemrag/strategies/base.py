@@ -161,7 +161,18 @@ class Registration:
 _REGISTRY: dict[str, Registration] = {}
 _BUILTIN = {
     name: f"gemrag.strategies.{name}"
-    for name in ("gem", "dense", "bm25", "raptor", "full", "remem", "remem_gist", "remem_temporal", "unweaver")
+    for name in (
+        "gem",
+        "dense",
+        "bm25",
+        "raptor",
+        "full",
+        "remem",
+        "remem_gist",
+        "remem_temporal",
+        "unweaver",
+        "hlgraph",
+    )
 }
 _TYPED_SECTIONS = ("gem",)
 """Strategies whose section is a typed field of :class:`~gemrag.config.Config` rather than a raw table."""
