@@ -172,6 +172,30 @@ def test_remem_graph(tmp_path: Path, config: Config) -> None:
         assert [s["node"] for s in path.steps] == [h.node_id for h in hits] and path.q_star == ""
 
 
+def test_hlgraph_association_graph(tmp_path: Path) -> None:
+    """HLGraphRAG's association graph reaches the view through the same generic path as REMem's: its subject and
+    event nodes, and one edge per directed pair whose weight counts the relations on it."""
+    from test_strategy_hlgraph import built
+    from test_strategy_hlgraph import cfg as hl_cfg
+
+    with built(tmp_path / "h", hl_cfg()) as mem:
+        data = view_data(mem.store, "hlgraph", min_weight=0.0)
+        by_kind = {k: [n for n in data.nodes if n["kind"] == k] for k in ("subject", "event", "chunk")}
+        assert len(by_kind["subject"]) == len(mem.store.nodes("subject", strategy="hlgraph")) > 0
+        assert len(by_kind["event"]) == len(mem.store.nodes("event", strategy="hlgraph")) == 1
+        assert by_kind["chunk"] and not data.message
+        subjects = {n.text: n.id for n in mem.store.nodes("subject", strategy="hlgraph")}
+        john_selena = [
+            e
+            for e in data.edges
+            if {e["from"], e["to"]} == {subjects["John"], subjects["Selena"]} and e["kind"] != "source"
+        ]
+        assert john_selena and max(e["weight"] for e in john_selena) == 2.0  # "pushes" and "loves" on one edge
+        hits = mem.retrieve("What did John do to Selena?", 3, strategy="hlgraph")
+        path = retrieval_path("q", "hlgraph", hits)
+        assert [s["node"] for s in path.steps] == [h.node_id for h in hits]
+
+
 def test_a_strategy_without_a_graph_shows_chunks_only(tmp_path: Path, config: Config) -> None:
     with Memory.open(tmp_path / "d", config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         mem.add_text(DOC_A)
