@@ -5,8 +5,9 @@ The markdown table is laid out like the GEM-RAG paper's Tables I/II: one row per
 embedder, LLM and retrieval method, then accuracy with a 95% bootstrap interval, HARD accuracy, answer F1
 and EM, passage Recall@2/@5, build cost (index tokens and seconds), query cost (tokens per question and
 retrieval latency) and the share of summary nodes in the context (the paper's Table III). Columns the
-dataset has no data for are left out. Below it: a paired bootstrap of every strategy against ``gem`` (or
-the first strategy) and, for an ablation, the sweep table (the paper's Figure 2 as numbers).
+dataset has no data for are left out. Below it: the token table in the UnWeaver paper's Table 1 layout
+(:mod:`gemrag.eval.tokens`), a paired bootstrap of every strategy against ``gem`` (or the first strategy) and,
+for an ablation, the sweep table (the paper's Figure 2 as numbers).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gemrag.errors import ConfigError
 from gemrag.eval.categories import category_tables, per_category
 from gemrag.eval.metrics import latency_percentiles
 from gemrag.eval.stats import bootstrap_ci, paired_bootstrap_diff
+from gemrag.eval.tokens import TOKEN_KEYS, token_markdown, token_table
 
 if TYPE_CHECKING:
     from gemrag.eval.runner import EvalResults
@@ -51,7 +53,6 @@ METRICS = {
     "em": "EM",
     "hard_accuracy": "HARD Acc",
 }
-TOKEN_KEYS = ("prompt_tokens", "completion_tokens", "embedding_tokens")
 
 
 @dataclass
@@ -70,6 +71,8 @@ class Summary:
             or None), ``summary_share`` and ``n``.
         categories: per run and question category, ``n`` and mean scores (``{}`` without categories), see
             :func:`gemrag.eval.categories.per_category` (LoCoMo's F1 per category).
+        tokens: the token table in UnWeaver Table 1's shape (index / query LLM prompt, completion and embedder
+            tokens, totals and per question), see :func:`gemrag.eval.tokens.token_table`.
     """
 
     aggregates: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -78,6 +81,7 @@ class Summary:
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     sweeps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     categories: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    tokens: dict[str, Any] = field(default_factory=dict)
 
 
 def _scores(records: Sequence[dict[str, Any]], metric: str) -> dict[str, float]:
@@ -144,6 +148,7 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
         for name, recs in by_run.items()
     }
     summary = Summary(aggregates=aggregates, categories=per_category(results.records, results.runs))
+    summary.tokens = token_table(results.runs, results.records, results.index)
     if not results.runs:
         return summary
     chosen = getattr(results, "reference", None)
@@ -277,6 +282,7 @@ def markdown_report(results: EvalResults) -> str:
             " Evidence R: share of a question's gold evidence turns whose line overlaps one of the B context "
             "nodes (summary nodes through their member chunks)."
         )
+    lines += token_markdown(s.tokens) if s.tokens else []
     lines += category_tables(s.categories, d["kind"])
     for metric in dict.fromkeys(c["metric"] for c in s.comparisons):
         lines += ["", f"## Paired bootstrap vs {s.reference} ({METRICS.get(metric, metric)})", ""]

@@ -8,7 +8,8 @@ embeddings, LLM and budget. Then each question is retrieved (timed) and answered
 
 Every finished (question, strategy) result is appended at once to ``out_dir/records.jsonl``; a rerun skips
 what is there (and the memories' LLM caches make re-indexing free), so an interrupted evaluation resumes.
-``out_dir/index.jsonl`` keeps the first measurement of each build (seconds, tokens).
+``out_dir/index.jsonl`` keeps the first measurement of each build (seconds, tokens); a run rebuilding another
+run's build in the same memory carries that build's cost, ``shared_with`` and its own ``rebuild`` measurement.
 
 Latency is the retrieval alone: before the timed questions, each strategy retrieves a warm-up question
 (loading its structures) and the questions' vectors are embedded once and cached, so no strategy profits
@@ -165,7 +166,7 @@ class _Runner:
                 if (gid, run.name) not in self.indexed:
                     entry = {"group": gid, "memory": directory.name, "strategy": run.name, "seconds": report.seconds}
                     entry |= cost | {"chunks": report.chunks, "summary_nodes": report.summary_nodes}
-                    entry |= self._shared_build(directory.name, run.strategy)
+                    entry |= self._shared_build(directory.name, run.strategy, cost)
                     entry["base_strategy"] = run.strategy
                     index.write(entry)
                     self.index.append(entry)
@@ -183,13 +184,14 @@ class _Runner:
             if sibling != directory and (sibling / "memory.sqlite").is_file():
                 mem.store.import_caches(sibling)
 
-    def _shared_build(self, memory: str, strategy: str) -> dict[str, Any]:
+    def _shared_build(self, memory: str, strategy: str, measured: dict[str, int]) -> dict[str, Any]:
         """The cost of an earlier build of ``strategy`` in the same memory (a retrieval-only ablation rebuilds
-        from what that build stored, which is not its cost), or ``{}``."""
-        keys = ("seconds", "prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls")
+        from what that build stored, which is not its cost) with ``shared_with`` and the ``measured`` cost of
+        the rebuild as ``rebuild`` (see :mod:`gemrag.eval.tokens`), or ``{}``."""
+        keys = ("seconds", "prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls", "llm_cached")
         for e in self.index:
             if e["memory"] == memory and e.get("base_strategy") == strategy and not e.get("shared_with"):
-                return {k: e[k] for k in keys} | {"shared_with": e["strategy"]}
+                return {k: e.get(k, 0) for k in keys} | {"shared_with": e["strategy"], "rebuild": dict(measured)}
         return {}
 
     def _questions(
