@@ -16,6 +16,14 @@ import typer
 from gemrag.config import load_config
 from gemrag.console import cli_errors, err
 from gemrag.errors import ConfigError
+from gemrag.eval.acceptance_cli import (
+    ACCEPTANCE_KINDS,
+    JudgeBaseUrlOpt,
+    JudgeModelOpt,
+    RunsOpt,
+    SeedOpt,
+    acceptance_command,
+)
 from gemrag.progress import rich_progress
 
 __all__ = ["DEFAULT_STRATEGIES", "eval_command", "parse_ablation"]
@@ -45,7 +53,7 @@ def parse_ablation(specs: Sequence[str]) -> dict[str, list[str]]:
 
 def eval_command(
     kind: Annotated[
-        str, typer.Argument(help="Dataset kind: quality, qasper, musique, hotpotqa, 2wiki, covid_qa, locomo.")
+        str, typer.Argument(help="Dataset kind: quality, qasper, musique, hotpotqa, 2wiki, covid_qa, locomo, cmu_dog.")
     ],
     path: Annotated[Path, typer.Argument(help="The dataset file.")],
     strategies: Annotated[
@@ -107,11 +115,16 @@ def eval_command(
     embedder_model: Annotated[str | None, Opt("--embedder-model", help="Embedding model (openai provider).")] = None,
     embedder_base_url: Annotated[str | None, Opt("--embedder-base-url", help="Endpoint for embeddings.")] = None,
     quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress bars.")] = False,
+    runs: RunsOpt = 3,
+    seed: SeedOpt = 0,
+    judge_model: JudgeModelOpt = None,
+    judge_base_url: JudgeBaseUrlOpt = None,
 ) -> None:
     """Evaluate retrieval strategies side by side on a dataset (same chunks, embeddings, LLM and budget):
     accuracy / F1 / EM / Recall@k with bootstrap intervals, tokens, build time and latency, paired
     bootstrap against gem, and optional gem ablations. Resumable: run the same command again after Ctrl-C.
-    Writes OUT/results.md, OUT/results.json and PNG plots, and prints the markdown table."""
+    Writes OUT/results.md, OUT/results.json and PNG plots, and prints the markdown table. cmu_dog: the
+    HLGraphRAG acceptance test (choke / inaccurate / correct per run, Mann-Whitney U; see README)."""
     from gemrag.eval.report import markdown_report
     from gemrag.eval.runner import run_eval
     from gemrag.eval.variants import split_strategies
@@ -124,6 +137,11 @@ def eval_command(
             "embedder": {"provider": embedder_provider, "model": embedder_model, "base_url": embedder_base_url},
         }
         cfg = load_config(config, overrides, set_)
+        if kind.strip().lower() in ACCEPTANCE_KINDS:
+            opts = {"budget": budget, "runs": runs, "seed": seed, "limit": limit, "documents": documents}
+            skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
+            opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url}
+            return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
         results = run_eval(
             kind,
             path,

@@ -1,0 +1,330 @@
+"""The HLGraphRAG acceptance test on CMU DoG (``gemrag eval cmu_dog PATH``; Zeng, "HLGraphRAG", section 4).
+
+For every movie of the selected conversations one memory directory ``out_dir/memories/cmu_dog-movie-<n>`` holds the
+movie's article (:mod:`gemrag.eval.loaders.cmu_dog`), and every strategy (or variant) is built in it, as in
+:mod:`gemrag.eval.runner` (same chunks, embeddings, LLM and budget). Then, per run ``r`` (``runs`` times, seed
+``seed + r``), every conversation of the movie is replayed (section 4, "Autonomous Testing Driver"):
+
+1. at each turn ``i >= 1`` of a speaker who read the document (CMU DoG ``whoSawDoc``; both speakers when both
+   did; the opening turn has nothing to reply to and is skipped) the memory is searched with the other speaker's
+   last message (step 3);
+2. the model writes that speaker's reply in character from the retrieved context and the last ``history`` real
+   turns (step 4; :func:`gemrag.models.acceptance_prompts.reply_prompt`), sampled at ``temperature`` with the run's
+   seed, so runs differ as the paper's repeated Gemini runs did;
+3. the judge classifies it against the real reply as choke / inaccurate / correct (step 5; :mod:`gemrag.eval.judge`),
+   given the document section the real speaker was reading (the turn's ``docIdx``);
+4. error correction (step 6): the next turn sees the real reply, never the generated one; the transcript handed to
+   the model is built from the dataset's turns only.
+
+Each judged turn is appended at once to ``out_dir/records.jsonl``; a rerun skips what is there (and the memories'
+LLM caches make finished calls free), so an interrupted evaluation resumes. Counts per run, their Mann-Whitney U
+tests and the reports are :mod:`gemrag.eval.acceptance_report`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gemrag.config import Config
+from gemrag.errors import ConfigError, GemragError, is_fatal
+from gemrag.eval.costs import LazyLLM
+from gemrag.eval.datasets import Document
+from gemrag.eval.judge import Judge, judge_settings
+from gemrag.eval.loaders.cmu_dog import DogConversation, DogCorpus, load_cmu_dog
+from gemrag.eval.plan import RunSpec, plan_runs
+from gemrag.eval.report import JsonlAppender, check_fingerprint, read_jsonl
+from gemrag.memory import Memory
+from gemrag.models.acceptance_prompts import reply_prompt
+from gemrag.models.base import LLM, Embedder
+from gemrag.models.cache import CachedLLM
+from gemrag.models.factory import build_embedder, build_llm
+from gemrag.strategies.base import ProgressFactory, no_progress
+
+__all__ = ["DEFAULT_STRATEGIES", "AcceptanceSettings", "reply_turns", "replay", "run_acceptance"]
+
+DEFAULT_STRATEGIES = "hlgraph,hlgraph[ranked=false],hlgraph[directional=false],dense,full,gem"
+#: Sampling temperature of the in-character replies (runs differ by their seed only through it).
+REPLY_TEMPERATURE = 0.7
+#: Completion limit of one reply (tokens); CMU DoG messages are about 10-20 words.
+REPLY_MAX_TOKENS = 96
+
+
+@dataclass(frozen=True)
+class AcceptanceSettings:
+    """What a replay depends on (the fingerprint of an output directory).
+
+    Attributes:
+        budget: context nodes retrieved per turn. runs: repetitions (seeds ``seed .. seed + runs - 1``).
+        history: real turns of the transcript the model sees. temperature: reply sampling temperature.
+    """
+
+    budget: int = 4
+    runs: int = 3
+    seed: int = 0
+    history: int = 8
+    temperature: float = REPLY_TEMPERATURE
+
+
+def reply_turns(conv: DogConversation) -> list[int]:
+    """Indices of the turns whose reply is generated: every turn ``i >= 1`` of a speaker in ``conv.saw_doc``."""
+    return [i for i, t in enumerate(conv.turns) if i >= 1 and t.speaker in conv.saw_doc]
+
+
+def _last_other(conv: DogConversation, i: int) -> str:
+    """The other speaker's last message before turn ``i`` ("" when there is none)."""
+    speaker = conv.turns[i].speaker
+    return next((t.text for t in reversed(conv.turns[:i]) if t.speaker != speaker), "")
+
+
+def replay(
+    mem: Memory,
+    run: RunSpec,
+    judge: Judge,
+    conv: DogConversation,
+    doc: Document,
+    *,
+    run_index: int,
+    settings: AcceptanceSettings,
+    skip: Callable[[int], bool] = lambda i: False,
+) -> Iterator[dict[str, Any]]:
+    """Replay ``conv`` against the memory with strategy ``run``: one record per generated turn (steps 3-6 above).
+
+    Args:
+        mem: the memory holding ``doc``, with ``run.strategy`` built.
+        judge: the judge (its LLM may be ``mem.llm()``).
+        run_index: the run number ``r``; the replies are sampled with seed ``settings.seed + r``.
+        skip: ``skip(i)`` true -> turn ``i`` is already recorded (a resumed run): not generated again.
+
+    Yields:
+        Records: ``conversation_id``, ``doc_id``, ``turn`` (index in the conversation), ``speaker``, ``strategy``,
+        ``base_strategy``, ``setting``, ``run``, ``seed``, ``query`` (the other speaker's message searched with),
+        ``context`` (node ids), ``generated``, ``real``, ``verdict`` (``choke`` / ``inaccurate`` / ``correct`` or
+        None when unjudged), ``judge_error``, ``error`` (retrieval or generation failed: no verdict),
+        ``retrieval_seconds``, ``reply_seconds``.
+
+    Raises:
+        GemragError: a fatal backend error (:func:`gemrag.errors.is_fatal`).
+    """
+    seed = settings.seed + run_index
+    sections = doc.metadata.get("sections") or [doc.text]
+    for i in reply_turns(conv):
+        if skip(i):
+            continue
+        turn = conv.turns[i]
+        dialogue1 = _last_other(conv, i)
+        query = dialogue1 or conv.turns[i - 1].text
+        # error correction: the transcript is the dataset's real turns, whatever was generated before
+        transcript = [(t.speaker == turn.speaker, t.text) for t in conv.turns[max(0, i - settings.history) : i]]
+        rec: dict[str, Any] = {
+            "conversation_id": conv.id,
+            "doc_id": doc.id,
+            "turn": i,
+            "speaker": turn.speaker,
+            "strategy": run.name,
+            "base_strategy": run.strategy,
+            "setting": run.setting,
+            "run": run_index,
+            "seed": seed,
+            "query": query,
+            "real": turn.text,
+        }
+        rec.update(dict.fromkeys(("context", "generated", "verdict", "judge_error", "error", "reply_seconds")))
+        start = time.perf_counter()
+        try:
+            hits = mem.retrieve(query, settings.budget, strategy=run.strategy)
+            rec["retrieval_seconds"] = time.perf_counter() - start
+            rec["context"] = [h.node_id for h in hits]
+            start = time.perf_counter()
+            messages = reply_prompt(doc.title, [h.text for h in hits], transcript)
+            completion = mem.llm().complete(
+                messages, max_tokens=REPLY_MAX_TOKENS, temperature=settings.temperature, seed=seed
+            )
+            rec["reply_seconds"] = time.perf_counter() - start
+            rec["generated"] = " ".join(completion.text.split())
+        except (GemragError, ValueError) as exc:
+            if isinstance(exc, GemragError) and is_fatal(exc):
+                raise
+            rec["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            rec.setdefault("retrieval_seconds", time.perf_counter() - start)
+            yield rec
+            continue
+        content = sections[turn.doc_idx] if turn.doc_idx < len(sections) and sections[turn.doc_idx] else doc.text
+        verdict = judge.classify(content, dialogue1, rec["generated"], turn.text)
+        rec["verdict"], rec["judge_error"] = verdict.verdict, verdict.error
+        yield rec
+
+
+def _record_key(rec: dict[str, Any]) -> tuple[str, int, str, int]:
+    return rec["conversation_id"], int(rec["turn"]), rec["strategy"], int(rec["run"])
+
+
+class _Acceptance:
+    def __init__(
+        self,
+        corpus: DogCorpus,
+        runs: list[RunSpec],
+        out_dir: Path,
+        settings: AcceptanceSettings,
+        llm: LLM,
+        embedder: Embedder,
+        judge_llm: LLM | None,
+        progress: ProgressFactory,
+    ) -> None:
+        self.corpus, self.runs, self.out_dir, self.settings = corpus, runs, out_dir, settings
+        self.llm, self.embedder, self.judge_llm, self.progress = llm, embedder, judge_llm, progress
+        self.records = read_jsonl(out_dir / "records.jsonl")
+        self.done = {_record_key(r) for r in self.records}
+
+    def run(self) -> None:
+        out = JsonlAppender(self.out_dir / "records.jsonl")
+        try:
+            for doc in self.corpus.documents:
+                convs = [c for c in self.corpus.conversations if c.doc_id == doc.id]
+                units: dict[str, list[RunSpec]] = {}
+                for run in self.runs:  # variants with another configuration open the memory with it
+                    units.setdefault(run.config.model_dump_json(), []).append(run)
+                for unit in units.values():
+                    self._unit(doc, convs, unit, out)
+        finally:
+            out.close()
+
+    def _pending(self, convs: Sequence[DogConversation], run: RunSpec) -> int:
+        return sum(
+            (c.id, i, run.name, r) not in self.done
+            for r in range(self.settings.runs)
+            for c in convs
+            for i in reply_turns(c)
+        )
+
+    def _unit(self, doc: Document, convs: list[DogConversation], runs: list[RunSpec], out: JsonlAppender) -> None:
+        todo = {run.name: self._pending(convs, run) for run in runs}
+        if not any(todo.values()):
+            return
+        directory = self.out_dir / "memories" / f"cmu_dog-{doc.id}"
+        with Memory.open(
+            directory, runs[0].config, llm=self.llm, embedder=self.embedder, progress=self.progress
+        ) as mem:
+            if doc.text.strip():
+                mem.add_text(doc.text, doc.title, source=doc.id)
+            judge_llm = CachedLLM(self.judge_llm, mem.store, mem.meter) if self.judge_llm is not None else mem.llm()
+            judge = Judge(judge_llm)
+            for run in runs:
+                if not todo[run.name]:
+                    continue
+                mem.index(strategy=run.strategy)
+                label = f"{doc.title} · {run.name}".replace("[", "(").replace("]", ")")  # no rich markup
+                with self.progress(label, todo[run.name]) as advance:
+                    for r in range(self.settings.runs):
+                        for conv in convs:
+                            for rec in replay(
+                                mem,
+                                run,
+                                judge,
+                                conv,
+                                doc,
+                                run_index=r,
+                                settings=self.settings,
+                                skip=lambda i, c=conv, r=r, n=run.name: (c.id, i, n, r) in self.done,
+                            ):
+                                out.write(rec)
+                                self.records.append(rec)
+                                self.done.add(_record_key(rec))
+                                advance(1)
+
+
+def run_acceptance(
+    path: str | Path,
+    strategies: Sequence[str],
+    *,
+    config: Config,
+    out_dir: str | Path,
+    settings: AcceptanceSettings = AcceptanceSettings(),
+    conversations: Sequence[str] | None = None,
+    limit: int | None = None,
+    judge_model: str | None = None,
+    judge_base_url: str | None = None,
+    llm: LLM | None = None,
+    embedder: Embedder | None = None,
+    judge_llm: LLM | None = None,
+    progress: ProgressFactory | None = None,
+    write_report: bool = True,
+) -> dict[str, Any]:
+    """Run the acceptance test of ``strategies`` on a CMU DoG conversation file; resumable.
+
+    Args:
+        path: the conversation file (``valid.jsonl``; ``wikidata.json`` beside it).
+        strategies: strategy names or variants (``hlgraph[ranked=false]``), compared side by side.
+        config: models and strategy settings of every memory.
+        out_dir: where ``memories/``, ``records.jsonl``, ``run.json`` and ``results.{json,md}`` go.
+        settings: budget, runs, seed, history and temperature (:class:`AcceptanceSettings`).
+        conversations: conversation ids to replay (file order; default all), then the first ``limit`` of them.
+        judge_model, judge_base_url: the judge (:func:`gemrag.eval.judge.judge_settings`; default the LLM).
+        llm, embedder, judge_llm: backends to use instead of the configured ones (tests inject doubles).
+        progress: progress-bar factory (``progress(description, total)``).
+        write_report: write ``results.json`` / ``results.md`` at the end.
+
+    Returns:
+        The results dict of :func:`gemrag.eval.acceptance_report.summarize_acceptance` (counts per strategy and
+        run, their means, Mann-Whitney U tests between neighbouring strategies, the records).
+
+    Raises:
+        ConfigError: an unknown strategy, bad settings, or an out dir of another configuration.
+        InputError: the dataset files are missing or malformed, or an unknown conversation id.
+        GemragError: a model cannot be loaded (fatal backend errors stop the run; it resumes).
+    """
+    from gemrag.eval.acceptance_report import summarize_acceptance, write_acceptance
+
+    if settings.budget < 1 or settings.runs < 1 or settings.history < 1 or settings.temperature < 0:
+        raise ConfigError("budget, runs and history must be >= 1 and the temperature >= 0")
+    runs = plan_runs(strategies, None, config)
+    corpus = load_cmu_dog(Path(path)).select(list(conversations) if conversations else None, limit)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    emb = embedder or build_embedder(config.embedder)
+    llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
+    judging = judge_settings(config, judge_model, judge_base_url)
+    if judge_llm is not None:
+        judge_label = judge_llm.model_id
+    else:
+        judge_label = f"{judging.provider}:{judging.model}" if judging else f"{llm_label} (the evaluation LLM)"
+    check_fingerprint(
+        out,
+        {
+            "dataset": f"cmu_dog:{corpus.name}",
+            "budget": settings.budget,
+            "seed": settings.seed,
+            "history": settings.history,
+            "temperature": settings.temperature,
+            "embedder": emb.model_id,
+            "llm": llm_label,
+            "judge": judge_label,
+            **({"sections": config.sections} if config.sections else {}),
+        },
+    )
+    shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
+    judge_backend = judge_llm or (LazyLLM(lambda: build_llm(judging, config.cache_dir)) if judging else None)
+    backends: tuple[Any, Any, Any] = (shared, emb, judge_backend)
+    runner = _Acceptance(corpus, runs, out, settings, *backends, progress or no_progress)
+    runner.run()
+    names = [r.name for r in runs]
+    keep = {(c.id, i) for c in corpus.conversations for i in reply_turns(c)}
+    records = [
+        r
+        for r in runner.records
+        if r["strategy"] in names and r["run"] < settings.runs and (r["conversation_id"], r["turn"]) in keep
+    ]
+    meta = {
+        "dataset": {"name": corpus.name, "path": str(path), "conversations": len(corpus.conversations),
+                    "movies": len(corpus.documents), "turns_per_run": len(keep)},
+        "models": {"embedder": emb.model_id, "llm": llm_label, "judge": judge_label},
+        "settings": {**settings.__dict__},
+        "strategies": names,
+    }  # fmt: skip
+    results = summarize_acceptance(records, names, settings.runs, meta)
+    if write_report:
+        write_acceptance(results, out)
+    return results

@@ -1,0 +1,83 @@
+"""``gemrag eval cmu_dog PATH``: the acceptance test's options and its branch of the ``gemrag eval`` command.
+
+:func:`gemrag.eval.cli.eval_command` declares the options below (their types live here) and hands a ``cmu_dog``
+evaluation to :func:`acceptance_command`; the other ``gemrag eval`` options that make no sense for it are refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gemrag.console import err
+from gemrag.errors import ConfigError
+
+__all__ = ["ACCEPTANCE_KINDS", "JudgeBaseUrlOpt", "JudgeModelOpt", "RunsOpt", "SeedOpt", "acceptance_command"]
+
+ACCEPTANCE_KINDS = frozenset({"cmu_dog", "cmudog"})
+
+RunsOpt = Annotated[
+    int, typer.Option("--runs", help="cmu_dog: repetitions of the acceptance test, seeds SEED.. (the paper ran 15).")
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="cmu_dog: seed of the first run's sampled replies.")]
+JudgeModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-model",
+        help="cmu_dog: the judge; with --judge-base-url a served model name, else an embedded model "
+        "(qwen2.5-coder-0.5b, a .gguf path). Default: the evaluation's LLM.",
+    ),
+]
+JudgeBaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--judge-base-url", help="cmu_dog: OpenAI-compatible endpoint of the judge (key: $OPENAI_API_KEY)."),
+]
+
+
+def acceptance_command(
+    path: Path,
+    strategies: str | None,
+    options: dict[str, Any],
+    unsupported: dict[str, bool],
+    *,
+    config: Any,
+    out: Path,
+    quiet: bool,
+) -> None:
+    """Run :func:`gemrag.eval.acceptance.run_acceptance` from the ``gemrag eval`` options and print ``results.md``.
+
+    Args:
+        path: the CMU DoG conversation file.
+        strategies: comma-separated strategies (None: :data:`gemrag.eval.acceptance.DEFAULT_STRATEGIES`).
+        options: ``budget``, ``runs``, ``seed``, ``limit``, ``documents`` (comma-separated conversation ids),
+            ``judge_model``, ``judge_base_url``.
+        unsupported: ``{flag: given}`` for the ``gemrag eval`` options that do not apply.
+
+    Raises:
+        ConfigError: an unsupported option was given, or bad settings (see ``run_acceptance``).
+    """
+    from gemrag.eval.acceptance import DEFAULT_STRATEGIES, AcceptanceSettings, run_acceptance
+    from gemrag.eval.acceptance_report import markdown_acceptance
+    from gemrag.eval.variants import split_strategies
+    from gemrag.progress import rich_progress
+
+    given = [flag for flag, on in unsupported.items() if on]
+    if given:
+        raise ConfigError(f"{', '.join(given)} do(es) not apply to the cmu_dog acceptance test")
+    ids = [d.strip() for d in options["documents"].split(",") if d.strip()] if options.get("documents") else None
+    results = run_acceptance(
+        path,
+        split_strategies(strategies if strategies is not None else DEFAULT_STRATEGIES),
+        config=config,
+        out_dir=out,
+        settings=AcceptanceSettings(budget=options["budget"], runs=options["runs"], seed=options["seed"]),
+        conversations=ids,
+        limit=options.get("limit"),
+        judge_model=options.get("judge_model"),
+        judge_base_url=options.get("judge_base_url"),
+        progress=None if quiet else rich_progress(err),
+    )
+    typer.echo(markdown_acceptance(results))
+    err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")
