@@ -345,3 +345,25 @@ def test_cli_eval_cmu_dog(tmp_path: Path, dog: Path, config: Config, monkeypatch
     assert bad.exit_code == 2 and "--ablation" in bad.output and "Traceback" not in bad.output
     shown = CliRunner().invoke(cli_app(), ["eval", "--help"], env={"COLUMNS": "200"})
     assert all(flag in shown.output for flag in ("--judge-base-url", "--judge-model", "--runs", "--seed"))
+
+
+def test_hand_labels_resolve_to_real_turns() -> None:
+    """benchmarks/judge_labels.jsonl: at least 30 labelled replies of every class, each naming a generated turn of a
+    real CMU DoG conversation whose reply starts as recorded (the script's own join)."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "judge_agreement.py"
+    spec = importlib.util.spec_from_file_location("judge_agreement", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    labels = [json.loads(line) for line in module.LABELS.read_text().splitlines()]
+    assert len(labels) >= 30 and len({x["id"] for x in labels}) == len(labels)
+    assert {x["label"] for x in labels} == {"choke", "inaccurate", "correct"}
+    assert min(sum(x["label"] == c for x in labels) for c in ("choke", "inaccurate", "correct")) >= 10
+    data = Path(os.environ.get("GEMRAG_EVAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    if not (data / "cmu_dog" / "valid.jsonl").is_file():
+        require_real("../shared/data/cmu_dog not available")
+    items = module.resolve(module.LABELS, data / "cmu_dog" / "valid.jsonl")
+    assert all(i["real"].startswith(i["real_starts"]) and i["content"] and i["dialogue1"] for i in items)
+    assert items[0]["dialogue1"] == "was it good?"
