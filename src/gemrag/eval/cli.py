@@ -140,6 +140,8 @@ def eval_command(
         if kind.strip().lower() in ACCEPTANCE_KINDS:
             opts = {"budget": budget, "runs": runs, "seed": seed, "limit": limit, "documents": documents}
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
+            skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
+            skip |= {"--workers": workers != 1}
             opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url}
             return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
         results = run_eval(
