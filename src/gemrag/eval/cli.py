@@ -61,7 +61,8 @@ def eval_command(
         Opt(
             help=f"Comma-separated strategies (default {DEFAULT_STRATEGIES}; none when --ablation is given); "
             "name[key=value;...] runs a variant with settings of its section changed, e.g. "
-            "remem[recognition_filter=false]."
+            "remem[recognition_filter=false]. cmu_dog default: hlgraph, hlgraph[ranked=false], "
+            "hlgraph[directional=false], dense, full, gem."
         ),
     ] = None,
     limit: Annotated[int | None, Opt(help="Evaluate only the first N questions.")] = None,
