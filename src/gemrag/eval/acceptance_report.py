@@ -5,8 +5,8 @@ stayed malformed) and errors (retrieval or generation failed), as the paper's Fi
 Figure 5.4 (chokes per run). Between each pair of neighbouring strategies (in the order given) the per-run choke
 counts are compared with the Mann-Whitney U test (``scipy.stats.mannwhitneyu``; the paper's Appendix uses the
 one-sided ``alternative="greater"``: "the first strategy chokes more"; the two-sided p is reported beside it). With
-n runs per side the smallest one-sided p is ``1 / C(2n, n)`` (0.05 for 3 runs, 0.0079 for 5), so a handful of runs
-cannot show significance at 0.05 whatever the difference: the paper ran 15.
+n runs per side and no ties the smallest one-sided p is ``1 / C(2n, n)`` (0.05 for 3 runs, 0.004 for 5), so a handful
+of runs cannot show significance at 0.05 whatever the difference: the paper ran 15.
 """
 
 from __future__ import annotations
