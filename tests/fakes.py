@@ -88,6 +88,15 @@ def _hlgraph_memory(text: str) -> dict[str, Any]:
     return {"subjects": _names(text), "relations": relations, "events": events}
 
 
+def _chat_reply(request: str) -> str:
+    """The scripted character's reply: its first memory (without the ``[1]`` mark), else that it remembers
+    nothing."""
+    memories = request.split("Your memories:\n", 1)[1].split("\n\n")[0]
+    if not memories.startswith("[1] "):
+        return "I do not remember."
+    return "I remember: " + " ".join(memories[4:].split())
+
+
 def _gist(request: str) -> dict[str, Any]:
     """The scripted gist of a window: ``"On <date>, "`` then each turn's speaker and first words; one fact per
     dialogue turn, ``[speaker, "said", first words]``, dated the session day (the day before for "yesterday")."""
@@ -132,7 +141,7 @@ class ScriptedLLM:
     the session day), and the gist agent retrieves once over the gists, then answers with the first result;
     UnWeaver's entities are the capitalized names, each described by the sentences naming it, and a shortened
     description is the first sentence; HLGraphRAG's extraction links the first two names of each sentence, its main
-    ideas are the question's names.
+    ideas are the question's names; the ``gemrag chat`` character replies with its first memory.
     """
 
     def __init__(self, fail: Callable[[int, str], bool] | None = None, interrupt_after: int | None = None) -> None:
@@ -173,6 +182,9 @@ class ScriptedLLM:
             text = json.dumps({"questions": qs})
             return Completion(text, json.loads(text), usage)
         system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+        if system.startswith("You are ") and "Stay in character" in system:  # gemrag chat
+            self.prompts[-1] = prompt = messages[-1]["content"]
+            return Completion(_chat_reply(prompt), None, usage)
         if system.startswith("You extract named entities") and len(messages) >= 4:  # OpenIE, one-shot turns
             self.prompts[-1] = prompt = messages[3]["content"]
             text = json.dumps({"named_entities": _names(prompt.split('"""')[1])})

@@ -1,7 +1,7 @@
 """The ``gemrag`` command line: a thin layer over :class:`gemrag.memory.Memory`.
 
-Commands: ``index``, ``ask``, ``info``, ``demo``, ``doctor``, ``eval``, ``delete``, ``mcp``, ``view`` and ``serve``.
-``--set section.key=value`` (any setting, including a strategy's own section such as
+Commands: ``index``, ``ask``, ``info``, ``demo``, ``doctor``, ``eval``, ``delete``, ``chat``, ``mcp``, ``view``,
+``serve``. ``--set section.key=value`` (any setting, including a strategy's own section such as
 ``raptor.summary_tokens=200``) overrides the model and endpoint flags, which override ``GEMRAG_*`` environment
 variables, which override the config file (see :mod:`gemrag.config`).
 """
@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gemrag.cli_chat import chat_command
 from gemrag.cli_delete import delete_command
 from gemrag.cli_mcp import mcp_command
 from gemrag.cli_serve import serve_command
@@ -324,6 +325,7 @@ def demo(
 
 app.command("eval")(eval_command)
 app.command("delete")(delete_command)
+app.command("chat")(chat_command)
 app.command("mcp")(mcp_command)
 app.command("view")(view_command)
 app.command("serve")(serve_command)

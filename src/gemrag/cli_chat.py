@@ -1,0 +1,123 @@
+"""``gemrag chat``: talk with a character whose long-term memory is a gemrag memory (registered in :mod:`gemrag.cli`).
+
+The session logic is :class:`gemrag.chat.ChatSession`; this module reads lines, prints replies and reports errors.
+It does not import :mod:`gemrag.cli` (that module imports this one), so its option types are declared here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from gemrag.chat import DEFAULT_STRATEGY, ChatSession
+from gemrag.config import load_config
+from gemrag.console import cli_errors, err, fail
+from gemrag.errors import ConfigError, GemragError
+from gemrag.ingest import read_document
+from gemrag.memory import Memory
+from gemrag.strategies import available
+
+out = Console()
+
+__all__ = ["chat_command"]
+
+QUIT = {"/quit", "/exit"}
+
+
+def chat_command(
+    memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory (the character's memory).")],
+    persona: Annotated[str, typer.Option("--persona", "-p", help="The character's name.")],
+    strategy: Annotated[
+        str | None, typer.Option("--strategy", "-s", help=f"Retrieval strategy (default {DEFAULT_STRATEGY}).")
+    ] = None,
+    persona_file: Annotated[
+        Path | None, typer.Option("--persona-file", help="A .txt/.md file describing the character (its background).")
+    ] = None,
+    budget: Annotated[
+        int | None, typer.Option("--budget", "-b", help="B: memories recalled per turn (default: the strategy's).")
+    ] = None,
+    user: Annotated[str, typer.Option("--user", help="Your name in the stored conversation.")] = "User",
+    index_every: Annotated[
+        int, typer.Option("--index-every", min=1, help="Index the memory after this many exchanges (default 1).")
+    ] = 1,
+    history: Annotated[
+        int, typer.Option("--history", min=0, help="Recent exchanges shown to the model verbatim (default 3).")
+    ] = 3,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Longest reply (tokens).")] = 256,
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="Sampling temperature.")] = 0.7,
+    create: Annotated[
+        bool, typer.Option("--create", help="Create the memory directory when it does not exist (an empty memory).")
+    ] = False,
+    show_memories: Annotated[
+        bool, typer.Option("--show-memories", help="Print the memories recalled at each turn (stderr).")
+    ] = False,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
+    sets: Annotated[
+        list[str] | None, typer.Option("--set", help="section.key=value, as for the other commands (repeatable).")
+    ] = None,
+) -> None:
+    """Chat with the character PERSONA (HLGraphRAG section 4's character chatbot): each message recalls memories
+    from --memory with the strategy, the model answers in character, and every exchange is stored in the memory
+    as it happens (speakers and turn numbers) and indexed every --index-every exchanges, so the character
+    remembers what was said long ago and in earlier sessions. Leave with /quit or Ctrl-D; Ctrl-C loses nothing
+    already said. Runs again with the same --persona continue the conversation."""
+    name = strategy or DEFAULT_STRATEGY
+    if name not in available():
+        fail(ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}"))
+    if not create and not (memory / "memory.sqlite").exists():
+        fail(
+            GemragError(
+                f"{memory} is not a gemrag memory (no memory.sqlite): index the character's documents into it "
+                "with `gemrag index`, or pass --create to start with an empty memory"
+            )
+        )
+    with cli_errors(resume_hint="run `gemrag chat` again to continue the conversation", also=(ValueError,)):
+        description = read_document(persona_file).text if persona_file else ""
+        cfg = load_config(config, {"strategy": name}, sets)
+        with Memory.open(memory, cfg) as mem:
+            session = ChatSession(
+                mem,
+                persona,
+                description=description,
+                user=user,
+                strategy=name,
+                budget=budget,
+                index_every=index_every,
+                history=history,
+                max_tokens=max_tokens,
+                temperature=temperature,
+            )
+            err.print(
+                f"chatting with {session.persona} (strategy {session.strategy}, memory {memory}, turn "
+                f"{session.next_turn}); /quit or Ctrl-D to leave",
+                soft_wrap=True,
+            )
+            _loop(session, show_memories)
+            if session.unindexed:
+                err.print(f"indexing the last {session.unindexed} exchange(s)...")
+            session.close()
+
+
+def _loop(session: ChatSession, show_memories: bool) -> None:
+    """Read messages until /quit or end of input; reply to each, then index as the session's policy says."""
+    while True:
+        try:
+            line = input(f"{session.user}> ")
+        except EOFError:
+            out.print()
+            return
+        message = line.strip()
+        if not message:
+            continue
+        if message in QUIT:
+            return
+        reply = session.reply(message)
+        if show_memories:
+            for hit in session.last_hits:
+                err.print(Text(f"  [memory {hit.kind} {hit.node_id}] {' '.join(hit.text.split())[:160]}", "dim"))
+        out.print(Text.assemble((f"{session.persona}> ", "bold"), reply), soft_wrap=True)
+        session.index_pending()
