@@ -10,7 +10,7 @@ Driver": a character AI recalls what was said long ago through its RAG memory).
    ``history`` exchanges verbatim, the recalled memories, the message);
 3. **remember**: the exchange is stored at once as one document of the memory (:meth:`Memory.add_text
    <gemrag.memory.Memory.add_text>`), so an interrupted session loses nothing already said; its text is two
-   dialogue lines ``[turn N, YYYY-MM-DD HH:MM UTC] <speaker>: <text>`` (the form
+   dialogue lines ``[turn N, YYYY-MM-DD] <speaker>: <text>`` with the UTC date (the form
    :mod:`gemrag.strategies.conversation` parses, so REMem's gist strategy reads chats as dialogue), its source
    ``chat:<persona>#<N>`` and its title ``chat with <persona>, turn N``;
 4. **index** (the batching policy): after every ``index_every`` stored exchanges the memory is indexed
@@ -78,7 +78,7 @@ class Exchange:
     @classmethod
     def write(cls, turn: int, user: str, reply: str | None, at: datetime, names: tuple[str, str]) -> Exchange:
         """The exchange with its document text; ``names`` = (user's name, persona), ``at`` the time of the turn."""
-        stamp = f"turn {turn}, {at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+        stamp = f"turn {turn}, {at.astimezone(UTC):%Y-%m-%d}"
         lines = [f"[{stamp}] {names[0]}: {_flat(user)}"]
         if reply is not None:
             lines.append(f"[{stamp}] {names[1]}: {_flat(reply)}")
