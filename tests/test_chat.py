@@ -197,3 +197,25 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path, config: Config) -> None:
         pytest.raises(ReadOnlyMemoryError),
     ):
         ChatSession(mem, "Ava", strategy="dense")
+
+
+def test_the_characters_documents_are_indexed_before_the_first_turn(tmp_path: Path, config: Config) -> None:
+    with _open(tmp_path / "m", config) as mem:
+        mem.add_text("Ava was born on the island of Skerry in a storm.", "backstory")  # added, never indexed
+        chat = ChatSession(mem, "Ava", strategy="dense")
+        assert mem.store.build_state("dense").state == "built" and chat.unindexed == 0
+        reply = chat.turn("Where were you born?")
+        assert "Skerry" in reply and chat.next_turn == 2
+
+
+def test_resuming_keeps_the_batch_of_waiting_exchanges(tmp_path: Path, config: Config) -> None:
+    with _open(tmp_path / "m", config) as mem:
+        chat = ChatSession(mem, "Ava", strategy="dense", index_every=2)
+        for line in ("One.", "Two.", "Three."):
+            chat.turn(line)
+        assert chat.unindexed == 1  # turns 1-2 indexed, turn 3 waits
+    with _open(tmp_path / "m", config) as mem:
+        chat = ChatSession(mem, "Ava", strategy="dense", index_every=2, history=0)
+        assert chat.unindexed == 1 and [e.turn for e in chat.window()] == [3]  # not indexed on open: shown verbatim
+        chat.turn("Four.")
+        assert chat.unindexed == 0 and mem.store.build_state("dense").state == "built"

@@ -178,10 +178,9 @@ class ChatSession:
         )
         unchunked = {doc_id for doc_id, _ in store.unchunked_documents()}
         mine = {doc_id for _, doc_id in stored}
-        behind = (
-            needs_build(self.memory.get_strategy(self.strategy)) and store.build_state(self.strategy).state != "built"
-        )
-        if unchunked - mine or (behind and store.nodes("chunk")):
+        state = store.build_state(self.strategy)
+        behind = state.new_chunks or state.deleted_chunks or (state.state == "never built" and store.nodes("chunk"))
+        if unchunked - mine or (needs_build(self.memory.get_strategy(self.strategy)) and behind):
             self.index()
         else:
             self.unindexed = len(unchunked)
