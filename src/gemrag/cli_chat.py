@@ -42,11 +42,9 @@ def chat_command(
     ] = None,
     user: Annotated[str, typer.Option("--user", help="Your name in the stored conversation.")] = "User",
     index_every: Annotated[
-        int, typer.Option("--index-every", min=1, help="Index the memory after this many exchanges (default 1).")
+        int, typer.Option("--index-every", min=1, help="Index the memory after this many exchanges.")
     ] = 1,
-    history: Annotated[
-        int, typer.Option("--history", min=0, help="Recent exchanges shown to the model verbatim (default 3).")
-    ] = 3,
+    history: Annotated[int, typer.Option("--history", min=0, help="Recent exchanges shown to the model verbatim.")] = 3,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Longest reply (tokens).")] = 256,
     temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="Sampling temperature.")] = 0.7,
     create: Annotated[
@@ -60,7 +58,7 @@ def chat_command(
         list[str] | None, typer.Option("--set", help="section.key=value, as for the other commands (repeatable).")
     ] = None,
 ) -> None:
-    """Chat with the character PERSONA (HLGraphRAG section 4's character chatbot): each message recalls memories
+    """Chat with the character --persona (HLGraphRAG section 4's character chatbot): each message recalls memories
     from --memory with the strategy, the model answers in character, and every exchange is stored in the memory
     as it happens (speakers and turn numbers) and indexed every --index-every exchanges, so the character
     remembers what was said long ago and in earlier sessions. Leave with /quit or Ctrl-D; Ctrl-C loses nothing
