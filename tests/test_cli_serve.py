@@ -43,6 +43,20 @@ def test_refuses_an_open_public_server(tmp_path: Path, monkeypatch: pytest.Monke
     assert started[-1]["host"] == "0.0.0.0" and started[-1]["port"] == 9001
 
 
+def test_missing_serve_extra_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A base install may have FastAPI and uvicorn (other packages pull them) but not python-multipart, which
+    FastAPI only asks for, with a RuntimeError, when the upload route is defined."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "python_multipart" else real(name, *a)
+    )
+    result = CliRunner().invoke(cli.app, ["serve", "--memory", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'gemrag[serve]'" in result.output and "python_multipart" in result.output
+
+
 def test_bad_key_file(tmp_path: Path) -> None:
     (tmp_path / "keys.toml").write_text('k = "alpha"\n', encoding="utf-8")
     result = CliRunner().invoke(

@@ -6,6 +6,7 @@ Needs the ``serve`` extra (FastAPI, uvicorn, python-multipart). This module does
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 from pathlib import Path
 from typing import Annotated
@@ -60,6 +61,8 @@ def serve_command(
         try:
             import uvicorn
 
+            if importlib.util.find_spec("python_multipart") is None:  # FastAPI's file uploads; it raises
+                raise ImportError("No module named 'python_multipart'")  # a RuntimeError at app creation
             from gemrag.server import KeyRing, create_app, load_key_file
         except ImportError as exc:
             raise ConfigError(f"gemrag serve needs the serve extra: pip install 'gemrag[serve]' ({exc})") from None
