@@ -5,6 +5,7 @@ tests/test_openai_server.py."""
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pytest
 
 from gemrag.models.agent_prompts import ANSWER, FACT, LEXICAL, SEMANTIC, TOOLS, tool_call_schema
 from gemrag.models.openai_backend import OpenAILLM
-from gemrag.models.tool_calls import canonical_call, openai_tools, tool_choice
+from gemrag.models.tool_calls import canonical_call, openai_messages, openai_tools, tool_choice
 from gemrag.strategies.agent import ToolHit, run_agent
 
 
@@ -123,9 +124,16 @@ def test_flexible_agent_over_native_tool_calls(serve: Any) -> None:
     first, second = script.bodies
     assert [t["function"]["name"] for t in first["tools"]] == list(TOOLS)
     assert first["tool_choice"] == "required" and "response_format" not in first
-    # the earlier call is in the conversation as its canonical JSON, its result as the next user turn
-    assert json.loads(second["messages"][-2]["content"])["tool"] == LEXICAL
-    assert "support group (lexical_retrieve)" in second["messages"][-1]["content"]
+    # the earlier call goes back as the API's tool call, its result as a tool message, then the step note
+    call, result, note = second["messages"][-3:]
+    assert call["role"] == "assistant" and "content" not in call
+    (sent,) = call["tool_calls"]
+    assert sent["function"]["name"] == LEXICAL
+    assert json.loads(sent["function"]["arguments"]) == {"query": "support group", "k": 3}
+    assert result == {"role": "tool", "tool_call_id": sent["id"], "content": result["content"]}
+    assert result["content"].startswith("Result of lexical_retrieve:")
+    assert "support group (lexical_retrieve)" in result["content"] and "Step 2 of 5" not in result["content"]
+    assert note["role"] == "user" and note["content"].startswith("Step 2 of 5")
 
 
 def test_last_step_forces_output_answer(serve: Any) -> None:
@@ -136,6 +144,56 @@ def test_last_step_forces_output_answer(serve: Any) -> None:
     (body,) = script.bodies
     assert body["tool_choice"] == {"type": "function", "function": {"name": ANSWER}}
     assert [t["function"]["name"] for t in body["tools"]] == [ANSWER]
+    # the fixed retrieval is in the history as a tool call answered by a tool message
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "user"]
+    assert body["messages"][2]["tool_calls"][0]["function"]["name"] == SEMANTIC
+    assert body["messages"][3]["tool_call_id"] == body["messages"][2]["tool_calls"][0]["id"]
+
+
+def test_openai_messages_converts_only_marked_pairs() -> None:
+    call = {"name": LEXICAL, "arguments": {"query": "camping"}}
+    messages: list[Any] = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "Question: q"},
+        {"role": "assistant", "content": '{"tool": ...}', "tool_call": call},
+        {
+            "role": "user",
+            "content": "Result of lexical_retrieve:\n1. a\n\nStep 2 of 5",
+            "tool_result": "Result of lexical_retrieve:\n1. a",
+        },
+        {"role": "assistant", "content": '{"tool": ...}', "tool_call": {"name": SEMANTIC, "arguments": {"query": "x"}}},
+        {
+            "role": "user",
+            "content": "Result of semantic_retrieve:\n(nothing found)",
+            "tool_result": "Result of semantic_retrieve:\n(nothing found)",
+        },
+        {"role": "assistant", "content": "unmarked text"},
+        {"role": "assistant", "content": '{"tool": ...}', "tool_call": call},
+        {"role": "user", "content": "rewritten by the fallback, no tool_result"},
+    ]
+    before = copy.deepcopy(messages)
+    out = openai_messages(messages)
+    assert [m["role"] for m in out] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "assistant",
+        "user",
+    ]
+    assert [m["tool_calls"][0]["id"] for m in out if m.get("tool_calls")] == ["call_1", "call_2"]
+    assert [m["tool_call_id"] for m in out if m["role"] == "tool"] == ["call_1", "call_2"]
+    assert out[3]["content"] == "Result of lexical_retrieve:\n1. a" and out[4]["content"] == "Step 2 of 5"
+    assert json.loads(out[2]["tool_calls"][0]["function"]["arguments"]) == {"query": "camping"}
+    # a call whose result was not marked, and unmarked messages, stay text
+    assert out[-2] == {"role": "assistant", "content": '{"tool": ...}'}
+    assert out[-1] == {"role": "user", "content": "rewritten by the fallback, no tool_result"}
+    assert messages == before  # the input is not changed
 
 
 def test_malformed_native_call_is_retried_then_recorded(serve: Any) -> None:

@@ -20,13 +20,32 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
+from typing_extensions import NotRequired  # typing's own from Python 3.11; pydantic requires the package
+
+
+class ToolCallRecord(TypedDict):
+    """A tool call an assistant message stands for: the tool's ``name`` and its validated ``arguments``."""
+
+    name: str
+    arguments: dict[str, Any]
 
 
 class Message(TypedDict):
-    """One chat message: ``role`` is ``"system"``, ``"user"`` or ``"assistant"``."""
+    """One chat message: ``role`` is ``"system"``, ``"user"`` or ``"assistant"``; ``content`` is its text.
+
+    Two optional keys let a backend with native tool calling send an agent's history as the API's tool messages
+    (:func:`gemrag.models.tool_calls.openai_messages`); every other backend reads ``role`` and ``content`` only,
+    which hold the same conversation as text:
+
+    * ``tool_call`` (assistant): the call whose canonical JSON text is ``content``.
+    * ``tool_result`` (user, right after such an assistant message): the tool's result, the start of
+      ``content``; the rest of ``content`` is the agent's note for the next step.
+    """
 
     role: str
     content: str
+    tool_call: NotRequired[ToolCallRecord]
+    tool_result: NotRequired[str]
 
 
 @dataclass(frozen=True)

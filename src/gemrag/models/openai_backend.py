@@ -52,7 +52,7 @@ from gemrag.models.openai_http import (
     make_client,
     translate_errors,
 )
-from gemrag.models.tool_calls import canonical_call, openai_tools, tool_choice
+from gemrag.models.tool_calls import canonical_call, openai_messages, openai_tools, tool_choice
 
 __all__ = [
     "OpenAILLM",
@@ -83,7 +83,8 @@ class OpenAILLM:
         context_window: the model's context in tokens, as configured (the API does not report it).
         json_mode: how a schema is requested (see the module docstring); part of :attr:`cache_identity`.
         tool_calling: ``"native"``: a tool-call schema (the agent's) is sent as the API's ``tools`` and
-            ``tool_choice`` (:mod:`gemrag.models.tool_calls`); ``"structured"``: like any schema, per
+            ``tool_choice``, and the agent's earlier calls and results as ``tool_calls`` and ``role: "tool"``
+            messages (:mod:`gemrag.models.tool_calls`); ``"structured"``: like any schema, per
             :attr:`json_mode`. Part of :attr:`cache_identity`.
         base_url: the server's API root (``.../v1``).
         model: the model name sent with each request.
@@ -240,7 +241,7 @@ class OpenAILLM:
     def _complete(self, request: CompletionRequest, stop: threading.Event | None) -> Completion:
         """One request (see :meth:`complete`); raises :class:`_Abandoned` instead of sending when ``stop`` is set."""
         schema = request.schema
-        msgs: list[dict[str, str]] = [{"role": m["role"], "content": m["content"]} for m in request.messages]
+        msgs: list[dict[str, Any]] = [{"role": m["role"], "content": m["content"]} for m in request.messages]
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": msgs,
@@ -251,6 +252,7 @@ class OpenAILLM:
             kwargs["seed"] = request.seed
         tools = openai_tools(schema) if self.tool_calling == "native" else None
         if tools is not None:
+            kwargs["messages"] = msgs = openai_messages(request.messages)
             kwargs["tools"] = tools
             kwargs["tool_choice"] = tool_choice(tools)
         elif schema is not None:
@@ -280,7 +282,7 @@ class OpenAILLM:
                 f"set json_mode to {others})"
             )
         if self.rate_limiter.active:
-            tokens = sum(estimate_tokens(m["content"]) for m in msgs) + request.max_tokens
+            tokens = sum(estimate_tokens(m["content"] or "") for m in msgs) + request.max_tokens
             self.rate_limiter.acquire(tokens, cancel=stop)
         if stop is not None and stop.is_set():
             raise _Abandoned()

@@ -10,16 +10,22 @@ agent's last step) and ``"required"`` otherwise, and turns the reply's first ``t
 canonical JSON text ``{"tool": name, "arguments": {...}}``, so validation, repair retries, caching and the
 agent's loop are the same on both paths.
 
-What the conversion does not do: earlier calls stay in the conversation as assistant text (the canonical JSON)
-and their results as user text, not as ``tool_calls``/``role: "tool"`` messages; a server that answers with text
-instead of a tool call (llama-cpp-python's server does for ``tool_choice = "required"``: it only enforces a
-named function) has that text validated like any structured answer.
+The agent's earlier calls go back to the server the API's way (:func:`openai_messages`): an assistant message
+with ``tool_calls`` and a ``role: "tool"`` message with the result, then the agent's note for the next step as a
+user message. Only messages the agent marked (``tool_call`` / ``tool_result``,
+:class:`gemrag.models.base.Message`) are converted; every other message, and a marked call not followed by its
+marked result (the free-text fallback rewrites the last turn), is sent as text. A server that answers with text
+instead of a tool call (llama-cpp-python's server does for ``tool_choice = "required"``: it only enforces a named
+function) has that text validated like any structured answer.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
+
+from gemrag.models.base import Message
 
 
 def openai_tools(schema: dict[str, Any] | None) -> list[dict[str, Any]] | None:
@@ -78,3 +84,49 @@ def canonical_call(name: str, arguments: str | dict[str, Any] | None) -> str:
     elif arguments is None:
         value = {}
     return json.dumps({"tool": name, "arguments": value}, ensure_ascii=False)
+
+
+def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """``messages`` as the OpenAI chat API's message list, with the agent's tool calls as native tool messages.
+
+    An assistant message carrying ``tool_call`` followed by a user message carrying ``tool_result`` becomes an
+    assistant message with one ``tool_calls`` entry and no ``content`` (the API allows that beside tool calls;
+    llama-cpp-python's server refuses a null one; id ``call_<n>``, n counting the conversation's calls from 1;
+    ``arguments`` as a JSON string), a ``role: "tool"`` message with that ``tool_call_id`` and the result, and,
+    when the user message holds more than its result (the agent's step note), a user message with the rest.
+    Everything else is sent as ``{"role", "content"}``.
+
+    Args:
+        messages: the conversation, oldest first.
+
+    Returns:
+        The API's messages (new dicts; ``messages`` is not changed).
+    """
+    out: list[dict[str, Any]] = []
+    n = 0
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        call = m.get("tool_call") if m["role"] == "assistant" else None
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        result = nxt.get("tool_result") if nxt is not None and nxt["role"] == "user" else None
+        if call is None or nxt is None or result is None or not nxt["content"].startswith(result):
+            out.append({"role": m["role"], "content": m["content"]})
+            i += 1
+            continue
+        n += 1
+        call_id = f"call_{n}"
+        arguments = json.dumps(call["arguments"], ensure_ascii=False)
+        function = {"name": call["name"], "arguments": arguments}
+        out.append(
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+            }
+        )
+        out.append({"role": "tool", "tool_call_id": call_id, "content": result})
+        rest = nxt["content"][len(result) :].strip()
+        if rest:
+            out.append({"role": "user", "content": rest})
+        i += 2
+    return out

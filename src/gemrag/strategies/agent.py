@@ -17,7 +17,9 @@ failure belongs to that query's result); the agent then goes straight to the las
 that call stays malformed too it asks once for a free-text answer
 (:data:`~gemrag.models.agent_prompts.FALLBACK_NOTE`; a reply that is still a tool call other than
 ``output_answer`` gives no answer). Tool results are appended to the conversation as text of at most
-``result_chars`` characters. Nothing the model writes is executed: a call selects one of four fixed tools and its
+``result_chars`` characters (each call and result marked as such, :class:`~gemrag.models.base.Message`, so an
+OpenAI-compatible backend with native tool calling sends them as ``tool_calls`` and ``role: "tool"`` messages).
+Nothing the model writes is executed: a call selects one of four fixed tools and its
 validated arguments.
 """
 
@@ -128,8 +130,11 @@ class _Run:
             if h.node_id not in self.result.node_ids:
                 self.result.node_ids.append(h.node_id)
         self.result.steps.append({"tool": tool, "arguments": arguments, "results": [h.node_id for h in hits]})
-        self.messages.append({"role": "assistant", "content": call_json(tool, arguments)})
-        self.messages.append({"role": "user", "content": f"{text}\n\n{note}"})
+        call = call_json(tool, arguments)
+        self.messages.append(
+            {"role": "assistant", "content": call, "tool_call": {"name": tool, "arguments": arguments}}
+        )
+        self.messages.append({"role": "user", "content": f"{text}\n\n{note}", "tool_result": text})
 
     def ask(self, step: int, final: bool) -> Any | None:
         """One structured call (only ``output_answer`` when ``final``); None when it stayed malformed or failed."""
