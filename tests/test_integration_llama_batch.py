@@ -118,3 +118,19 @@ def test_sampled_requests_in_a_batch_are_valid(llm: LlamaCppLLM, requests: list[
     ]
     for _, result in llm.complete_iter(sampled):
         assert_valid(result)
+
+
+def test_n_threads_bounds_prompt_reading_too() -> None:
+    """``n_threads`` limits both of llama.cpp's thread counts: llama-cpp-python reads prompts with every core
+    unless ``n_threads_batch`` is given, which oversubscribed a 2-core machine running two 1-thread processes."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        require_real("llama-cpp-python is not installed")
+    try:
+        model = LlamaCppLLM("qwen2.5-coder-0.5b", n_ctx=512, n_threads=1, preload=True)
+    except ModelNotAvailableError as e:
+        require_real(str(e))
+    try:
+        params = model._llm.context_params
+        assert (params.n_threads, params.n_threads_batch) == (1, 1)
+    finally:
+        model.close()

@@ -128,7 +128,7 @@ class LlamaCppLLM:
         Args:
             model: a known model name (see :data:`gemrag.models.weights.KNOWN_MODELS`) or a GGUF path.
             n_ctx: context window in tokens.
-            n_threads: CPU threads; default ``os.cpu_count()``.
+            n_threads: CPU threads, for generation and for reading the prompt alike; default ``os.cpu_count()``.
             n_batch: prompt-processing batch size (tokens).
             n_gpu_layers: layers offloaded to a GPU (0 = CPU only, -1 = all; needs a GPU build).
             n_parallel: sequences decoded together by :meth:`complete_iter` (>= 1; 1 = one after another).
@@ -275,6 +275,7 @@ class LlamaCppLLM:
                 model_path=str(self.model_path),
                 n_ctx=n_ctx or self.context_window,
                 n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,  # llama-cpp-python's default is every core, whatever n_threads
                 n_batch=min(self.n_batch, n_ctx or self.context_window),
                 n_gpu_layers=self.n_gpu_layers,
                 seed=self.seed,

@@ -62,7 +62,7 @@ def llama_target(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "verbose": False,
     }
     if request.get("n_threads"):
-        kwargs["n_threads"] = request["n_threads"]
+        kwargs["n_threads"] = kwargs["n_threads_batch"] = request["n_threads"]
     llm = llama_cpp.Llama(**kwargs)
     emit("phase", phase="chat")
     chat = llm.create_chat_completion(
