@@ -25,14 +25,20 @@ STORY = Path(__file__).resolve().parents[1] / "examples" / "quality" / "lost_in_
 M = 3
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[LlamaCppLLM]:
+def load_small(**settings: Any) -> LlamaCppLLM:
+    """The real 0.5B model, loaded now with ``settings``; fails under CI=true (skips otherwise) when missing."""
     if importlib.util.find_spec("llama_cpp") is None:
         require_real("llama-cpp-python is not installed")
     try:
-        model = LlamaCppLLM("qwen2.5-coder-0.5b", n_ctx=2048, n_parallel=3, preload=True)
+        return LlamaCppLLM("qwen2.5-coder-0.5b", preload=True, **settings)
     except ModelNotAvailableError as e:
         require_real(str(e))
+        raise
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[LlamaCppLLM]:
+    model = load_small(n_ctx=2048, n_parallel=3)
     try:
         yield model
     finally:
@@ -123,12 +129,7 @@ def test_sampled_requests_in_a_batch_are_valid(llm: LlamaCppLLM, requests: list[
 def test_n_threads_bounds_prompt_reading_too() -> None:
     """``n_threads`` limits both of llama.cpp's thread counts: llama-cpp-python reads prompts with every core
     unless ``n_threads_batch`` is given, which oversubscribed a 2-core machine running two 1-thread processes."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        require_real("llama-cpp-python is not installed")
-    try:
-        model = LlamaCppLLM("qwen2.5-coder-0.5b", n_ctx=512, n_threads=1, preload=True)
-    except ModelNotAvailableError as e:
-        require_real(str(e))
+    model = load_small(n_ctx=512, n_threads=1)
     try:
         params = model._llm.context_params
         assert (params.n_threads, params.n_threads_batch) == (1, 1)

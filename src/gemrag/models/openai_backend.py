@@ -241,7 +241,12 @@ class OpenAILLM:
     def _complete(self, request: CompletionRequest, stop: threading.Event | None) -> Completion:
         """One request (see :meth:`complete`); raises :class:`_Abandoned` instead of sending when ``stop`` is set."""
         schema = request.schema
-        msgs: list[dict[str, Any]] = [{"role": m["role"], "content": m["content"]} for m in request.messages]
+        tools = openai_tools(schema) if self.tool_calling == "native" else None
+        msgs: list[dict[str, Any]] = (
+            openai_messages(request.messages)
+            if tools is not None
+            else [{"role": m["role"], "content": m["content"]} for m in request.messages]
+        )
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": msgs,
@@ -250,9 +255,7 @@ class OpenAILLM:
         }
         if request.seed is not None:
             kwargs["seed"] = request.seed
-        tools = openai_tools(schema) if self.tool_calling == "native" else None
         if tools is not None:
-            kwargs["messages"] = msgs = openai_messages(request.messages)
             kwargs["tools"] = tools
             kwargs["tool_choice"] = tool_choice(tools)
         elif schema is not None:

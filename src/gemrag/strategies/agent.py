@@ -130,9 +130,12 @@ class _Run:
             if h.node_id not in self.result.node_ids:
                 self.result.node_ids.append(h.node_id)
         self.result.steps.append({"tool": tool, "arguments": arguments, "results": [h.node_id for h in hits]})
-        call = call_json(tool, arguments)
         self.messages.append(
-            {"role": "assistant", "content": call, "tool_call": {"name": tool, "arguments": arguments}}
+            {
+                "role": "assistant",
+                "content": call_json(tool, arguments),
+                "tool_call": {"name": tool, "arguments": arguments},
+            }
         )
         self.messages.append({"role": "user", "content": f"{text}\n\n{note}", "tool_result": text})
 
