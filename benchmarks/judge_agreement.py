@@ -15,6 +15,12 @@ hand label, columns: judge, ``unjudged`` = malformed after the retries). No cach
 
     HOME=/tmp/demohome python benchmarks/judge_agreement.py --llm-model qwen2.5-coder-0.5b
     python benchmarks/judge_agreement.py --judge-base-url http://127.0.0.1:8080/v1 --judge-model NAME
+
+A judge outside gemrag (a person, another tool) is measured through a blind sheet, the same format as
+``gemrag eval cmu_dog --sheet`` (:mod:`gemrag.eval.judging_sheet`; the hand labels are not in it)::
+
+    python benchmarks/judge_agreement.py --sheet labels-sheet.jsonl      # write it; fill in each "verdict"
+    python benchmarks/judge_agreement.py --verdicts labels-sheet.jsonl   # agreement of the filled verdicts
 """
 
 from __future__ import annotations
@@ -70,6 +76,8 @@ def main() -> int:
     ap.add_argument("--judge-model", help="served model name (with --judge-base-url)")
     ap.add_argument("--judge-base-url", help="OpenAI-compatible endpoint of the judge")
     ap.add_argument("--json", type=Path, help="also write the verdicts and figures to this file")
+    ap.add_argument("--sheet", type=Path, help="write a blind judging sheet of the labelled items and exit")
+    ap.add_argument("--verdicts", type=Path, help="measure the verdicts of this filled sheet instead of a model")
     args = ap.parse_args()
     if not args.data.is_file():
         print(f"{args.data} not found (see ../shared/data/README.md)", file=sys.stderr)
@@ -79,17 +87,33 @@ def main() -> int:
 
     from gemrag.config import load_config
     from gemrag.eval.judge import Judge, judge_settings
+    from gemrag.eval.judging_sheet import read_verdicts
     from gemrag.models.factory import build_llm
 
     items = resolve(args.labels, args.data)
-    config = load_config(None, {"llm": {"model": args.llm_model}} if args.llm_model else None)
-    settings = judge_settings(config, args.judge_model, args.judge_base_url) or config.llm
-    judge = Judge(build_llm(settings, config.cache_dir))
-    print(f"judge {settings.provider}:{settings.model}, {len(items)} labelled replies")
+    if args.sheet:
+        fields = ("content", "dialogue1", "candidate")
+        rows = [{"item": i["id"], "movie": "", **{f: i[f] for f in fields}, "correct": i["real"], "verdict": None}
+                for i in items]  # fmt: skip
+        args.sheet.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        print(f"{len(rows)} items written to {args.sheet}")
+        return 0
+    if args.verdicts:
+        outside = read_verdicts(args.verdicts)
+        name = f"external verdicts ({args.verdicts.name})"
+    else:
+        config = load_config(None, {"llm": {"model": args.llm_model}} if args.llm_model else None)
+        settings = judge_settings(config, args.judge_model, args.judge_base_url) or config.llm
+        judge = Judge(build_llm(settings, config.cache_dir))
+        name = f"{settings.provider}:{settings.model}"
+    print(f"judge {name}, {len(items)} labelled replies")
     start = time.perf_counter()
     for item in items:
-        verdict = judge.classify(item["content"], item["dialogue1"], item["candidate"], item["real"])
-        item["judge"] = verdict.verdict or "unjudged"
+        if args.verdicts:
+            item["judge"] = outside.get(item["id"]) or "unjudged"
+        else:
+            verdict = judge.classify(item["content"], item["dialogue1"], item["candidate"], item["real"])
+            item["judge"] = verdict.verdict or "unjudged"
         print(f"{item['id']} label={item['label']:<10} judge={item['judge']:<10} {item['candidate'][:70]}")
     seconds = time.perf_counter() - start
     truth, pred = [i["label"] for i in items], [i["judge"] for i in items]
@@ -104,7 +128,7 @@ def main() -> int:
     for name, row in zip(labels[:3], matrix[:3], strict=True):
         print(f"{name:>12}" + "".join(f"{int(v):>11}" for v in row))
     if args.json:
-        figures = {"judge": f"{settings.provider}:{settings.model}", "accuracy": accuracy, "kappa": kappa,
+        figures = {"judge": name, "accuracy": accuracy, "kappa": kappa,
                    "confusion": matrix.tolist(), "labels": labels, "seconds": seconds, "items": items}  # fmt: skip
         args.json.write_text(json.dumps(figures, indent=2), encoding="utf-8")
     return 0

@@ -73,14 +73,19 @@ def _conversation(cid: str, turns: Sequence[tuple[str, str, int]], saw: list[str
     return {"conversation_id": cid, "wikiDocumentIdx": 4, "whoSawDoc": saw, "rating": 2, "history": history}
 
 
-@pytest.fixture
-def dog(tmp_path: Path) -> Path:
+def write_dog(tmp_path: Path) -> Path:
+    """The two-conversation CMU DoG files above under ``tmp_path/dog``; returns the conversation file."""
     folder = tmp_path / "dog"
     folder.mkdir()
     (folder / "wikidata.json").write_text(json.dumps(WIKI), encoding="utf-8")
     lines = [_conversation("conv-a", CONV_A, ["user2"]), _conversation("conv-b", CONV_B, ["user1", "user2"])]
     (folder / "valid.jsonl").write_text("\n".join(json.dumps(c) for c in lines) + "\n", encoding="utf-8")
     return folder / "valid.jsonl"
+
+
+@pytest.fixture
+def dog(tmp_path: Path) -> Path:
+    return write_dog(tmp_path)
 
 
 def _field(prompt: str, before: str, after: str) -> str:

@@ -34,6 +34,7 @@ from gemrag.errors import ConfigError, GemragError, is_fatal
 from gemrag.eval.costs import LazyLLM
 from gemrag.eval.datasets import Document
 from gemrag.eval.judge import Judge, judge_settings
+from gemrag.eval.judging_sheet import apply_verdicts, read_verdicts, write_sheet
 from gemrag.eval.loaders.cmu_dog import DogConversation, DogCorpus, load_cmu_dog
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.report import JsonlAppender, check_fingerprint, read_jsonl
@@ -44,7 +45,7 @@ from gemrag.models.cache import CachedLLM
 from gemrag.models.factory import build_embedder, build_llm
 from gemrag.strategies.base import ProgressFactory, no_progress
 
-__all__ = ["DEFAULT_STRATEGIES", "AcceptanceSettings", "reply_turns", "replay", "run_acceptance"]
+__all__ = ["DEFAULT_STRATEGIES", "AcceptanceSettings", "reply_turns", "replay", "run_acceptance", "section_read"]
 
 DEFAULT_STRATEGIES = "hlgraph,hlgraph[ranked=false],hlgraph[directional=false],dense,full,gem"
 #: Sampling temperature of the in-character replies (runs differ by their seed only through it).
@@ -80,6 +81,13 @@ def _last_other(conv: DogConversation, i: int) -> str:
     return next((t.text for t in reversed(conv.turns[:i]) if t.speaker != speaker), "")
 
 
+def section_read(doc: Document, conv: DogConversation, i: int) -> str:
+    """The document section the speaker of turn ``i`` was reading (its ``doc_idx``; the whole text if unknown)."""
+    sections = doc.metadata.get("sections") or [doc.text]
+    idx = conv.turns[i].doc_idx
+    return sections[idx] if idx < len(sections) and sections[idx] else doc.text
+
+
 def replay(
     mem: Memory,
     run: RunSpec,
@@ -110,7 +118,6 @@ def replay(
         GemragError: a fatal backend error (:func:`gemrag.errors.is_fatal`).
     """
     seed = settings.seed + run_index
-    sections = doc.metadata.get("sections") or [doc.text]
     for i in reply_turns(conv):
         if skip(i):
             continue
@@ -152,8 +159,7 @@ def replay(
             rec.setdefault("retrieval_seconds", time.perf_counter() - start)
             yield rec
             continue
-        content = sections[turn.doc_idx] if turn.doc_idx < len(sections) and sections[turn.doc_idx] else doc.text
-        verdict = judge.classify(content, dialogue1, rec["generated"], turn.text)
+        verdict = judge.classify(section_read(doc, conv, i), dialogue1, rec["generated"], turn.text)
         rec["verdict"], rec["judge_error"] = verdict.verdict, verdict.error
         yield rec
 
@@ -252,6 +258,8 @@ def run_acceptance(
     judge_llm: LLM | None = None,
     progress: ProgressFactory | None = None,
     write_report: bool = True,
+    sheet: Path | None = None,
+    verdicts: Path | None = None,
 ) -> dict[str, Any]:
     """Run the acceptance test of ``strategies`` on a CMU DoG conversation file; resumable.
 
@@ -266,6 +274,10 @@ def run_acceptance(
         llm, embedder, judge_llm: backends to use instead of the configured ones (tests inject doubles).
         progress: progress-bar factory (``progress(description, total)``).
         write_report: write ``results.json`` / ``results.md`` at the end.
+        sheet: also write the blind judging sheet of the records to this file
+            (:func:`gemrag.eval.judging_sheet.write_sheet`).
+        verdicts: report with the verdicts of this filled sheet instead of the LLM judge's
+            (:mod:`gemrag.eval.judging_sheet`), into ``results-<file stem>.{json,md}``; ``results.md`` is kept.
 
     Returns:
         The results dict of :func:`gemrag.eval.acceptance_report.summarize_acceptance` (counts per strategy and
@@ -273,7 +285,8 @@ def run_acceptance(
 
     Raises:
         ConfigError: an unknown strategy, bad settings, or an out dir of another configuration.
-        InputError: the dataset files are missing or malformed, or an unknown conversation id.
+        InputError: the dataset files are missing or malformed, an unknown conversation id, or a bad verdicts file
+            (:func:`gemrag.eval.judging_sheet.read_verdicts`, :func:`~gemrag.eval.judging_sheet.apply_verdicts`).
         GemragError: a model cannot be loaded (fatal backend errors stop the run; it resumes).
     """
     from gemrag.eval.acceptance_report import summarize_acceptance, write_acceptance
@@ -317,6 +330,11 @@ def run_acceptance(
         for r in runner.records
         if r["strategy"] in names and r["run"] < settings.runs and (r["conversation_id"], r["turn"]) in keep
     ]
+    if sheet is not None:
+        write_sheet(records, _turn_inputs(corpus), Path(sheet), out)
+    if verdicts is not None:
+        records = apply_verdicts(records, read_verdicts(Path(verdicts)), out)
+        judge_label = f"external verdicts ({Path(verdicts).name})"
     meta = {
         "dataset": {"name": corpus.name, "path": str(path), "conversations": len(corpus.conversations),
                     "movies": len(corpus.documents), "turns_per_run": len(keep)},
@@ -326,5 +344,17 @@ def run_acceptance(
     }  # fmt: skip
     results = summarize_acceptance(records, names, settings.runs, meta)
     if write_report:
-        write_acceptance(results, out)
+        write_acceptance(results, out, "results" if verdicts is None else f"results-{Path(verdicts).stem}")
     return results
+
+
+def _turn_inputs(corpus: DogCorpus) -> Callable[[str, int], tuple[str, str, str]]:
+    """The judge's inputs of a turn, ``(conversation_id, turn) -> (movie, content, dialogue1)``, for a sheet."""
+    convs = {c.id: c for c in corpus.conversations}
+
+    def inputs(conversation_id: str, i: int) -> tuple[str, str, str]:
+        conv = convs[conversation_id]
+        doc = corpus.document(conv.doc_id)
+        return doc.title, section_read(doc, conv, i), _last_other(conv, i)
+
+    return inputs

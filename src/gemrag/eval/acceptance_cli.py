@@ -14,7 +14,16 @@ import typer
 from gemrag.console import err
 from gemrag.errors import ConfigError
 
-__all__ = ["ACCEPTANCE_KINDS", "JudgeBaseUrlOpt", "JudgeModelOpt", "RunsOpt", "SeedOpt", "acceptance_command"]
+__all__ = [
+    "ACCEPTANCE_KINDS",
+    "JudgeBaseUrlOpt",
+    "JudgeModelOpt",
+    "RunsOpt",
+    "SeedOpt",
+    "SheetOpt",
+    "VerdictsOpt",
+    "acceptance_command",
+]
 
 ACCEPTANCE_KINDS = frozenset({"cmu_dog", "cmudog"})
 
@@ -35,6 +44,23 @@ JudgeBaseUrlOpt = Annotated[
     typer.Option("--judge-base-url", help="cmu_dog: OpenAI-compatible endpoint of the judge (key: $OPENAI_API_KEY)."),
 ]
 
+SheetOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--sheet",
+        help="cmu_dog: also write a blind judging sheet (JSONL, random order, no strategy or run) of the replies, "
+        "to be judged outside gemrag.",
+    ),
+]
+VerdictsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--verdicts",
+        help="cmu_dog: report with the verdicts of this filled judging sheet (OUT/results-<stem>.md); "
+        "results.md keeps the LLM judge's.",
+    ),
+]
+
 
 def acceptance_command(
     path: Path,
@@ -52,11 +78,12 @@ def acceptance_command(
         path: the CMU DoG conversation file.
         strategies: comma-separated strategies (None: :data:`gemrag.eval.acceptance.DEFAULT_STRATEGIES`).
         options: ``budget``, ``runs``, ``seed``, ``limit``, ``documents`` (comma-separated conversation ids),
-            ``judge_model``, ``judge_base_url``.
+            ``judge_model``, ``judge_base_url``, ``sheet``, ``verdicts`` (paths or None).
         unsupported: ``{flag: given}`` for the ``gemrag eval`` options that do not apply.
 
     Raises:
         ConfigError: an unsupported option was given, or bad settings (see ``run_acceptance``).
+        InputError: a bad dataset or verdicts file (see ``run_acceptance``).
     """
     from gemrag.eval.acceptance import DEFAULT_STRATEGIES, AcceptanceSettings, run_acceptance
     from gemrag.eval.acceptance_report import markdown_acceptance
@@ -78,6 +105,11 @@ def acceptance_command(
         judge_model=options.get("judge_model"),
         judge_base_url=options.get("judge_base_url"),
         progress=None if quiet else rich_progress(err),
+        sheet=options.get("sheet"),
+        verdicts=options.get("verdicts"),
     )
     typer.echo(markdown_acceptance(results))
-    err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")
+    stem = "results" if options.get("verdicts") is None else f"results-{options['verdicts'].stem}"
+    err.print(f"results: {out / (stem + '.md')}, {out / (stem + '.json')}, records: {out / 'records.jsonl'}")
+    if options.get("sheet") is not None:
+        err.print(f"judging sheet: {options['sheet']} (key: {out / 'judging-sheet-key.json'})")

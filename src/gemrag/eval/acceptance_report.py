@@ -149,10 +149,10 @@ def markdown_acceptance(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_acceptance(results: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
-    """Write ``results.json`` (everything, records included) and ``results.md`` into ``out_dir``; return them."""
+def write_acceptance(results: dict[str, Any], out_dir: Path, stem: str = "results") -> tuple[Path, Path]:
+    """Write ``<stem>.json`` (everything, records included) and ``<stem>.md`` into ``out_dir``; return them."""
     out_dir = Path(out_dir)
-    json_path, md_path = out_dir / "results.json", out_dir / "results.md"
+    json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
     json_path.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     md_path.write_text(markdown_acceptance(results), encoding="utf-8")
     return json_path, md_path

@@ -22,6 +22,8 @@ from gemrag.eval.acceptance_cli import (
     JudgeModelOpt,
     RunsOpt,
     SeedOpt,
+    SheetOpt,
+    VerdictsOpt,
     acceptance_command,
 )
 from gemrag.progress import rich_progress
@@ -120,6 +122,8 @@ def eval_command(
     seed: SeedOpt = 0,
     judge_model: JudgeModelOpt = None,
     judge_base_url: JudgeBaseUrlOpt = None,
+    sheet: SheetOpt = None,
+    verdicts: VerdictsOpt = None,
 ) -> None:
     """Evaluate retrieval strategies side by side on a dataset (same chunks, embeddings, LLM and budget):
     accuracy / F1 / EM / Recall@k with bootstrap intervals, tokens, build time and latency, paired
@@ -143,8 +147,11 @@ def eval_command(
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
             skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
             skip |= {"--workers": workers != 1}
-            opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url}
+            opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url, "sheet": sheet, "verdicts": verdicts}
             return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
+        dog_only = [f for f, v in (("--sheet", sheet), ("--verdicts", verdicts)) if v is not None]
+        if dog_only:
+            raise ConfigError(f"{', '.join(dog_only)} only apply to the cmu_dog acceptance test")
         results = run_eval(
             kind,
             path,
