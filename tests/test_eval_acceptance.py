@@ -26,7 +26,7 @@ from gemrag.eval.judge import Judge, judge_settings
 from gemrag.eval.loaders.cmu_dog import load_cmu_dog
 from gemrag.eval.plan import plan_runs
 from gemrag.memory import Memory
-from gemrag.models.acceptance_prompts import Verdict
+from gemrag.models.acceptance_prompts import GO_ON, Verdict, clean_reply, reply_prompt
 from gemrag.models.base import Completion, Message, Usage
 from realparts import require_real
 
@@ -110,11 +110,11 @@ class DogLLM(ScriptedLLM):
             if self.interrupt_after is not None and self.calls >= self.interrupt_after:
                 raise KeyboardInterrupt
             self.calls += 1
-            user = messages[1]["content"]
-            context = _field(user, "Context:\n", "\n\nConversation so far:")
+            context = system.split("Context:\n", 1)[1]
             text = f"GEN{len(self.replies)} " + " ".join(context.split()[1:5])
-            self.replies.append({"prompt": user, "text": text, "seed": kw.get("seed"), "temp": kw.get("temperature")})
-            return Completion(text, None, usage)
+            chat = "\n".join(f"{m['role']}: {m['content']}" for m in messages[1:])  # the transcript as chat turns
+            self.replies.append({"prompt": chat, "text": text, "seed": kw.get("seed"), "temp": kw.get("temperature")})
+            return Completion(f"You: {text}\nStranger: a line the speaker must not say", None, usage)
         if system.startswith("You are a psychology major"):
             self.calls += 1
             q = messages[1]["content"].split("Now, given", 1)[1]
@@ -231,9 +231,17 @@ def test_replay_generates_only_the_readers_turns_with_error_correction(
     assert all(reply["seed"] == 7 and reply["temp"] > 0 for reply in llm.replies)
     # error correction: each later prompt holds the real earlier replies and none of the generated ones
     last = llm.replies[2]["prompt"]
-    assert "You: Ada Stone plays Mira Holt." in last and "Stranger: who is in it?" in last
+    # the transcript is a chat session: the stranger's turns are user messages, the speaker's own assistant ones
+    assert last.splitlines() == [  # history=3: the last three real turns, then the speaker is asked to go on
+        "assistant: Harbour Lights, a 2011 adventure.",
+        "user: who is in it?",
+        "assistant: Ada Stone plays Mira Holt.",
+        f"user: {GO_ON}",
+    ]
+    assert llm.replies[0]["prompt"].splitlines() == ["user: hi, what movie is it?"]
     assert not any(reply["text"] in later["prompt"] for reply in llm.replies for later in llm.replies)
-    assert "hi, what movie" not in last.split("Conversation so far:")[1]  # history=3 keeps the last three turns
+    # the speaker labels the model wrote are gone, and so is the stranger's line it went on to write
+    assert [r["generated"] for r in records] == [reply["text"] for reply in llm.replies]
     # the judge saw each generated reply against the real one
     assert [j["candidate"] for j in llm.judged] == [r["generated"] for r in records]
     assert [j["correct"] for j in llm.judged] == [r["real"] for r in records]
@@ -372,3 +380,19 @@ def test_hand_labels_resolve_to_real_turns() -> None:
     items = module.resolve(module.LABELS, data / "cmu_dog" / "valid.jsonl")
     assert all(i["real"].startswith(i["real_starts"]) and i["content"] and i["dialogue1"] for i in items)
     assert items[0]["dialogue1"] == "was it good?"
+
+
+def test_reply_prompt_merges_a_speakers_consecutive_turns() -> None:
+    messages = reply_prompt("Harbour Lights", ["p1", "p2"], [(False, "hi"), (False, "seen it?"), (True, "Yes.")])
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[1]["content"] == "hi\nseen it?" and messages[3]["content"] == GO_ON
+    assert messages[0]["content"].endswith("Context:\n[1] p1\n\n[2] p2")
+    assert reply_prompt("M", [], [(True, "a"), (False, "b")])[-1] == {"role": "user", "content": "b"}
+
+
+def test_clean_reply_keeps_the_speakers_own_words() -> None:
+    assert clean_reply("Stranger: tell me more? You: It stars  Ryan Gosling.") == "It stars Ryan Gosling."
+    assert clean_reply("You: Yes! I loved it.\nStranger: me too") == "Yes! I loved it."
+    assert clean_reply("Plain reply. Stranger: x") == "Plain reply."
+    assert clean_reply("Stranger: only theirs") == "only theirs"
+    assert clean_reply("Me:  fine\n") == "fine" and clean_reply("  ") == ""

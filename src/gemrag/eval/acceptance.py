@@ -39,7 +39,7 @@ from gemrag.eval.loaders.cmu_dog import DogConversation, DogCorpus, load_cmu_dog
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.report import JsonlAppender, check_fingerprint, read_jsonl
 from gemrag.memory import Memory
-from gemrag.models.acceptance_prompts import reply_prompt
+from gemrag.models.acceptance_prompts import clean_reply, reply_prompt
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.cache import CachedLLM
 from gemrag.models.factory import build_embedder, build_llm
@@ -151,7 +151,7 @@ def replay(
                 messages, max_tokens=REPLY_MAX_TOKENS, temperature=settings.temperature, seed=seed
             )
             rec["reply_seconds"] = time.perf_counter() - start
-            rec["generated"] = " ".join(completion.text.split())
+            rec["generated"] = clean_reply(completion.text)
         except (GemragError, ValueError) as exc:
             if isinstance(exc, GemragError) and is_fatal(exc):
                 raise
