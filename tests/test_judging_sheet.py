@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from fakes import HashEmbedder
 from gemrag.config import Config
 from gemrag.errors import InputError
-from gemrag.eval.acceptance import AcceptanceSettings, run_acceptance
+from gemrag.eval.acceptance import NOT_JUDGED, AcceptanceSettings, run_acceptance
 from gemrag.eval.judging_sheet import KEY_FILE, apply_verdicts, read_verdicts
 from test_eval_acceptance import SCENE, DogLLM, cli_app, write_dog
 
@@ -123,3 +123,13 @@ def test_cli_sheet_and_verdicts(tmp_path: Path, dog: Path, config: Config, monke
     assert bad.exit_code != 0 and "lacks" in bad.output and "Traceback" not in bad.output
     other = CliRunner().invoke(cli_app(), ["eval", "musique", str(dog), "--sheet", str(sheet), "-q"])
     assert other.exit_code == 2 and "only apply to the cmu_dog" in other.output
+
+
+def test_judge_model_none_generates_replies_only(tmp_path: Path, dog: Path, config: Config) -> None:
+    llm, sheet = DogLLM(), tmp_path / "sheet.jsonl"
+    res = _run(dog, config, tmp_path / "out", llm, judge_model="none", sheet=sheet)
+    assert not llm.judged and len(llm.replies) > 0  # nothing was judged, every reply generated
+    assert res["models"]["judge"] == "none (replies left unjudged)"
+    assert all(r["verdict"] is None and r["judge_error"] == NOT_JUDGED for r in res["records"])
+    assert res["means"]["dense"]["unjudged"] == 5 and res["means"]["dense"]["choke"] == 0
+    assert len(_lines(sheet)) == 2 * 2 * 5

@@ -47,6 +47,10 @@ from gemrag.strategies.base import ProgressFactory, no_progress
 
 __all__ = ["DEFAULT_STRATEGIES", "AcceptanceSettings", "reply_turns", "replay", "run_acceptance", "section_read"]
 
+#: ``--judge-model none``: generate the replies only, for a judge outside gemrag (:mod:`gemrag.eval.judging_sheet`).
+NO_JUDGE = "none"
+#: ``judge_error`` of a reply generated with no judge.
+NOT_JUDGED = "not judged (--judge-model none)"
 DEFAULT_STRATEGIES = "hlgraph,hlgraph[ranked=false],hlgraph[directional=false],dense,full,gem"
 #: Sampling temperature of the in-character replies (runs differ by their seed only through it).
 REPLY_TEMPERATURE = 0.7
@@ -91,7 +95,7 @@ def section_read(doc: Document, conv: DogConversation, i: int) -> str:
 def replay(
     mem: Memory,
     run: RunSpec,
-    judge: Judge,
+    judge: Judge | None,
     conv: DogConversation,
     doc: Document,
     *,
@@ -103,7 +107,8 @@ def replay(
 
     Args:
         mem: the memory holding ``doc``, with ``run.strategy`` built.
-        judge: the judge (its LLM may be ``mem.llm()``).
+        judge: the judge (its LLM may be ``mem.llm()``); None leaves every reply unjudged, for a judge outside
+            gemrag (:mod:`gemrag.eval.judging_sheet`).
         run_index: the run number ``r``; the replies are sampled with seed ``settings.seed + r``.
         skip: ``skip(i)`` true -> turn ``i`` is already recorded (a resumed run): not generated again.
 
@@ -159,6 +164,10 @@ def replay(
             rec.setdefault("retrieval_seconds", time.perf_counter() - start)
             yield rec
             continue
+        if judge is None:
+            rec["judge_error"] = NOT_JUDGED
+            yield rec
+            continue
         verdict = judge.classify(section_read(doc, conv, i), dialogue1, rec["generated"], turn.text)
         rec["verdict"], rec["judge_error"] = verdict.verdict, verdict.error
         yield rec
@@ -179,7 +188,9 @@ class _Acceptance:
         embedder: Embedder,
         judge_llm: LLM | None,
         progress: ProgressFactory,
+        no_judge: bool = False,
     ) -> None:
+        self.no_judge = no_judge
         self.corpus, self.runs, self.out_dir, self.settings = corpus, runs, out_dir, settings
         self.llm, self.embedder, self.judge_llm, self.progress = llm, embedder, judge_llm, progress
         self.records = read_jsonl(out_dir / "records.jsonl")
@@ -217,7 +228,7 @@ class _Acceptance:
             if doc.text.strip():
                 mem.add_text(doc.text, doc.title, source=doc.id)
             judge_llm = CachedLLM(self.judge_llm, mem.store, mem.meter) if self.judge_llm is not None else mem.llm()
-            judge = Judge(judge_llm)
+            judge = None if self.no_judge else Judge(judge_llm)
             for run in runs:
                 if not todo[run.name]:
                     continue
@@ -270,7 +281,8 @@ def run_acceptance(
         out_dir: where ``memories/``, ``records.jsonl``, ``run.json`` and ``results.{json,md}`` go.
         settings: budget, runs, seed, history and temperature (:class:`AcceptanceSettings`).
         conversations: conversation ids to replay (file order; default all), then the first ``limit`` of them.
-        judge_model, judge_base_url: the judge (:func:`gemrag.eval.judge.judge_settings`; default the LLM).
+        judge_model, judge_base_url: the judge (:func:`gemrag.eval.judge.judge_settings`; default the LLM);
+            ``judge_model="none"`` judges nothing (every reply unjudged; judge them with ``sheet`` / ``verdicts``).
         llm, embedder, judge_llm: backends to use instead of the configured ones (tests inject doubles).
         progress: progress-bar factory (``progress(description, total)``).
         write_report: write ``results.json`` / ``results.md`` at the end.
@@ -299,8 +311,11 @@ def run_acceptance(
     out.mkdir(parents=True, exist_ok=True)
     emb = embedder or build_embedder(config.embedder)
     llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
-    judging = judge_settings(config, judge_model, judge_base_url)
-    if judge_llm is not None:
+    no_judge = judge_base_url is None and (judge_model or "").strip().lower() == NO_JUDGE
+    judging = None if no_judge else judge_settings(config, judge_model, judge_base_url)
+    if no_judge:
+        judge_label = "none (replies left unjudged)"
+    elif judge_llm is not None:
         judge_label = judge_llm.model_id
     else:
         judge_label = f"{judging.provider}:{judging.model}" if judging else f"{llm_label} (the evaluation LLM)"
@@ -321,7 +336,7 @@ def run_acceptance(
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
     judge_backend = judge_llm or (LazyLLM(lambda: build_llm(judging, config.cache_dir)) if judging else None)
     backends: tuple[Any, Any, Any] = (shared, emb, judge_backend)
-    runner = _Acceptance(corpus, runs, out, settings, *backends, progress or no_progress)
+    runner = _Acceptance(corpus, runs, out, settings, *backends, progress or no_progress, no_judge=no_judge)
     runner.run()
     names = [r.name for r in runs]
     keep = {(c.id, i) for c in corpus.conversations for i in reply_turns(c)}

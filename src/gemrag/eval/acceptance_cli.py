@@ -36,7 +36,8 @@ JudgeModelOpt = Annotated[
     typer.Option(
         "--judge-model",
         help="cmu_dog: the judge; with --judge-base-url a served model name, else an embedded model "
-        "(qwen2.5-coder-0.5b, a .gguf path). Default: the evaluation's LLM.",
+        "(qwen2.5-coder-0.5b, a .gguf path); none: no judge (replies only, for --sheet). Default: the "
+        "evaluation's LLM.",
     ),
 ]
 JudgeBaseUrlOpt = Annotated[
