@@ -406,3 +406,27 @@ def test_ablation_memories_reuse_the_base_memory_cache(tmp_path: Path, config: C
     index = {(e["group"], e["strategy"]): e for e in res.index}
     assert index[("light", "gem[eigen=1]")]["prompt_tokens"] > 0
     assert index[("light", "gem[eigen=1]")]["summary_nodes"] == 1
+
+
+def test_a_build_resumed_after_an_interrupt_costs_what_an_uninterrupted_one_does(
+    tmp_path: Path, config: Config
+) -> None:
+    """The calls an interrupted build made (committed, so not repeated on resume) stay in the build's cost."""
+    path = quality_file(tmp_path)
+    kwargs: dict[str, Any] = {"config": config, "budget": 2, "plots": False, "answer": False}
+    whole = run_eval(
+        "quality", path, ["gem"], llm=ScriptedLLM(), embedder=HashEmbedder(), out_dir=tmp_path / "a", **kwargs
+    )
+    out = tmp_path / "b"
+    with pytest.raises(KeyboardInterrupt):  # stops inside the first memory's utility questions
+        run_eval(
+            "quality", path, ["gem"], llm=ScriptedLLM(interrupt_after=2), embedder=HashEmbedder(), out_dir=out, **kwargs
+        )
+    resumed_llm = ScriptedLLM()
+    resumed = run_eval("quality", path, ["gem"], llm=resumed_llm, embedder=HashEmbedder(), out_dir=out, **kwargs)
+    keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls")
+    expected = {e["group"]: {k: e[k] for k in keys} for e in whole.index}
+    assert resumed_llm.calls < sum(e["llm_calls"] for e in whole.index)  # the resumed run repeated nothing...
+    assert {e["group"]: {k: e[k] for k in keys} for e in resumed.index} == expected  # ...yet costs the whole build
+    attempts = [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()]
+    assert [a["run"] for a in attempts] == ["gem"] * 3  # the interrupted attempt, its resumption, the 2nd memory

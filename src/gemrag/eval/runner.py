@@ -10,6 +10,8 @@ Every finished (question, strategy) result is appended at once to ``out_dir/reco
 what is there (and the memories' LLM caches make re-indexing free), so an interrupted evaluation resumes.
 ``out_dir/index.jsonl`` keeps the first measurement of each build (seconds, tokens); a run rebuilding another
 run's build in the same memory carries that build's cost, ``shared_with`` and its own ``rebuild`` measurement.
+A build interrupted in one invocation and completed in a later one counts the model calls of both
+(``out_dir/attempts.jsonl``, :mod:`gemrag.eval.attempts`).
 
 Latency is the retrieval alone: before the timed questions, each strategy retrieves a warm-up question
 (loading its structures) and the questions' vectors are embedded once and cached, so no strategy profits
@@ -36,6 +38,7 @@ from typing import Any
 
 from gemrag.config import Config
 from gemrag.errors import ConfigError
+from gemrag.eval.attempts import BuildAttempts, add_earlier
 from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup, load_dataset
@@ -129,6 +132,7 @@ class _Runner:
         self.index = read_jsonl(out_dir / "index.jsonl")
         self.done = {(r["question_id"], r["strategy"]) for r in self.records}
         self.indexed = {(r["group"], r["strategy"]) for r in self.index}
+        self.attempts = BuildAttempts(out_dir / "attempts.jsonl")
 
     def run(self) -> None:
         records, index = JsonlAppender(self.out_dir / "records.jsonl"), JsonlAppender(self.out_dir / "index.jsonl")
@@ -142,6 +146,7 @@ class _Runner:
         finally:
             records.close()
             index.close()
+            self.attempts.close()
 
     def _unit(self, group: QuestionGroup, runs: list[RunSpec], records: JsonlAppender, index: JsonlAppender) -> None:
         gid = _group_id(group)
@@ -161,12 +166,14 @@ class _Runner:
             for run in runs:
                 if not pending[run.name]:
                     continue
+                earlier = self.attempts.start(directory.name, run.name, mem.store)  # an interrupted build's part
                 with tap.measure(all_threads=True) as cost:
                     report = mem.index(strategy=run.strategy)
                 if (gid, run.name) not in self.indexed:
-                    entry = {"group": gid, "memory": directory.name, "strategy": run.name, "seconds": report.seconds}
-                    entry |= cost | {"chunks": report.chunks, "summary_nodes": report.summary_nodes}
-                    entry |= self._shared_build(directory.name, run.strategy, cost)
+                    measured, seconds = add_earlier(cost, report.seconds, earlier)
+                    entry = {"group": gid, "memory": directory.name, "strategy": run.name, "seconds": seconds}
+                    entry |= measured | {"chunks": report.chunks, "summary_nodes": report.summary_nodes}
+                    entry |= self._shared_build(directory.name, run.strategy, measured)
                     entry["base_strategy"] = run.strategy
                     index.write(entry)
                     self.index.append(entry)

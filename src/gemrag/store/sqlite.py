@@ -411,6 +411,29 @@ class Store(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin):
         keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "seconds", "calls", "cached")
         return {r[0]: dict(zip(keys, r[1:], strict=True)) for r in rows}
 
+    def usage_mark(self) -> int:
+        """The id of the last usage row (0 for none): rows logged later have larger ids (see :meth:`usage_after`)."""
+        rows = self._query("SELECT COALESCE(MAX(id), 0) FROM usage")
+        return int(rows[0][0])
+
+    def usage_after(self, mark: int, upto: int | None = None, phase: str = "index") -> dict[str, float]:
+        """Costs of the ``phase`` rows with ``mark < id <= upto`` (no upper bound when ``upto`` is None), cache
+        hits counted with their original tokens: ``prompt_tokens`` and ``completion_tokens`` of LLM rows,
+        ``embedding_tokens`` of embedding rows, ``llm_calls`` (LLM rows), ``llm_cached`` (LLM cache hits), and
+        ``first_at`` / ``last_at`` (Unix seconds of the first and last row; 0.0 when there is none)."""
+        rows = self._query(
+            "SELECT COALESCE(SUM(CASE WHEN kind = 'llm' THEN prompt_tokens END), 0),"
+            " COALESCE(SUM(CASE WHEN kind = 'llm' THEN completion_tokens END), 0),"
+            " COALESCE(SUM(CASE WHEN kind = 'embed' THEN embedding_tokens END), 0),"
+            " COALESCE(SUM(kind = 'llm'), 0), COALESCE(SUM(CASE WHEN kind = 'llm' THEN cached END), 0),"
+            " COALESCE(MIN(at), 0.0), COALESCE(MAX(at), 0.0)"
+            " FROM usage WHERE phase = ? AND id > ? AND id <= ?",
+            (phase, mark, upto if upto is not None else 2**62),
+        )
+        keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls", "llm_cached")
+        keys += ("first_at", "last_at")
+        return dict(zip(keys, rows[0], strict=True))
+
     def record_failure(self, phase: str, node_id: int | None, message: str) -> None:
         """Record a failure (e.g. malformed model output after all retries) for ``gemrag info`` (skipped when
         read-only)."""
