@@ -89,8 +89,8 @@ def _hlgraph_memory(text: str) -> dict[str, Any]:
 
 
 def _chat_reply(request: str) -> str:
-    """The scripted character's reply: its first memory (without the ``[1]`` mark), else that it remembers
-    nothing."""
+    """The scripted character's reply to a chat whose system message is ``request``: its first memory (without
+    the ``[1]`` mark), else that it remembers nothing."""
     memories = request.split("Your memories:\n", 1)[1].split("\n\n")[0]
     if not memories.startswith("[1] "):
         return "I do not remember."
@@ -182,9 +182,9 @@ class ScriptedLLM:
             text = json.dumps({"questions": qs})
             return Completion(text, json.loads(text), usage)
         system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
-        if system.startswith("You are ") and "Stay in character" in system:  # gemrag chat
-            self.prompts[-1] = prompt = messages[-1]["content"]
-            return Completion(_chat_reply(prompt), None, usage)
+        if system.startswith("You are ") and "Stay in character" in system:  # gemrag chat: memories in the system
+            self.prompts[-1] = messages[-1]["content"]
+            return Completion(_chat_reply(system), None, usage)
         if system.startswith("You extract named entities") and len(messages) >= 4:  # OpenIE, one-shot turns
             self.prompts[-1] = prompt = messages[3]["content"]
             text = json.dumps({"named_entities": _names(prompt.split('"""')[1])})

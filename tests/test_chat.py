@@ -87,9 +87,11 @@ def test_retrieval_every_turn_recalls_an_early_fact(tmp_path: Path, config: Conf
         reply = chat.turn("What is my sister called?")
         assert "Marguerite" in reply  # the scripted character repeats its first memory
         assert "turn 1," in chat.last_hits[0].text and len(chat.last_hits) <= 2
-        last = _chat_calls(llm)[-1]
-        assert "Marguerite" in last[-1]["content"]  # the recalled memory is in the prompt...
-        assert not any("Marguerite" in m["content"] for m in last[:-1])  # ...not in the verbatim history
+        system, *turns = _chat_calls(llm)[-1]
+        memories = system["content"].split("Your memories:\n", 1)[1]
+        assert memories.startswith("[1] [turn 1, ") and "Marguerite" in memories  # recalled into the prompt...
+        assert not any("Marguerite" in m["content"] for m in turns)  # ...not in the verbatim history
+        assert turns[-1] == {"role": "user", "content": "What is my sister called?"}  # the message alone, last
 
 
 def test_persona_and_history_in_the_prompt(tmp_path: Path, config: Config) -> None:
@@ -101,10 +103,12 @@ def test_persona_and_history_in_the_prompt(tmp_path: Path, config: Config) -> No
         chat.turn("And your crew?")
         system, *rest = _chat_calls(llm)[-1]
         assert system["role"] == "system"
-        assert system["content"].startswith("You are Captain Ahab.") and "You hunt a white whale." in system["content"]
+        assert system["content"].startswith("You are Captain Ahab, talking with User.")
+        assert "You hunt a white whale." in system["content"]
+        assert "Your memories:\n[1] [turn 1, " in system["content"]  # the recalled exchange
         assert [m["role"] for m in rest] == ["user", "assistant", "user"]  # history = 1 exchange, then the message
         assert rest[0]["content"] == "Where is your ship?"
-        assert rest[-1]["content"].endswith("User says to you: And your crew?")
+        assert rest[-1]["content"] == "And your crew?"
         recalled = " ".join(h.text for h in chat.last_hits)
         assert "Hello there." in recalled and "Where is your ship?" not in recalled  # shown verbatim: not recalled
 

@@ -7,19 +7,17 @@ the final question recalls two memories and gets up to 40 tokens. No exchange is
 reply can only name the fact through the memory.
 
 Measured 2026-11-23 on the 2-vCPU VM under load (load average 6-8 from other evaluations): 1246 s, of which
-1235 s in 52 LLM calls (10,733 prompt tokens, about 206 per turn, of which the system message, about 110 tokens
-by estimate, is a reused prefix; 420 completion tokens); reply "My sister's name is Marguerite.". On an idle VM
-the documented raw 0.5B rates (docs/llm_speed.md: 45 prompt / 20.8 generated tokens/s) give about 2-2.5 minutes
-with the prefix reused, 4.3 without (not measured idle).
+1235 s in 52 LLM calls (10,733 prompt tokens, about 206 per turn; 420 completion tokens). With one thread beside
+two evaluation processes (2026-11-24): 96-98 s per session.
 
-**Fragile, so the turn date is fixed.** The test passed while the clock said 2026-11-23 and failed the next day: each
-stored exchange carries its date, so the date changes every later prompt, and the greedy 0.5B reply with it. With
-the dates fixed (2026-11-24: measured on the real clock), it passed for 1 of 4 dates (2026-11-23) and failed for
-2026-11-24, 2026-01-15 and 2025-06-01, answering "I'm sorry, but I don't remember." although the fact's chunk was
-retrieved. The cause seen: at turn 1 the model answers the fact with "I'm sorry, but I don't" (the 8-token reply
-is stored with the fact), and at the question it copies its own refusal. The retrieval assertion holds for every
-date; the reply assertion holds only for the fixed one. Making the 0.5B persona acknowledge a stated fact is open
-(issue 12).
+**The turn date.** Each stored exchange carries its date, so the date changes every later prompt and the greedy
+0.5B reply with it; the test fixes it so that a run is reproducible. With gemrag's first prompt layout (the
+memories in the last user message) the test passed for 1 of 4 dates (2026-11-23, 2026-11-24, 2026-01-15,
+2025-06-01): for the others the model continued a recalled small-talk reply ("The sea is a beautiful, and soup")
+although the fact's exchange was recalled first. With the memories in the system message and the user's message
+alone as the last turn (:mod:`gemrag.models.chat_prompts`) it answered "My sister's name is Marguerite." for all
+four dates. At turn 1 the 0.5B model still answers the fact with "I'm sorry, but I can't" (the 8-token reply is
+stored with the fact); the reply at turn 52 names the fact all the same.
 """
 
 from __future__ import annotations
@@ -46,8 +44,7 @@ TOPICS = [
     "horses", "songs", "the dawn", "cliffs", "wool", "nets", "owls", "ink", "sails", "the village",
 ]  # fmt: skip
 QUESTION = "What is my sister's name?"
-#: Fixed turn date. The 0.5B reply depends on it: on 2026-11-24 the test failed ("I'm sorry, but I don't
-#: remember.") with the fact's chunk retrieved, and with 2026-01-15 and 2025-06-01 as well; it passes with this one.
+#: Fixed turn date, so that a run is reproducible (the 0.5B reply depends on it; passed for each of the 4 dates tried).
 TODAY = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
