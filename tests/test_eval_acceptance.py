@@ -356,6 +356,8 @@ def test_cli_eval_cmu_dog(tmp_path: Path, dog: Path, config: Config, monkeypatch
     assert {r["seed"] for r in records} == {4, 5}
     bad = CliRunner().invoke(cli_app(), ["eval", "cmu_dog", str(dog), "--ablation", "eigen=1", "-q"])
     assert bad.exit_code == 2 and "--ablation" in bad.output and "Traceback" not in bad.output
+    merged = CliRunner().invoke(cli_app(), ["eval", "cmu_dog", str(dog), "--merge", str(out), "-q"])
+    assert merged.exit_code == 2 and "--merge" in merged.output and "Traceback" not in merged.output
     shown = CliRunner().invoke(cli_app(), ["eval", "--help"], env={"COLUMNS": "200"})
     assert all(flag in shown.output for flag in ("--judge-base-url", "--judge-model", "--runs", "--seed"))
 

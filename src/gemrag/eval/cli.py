@@ -100,6 +100,15 @@ def eval_command(
     reference: Annotated[
         str | None, Opt("--reference", help="Run the paired bootstrap compares with (default gem, else the first).")
     ] = None,
+    merge: Annotated[
+        list[Path] | None,
+        Opt(
+            "--merge",
+            help="Another output directory of the same evaluation (same configuration; other --strategies or "
+            "--documents run in another process): its records and builds are added to --out and not recomputed "
+            "(repeatable).",
+        ),
+    ] = None,
     config: Annotated[Path | None, Opt("--config", help="TOML config file (default ./gemrag.toml).")] = None,
     set_: Annotated[
         list[str] | None,
@@ -146,7 +155,7 @@ def eval_command(
             opts = {"budget": budget, "runs": runs, "seed": seed, "limit": limit, "documents": documents}
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
             skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
-            skip |= {"--workers": workers != 1}
+            skip |= {"--workers": workers != 1, "--merge": bool(merge)}
             opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url, "sheet": sheet, "verdicts": verdicts}
             return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
         dog_only = [f for f, v in (("--sheet", sheet), ("--verdicts", verdicts)) if v is not None]
@@ -171,6 +180,7 @@ def eval_command(
             dataset_options={"per_question_corpus": True} if per_question_corpus else None,
             plots=not no_plots,
             reference=reference,
+            merge=merge or (),
         )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")

@@ -43,6 +43,7 @@ from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup, load_dataset
 from gemrag.eval.evidence import ChunkSpans, question_evidence
+from gemrag.eval.merge import merge_outputs
 from gemrag.eval.metrics import recall_at_k
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.report import (
@@ -348,6 +349,7 @@ def run_eval(
     write_report: bool = True,
     plots: bool = True,
     reference: str | None = None,
+    merge: Sequence[str | Path] = (),
 ) -> EvalResults:
     """Evaluate ``strategies`` (and a gem ablation) on a dataset file; resumable.
 
@@ -372,6 +374,9 @@ def run_eval(
         reference: the run the paired bootstrap compares the others with (default gem if evaluated, else the
             first run).
         write_report, plots: write ``results.json`` / ``results.md`` and the PNG plots at the end.
+        merge: output directories of the same evaluation run elsewhere (other strategies or documents, same
+            configuration): their records and build measurements are added to ``out_dir`` first and not
+            recomputed (:func:`gemrag.eval.merge.merge_outputs`).
 
     Returns:
         :class:`EvalResults`; each record holds ``question_id``, ``strategy``, ``setting``, ``context`` (node
@@ -384,7 +389,8 @@ def run_eval(
         (:mod:`gemrag.eval.categories`), and the answer prompt allows "not mentioned".
 
     Raises:
-        ConfigError: unknown dataset kind, strategy or ablation parameter; an out dir of another configuration.
+        ConfigError: unknown dataset kind, strategy or ablation parameter; an out dir or a ``merge`` dir of
+            another configuration.
         InputError: the dataset file is missing or malformed.
         GemragError: a model cannot be loaded, or a memory cannot be used.
     """
@@ -407,18 +413,18 @@ def run_eval(
     emb = embedder or build_embedder(config.embedder)
     llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
     gem = {k: v for k, v in config.gem.model_dump(mode="json").items() if k != "budget"}
-    check_fingerprint(
-        out,
-        {
-            "dataset": f"{dataset.kind}:{dataset.name}",
-            "budget": budget,
-            "answer": answer,
-            "embedder": emb.model_id,
-            "llm": llm_label,
-            "gem": gem,
-            **({"sections": config.sections} if config.sections else {}),  # other strategies' settings
-        },
-    )
+    fingerprint = {
+        "dataset": f"{dataset.kind}:{dataset.name}",
+        "budget": budget,
+        "answer": answer,
+        "embedder": emb.model_id,
+        "llm": llm_label,
+        "gem": gem,
+        **({"sections": config.sections} if config.sections else {}),  # other strategies' settings
+    }
+    check_fingerprint(out, fingerprint)
+    if merge:
+        merge_outputs(out, merge, fingerprint)
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
     serialize = llm is None and config.llm.provider == "llama_cpp"
     runner = _Runner(dataset, runs, out, budget, answer, workers, progress or no_progress, shared, emb, serialize)  # type: ignore[arg-type]
