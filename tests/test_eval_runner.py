@@ -15,7 +15,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag.config import Config
 from gemrag.errors import ConfigError, InputError
 from gemrag.eval import runner as runner_module
-from gemrag.eval.cli import eval_command, parse_ablation
+from gemrag.eval.cli import eval_command, parse_ablation, parse_documents
 from gemrag.eval.runner import run_eval
 from gemrag.models.base import Completion, Message
 from gemrag.strategies import register
@@ -493,3 +493,41 @@ def test_merge_joins_evaluations_split_across_output_directories(tmp_path: Path,
             merge=[tmp_path],
             **kwargs,
         )
+
+
+def test_documents_from_a_file_keep_ids_with_commas(
+    tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MuSiQue paragraph titles contain commas ("Chamisal, New Mexico"): ``--documents @FILE`` takes one per line."""
+    monkeypatch.setattr(runner_module, "build_embedder", lambda settings: HashEmbedder())
+    titles = [["Chamisal, New Mexico", "Taos County"], ["Oakford, Illinois", "Lune"]]
+    records = [
+        {
+            "id": f"2hop__{i}",
+            "question": f"Where is {pair[0]}?",
+            "answer": "here",
+            "paragraphs": [
+                {"idx": j, "title": t, "paragraph_text": f"{t} is a place with a river.", "is_supporting": j == 0}
+                for j, t in enumerate(pair)
+            ],
+        }
+        for i, pair in enumerate(titles)
+    ]
+    data = tmp_path / "mh.json"
+    data.write_text(json.dumps(records), encoding="utf-8")
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(titles[1]) + "\n\n", encoding="utf-8")
+    assert parse_documents(f"@{ids}") == titles[1] and parse_documents("a, b,") == ["a", "b"]
+    assert parse_documents(None) is None
+    out = tmp_path / "out"
+    args = ["eval", "musique", str(data), "--per-question-corpus", "--no-answer", "--strategies", "firstchunks"]
+    result = CliRunner().invoke(cli_app(), [*args, "--documents", f"@{ids}", "--out", str(out), "--no-plots", "-q"])
+    assert result.exit_code == 0, result.output
+    assert [r["question_id"] for r in read_records(out)] == ["2hop__1"]  # the question over the listed paragraphs
+    comma = CliRunner().invoke(cli_app(), [*args, "--documents", ",".join(titles[1]), "--out", str(out), "-q"])
+    assert comma.exit_code == 2 and "unknown document id(s) 'Oakford'" in comma.output  # why the file form exists
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n", encoding="utf-8")
+    for bad, message in ((f"@{empty}", "holds no document id"), (f"@{tmp_path / 'none.txt'}", "cannot read")):
+        failed = CliRunner().invoke(cli_app(), [*args, "--documents", bad, "--out", str(out), "-q"])
+        assert failed.exit_code == 2 and message in failed.output and "Traceback" not in failed.output

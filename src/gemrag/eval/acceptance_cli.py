@@ -78,7 +78,7 @@ def acceptance_command(
     Args:
         path: the CMU DoG conversation file.
         strategies: comma-separated strategies (None: :data:`gemrag.eval.acceptance.DEFAULT_STRATEGIES`).
-        options: ``budget``, ``runs``, ``seed``, ``limit``, ``documents`` (comma-separated conversation ids),
+        options: ``budget``, ``runs``, ``seed``, ``limit``, ``documents`` (conversation ids, a list or None),
             ``judge_model``, ``judge_base_url``, ``sheet``, ``verdicts`` (paths or None).
         unsupported: ``{flag: given}`` for the ``gemrag eval`` options that do not apply.
 
@@ -94,7 +94,7 @@ def acceptance_command(
     given = [flag for flag, on in unsupported.items() if on]
     if given:
         raise ConfigError(f"{', '.join(given)} do(es) not apply to the cmu_dog acceptance test")
-    ids = [d.strip() for d in options["documents"].split(",") if d.strip()] if options.get("documents") else None
+    ids = options.get("documents") or None
     results = run_acceptance(
         path,
         split_strategies(strategies if strategies is not None else DEFAULT_STRATEGIES),

@@ -15,7 +15,7 @@ import typer
 
 from gemrag.config import load_config
 from gemrag.console import cli_errors, err
-from gemrag.errors import ConfigError
+from gemrag.errors import ConfigError, InputError
 from gemrag.eval.acceptance_cli import (
     ACCEPTANCE_KINDS,
     JudgeBaseUrlOpt,
@@ -28,7 +28,7 @@ from gemrag.eval.acceptance_cli import (
 )
 from gemrag.progress import rich_progress
 
-__all__ = ["DEFAULT_STRATEGIES", "eval_command", "parse_ablation"]
+__all__ = ["DEFAULT_STRATEGIES", "eval_command", "parse_ablation", "parse_documents"]
 
 DEFAULT_STRATEGIES = "gem,dense,bm25,raptor,full"
 
@@ -53,6 +53,31 @@ def parse_ablation(specs: Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
+def parse_documents(value: str | None) -> list[str] | None:
+    """``--documents``: comma-separated ids, or ``@FILE``, a UTF-8 text file with one id per line (for ids that
+    contain commas, such as MuSiQue's paragraph titles); blank lines and surrounding spaces are ignored.
+
+    Returns:
+        The ids in order, or None when ``value`` is None or empty.
+
+    Raises:
+        InputError: ``@FILE`` cannot be read as UTF-8 text, or holds no id.
+    """
+    if not value:
+        return None
+    if not value.startswith("@"):
+        return [d.strip() for d in value.split(",") if d.strip()] or None
+    path = Path(value[1:])
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--documents {value}: cannot read {path} as UTF-8 text ({exc})") from exc
+    ids = [line.strip() for line in lines if line.strip()]
+    if not ids:
+        raise InputError(f"--documents {value}: {path} holds no document id")
+    return ids
+
+
 def eval_command(
     kind: Annotated[
         str, typer.Argument(help="Dataset kind: quality, qasper, musique, hotpotqa, 2wiki, covid_qa, locomo, cmu_dog.")
@@ -70,7 +95,11 @@ def eval_command(
     limit: Annotated[int | None, Opt(help="Evaluate only the first N questions.")] = None,
     documents: Annotated[
         str | None,
-        Opt("--documents", help="Comma-separated document ids: only the questions over them (e.g. conv-26)."),
+        Opt(
+            "--documents",
+            help="Comma-separated document ids, or @FILE with one id per line: only the questions over them "
+            "(e.g. conv-26).",
+        ),
     ] = None,
     per_category: Annotated[
         int | None,
@@ -152,7 +181,8 @@ def eval_command(
         }
         cfg = load_config(config, overrides, set_)
         if kind.strip().lower() in ACCEPTANCE_KINDS:
-            opts = {"budget": budget, "runs": runs, "seed": seed, "limit": limit, "documents": documents}
+            opts = {"budget": budget, "runs": runs, "seed": seed, "limit": limit}
+            opts["documents"] = parse_documents(documents)
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
             skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
             skip |= {"--workers": workers != 1, "--merge": bool(merge)}
@@ -169,7 +199,7 @@ def eval_command(
             budget=budget,
             limit=limit,
             select={
-                "documents": [d.strip() for d in documents.split(",") if d.strip()] if documents else None,
+                "documents": parse_documents(documents),
                 "per_category": per_category,
             },
             workers=workers,
