@@ -85,10 +85,12 @@ def test_serve_process(tmp_path: Path) -> None:
             assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
             time.sleep(0.2)
         body = {"documents": [{"text": "Alpha's first note.", "title": "note"}]}
-        assert httpx.post(f"{url}/v1/namespaces/alpha/documents", json=body).status_code == 401
-        r = httpx.post(f"{url}/v1/namespaces/alpha/documents", json=body, headers={"X-API-Key": "k-alpha"})
+        wait = 120.0  # httpx's default 5 s timed out on a loaded machine (the first add creates the memory)
+        assert httpx.post(f"{url}/v1/namespaces/alpha/documents", json=body, timeout=wait).status_code == 401
+        key = {"X-API-Key": "k-alpha"}
+        r = httpx.post(f"{url}/v1/namespaces/alpha/documents", json=body, headers=key, timeout=wait)
         assert r.status_code == 201 and (tmp_path / "root" / "alpha" / "memory.sqlite").is_file()
-        assert httpx.get(f"{url}/openapi.json").json()["info"]["title"] == "gemrag"
+        assert httpx.get(f"{url}/openapi.json", timeout=wait).json()["info"]["title"] == "gemrag"
     finally:
         proc.terminate()
         _, stderr = proc.communicate(timeout=30)
