@@ -63,9 +63,12 @@ def child_cli(argv: list[str]) -> None:
 
     log = Path(os.environ["KILL9_CALL_LOG"])
     delay = float(os.environ.get("KILL9_FAKE_DELAY", "0.15"))
+    hold = Path(os.environ["KILL9_HOLD_FILE"]) if os.environ.get("KILL9_HOLD_FILE") else None
 
     class LoggingLLM(ScriptedLLM):
-        """ScriptedLLM that takes ``delay`` s per call and logs each finished call's request digest."""
+        """ScriptedLLM that takes ``delay`` s per call and logs each finished call's request digest; after a
+        logged call it waits while the file ``KILL9_HOLD_FILE`` exists (at most 300 s), so a test can keep a
+        build running until it has observed what it needs."""
 
         def complete(self, messages: Any, **kwargs: Any) -> Any:
             time.sleep(delay)
@@ -75,6 +78,9 @@ def child_cli(argv: list[str]) -> None:
                 fh.write(hashlib.sha256(request.encode()).hexdigest() + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
+            deadline = time.monotonic() + 300
+            while hold is not None and hold.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
             return result
 
     def open_fake(memory: Path, config: Any, quiet: bool) -> Memory:

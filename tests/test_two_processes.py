@@ -21,21 +21,23 @@ REPO = Path(__file__).resolve().parents[1]
 HARNESS = REPO / "benchmarks" / "kill9_index.py"
 
 
-def _env(tmp_path: Path, delay: float) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GEMRAG_")}
+def _env(tmp_path: Path, delay: float, hold: Path | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GEMRAG_") and k != "KILL9_HOLD_FILE"}
     env.update(
         KILL9_CALL_LOG=str(tmp_path / "calls.log"),
         KILL9_FAKE_DELAY=str(delay),
         GEMRAG_PROGRESS="false",
         PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO / "tests")]),
     )
+    if hold is not None:
+        env["KILL9_HOLD_FILE"] = str(hold)
     return env
 
 
-def _gemrag(tmp_path: Path, *argv: str, delay: float = 0.0) -> subprocess.Popen[str]:
+def _gemrag(tmp_path: Path, *argv: str, delay: float = 0.0, hold: Path | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, str(HARNESS), "--child-cli", *argv],
-        env=_env(tmp_path, delay),
+        env=_env(tmp_path, delay, hold),
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -79,7 +81,9 @@ def test_ask_during_a_build_answers_from_the_previous_generation(tmp_path: Path)
     a.write_text(DOC_A, encoding="utf-8")
     b.write_text(DOC_B, encoding="utf-8")
     assert _finish(_gemrag(tmp_path, "index", str(a), "--memory", str(mem), "-q"))[0] == 0
-    builder = _gemrag(tmp_path, "index", str(b), "--memory", str(mem), "-q", delay=3.0)
+    hold = tmp_path / "hold"  # the builder waits after its first logged call until the reader has answered
+    hold.touch()  # (a fixed delay was too short when the reader's start took long on a loaded machine)
+    builder = _gemrag(tmp_path, "index", str(b), "--memory", str(mem), "-q", delay=0.5, hold=hold)
     try:
         deadline = time.monotonic() + 120
         calls = tmp_path / "calls.log"
@@ -94,6 +98,7 @@ def test_ask_during_a_build_answers_from_the_previous_generation(tmp_path: Path)
         texts = _texts(out)
         assert "Marta" not in texts and "Amos" in texts  # generation 1 holds only the lighthouse story
     finally:
+        hold.unlink(missing_ok=True)
         rc_build, out_build = _finish(builder)
     assert rc_build == 0, out_build
     rc, out = _finish(_gemrag(tmp_path, *ask))
