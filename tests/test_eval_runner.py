@@ -435,64 +435,27 @@ def test_a_build_resumed_after_an_interrupt_costs_what_an_uninterrupted_one_does
 def test_merge_joins_evaluations_split_across_output_directories(tmp_path: Path, config: Config) -> None:
     """Two processes, each with some strategies, then one report over both: nothing is recomputed."""
     path = quality_file(tmp_path)
-    kwargs: dict[str, Any] = {"config": config, "budget": 2, "plots": False}
-    gem = run_eval(
-        "quality", path, ["gem"], llm=ScriptedLLM(), embedder=HashEmbedder(), out_dir=tmp_path / "a", **kwargs
-    )
-    first = run_eval(
-        "quality", path, ["firstchunks"], llm=ScriptedLLM(), embedder=HashEmbedder(), out_dir=tmp_path / "b", **kwargs
-    )
+
+    def run(strategies: list[str], out: str, llm: ScriptedLLM, budget: int = 2, merge: Any = ()) -> Any:
+        return run_eval(
+            "quality", path, strategies, llm=llm, embedder=HashEmbedder(), out_dir=tmp_path / out, config=config,
+            budget=budget, plots=False, merge=[tmp_path / m for m in merge],
+        )  # fmt: skip
+
+    gem, first = run(["gem"], "a", ScriptedLLM()), run(["firstchunks"], "b", ScriptedLLM())
     llm = ScriptedLLM()
-    joined = run_eval(
-        "quality",
-        path,
-        ["gem", "firstchunks"],
-        llm=llm,
-        embedder=HashEmbedder(),
-        out_dir=tmp_path / "all",
-        merge=[tmp_path / "a", tmp_path / "b"],
-        **kwargs,
-    )
+    joined = run(["gem", "firstchunks"], "all", llm, merge=["a", "b"])
     assert llm.calls == 0 and not (tmp_path / "all" / "memories").exists()  # nothing built or answered again
     assert len(joined.records) == 8 and len(joined.index) == 4
     for name, alone in (("gem", gem), ("firstchunks", first)):
         assert joined.summary.aggregates[name] == alone.summary.aggregates[name]
-    again = run_eval(  # merging again adds nothing twice
-        "quality", path, ["gem", "firstchunks"], llm=llm, embedder=HashEmbedder(), out_dir=tmp_path / "all",
-        merge=[tmp_path / "a"], **kwargs,
-    )  # fmt: skip
+    again = run(["gem", "firstchunks"], "all", llm, merge=["a"])  # merging again adds nothing twice
     assert len(read_records(tmp_path / "all")) == 8 and len(again.index) == 4
-    run_eval(
-        "quality",
-        path,
-        ["gem"],
-        llm=ScriptedLLM(),
-        embedder=HashEmbedder(),
-        out_dir=tmp_path / "b3",
-        **kwargs | {"budget": 3},
-    )
+    run(["gem"], "b3", ScriptedLLM(), budget=3)
     with pytest.raises(ConfigError, match="another configuration.*budget"):
-        run_eval(
-            "quality",
-            path,
-            ["gem"],
-            llm=llm,
-            embedder=HashEmbedder(),
-            out_dir=tmp_path / "x",
-            merge=[tmp_path / "b3"],
-            **kwargs,
-        )
+        run(["gem"], "x", llm, merge=["b3"])
     with pytest.raises(ConfigError, match="no run.json"):
-        run_eval(
-            "quality",
-            path,
-            ["gem"],
-            llm=llm,
-            embedder=HashEmbedder(),
-            out_dir=tmp_path / "x",
-            merge=[tmp_path],
-            **kwargs,
-        )
+        run(["gem"], "x", llm, merge=["."])
 
 
 def test_documents_from_a_file_keep_ids_with_commas(
