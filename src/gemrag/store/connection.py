@@ -14,12 +14,16 @@ opened with ``immutable=1`` — correct because nobody can change a file in a re
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 from gemrag.errors import DatabaseLockedError, GemragError, ReadOnlyMemoryError
 
 DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a connection waits for another connection's write lock before giving up."""
+
+WAL_RETRY_SECONDS = 0.02
+"""Pause between attempts to switch a database into WAL mode while another connection holds it."""
 
 
 def open_connection(path: Path, *, readonly: bool, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
@@ -49,13 +53,37 @@ def open_connection(path: Path, *, readonly: bool, busy_timeout: float = DEFAULT
             raise GemragError(f"cannot read {path}: {exc}") from exc
     conn = _connect(str(path), busy_timeout)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
+        _enter_wal(conn, busy_timeout)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise translate(exc, path, busy_timeout) from exc
     return conn
+
+
+def _enter_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """Switch the database into WAL mode, retrying for up to ``busy_timeout`` seconds.
+
+    Switching a new database (rollback journal) into WAL needs an exclusive lock, and SQLite answers
+    ``database is locked`` at once, without calling the busy handler, while another connection holds a lock on
+    it: two processes creating the same memory at the same moment met that in about a quarter of tries. Once
+    the database is in WAL mode the pragma is a no-op. (A file system without WAL support keeps the old mode,
+    as SQLite decides; that is not retried.)
+
+    Raises:
+        sqlite3.OperationalError: still locked after ``busy_timeout`` seconds.
+    """
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            locked = "locked" in str(exc).lower() or "busy" in str(exc).lower()
+            if not locked or time.monotonic() >= deadline:
+                raise
+        time.sleep(WAL_RETRY_SECONDS)
 
 
 def _connect(target: str, busy_timeout: float) -> sqlite3.Connection:
