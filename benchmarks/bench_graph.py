@@ -50,9 +50,9 @@ from typing import Any
 import numpy as np
 
 from gemrag.graph.laplacian import adjacency_matrix, normalized_laplacian, symmetrize
-from gemrag.graph.search import PreparedGraph
 from gemrag.graph.similarity import knn_similarity_matrix, similarity_matrix, utility_question_vectors
 from gemrag.graph.spectrum import eigenpairs
+from gemrag.strategies.gem.search import PreparedGraph
 
 DIM = 384
 

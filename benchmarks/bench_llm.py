@@ -81,14 +81,14 @@ MAX_TOKENS: int | None = None  # --max-tokens (smoke runs); None = the build's l
 
 
 def max_tokens() -> int:
-    from gemrag.models.prompts import MAX_QUESTION_CHARS
+    from gemrag.strategies.gem.prompts import MAX_QUESTION_CHARS
 
-    return MAX_TOKENS or (MAX_QUESTION_CHARS // 3 + 8) * M + 16  # as gemrag.strategies.utility_questions
+    return MAX_TOKENS or (MAX_QUESTION_CHARS // 3 + 8) * M + 16  # as gemrag.strategies.gem.utility_questions
 
 
 def requests(texts: list[str]) -> list[Any]:
     from gemrag.models.batch import CompletionRequest
-    from gemrag.models.prompts import utility_questions_prompt, utility_questions_schema
+    from gemrag.strategies.gem.prompts import utility_questions_prompt, utility_questions_schema
 
     schema = utility_questions_schema(M)
     return [CompletionRequest(utility_questions_prompt(t, M), schema, max_tokens()) for t in texts]
@@ -187,7 +187,7 @@ def before_calls(llm: Any, texts: list[str], warm_up: str) -> list[dict[str, Any
     import llama_cpp
     from llama_cpp import Llama
 
-    from gemrag.models.prompts import utility_questions_schema
+    from gemrag.strategies.gem.prompts import utility_questions_schema
 
     old = Llama(
         model_path=str(llm.model_path),

@@ -38,8 +38,8 @@ import numpy as np
 from gemrag import Memory, load_config
 from gemrag.config import Config, GemSettings
 from gemrag.graph.similarity import utility_question_vectors
-from gemrag.strategies.gem_graph import chunk_graph, eigen_selection
-from gemrag.strategies.summaries import summary_members
+from gemrag.strategies.gem.graph import chunk_graph, eigen_selection
+from gemrag.strategies.gem.summaries import summary_members
 
 REPO = Path(__file__).resolve().parents[1]
 DEV = REPO.parent / "shared" / "data" / "quality" / "quality_dev5.jsonl"

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+# The test tree mirrors src/gemrag (tests/strategies/remem/, tests/store/, ...). Test modules import shared helpers
+# (fakes, realparts, paths) and each other's fixtures by module name, so every folder of the tree is importable;
+# test file names are unique across the tree (pytest's default "prepend" import mode requires it).
+_TESTS = Path(__file__).resolve().parent
+for _folder in sorted({p.parent for p in _TESTS.rglob("test_*.py")} | {_TESTS}, reverse=True):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 from fakes import HashEmbedder, ScriptedLLM  # noqa: E402
 from gemrag.config import Config, load_config  # noqa: E402

@@ -16,7 +16,7 @@ from gemrag.config import Config
 from gemrag.errors import ConfigError, ReadOnlyMemoryError
 from gemrag.memory import Memory
 from gemrag.models.base import Completion, Message
-from gemrag.strategies.conversation import parse_turns
+from gemrag.strategies.platform.conversation import parse_turns
 
 CLOCK = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
 FILLER = [f"Tell me about the weather on day {i} at the harbour." for i in range(30)]

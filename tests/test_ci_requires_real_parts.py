@@ -22,8 +22,8 @@ HIDDEN = ["llama_cpp"] + [p for spec in KNOWN_MODELS.values() for p in spec.pack
 TARGETS = [
     "test_integration_real_models.py",
     "test_integration_default_model.py",
-    "test_llama_cpp.py",
-    "test_probe_real.py",
+    "models/test_llama_cpp.py",
+    "models/test_probe_real.py",
 ]
 
 

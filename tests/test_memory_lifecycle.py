@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from pydantic import BaseModel
+from test_strategy_raptor import pca
 from typer.testing import CliRunner
 
 from conftest import STORY
@@ -22,10 +23,9 @@ from gemrag.errors import GemragError, MemoryNotIndexedError
 from gemrag.lifecycle import StaleStrategyWarning
 from gemrag.strategies import register
 from gemrag.strategies.base import StrategyContext
-from gemrag.strategies.common import chunk_hits, chunk_nodes, load_published, publish_arrays
-from gemrag.strategies.raptor import RaptorConfig, RaptorStrategy
+from gemrag.strategies.platform.common import chunk_hits, chunk_nodes, load_published, publish_arrays
+from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 from gemrag.types import Hit
-from test_strategy_raptor import pca
 
 QUESTIONS = [
     "What did the ambassador say about the language of the natives?",

@@ -6,12 +6,12 @@ Driver": a character AI recalls what was said long ago through its RAG memory).
 1. **recall**: the user's message is the query of :meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>` on the
    session's strategy (any registered one; ``hlgraph`` by default), at most ``budget`` hits; hits that are
    exchanges already shown verbatim (step 2) are dropped so they do not crowd out older memories;
-2. **reply**: the LLM answers in character (:func:`gemrag.models.chat_prompts.chat_prompt`: persona, the last
+2. **reply**: the LLM answers in character (:func:`gemrag.chat_prompts.chat_prompt`: persona, the last
    ``history`` exchanges verbatim, the recalled memories, the message);
 3. **remember**: the exchange is stored at once as one document of the memory (:meth:`Memory.add_text
    <gemrag.memory.Memory.add_text>`), so an interrupted session loses nothing already said; its text is two
    dialogue lines ``[turn N, YYYY-MM-DD] <speaker>: <text>`` with the UTC date (the form
-   :mod:`gemrag.strategies.conversation` parses, so REMem's gist strategy reads chats as dialogue), its source
+   :mod:`gemrag.strategies.platform.conversation` parses, so REMem's gist strategy reads chats as dialogue), its source
    ``chat:<persona>#<N>`` and its title ``chat with <persona>, turn N``;
 4. **index** (the batching policy): after every ``index_every`` stored exchanges the memory is indexed
    incrementally for the strategy (:meth:`Memory.index <gemrag.memory.Memory.index>`: only the new exchanges
@@ -34,13 +34,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from gemrag.chat_prompts import chat_prompt
 from gemrag.errors import ConfigError, ReadOnlyMemoryError
 from gemrag.lifecycle import StaleStrategyWarning, needs_build
 from gemrag.memory import Memory
-from gemrag.models.chat_prompts import chat_prompt
 from gemrag.reports import IndexReport
 from gemrag.strategies import available
-from gemrag.strategies.conversation import parse_turns
+from gemrag.strategies.platform.conversation import parse_turns
 from gemrag.types import Hit
 
 __all__ = ["DEFAULT_STRATEGY", "ChatSession", "Exchange", "exchange_source"]
@@ -50,7 +50,7 @@ DEFAULT_STRATEGY = "hlgraph"
 
 _SOURCE = re.compile(r"^chat:(?P<persona>.*)#(?P<turn>\d+)$")
 _NAME = re.compile(r"^[^:\n\[\]]{1,80}$")
-"""A speaker name the dialogue-line form can hold (:data:`gemrag.strategies.conversation.HEADER`)."""
+"""A speaker name the dialogue-line form can hold (:data:`gemrag.strategies.platform.conversation.HEADER`)."""
 
 
 def exchange_source(persona: str, turn: int) -> str:

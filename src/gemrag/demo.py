@@ -15,10 +15,10 @@ from typing import Any
 
 from rich.console import Console
 
+from gemrag.answering import LETTERS
 from gemrag.config import Config
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
-from gemrag.models.prompts import LETTERS
 from gemrag.models.weights import default_cache_dir
 from gemrag.strategies.base import ProgressFactory
 

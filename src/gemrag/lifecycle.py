@@ -7,7 +7,7 @@ removes a document). Every strategy's build records the chunks it covers (:mod:`
   retrieving from a stale strategy warns once (:class:`StaleStrategyWarning`, on stderr), from an unbuilt one
   raises :class:`~gemrag.errors.MemoryNotIndexedError` naming ``gemrag index --strategy X`` (or builds it);
 * deleting a document removes, in ONE transaction with a pruned generation of every built strategy
-  (:mod:`gemrag.strategies.incremental`), the document, its chunks, their artefacts and questions, the derived
+  (:mod:`gemrag.strategies.platform.incremental`), the document, its chunks, their artefacts and questions, the derived
   nodes made from its chunks only, and every edge touching them. No LLM call: what depended on the deleted
   chunks (GEM's eigenvectors and the summaries whose members changed, RAPTOR's clusters) is recomputed by the
   next ``index``, which spends LLM calls only on what changed (cached answers are reused).
@@ -17,18 +17,29 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from gemrag.errors import GemragError
+from gemrag.errors import DamagedMemoryError, GemragError, StaleGenerationError
+from gemrag.store import Store
 from gemrag.store.derived import BuildState
 from gemrag.store.publish import Publication
 from gemrag.strategies import available
-from gemrag.strategies.base import Strategy
-from gemrag.strategies.common import build_models, not_indexed
-from gemrag.strategies.incremental import prune_strategy
+from gemrag.strategies.base import Strategy, StrategyContext
+from gemrag.strategies.platform.common import build_models, not_indexed
+from gemrag.strategies.platform.incremental import prune_strategy
+from gemrag.types import Hit
 
-if TYPE_CHECKING:
-    from gemrag.memory import Memory
+
+class Memory(Protocol):
+    """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): its store, its strategy context,
+    its strategies by name and a build. A protocol, so that lifecycle does not import the memory that uses it."""
+
+    store: Store
+    ctx: StrategyContext
+
+    def get_strategy(self, name: str | None = None) -> Strategy: ...
+
+    def index(self, strategy: str | None = None, *, wait: float | None = None) -> Any: ...
 
 
 class StaleStrategyWarning(UserWarning):
@@ -174,3 +185,28 @@ def delete_document(memory: Memory, document: int | str) -> tuple[dict[str, Any]
         withdraw=withdrawn,
     )
     return doc, len(chunk_ids), len(derived), [p.strategy for p in publications], withdrawn
+
+
+def retrieve_published(
+    ctx: StrategyContext, strategy: Strategy, question: str, budget: int, attempts: int = 3
+) -> list[Hit]:
+    """``strategy.retrieve`` on its last published generation; when a newer generation is published while it is
+    read (the old generation's files removed: :class:`~gemrag.errors.StaleGenerationError`), read the newer one,
+    up to ``attempts`` times in all.
+
+    Raises:
+        DamagedMemoryError: the published generation's files are missing or mismatched and no newer one exists.
+        StaleGenerationError: generations kept changing for all ``attempts``.
+    """
+    for attempt in range(attempts):
+        try:
+            return strategy.retrieve(ctx, question, budget)
+        except StaleGenerationError as exc:  # a newer generation was published while reading: read it
+            if ctx.store.published_generation(exc.strategy or strategy.name) == exc.generation:
+                raise DamagedMemoryError(
+                    f"the memory {ctx.store.directory} is damaged: {exc}, yet no newer generation exists; "
+                    "run `gemrag index` again to rebuild it"
+                ) from exc
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")

@@ -20,35 +20,36 @@ memory whose directory or database cannot be written is opened read-only automat
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from gemrag.answering import LETTERS, answer_question
 from gemrag.config import Config, load_config
-from gemrag.errors import (
-    DamagedMemoryError,
-    IncompatibleMemoryError,
-    ReadOnlyMemoryError,
-    StaleGenerationError,
-    StructuredOutputError,
-)
-from gemrag.ingest import Document, chunk_text, minilm_tokenizer, read_document, read_stdin
+from gemrag.documents import check_compatible, chunk_pending
+from gemrag.errors import ReadOnlyMemoryError
+from gemrag.ingest import Document, read_document, read_stdin
 from gemrag.ingest.loader import decode_text
-from gemrag.lifecycle import DeleteReport, check_ready, delete_document, record_build, strategy_states
+from gemrag.lifecycle import (
+    DeleteReport,
+    check_ready,
+    delete_document,
+    record_build,
+    retrieve_published,
+    strategy_states,
+)
 from gemrag.models.base import LLM, Embedder, Usage
 from gemrag.models.cache import CachedEmbedder, CachedLLM
 from gemrag.models.factory import build_embedder, build_llm
 from gemrag.models.meter import UsageMeter
-from gemrag.models.prompts import LETTERS, ChoiceAnswer, answer_prompt, choice_schema
-from gemrag.models.structured import complete_structured
 from gemrag.reports import Answer, IndexReport
-from gemrag.store import BuildLock, Store
+from gemrag.store import Store, memory_writable
+from gemrag.store.lock import BuildLockHolder
 from gemrag.strategies import StrategyContext, check_config, get_strategy
 from gemrag.strategies.base import ProgressFactory, Strategy, no_progress
-from gemrag.strategies.common import LLM_MODEL_KEY
+from gemrag.strategies.platform.common import LLM_MODEL_KEY
 from gemrag.types import Hit
 
 
@@ -78,14 +79,13 @@ class Memory:
         self.store = store
         self.config = config
         self.build_wait = 0.0
-        self._build_lock: BuildLock | None = None
-        self._build_depth = 0
+        self._lock = BuildLockHolder(store.directory)
         self.meter = UsageMeter(store)
         self._llm_backend = llm
         self._llm: LLM | None = None
         base_embedder = embedder or build_embedder(config.embedder)
         self.embedder = CachedEmbedder(base_embedder, store, self.meter)
-        self._check_compatible()
+        check_compatible(store, self.embedder.model_id, config.gem.chunk_tokens)
         check_config(config)  # every strategy section names a registered strategy and is valid for its model
         self.strategy = get_strategy(config.strategy, config)
         self._strategies = {self.strategy.name: self.strategy}
@@ -126,7 +126,7 @@ class Memory:
             GemragError: the directory is not usable.
         """
         if readonly is None:
-            readonly = not _writable(Path(directory))
+            readonly = not memory_writable(Path(directory))
         store = Store(directory, readonly=readonly)
         try:
             return cls(store, config or load_config(), llm=llm, embedder=embedder, progress=progress)
@@ -144,9 +144,7 @@ class Memory:
         try:
             self.meter.flush()
         finally:
-            if self._build_lock is not None:
-                self._build_lock.release()
-                self._build_lock, self._build_depth = None, 0
+            self._lock.release()
             self.store.close()
 
     def __enter__(self) -> Memory:
@@ -163,24 +161,6 @@ class Memory:
             self._llm = CachedLLM(backend, self.store, self.meter)
             self.ctx.state[LLM_MODEL_KEY] = self._llm.model_id  # recorded in build manifests
         return self._llm
-
-    def _check_compatible(self) -> None:
-        recorded = self.store.get_meta("embedder")
-        if recorded is None:
-            if not self.readonly:
-                self.store.set_meta("embedder", self.embedder.model_id)
-        elif recorded != self.embedder.model_id:
-            raise IncompatibleMemoryError(
-                f"this memory was built with the embedder {recorded!r}, not {self.embedder.model_id!r}; "
-                "open it with the same embedder or index into a new memory directory"
-            )
-        chunked = self.store.get_meta("chunk_tokens")
-        wanted = self.config.gem.chunk_tokens
-        if chunked is not None and chunked != wanted and self.store.nodes("chunk"):
-            raise IncompatibleMemoryError(
-                f"this memory was chunked with {chunked} tokens per chunk, not {wanted}; "
-                "use the same --chunk-tokens or a new memory directory"
-            )
 
     def get_strategy(self, name: str | None = None) -> Strategy:
         """The strategy ``name`` (default: the configured one), instantiated once per Memory with its validated
@@ -230,8 +210,7 @@ class Memory:
         with self._building():
             return self.store.add_document(doc.source, doc.title, doc.text)
 
-    @contextmanager
-    def _building(self, wait: float | None = None) -> Iterator[None]:
+    def _building(self, wait: float | None = None) -> AbstractContextManager[None]:
         """Hold the memory's build lock (re-entrant within this Memory).
 
         Raises:
@@ -242,18 +221,7 @@ class Memory:
             raise ReadOnlyMemoryError(
                 f"the memory {self.store.directory} is open read-only; adding documents and indexing need write access"
             )
-        if self._build_depth == 0:
-            lock = BuildLock(self.store.directory)
-            lock.acquire(self.build_wait if wait is None else wait)
-            self._build_lock = lock
-        self._build_depth += 1
-        try:
-            yield
-        finally:
-            self._build_depth -= 1
-            if self._build_depth == 0 and self._build_lock is not None:
-                self._build_lock.release()
-                self._build_lock = None
+        return self._lock.hold(self.build_wait if wait is None else wait)
 
     # -- indexing --------------------------------------------------------------------------------
     def index(self, strategy: str | None = None, *, wait: float | None = None) -> IndexReport:
@@ -280,7 +248,7 @@ class Memory:
         llm_calls = self.store.llm_cache_counts()[1]
         self.store.remove_unpublished()  # rows and files of a build that was killed before publishing
         with self.meter.phase("index"):
-            new_chunks = self._chunk_new_documents()
+            new_chunks = chunk_pending(self.store, self.config.gem.chunk_tokens)
             chosen = self.get_strategy(strategy)
             published = self.store.published_generation(chosen.name)
             chosen.build(self.ctx)
@@ -293,7 +261,7 @@ class Memory:
             models["llm"] = self._llm.model_id
         self.store.set_meta("models", models)
         self.store.set_meta("params", self.config.gem.model_dump())
-        used = _minus(self.meter.totals.get("index", Usage()), before)
+        used = self.meter.totals.get("index", Usage()) - before
         return IndexReport(
             len(self.store.documents()),
             len(self.store.nodes("chunk")),
@@ -304,19 +272,6 @@ class Memory:
             len(self.store.failures()),
             self.store.llm_cache_counts()[1] - llm_calls,
         )
-
-    def _chunk_new_documents(self) -> int:
-        pending = self.store.unchunked_documents()
-        if not pending:
-            return 0
-        self.store.set_meta("chunk_tokens", self.config.gem.chunk_tokens)
-        tokenizer = minilm_tokenizer()
-        created = 0
-        for doc_id, text in pending:
-            chunks = chunk_text(text, tokenizer, self.config.gem.chunk_tokens)
-            self.store.add_chunks(doc_id, [(" ".join(c.text.split()), c.n_tokens) for c in chunks])
-            created += len(chunks)
-        return created
 
     # -- deleting --------------------------------------------------------------------------------
     def delete(self, document: int | str, *, wait: float | None = None) -> DeleteReport:
@@ -371,18 +326,7 @@ class Memory:
             raise ValueError("budget must be >= 1")
         check_ready(self, chosen, build=build)
         with self.meter.phase("query"):
-            for attempt in range(self.READ_RETRIES):
-                try:
-                    return chosen.retrieve(self.ctx, question, budget)
-                except StaleGenerationError as exc:  # a newer generation was published while reading: read it
-                    if self.store.published_generation(exc.strategy or chosen.name) == exc.generation:
-                        raise DamagedMemoryError(
-                            f"the memory {self.store.directory} is damaged: {exc}, yet no newer generation exists; "
-                            "run `gemrag index` again to rebuild it"
-                        ) from exc
-                    if attempt == self.READ_RETRIES - 1:
-                        raise
-        raise AssertionError("unreachable")
+            return retrieve_published(self.ctx, chosen, question, budget, self.READ_RETRIES)
 
     def ask(
         self,
@@ -407,7 +351,7 @@ class Memory:
         hits = self.retrieve(question, budget, strategy, build=build)
         t1 = time.perf_counter()
         answer = self.answer(question, hits, choices, t1 - t0)
-        answer.usage = _minus(self.meter.totals.get("query", Usage()), before)  # retrieval + answer
+        answer.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
         return answer
 
     def answer(
@@ -419,41 +363,15 @@ class Memory:
         *,
         abstain: bool = False,
     ) -> Answer:
-        """Answer ``question`` from a given context (the LLM gets the context, then the question); ``abstain``:
-        a free-form answer may say the answer is not mentioned (see :func:`~gemrag.models.prompts.answer_prompt`).
-        A free-form question whose retrieval already produced an answer (a hit's ``meta["agent_answer"]``: REMem's
-        tool-using agent, :mod:`gemrag.strategies.agent`) is answered with it, without another LLM call.
+        """Answer ``question`` from a given context: :func:`gemrag.answering.answer_question` with this memory's
+        LLM, meter and store (``abstain``, an agent's answer in a hit, choices: see there).
 
         Raises:
             ValueError: fewer than 2 or more than 10 choices.
         """
-        if choices is not None and not 2 <= len(choices) <= len(LETTERS):
-            raise ValueError(f"give between 2 and {len(LETTERS)} choices")
-        before = self.meter.totals.get("query", Usage())
-        t1 = time.perf_counter()
-        agent = next((h.meta["agent_answer"] for h in hits if h.meta.get("agent_answer")), None)
-        if agent is not None and not choices:
-            return Answer(str(agent), None, list(hits), retrieval_seconds, 0.0, Usage())
-        messages = answer_prompt(question, [h.text for h in hits], choices, abstain=abstain)
-        llm = self.llm()
-        with self.meter.phase("query"):
-            if choices:
-                try:
-                    parsed = complete_structured(
-                        llm, messages, ChoiceAnswer, schema=choice_schema(len(choices)), max_tokens=16
-                    )
-                    letter = parsed.answer.strip().upper()[:1]
-                    choice = LETTERS.index(letter) if letter and letter in LETTERS[: len(choices)] else None
-                except StructuredOutputError as exc:
-                    self.store.record_failure("query/answer", None, f"{question[:80]}: {exc}")
-                    choice = None
-                text = choices[choice] if choice is not None else ""
-            else:
-                completion = llm.complete(messages, max_tokens=256, temperature=0.0)
-                text, choice = completion.text.strip(), None
-        t2 = time.perf_counter()
-        spent = _minus(self.meter.totals.get("query", Usage()), before)
-        return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent)
+        return answer_question(
+            self.llm, self.meter, self.store, question, hits, choices, retrieval_seconds, abstain=abstain
+        )
 
     # -- reporting -------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -475,26 +393,3 @@ class Memory:
             "strategy_report": self.strategy.report(self.ctx),
             "strategies": {name: state.describe() for name, state in strategy_states(self).items()},
         }
-
-
-def _writable(directory: Path) -> bool:
-    """False when ``directory`` holds a memory that cannot be written (the directory, its database, or an
-    existing ``-wal`` / ``-shm`` file); True for a new or writable memory."""
-    db = directory / "memory.sqlite"
-    if not db.exists():
-        return True
-    parts = [directory, db] + [
-        p for p in (directory / "memory.sqlite-wal", directory / "memory.sqlite-shm") if p.exists()
-    ]
-    return all(os.access(p, os.W_OK) for p in parts)
-
-
-def _minus(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        a.prompt_tokens - b.prompt_tokens,
-        a.completion_tokens - b.completion_tokens,
-        a.embedding_tokens - b.embedding_tokens,
-        a.seconds - b.seconds,
-        a.calls - b.calls,
-        a.cached - b.cached,
-    )

@@ -1,7 +1,7 @@
 """Progress bars for long work (rich), as a factory the strategies call: ``progress(description, total)``.
 
 The bar's ``advance(n=1, *, tokens=0)`` (:class:`gemrag.strategies.base.Advance`) counts items and the LLM tokens
-they made generate, so an LLM pass (:mod:`gemrag.strategies.extraction`) shows items/s and tokens/s; a bar that
+they made generate, so an LLM pass (:mod:`gemrag.strategies.platform.extraction`) shows items/s and tokens/s; a bar that
 never gets tokens shows no token rate. ``advance(n, note="F1 43.2 · EvR 61.0")`` shows a status text after the
 bar (``gemrag eval``'s running averages, see :func:`gemrag.strategies.base.note_advance`).
 """

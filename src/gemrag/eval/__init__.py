@@ -24,15 +24,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from gemrag.eval.datasets import (
-    Dataset,
-    Document,
-    Question,
-    QuestionGroup,
-    available_kinds,
-    load_dataset,
-    register_loader,
-)
+from gemrag.eval.datasets import Dataset, Document, Question, QuestionGroup, register_loader
+from gemrag.eval.loading import available_kinds, load_dataset
 from gemrag.eval.metrics import (
     accuracy,
     exact_match,
@@ -46,9 +39,9 @@ from gemrag.eval.metrics import (
 from gemrag.eval.stats import bootstrap_ci, paired_bootstrap_diff
 
 _LAZY = {
-    "EvalResults": "gemrag.eval.runner",
+    "EvalResults": "gemrag.eval.results",
     "run_eval": "gemrag.eval.runner",
-    "Summary": "gemrag.eval.report",
+    "Summary": "gemrag.eval.results",
     "markdown_report": "gemrag.eval.report",
     "summarize": "gemrag.eval.report",
     "write_results": "gemrag.eval.report",

@@ -9,7 +9,7 @@ movie's article (:mod:`gemrag.eval.loaders.cmu_dog`), and every strategy (or var
    did; the opening turn has nothing to reply to and is skipped) the memory is searched with the other speaker's
    last message (step 3);
 2. the model writes that speaker's reply in character from the retrieved context and the last ``history`` real
-   turns (step 4; :func:`gemrag.models.acceptance_prompts.reply_prompt`), sampled at ``temperature`` with the run's
+   turns (step 4; :func:`gemrag.eval.acceptance_prompts.reply_prompt`), sampled at ``temperature`` with the run's
    seed, so runs differ as the paper's repeated Gemini runs did;
 3. the judge classifies it against the real reply as choke / inaccurate / correct (step 5; :mod:`gemrag.eval.judge`),
    given the document section the real speaker was reading (the turn's ``docIdx``);
@@ -31,6 +31,7 @@ from typing import Any
 
 from gemrag.config import Config
 from gemrag.errors import ConfigError, GemragError, is_fatal
+from gemrag.eval.acceptance_prompts import clean_reply, reply_prompt
 from gemrag.eval.costs import LazyLLM
 from gemrag.eval.datasets import Document
 from gemrag.eval.judge import Judge, judge_settings
@@ -39,7 +40,6 @@ from gemrag.eval.loaders.cmu_dog import DogConversation, DogCorpus, load_cmu_dog
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.report import JsonlAppender, check_fingerprint, read_jsonl
 from gemrag.memory import Memory
-from gemrag.models.acceptance_prompts import clean_reply, reply_prompt
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.cache import CachedLLM
 from gemrag.models.factory import build_embedder, build_llm

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from gemrag.models.acceptance_prompts import VERDICTS
+from gemrag.eval.acceptance_prompts import VERDICTS
 
 __all__ = ["COUNT_KEYS", "markdown_acceptance", "mann_whitney", "run_counts", "summarize_acceptance"]
 

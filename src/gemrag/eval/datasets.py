@@ -13,30 +13,27 @@ Questions point at documents through :attr:`Question.doc_ids`. Multi-hop dataset
 shared corpus; their questions then carry the single sentinel id :attr:`Dataset.corpus_id`, which stands
 for "every document of the dataset".
 
-Loaders are registered by kind name (see :func:`available_kinds`) and called through
-:func:`load_dataset`. Datasets are never bundled or downloaded: a loader always takes a path.
+Loaders are registered by kind name (:func:`register_loader`; see :func:`gemrag.eval.loading.available_kinds`)
+and called through :func:`gemrag.eval.loading.load_dataset`. Datasets are never bundled or downloaded: a loader always
+takes a path.
 """
 
 from __future__ import annotations
 
-import inspect
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gemrag.errors import ConfigError, InputError
+from gemrag.errors import InputError
 
 __all__ = [
     "Dataset",
     "Document",
     "Question",
     "QuestionGroup",
-    "available_kinds",
     "build_dataset",
-    "load_dataset",
     "register_loader",
 ]
 
@@ -309,39 +306,3 @@ def register_loader(*kinds: str, aliases: dict[str, str] | None = None) -> Calla
         return fn
 
     return decorate
-
-
-def _ensure_loaders() -> None:
-    # Importing the subpackage registers every built-in loader; deferred to avoid an import cycle.
-    import gemrag.eval.loaders  # noqa: F401
-
-
-def available_kinds() -> list[str]:
-    """Return the sorted names of all registered dataset kinds (aliases excluded)."""
-    _ensure_loaders()
-    return sorted(_LOADERS)
-
-
-def load_dataset(kind: str, path: str | os.PathLike[str], **options: Any) -> Dataset:
-    """Load the dataset file at ``path`` with the loader registered for ``kind``.
-
-    Kinds: ``quality``, ``qasper``, ``musique``, ``hotpotqa``, ``2wiki``, ``hipporag``, ``covid_qa``,
-    ``locomo`` (see :func:`available_kinds`). Options are loader keywords, e.g.
-    ``per_question_corpus=True`` and ``corpus_path=...`` for the multi-hop kinds.
-
-    Raises:
-        ConfigError: unknown kind, or an option the loader does not accept.
-        InputError: the file is missing, unreadable, not JSON, or has the wrong shape (the message names
-            the file and, for JSON Lines, the line).
-    """
-    _ensure_loaders()
-    key = kind.strip().lower()
-    key = _ALIASES.get(key, key)
-    fn = _LOADERS.get(key)
-    if fn is None:
-        raise ConfigError(f"unknown dataset kind {kind!r}; known kinds: {', '.join(sorted(_LOADERS))}")
-    params = inspect.signature(fn).parameters
-    for option in options:
-        if option not in params or params[option].kind is not inspect.Parameter.KEYWORD_ONLY:
-            raise ConfigError(f"dataset kind {key!r} does not accept option {option!r}")
-    return fn(Path(path), kind=key, **options)

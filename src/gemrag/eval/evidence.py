@@ -7,7 +7,7 @@ span ``metadata["turns"][i]["start"/"end"]`` written by :mod:`gemrag.eval.loader
 of at least one retrieved chunk of that document, at the retrieval depth given to the LLM (the budget B).
 
 Chunk spans: the store keeps no chunk offsets (a chunk's text is the chunker's span with whitespace runs
-collapsed to single spaces, :meth:`gemrag.memory.Memory._chunk_new_documents`), so :func:`locate_chunks`
+collapsed to single spaces, :func:`gemrag.documents.chunk_pending`), so :func:`locate_chunks`
 finds each chunk in the document text again: an exact search in the document with whitespace collapsed the
 same way, starting where the previous chunk (in document order) ended, mapped back to original offsets.
 Node texts, the store and every cache key are left untouched.

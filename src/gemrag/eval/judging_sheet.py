@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gemrag.errors import InputError
-from gemrag.models.acceptance_prompts import Verdict
+from gemrag.eval.acceptance_prompts import Verdict
 
 __all__ = ["KEY_FILE", "apply_verdicts", "read_verdicts", "write_sheet"]
 

@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gemrag.eval.report import METRICS
+from gemrag.eval.results import EvalResults
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-
-    from gemrag.eval.runner import EvalResults
 
 __all__ = ["write_plots"]
 

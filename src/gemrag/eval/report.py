@@ -16,19 +16,17 @@ import json
 import math
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.categories import category_tables, per_category
 from gemrag.eval.metrics import latency_percentiles
+from gemrag.eval.results import EvalResults, Summary
 from gemrag.eval.stats import bootstrap_ci, paired_bootstrap_diff
 from gemrag.eval.tokens import TOKEN_KEYS, token_markdown, token_table
-
-if TYPE_CHECKING:
-    from gemrag.eval.runner import EvalResults
 
 __all__ = [
     "METRICS",
@@ -53,35 +51,6 @@ METRICS = {
     "em": "EM",
     "hard_accuracy": "HARD Acc",
 }
-
-
-@dataclass
-class Summary:
-    """What :func:`summarize` computes.
-
-    Attributes:
-        aggregates: per run name, see :func:`aggregate`.
-        reference: the run the others are compared with (``gem`` if evaluated, else the first run).
-        metric: the per-question metric of the comparisons and sweeps (``accuracy``, ``f1``, ``recall@5``
-            or ``recall@2``: the first the reference has data for), or None when there is none.
-        comparisons: one dict per other run: ``strategy``, ``reference``, ``metric``, ``n`` (shared
-            questions), ``diff`` (mean difference, run minus reference, in [-1, 1]), ``low``, ``high``
-            (95% interval) and ``p`` (two-sided paired-bootstrap p-value).
-        sweeps: per ablated parameter, one dict per value: ``value``, ``strategy``, ``metric`` (a CI dict
-            or None), ``summary_share`` and ``n``.
-        categories: per run and question category, ``n`` and mean scores (``{}`` without categories), see
-            :func:`gemrag.eval.categories.per_category` (LoCoMo's F1 per category).
-        tokens: the token table in UnWeaver Table 1's shape (index / query LLM prompt, completion and embedder
-            tokens, totals and per question), see :func:`gemrag.eval.tokens.token_table`.
-    """
-
-    aggregates: dict[str, dict[str, Any]] = field(default_factory=dict)
-    reference: str | None = None
-    metric: str | None = None
-    comparisons: list[dict[str, Any]] = field(default_factory=list)
-    sweeps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    categories: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    tokens: dict[str, Any] = field(default_factory=dict)
 
 
 def _scores(records: Sequence[dict[str, Any]], metric: str) -> dict[str, float]:

@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,20 +40,21 @@ from gemrag.errors import ConfigError
 from gemrag.eval.attempts import BuildAttempts, add_earlier
 from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
-from gemrag.eval.datasets import Dataset, Question, QuestionGroup, load_dataset
+from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
+from gemrag.eval.loading import load_dataset
 from gemrag.eval.merge import merge_outputs
 from gemrag.eval.metrics import recall_at_k
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.report import (
     JsonlAppender,
-    Summary,
     check_fingerprint,
     read_jsonl,
     redact_config,
     summarize,
     write_results,
 )
+from gemrag.eval.results import EvalResults
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.factory import build_embedder, build_llm
@@ -66,37 +66,6 @@ __all__ = ["EvalResults", "RunSpec", "plan_runs", "run_eval"]
 RECALL_KS = (2, 5)
 #: An untimed question retrieved once per strategy and memory before the timed ones (loads its structures).
 WARM_UP = "What is this text about?"
-
-
-@dataclass
-class EvalResults:
-    """Everything an evaluation produced (also written to ``results.json``).
-
-    Attributes:
-        out_dir: the output directory.
-        dataset: ``name``, ``kind``, ``path``, numbers of ``questions``, ``groups`` and ``documents``.
-        config: the configuration (API keys redacted). models: ``embedder`` and ``llm`` ids.
-        budget: B, context nodes given to the LLM. answer: whether answers were generated.
-        runs: display names of the runs, in order. ablation: ``{param: [values]}``.
-        records: one dict per (question, run), see :func:`run_eval`. index: one dict per (group, run) build.
-        summary: aggregates, paired comparisons and sweeps (:class:`gemrag.eval.report.Summary`).
-        seconds: wall-clock seconds of this invocation.
-        reference: the run chosen for the paired comparisons (None: gem if evaluated, else the first run).
-    """
-
-    out_dir: Path
-    dataset: dict[str, Any]
-    config: dict[str, Any]
-    models: dict[str, str]
-    budget: int
-    answer: bool
-    runs: list[str]
-    ablation: dict[str, list[Any]]
-    records: list[dict[str, Any]]
-    index: list[dict[str, Any]]
-    summary: Summary = field(default_factory=Summary)
-    seconds: float = 0.0
-    reference: str | None = None
 
 
 def _group_id(group: QuestionGroup) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from gemrag.graph._validate import MatrixLike, as_square
+from gemrag.graph.validate import MatrixLike, as_square
 
 __all__ = ["top_k_edges"]
 

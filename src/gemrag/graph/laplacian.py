@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from gemrag.graph._validate import MatrixLike, as_square, max_asymmetry
+from gemrag.graph.validate import MatrixLike, as_square, max_asymmetry
 
 __all__ = ["adjacency_matrix", "normalized_laplacian", "symmetrize"]
 
@@ -66,7 +66,7 @@ def adjacency_matrix(
     """Edge-weight (adjacency) matrix ``A = S - I`` of the memory graph, optionally clipped at 0.
 
     This is the matrix inside the paper's ``L = D^{-1/2} (S - I) D^{-1/2}`` (III.B.1) and the natural
-    weight matrix ``W`` for :func:`gemrag.graph.search.best_first_search`.
+    weight matrix ``W`` for :func:`gemrag.strategies.gem.search.best_first_search`.
 
     Args:
         S: ``(n, n)`` float similarity matrix, dense or scipy.sparse (make it symmetric with

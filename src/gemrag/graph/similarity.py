@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from gemrag.graph._validate import as_matrix, as_owner, as_square, unit_rows
+from gemrag.graph.validate import as_matrix, as_owner, as_square, unit_rows
 
 __all__ = [
     "extend_similarity",

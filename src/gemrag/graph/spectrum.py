@@ -19,7 +19,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 from numpy.typing import ArrayLike, NDArray
 
-from gemrag.graph._validate import MatrixLike, as_matrix, as_square, as_vector, max_asymmetry, top_indices
+from gemrag.graph.validate import MatrixLike, as_matrix, as_square, as_vector, max_asymmetry, top_indices
 
 __all__ = [
     "SpectrumReport",

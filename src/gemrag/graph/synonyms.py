@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from gemrag.graph._validate import as_matrix
+from gemrag.graph.validate import as_matrix
 
 __all__ = ["HNSW_EF_CONSTRUCTION", "HNSW_EF_SEARCH_MIN", "HNSW_FIRST_K", "HNSW_M", "synonym_pairs"]
 

@@ -78,6 +78,17 @@ class Usage:
             self.cached + other.cached,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        """The usage of ``self`` beyond ``other`` (e.g. a phase's totals after a call minus before it)."""
+        return Usage(
+            self.prompt_tokens - other.prompt_tokens,
+            self.completion_tokens - other.completion_tokens,
+            self.embedding_tokens - other.embedding_tokens,
+            self.seconds - other.seconds,
+            self.calls - other.calls,
+            self.cached - other.cached,
+        )
+
 
 @dataclass
 class Completion:

@@ -5,7 +5,7 @@ with AVX-512/AMX produced a library that crashes in ``decode``; gemrag installs 
 (``requirements.txt``, flags :data:`PORTABLE_CMAKE_ARGS`). This module reads what a build was compiled with
 (``llama_print_system_info``, in a child process so a broken library cannot kill the caller), what this CPU
 offers (``/proc/cpuinfo``), and names what the first lacks from the second. :mod:`gemrag.models.probe` uses it
-to explain a crash; ``tests/test_llama_build.py`` uses it to check the installed build is portable.
+to explain a crash; ``tests/models/test_llama_build.py`` uses it to check the installed build is portable.
 """
 
 from __future__ import annotations

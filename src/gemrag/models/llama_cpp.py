@@ -357,7 +357,7 @@ class LlamaCppLLM:
         window is that request's error. ``usage.seconds`` of a completion is its share of the decoding time (a
         step's time is shared among the tokens of its batch) plus its own template and detokenization time, so
         the seconds of all results add up to the wall-clock time. Greedy answers equal those of
-        :meth:`complete` up to last-bit differences of batched logits (``tests/test_integration_llama_batch.py``
+        :meth:`complete` up to last-bit differences of batched logits (``tests/models/test_integration_llama_batch.py``
         compares them). The instance's lock is held while the iteration runs.
 
         Raises:

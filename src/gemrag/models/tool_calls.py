@@ -1,8 +1,8 @@
 """Native tool calling on OpenAI-compatible endpoints, for the agent's tool-call schemas.
 
-The agent (:mod:`gemrag.strategies.agent`, REMem seed "Agent Configuration") asks for one tool call per step as
+The agent (:mod:`gemrag.strategies.remem.agent`, REMem seed "Agent Configuration") asks for one tool call per step as
 structured output against a *tool-call schema*: ``{"tool": {"enum": [name]}, "arguments": {...}}`` for one tool,
-an ``anyOf`` of such objects for several (:func:`gemrag.models.agent_prompts.tool_call_schema`). The embedded
+an ``anyOf`` of such objects for several (:func:`gemrag.strategies.remem.agent_prompts.tool_call_schema`). The embedded
 llama.cpp model decodes that schema with a grammar. An OpenAI-compatible backend with
 ``tool_calling = "native"`` instead sends the tools as the API's ``tools`` (one function per tool, its
 ``parameters`` the ``arguments`` schema) with ``tool_choice`` naming the function when only one is allowed (the

@@ -8,6 +8,7 @@ the LLM and embedding caches; ``arrays.py`` writes and checks array files (``.np
 LLM artefacts.
 """
 
+from gemrag.store.connection import memory_writable
 from gemrag.store.derived import BuildState
 from gemrag.store.lock import BuildLock
 from gemrag.store.publish import KEEP_COVERS, ArrayEntry, Manifest, Publication, Published
@@ -23,4 +24,5 @@ __all__ = [
     "Publication",
     "Published",
     "Store",
+    "memory_writable",
 ]

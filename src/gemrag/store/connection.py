@@ -13,6 +13,7 @@ opened with ``immutable=1`` — correct because nobody can change a file in a re
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -124,3 +125,17 @@ def translate(exc: sqlite3.Error, path: Path, busy_timeout: float = DEFAULT_BUSY
     if "not a database" in message or "malformed" in message:
         return GemragError(f"{path} is not a usable gemrag memory ({exc})")
     return exc
+
+
+def memory_writable(directory: str | Path) -> bool:
+    """False when ``directory`` holds a memory that cannot be written (the directory, its database, or an
+    existing ``-wal`` / ``-shm`` file); True for a new or writable memory. :meth:`gemrag.memory.Memory.open` opens
+    a memory read-only when this is False."""
+    directory = Path(directory)
+    db = directory / "memory.sqlite"
+    if not db.exists():
+        return True
+    parts = [directory, db] + [
+        p for p in (directory / "memory.sqlite-wal", directory / "memory.sqlite-shm") if p.exists()
+    ]
+    return all(os.access(p, os.W_OK) for p in parts)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from gemrag.errors import MemoryBusyError
@@ -84,6 +86,46 @@ class BuildLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+class BuildLockHolder:
+    """A re-entrant hold on a memory's :class:`BuildLock`: nested :meth:`hold` blocks of one holder take the lock
+    once and release it when the outermost block ends (:class:`~gemrag.memory.Memory` nests ``add`` inside
+    ``index``, for example).
+
+    Args:
+        directory: the memory directory.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self._lock: BuildLock | None = None
+        self._depth = 0
+
+    @contextmanager
+    def hold(self, wait: float = 0.0) -> Iterator[None]:
+        """Hold the lock for the block (``wait``: seconds to wait for another holder, 0 = fail at once).
+
+        Raises:
+            MemoryBusyError: another process holds the lock for longer than ``wait``.
+        """
+        if self._depth == 0:
+            lock = BuildLock(self.directory)
+            lock.acquire(wait)
+            self._lock = lock
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self.release()
+
+    def release(self) -> None:
+        """Release the lock now, whatever the nesting (on close)."""
+        if self._lock is not None:
+            self._lock.release()
+        self._lock, self._depth = None, 0
 
 
 def _read_pid(fd: int) -> int | None:

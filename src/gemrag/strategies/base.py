@@ -160,20 +160,18 @@ class Registration:
 
 _REGISTRY: dict[str, Registration] = {}
 _BUILTIN = {
-    name: f"gemrag.strategies.{name}"
-    for name in (
-        "gem",
-        "dense",
-        "bm25",
-        "raptor",
-        "full",
-        "remem",
-        "remem_gist",
-        "remem_temporal",
-        "unweaver",
-        "hlgraph",
-    )
+    "gem": "gemrag.strategies.gem.strategy",
+    "dense": "gemrag.strategies.baselines.dense",
+    "bm25": "gemrag.strategies.baselines.bm25",
+    "raptor": "gemrag.strategies.raptor.strategy",
+    "full": "gemrag.strategies.baselines.full",
+    "remem": "gemrag.strategies.remem.strategy",
+    "remem_gist": "gemrag.strategies.remem.episodic",
+    "remem_temporal": "gemrag.strategies.remem.temporal",
+    "unweaver": "gemrag.strategies.unweaver.strategy",
+    "hlgraph": "gemrag.strategies.hlgraph.strategy",
 }
+"""The built-in strategies: name -> the module that registers it, imported on first use."""
 _TYPED_SECTIONS = ("gem",)
 """Strategies whose section is a typed field of :class:`~gemrag.config.Config` rather than a raw table."""
 

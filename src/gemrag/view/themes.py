@@ -3,7 +3,7 @@ Nodes"), for the memory view.
 
 GEM publishes the node and utility-question vectors and the walk weights, not the eigenvectors (they are used once,
 to choose the summary members). The view recomputes them from the published chunk vectors with the build's own
-function (:func:`gemrag.strategies.gem_graph.chunk_graph`: the same ``S``, ``L`` and solver), so the themes shown
+function (:func:`gemrag.strategies.gem.graph.chunk_graph`: the same ``S``, ``L`` and solver), so the themes shown
 are the ones the summary nodes were written from. The paper's "top e components" of an eigenvector are its
 largest *signed* values (:func:`gemrag.graph.spectrum.theme_members`); accordingly a chunk's dominant eigentheme is
 the summarized eigenvector with the largest signed component on that chunk.
@@ -19,7 +19,7 @@ import numpy as np
 from gemrag.config import GemSettings
 from gemrag.errors import GemragError
 from gemrag.store import Store
-from gemrag.strategies.gem_graph import chunk_graph
+from gemrag.strategies.gem.graph import chunk_graph
 
 __all__ = ["GemThemes", "chunk_eigenvectors", "dominant_themes", "gem_themes"]
 
@@ -69,7 +69,7 @@ def dominant_themes(eigenvectors: np.ndarray, selected: list[int]) -> np.ndarray
 def chunk_eigenvectors(store: Store, settings: GemSettings) -> tuple[list[int], np.ndarray, list[int]]:
     """The eigenvectors of the chunk graph's L of ``store``'s published ``gem`` generation, recomputed from the
     published chunk and utility-question vectors with the build's function
-    (:func:`gemrag.strategies.gem_graph.chunk_graph`, paper III.B.1).
+    (:func:`gemrag.strategies.gem.graph.chunk_graph`, paper III.B.1).
 
     Args:
         store: an open memory store with a published ``gem`` generation.

@@ -1,0 +1,64 @@
+"""``dense``: the "Embed" baseline of the GEM-RAG paper (section IV, "Baselines"; Tables I and II).
+
+"The standard RAG method, of embedding each chunk of text, and embedding the given prompt, and finding the
+most similar chunks to the prompt, up to a specific budget": the top-B chunks by ``cos(E(p), E(CHUNK_i))``.
+
+Build publishes a generation of two arrays, ``node_ids`` ((n,) int64 chunk ids) and ``vectors`` ((n, d)
+float32 ``E(CHUNK_i)``), as ``dense.g<generation>.*.npy`` (:mod:`gemrag.store.publish`); the vectors come from
+the memory's embedding cache, so a memory GEM already indexed costs no new embedding. Re-run ``index`` for
+this strategy after adding documents.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gemrag.strategies.base import StrategyContext, register
+from gemrag.strategies.platform.common import (
+    chunk_hits,
+    chunk_ids_and_vectors,
+    cosine_ranking,
+    load_published,
+    prompt_vector,
+    publish_arrays,
+)
+from gemrag.types import Hit
+
+PREFIX = "dense"
+AXES = {"node_ids": ("n",), "vectors": ("n", "d")}
+
+
+@register("dense")
+class DenseStrategy:
+    """Top-B chunks by cosine similarity of the question's embedding to the chunks' (the paper's "Embed")."""
+
+    name = "dense"
+
+    def build(self, ctx: StrategyContext) -> None:
+        """Embed every chunk (cached) and publish ``node_ids`` / ``vectors`` as a new generation.
+
+        Raises:
+            MemoryNotIndexedError: the memory holds no chunks.
+        """
+        ids, vectors = chunk_ids_and_vectors(ctx)
+        generation = ctx.store.begin_build(PREFIX)
+        publish_arrays(ctx, PREFIX, generation, {"node_ids": ids, "vectors": vectors}, axes=AXES)
+
+    def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
+        """The ``budget`` chunks most similar to ``question``.
+
+        Returns:
+            At most ``budget`` chunk hits, best first; ``score`` = ``cos(E(question), E(chunk))`` in [-1, 1];
+            ties go to the earlier chunk.
+
+        Raises:
+            MemoryNotIndexedError: the strategy was not built in this memory.
+        """
+        arrays = load_published(ctx, PREFIX, lambda published: published.arrays)
+        order, scores = cosine_ranking(prompt_vector(ctx, question), arrays["vectors"], budget)
+        return chunk_hits(ctx, arrays["node_ids"][order].tolist(), scores.tolist())
+
+    def report(self, ctx: StrategyContext) -> dict[str, Any]:
+        """Number of indexed chunks (0 before ``index``)."""
+        manifest = ctx.store.manifest(PREFIX)
+        return {"chunks": 0 if manifest is None else manifest.arrays["node_ids"].shape[0]}

@@ -1,0 +1,441 @@
+"""``hlgraph``: HLGraphRAG (Zeng, "HLGraphRAG: A Graph Retrieval Augmentation System for Human-like Synthesis of
+Information", section 3 "Design"): who did what to whom, why and when, in an association graph walked depth-first.
+
+Build (section 3, "Encoding"):
+  1. one LLM call per chunk through the extraction pipeline lists the subjects, the subject relations (meaning,
+     object 1, object 2) (SRQ) and the events (event, object 1, object 2, why) with a time frame (CR), each
+     relation and event with its passive voice (:mod:`gemrag.strategies.hlgraph.facts`; artefacts, resumable);
+  2. the AssociationGraph (:mod:`gemrag.strategies.hlgraph.association`): subject and event nodes embedded with the
+     memory's
+     embedder (the paper: all-MiniLM-L6-v2, gemrag's default too); every fact stored in both directions with the
+     right voice (directional weights, DW); an event node is joined to its participants by edges labelled with
+     the event, so an idea about the event reaches it and routes to who took part (context routing);
+  3. subjects, events and SRQ relations become store nodes (kinds ``subject``, ``event``, ``relation``) with the
+     chunks they came from as sources, so deleting a document deletes what only it said; the relation rows are
+     published as arrays and the node pairs as store edges (kind ``association``, weight = relations on the pair).
+Retrieve (section 3, "Main Idea Breakdown", "Retrieval system", "Ranked Retrieval"):
+  1. the LLM splits the question into main ideas (structured output; on failure the question is the one idea);
+  2. each idea's most similar node (cosine) starts a depth-first traversal collecting up to ``max_nodes`` nodes,
+     ranked (RR: :meth:`gemrag.strategies.hlgraph.association.AssociationGraph.ranked_neighbours`) or in edge order;
+  3. the context: per idea, the relations and events among the collected nodes rendered as sentences in the
+     direction walked (one hit), then the chunks that stated them (up to ``source_chunks``).
+
+Where the paper is silent, gemrag chooses (and says so in the docstrings): one extraction call per chunk, one
+worked example, merging equal subjects and facts across chunks, the RR score's formula, ``max_nodes`` per idea,
+the rendering of the sentences and the source chunks. The switches ``ranked`` (RR), ``directional`` (DW) and
+``routing`` (CR) give the paper's ablation (Figure 5.1); none of them costs an LLM call, as the extraction is
+shared (``directional`` and ``routing`` need ``index`` again, ``ranked`` does not).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from gemrag.errors import GemragError, StructuredOutputError, is_fatal
+from gemrag.models.structured import complete_structured
+from gemrag.store import Published
+from gemrag.store.publish import Publication
+from gemrag.strategies.base import StrategyContext, register
+from gemrag.strategies.hlgraph.association import AssociationGraph, directed_relations
+from gemrag.strategies.hlgraph.facts import Assembly, assemble, fact_sentence, run_extraction_pass
+from gemrag.strategies.hlgraph.prompts import MAX_IDEAS, MAX_ITEM_CHARS, MainIdeas, ideas_prompt, ideas_schema
+from gemrag.strategies.platform.common import (
+    chunk_hits,
+    chunk_ids_and_vectors,
+    chunk_nodes,
+    cosine_ranking,
+    load_published,
+    not_indexed,
+    prompt_vector,
+    publish_arrays,
+)
+from gemrag.strategies.platform.incremental import referencing_prune
+from gemrag.types import Hit
+
+NAME = "hlgraph"
+SUBJECT, EVENT = 0, 1
+"""Values of the ``node_kind`` array."""
+PAIR, PARTICIPANT = 0, 1
+"""Values of the ``rel_role`` array: a relation between object 1 and object 2, or an event node's edge to one of
+its participants."""
+IDEAS_MAX_TOKENS = 16 + MAX_IDEAS * (MAX_ITEM_CHARS // 3 + 4)
+
+
+class HLGraphConfig(BaseModel):
+    """HLGraphRAG's settings, the ``[hlgraph]`` configuration section (``GEMRAG_HLGRAPH__<FIELD>``,
+    ``--set hlgraph.<field>=``).
+
+    Attributes:
+        max_nodes: nodes one traversal collects (default 5: the paper's "max amount of 5 nodes", section 3). The
+            paper does not say whether the limit is per main idea or per question; gemrag applies it per idea.
+        max_ideas: most main ideas the question is split into (default 3; the paper gives no number).
+        split_question: ask the LLM for the main ideas (default True); False: the question is the one idea (no
+            LLM call at retrieval).
+        ranked: ranked retrieval, RR (default True); False: neighbours in edge order.
+        directional: directional weights, DW (default True): the reverse direction of a fact carries its passive
+            voice; False: the forward label both ways (the paper's error case). Needs ``index`` again.
+        routing: context routing, CR (default True): events become nodes and relations; False: the SRQ
+            relations only. Needs ``index`` again.
+        passive: who writes the passive voice of DW: ``"llm"`` (default; the rule when the model wrote none) or
+            ``"rule"`` (:func:`gemrag.strategies.hlgraph.facts.passive_voice` always).
+        source_chunks: chunks stating the retrieved relations added after them (default 3; 0: the sentences only).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_nodes: int = Field(5, ge=1, le=200)
+    max_ideas: int = Field(3, ge=1, le=MAX_IDEAS)
+    split_question: bool = True
+    ranked: bool = True
+    directional: bool = True
+    routing: bool = True
+    passive: Literal["llm", "rule"] = "llm"
+    source_chunks: int = Field(3, ge=0, le=100)
+
+
+AXES = {
+    "node_ids": ("n",),
+    "node_kind": ("n",),
+    "node_vectors": ("n", "d"),
+    "rel_src": ("r",),
+    "rel_dst": ("r",),
+    "rel_labels": ("r", "d"),
+    "rel_weight": ("r",),
+    "rel_fact": ("r",),
+    "rel_role": ("r",),
+    "rel_inverse": ("r",),
+}
+"""Named dimensions of the published arrays: n graph nodes (subjects and events), r relation rows (each fact in
+both directions), d embedding size. ``rel_src``/``rel_dst`` hold rows of the ``n`` arrays; ``rel_fact`` the store
+id of the fact each row states (a ``relation`` node, or the ``event`` node itself)."""
+
+
+@dataclass
+class LoadedHLGraph:
+    """One published generation, prepared once for retrieval.
+
+    Attributes:
+        node_ids: (n,) int64 store ids. node_kind: (n,) int8 (``SUBJECT`` / ``EVENT``). graph: the
+        AssociationGraph. rel_fact / rel_role: (r,) int64.
+        rel_inverse: (r,) bool. directional: the build's DW switch (for rendering).
+    """
+
+    node_ids: np.ndarray
+    node_kind: np.ndarray
+    graph: AssociationGraph
+    rel_fact: np.ndarray
+    rel_role: np.ndarray
+    rel_inverse: np.ndarray
+    directional: bool
+
+    @classmethod
+    def from_published(cls, published: Published) -> LoadedHLGraph:
+        """Build the in-memory graph from the arrays."""
+        a = published.arrays
+        graph = AssociationGraph(a["node_vectors"], a["rel_src"], a["rel_dst"], a["rel_labels"], a["rel_weight"])
+        return cls(
+            np.asarray(a["node_ids"]),
+            np.asarray(a["node_kind"]),
+            graph,
+            np.asarray(a["rel_fact"], dtype=np.int64),
+            np.asarray(a["rel_role"], dtype=np.int64),
+            np.asarray(a["rel_inverse"]).astype(bool),
+            bool(published.meta.get("directional", True)),
+        )
+
+
+@register(NAME, config=HLGraphConfig)
+class HLGraphStrategy:
+    """HLGraphRAG: the association graph of subjects and events and its (ranked) depth-first retrieval."""
+
+    name = NAME
+
+    def __init__(self, config: HLGraphConfig | None = None) -> None:
+        self.config = config or HLGraphConfig()
+
+    @property
+    def default_budget(self) -> int:
+        """Hits when the caller gives no budget: one per main idea plus the source chunks."""
+        return self.config.max_ideas + self.config.source_chunks
+
+    # -- build ----------------------------------------------------------------------------------------------
+    def build(self, ctx: StrategyContext) -> None:
+        """Extract the chunks that lack it, assemble the graph from every chunk's answer, publish a generation.
+
+        Raises:
+            MemoryNotIndexedError: the memory holds no chunks.
+            GemragError: a fatal model error (the artefacts committed before it stay).
+        """
+        cfg = self.config
+        chunks = chunk_nodes(ctx)
+        generation = ctx.store.begin_build(NAME)
+        answers, _ = run_extraction_pass(ctx, chunks)
+        asm = assemble([c.id for c in chunks], answers, routing=cfg.routing, passive=cfg.passive)
+        d = int(chunk_ids_and_vectors(ctx, chunks[:1])[1].shape[1])
+        node_vectors = ctx.embedder.embed([n.text for n in asm.nodes]) if asm.nodes else np.zeros((0, d), np.float32)
+        node_ids, fact_ids = _store_nodes(ctx, generation, asm)
+        rows: list[tuple[int, int, str, str, int, int, float]] = []  # (o1, o2, label, passive, role, fact, weight)
+        for i, f in enumerate(asm.facts):
+            weight = float(len(f.sources))
+            if f.object2 >= 0:
+                rows.append((f.object1, f.object2, f.label, f.passive, PAIR, fact_ids[i], weight))
+            if f.kind == "event":  # the event node and its participants, labelled with the event both ways
+                rows += [
+                    (p, f.event_node, f.label, f.label, PARTICIPANT, fact_ids[i], weight)
+                    for p in (f.object1, f.object2)
+                    if p >= 0
+                ]
+        texts = sorted({r[2] for r in rows} | {r[3] for r in rows})
+        vectors = dict(zip(texts, ctx.embedder.embed(texts), strict=True)) if texts else {}
+
+        def column(k: int, dtype: Any) -> np.ndarray:
+            return np.array([r[k] for r in rows], dtype=dtype)
+
+        def labels_of(k: int) -> np.ndarray:
+            return np.stack([vectors[r[k]] for r in rows]) if rows else np.zeros((0, d), np.float32)
+
+        src, dst, labels, which, inverse = directed_relations(
+            column(0, np.int64), column(1, np.int64), labels_of(2), labels_of(3), directional=cfg.directional
+        )
+        ids = np.array(node_ids, dtype=np.int64)
+        arrays = {
+            "node_ids": ids,
+            "node_kind": np.array([SUBJECT if n.kind == "subject" else EVENT for n in asm.nodes], np.int8),
+            "node_vectors": np.asarray(node_vectors, np.float32),
+            "rel_src": src,
+            "rel_dst": dst,
+            "rel_labels": labels,
+            "rel_weight": column(6, np.float32)[which],
+            "rel_fact": column(5, np.int64)[which],
+            "rel_role": column(4, np.int8)[which],
+            "rel_inverse": inverse.astype(np.int8),
+        }
+        meta = {
+            "subjects": sum(n.kind == "subject" for n in asm.nodes),
+            "events": sum(n.kind == "event" for n in asm.nodes),
+            "relations": sum(f.kind == "relation" for f in asm.facts),
+            "relation_rows": int(src.size),
+            "passive_by_rule": sum(f.passive_by_rule for f in asm.facts),
+            "extracted_chunks": asm.extracted,
+            "directional": cfg.directional,
+            "routing": cfg.routing,
+        }
+        edges = _pair_edges(ids[src] if src.size else src, ids[dst] if dst.size else dst, arrays["rel_weight"])
+        publish_arrays(ctx, NAME, generation, arrays, axes=AXES, meta=meta, edges={"association": edges})
+
+    def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
+        """The published graph without the deleted nodes: their rows, and every relation row that touches one or
+        states a deleted fact (a fact node all of whose chunks were deleted), via
+        :func:`gemrag.strategies.platform.incremental.referencing_prune`."""
+        return referencing_prune(
+            ctx, NAME, gone, generation, axis="r", references=("rel_src", "rel_dst"), ids="rel_fact"
+        )
+
+    # -- retrieve -------------------------------------------------------------------------------------------
+    def main_ideas(self, ctx: StrategyContext, question: str) -> tuple[list[str], str | None]:
+        """The question's main ideas (section 3, "Main Idea Breakdown"): ``(ideas, None)``, or ``([question],
+        error)`` when the answer stayed malformed or the request failed without being fatal; ``([question],
+        None)`` with ``split_question = false`` or an empty list.
+
+        Raises:
+            GemragError: a fatal one.
+        """
+        cfg = self.config
+        if not cfg.split_question:
+            return [question], None
+        try:
+            answer = complete_structured(
+                ctx.get_llm(),
+                ideas_prompt(question, cfg.max_ideas),
+                MainIdeas,
+                schema=ideas_schema(cfg.max_ideas),
+                max_tokens=IDEAS_MAX_TOKENS,
+            )
+        except StructuredOutputError as exc:
+            return [question], str(exc)
+        except GemragError as exc:
+            if is_fatal(exc):
+                raise
+            return [question], str(exc)
+        ideas = list(dict.fromkeys(" ".join(i.split()) for i in answer.ideas if i.strip()))[: cfg.max_ideas]
+        return ideas or [question], None
+
+    def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
+        """Context for ``question`` (module docstring, Retrieve).
+
+        Returns:
+            At most ``budget`` hits: first one ``"relations"`` hit per main idea that reached a relation (text:
+            the sentences, one per line; ``node_id``: the idea's start node; ``score``: the idea's cosine to it;
+            ``meta``: ``idea``, ``nodes`` (store ids collected, in order), ``facts`` (store ids rendered)), then up
+            to ``source_chunks`` ``"chunk"`` hits, the chunks stating most of the rendered facts first (``score``:
+            how many; with no fact rendered, the chunks of the collected nodes). Every hit's ``meta`` has
+            ``ideas`` (and ``ideas_error`` when the split failed). An empty graph, or one where nothing was
+            reached, gives dense retrieval over the chunks (``meta["fallback"] = "dense"``).
+
+        Raises:
+            MemoryNotIndexedError: the strategy was not built in this memory.
+            StaleGenerationError: a newer generation replaced the one being read (the caller retries).
+        """
+        if ctx.store.published_generation(NAME) is None:
+            raise not_indexed(ctx, NAME)
+        cfg = self.config
+        ideas, error = self.main_ideas(ctx, question)
+        common: dict[str, Any] = {"ideas": ideas, **({"ideas_error": error} if error else {})}
+        with ctx.store.snapshot():
+            g = load_published(ctx, NAME, LoadedHLGraph.from_published)
+            if g.graph.n_nodes == 0:
+                return self._dense(ctx, question, budget, common)
+            vectors = ctx.embedder.embed(ideas)
+            hits: list[Hit] = []
+            rendered: set[int] = set()
+            order: list[int] = []
+            reached: list[int] = []
+            for idea, vector in zip(ideas, vectors, strict=True):
+                start, similarity = g.graph.nearest(vector)
+                walk = g.graph.traverse(start, vector, cfg.max_nodes, ranked=cfg.ranked)
+                reached += [int(g.node_ids[u]) for u in walk.nodes]
+                sentences, facts = self._sentences(ctx, g, walk.nodes, walk.parents, rendered)
+                order += facts
+                if sentences:
+                    meta = {**common, "idea": idea, "nodes": [int(g.node_ids[u]) for u in walk.nodes], "facts": facts}
+                    hits.append(Hit(int(g.node_ids[start]), "relations", similarity, "\n".join(sentences), 0, meta))
+            hits = hits[:budget]
+            room = min(cfg.source_chunks, budget - len(hits))
+            if room > 0:
+                hits += self._source_chunks(ctx, order or reached, room, common)
+            if not hits:
+                return self._dense(ctx, question, budget, common)
+            return [Hit(h.node_id, h.kind, h.score, h.text, rank, h.meta) for rank, h in enumerate(hits)]
+
+    def _sentences(
+        self, ctx: StrategyContext, g: LoadedHLGraph, nodes: list[int], parents: list[int], rendered: set[int]
+    ) -> tuple[list[str], list[int]]:
+        """Sentences of the facts among ``nodes`` not yet rendered: the edges walked first (parent -> child, in
+        visit order, in the voice of that direction), then the events whose nodes were collected, then the other
+        edges between collected nodes; each fact once."""
+
+        def read(row: int) -> tuple[int, bool]:  # (fact id, read in the inverse voice?)
+            return int(g.rel_fact[row]), bool(g.rel_inverse[row]) and int(g.rel_role[row]) == PAIR
+
+        walked = [read(r) for u, p in zip(nodes[1:], parents[1:], strict=True) for r in g.graph.relations(p, u)]
+        events = [(int(g.node_ids[u]), False) for u in nodes if g.node_kind[u] == EVENT]  # an event node: its event
+        rows = walked + events + [read(r) for r in g.graph.relations_among(nodes)]
+        sentences, facts = [], []
+        for fact, inverse in rows:
+            if fact in rendered:
+                continue
+            rendered.add(fact)
+            m = ctx.store.node(fact).meta
+            sentences.append(
+                fact_sentence(
+                    m["kind"],
+                    m["object1"],
+                    m["label"],
+                    m["object2"],
+                    passive=m["passive"],
+                    why=m["why"],
+                    time=m["time"],
+                    inverse=inverse,
+                    directional=g.directional,
+                )
+            )
+            facts.append(fact)
+        return sentences, facts
+
+    def _source_chunks(self, ctx: StrategyContext, nodes: list[int], room: int, common: dict[str, Any]) -> list[Hit]:
+        sources = ctx.store.node_sources(sorted(set(nodes)))
+        counts: Counter[int] = Counter()
+        first: dict[int, int] = {}
+        for node in nodes:
+            for chunk in sources.get(node, []):
+                counts[chunk] += 1
+                first.setdefault(chunk, len(first))
+        ranked = sorted(counts, key=lambda c: (-counts[c], first[c]))[:room]
+        return chunk_hits(ctx, ranked, [float(counts[c]) for c in ranked], common)
+
+    def _dense(self, ctx: StrategyContext, question: str, budget: int, common: dict[str, Any]) -> list[Hit]:
+        ids, vectors = chunk_ids_and_vectors(ctx)
+        order, scores = cosine_ranking(prompt_vector(ctx, question), vectors, budget)
+        return chunk_hits(ctx, ids[order].tolist(), scores.tolist(), {**common, "fallback": "dense"})
+
+    def report(self, ctx: StrategyContext) -> dict[str, Any]:
+        """Subjects, events, relations, relation rows, passives written by rule and the switches (``gemrag info``)."""
+        manifest = ctx.store.manifest(NAME)
+        meta = manifest.meta if manifest else {}
+        keys = ("subjects", "events", "relations", "relation_rows", "passive_by_rule", "extracted_chunks")
+        return {
+            "generation": manifest.generation if manifest else None,
+            **{k: meta.get(k) for k in (*keys, "directional", "routing")},
+            "ranked": self.config.ranked,
+        }
+
+
+def _store_nodes(ctx: StrategyContext, generation: int, asm: Assembly) -> tuple[list[int], list[int]]:
+    """Insert the graph's nodes (kinds ``subject``, ``event``) and the SRQ facts (kind ``relation``); returns
+    ``(graph node ids, fact ids)``, an event's fact id being its event node's id. Each fact's ``meta`` holds
+    ``kind, object1, label, object2, passive, why, time`` (the texts the sentences are rendered from)."""
+    event_meta = {f.event_node: f for f in asm.facts if f.kind == "event"}
+    names = [n.text for n in asm.nodes]
+
+    def meta(f: Any) -> dict[str, Any]:
+        other = names[f.object2] if f.object2 >= 0 else ""
+        return {
+            "kind": f.kind,
+            "object1": names[f.object1],
+            "label": f.label,
+            "object2": other,
+            "passive": f.passive,
+            "passive_by_rule": f.passive_by_rule,
+            "why": f.why,
+            "time": f.time,
+        }
+
+    with ctx.store.transaction():
+        node_ids = [
+            ctx.store.add_node(
+                NAME,
+                generation,
+                n.kind,
+                n.text,
+                ord_=i,
+                sources=n.sources,
+                meta=meta(event_meta[i]) if i in event_meta else None,
+            )
+            for i, n in enumerate(asm.nodes)
+        ]
+        fact_ids = [
+            node_ids[f.event_node]
+            if f.kind == "event"
+            else ctx.store.add_node(
+                NAME,
+                generation,
+                "relation",
+                fact_sentence(f.kind, names[f.object1], f.label, names[f.object2]),
+                ord_=i,
+                meta=meta(f),
+                sources=f.sources,
+            )
+            for i, f in enumerate(asm.facts)
+        ]
+    return node_ids, fact_ids
+
+
+def _pair_edges(src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One store edge per directed node pair (store ids), weighted by the summed weights of its relations."""
+    total: dict[tuple[int, int], float] = {}
+    for a, b, w in zip(src.tolist(), dst.tolist(), np.asarray(weight).tolist(), strict=True):
+        total[(a, b)] = total.get((a, b), 0.0) + w
+    pairs = list(total)
+    return (
+        np.array([a for a, _ in pairs], np.int64),
+        np.array([b for _, b in pairs], np.int64),
+        np.array([total[p] for p in pairs], np.float64),
+    )
+
+
+__all__ = ["HLGraphConfig", "HLGraphStrategy", "LoadedHLGraph"]

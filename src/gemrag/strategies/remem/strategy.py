@@ -1,0 +1,336 @@
+"""``remem``: REMem's default strategy, facts and Personalized PageRank (REMem seed
+``remem-retrieval-strategies.txt``, "Default Strategy (OpenIE)"; REMem forks HippoRAG 2, Gutiérrez et al. 2025,
+"From RAG to Memory: Non-Parametric Continual Learning for Large Language Models", section 3).
+
+Build (offline indexing):
+  1. OpenIE per chunk, two LLM calls: named entities, then triples (:mod:`gemrag.strategies.remem.openie`);
+  2. the graph (:mod:`gemrag.strategies.remem.fact_graph`): passage and entity nodes; fact, passage and synonym edges,
+     the
+     synonyms found by a nearest-neighbour search over the entity embeddings (:mod:`gemrag.graph.synonyms`,
+     exact below ``synonym_exact_below`` entities, HNSW above, so the cost is not quadratic at 100k entities);
+  3. facts embedded as their own vectors ("subject predicate object").
+  Entities and facts become store nodes (kinds ``entity`` and ``fact``, with the chunks they came from as sources,
+  so deleting a document deletes what only it said); the arrays (node ids, vectors, the sparse adjacency, the
+  facts) are published as one generation. Adding documents costs LLM calls for the new chunks only (the
+  artefacts of the others are in the store); the graph is then reassembled from all artefacts without the LLM.
+Retrieve (online, the seed's "Retrieval Pipeline" steps 1-3):
+  1. query-to-fact scores: cosine of the question to every fact, min-max normalized;
+  2. recognition memory: the top ``linking_top_k`` facts go to the LLM, which keeps up to four or none
+     (:mod:`gemrag.strategies.remem.recognition`; ``recognition_filter = false`` keeps all of them: HippoRAG 2's
+     ablation); no fact left -> dense passage retrieval (DPR) over the chunks;
+  3. graph search: Personalized PageRank (``damping``) seeded by the kept facts' entities and by every passage's
+     dense score times ``passage_node_weight`` (:mod:`gemrag.strategies.remem.fact_seeds`, :mod:`gemrag.graph.ppr`);
+     passages ranked by their PageRank score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+from pydantic import BaseModel, ConfigDict, Field
+
+from gemrag.graph.names import alnum_length
+from gemrag.graph.ppr import TransitionMatrix
+from gemrag.graph.synonyms import synonym_pairs
+from gemrag.store import Published
+from gemrag.store.publish import Publication
+from gemrag.strategies.base import StrategyContext, register
+from gemrag.strategies.platform.common import (
+    chunk_hits,
+    chunk_ids_and_vectors,
+    chunk_nodes,
+    cosine_scores,
+    load_published,
+    not_indexed,
+    prompt_vector,
+    publish_arrays,
+)
+from gemrag.strategies.platform.incremental import referencing_prune
+from gemrag.strategies.remem.fact_graph import EdgeLists, adjacency, fact_graph_edges, index_facts
+from gemrag.strategies.remem.fact_seeds import entity_seed_weights, min_max_normalize, passage_seed_weights, top_indices
+from gemrag.strategies.remem.openie import run_openie
+from gemrag.strategies.remem.recognition import recognize_facts
+from gemrag.types import Hit
+
+NAME = "remem"
+PASSAGE, ENTITY = 0, 1
+"""Values of the ``node_kind`` array."""
+
+
+class RememConfig(BaseModel):
+    """REMem's settings, the ``[remem]`` configuration section (``GEMRAG_REMEM__<FIELD>``, ``--set remem.<field>=``).
+    Names and defaults are the seed's ("Configuration Parameters") and HippoRAG 2's.
+
+    Attributes:
+        retrieval_top_k: most passages one retrieval ranks (default 200); a retrieval returns
+            ``min(budget, retrieval_top_k)``.
+        linking_top_k: facts shown to the recognition filter, and entities kept as seeds (default 5).
+        damping: probability that the PageRank walk follows an edge rather than restarting at the seeds
+            (default 0.5).
+        passage_node_weight: factor of the passages' dense scores in the seeds (default 0.05).
+        qa_top_k: passages handed to the LLM when ``ask``/``retrieve`` get no budget (default 5).
+        recognition_filter: ask the LLM which top facts are relevant (default True); False keeps them all.
+        synonymy_edge_sim_threshold: cosine at or above which two entities get a synonym edge (default 0.8).
+        synonymy_edge_topk: most synonym neighbours per entity (default 100: HippoRAG 2's configuration says
+            2047, but its loop stops after about 100 neighbours).
+        synonym_search: ``"auto"`` (exact below ``synonym_exact_below`` entities, else HNSW), ``"exact"`` or
+            ``"hnsw"``.
+        synonym_exact_below: entities below which the exact (quadratic) search is used (default 20,000).
+        require_entity: keep only triples naming one of the chunk's named entities (default True).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    retrieval_top_k: int = Field(200, ge=1)
+    linking_top_k: int = Field(5, ge=1, le=100)
+    damping: float = Field(0.5, ge=0.0, lt=1.0)
+    passage_node_weight: float = Field(0.05, ge=0.0)
+    qa_top_k: int = Field(5, ge=1, le=200)
+    recognition_filter: bool = True
+    synonymy_edge_sim_threshold: float = Field(0.8, ge=-1.0, le=1.0)
+    synonymy_edge_topk: int = Field(100, ge=0, le=2047)
+    synonym_search: Literal["auto", "exact", "hnsw"] = "auto"
+    synonym_exact_below: int = Field(20_000, ge=0)
+    require_entity: bool = True
+
+
+AXES = {
+    "node_ids": ("n",),
+    "node_kind": ("n",),
+    "node_vectors": ("n", "d"),
+    "adjacency": ("n", "n"),
+    "fact_ids": ("f",),
+    "fact_vectors": ("f", "d"),
+    "fact_subject": ("f",),
+    "fact_object": ("f",),
+}
+"""Named dimensions of the published arrays: n graph nodes (passages, then entities), f facts, d embedding size.
+``fact_subject``/``fact_object`` hold row indices into the ``n`` arrays."""
+
+
+@dataclass
+class LoadedRemem:
+    """One published generation, prepared once for retrieval.
+
+    Attributes:
+        node_ids: (n,) int64 store ids. passages: (P,) int64 rows of the passage nodes. entities: (E,) int64 rows
+        of the entity nodes. passage_vectors: (P, d) float32. fact_ids: (F,) int64. fact_vectors: (F, d) float32.
+        fact_subject / fact_object: (F,) int64 entity positions (0..E-1). entity_passages: (E,) int64 passages
+        mentioning each entity. transition: the PageRank operator of the adjacency.
+    """
+
+    node_ids: np.ndarray
+    passages: np.ndarray
+    entities: np.ndarray
+    passage_vectors: np.ndarray
+    fact_ids: np.ndarray
+    fact_vectors: np.ndarray
+    fact_subject: np.ndarray
+    fact_object: np.ndarray
+    entity_passages: np.ndarray
+    transition: TransitionMatrix
+
+    @classmethod
+    def from_published(cls, published: Published) -> LoadedRemem:
+        """Prepare a published generation (entity positions, passage counts, the transition matrix)."""
+        a = published.arrays
+        kind = np.asarray(a["node_kind"])
+        passages, entities = np.flatnonzero(kind == PASSAGE), np.flatnonzero(kind == ENTITY)
+        position = np.full(kind.shape[0], -1, dtype=np.int64)
+        position[entities] = np.arange(entities.size)
+        W = sp.csr_matrix(a["adjacency"])
+        entity_passages = np.asarray((W[entities][:, passages] > 0).sum(axis=1)).ravel().astype(np.int64)
+        return cls(
+            node_ids=np.asarray(a["node_ids"]),
+            passages=passages,
+            entities=entities,
+            passage_vectors=np.asarray(a["node_vectors"])[passages],
+            fact_ids=np.asarray(a["fact_ids"]),
+            fact_vectors=np.asarray(a["fact_vectors"]),
+            fact_subject=position[np.asarray(a["fact_subject"])],
+            fact_object=position[np.asarray(a["fact_object"])],
+            entity_passages=entity_passages,
+            transition=TransitionMatrix.from_adjacency(W),
+        )
+
+
+def fact_text(triple: tuple[str, str, str] | list[str]) -> str:
+    """The text a fact is embedded as: ``"subject predicate object"``."""
+    return " ".join(triple)
+
+
+@register(NAME, config=RememConfig)
+class RememStrategy:
+    """REMem's default (``openie``) strategy: facts, recognition memory and Personalized PageRank."""
+
+    name = NAME
+
+    def __init__(self, config: RememConfig | None = None) -> None:
+        self.config = config or RememConfig()
+
+    @property
+    def default_budget(self) -> int:
+        """Passages in the context when the caller gives no budget: ``qa_top_k``."""
+        return self.config.qa_top_k
+
+    def build(self, ctx: StrategyContext) -> None:
+        """OpenIE for the chunks that lack it, then the graph over every chunk, published as a new generation.
+
+        Resumable and incremental: each chunk's entities and triples are committed as they arrive (artefacts), so
+        an interrupted build or a build after adding documents calls the LLM only for chunks without them.
+
+        Raises:
+            MemoryNotIndexedError: the memory holds no chunks.
+            GemragError: a fatal model error (the artefacts committed before it stay).
+        """
+        cfg = self.config
+        chunks = chunk_nodes(ctx)
+        generation = ctx.store.begin_build(NAME)
+        openie = run_openie(ctx, chunks, require_entity=cfg.require_entity)
+        chunk_ids, passage_vectors = chunk_ids_and_vectors(ctx, chunks)
+        index = index_facts([openie.triples[int(c)] for c in chunk_ids])
+        d = passage_vectors.shape[1]
+        entity_vectors = ctx.embedder.embed(index.entities) if index.entities else np.zeros((0, d), np.float32)
+        fact_vectors = (
+            ctx.embedder.embed([fact_text(f) for f in index.facts]) if index.facts else np.zeros((0, d), np.float32)
+        )
+        synonyms = None
+        if index.entities and cfg.synonymy_edge_topk > 0:
+            eligible = np.array([alnum_length(e) > 2 for e in index.entities])
+            synonyms = synonym_pairs(
+                entity_vectors,
+                cfg.synonymy_edge_sim_threshold,
+                cfg.synonymy_edge_topk,
+                method=cfg.synonym_search,
+                exact_below=cfg.synonym_exact_below,
+                eligible=eligible,
+            )
+        edges = fact_graph_edges(index, synonyms)
+        W = adjacency(index.n_nodes, edges)
+
+        p = index.n_passages
+        with ctx.store.transaction():
+            entity_sources = index.entity_sources()
+            entity_ids = [
+                ctx.store.add_node(
+                    NAME, generation, "entity", name, ord_=i, sources=[int(chunk_ids[s]) for s in entity_sources[i]]
+                )
+                for i, name in enumerate(index.entities)
+            ]
+            fact_ids = [
+                ctx.store.add_node(
+                    NAME,
+                    generation,
+                    "fact",
+                    fact_text(f),
+                    ord_=i,
+                    meta={"triple": list(f)},
+                    sources=[int(chunk_ids[s]) for s in index.fact_passages[i]],
+                )
+                for i, f in enumerate(index.facts)
+            ]
+        node_ids = np.concatenate([chunk_ids, np.array(entity_ids, dtype=np.int64)])
+        arrays = {
+            "node_ids": node_ids,
+            "node_kind": np.concatenate([np.zeros(p, np.int8), np.ones(len(entity_ids), np.int8)]),
+            "node_vectors": np.concatenate([passage_vectors, entity_vectors]).astype(np.float32),
+            "adjacency": W,
+            "fact_ids": np.array(fact_ids, dtype=np.int64),
+            "fact_vectors": fact_vectors.astype(np.float32),
+            "fact_subject": index.fact_subject + p,
+            "fact_object": index.fact_object + p,
+        }
+        meta = {
+            "passages": p,
+            "entities": len(index.entities),
+            "facts": len(index.facts),
+            "edges": {kind: int(e[0].size) for kind, e in edges.kinds.items()},
+            "extracted_chunks": openie.extracted,
+            "dropped_triples": openie.dropped,
+        }
+        publish_arrays(ctx, NAME, generation, arrays, axes=AXES, meta=meta, edges=_store_edges(edges, node_ids))
+
+    def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
+        """The published graph without the deleted nodes: their rows and columns, and the facts they stated or
+        whose subject or object they were (:func:`gemrag.strategies.platform.incremental.referencing_prune`). Fact-edge
+        counts between surviving entities keep the deleted passages' share until the next build."""
+        return referencing_prune(
+            ctx, NAME, gone, generation, axis="f", references=("fact_subject", "fact_object"), ids="fact_ids"
+        )
+
+    def _loaded(self, ctx: StrategyContext) -> LoadedRemem:
+        return load_published(ctx, NAME, LoadedRemem.from_published)
+
+    def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
+        """Passages for ``question`` by the seed's default strategy (module docstring).
+
+        Returns:
+            At most ``min(budget, retrieval_top_k)`` chunk hits, best first. ``score``: the passage's Personalized
+            PageRank probability (in (0, 1]); after the DPR fallback, its cosine to the question. ``meta``:
+            ``facts`` (the kept facts as [s, p, o] lists), ``candidates`` (the facts shown to the filter),
+            ``fallback`` (``"dpr"`` when no fact was kept) and, when the filter's answer was unusable,
+            ``recognition_error``.
+
+        Raises:
+            MemoryNotIndexedError: the strategy was not built in this memory.
+            StaleGenerationError: a newer generation replaced the one being read (the caller retries).
+        """
+        if ctx.store.published_generation(NAME) is None:
+            raise not_indexed(ctx, NAME)
+        cfg = self.config
+        top = min(budget, cfg.retrieval_top_k)
+        v_p = prompt_vector(ctx, question)
+        with ctx.store.snapshot():
+            g = self._loaded(ctx)
+            if g.passages.size == 0:
+                return []
+            dense = cosine_scores(v_p, g.passage_vectors)
+            candidates: list[list[str]] = []
+            kept: list[int] = []
+            meta: dict[str, Any] = {}
+            if g.fact_ids.size:
+                fact_scores = min_max_normalize(cosine_scores(v_p, g.fact_vectors))
+                shown = top_indices(fact_scores, cfg.linking_top_k).tolist()
+                candidates = [ctx.store.node(int(g.fact_ids[f])).meta["triple"] for f in shown]
+                if cfg.recognition_filter:
+                    chosen, error = recognize_facts(ctx, question, candidates)
+                    kept = [shown[i] for i in chosen]
+                    if error:
+                        meta["recognition_error"] = error
+                else:
+                    kept = shown
+            meta["candidates"] = candidates
+            meta["facts"] = [candidates[shown.index(f)] for f in kept] if kept else []
+            if not kept:
+                order = top_indices(dense, top)
+                ids = g.node_ids[g.passages[order]]
+                return chunk_hits(ctx, ids.tolist(), dense[order].tolist(), {**meta, "fallback": "dpr"})
+            reset = np.zeros(g.node_ids.shape[0])
+            reset[g.entities] = entity_seed_weights(
+                kept, fact_scores, g.fact_subject, g.fact_object, g.entity_passages, cfg.linking_top_k
+            )
+            reset[g.passages] = passage_seed_weights(dense, cfg.passage_node_weight)
+            ppr = g.transition.pagerank(reset, cfg.damping)
+            passage_scores = ppr[g.passages]
+            order = top_indices(passage_scores, top)
+            ids = g.node_ids[g.passages[order]]
+            return chunk_hits(ctx, ids.tolist(), passage_scores[order].tolist(), meta)
+
+    def report(self, ctx: StrategyContext) -> dict[str, Any]:
+        """Passages, entities, facts, edges by kind and dropped triples of the published graph (``gemrag info``)."""
+        manifest = ctx.store.manifest(NAME)
+        meta = manifest.meta if manifest else {}
+        keys = ("passages", "entities", "facts", "edges", "extracted_chunks", "dropped_triples")
+        return {"generation": manifest.generation if manifest else None, **{k: meta.get(k) for k in keys}}
+
+
+def _store_edges(edges: EdgeLists, node_ids: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The graph's edges in store node ids, both directions (for ``Store.edges`` and viewers)."""
+    out = {}
+    for kind, (src, dst, weight) in edges.kinds.items():
+        a, b = node_ids[src], node_ids[dst]
+        out[kind] = (np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([weight, weight]))
+    return out

@@ -1,0 +1,85 @@
+"""Strategy variants in ``gemrag eval`` (``remem[recognition_filter=false]``) and remem through the eval runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_eval_runner import multihop_file
+
+from fakes import HashEmbedder, ScriptedLLM
+from gemrag.config import Config
+from gemrag.errors import ConfigError
+from gemrag.eval.runner import plan_runs, run_eval
+from gemrag.eval.variants import split_strategies, strategy_variant
+
+
+def test_split_keeps_commas_inside_brackets() -> None:
+    assert split_strategies("dense, remem[a=1;b=2],gem[x=[1,2]],") == ["dense", "remem[a=1;b=2]", "gem[x=[1,2]]"]
+
+
+def test_variant_changes_only_its_section(config: Config) -> None:
+    shown, base, setting, cfg = strategy_variant("remem[recognition_filter=false; damping=0.3]", config)  # type: ignore[misc]
+    assert (shown, base, setting) == (
+        "remem[recognition_filter=false;damping=0.3]",
+        "remem",
+        {"recognition_filter": False, "damping": 0.3},
+    )
+    assert cfg.section("remem") == setting and config.section("remem") == {}
+    assert cfg.gem == config.gem
+    assert strategy_variant("remem", config) is None
+    gem = strategy_variant("gem[search=rank]", config)
+    assert gem is not None and gem[3].gem.search == "rank"
+    for bad, message in [("remem[dampng=0.3]", "dampng"), ("remem[damping=2]", "damping"), ("remem[]", "nothing")]:
+        with pytest.raises(ConfigError, match=message):
+            strategy_variant(bad, config)
+
+
+def test_plan_runs_and_an_eval_with_remem_and_its_variant(tmp_path: Path, config: Config) -> None:
+    runs = plan_runs(["dense", "remem", "remem[recognition_filter=false]"], None, config)
+    assert [(r.name, r.strategy, r.memory_suffix) for r in runs] == [
+        ("dense", "dense", ""),
+        ("remem", "remem", ""),
+        ("remem[recognition_filter=false]", "remem", ""),
+    ]
+    llm = ScriptedLLM()
+    res = run_eval(
+        "musique",
+        multihop_file(tmp_path),
+        ["dense", "remem", "remem[recognition_filter=false]"],
+        config=config,
+        budget=2,
+        out_dir=tmp_path / "out",
+        llm=llm,
+        embedder=HashEmbedder(),
+        answer=False,
+        reference="dense",
+    )
+    assert res.runs == ["dense", "remem", "remem[recognition_filter=false]"]
+    by = {(r["question_id"], r["strategy"]): r for r in res.records}
+    assert by[("2hop__1", "remem")]["recall@5"] == 1.0
+    assert by[("2hop__1", "remem[recognition_filter=false]")]["setting"] == {"recognition_filter": False}
+    openie = [p for p in llm.prompts if p.startswith('Passage:\n"""')]  # the OpenIE requests
+    assert len(openie) == 10  # five paragraphs, two calls each, once for both remem runs
+    assert len(list((tmp_path / "out" / "memories").iterdir())) == 1
+    # paired bootstrap against dense, on Recall@5 and Recall@2
+    assert res.summary.reference == "dense"
+    assert [(c["metric"], c["strategy"]) for c in res.summary.comparisons] == [
+        ("recall@5", "remem"),
+        ("recall@5", "remem[recognition_filter=false]"),
+        ("recall@2", "remem"),
+        ("recall@2", "remem[recognition_filter=false]"),
+    ]
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "## Paired bootstrap vs dense (R@5)" in md and "## Paired bootstrap vs dense (R@2)" in md
+    with pytest.raises(ConfigError, match="reference"):
+        run_eval(
+            "musique",
+            multihop_file(tmp_path),
+            ["dense"],
+            config=config,
+            out_dir=tmp_path / "o2",
+            embedder=HashEmbedder(),
+            answer=False,
+            reference="gem",
+        )

