@@ -158,6 +158,11 @@ class GemSettings(BaseModel):
         knn: neighbours per node of the sparse graph (the union of every node's ``knn`` strongest links),
             default 32: enough that each chunk keeps its strongest links and the graph stays connected, while S,
             L and W hold O(N * knn) entries (under 1% of the complete graph's at N = 10,000).
+        ann_above: chunk count from which the sparse graph's neighbours are found through a faiss HNSW index
+            (approximate; :mod:`gemrag.graph.knn_ann`) instead of every pair of chunks, and retrieval ranks utility
+            questions through one (:mod:`gemrag.strategies.gem.ann_search`); default 20000 (at 20k the exact
+            kNN graph takes ~30 s on 2 cores and grows as N^2, the approximate one as ~N log N; recall and
+            agreement are measured in ``benchmarks/scale.py``). 0 = always approximate on the sparse path.
     """
 
     chunk_tokens: int = Field(100, ge=16, le=2000)
@@ -172,6 +177,7 @@ class GemSettings(BaseModel):
     graph: Literal["auto", "dense", "sparse"] = "auto"
     sparse_above: int = Field(2000, ge=0)
     knn: int = Field(32, ge=1, le=1000)
+    ann_above: int = Field(20000, ge=0)
 
 
 class Config(BaseSettings):

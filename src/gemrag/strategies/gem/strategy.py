@@ -195,7 +195,14 @@ class GemStrategy:
         all_ids = chunk_ids + [n.id for n in ctx.store.nodes("summary", strategy=self.name, build=view)]
         vectors, qvectors, owner, qids = node_graph_inputs(ctx, all_ids, view)
         # S over all nodes = the chunk block computed above + the summary nodes' rows and columns.
-        S = extend_similarity(S, vectors, qvectors, owner, k=cfg.knn if mode == "sparse" else None)
+        S = extend_similarity(
+            S,
+            vectors,
+            qvectors,
+            owner,
+            k=cfg.knn if mode == "sparse" else None,
+            low_memory=len(chunk_ids) >= cfg.ann_above,
+        )
         W = adjacency_matrix(S, diagonal="zero")  # the symmetric part of S, negatives clipped, zero diagonal
         del S
         graph = GemGraph(np.array(all_ids, dtype=np.int64), vectors, qvectors, owner, qids, W)
