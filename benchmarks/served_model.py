@@ -1,0 +1,136 @@
+"""A GEM build against a served model that answers many requests at once (issue 28, point 5; a script that prints
+figures).
+
+A stand-in OpenAI-compatible server on loopback (``http.server``, one thread per connection) answers
+``/v1/chat/completions`` after ``--latency`` seconds with at most ``--slots`` requests being served at once (a
+semaphore: more wait in line, as a llama.cpp server with that many slots or a vLLM batch would), with the unit
+tests' scripted answers (``tests/fakes.py``: utility questions from the passage's sentences, summaries from its
+first sentences). gemrag builds GEM over ``--chunks`` chunks (copies of the shipped QuALITY story, see
+``bench_gem_build.py``) with the ``openai`` LLM provider and ``llm.concurrency = --concurrency``; the embedder
+is the tests' hashed bag of words (no model). Prints the LLM items, the wall time of the build's LLM phases
+against the ideal ``items x latency / slots``, the most requests in flight, and the repeated calls (requests whose
+body the server had already answered):
+
+    python benchmarks/served_model.py --chunks 200 --slots 8 --latency 0.5 --concurrency 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "benchmarks")]
+
+from bench_gem_build import corpus  # noqa: E402
+
+from fakes import HashEmbedder, ScriptedLLM  # noqa: E402
+
+
+class StandIn:
+    """The server's state: the slots, what it was asked, how many were served at once."""
+
+    def __init__(self, slots: int, latency: float) -> None:
+        self.slots = threading.BoundedSemaphore(slots)
+        self.latency = latency
+        self.lock = threading.Lock()
+        self.bodies: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.llm = ScriptedLLM()
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One chat completion: wait for a slot, hold it ``latency`` seconds, answer with the scripted text."""
+        with self.lock:
+            self.bodies[json.dumps(body, sort_keys=True)] += 1
+        with self.slots:
+            with self.lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            time.sleep(self.latency)
+            with self.lock:
+                self.in_flight -= 1
+                text = self.llm.complete(body["messages"], max_tokens=body.get("max_tokens", 256)).text
+        return {
+            "id": "standin",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "standin"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+
+def serve(state: StandIn) -> tuple[ThreadingHTTPServer, str]:
+    """Start the stand-in server on a free loopback port; returns it and its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            data = json.dumps(state.answer(body)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def main() -> None:
+    """Run the build against the stand-in server and print the figures."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chunks", type=int, default=200)
+    ap.add_argument("--slots", type=int, default=8)
+    ap.add_argument("--latency", type=float, default=0.5, help="seconds per answer")
+    ap.add_argument("--concurrency", type=int, default=8, help="llm.concurrency: requests gemrag keeps in flight")
+    args = ap.parse_args()
+    from gemrag import Memory, load_config
+
+    state = StandIn(args.slots, args.latency)
+    server, url = serve(state)
+    llm = {"provider": "openai", "model": "standin", "base_url": url, "api_key": "x", "concurrency": args.concurrency}
+    gem = {"chunk_tokens": 100, "questions": 5, "eigen": 2, "eigen_top": 5}
+    cfg = load_config(None, {"llm": llm, "gem": gem, "progress": False})
+    docs = corpus(args.chunks)
+    with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "mem", cfg, embedder=HashEmbedder()) as mem:
+        for i, text in enumerate(docs):
+            mem.add_text(text, title=f"copy {i}")
+        mem.llm()  # the openai SDK's import and client (~7 s on a loaded machine) before the clock starts
+        start = time.perf_counter()
+        report = mem.index()
+        wall = time.perf_counter() - start
+        phases = mem.stats()["strategy_report"].get("phase_seconds", {})
+    server.shutdown()
+    items = sum(state.bodies.values())
+    llm_s = phases.get("utility_questions", 0.0) + phases.get("summaries", 0.0)
+    ideal = items * args.latency / args.slots
+    print(
+        f"chunks {report.chunks}, LLM requests {items} (distinct {len(state.bodies)}, repeated "
+        f"{items - len(state.bodies)}), most in flight {state.max_in_flight} of {args.slots} slots"
+    )
+    print(
+        f"build {wall:.1f} s, of which LLM phases (utility questions + summaries) {llm_s:.1f} s; ideal "
+        f"{items} x {args.latency} s / {args.slots} = {ideal:.1f} s; LLM phases / ideal = {llm_s / ideal:.2f}, "
+        f"whole build / ideal = {wall / ideal:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
