@@ -96,7 +96,7 @@ def hnsw_index(unit: NDArray[np.float32], *, m: int = ANN_M, ef_construction: in
 
 
 def hnsw_search(
-    index: Any, queries: NDArray[np.floating], k: int, *, ef_search: int | None = None
+    index: Any, queries: NDArray[np.floating], k: int, *, ef_search: int | None = None, normalize: bool = False
 ) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
     """The ``k`` rows of ``index`` with the largest inner product with each query (approximate).
 
@@ -105,6 +105,7 @@ def hnsw_search(
         queries: ``(q, d)`` float queries (converted to float32 one block of rows at a time).
         k: answers per query, ``>= 1``.
         ef_search: candidate-list size (default ``max(ANN_EF_SEARCH, k)``).
+        normalize: scale each query block to unit rows first (no normalized copy of all queries is made).
 
     Returns:
         ``(similarities, labels)``: ``(q, k)`` float32 inner products, best first, and ``(q, k)`` int64 row
@@ -121,6 +122,8 @@ def hnsw_search(
         index.hnsw.efSearch = ef_search if ef_search is not None else max(ANN_EF_SEARCH, k)
         for lo in range(0, queries.shape[0], _QUERY_ROWS):
             block = np.ascontiguousarray(queries[lo : lo + _QUERY_ROWS], dtype=np.float32)
+            if normalize:
+                block = unit_rows32(block)
             sims[lo : lo + block.shape[0]], labels[lo : lo + block.shape[0]] = index.search(block, k)
     return sims, labels
 

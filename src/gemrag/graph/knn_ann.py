@@ -17,7 +17,7 @@ symmetrized as in :func:`gemrag.graph.similarity.knn_sparsify`.
 
 Cost: the index build ``O(n log n)`` and ``n`` searches; the candidate values ``2 n c d`` multiply-adds for
 ``c`` candidates per node. Memory: the inputs, ``Vn`` and ``Qs`` (``2 n d`` float32), the index (``n d``
-float32 + links) and ``O(n c)`` candidate pairs; never an ``n x n`` or ``n x M`` matrix.
+float32 + links) and ``O(n c)`` candidate pairs (int32 ids, float32 values); never ``n x n`` or ``n x M``.
 """
 
 from __future__ import annotations
@@ -82,29 +82,41 @@ def approximate_knn_similarity_matrix(
         return _assemble_knn(n, [], diagonal if keep_diagonal else None)
     c = min(n, candidates if candidates is not None else max(ANN_CANDIDATES_MIN, 3 * k))
     index = hnsw_index(vn)
-    queries = qs / np.maximum(np.linalg.norm(qs, axis=1, keepdims=True), np.float32(1e-30))
-    _, labels = hnsw_search(index, queries, c)
-    del index, queries
+    _, labels = hnsw_search(index, qs, c, normalize=True)
+    del index
     a, b = _candidate_pairs(labels)
     del labels
     values = _pair_values(vn, qs, a, b)
     del vn, qs
-    # every pair counts for both ends; int32 ids keep the O(n c) pair arrays small (n < 2^31)
-    rows = np.concatenate([a, b]).astype(np.int32)
-    cols = np.concatenate([b, a]).astype(np.int32)
-    del a, b
-    vals = np.concatenate([values, values])
-    del values
-    order = np.lexsort((cols, -vals, rows))  # each row's candidates, largest first (ties: lower column)
-    rows, cols, vals = rows[order], cols[order], vals[order]
-    del order
-    rank = np.arange(rows.shape[0]) - np.searchsorted(rows, rows)
-    keep = rank < kk
-    part = (rows[keep].astype(np.int64), cols[keep].astype(np.int64), vals[keep])
-    return _assemble_knn(n, [part], diagonal if keep_diagonal else None)
+    # every pair counts for both of its ends: a CSR matrix of the candidates (int32 ids, float32 values: the
+    # O(n c) arrays stay small), then each row's k largest, one block of rows at a time
+    cand = sp.csr_matrix(
+        (np.concatenate([values, values]), (np.concatenate([a, b]), np.concatenate([b, a]))), shape=(n, n)
+    )
+    del a, b, values
+    return _assemble_knn(n, _row_top_k(cand, kk), diagonal if keep_diagonal else None)
 
 
-def _candidate_pairs(labels: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def _row_top_k(
+    cand: sp.csr_matrix, k: int, block_rows: int = 65536
+) -> list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]]:
+    """(row, col, value) of each row's ``k`` largest entries of ``cand`` (ties: lower column), in row blocks."""
+    parts = []
+    n = cand.shape[0]
+    for lo in range(0, n, block_rows):
+        hi = min(n, lo + block_rows)
+        a, b = cand.indptr[lo], cand.indptr[hi]
+        rows = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(cand.indptr[lo : hi + 1]))
+        cols, vals = cand.indices[a:b].astype(np.int64), cand.data[a:b].astype(np.float64)
+        order = np.lexsort((cols, -vals, rows))
+        rows, cols, vals = rows[order], cols[order], vals[order]
+        rank = np.arange(rows.shape[0]) - np.searchsorted(rows, rows)
+        keep = rank < k
+        parts.append((rows[keep], cols[keep], vals[keep]))
+    return parts
+
+
+def _candidate_pairs(labels: NDArray[np.int64]) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
     """Unordered candidate pairs ``(a, b)``, ``a < b``, each once, from the ``(n, c)`` ANN answers of each row
     (failed slots -1 and self-answers dropped)."""
     n = labels.shape[0]
@@ -113,14 +125,15 @@ def _candidate_pairs(labels: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDAr
     ok = (dst >= 0) & (dst != src)
     src, dst = src[ok], dst[ok]
     key = np.unique(np.minimum(src, dst) * n + np.maximum(src, dst))
-    return key // n, key % n
+    del src, dst
+    return (key // n).astype(np.int32), (key % n).astype(np.int32)
 
 
 def _pair_values(
-    vn: NDArray[np.float32], qs: NDArray[np.float32], a: NDArray[np.int64], b: NDArray[np.int64]
-) -> NDArray[np.float64]:
-    """``(Qs[a].Vn[b] + Qs[b].Vn[a]) / 2`` for each pair, float64 (float32 products), one block at a time."""
-    out = np.empty(a.shape[0], dtype=np.float64)
+    vn: NDArray[np.float32], qs: NDArray[np.float32], a: NDArray[np.int32], b: NDArray[np.int32]
+) -> NDArray[np.float32]:
+    """``(Qs[a].Vn[b] + Qs[b].Vn[a]) / 2`` for each pair, float32, one block at a time."""
+    out = np.empty(a.shape[0], dtype=np.float32)
     for lo in range(0, a.shape[0], _PAIR_BLOCK):
         x, y = a[lo : lo + _PAIR_BLOCK], b[lo : lo + _PAIR_BLOCK]
         out[lo : lo + x.shape[0]] = (_row_dots(qs[x], vn[y]) + _row_dots(qs[y], vn[x])) / 2
