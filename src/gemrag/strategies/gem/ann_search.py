@@ -112,7 +112,10 @@ class AnnPreparedGraph(PreparedGraph):
         if m and (own.min() < 0 or own.max() >= n):
             raise ValueError(f"owner values must lie in [0, {n})")
         order = np.argsort(lists, kind="stable")
-        questions = unit_rows32(as_matrix(question_vectors, "question_vectors", ncols=nodes.shape[1])[order])
+        # one copy of the questions (re-ordered by list), scaled in place
+        questions = unit_rows32(
+            as_matrix(question_vectors, "question_vectors", ncols=nodes.shape[1])[order], in_place=True
+        )
         list_ptr = np.searchsorted(lists[order], np.arange(cents.shape[0] + 1)).astype(np.int64)
         return cls(questions, own[order], nodes, w, scale, cents, list_ptr, order, probe)
 
