@@ -88,6 +88,14 @@ class LLMSettings(BaseModel):
             (sleep) until they fit.
         tokens_per_minute: client-side limit on tokens per minute, counting each request's estimated prompt
             tokens (about 4 characters per token) plus its ``max_tokens`` (None = no limit).
+        ray: send the LLM calls of every build to a pool of Ray actors (``gemrag[cluster]``,
+            :mod:`gemrag.models.ray_pool`): ``"auto"`` (the running cluster), an address (``host:port`` or
+            ``ray://host:port``), ``"local"`` (a cluster in this process) or None (default: no Ray; nothing imports
+            it). Each actor loads the model stack these settings name once; the driver caches every answer.
+        ray_actors: actors in the pool, >= 1 (default 2).
+        ray_actor_concurrency: calls one actor serves at once, >= 1 (default 1; an HTTP backend's actor may serve
+            several, a llama.cpp actor decodes one at a time unless ``n_parallel`` > 1).
+        ray_actor_cpus: CPUs Ray reserves per actor when placing it (default None: 1 for llama_cpp, 0 for openai).
     """
 
     provider: Literal["llama_cpp", "openai"] = "llama_cpp"
@@ -105,6 +113,10 @@ class LLMSettings(BaseModel):
     max_retries: int = Field(2, ge=0)
     requests_per_minute: int | None = Field(None, ge=1)
     tokens_per_minute: int | None = Field(None, ge=1)
+    ray: str | None = None
+    ray_actors: int = Field(2, ge=1)
+    ray_actor_concurrency: int = Field(1, ge=1)
+    ray_actor_cpus: float | None = Field(None, ge=0)
 
 
 class EmbedderSettings(BaseModel):

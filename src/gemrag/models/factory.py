@@ -11,12 +11,17 @@ from gemrag.models.base import LLM, Embedder
 
 
 def build_llm(settings: LLMSettings, cache_dir: Path | None = None) -> LLM:
-    """The LLM backend the settings name (not yet wrapped in cache or meter).
+    """The LLM backend the settings name (not yet wrapped in cache or meter); with ``settings.ray`` a pool of Ray
+    actors each running that backend (:class:`gemrag.models.ray_pool.RayLLM`).
 
     Raises:
         ModelNotAvailableError: the embedded model or llama-cpp-python is not installed.
         ConfigError: the settings are incomplete (e.g. no model name for an HTTP endpoint).
     """
+    if settings.ray:
+        from gemrag.models.ray_pool import RayLLM  # only here: without llm.ray nothing imports Ray
+
+        return RayLLM(settings, cache_dir)
     if settings.provider == "llama_cpp":
         from gemrag.models.llama_cpp import LlamaCppLLM
 
