@@ -17,13 +17,9 @@ body the server had already answered):
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
-import threading
 import time
-from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,65 +28,8 @@ sys.path[:0] = [str(REPO / "tests"), str(REPO / "benchmarks")]
 
 from bench_gem_build import corpus  # noqa: E402
 
-from fakes import HashEmbedder, ScriptedLLM  # noqa: E402
-
-
-class StandIn:
-    """The server's state: the slots, what it was asked, how many were served at once."""
-
-    def __init__(self, slots: int, latency: float) -> None:
-        self.slots = threading.BoundedSemaphore(slots)
-        self.latency = latency
-        self.lock = threading.Lock()
-        self.bodies: Counter[str] = Counter()
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.llm = ScriptedLLM()
-
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        """One chat completion: wait for a slot, hold it ``latency`` seconds, answer with the scripted text."""
-        with self.lock:
-            self.bodies[json.dumps(body, sort_keys=True)] += 1
-        with self.slots:
-            with self.lock:
-                self.in_flight += 1
-                self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            time.sleep(self.latency)
-            with self.lock:
-                self.in_flight -= 1
-                text = self.llm.complete(body["messages"], max_tokens=body.get("max_tokens", 256)).text
-        return {
-            "id": "standin",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body.get("model", "standin"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-
-
-def serve(state: StandIn) -> tuple[ThreadingHTTPServer, str]:
-    """Start the stand-in server on a free loopback port; returns it and its base URL."""
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            data = json.dumps(state.answer(body)).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+from fakes import HashEmbedder  # noqa: E402
+from standin_openai import StandIn, serve  # noqa: E402
 
 
 def main() -> None:

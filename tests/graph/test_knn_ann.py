@@ -113,3 +113,11 @@ def test_hnsw_search_finds_exact_nearest_on_easy_data() -> None:
     assert recall >= 0.95
     assert np.all(np.diff(sims, axis=1) <= 1e-6)  # best first
     assert unit_rows32(np.zeros((2, 3))).sum() == 0  # zero rows stay zero
+
+
+def test_the_large_paths_looser_lanczos_gives_the_same_eigenpairs(graphs: tuple) -> None:
+    L = normalized_laplacian(graphs[4], diagonal="zero")
+    values, vectors = eigenpairs(L, 4, method="sparse")
+    loose_values, loose_vectors = eigenpairs(L, 4, method="sparse", tol=1e-6, ncv=64)
+    np.testing.assert_allclose(loose_values, values, atol=1e-6)
+    assert np.all(np.abs(np.sum(vectors * loose_vectors, axis=0)) > 1 - 1e-6)

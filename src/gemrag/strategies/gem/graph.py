@@ -32,6 +32,10 @@ from gemrag.graph.spectrum import SpectrumReport, eigenpairs, select_eigenthemes
 
 REPORT_TOP = 10
 """Eigenvalues in the spectrum report (``gemrag info``)."""
+LARGE_EIGSH_TOL = 1e-6
+"""eigsh's tolerance from ``gem.ann_above`` chunks on (measured not to change the eigenpairs: ``eigenpairs``)."""
+LARGE_EIGSH_NCV = 64
+"""eigsh's Lanczos vectors from ``gem.ann_above`` chunks on (2.7x faster at 100k chunks: ``eigenpairs``)."""
 
 GraphMode = Literal["dense", "sparse"]
 Matrix = NDArray[np.float64] | sp.csr_matrix
@@ -78,7 +82,14 @@ def chunk_graph(
     # 1), so the literal S − I would keep self-loops and break Σλ = 0; we zero the diagonal as intended.
     L = normalized_laplacian(S, diagonal="zero")
     n = L.shape[0]
-    eigen = eigenpairs(L, min(n, max(REPORT_TOP, cfg.eigen + 1)), method="sparse" if mode == "sparse" else "auto")
+    large = mode == "sparse" and n >= cfg.ann_above  # a looser, faster Lanczos on the large path (eigenpairs)
+    eigen = eigenpairs(
+        L,
+        min(n, max(REPORT_TOP, cfg.eigen + 1)),
+        method="sparse" if mode == "sparse" else "auto",
+        tol=LARGE_EIGSH_TOL if large else 0.0,
+        ncv=LARGE_EIGSH_NCV if large else None,
+    )
     return S, L, eigen, spectrum_report(L, top=REPORT_TOP, eigenvalues=eigen[0])
 
 
