@@ -22,6 +22,9 @@ Ray is imported only when this module's :class:`RayLLM` is constructed (``llm.ra
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
+import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -32,7 +35,10 @@ from gemrag.errors import ConfigError, GemragError, is_fatal
 from gemrag.models.base import Completion, Message, cache_identity_of
 from gemrag.models.batch import CompletionRequest
 
-__all__ = ["LOCAL_OBJECT_STORE", "RayLLM", "ray_address"]
+__all__ = ["CALL_LOG_ENV", "LOCAL_OBJECT_STORE", "RayLLM", "ray_address"]
+
+CALL_LOG_ENV = "GEMRAG_RAY_CALL_LOG"
+"""Environment variable naming a file where every actor appends each call it starts (instrumentation)."""
 
 LOCAL_OBJECT_STORE = 200 * 2**20
 """Bytes of shared memory for the object store of a cluster started in this process (``llm.ray = "local"``):
@@ -54,7 +60,17 @@ class _Worker:
         self.llm = build_llm(LLMSettings(**settings), Path(cache_dir) if cache_dir else None)
 
     def complete(self, request: CompletionRequest) -> Completion | GemragError:
-        """The backend's answer, or its (non-fatal or fatal) GemragError as a value; the driver decides."""
+        """The backend's answer, or its (non-fatal or fatal) GemragError as a value; the driver decides.
+
+        With ``$GEMRAG_RAY_CALL_LOG`` set (a path every node can write), each call is appended to it as it starts
+        (``pid sha256-of-the-request``), so repeated calls across a lost worker can be counted."""
+        log = os.environ.get(CALL_LOG_ENV)
+        if log:
+            digest = hashlib.sha256(
+                json.dumps(dataclasses.asdict(request), sort_keys=True, default=str).encode()
+            ).hexdigest()
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(f"{os.getpid()} {digest}\n")
         try:
             return request.call(self.llm)
         except GemragError as exc:
