@@ -129,4 +129,4 @@ def test_without_llm_ray_nothing_imports_ray(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     from gemrag.models.ray_pool import ray_address  # importing the module does not import Ray either
 
-    assert ray_address("local") is None and ray_address("auto") == "auto"
+    assert ray_address("local") == "local" and ray_address("auto") == "auto"

@@ -45,10 +45,11 @@ LOCAL_OBJECT_STORE = 200 * 2**20
 requests and answers are a few KB each; Ray's default, 30% of RAM, would reserve ~7 GB here."""
 
 
-def ray_address(value: str) -> str | None:
-    """The ``address`` for ``ray.init`` of an ``llm.ray`` value: ``"local"`` -> None (a new cluster in this
-    process), anything else as given (``"auto"``, ``host:port``, ``ray://host:port``)."""
-    return None if value == "local" else value
+def ray_address(value: str) -> str:
+    """The ``address`` for ``ray.init`` of an ``llm.ray`` value, as given: ``"local"`` starts a new cluster in
+    this process (even when another one runs on the machine: ``address=None`` would join that one), ``"auto"`` the
+    machine's running cluster, else ``host:port`` or ``ray://host:port``."""
+    return value
 
 
 class _Worker:
@@ -118,7 +119,7 @@ class RayLLM:
         if not ray.is_initialized():
             try:
                 address = ray_address(str(settings.ray))
-                local = {"object_store_memory": LOCAL_OBJECT_STORE} if address is None else {}
+                local = {"object_store_memory": LOCAL_OBJECT_STORE} if address == "local" else {}
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ConfigError(f"cannot reach the Ray cluster {settings.ray!r}: {exc}") from exc
