@@ -7,7 +7,7 @@ reach this backend's :meth:`RayLLM.complete_iter`, which hands each request to o
 
 * a task is pure: the request (messages, schema, max_tokens, temperature, seed) in, a
   :class:`~gemrag.models.base.Completion` (text, parsed value, usage) out; an actor builds its model stack once
-  (:func:`gemrag.models.factory.build_llm` with the same settings minus ``ray``);
+  (:func:`gemrag.models.backends.build_backend` with the same settings minus ``ray``);
 * the driver (the process running ``gemrag index``) stores every answer in the memory's LLM cache as it arrives,
   before it is used (``CachedLLM``), so a killed driver resumes from the cache like any build, and the cache keys
   are those of the same backend in one process (:meth:`RayLLM.cache_identity`): a single-process build made
@@ -32,6 +32,7 @@ from typing import Any
 
 from gemrag.config import LLMSettings
 from gemrag.errors import ConfigError, GemragError, is_fatal
+from gemrag.models.backends import build_backend
 from gemrag.models.base import Completion, Message, cache_identity_of
 from gemrag.models.batch import CompletionRequest
 
@@ -56,9 +57,7 @@ class _Worker:
     """One Ray actor: the model stack of ``settings``, built once, answering one request per call."""
 
     def __init__(self, settings: dict[str, Any], cache_dir: str | None) -> None:
-        from gemrag.models.factory import build_llm
-
-        self.llm = build_llm(LLMSettings(**settings), Path(cache_dir) if cache_dir else None)
+        self.llm = build_backend(LLMSettings(**settings), Path(cache_dir) if cache_dir else None)
 
     def complete(self, request: CompletionRequest) -> Completion | GemragError:
         """The backend's answer, or its (non-fatal or fatal) GemragError as a value; the driver decides.
@@ -107,11 +106,9 @@ class RayLLM:
             import ray
         except ImportError as exc:
             raise ConfigError("llm.ray needs Ray: pip install 'gemrag[cluster]'") from exc
-        from gemrag.models.factory import build_llm
-
         self._ray = ray
         inner = settings.model_copy(update={"ray": None})
-        self._local = build_llm(inner, cache_dir)  # the same backend in this process: identity only, loads nothing
+        self._local = build_backend(inner, cache_dir)  # the same backend in this process: identity only, loads nothing
         self.model_id = self._local.model_id
         self.context_window = self._local.context_window
         self._local_tokens = settings.provider != "llama_cpp"  # counting with llama.cpp needs the weights
