@@ -76,6 +76,7 @@ def _config(
             "provider": model_flags.get("llm_provider"),
             "model": model_flags.get("llm_model"),
             "base_url": model_flags.get("llm_base_url"),
+            "ray": model_flags.get("llm_ray"),
         },
         "embedder": {
             "provider": model_flags.get("embedder_provider"),
@@ -115,6 +116,7 @@ def index(
     wait: Annotated[
         float, typer.Option("--wait", help="Seconds to wait while another process builds this memory (default: fail).")
     ] = 0.0,
+    ray: Annotated[str | None, typer.Option(help="LLM calls on Ray actors: auto, ADDRESS or local (llm.ray).")] = None,
 ) -> None:
     """Read documents, chunk them, write utility questions, embed, build the graph and the eigentheme
     summary nodes (GEM-RAG section III.B.1). Resumable: interrupt with Ctrl-C (or kill it) and run it again.
@@ -132,6 +134,7 @@ def index(
             embedder_provider=embedder_provider,
             embedder_model=embedder_model,
             embedder_base_url=embedder_base_url,
+            llm_ray=ray,
         )
         with _open(memory, cfg, quiet) as mem:
             mem.build_wait = wait  # MemoryBusyError (another builder) is a GemragError: one line, exit code 2

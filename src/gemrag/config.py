@@ -88,6 +88,14 @@ class LLMSettings(BaseModel):
             (sleep) until they fit.
         tokens_per_minute: client-side limit on tokens per minute, counting each request's estimated prompt
             tokens (about 4 characters per token) plus its ``max_tokens`` (None = no limit).
+        ray: send the LLM calls of every build to a pool of Ray actors (``gemrag[cluster]``,
+            :mod:`gemrag.models.ray_pool`): ``"auto"`` (the running cluster), an address (``host:port`` or
+            ``ray://host:port``), ``"local"`` (a cluster in this process) or None (default: no Ray; nothing imports
+            it). Each actor loads the model stack these settings name once; the driver caches every answer.
+        ray_actors: actors in the pool, >= 1 (default 2).
+        ray_actor_concurrency: calls one actor serves at once, >= 1 (default 1; an HTTP backend's actor may serve
+            several, a llama.cpp actor decodes one at a time unless ``n_parallel`` > 1).
+        ray_actor_cpus: CPUs Ray reserves per actor when placing it (default None: 1 for llama_cpp, 0 for openai).
     """
 
     provider: Literal["llama_cpp", "openai"] = "llama_cpp"
@@ -105,6 +113,10 @@ class LLMSettings(BaseModel):
     max_retries: int = Field(2, ge=0)
     requests_per_minute: int | None = Field(None, ge=1)
     tokens_per_minute: int | None = Field(None, ge=1)
+    ray: str | None = None
+    ray_actors: int = Field(2, ge=1)
+    ray_actor_concurrency: int = Field(1, ge=1)
+    ray_actor_cpus: float | None = Field(None, ge=0)
 
 
 class EmbedderSettings(BaseModel):
@@ -158,6 +170,11 @@ class GemSettings(BaseModel):
         knn: neighbours per node of the sparse graph (the union of every node's ``knn`` strongest links),
             default 32: enough that each chunk keeps its strongest links and the graph stays connected, while S,
             L and W hold O(N * knn) entries (under 1% of the complete graph's at N = 10,000).
+        ann_above: chunk count from which the sparse graph's neighbours are found through a faiss HNSW index
+            (approximate; :mod:`gemrag.graph.knn_ann`) instead of every pair of chunks, and retrieval ranks utility
+            questions through one (:mod:`gemrag.strategies.gem.ann_search`); default 20000 (at 20k the exact
+            kNN graph takes ~30 s on 2 cores and grows as N^2, the approximate one as ~N log N; recall and
+            agreement are measured in ``benchmarks/scale.py``). 0 = always approximate on the sparse path.
     """
 
     chunk_tokens: int = Field(100, ge=16, le=2000)
@@ -172,6 +189,7 @@ class GemSettings(BaseModel):
     graph: Literal["auto", "dense", "sparse"] = "auto"
     sparse_above: int = Field(2000, ge=0)
     knn: int = Field(32, ge=1, le=1000)
+    ann_above: int = Field(20000, ge=0)
 
 
 class Config(BaseSettings):

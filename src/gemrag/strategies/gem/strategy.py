@@ -26,13 +26,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from gemrag.errors import MemoryNotIndexedError
+from gemrag.graph.ann import coarse_partition, list_count, unit_rows32
 from gemrag.graph.laplacian import adjacency_matrix
 from gemrag.graph.similarity import extend_similarity, utility_question_vectors
 from gemrag.store import Published
 from gemrag.store.publish import Publication
 from gemrag.strategies.base import StrategyContext, register
+from gemrag.strategies.gem.ann_search import AnnPreparedGraph
 from gemrag.strategies.gem.graph import Matrix, chunk_graph, eigen_selection, graph_mode
 from gemrag.strategies.gem.search import PreparedGraph, top_k_edges
 from gemrag.strategies.gem.summaries import MIN_NODES, build_eigentheme_summaries
@@ -59,6 +62,9 @@ class GemGraph:
             clipped, zero diagonal) the best-first search walks on: a dense array (``gem.graph = "dense"``,
             stored as ``weights``) or a scipy.sparse CSR matrix of the kNN graph (``"sparse"``, stored as
             ``weights_data``/``weights_indices``/``weights_indptr``).
+        question_list: (M,) int32 inverted list of each question, or None: built from ``gem.ann_above`` chunks on,
+            so retrieval scans the best-matching lists instead of every question (:mod:`.ann_search`).
+        list_centroids: (L, d) float32 unit centroids of those lists, or None.
     """
 
     node_ids: np.ndarray
@@ -67,6 +73,8 @@ class GemGraph:
     question_owner: np.ndarray
     question_ids: np.ndarray
     weights: Matrix
+    question_list: np.ndarray | None = None
+    list_centroids: np.ndarray | None = None
 
     NAMES = ("node_ids", "node_vectors", "question_vectors", "question_owner", "question_ids")
     AXES = {
@@ -76,6 +84,8 @@ class GemGraph:
         "question_owner": ("m",),
         "question_ids": ("m",),
         "weights": ("n", "n"),
+        "question_list": ("m",),
+        "list_centroids": ("l", "d"),
     }
     """Named dimensions, checked by readers: n nodes, m questions, d embedding dimensions."""
 
@@ -89,13 +99,16 @@ class GemGraph:
         """Write every array of ``generation`` (W dense as ``.npy`` or sparse as ``.npz``) and publish it with its
         metadata and ``similarity`` edges, atomically."""
         arrays = {name: getattr(self, name) for name in self.NAMES} | {"weights": self.weights}
+        if self.question_list is not None and self.list_centroids is not None:
+            arrays |= {"question_list": self.question_list, "list_centroids": self.list_centroids}
         publish_arrays(ctx, "gem", generation, arrays, axes=self.AXES, meta=meta, edges={"similarity": edges})
 
     @classmethod
     def from_published(cls, published: Published) -> GemGraph:
         """The graph of a published generation (memory-mapped arrays)."""
         fields = {name: published.arrays[name] for name in cls.NAMES}
-        return cls(**fields, weights=published.arrays["weights"])
+        lists = {name: published.arrays.get(name) for name in ("question_list", "list_centroids")}
+        return cls(**fields, weights=published.arrays["weights"], **lists)
 
 
 @dataclass
@@ -195,10 +208,19 @@ class GemStrategy:
         all_ids = chunk_ids + [n.id for n in ctx.store.nodes("summary", strategy=self.name, build=view)]
         vectors, qvectors, owner, qids = node_graph_inputs(ctx, all_ids, view)
         # S over all nodes = the chunk block computed above + the summary nodes' rows and columns.
-        S = extend_similarity(S, vectors, qvectors, owner, k=cfg.knn if mode == "sparse" else None)
+        S = extend_similarity(
+            S,
+            vectors,
+            qvectors,
+            owner,
+            k=cfg.knn if mode == "sparse" else None,
+            low_memory=len(chunk_ids) >= cfg.ann_above,
+        )
         W = adjacency_matrix(S, diagonal="zero")  # the symmetric part of S, negatives clipped, zero diagonal
         del S
         graph = GemGraph(np.array(all_ids, dtype=np.int64), vectors, qvectors, owner, qids, W)
+        if mode == "sparse" and len(chunk_ids) >= cfg.ann_above and len(qids):
+            graph.list_centroids, graph.question_list = coarse_partition(unit_rows32(qvectors), list_count(len(qids)))
         src, dst, weight = top_k_edges(W, min(EDGES_PER_NODE, max(len(all_ids) - 1, 0)))
         ids = graph.node_ids
         graph.publish(
@@ -221,7 +243,13 @@ class GemStrategy:
 
         def make(published: Published) -> LoadedGem:
             g = GemGraph.from_published(published)
-            prepared = PreparedGraph.prepare(g.question_vectors, g.question_owner, g.node_vectors, g.weights)
+            prepared: PreparedGraph
+            if g.question_list is not None and g.list_centroids is not None and sp.issparse(g.weights):
+                prepared = AnnPreparedGraph.prepare_ann(
+                    g.question_vectors, g.question_owner, g.node_vectors, g.weights, g.list_centroids, g.question_list
+                )
+            else:
+                prepared = PreparedGraph.prepare(g.question_vectors, g.question_owner, g.node_vectors, g.weights)
             return LoadedGem(g, prepared, {qid: text for qid, _, text in ctx.store.questions()})
 
         return load_published(ctx, self.name, make, message=NOT_INDEXED)
@@ -277,9 +305,8 @@ class GemStrategy:
         for rank, (idx, score) in enumerate(zip(order.tolist(), scores.tolist(), strict=True)):
             node = ctx.store.node(int(g.node_ids[idx]))
             meta: dict[str, Any] = {}
-            own = np.flatnonzero(prepared.owner == idx)
-            if own.size:
-                best = int(own[np.argmax(prepared.unit_questions[own] @ v_p)])
+            best = prepared.best_question(idx, v_p)
+            if best is not None:
                 meta["matched_question"] = qtext.get(int(g.question_ids[best]), "")
             if node.kind == "summary":
                 meta["members"] = node.meta.get("members", [])
