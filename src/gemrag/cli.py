@@ -22,22 +22,28 @@ from gemrag.cli_mcp import mcp_command
 from gemrag.cli_serve import serve_command
 from gemrag.cli_view import view_command
 from gemrag.config import Config, load_config
-from gemrag.console import cli_errors, err, fail
-from gemrag.errors import GemragError
+from gemrag.console import OneLineErrors, cli_errors, err, require_memory
+from gemrag.errors import GemragError, InputError
 from gemrag.eval.cli import eval_command
-from gemrag.ingest import expand_paths
 from gemrag.memory import Memory
 from gemrag.progress import rich_progress
+from gemrag.sources import read_sources, synced_directories
 from gemrag.strategies import check_config
 
 app = typer.Typer(
     help="gemrag: long-term graph memory for LLMs (GEM-RAG). Index documents, then ask questions.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=OneLineErrors,
 )
 out = Console()
 
 MemoryDir = Annotated[Path, typer.Option("--memory", "-m", help="Memory directory (created if missing).")]
+ExistingMemory = Annotated[Path, typer.Option("--memory", "-m", help="Memory directory (made by `gemrag index`).")]
+Wait = Annotated[
+    float,
+    typer.Option("--wait", min=0.0, help="Seconds to wait while another process builds this memory (default: fail)."),
+]
 ConfigFile = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")]
 LLMProvider = Annotated[str | None, typer.Option("--llm-provider", help="llama_cpp (embedded) or openai.")]
 LLMModel = Annotated[
@@ -50,7 +56,12 @@ EmbModel = Annotated[str | None, typer.Option("--embedder-model", help="Embeddin
 EmbUrl = Annotated[str | None, typer.Option("--embedder-base-url", help="OpenAI-compatible endpoint for embeddings.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
 StrategyOpt = Annotated[
-    str | None, typer.Option("--strategy", "-s", help="gem (default), dense, bm25, raptor or full.")
+    str | None,
+    typer.Option(
+        "--strategy",
+        "-s",
+        help="gem (default), dense, bm25, raptor, full, remem, remem_gist, remem_temporal, unweaver or hlgraph.",
+    ),
 ]
 SetOpt = Annotated[
     list[str] | None,
@@ -98,10 +109,31 @@ def index(
         list[str] | None,
         typer.Argument(help=".txt/.md files or directories; '-' reads standard input; none: rebuild only."),
     ] = None,
-    chunk_tokens: Annotated[int | None, typer.Option(help="T: tokens per chunk (default 100).")] = None,
-    questions: Annotated[int | None, typer.Option(help="m: utility questions per chunk (default 5).")] = None,
-    eigen: Annotated[int | None, typer.Option(help="k: eigenvectors summarized (default 2).")] = None,
-    eigen_top: Annotated[int | None, typer.Option(help="e: top components per eigenvector (default 5).")] = None,
+    doc_id: Annotated[
+        str | None,
+        typer.Option(
+            "--id",
+            help="The identity of the one document given (default: a file's resolved path; standard input: none). "
+            "Indexing another text under the same identity replaces the document.",
+        ),
+    ] = None,
+    sync: Annotated[
+        bool,
+        typer.Option(
+            "--sync", help="Keep the given directories in step: also remove the documents whose files are gone."
+        ),
+    ] = False,
+    keep_versions: Annotated[
+        bool,
+        typer.Option(
+            "--keep-versions",
+            help="Keep the text of replaced and removed versions in the history (`gemrag info --history SOURCE`).",
+        ),
+    ] = False,
+    chunk_tokens: Annotated[int | None, typer.Option(min=1, help="T: tokens per chunk (default 100).")] = None,
+    questions: Annotated[int | None, typer.Option(min=0, help="m: utility questions per chunk (default 5).")] = None,
+    eigen: Annotated[int | None, typer.Option(min=0, help="k: eigenvectors summarized (default 2).")] = None,
+    eigen_top: Annotated[int | None, typer.Option(min=1, help="e: top components per eigenvector (default 5).")] = None,
     strategy: StrategyOpt = None,
     set_: SetOpt = None,
     config: ConfigFile = None,
@@ -112,15 +144,20 @@ def index(
     embedder_model: EmbModel = None,
     embedder_base_url: EmbUrl = None,
     quiet: Quiet = False,
-    wait: Annotated[
-        float, typer.Option("--wait", help="Seconds to wait while another process builds this memory (default: fail).")
-    ] = 0.0,
+    wait: Wait = 0.0,
 ) -> None:
     """Read documents, chunk them, write utility questions, embed, build the graph and the eigentheme
-    summary nodes (GEM-RAG section III.B.1). Resumable: interrupt with Ctrl-C (or kill it) and run it again.
-    One process builds a memory at a time: another one gets a one-line error (exit code 2) unless --wait."""
+    summary nodes (GEM-RAG section III.B.1). A document is identified by its source (a file's resolved path, or
+    --id): a source whose text changed replaces its previous version (only its changed chunks cost LLM calls), an
+    unchanged one costs nothing; prints the added / updated / unchanged (and with --sync removed) counts.
+    Resumable: interrupt with Ctrl-C (or kill it) and run it again. One process builds a memory at a time:
+    another one gets a one-line error (exit code 2) unless --wait."""
     gem = {"chunk_tokens": chunk_tokens, "questions": questions, "eigen": eigen, "eigen_top": eigen_top}
     with cli_errors():
+        if not paths and (doc_id is not None or sync or keep_versions):
+            raise InputError("--id, --sync and --keep-versions apply to the documents given: name them (PATHS)")
+        if sync and not synced_directories(paths or []):
+            raise InputError("--sync keeps directories in step with the memory: give a directory")
         cfg = _config(
             config,
             gem,
@@ -133,11 +170,13 @@ def index(
             embedder_model=embedder_model,
             embedder_base_url=embedder_base_url,
         )
+        sources = read_sources(paths, key=doc_id, sync=sync) if paths else []  # every file checked first
         with _open(memory, cfg, quiet) as mem:
             mem.build_wait = wait  # MemoryBusyError (another builder) is a GemragError: one line, exit code 2
-            added = mem.add(expand_paths(paths)) if paths else []
-            new = sum(1 for _, created in added if created)
-            err.print(f"{len(added)} document(s) read, {new} new")
+            if paths:
+                directories = synced_directories(paths) if sync else []
+                added = mem.put(sources, sync=directories, keep_versions=keep_versions)
+                err.print(f"{len(sources)} document(s) read: {added.describe(removed=sync)}")
             report = mem.index()
     u = report.usage
     out.print(
@@ -152,10 +191,12 @@ def index(
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    memory: MemoryDir,
+    memory: ExistingMemory,
     budget: Annotated[
         int | None,
-        typer.Option(help="B: context nodes to retrieve (default: gem.budget, 4; for remem: remem.qa_top_k, 5)."),
+        typer.Option(
+            min=1, help="B: context nodes to retrieve (default: gem.budget, 4; for remem: remem.qa_top_k, 5)."
+        ),
     ] = None,
     choices: Annotated[str | None, typer.Option(help="Multiple-choice options separated by '|'.")] = None,
     show_context: Annotated[bool, typer.Option("--show-context", help="Print the full context texts.")] = False,
@@ -177,7 +218,9 @@ def ask(
     embedder_model: EmbModel = None,
     embedder_base_url: EmbUrl = None,
 ) -> None:
-    """Retrieve a context for QUESTION (GEM-RAG section III.B.2, Algorithm 1) and answer it."""
+    """Retrieve a context for QUESTION (GEM-RAG section III.B.2, Algorithm 1) and answer it. The memory must
+    exist (`gemrag index` makes it); asking changes nothing but the model caches and the usage log."""
+    require_memory(memory)
     with cli_errors("ask again", also=(ValueError,)):
         cfg = _config(
             config,
@@ -219,23 +262,59 @@ def ask(
 
 @app.command()
 def info(
-    memory: MemoryDir,
+    memory: ExistingMemory,
     config: ConfigFile = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    history: Annotated[
+        str | None,
+        typer.Option(
+            "--history",
+            help="Show the versions of one source (its path, id, or the end of its path): when each was added and "
+            "when it was replaced, removed or deleted, with its sha256.",
+        ),
+    ] = None,
     set_: SetOpt = None,
 ) -> None:
-    """Documents, chunks, summary nodes, models, tokens and seconds per phase, failures, and the spectrum
-    report (top eigenvalues, Remark 2's estimated number of themes, Remark 3's Λ = Σλ²)."""
-    if not (memory / "memory.sqlite").exists():
-        fail(GemragError(f"{memory} is not a gemrag memory (no memory.sqlite)"))
+    """Documents (and which were updated), chunks, summary nodes, models, tokens and seconds per phase, failures,
+    and the spectrum report (top eigenvalues, Remark 2's estimated number of themes, Remark 3's Λ = Σλ²)."""
+    require_memory(memory)
     with cli_errors():
         cfg = load_config(config, None, set_)
         with Memory.open(memory, cfg) as mem:
-            stats = mem.stats()
+            versions = mem.store.document_history(history) if history is not None else None
+            stats = mem.stats() if versions is None else {}
+        if versions is not None and not versions:
+            raise GemragError(f"no source {history!r} in {memory} (see `gemrag info` for the documents)")
+    if versions is not None:
+        _print_history(versions, as_json)
+        return
     if as_json:
         out.print_json(json.dumps(stats, default=str))
         return
     _print_stats(stats)
+
+
+def _print_history(versions: list[dict[str, Any]], as_json: bool) -> None:
+    """The versions of one source, oldest first (``gemrag info --history``)."""
+    if as_json:
+        out.print_json(json.dumps(versions, default=str))
+        return
+    import datetime
+
+    def when(t: float | None) -> str:
+        return datetime.datetime.fromtimestamp(t).isoformat(" ", "seconds") if t else ""
+
+    table = Table("version", "state", "added", "until", "sha256", "chars", "doc id", "source", title="history")
+    for v in versions:
+        state = "current" if v["current"] else str(v["reason"])
+        table.add_row(
+            str(v["version"]), state, when(v["added_at"]), when(v["ended_at"]), str(v["sha256"])[:12],
+            str(v["n_chars"]), str(v["id"]), str(v["key"] or v["source"]),
+        )  # fmt: skip
+    out.print(table)
+    kept = [v for v in versions if v.get("text")]
+    for v in kept:
+        out.print(f"[bold]version {v['version']} text[/] ({v['n_chars']} chars): {v['text'][:200]}")
 
 
 def _print_stats(stats: dict[str, Any]) -> None:
@@ -245,7 +324,8 @@ def _print_stats(stats: dict[str, Any]) -> None:
         f"(T = {stats['chunk_tokens']} tokens), summary nodes {stats['summary_nodes']}"
     )
     for d in stats["documents"]:
-        out.print(f"  [{d['id']}] {d['title']} ({d['n_chars']} chars) from {d['source']}")
+        updated = f", version {d['version']} (updated)" if int(d.get("version") or 1) > 1 else ""
+        out.print(f"  [{d['id']}] {d['title']} ({d['n_chars']} chars) from {d['source']}{updated}")
     states = stats.get("strategies") or {}
     if states:
         out.print("strategies: " + "; ".join(f"{name} {state}" for name, state in states.items()))
@@ -307,7 +387,7 @@ def _print_stats(stats: dict[str, Any]) -> None:
 @app.command()
 def demo(
     memory: Annotated[Path | None, typer.Option("--memory", "-m", help="Where to keep the demo memory.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Answer only the first N questions.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Answer only the first N questions.")] = None,
     config: ConfigFile = None,
     llm_model: LLMModel = None,
     set_: SetOpt = None,
@@ -461,7 +541,7 @@ def doctor(
     sets: SetOpt = None,
     verify: Annotated[bool, typer.Option("--verify", help="Re-hash a known model's GGUF (about 2 s per GB).")] = False,
     timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Seconds the model check may take (default 300).")
+        float | None, typer.Option("--timeout", min=1.0, help="Seconds the model check may take (default 300).")
     ] = None,
 ) -> None:
     """Check this installation: versions, the CPU features llama.cpp was built with and the CPU's, a real

@@ -15,7 +15,9 @@ removes a document). Every strategy's build records the chunks it covers (:mod:`
 
 from __future__ import annotations
 
+import sqlite3
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -152,8 +154,11 @@ def resolve_document(memory: Memory, document: int | str) -> dict[str, Any]:
     return matches[0]
 
 
-def delete_document(memory: Memory, document: int | str) -> tuple[dict[str, Any], int, int, list[str], list[str]]:
-    """Delete one document atomically (see the module docstring); the caller holds the build lock.
+def delete_document(
+    memory: Memory, document: int | str, *, keep_text: bool = False
+) -> tuple[dict[str, Any], int, int, list[str], list[str]]:
+    """Delete one document atomically (see the module docstring), recording it in the version history (reason
+    ``deleted``; its text too when ``keep_text``); the caller holds the build lock.
 
     Returns:
         ``(document, chunks deleted, derived nodes deleted, pruned strategies, withdrawn strategies)``.
@@ -161,9 +166,39 @@ def delete_document(memory: Memory, document: int | str) -> tuple[dict[str, Any]
     Raises:
         GemragError: no such document (or an ambiguous name).
     """
-    store = memory.store
     doc = resolve_document(memory, document)
-    chunk_ids = store.document_chunk_ids(int(doc["id"]))
+    removal = remove_documents(memory, [(doc, "deleted")], keep_text=keep_text)
+    return doc, removal.chunks, removal.derived_nodes, removal.pruned, removal.withdrawn
+
+
+@dataclass
+class Removal:
+    """What :func:`remove_documents` removed: chunks and derived nodes deleted, strategies pruned and withdrawn."""
+
+    chunks: int
+    derived_nodes: int
+    pruned: list[str]
+    withdrawn: list[str]
+
+
+def remove_documents(
+    memory: Memory,
+    documents: Sequence[tuple[dict[str, Any], str]],
+    *,
+    keep_text: bool = False,
+    then: Callable[[sqlite3.Connection], None] | None = None,
+) -> Removal:
+    """Remove documents in ONE transaction with a pruned generation of every built strategy: each document's
+    version is recorded in ``document_versions`` (with its reason: ``replaced``, ``removed`` or ``deleted``; its text
+    when ``keep_text``), then its rows, its chunks and the derived nodes made from its chunks only go
+    (:meth:`~gemrag.store.Store.delete_rows`), then ``then`` runs in the same transaction (a replacement inserts the
+    new versions there). No LLM call; the caller holds the build lock.
+
+    Args:
+        documents: ``(document dict as Store.documents gives it, reason)`` pairs.
+    """
+    store = memory.store
+    chunk_ids = [c for doc, _ in documents for c in store.document_chunk_ids(int(doc["id"]))]
     derived = store.nodes_only_from(chunk_ids)
     gone = set(chunk_ids) | set(derived)
     publications: list[Publication] = []
@@ -179,12 +214,16 @@ def delete_document(memory: Memory, document: int | str) -> tuple[dict[str, Any]
             withdrawn.append(name)
         else:
             publications.append(publication)
-    store.publish_many(
-        publications,
-        before=lambda c: store.delete_rows(c, int(doc["id"]), derived),
-        withdraw=withdrawn,
-    )
-    return doc, len(chunk_ids), len(derived), [p.strategy for p in publications], withdrawn
+
+    def rows(c: sqlite3.Connection) -> None:
+        for i, (doc, reason) in enumerate(documents):
+            store.record_version(c, doc, reason, keep_text=keep_text)
+            store.delete_rows(c, int(doc["id"]), derived if i == 0 else [])
+        if then is not None:
+            then(c)
+
+    store.publish_many(publications, before=rows, withdraw=withdrawn)
+    return Removal(len(chunk_ids), len(derived), [p.strategy for p in publications], withdrawn)
 
 
 def retrieve_published(
