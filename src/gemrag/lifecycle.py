@@ -173,7 +173,7 @@ def delete_document(
 
 @dataclass
 class Removal:
-    """What :func:`remove_documents` removed: chunks and derived nodes deleted, strategies pruned and withdrawn."""
+    """What :func:`remove_chunks` removed: chunks and derived nodes deleted, strategies pruned and withdrawn."""
 
     chunks: int
     derived_nodes: int
@@ -181,24 +181,14 @@ class Removal:
     withdrawn: list[str]
 
 
-def remove_documents(
-    memory: Memory,
-    documents: Sequence[tuple[dict[str, Any], str]],
-    *,
-    keep_text: bool = False,
-    then: Callable[[sqlite3.Connection], None] | None = None,
+def remove_chunks(
+    memory: Memory, chunk_ids: Sequence[int], rows: Callable[[sqlite3.Connection, list[int]], None]
 ) -> Removal:
-    """Remove documents in ONE transaction with a pruned generation of every built strategy: each document's
-    version is recorded in ``document_versions`` (with its reason: ``replaced``, ``removed`` or ``deleted``; its text
-    when ``keep_text``), then its rows, its chunks and the derived nodes made from its chunks only go
-    (:meth:`~gemrag.store.Store.delete_rows`), then ``then`` runs in the same transaction (a replacement inserts the
-    new versions there). No LLM call; the caller holds the build lock.
-
-    Args:
-        documents: ``(document dict as Store.documents gives it, reason)`` pairs.
-    """
+    """Delete chunks in ONE transaction with a pruned generation of every built strategy (no LLM call; the caller
+    holds the build lock): the derived nodes made from these chunks only are found, each built strategy's published
+    generation is pruned of both, and ``rows(c, derived)`` makes the row changes inside the transaction (it must
+    delete the chunks and ``derived``, e.g. with ``Store.delete_nodes``, and may change documents)."""
     store = memory.store
-    chunk_ids = [c for doc, _ in documents for c in store.document_chunk_ids(int(doc["id"]))]
     derived = store.nodes_only_from(chunk_ids)
     gone = set(chunk_ids) | set(derived)
     publications: list[Publication] = []
@@ -214,16 +204,31 @@ def remove_documents(
             withdrawn.append(name)
         else:
             publications.append(publication)
-
-    def rows(c: sqlite3.Connection) -> None:
-        for i, (doc, reason) in enumerate(documents):
-            store.record_version(c, doc, reason, keep_text=keep_text)
-            store.delete_rows(c, int(doc["id"]), derived if i == 0 else [])
-        if then is not None:
-            then(c)
-
-    store.publish_many(publications, before=rows, withdraw=withdrawn)
+    store.publish_many(publications, before=lambda c: rows(c, derived), withdraw=withdrawn)
     return Removal(len(chunk_ids), len(derived), [p.strategy for p in publications], withdrawn)
+
+
+def remove_documents(
+    memory: Memory, documents: Sequence[tuple[dict[str, Any], str]], *, keep_text: bool = False
+) -> Removal:
+    """Remove whole documents in ONE transaction (:func:`remove_chunks`): each document's version is recorded in
+    ``document_versions`` (with its reason, ``removed`` or ``deleted``; its text when ``keep_text``), then it, its
+    chunks and the derived nodes made from its chunks only go.
+
+    Args:
+        documents: ``(document dict as Store.documents gives it, reason)`` pairs.
+    """
+    store = memory.store
+    chunk_ids = [c for doc, _ in documents for c in store.document_chunk_ids(int(doc["id"]))]
+
+    def rows(c: sqlite3.Connection, derived: list[int]) -> None:
+        for doc, reason in documents:
+            store.record_version(c, doc, reason, keep_text=keep_text)
+        store.delete_nodes(c, derived)
+        for doc, _ in documents:
+            store.delete_rows(c, int(doc["id"]), [])
+
+    return remove_chunks(memory, chunk_ids, rows)
 
 
 def retrieve_published(

@@ -8,13 +8,15 @@ Used by :class:`gemrag.memory.Memory` (``add``, ``put``, ``add_text``, ``add_doc
   evaluation corpora, standard input without ``--id``) are *anonymous* and deduplicated by their text, as before:
   they are never "updated" (a chat exchange keeps the turn and date it was said at).
 * **Unchanged** (same identity, same sha256): nothing happens, no model call.
-* **Updated** (same identity, new text): in ONE transaction (:func:`gemrag.lifecycle.remove_documents`) the
-  previous version is recorded in the history (``document_versions``: source, sha256, when it was added and
-  replaced; its text only with ``keep_versions``), its chunks and everything derived from them alone are deleted,
-  every built strategy gets a pruned generation, and the new version comes in. When the previous version was
-  chunked, the new one is chunked at once with :func:`gemrag.ingest.rechunk_text`: its chunks whose text still
-  occurs are kept, so only the changed stretch gets new chunks, and the next ``index`` spends LLM calls only on
-  those (cached answers cover the rest; GEM also re-summarizes the eigenthemes whose members changed).
+* **Updated** (same identity, new text): in ONE transaction (:func:`gemrag.lifecycle.remove_chunks`, the machinery
+  of ``gemrag delete``) the previous version is recorded in the history (``document_versions``: source, sha256,
+  when it was added and replaced; its text only with ``keep_versions``), and the document takes the new text under
+  the same id. When the previous version was chunked, the new one is chunked at once with
+  :func:`gemrag.ingest.rechunk_text`, which keeps the old chunk texts that still occur, so only the changed stretch
+  gets new chunk texts; old chunks whose text is still there (in the same order) stay the same nodes, with their
+  questions, artefacts and derived nodes; the others are deleted with everything derived from them alone, and
+  every built strategy gets a pruned generation, as a delete would. The next ``index`` spends LLM calls only on the
+  new chunks (GEM also re-summarizes the eigenthemes whose members changed; RAPTOR the clusters that changed).
 * **Sync**: with ``sync`` directories, documents whose identity is a path below one of them and whose file is not
   among the sources any more are **removed** in the same transaction (reason ``removed`` in the history).
 * **Memories from before identities** (schema < 4): a file whose resolved path equals an anonymous document's
@@ -35,7 +37,7 @@ from gemrag.documents import chunk_new_version
 from gemrag.errors import InputError
 from gemrag.ingest import Document, expand_paths, read_document, read_stdin
 from gemrag.lifecycle import Memory as LifecycleMemory
-from gemrag.lifecycle import remove_documents
+from gemrag.lifecycle import remove_chunks
 from gemrag.store.sqlite import sha256_text
 
 Status = Literal["added", "updated", "unchanged", "removed"]
@@ -57,9 +59,8 @@ class SourceChange:
     Attributes:
         status: ``added``, ``updated`` (its text changed: the previous version was replaced), ``unchanged`` (the
             same text is stored) or ``removed`` (its file is gone, ``sync``).
-        doc_id: the document's id now (for ``removed``: the id it had). source, title, key: the document's.
-        previous: the id of the version it replaced (``updated``), else None.
-        version: 1, 2, ... the number of this version of the source.
+        doc_id: the document's id (a new version keeps its document's id; for ``removed``: the id it had).
+        source, title, key: the document's. version: 1, 2, ... the number of this version of the source.
     """
 
     status: Status
@@ -67,7 +68,6 @@ class SourceChange:
     source: str
     title: str
     key: str | None
-    previous: int | None = None
     version: int = 1
 
 
@@ -77,15 +77,18 @@ class SourceReport:
 
     Attributes:
         changes: one :class:`SourceChange` per distinct source, then one per removed document.
-        chunks_deleted: chunks of replaced and removed versions deleted. chunks_kept: chunks of the new versions
-            whose text the previous version had (their LLM answers are cached). derived_nodes: strategies' nodes
-            deleted with the old chunks. pruned / withdrawn: strategies republished without them / dropped.
+        chunks_deleted: chunks of replaced versions whose text is gone, and of removed documents, deleted.
+            chunks_kept: chunks of updated documents kept as they were (same node, text, questions, artefacts).
+            chunks_new: chunks of updated documents inserted (the changed stretch; new ones of unchanged text are
+            answered by the LLM cache). derived_nodes: strategies' nodes deleted with the deleted chunks.
+            pruned / withdrawn: strategies republished without them / dropped (must be rebuilt).
         seconds: wall time.
     """
 
     changes: list[SourceChange] = field(default_factory=list)
     chunks_deleted: int = 0
     chunks_kept: int = 0
+    chunks_new: int = 0
     derived_nodes: int = 0
     pruned: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
@@ -195,74 +198,97 @@ def put_sources(
         plan.append((src, digest, old, adopt))
     prefixes = tuple(d.rstrip(os.sep) + os.sep for d in sync)
     gone = [d for d in store.keyed_documents() if d["key"] not in seen and prefixes and d["key"].startswith(prefixes)]
-    replaced = {int(old["id"]): old for _, digest, old, _ in plan if old is not None and old["sha256"] != digest}
-    new_chunks = _new_versions(memory, plan, replaced)
+    replaced = [old for _, digest, old, _ in plan if old is not None and old["sha256"] != digest]
+    versions = {
+        int(old["id"]): _new_version(memory, old, src.document.text) for src, _, old, _ in plan if old in replaced
+    }
     report = SourceReport()
 
     def insert(c: Any) -> None:
-        for i, (src, digest, old, adopt) in enumerate(plan):
+        for src, digest, old, adopt in plan:
             doc, key = src.document, src.key
             if key is None:
                 doc_id, created = store.add_document(doc.source, doc.title, doc.text)
-                report.changes.append(
-                    SourceChange("added" if created else "unchanged", doc_id, doc.source, doc.title, None)
-                )
+                status: Status = "added" if created else "unchanged"
+                report.changes.append(SourceChange(status, doc_id, doc.source, doc.title, None))
             elif old is None:
                 doc_id = store.insert_document(c, doc.source, doc.title, doc.text, digest, key=key)
                 report.changes.append(SourceChange("added", doc_id, doc.source, doc.title, key))
             elif old["sha256"] == digest:
                 if adopt:
                     store.adopt_document(c, int(old["id"]), key, doc.source)
-                change = SourceChange(
-                    "unchanged", int(old["id"]), doc.source, doc.title, key, None, int(old["version"])
-                )
-                report.changes.append(change)
+                version = int(old["version"])
+                report.changes.append(SourceChange("unchanged", int(old["id"]), doc.source, doc.title, key, version))
             else:
-                chunks, kept = new_chunks.get(i, (None, 0))
-                report.chunks_kept += kept
-                version = int(old["version"]) + 1
-                doc_id = store.insert_document(
-                    c, doc.source, doc.title, doc.text, digest, key=key, version=version, chunks=chunks
-                )
-                report.changes.append(
-                    SourceChange("updated", doc_id, doc.source, doc.title, key, int(old["id"]), version)
-                )
+                doc_id, version = int(old["id"]), int(old["version"]) + 1
+                if adopt:
+                    store.adopt_document(c, doc_id, key, doc.source)
+                store.update_document(c, doc_id, doc.source, doc.title, doc.text, digest, version=version)
+                plan_chunks = versions[doc_id]
+                if plan_chunks is not None:
+                    store.place_chunks(c, doc_id, plan_chunks.keep, plan_chunks.new)
+                report.changes.append(SourceChange("updated", doc_id, doc.source, doc.title, key, version))
         for old in gone:
-            change = SourceChange(
-                "removed", int(old["id"]), old["source"], old["title"], old["key"], None, old["version"]
+            report.changes.append(
+                SourceChange("removed", int(old["id"]), old["source"], old["title"], old["key"], int(old["version"]))
             )
-            report.changes.append(change)
 
-    removals = [(old, "replaced") for old in replaced.values()] + [(old, "removed") for old in gone]
-    if removals:
-        removal = remove_documents(memory, removals, keep_text=keep_versions, then=insert)
+    gone_chunks = [i for v in versions.values() if v is not None for i in v.gone]
+    gone_chunks += [i for old in gone for i in store.document_chunk_ids(int(old["id"]))]
+
+    def rows(c: Any, derived: list[int]) -> None:
+        for old in replaced:
+            store.record_version(c, old, "replaced", keep_text=keep_versions)
+        for old in gone:
+            store.record_version(c, old, "removed", keep_text=keep_versions)
+        store.delete_nodes(c, [*derived, *gone_chunks])
+        for old in gone:
+            store.delete_rows(c, int(old["id"]), [])
+        insert(c)
+
+    if replaced or gone:
+        removal = remove_chunks(memory, gone_chunks, rows)
         report.chunks_deleted, report.derived_nodes = removal.chunks, removal.derived_nodes
         report.pruned, report.withdrawn = removal.pruned, removal.withdrawn
     else:
         with store.transaction() as c:
             insert(c)
+    report.chunks_kept = sum(len(v.keep) for v in versions.values() if v is not None)
+    report.chunks_new = sum(len(v.new) for v in versions.values() if v is not None)
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _new_versions(
-    memory: Memory, plan: Sequence[tuple[Source, str, dict[str, Any] | None, bool]], replaced: dict[int, Any]
-) -> dict[int, tuple[list[tuple[str, int]], int]]:
-    """The chunks of each new version whose previous version was chunked (by position in ``plan``), keeping the
-    previous chunks' texts (:func:`gemrag.documents.chunk_new_version`), and how many of them were kept."""
-    chunked = {doc_id for doc_id, old in replaced.items() if old["chunked"]}
-    if not chunked:
-        return {}
+@dataclass(frozen=True)
+class NewChunks:
+    """How a new version's chunks relate to the previous version's: ``keep`` (old chunk node id -> its position
+    now), ``new`` (``(position, text, n_tokens)`` of chunks to insert) and ``gone`` (old chunk ids to delete)."""
+
+    keep: dict[int, int]
+    new: list[tuple[int, str, int]]
+    gone: list[int]
+
+
+def _new_version(memory: Memory, old: dict[str, Any], text: str) -> NewChunks | None:
+    """The chunks of the new version ``text`` of the document ``old``, when ``old`` was chunked (else None: the new
+    version is chunked by the next ``index``): chunked keeping the old chunks' texts
+    (:func:`gemrag.documents.chunk_new_version`), then matched to the old chunk nodes in order — an old chunk is
+    kept (same node: its questions, artefacts and derived nodes stay) when its text comes next in the new version
+    after the chunks kept before it, so kept chunks never change their relative order."""
+    if not old["chunked"]:
+        return None
     store = memory.store
-    old_chunks: dict[int, set[str]] = {}
-    for node in store.nodes("chunk"):
-        if node.doc_id in chunked:
-            old_chunks.setdefault(int(node.doc_id), set()).add(node.text)
+    old_chunks = [store.node(i) for i in store.document_chunk_ids(int(old["id"]))]  # in document order
     chunk_tokens = int(store.get_meta("chunk_tokens") or memory.config.gem.chunk_tokens)
-    out = {}
-    for i, (src, _, old, _) in enumerate(plan):
-        if old is not None and int(old["id"]) in chunked:
-            keep = old_chunks.get(int(old["id"]), set())
-            chunks = chunk_new_version(src.document.text, chunk_tokens, keep)
-            out[i] = (chunks, sum(1 for text, _ in chunks if text in keep))
-    return out
+    chunks = chunk_new_version(text, chunk_tokens, {n.text for n in old_chunks})
+    keep: dict[int, int] = {}
+    new: list[tuple[int, str, int]] = []
+    at = 0  # the next old chunk that may be kept
+    for position, (chunk, n_tokens) in enumerate(chunks):
+        match = next((j for j in range(at, len(old_chunks)) if old_chunks[j].text == chunk), None)
+        if match is None:
+            new.append((position, chunk, n_tokens))
+            continue
+        keep[old_chunks[match].id] = position
+        at = match + 1
+    return NewChunks(keep, new, [n.id for n in old_chunks if n.id not in keep])

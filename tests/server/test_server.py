@@ -97,10 +97,10 @@ def test_upload_files_then_ask(server: tuple[httpx.Client, Path]) -> None:
     assert titles == {"garden": "upload:garden.md", "keeper": "upload:keeper.txt"}
     again = client.post("/v1/namespaces/up/documents/upload", files=files[:1]).json()["documents"]
     first = r.json()["documents"][0]["doc_id"]
-    assert again == [{"doc_id": first, "created": False, "status": "unchanged", "previous": None}]  # same text
+    assert again == [{"doc_id": first, "created": False, "status": "unchanged", "version": 1}]  # same text
     edited = [("files", ("garden.md", DOC_B.replace("tomatoes", "melons").encode(), "text/markdown"))]
     newer = client.post("/v1/namespaces/up/documents/upload", files=edited).json()["documents"]
-    assert [(d["status"], d["previous"]) for d in newer] == [("updated", first)]  # a new version replaces it
+    assert [(d["doc_id"], d["status"], d["version"]) for d in newer] == [(first, "updated", 2)]  # replaces it
     listed = client.get("/v1/namespaces/up/documents").json()["documents"]
     assert sorted(d["source"] for d in listed) == ["upload:garden.md", "upload:keeper.txt"]
     bad = client.post("/v1/namespaces/up/documents/upload", files=[*files, ("files", ("x.pdf", b"%PDF-1.4"))])
@@ -127,7 +127,7 @@ def test_re_adding_a_source_replaces_it(server: tuple[httpx.Client, Path]) -> No
     index(client, "notes")
     new = {**old, "text": "The lighthouse keeper is called Marguerite Vale."}
     second = client.post(url, json={"documents": [new]}).json()["documents"][0]
-    assert (second["status"], second["previous"]) == ("updated", first["doc_id"])
+    assert (second["doc_id"], second["status"], second["version"]) == (first["doc_id"], "updated", 2)
     index(client, "notes")
     hits = retrieve(client, "notes", "What is the lighthouse keeper called?", budget=5)
     assert [h["text"] for h in hits] == [new["text"]]

@@ -108,7 +108,7 @@ def test_v3_memory_upgrades_in_place_and_adopts_its_files(
 
         Path("lighthouse.txt").write_text(DOC_A.replace("Amos", "Ansel"), encoding="utf-8")
         report = mem.add(["lighthouse.txt"])
-        assert [(c.status, c.previous, c.version) for c in report.changes] == [("updated", 1, 2)]
+        assert [(c.status, c.doc_id, c.version) for c in report.changes] == [("updated", 1, 2)]
         history = store.document_history("lighthouse.txt")
         assert [(v["version"], v["reason"], v["current"]) for v in history] == [(1, "replaced", False), (2, None, True)]
         # sha256 is no longer unique: the same text under two identities is two documents

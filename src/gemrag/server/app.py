@@ -194,7 +194,7 @@ def create_app(
             report = memory.put(docs)
         return m.AddedDocuments(
             documents=[
-                m.Added(doc_id=c.doc_id, created=c.status != "unchanged", status=c.status, previous=c.previous)  # type: ignore[arg-type]
+                m.Added(doc_id=c.doc_id, created=c.status != "unchanged", status=c.status, version=c.version)  # type: ignore[arg-type]
                 for c in report.changes
             ]
         )

@@ -48,14 +48,14 @@ class AddDocuments(Strict):
 
 
 class Added(BaseModel):
-    """One added document: its id now; ``created`` False when the same text was already in the memory; ``status``
-    ``added``, ``updated`` (its identity held another text, which it replaced: ``previous`` is that version's id)
-    or ``unchanged``."""
+    """One added document: its id (kept across versions); ``created`` False when the same text was already in the
+    memory; ``status`` ``added``, ``updated`` (its identity held another text, which it replaced) or
+    ``unchanged``; ``version`` 1, 2, ... the number of this version of its source."""
 
     doc_id: int
     created: bool
     status: Literal["added", "updated", "unchanged"] = "added"
-    previous: int | None = None
+    version: int = 1
 
 
 class AddedDocuments(BaseModel):

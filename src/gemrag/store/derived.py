@@ -222,13 +222,17 @@ class GraphRowsMixin:
         """Inside the caller's transaction: delete the derived ``nodes``, the document ``doc_id`` and its chunks,
         every edge touching them and their failure rows (artefacts, questions and sources go by cascade).
         Cached LLM answers and embeddings stay, so adding the document again costs no model call."""
-        gone = [*nodes, *self.document_chunk_ids(doc_id)]
-        for part in _batches(gone):
+        self.delete_nodes(c, [*nodes, *self.document_chunk_ids(doc_id)])
+        c.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    def delete_nodes(self, c: sqlite3.Connection, nodes: Sequence[int]) -> None:
+        """Inside the caller's transaction: delete ``nodes`` (chunks or derived nodes), every edge touching them and
+        their failure rows (artefacts, questions and sources go by cascade)."""
+        for part in _batches(list(nodes)):
             marks = ",".join("?" * len(part))
             c.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", [*part, *part])
             c.execute(f"DELETE FROM failures WHERE node_id IN ({marks})", part)
             c.execute(f"DELETE FROM nodes WHERE id IN ({marks})", part)
-        c.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
     # -- build state ------------------------------------------------------------------------------
     def build_state(self, strategy: str) -> BuildState:

@@ -4,8 +4,10 @@ transaction, and the history of the versions that left the memory (schema 4, :mo
 A document's identity is ``documents.source_key``: a file's resolved path, or an id given by the user or a client
 (NULL for an anonymous document, which is deduplicated by its text instead). Replacing a source's text is one
 transaction made by :mod:`gemrag.sources` from these pieces: the old version's row goes to ``document_versions``
-(:meth:`DocumentRowsMixin.record_version`), its rows are deleted (``delete_rows``), and the new version comes in
-(:meth:`DocumentRowsMixin.insert_document`, with its chunks when they are already known).
+(:meth:`DocumentRowsMixin.record_version`), its chunks whose text is not in the new version are deleted
+(``delete_nodes``), and the document row takes the new version in place (:meth:`DocumentRowsMixin.update_document`,
+same id), its surviving chunks moved to their new positions and its new chunks inserted
+(:meth:`DocumentRowsMixin.place_chunks`).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ class DocumentRowsMixin:
         chunks: Sequence[tuple[str, int]] | None = None,
     ) -> int:
         """Inside the caller's transaction: insert a document (and its chunks ``(text, n_tokens)`` when given, which
-        marks it chunked) and return its id.
+        marks it chunked) and return its new id.
 
         Raises:
             sqlite3.IntegrityError: another document already has the identity ``key``.
@@ -98,6 +100,30 @@ class DocumentRowsMixin:
                 [(doc_id, i, t, n) for i, (t, n) in enumerate(chunks)],
             )
         return doc_id
+
+    def update_document(
+        self, c: sqlite3.Connection, doc_id: int, source: str, title: str, text: str, sha256: str, *, version: int
+    ) -> None:
+        """Inside the caller's transaction: make the document ``doc_id`` hold a new version of its source (same id
+        and identity; ``added_at`` now). Its chunks are changed by :meth:`place_chunks`."""
+        c.execute(
+            "UPDATE documents SET source = ?, title = ?, text = ?, sha256 = ?, n_chars = ?, added_at = ?, version = ?"
+            " WHERE id = ?",
+            (source, title, text, sha256, len(text), time.time(), version, doc_id),
+        )
+
+    def place_chunks(
+        self, c: sqlite3.Connection, doc_id: int, keep: dict[int, int], new: Sequence[tuple[int, str, int]]
+    ) -> None:
+        """Inside the caller's transaction: the chunks of a document's new version: the kept chunk nodes ``keep``
+        (node id -> new position) move to their positions, the ``new`` chunks ``(position, text, n_tokens)`` are
+        inserted (the caller deleted the others)."""
+        c.executemany("UPDATE nodes SET ord = ? WHERE id = ? AND doc_id = ?", [(o, i, doc_id) for i, o in keep.items()])
+        c.executemany(
+            "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens) VALUES ('chunk', ?, ?, ?, ?)",
+            [(doc_id, o, t, n) for o, t, n in new],
+        )
+        c.execute("UPDATE documents SET chunked = 1 WHERE id = ?", (doc_id,))
 
     def adopt_document(self, c: sqlite3.Connection, doc_id: int, key: str, source: str) -> None:
         """Inside the caller's transaction: give an anonymous document the identity ``key`` (and ``source``)."""
