@@ -16,16 +16,18 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gemrag.answering import LETTERS
 from gemrag.cli_chat import chat_command
 from gemrag.cli_delete import delete_command
 from gemrag.cli_mcp import mcp_command
 from gemrag.cli_serve import serve_command
 from gemrag.cli_view import view_command
 from gemrag.config import Config, load_config
-from gemrag.console import OneLineErrors, cli_errors, err, require_memory
+from gemrag.console import OneLineErrors, check_memory_target, cli_errors, err, require_memory
 from gemrag.errors import GemragError, InputError
 from gemrag.eval.cli import eval_command
 from gemrag.memory import Memory
+from gemrag.models.factory import check_model_settings
 from gemrag.progress import rich_progress
 from gemrag.sources import read_sources, synced_directories
 from gemrag.strategies import check_config
@@ -234,7 +236,11 @@ def ask(
             embedder_model=embedder_model,
             embedder_base_url=embedder_base_url,
         )
-        opts = [c.strip() for c in choices.split("|")] if choices else None
+        opts = [c.strip() for c in choices.split("|")] if choices is not None else None
+        if opts is not None and not 2 <= len(opts) <= len(LETTERS):
+            raise ValueError(
+                f"--choices {choices!r} gives {len(opts)} option(s); give 2 to {len(LETTERS)} separated by '|'"
+            )
         with _open(memory, cfg, True) as mem:
             if retrieve_only:
                 hits, answer = mem.retrieve(question, budget, build=build_missing), None
@@ -399,6 +405,10 @@ def demo(
 
     with cli_errors("run `gemrag demo` again to resume"):
         cfg = _config(config, None, None, set_, llm_model=llm_model)
+        check_config(cfg)  # everything checked before the demo memory is created
+        check_model_settings(cfg.llm, cfg.embedder)
+        if memory is not None:
+            check_memory_target(memory)
         code = run_demo(cfg, memory, limit, out, None if quiet else rich_progress(err))
     raise typer.Exit(code)
 
@@ -568,6 +578,7 @@ def doctor(
             sets=sets,
         )
         check_config(cfg)
+        check_model_settings(cfg.llm, cfg.embedder)
     _doctor_line("python", f"{platform.python_version()} ({sys.executable}) on {platform.platform()}")
     _doctor_line("gemrag", gemrag.__version__)
     ok = _doctor_build(needed=cfg.llm.provider == "llama_cpp")

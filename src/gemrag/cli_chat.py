@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from gemrag.chat import DEFAULT_STRATEGY, ChatSession
+from gemrag.chat import DEFAULT_STRATEGY, ChatSession, check_name
 from gemrag.config import load_config
 from gemrag.console import cli_errors, err, fail, require_memory
 from gemrag.errors import ConfigError
@@ -65,6 +65,11 @@ def chat_command(
     remembers what was said long ago and in earlier sessions. Leave with /quit or Ctrl-D; Ctrl-C loses nothing
     already said. Runs again with the same --persona continue the conversation."""
     name = strategy or DEFAULT_STRATEGY
+    for what, given in (("persona", persona), ("user", user)):
+        try:
+            check_name(what, given)
+        except ValueError as exc:
+            fail(exc)
     if name not in available():
         fail(ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}"))
     if not create or (memory / "memory.sqlite").exists():

@@ -17,6 +17,7 @@ import typer
 from gemrag.config import load_config
 from gemrag.console import cli_errors, err
 from gemrag.errors import ConfigError
+from gemrag.strategies import check_config
 
 __all__ = ["serve_command"]
 
@@ -89,7 +90,11 @@ def serve_command(
             from gemrag.server import KeyRing, create_app, load_key_file
         except ImportError as exc:
             raise ConfigError(f"gemrag serve needs the serve extra: pip install 'gemrag[serve]' ({exc})") from None
+        if memory.exists() and not memory.is_dir():
+            raise ConfigError(f"--memory {memory} is not a directory; give the directory of the namespaces' memories")
         grants: dict[str, list[str]] = load_key_file(api_keys) if api_keys else {}
+        if api_key is not None and not api_key.strip():
+            raise ConfigError("--api-key is empty; give a key (or none, for a loopback server without keys)")
         if api_key:
             grants[api_key] = ["*"]
         keys = KeyRing(grants) if grants else None
@@ -99,6 +104,7 @@ def serve_command(
                 "let anyone who can reach it read and write every namespace"
             )
         cfg = load_config(config, {"strategy": strategy} if strategy else None)
+        check_config(cfg)
         check_port(host, port)
         app = create_app(memory, cfg, keys=keys)
     if keys is None:

@@ -15,8 +15,10 @@ from rich.console import Console
 
 from gemrag.config import load_config
 from gemrag.console import cli_errors, require_memory
+from gemrag.errors import ConfigError, InputError
 from gemrag.memory import Memory
 from gemrag.store import Store
+from gemrag.strategies import available
 from gemrag.view import RetrievalPath, retrieval_path, view_data, write_html
 
 out = Console()
@@ -52,8 +54,15 @@ def view_command(
     embedder only (no LLM call for gem). The memory is opened read-only and not changed."""
     require_memory(memory)
     with cli_errors(also=(ValueError, KeyError)):
+        if output.is_dir() or not output.parent.is_dir():
+            what = "is a directory" if output.is_dir() else f"needs the directory {output.parent}, which does not exist"
+            raise InputError(f"--output {output} {what}; give the HTML file to write")
+        if question is not None and not question.strip():
+            raise ValueError("--question is empty; give the question whose retrieval path to show")
         cfg = load_config(config)
         name = strategy or cfg.strategy
+        if name not in available():
+            raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}")
         path: RetrievalPath | None = None
         store = Store(memory, readonly=True)
         try:

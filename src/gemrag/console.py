@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 from rich.console import Console
 from rich.text import Text
@@ -23,6 +22,11 @@ from typer.core import TyperGroup
 from gemrag.errors import GemragError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+
+# click's exception classes, found through typer's public BadParameter (typer vendors click in recent versions)
+_USAGE_CLASSES = {c.__name__: c for c in typer.BadParameter.__mro__}
+ClickException: type[Exception] = _USAGE_CLASSES["ClickException"]
+UsageError: type[Exception] = _USAGE_CLASSES["UsageError"]
 
 err = Console(stderr=True)
 
@@ -61,6 +65,19 @@ def require_memory(memory: Path, hint: str = "") -> None:
                 + (hint or f"create one with `gemrag index FILE --memory {memory}`")
             )
         )
+
+
+def check_memory_target(memory: Path) -> None:
+    """Stop with one ``error:`` line (exit code 2) unless ``memory`` can hold a memory: a missing directory (it
+    will be created), or a directory with no ``memory.sqlite`` or a real one.
+
+    Raises:
+        typer.Exit: code 2 when ``memory`` is a file, or its ``memory.sqlite`` is not an SQLite database.
+    """
+    if memory.exists() and not memory.is_dir():
+        fail(GemragError(f"{memory} exists and is not a directory; give a memory directory"))
+    if (memory / "memory.sqlite").exists():
+        require_memory(memory)
 
 
 @contextmanager
@@ -102,15 +119,32 @@ def show_warning(
     err.print(Text.assemble(("warning: ", "bold yellow"), one_line(str(message))), soft_wrap=True)
 
 
-def usage_message(exc: click.ClickException) -> str:
-    """One line for a command-line usage error: the command, click's message, and for an unknown command the
-    commands there are."""
-    message = one_line(exc.format_message())
+def given_value(args: Any, opts: list[str]) -> str | None:
+    """The value given on the command line ``args`` to the option named ``opts`` (the last one), if any."""
+    words = [str(a) for a in (args if args is not None else sys.argv[1:])]
+    found = None
+    for i, word in enumerate(words):
+        for opt in opts:
+            if word == opt and i + 1 < len(words):
+                found = words[i + 1]
+            elif word.startswith(opt + "="):
+                found = word[len(opt) + 1 :]
+    return found
+
+
+def usage_message(exc: Exception, args: Any = None) -> str:
+    """One line for a command-line usage error (a click exception): the command, click's message, the value
+    given (for a bad option value), and for an unknown command the commands there are."""
+    message = one_line(exc.format_message())  # type: ignore[attr-defined]
     ctx = getattr(exc, "ctx", None)
-    if isinstance(exc, click.UsageError) and ctx is not None and message.startswith("No such command"):
+    if isinstance(exc, UsageError) and ctx is not None and message.startswith("No such command"):
         command = ctx.command
-        if isinstance(command, click.Group):
+        if hasattr(command, "list_commands"):
             message += f" Commands: {', '.join(command.list_commands(ctx))}."
+    param = getattr(exc, "param", None)
+    value = given_value(args, list(getattr(param, "opts", []))) if param is not None else None
+    if value is not None and repr(value) not in message:
+        message = message.rstrip(".") + f" (got {value!r})."
     where = f"{ctx.command_path}: " if ctx is not None and ctx.command_path else ""
     return where + message
 
@@ -139,13 +173,12 @@ class OneLineErrors(TyperGroup):
                 return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
             try:
                 code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-            except click.exceptions.NoArgsIsHelpError as exc:
-                click.echo(exc.ctx.get_help() if exc.ctx is not None else str(exc))
-                sys.exit(0)
-            except click.ClickException as exc:
-                err.print(Text.assemble(("error: ", "bold red"), usage_message(exc)), soft_wrap=True)
+            except ClickException as exc:
+                if type(exc).__name__ == "NoArgsIsHelpError":  # `gemrag` alone: typer printed the help
+                    sys.exit(getattr(exc, "exit_code", 2))
+                err.print(Text.assemble(("error: ", "bold red"), usage_message(exc, args)), soft_wrap=True)
                 sys.exit(2)
-            except click.Abort:
+            except typer.Abort:
                 err.print("aborted")
                 sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)

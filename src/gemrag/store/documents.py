@@ -159,13 +159,13 @@ class DocumentRowsMixin:
         )
 
     def document_history(self, ref: str) -> list[dict[str, Any]]:
-        """The versions of the source ``ref`` (its identity or exact source, else every source ending with ``ref``),
-        oldest first per source: each recorded past version (:data:`_HISTORY_KEYS`, ``text`` when it was kept,
+        """The versions of the source ``ref`` (its identity, exact source or title, else every source ending with
+        ``ref``), oldest first per source: each recorded past version (:data:`_HISTORY_KEYS`, ``text`` when it was kept,
         ``current`` False), then the current one (``current`` True; ``ended_at``, ``reason`` and ``text`` None)."""
         ident = "COALESCE(source_key, source)"
         idents: list[str] = []
         for where, args in (
-            ("source_key = ? OR source = ?", (ref, ref)),
+            ("source_key = ? OR source = ? OR title = ?", (ref, ref, ref)),
             ("source LIKE ? ESCAPE '\\'", (like_suffix(ref),)),
         ):
             rows = self._query(
