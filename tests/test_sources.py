@@ -264,3 +264,16 @@ def test_a_failed_update_changes_nothing(
         after = (mem.store.documents(), [n.id for n in mem.store.nodes()], mem.store.published_generation("dense"))
         assert after == before and answers(mem, "dense") == expected
         assert mem.add([folder]).describe() == "0 added, 1 updated, 4 unchanged"
+
+
+def test_a_deleted_document_is_in_the_history(tmp_path: Path, update_config: Config) -> None:
+    folder = tmp_path / "notes"
+    write_files(folder, OLD_FACT)
+    with open_memory(tmp_path / "m", update_config) as mem:
+        mem.add([folder])
+        mem.index("dense")
+        report = mem.delete("part1.txt")  # the end of its path names it
+        assert report.document["key"] == str((folder / "part1.txt").resolve())
+        history = mem.store.document_history("part1.txt")
+        assert [(v["version"], v["reason"], v["current"], v["text"]) for v in history] == [(1, "deleted", False, None)]
+        assert [c.status for c in mem.add([folder]).changes].count("added") == 1  # it comes back as a new document

@@ -180,7 +180,7 @@ def put_sources(
     """
     start = time.perf_counter()
     store = memory.store
-    anonymous = [d for d in store.documents() if d["key"] is None]
+    anonymous: list[dict[str, Any]] | None = None  # read only when a new identity may adopt an old document
     plan: list[tuple[Source, str, dict[str, Any] | None, bool]] = []  # source, sha256, previous version, adopt
     seen: set[str] = set()
     for src in sources:
@@ -192,12 +192,15 @@ def put_sources(
             continue
         seen.add(src.key)
         old = store.document_by_key(src.key)
-        adopt = old is None and (old := _adoptable(anonymous, src.key, digest)) is not None
-        if adopt:
+        if old is None and anonymous is None:
+            anonymous = [d for d in store.documents() if d["key"] is None]
+        adopt = old is None and (old := _adoptable(anonymous or [], src.key, digest)) is not None
+        if adopt and anonymous is not None:
             anonymous.remove(old)  # type: ignore[arg-type]
         plan.append((src, digest, old, adopt))
     prefixes = tuple(d.rstrip(os.sep) + os.sep for d in sync)
-    gone = [d for d in store.keyed_documents() if d["key"] not in seen and prefixes and d["key"].startswith(prefixes)]
+    keyed = store.keyed_documents() if prefixes else []
+    gone = [d for d in keyed if d["key"] not in seen and d["key"].startswith(prefixes)]
     replaced = [old for _, digest, old, _ in plan if old is not None and old["sha256"] != digest]
     versions = {
         int(old["id"]): _new_version(memory, old, src.document.text) for src, _, old, _ in plan if old in replaced
