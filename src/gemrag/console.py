@@ -54,7 +54,7 @@ def require_memory(memory: Path, hint: str = "") -> None:
     db = memory / "memory.sqlite"
     try:
         with open(db, "rb") as fh:
-            ok = db.is_file() and fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+            ok = db.is_file() and fh.read(len(SQLITE_HEADER)) in (SQLITE_HEADER, b"")  # SQLite takes an empty file
     except OSError:
         ok = False
     if not ok:

@@ -211,7 +211,9 @@ def eval_command(
             if v is not None
         ]
         if dog_only:
-            raise ConfigError(f"{', '.join(dog_only)}: only the cmu_dog acceptance test takes these, not {kind!r}")
+            raise ConfigError(
+                f"{', '.join(dog_only)}: these only apply to the cmu_dog acceptance test, not to {kind!r}"
+            )
         results = run_eval(
             kind,
             path,
