@@ -4,7 +4,8 @@ Steps, each timed, with its LLM backend calls (cache misses) and generated token
 
 1. index the story (``examples/quality/lost_in_translation.txt``, T = 100, m = 5, k = 2, e = 5: the demo's
    parameters) with ``--strategy`` (default gem);
-2. append one sentence to paragraph ``--paragraph`` (default 80 of 166) and index the file again: the file's
+2. append one sentence to paragraph ``--paragraph`` (default 80 of 166; ``--paragraphs N`` keeps only the story's
+   first N paragraphs, for a shorter run) and index the file again: the file's
    identity is its path, so its document is updated in place (``gemrag.sources``): the chunks whose text survives
    are kept, and only the new chunks (and GEM's summaries whose members changed) cost LLM calls;
 3. index once more without a change: no LLM call.
@@ -72,14 +73,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fake", action="store_true", help="stand-in models (tests/fakes.py)")
     parser.add_argument("--strategy", default="gem")
     parser.add_argument("--paragraph", type=int, default=80, help="the paragraph edited (0-based, of 166)")
+    parser.add_argument("--paragraphs", type=int, help="use the story's first N paragraphs only (a shorter run)")
     parser.add_argument("--memory", type=Path, help="memory directory (default: a temporary one)")
     parser.add_argument("--out", type=Path, help="write the figures as JSON")
     args = parser.parse_args(argv)
     work = args.memory or Path(tempfile.mkdtemp(prefix="gemrag-update-cost-"))
     story = work / "story.txt"
     work.mkdir(parents=True, exist_ok=True)
-    story.write_text(STORY.read_text(encoding="utf-8"), encoding="utf-8")
+    text = STORY.read_text(encoding="utf-8")
+    if args.paragraphs:
+        text = "\n\n".join(text.split("\n\n")[: args.paragraphs])
+    story.write_text(text, encoding="utf-8")
     results: dict[str, Any] = {"strategy": args.strategy, "paragraph": args.paragraph, "fake": args.fake}
+    results["paragraphs"] = args.paragraphs or len(text.split("\n\n"))
     with open_memory(work / "memory", args.fake) as mem:
         mem.add([story])
         run_index(mem, args.strategy, "1. index the story", results)

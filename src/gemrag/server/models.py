@@ -66,13 +66,16 @@ class AddedDocuments(BaseModel):
 
 class DocumentInfo(BaseModel):
     """A stored document (its text excluded). ``n_chars``: length in characters; ``chunked``: split into chunks
-    by an index job yet."""
+    by an index job yet; ``key``: its identity (its id, or explicit source; None for an anonymous document);
+    ``version``: 1, 2, ... the number of its current version."""
 
     id: int
     source: str
     title: str
     n_chars: int
     chunked: bool
+    key: str | None = None
+    version: int = 1
 
 
 class DocumentList(BaseModel):
