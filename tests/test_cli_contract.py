@@ -294,7 +294,7 @@ def sandbox(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         "gemrag.cli_view.write_html",
         "gemrag.mcp_server.create_server",
         "uvicorn.run",
-        "gemrag.cli._doctor_build",
+        "gemrag.cli_doctor._doctor_build",
     ):
         monkeypatch.setattr(target, guard(target))
     try:
