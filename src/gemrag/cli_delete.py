@@ -13,8 +13,7 @@ import typer
 from rich.console import Console
 
 from gemrag.config import load_config
-from gemrag.console import cli_errors, fail
-from gemrag.errors import GemragError
+from gemrag.console import cli_errors, require_memory
 from gemrag.memory import Memory
 
 out = Console()
@@ -29,14 +28,17 @@ def delete_command(
     memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory.")],
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
     wait: Annotated[
-        float, typer.Option("--wait", help="Seconds to wait while another process builds this memory (default: fail).")
+        float,
+        typer.Option(
+            "--wait", min=0.0, help="Seconds to wait while another process builds this memory (default: fail)."
+        ),
     ] = 0.0,
 ) -> None:
     """Delete DOCUMENT: its chunks, their utility questions and artefacts, the strategies' nodes made from it only,
-    and their edges, in one atomic step (no LLM call). Strategies become stale; the next `gemrag index` recomputes
+    and their edges, in one atomic step (no LLM call); the deletion is recorded in the history (`gemrag info
+    --history`). Strategies become stale; the next `gemrag index` recomputes
     what depended on the document, with LLM calls only for what changed (cached answers stay)."""
-    if not (memory / "memory.sqlite").exists():
-        fail(GemragError(f"{memory} is not a gemrag memory (no memory.sqlite)"))
+    require_memory(memory)
     with cli_errors(), Memory.open(memory, load_config(config)) as mem:
         mem.build_wait = wait
         report = mem.delete(document)

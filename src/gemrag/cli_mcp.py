@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from gemrag.config import load_config
-from gemrag.console import cli_errors, fail
+from gemrag.console import cli_errors, err, fail, require_memory
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
 
@@ -22,14 +22,17 @@ __all__ = ["mcp_command"]
 
 
 def mcp_command(
-    memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory (created if missing).")],
+    memory: Annotated[
+        Path, typer.Option("--memory", "-m", help="Memory directory (created if missing, which it says on stderr).")
+    ],
     strategy: Annotated[
         str | None,
         typer.Option("--strategy", "-s", help="Strategy `remember` builds and the tools use (default: the config's)."),
     ] = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
     wait: Annotated[
-        float, typer.Option("--wait", help="Seconds `remember` waits while another process builds this memory.")
+        float,
+        typer.Option("--wait", min=0.0, help="Seconds `remember` waits while another process builds this memory."),
     ] = 0.0,
 ) -> None:
     """Serve the memory over MCP on stdin/stdout (Model Context Protocol, stdio transport) with the tools
@@ -44,7 +47,12 @@ def mcp_command(
         if strategy:
             check_strategy(strategy)
         cfg = load_config(config, {"strategy": strategy})
+        creating = not (memory / "memory.sqlite").exists() and not (memory.exists() and not memory.is_dir())
+        if not creating:
+            require_memory(memory)
         mem = Memory.open(memory, cfg)
+        if creating:
+            err.print(f"{memory} held no memory: created an empty one (`remember` adds to it)", soft_wrap=True)
     with mem:
         mem.build_wait = wait
         with cli_errors("start the server again"):

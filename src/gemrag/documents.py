@@ -7,8 +7,10 @@ Used by :class:`gemrag.memory.Memory`. A chunk is ~``chunk_tokens`` MiniLM token
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from gemrag.errors import IncompatibleMemoryError
-from gemrag.ingest import chunk_text, minilm_tokenizer
+from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk, rechunk_text
 from gemrag.store import Store
 
 
@@ -29,9 +31,20 @@ def chunk_pending(store: Store, chunk_tokens: int) -> int:
     created = 0
     for doc_id, text in pending:
         chunks = chunk_text(text, tokenizer, chunk_tokens)
-        store.add_chunks(doc_id, [(" ".join(c.text.split()), c.n_tokens) for c in chunks])
+        store.add_chunks(doc_id, [(normalize_chunk(c.text), c.n_tokens) for c in chunks])
         created += len(chunks)
     return created
+
+
+def chunk_new_version(text: str, chunk_tokens: int, keep: Collection[str]) -> list[tuple[str, int]]:
+    """The chunks ``(text, n_tokens)`` of a document's new version, keeping the previous version's chunk texts
+    ``keep`` wherever they still occur (:func:`gemrag.ingest.rechunk_text`), as the memory stores them.
+
+    Args:
+        chunk_tokens: the chunk size T (MiniLM tokens) the memory was chunked with.
+    """
+    chunks = rechunk_text(text, minilm_tokenizer(), chunk_tokens, keep)
+    return [(normalize_chunk(c.text), c.n_tokens) for c in chunks]
 
 
 def check_compatible(store: Store, embedder_id: str, chunk_tokens: int) -> None:

@@ -50,3 +50,36 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
         max_retries=settings.max_retries,
         concurrency=settings.concurrency,
     )
+
+
+ONNX_EMBEDDER_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+"""The names the embedded onnx embedder answers to (its model is fixed; other names are for the openai provider)."""
+
+
+def check_model_settings(llm: LLMSettings | None, embedder: EmbedderSettings | None) -> None:
+    """Check the model names before anything is loaded or created, so a misspelt model is a one-line error even
+    for a command that would not load it (``ask --retrieve-only``): a llama_cpp model must be a known name or an
+    existing file; the onnx embedder takes no other model name; an openai provider needs a model name.
+
+    Args:
+        llm, embedder: the settings to check (None: not checked, e.g. a backend given by the caller).
+
+    Raises:
+        ConfigError: a model name that is not accepted (the message names it and what is accepted).
+    """
+    from gemrag.models.weights import KNOWN_MODELS
+
+    if llm is not None and llm.provider == "llama_cpp" and llm.model not in KNOWN_MODELS:
+        path = Path(llm.model).expanduser()
+        if not path.is_file():
+            raise ConfigError(
+                f"unknown model {llm.model!r}: the llama_cpp provider takes a known model "
+                f"({', '.join(sorted(KNOWN_MODELS))}) or the path of an existing .gguf file"
+            )
+    if llm is not None and llm.provider == "openai" and not llm.model:
+        raise ConfigError("the openai LLM provider needs a model name (--llm-model or GEMRAG_LLM__MODEL)")
+    if embedder is not None and embedder.provider == "onnx" and embedder.model not in ONNX_EMBEDDER_NAMES:
+        raise ConfigError(
+            f"unknown embedder model {embedder.model!r} for the onnx provider: it embeds with all-MiniLM-L6-v2 "
+            "(other names need --embedder-provider openai)"
+        )

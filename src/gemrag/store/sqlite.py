@@ -35,6 +35,7 @@ from gemrag.store.artifacts import ArtifactsMixin
 from gemrag.store.caches import CachesMixin
 from gemrag.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, translate
 from gemrag.store.derived import GraphRowsMixin
+from gemrag.store.documents import DOCUMENT_COLUMNS, DocumentRowsMixin, document_dict
 from gemrag.store.migrations import ensure_schema, schema_version
 from gemrag.store.publish import GenerationsMixin
 from gemrag.store.schema import SCHEMA_VERSION, visible_node
@@ -78,7 +79,7 @@ def _node(r: Sequence[Any]) -> NodeRecord:
     return NodeRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8], r[9])
 
 
-class Store(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin):
+class Store(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, DocumentRowsMixin):
     """A memory directory's SQLite database plus its published arrays.
 
     Args:
@@ -248,26 +249,24 @@ class Store(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin):
 
     # -- documents --------------------------------------------------------------------------------
     def add_document(self, source: str, title: str, text: str) -> tuple[int, bool]:
-        """Insert a document unless one with the same text exists.
+        """Insert an anonymous document (no identity; see :mod:`gemrag.store.documents`) unless a document with
+        the same text exists.
 
         Returns:
             ``(doc_id, created)``: created is False when the same text was already stored.
         """
         digest = sha256_text(text)
         with self.transaction() as c:
-            row = c.execute("SELECT id FROM documents WHERE sha256 = ?", (digest,)).fetchone()
+            row = c.execute("SELECT id FROM documents WHERE sha256 = ? ORDER BY id LIMIT 1", (digest,)).fetchone()
             if row:
                 return int(row[0]), False
-            cur = c.execute(
-                "INSERT INTO documents(source, sha256, title, text, n_chars, added_at) VALUES (?,?,?,?,?,?)",
-                (source, digest, title, text, len(text), time.time()),
-            )
-            return int(cur.lastrowid or 0), True
+            return self.insert_document(c, source, title, text, digest), True
 
     def documents(self) -> list[dict[str, Any]]:
-        """All documents as dicts (id, source, title, n_chars, chunked), text excluded."""
-        rows = self._query("SELECT id, source, title, n_chars, chunked FROM documents ORDER BY id")
-        return [dict(zip(("id", "source", "title", "n_chars", "chunked"), r, strict=True)) for r in rows]
+        """All documents as dicts, text excluded: id, source, title, n_chars, chunked, key (the identity: a file's
+        resolved path or a given id; None for an anonymous document), version (1, 2, ... each time its source's text
+        was replaced), added_at (UNIX seconds of this version) and sha256 (of its text)."""
+        return [document_dict(r) for r in self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents ORDER BY id")]
 
     def document_text(self, doc_id: int) -> str:
         """The full text of one document."""

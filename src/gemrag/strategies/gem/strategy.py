@@ -40,7 +40,14 @@ from gemrag.strategies.gem.graph import Matrix, chunk_graph, eigen_selection, gr
 from gemrag.strategies.gem.search import PreparedGraph, top_k_edges
 from gemrag.strategies.gem.summaries import MIN_NODES, build_eigentheme_summaries
 from gemrag.strategies.gem.utility_questions import generate_utility_questions, nodes_needing_questions
-from gemrag.strategies.platform.common import embed_node_ids, load_published, not_indexed, prompt_vector, publish_arrays
+from gemrag.strategies.platform.common import (
+    document_order,
+    embed_node_ids,
+    load_published,
+    not_indexed,
+    prompt_vector,
+    publish_arrays,
+)
 from gemrag.strategies.platform.incremental import gem_prune
 from gemrag.types import Hit
 
@@ -169,7 +176,7 @@ class GemStrategy:
                     ctx.store.reset_questions()
                 ctx.store.set_meta("gem_questions_m", cfg.questions)
 
-        chunks = ctx.store.nodes("chunk")
+        chunks = sorted(ctx.store.nodes("chunk"), key=document_order)  # reading order, also after an update
         if not chunks:
             raise MemoryNotIndexedError("the memory holds no text: add documents first")
         generation = ctx.store.begin_build(self.name)

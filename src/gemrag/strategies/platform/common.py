@@ -33,13 +33,20 @@ from gemrag.strategies.base import StrategyContext, strategy_config
 from gemrag.types import Hit
 
 
+def document_order(node: NodeRecord) -> tuple[int, int, int]:
+    """Sort key of chunks in reading order: by document id (documents in the order first added; a new version of a
+    source keeps its document's id, so its place), then position in the document."""
+    return (node.doc_id or 0, node.ord, node.id)
+
+
 def chunk_nodes(ctx: StrategyContext) -> list[NodeRecord]:
-    """Every chunk of the memory in store order (documents in the order added, each in document order).
+    """Every chunk of the memory in reading order (:func:`document_order`: documents in the order first added, each
+    in document order; the same as id order unless a source was updated).
 
     Raises:
         MemoryNotIndexedError: the memory holds no chunks (add documents and run ``index`` first).
     """
-    chunks = ctx.store.nodes("chunk")
+    chunks = sorted(ctx.store.nodes("chunk"), key=document_order)
     if not chunks:
         raise MemoryNotIndexedError("the memory holds no text: add documents and run `gemrag index` first")
     return chunks
