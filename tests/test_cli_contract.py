@@ -76,6 +76,7 @@ BAD: dict[str, list[Any]] = {
     "set_": ["nosuch.key=1", "gem.nosuch=1", "gem.budget=0", "noequals"],
     "sets": ["nosuch.key=1", "gem.nosuch=1", "noequals"],
     "llm_provider": ["nosuch"],
+    "ray": ["nosuch", "host:port"],
     "llm_model": ["nosuch-model"],
     "embedder_provider": ["nosuch"],
     "embedder_model": ["nosuch-model"],

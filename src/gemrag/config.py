@@ -34,12 +34,13 @@ list, a bare word a string; quote a string that looks like a number: ``'"123"'``
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -117,6 +118,18 @@ class LLMSettings(BaseModel):
     ray_actors: int = Field(2, ge=1)
     ray_actor_concurrency: int = Field(1, ge=1)
     ray_actor_cpus: float | None = Field(None, ge=0)
+
+    @field_validator("ray")
+    @classmethod
+    def _ray_address(cls, value: str | None) -> str | None:
+        """``auto``, ``local``, ``host:port`` or ``ray://host:port``: checked here, before any work, since a
+        malformed address would only fail when Ray tries to connect (minutes later)."""
+        if value is not None and not _RAY_ADDRESS.fullmatch(value):
+            raise ValueError(f"{value!r} is not a Ray address: use auto, local, HOST:PORT or ray://HOST:PORT")
+        return value
+
+
+_RAY_ADDRESS = re.compile(r"auto|local|(ray://)?[A-Za-z0-9_.\-\[\]:]*[A-Za-z0-9_.\-\]]:\d{1,5}")
 
 
 class EmbedderSettings(BaseModel):
