@@ -28,7 +28,7 @@ from typing import Any
 
 from gemrag.answering import LETTERS, answer_question
 from gemrag.config import Config, load_config
-from gemrag.documents import check_compatible, chunk_pending
+from gemrag.documents import check_compatible, chunk_pending, chunk_titles
 from gemrag.errors import ReadOnlyMemoryError
 from gemrag.ingest import Document, read_document, read_stdin
 from gemrag.ingest.loader import decode_text
@@ -85,7 +85,7 @@ class Memory:
         self._llm: LLM | None = None
         base_embedder = embedder or build_embedder(config.embedder)
         self.embedder = CachedEmbedder(base_embedder, store, self.meter)
-        check_compatible(store, self.embedder.model_id, config.gem.chunk_tokens)
+        check_compatible(store, self.embedder.model_id, config.gem)  # chunk size and titles, the embedder
         check_config(config)  # every strategy section names a registered strategy and is valid for its model
         self.strategy = get_strategy(config.strategy, config)
         self._strategies = {self.strategy.name: self.strategy}
@@ -260,7 +260,7 @@ class Memory:
         if self._llm is not None:
             models["llm"] = self._llm.model_id
         self.store.set_meta("models", models)
-        self.store.set_meta("params", self.config.gem.model_dump())
+        self.store.set_meta("params", self.config.gem.model_dump() | {"chunk_titles": chunk_titles(self.store)})
         used = self.meter.totals.get("index", Usage()) - before
         return IndexReport(
             len(self.store.documents()),

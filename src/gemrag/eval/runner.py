@@ -381,7 +381,9 @@ def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     emb = embedder or build_embedder(config.embedder)
     llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
-    gem = {k: v for k, v in config.gem.model_dump(mode="json").items() if k != "budget"}
+    gem = {k: v for k, v in config.gem.model_dump(mode="json").items() if k not in ("budget", "chunk_titles")}
+    if config.gem.chunk_titles is not False:  # new memories index titles; absent = without, as before the setting
+        gem["chunk_titles"] = True
     fingerprint = {
         "dataset": f"{dataset.kind}:{dataset.name}",
         "budget": budget,
