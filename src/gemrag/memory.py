@@ -362,15 +362,16 @@ class Memory:
         retrieval_seconds: float = 0.0,
         *,
         abstain: bool = False,
+        short: bool = False,
     ) -> Answer:
         """Answer ``question`` from a given context: :func:`gemrag.answering.answer_question` with this memory's
-        LLM, meter and store (``abstain``, an agent's answer in a hit, choices: see there).
+        LLM, meter and store (``abstain``, ``short`` — the span-answer form —, an agent's answer, choices: there).
 
         Raises:
             ValueError: fewer than 2 or more than 10 choices.
         """
         return answer_question(
-            self.llm, self.meter, self.store, question, hits, choices, retrieval_seconds, abstain=abstain
+            self.llm, self.meter, self.store, question, hits, choices, retrieval_seconds, abstain=abstain, short=short
         )
 
     # -- reporting -------------------------------------------------------------------------------
