@@ -42,7 +42,8 @@ class HashEmbedder:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+    # a line break ends a sentence too: a chunk's indexed text starts with its document's title on its own line
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n", text) if s.strip()]
 
 
 NAME = re.compile(r"[A-Z][a-z]+(?: [A-Z][a-z]+)*")

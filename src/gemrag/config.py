@@ -158,6 +158,13 @@ class GemSettings(BaseModel):
 
     Attributes:
         chunk_tokens: T, tokens per chunk (embedder tokenizer), default 100.
+        chunk_titles: put the document's title on a line before every chunk's *indexed text* (what is embedded,
+            what BM25 indexes, what OpenIE, utility questions, entity descriptions and HLGraphRAG facts are
+            extracted from), as HippoRAG 2 indexes ``title\ntext`` passages (contextual chunk headers); the chunk's
+            own text (the context given to the LLM, the evidence offsets) is unchanged. Default None: the memory's
+            recorded value, and True for a new memory (on by default). A memory records the value it was first
+            chunked with and keeps it (a memory chunked before this setting existed records False); giving the other
+            value for a memory with chunks is an error.
         questions: m, utility questions per chunk (0 = compare chunk embeddings directly), default 5.
         eigen: k, eigenvectors that become summary nodes, default 2.
         eigen_top: e, top components of each eigenvector summarized together, default 5.
@@ -191,6 +198,7 @@ class GemSettings(BaseModel):
     """
 
     chunk_tokens: int = Field(100, ge=16, le=2000)
+    chunk_titles: bool | None = None
     questions: int = Field(5, ge=0, le=20)
     eigen: int = Field(2, ge=0, le=64)
     eigen_top: int = Field(5, ge=1, le=100)

@@ -10,7 +10,7 @@ import time
 from typing import Any, Protocol
 
 from gemrag.config import Config
-from gemrag.documents import chunk_pending
+from gemrag.documents import chunk_pending, chunk_titles
 from gemrag.lifecycle import Memory as LifecycleMemory
 from gemrag.lifecycle import record_build
 from gemrag.models.base import Usage
@@ -55,7 +55,7 @@ def run_index(memory: Memory, strategy: str | None) -> IndexReport:
     if memory._llm is not None:
         models["llm"] = memory._llm.model_id
     store.set_meta("models", models)
-    store.set_meta("params", memory.config.gem.model_dump())
+    store.set_meta("params", memory.config.gem.model_dump() | {"chunk_titles": chunk_titles(store)})
     used = memory.meter.totals.get("index", Usage()) - before
     return IndexReport(
         len(store.documents()),

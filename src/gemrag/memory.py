@@ -86,7 +86,7 @@ class Memory:
         self._llm: LLM | None = None
         base_embedder = embedder or build_embedder(config.embedder)
         self.embedder = CachedEmbedder(base_embedder, store, self.meter)
-        check_compatible(store, self.embedder.model_id, config.gem.chunk_tokens)
+        check_compatible(store, self.embedder.model_id, config.gem)  # chunk size and titles, the embedder
         check_config(config)  # every strategy section names a registered strategy and is valid for its model
         self.strategy = get_strategy(config.strategy, config)
         self._strategies = {self.strategy.name: self.strategy}
@@ -360,15 +360,16 @@ class Memory:
         retrieval_seconds: float = 0.0,
         *,
         abstain: bool = False,
+        short: bool = False,
     ) -> Answer:
         """Answer ``question`` from a given context: :func:`gemrag.answering.answer_question` with this memory's
-        LLM, meter and store (``abstain``, an agent's answer in a hit, choices: see there).
+        LLM, meter and store (``abstain``, ``short`` — the span-answer form —, an agent's answer, choices: there).
 
         Raises:
             ValueError: fewer than 2 or more than 10 choices.
         """
         return answer_question(
-            self.llm, self.meter, self.store, question, hits, choices, retrieval_seconds, abstain=abstain
+            self.llm, self.meter, self.store, question, hits, choices, retrieval_seconds, abstain=abstain, short=short
         )
 
     # -- reporting -------------------------------------------------------------------------------

@@ -237,7 +237,9 @@ def test_recall_on_passage_ids_and_free_form_scores(tmp_path: Path, config: Conf
     assert len(first["retrieved"]) == 5 and first["context_hits"] == 1
     assert first["recall@2"] == 0.5 and first["recall@5"] == 1.0  # gold {Alpha, Gamma}
     assert second["recall@2"] == 0.0 and second["recall@5"] == 1.0  # gold {Epsilon}
-    assert first["answer"] == "A free-form answer." and first["em"] == 0.0 and first["f1"] == 0.0
+    # musique is a span-answer kind: the short form keeps the completion's answer line, without its full stop
+    assert first["answer"] == "A free-form answer" and first["em"] == 0.0 and first["f1"] == 0.0
+    assert json.loads((out / "run.json").read_text())["answer_form"] == "short"
     agg = res.summary.aggregates["firstchunks"]
     assert agg["recall@2"]["mean"] == 0.25 and agg["recall@5"]["mean"] == 1.0
     assert agg["accuracy"] is None and agg["f1"]["mean"] == 0.0

@@ -123,6 +123,14 @@ def eval_command(
         Opt(help="Sweep a gem parameter, e.g. questions=0,1,3,5, eigen=0,2,4,6, search=best_first,rank (repeatable)."),
     ] = None,
     no_answer: Annotated[bool, Opt("--no-answer", help="Retrieval only (Recall@k, latency): no LLM answers.")] = False,
+    answer_form: Annotated[
+        str,
+        Opt(
+            "--answer-form",
+            help="short: a short phrase, the form span-answer scorers (EM/F1) expect; default: the default answer "
+            "prompt; auto: short for locomo, the multi-hop kinds, covid_qa and qasper.",
+        ),
+    ] = "auto",
     per_question_corpus: Annotated[
         bool, Opt("--per-question-corpus", help="Multi-hop kinds: search each question's own paragraphs only.")
     ] = False,
@@ -197,7 +205,7 @@ def eval_command(
             opts["documents"] = parse_documents(documents)
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
             skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
-            skip |= {"--workers": workers != 1, "--merge": bool(merge)}
+            skip |= {"--workers": workers != 1, "--merge": bool(merge), "--answer-form": answer_form != "auto"}
             opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url, "sheet": sheet, "verdicts": verdicts}
             return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
         dog_only = [
@@ -234,6 +242,7 @@ def eval_command(
             plots=not no_plots,
             reference=reference,
             merge=merge or (),
+            answer_form=answer_form,  # type: ignore[arg-type]
         )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")

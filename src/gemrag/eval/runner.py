@@ -33,12 +33,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.attempts import BuildAttempts, add_earlier
-from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
+from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS, running_note, score_free_form
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
@@ -103,6 +103,7 @@ class _Runner:
         self.done = {(r["question_id"], r["strategy"]) for r in self.records}
         self.indexed = {(r["group"], r["strategy"]) for r in self.index}
         self.attempts = BuildAttempts(out_dir / "attempts.jsonl")
+        self.short = False  # the span-answer form (run_eval's answer_form)
 
     def run(self) -> None:
         records, index = JsonlAppender(self.out_dir / "records.jsonl"), JsonlAppender(self.out_dir / "index.jsonl")
@@ -272,6 +273,7 @@ class _Runner:
                         q.choices or None,
                         rec["retrieval_seconds"],
                         abstain=self.dataset.kind in ABSTAIN_KINDS,
+                        short=self.short,
                     )
                 rec.update(answer=ans.text, choice=ans.choice, answer_seconds=ans.answer_seconds)
         ranked = context
@@ -319,6 +321,7 @@ def run_eval(
     plots: bool = True,
     reference: str | None = None,
     merge: Sequence[str | Path] = (),
+    answer_form: Literal["auto", "short", "default"] = "auto",
 ) -> EvalResults:
     """Evaluate ``strategies`` (and a gem ablation) on a dataset file; resumable.
 
@@ -346,6 +349,10 @@ def run_eval(
         merge: output directories of the same evaluation run elsewhere (other strategies or documents, same
             configuration): their records and build measurements are added to ``out_dir`` first and not
             recomputed (:func:`gemrag.eval.merge.merge_outputs`).
+        answer_form: ``"short"`` answers free-form questions in the form span-answer benchmarks score (a short
+            phrase: :func:`gemrag.answering.short_answer_prompt`, agents' answers shortened), ``"default"`` with the
+            default answer prompt, ``"auto"`` (default) short for the kinds of
+            :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS` (LoCoMo, the multi-hop kinds, COVID-QA, Qasper).
 
     Returns:
         :class:`EvalResults`; each record holds ``question_id``, ``strategy``, ``setting``, ``context`` (node
@@ -381,11 +388,17 @@ def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     emb = embedder or build_embedder(config.embedder)
     llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
-    gem = {k: v for k, v in config.gem.model_dump(mode="json").items() if k != "budget"}
+    gem = {k: v for k, v in config.gem.model_dump(mode="json").items() if k not in ("budget", "chunk_titles")}
+    if config.gem.chunk_titles is not False:  # new memories index titles; absent = without, as before the setting
+        gem["chunk_titles"] = True
+    if answer_form not in ("auto", "short", "default"):
+        raise ConfigError(f"answer_form must be auto, short or default, not {answer_form!r}")
+    short = answer and (answer_form == "short" or (answer_form == "auto" and dataset.kind in SHORT_ANSWER_KINDS))
     fingerprint = {
         "dataset": f"{dataset.kind}:{dataset.name}",
         "budget": budget,
         "answer": answer,
+        **({"answer_form": "short"} if short else {}),  # absent for the default form, as before the option existed
         "embedder": emb.model_id,
         "llm": llm_label,
         "gem": gem,
@@ -397,6 +410,7 @@ def run_eval(
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
     serialize = llm is None and config.llm.provider == "llama_cpp"
     runner = _Runner(dataset, runs, out, budget, answer, workers, progress or no_progress, shared, emb, serialize)  # type: ignore[arg-type]
+    runner.short = short
     runner.run()
     names = [r.name for r in runs]
     ids = {q.id for q in dataset.questions}

@@ -170,6 +170,7 @@ _BUILTIN = {
     "remem_temporal": "gemrag.strategies.remem.temporal",
     "unweaver": "gemrag.strategies.unweaver.strategy",
     "hlgraph": "gemrag.strategies.hlgraph.strategy",
+    "fused": "gemrag.strategies.fused.strategy",
 }
 """The built-in strategies: name -> the module that registers it, imported on first use."""
 _TYPED_SECTIONS = ("gem",)

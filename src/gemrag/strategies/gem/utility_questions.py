@@ -33,6 +33,7 @@ from gemrag.strategies.gem.prompts import (
     utility_questions_schema,
 )
 from gemrag.strategies.platform import extraction
+from gemrag.strategies.platform.common import indexed_text_of
 from gemrag.strategies.platform.extraction import Extraction, run_extraction
 
 QUESTION_FAILED = -1
@@ -142,12 +143,13 @@ def generate_utility_questions(ctx: StrategyContext, nodes: Sequence[NodeRecord]
     tries = failed_tries(ctx) if any(n.questions_done == QUESTION_FAILED for n in nodes) else Counter()
     retry = {n.id: tries[n.id] if n.questions_done == QUESTION_FAILED else 0 for n in nodes}
     spec = questions_extraction(m)
+    text_of = indexed_text_of(ctx)  # a chunk's document title, then its text (gem.chunk_titles)
     run_extraction(
         ctx,
         nodes,
         dataclasses.replace(
             spec,
-            prompt=lambda node: spec.prompt(node.text),
+            prompt=lambda node: spec.prompt(text_of(node)),
             first_attempt=lambda node: retry[node.id] * ATTEMPTS,
         ),
         save=lambda node, result: ctx.store.set_questions(node.id, dedupe_questions(result.questions)[:m]),
