@@ -77,6 +77,7 @@ BAD: dict[str, list[Any]] = {
     "sets": ["nosuch.key=1", "gem.nosuch=1", "noequals"],
     "llm_provider": ["nosuch"],
     "ray": ["nosuch", "host:port"],
+    "answer_form": ["nosuch"],
     "llm_model": ["nosuch-model"],
     "embedder_provider": ["nosuch"],
     "embedder_model": ["nosuch-model"],

@@ -113,6 +113,12 @@ def test_raptor_incremental_update_follows_its_rule(tmp_path: Path, update_confi
     write_files(folder, OLD_FACT)
     llm = ScriptedLLM()
     raptor = {"incremental": True, "rebuild_fraction": 0.5, "cluster_tokens": 500}  # several clusters
+    # Without titles: the stand-in (hash) embedder places the edited chunk next to its old version only by its text;
+    # a title prefix can send it to another layer-1 cluster, which the rule also allows but this test's
+    # expectation (the old chunk's clusters alone are dirty) does not cover.
+    update_config = update_config.model_copy(
+        update={"gem": update_config.gem.model_copy(update={"chunk_titles": False})}
+    )
     with open_memory(tmp_path / "m", update_config, llm, **raptor) as mem:
         mem.add([folder])
         mem.index("raptor")

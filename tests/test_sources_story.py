@@ -71,7 +71,8 @@ def test_an_edited_paragraph_costs_its_chunks_only(
         assert report.chunks_new == len(new_chunks) <= len(gone) + 1
         assert report.chunks_kept == 66 - report.chunks_deleted == 66 - len(gone)
         asked = llm.prompts[prompts:]
-        questions = [p.split('"""')[1].strip() for p in asked if QUESTIONS_PROMPT in p]
+        # a chunk's questions are asked of its indexed text: its document's title (the file's name), then the chunk
+        questions = [p.split('"""')[1].strip().removeprefix("story\n") for p in asked if QUESTIONS_PROMPT in p]
         summaries = [p for p in asked if SUMMARY_PROMPT in p]
         new_summaries = {n.text for n in mem.store.nodes("summary", strategy="gem")} - old_summaries
         assert sorted(questions) == sorted([*new_chunks, *new_summaries])  # each new text asked once, nothing else

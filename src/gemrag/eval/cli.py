@@ -34,6 +34,9 @@ DEFAULT_STRATEGIES = "gem,dense,bm25,raptor,full"
 
 Opt = typer.Option
 
+ANSWER_FORMS = ("auto", "short", "default")
+"""The values of ``--answer-form``."""
+
 
 def parse_ablation(specs: Sequence[str]) -> dict[str, list[str]]:
     """Parse ``["questions=0,1,3,5", "search=best_first,rank"]`` into ``{param: [values]}``.
@@ -189,6 +192,8 @@ def eval_command(
             raise InputError(f"{path}: no such dataset file" if not path.exists() else f"{path}: not a file")
         if out.exists() and not out.is_dir():
             raise InputError(f"--out {out} is a file; give the output directory")
+        if answer_form not in ANSWER_FORMS:
+            raise ConfigError(f"--answer-form {answer_form!r}: use one of {', '.join(ANSWER_FORMS)}")
         missing = [str(m) for m in merge or [] if not m.is_dir()]
         if missing:
             raise InputError(f"--merge {', '.join(missing)}: no such output directory")
