@@ -1,11 +1,11 @@
 """``fused``: a strategy over strategies — each part retrieves, and the ranked lists are fused into one context.
 
 Hybrid retrieval as the IR literature does it: every part strategy (``[fused] parts``, default dense + BM25)
-retrieves its ``depth`` best nodes for the question; the lists are fused by reciprocal-rank fusion (Cormack et al.
-2009, :func:`~gemrag.strategies.fused.fusion.reciprocal_rank_fusion`, the default) or by CombSUM of min-max
-normalized scores (:func:`~gemrag.strategies.fused.fusion.minmax_score_fusion`); a node two parts both found is
-one item (deduplicated by its store node id, so a passage — a chunk — appears once whichever parts found it), and
-the best ``budget`` items are the context. Parts are reached through the registry
+retrieves its ``depth`` best nodes for the question; the lists are fused by CombSUM of min-max normalized scores
+(:func:`~gemrag.strategies.fused.fusion.minmax_score_fusion`, the default, which measured better) or by
+reciprocal-rank fusion (Cormack et al. 2009, :func:`~gemrag.strategies.fused.fusion.reciprocal_rank_fusion`); a
+node two parts both found is one item (deduplicated by its store node id, so a passage — a chunk — appears once
+whichever parts found it), and the best ``budget`` items are the context. Parts are reached through the registry
 (:func:`gemrag.strategies.base.get_strategy`) with their own configuration sections, so ``fused`` imports no other
 method and fuses any registered strategy, a user's own too.
 
@@ -39,7 +39,9 @@ class FusedConfig(BaseModel):
     Attributes:
         parts: the strategies fused, by registered name (at least one, no repeats, not ``fused``); default
             ``["dense", "bm25"]`` (no LLM). Each part uses its own section (``[remem]``, ``[gem]``, ...).
-        method: ``"rrf"`` (reciprocal-rank fusion, default) or ``"score"`` (CombSUM of min-max normalized scores).
+        method: ``"score"`` (CombSUM of min-max normalized scores, default: on MuSiQue and HotpotQA, 100 questions
+            each, dense + BM25, it reached R@5 66.2 and 85.0 against RRF's 62.2 and 82.5; docs/results.md) or
+            ``"rrf"`` (reciprocal-rank fusion).
         k: RRF's constant (> 0), default 60 (Cormack et al. 2009, section 2).
         weights: one weight >= 0 per part (default all 1).
         depth: hits asked of each part before fusing (>= 1; a part is always asked for at least ``budget``),
@@ -51,7 +53,7 @@ class FusedConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     parts: list[str] = Field(default_factory=lambda: ["dense", "bm25"], min_length=1)
-    method: Literal["rrf", "score"] = "rrf"
+    method: Literal["rrf", "score"] = "score"
     k: float = Field(60.0, gt=0)
     weights: list[float] | None = None
     depth: int = Field(20, ge=1, le=1000)
@@ -75,10 +77,10 @@ class FusedConfig(BaseModel):
 
 @register("fused")
 class FusedStrategy:
-    """Fuse the ranked hits of several strategies (reciprocal-rank or score fusion), deduplicated by node.
+    """Fuse the ranked hits of several strategies (score or reciprocal-rank fusion), deduplicated by node.
 
     Args:
-        config: the ``[fused]`` section (default: dense + BM25, RRF with k = 60).
+        config: the ``[fused]`` section (default: dense + BM25, min-max score fusion).
     """
 
     name = "fused"
