@@ -11,14 +11,13 @@ from typing import Any, Protocol
 
 from gemrag.config import Config
 from gemrag.documents import chunk_pending, chunk_titles
-from gemrag.lifecycle import Memory as LifecycleMemory
-from gemrag.lifecycle import record_build
+from gemrag.lifecycle import MemoryHandle, record_build
 from gemrag.models.base import Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.reports import IndexReport
 
 
-class Memory(LifecycleMemory, Protocol):
+class Memory(MemoryHandle, Protocol):
     """What an index run needs of a memory (:class:`gemrag.memory.Memory` is one)."""
 
     config: Config

@@ -32,7 +32,7 @@ from gemrag.strategies.platform.incremental import prune_strategy
 from gemrag.types import Hit
 
 
-class Memory(Protocol):
+class MemoryHandle(Protocol):
     """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): its store, its strategy context,
     its strategies by name and a build. A protocol, so that lifecycle does not import the memory that uses it."""
 
@@ -74,7 +74,7 @@ def needs_build(strategy: Strategy) -> bool:
     return bool(getattr(strategy, "needs_build", True))
 
 
-def strategy_states(memory: Memory) -> dict[str, BuildState]:
+def strategy_states(memory: MemoryHandle) -> dict[str, BuildState]:
     """The state of every registered strategy and of every strategy built in the memory, by name."""
     names = sorted(set(available()) | set(memory.store.published_generations()))
     states = {}
@@ -88,7 +88,7 @@ def strategy_states(memory: Memory) -> dict[str, BuildState]:
     return states
 
 
-def record_build(memory: Memory, strategy: Strategy, before: int | None) -> None:
+def record_build(memory: MemoryHandle, strategy: Strategy, before: int | None) -> None:
     """After a successful build: a strategy that published nothing (it keeps no arrays, e.g. one that reads the
     chunks directly) gets an empty generation recording the chunks it covers, so its state can be tracked like
     any other's. Strategies with nothing to build, or that published, are left alone."""
@@ -102,7 +102,7 @@ def record_build(memory: Memory, strategy: Strategy, before: int | None) -> None
     memory.store.publish(name, generation, [], carry=True, models=build_models(memory.ctx))
 
 
-def check_ready(memory: Memory, strategy: Strategy, *, build: bool) -> None:
+def check_ready(memory: MemoryHandle, strategy: Strategy, *, build: bool) -> None:
     """Before retrieving from ``strategy``: build it when unbuilt and ``build``, raise when unbuilt, warn once
     (stderr) when stale. Cached per (published generation, chunk set), so a retrieval costs one small query.
 
@@ -139,7 +139,7 @@ def check_ready(memory: Memory, strategy: Strategy, *, build: bool) -> None:
     seen.add(key)
 
 
-def resolve_document(memory: Memory, document: int | str) -> dict[str, Any]:
+def resolve_document(memory: MemoryHandle, document: int | str) -> dict[str, Any]:
     """The one document ``document`` names: an id, or a source path / title as ``gemrag info`` lists them.
 
     Raises:
@@ -155,7 +155,7 @@ def resolve_document(memory: Memory, document: int | str) -> dict[str, Any]:
 
 
 def delete_document(
-    memory: Memory, document: int | str, *, keep_text: bool = False
+    memory: MemoryHandle, document: int | str, *, keep_text: bool = False
 ) -> tuple[dict[str, Any], int, int, list[str], list[str]]:
     """Delete one document atomically (see the module docstring), recording it in the version history (reason
     ``deleted``; its text too when ``keep_text``); the caller holds the build lock.
@@ -182,7 +182,7 @@ class Removal:
 
 
 def remove_chunks(
-    memory: Memory, chunk_ids: Sequence[int], rows: Callable[[sqlite3.Connection, list[int]], None]
+    memory: MemoryHandle, chunk_ids: Sequence[int], rows: Callable[[sqlite3.Connection, list[int]], None]
 ) -> Removal:
     """Delete chunks in ONE transaction with a pruned generation of every built strategy (no LLM call; the caller
     holds the build lock): the derived nodes made from these chunks only are found, each built strategy's published
@@ -209,7 +209,7 @@ def remove_chunks(
 
 
 def remove_documents(
-    memory: Memory, documents: Sequence[tuple[dict[str, Any], str]], *, keep_text: bool = False
+    memory: MemoryHandle, documents: Sequence[tuple[dict[str, Any], str]], *, keep_text: bool = False
 ) -> Removal:
     """Remove whole documents in ONE transaction (:func:`remove_chunks`): each document's version is recorded in
     ``document_versions`` (with its reason, ``removed`` or ``deleted``; its text when ``keep_text``), then it, its

@@ -36,8 +36,7 @@ from typing import Any, Literal, Protocol
 from gemrag.documents import chunk_new_version
 from gemrag.errors import InputError
 from gemrag.ingest import Document, expand_paths, read_document, read_stdin
-from gemrag.lifecycle import Memory as LifecycleMemory
-from gemrag.lifecycle import remove_chunks
+from gemrag.lifecycle import MemoryHandle, remove_chunks
 from gemrag.store.sqlite import sha256_text
 
 Status = Literal["added", "updated", "unchanged", "removed"]
@@ -109,7 +108,7 @@ class SourceReport:
         return [(c.doc_id, c.status != "unchanged") for c in self.changes if c.status != "removed"]
 
 
-class Memory(LifecycleMemory, Protocol):
+class Memory(MemoryHandle, Protocol):
     """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): a lifecycle memory with its
     configuration (the chunk size)."""
 
