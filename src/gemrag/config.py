@@ -158,6 +158,10 @@ class GemSettings(BaseModel):
         knn: neighbours per node of the sparse graph (the union of every node's ``knn`` strongest links),
             default 32: enough that each chunk keeps its strongest links and the graph stays connected, while S,
             L and W hold O(N * knn) entries (under 1% of the complete graph's at N = 10,000).
+        dedupe_questions: drop a node's repeated utility questions (default False: the paper sums the edge weight
+            over the m questions the LLM wrote, a repeated one twice, III.B.1; True: gemrag's earlier rule, which
+            left such a node fewer than m questions and lighter edges). Applies to questions generated from now
+            on; stored questions stay as they are.
     """
 
     chunk_tokens: int = Field(100, ge=16, le=2000)
@@ -172,6 +176,7 @@ class GemSettings(BaseModel):
     graph: Literal["auto", "dense", "sparse"] = "auto"
     sparse_above: int = Field(2000, ge=0)
     knn: int = Field(32, ge=1, le=1000)
+    dedupe_questions: bool = False
 
 
 class Config(BaseSettings):
