@@ -74,7 +74,8 @@ def test_build_stores_openie_artefacts_entities_facts_and_a_symmetric_graph(
         row = {nid: i for i, nid in enumerate(ids)}
         # passage edge weight 1.0; fact edge = co-occurrence count (one triple links tomas and alma)
         assert W[row[chunks[1].id], row[entities["tomas reyes"].id]] == 1.0
-        assert W[row[entities["tomas reyes"].id], row[entities["alma reyes"].id]] == 1.0
+        # one triple, counted in both directions (HippoRAG 2's weights, the default)
+        assert W[row[entities["tomas reyes"].id], row[entities["alma reyes"].id]] == 2.0
         assert W[row[chunks[0].id], row[chunks[1].id]] == 0.0  # passages are joined only through entities
         assert mem.store.edges(entities["brisvale"].id, "remem", "passage") != []
         report = mem.get_strategy("remem").report(mem.ctx)

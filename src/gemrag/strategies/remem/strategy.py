@@ -80,6 +80,9 @@ class RememConfig(BaseModel):
             ``"hnsw"``.
         synonym_exact_below: entities below which the exact (quadratic) search is used (default 20,000).
         require_entity: keep only triples naming one of the chunk's named entities (default True).
+        edge_weights: ``"hipporag2"`` (default: fact and synonym edges counted in both directions, as HippoRAG 2's
+            code adds them to its undirected graph, so they weigh about twice a passage edge) or ``"once"``
+            (gemrag's earlier rule; :mod:`gemrag.strategies.remem.fact_graph`). A build-time setting.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -95,6 +98,7 @@ class RememConfig(BaseModel):
     synonym_search: Literal["auto", "exact", "hnsw"] = "auto"
     synonym_exact_below: int = Field(20_000, ge=0)
     require_entity: bool = True
+    edge_weights: Literal["hipporag2", "once"] = "hipporag2"
 
 
 AXES = {
@@ -208,7 +212,7 @@ class RememStrategy:
                 exact_below=cfg.synonym_exact_below,
                 eligible=eligible,
             )
-        edges = fact_graph_edges(index, synonyms)
+        edges = fact_graph_edges(index, synonyms, cfg.edge_weights)
         W = adjacency(index.n_nodes, edges)
 
         p = index.n_passages
