@@ -130,12 +130,13 @@ class NoFactLLM(ScriptedLLM):
         return super().complete(messages, **kw)
 
 
-@pytest.mark.parametrize("facts", [[], [["alma reyes", "invented", "a fact"]]])
-def test_no_recognized_fact_falls_back_to_dense_retrieval(
-    tmp_path: Path, remem_config: Config, facts: list[list[str]]
-) -> None:
+@pytest.mark.parametrize(("facts", "match"), [([], "snap"), ([["alma reyes", "invented", "a fact"]], "exact")])
+def test_no_recognized_fact_falls_back_to_dense_retrieval(tmp_path: Path, facts: list[list[str]], match: str) -> None:
+    """An empty answer, or (with ``filter_match = "exact"``) an invented fact, keeps no fact: dense retrieval."""
     llm = NoFactLLM(facts)
-    with built(tmp_path / "m", remem_config, llm) as mem:
+    section = {"filter_match": match}
+    config = load_config(None, {"gem": {"chunk_tokens": 40}, "strategy": "remem", "remem": section})
+    with built(tmp_path / "m", config, llm) as mem:
         mem.index(strategy="dense")
         question = "Where did the father of Alma Reyes die?"
         hits = mem.retrieve(question, 3)
@@ -155,6 +156,18 @@ def test_without_the_recognition_filter_the_top_facts_seed_the_walk(tmp_path: Pa
         assert hits[0].meta["facts"] == hits[0].meta["candidates"] and len(hits[0].meta["facts"]) == 5
 
 
+def test_a_paraphrased_fact_snaps_to_its_candidate_by_default_and_exact_drops_it() -> None:
+    """HippoRAG 2's filter snaps each returned fact to the closest candidate (difflib), the default here."""
+    candidates = [["tomas reyes", "is the father of", "alma reyes"], ["alma reyes", "was born in", "valdora"]]
+    returned = [["Tomas Reyes", "is father of", "Alma"], ["alma reyes", "born in", "valdora"]]  # shortened copies
+    assert match_facts(returned, candidates) == [0, 1]
+    assert match_facts(returned, candidates, "exact") == []
+    assert match_facts([["alma reyes", "was born in", "valdora"]], candidates, "snap") == [1]  # exact still wins
+    assert match_facts([[]], candidates) == []  # an empty fact selects nothing
+    with pytest.raises(ValueError, match="snap"):
+        match_facts(returned, candidates, "closest")
+
+
 def test_match_facts_drops_facts_that_match_no_candidate() -> None:
     candidates = [["tomas reyes", "is the father of", "alma reyes"], ["alma reyes", "was born in", "valdora"]]
     returned = [
@@ -163,7 +176,7 @@ def test_match_facts_drops_facts_that_match_no_candidate() -> None:
         ["alma reyes", "was born in", "valdora"],  # duplicate
         ["only two", "elements"],
     ]
-    assert match_facts(returned, candidates) == [1]
+    assert match_facts(returned, candidates, "exact") == [1]
 
 
 class MalformedLLM(ScriptedLLM):

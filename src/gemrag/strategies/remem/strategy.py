@@ -83,6 +83,9 @@ class RememConfig(BaseModel):
         edge_weights: ``"hipporag2"`` (default: fact and synonym edges counted in both directions, as HippoRAG 2's
             code adds them to its undirected graph, so they weigh about twice a passage edge) or ``"once"``
             (gemrag's earlier rule; :mod:`gemrag.strategies.remem.fact_graph`). A build-time setting.
+        filter_match: how the recognition filter's returned facts select candidates: ``"snap"`` (default, HippoRAG
+            2's code: the closest candidate by difflib) or ``"exact"`` (gemrag's earlier rule: equal normalized
+            elements only; :mod:`gemrag.strategies.remem.recognition`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -99,6 +102,7 @@ class RememConfig(BaseModel):
     synonym_exact_below: int = Field(20_000, ge=0)
     require_entity: bool = True
     edge_weights: Literal["hipporag2", "once"] = "hipporag2"
+    filter_match: Literal["snap", "exact"] = "snap"
 
 
 AXES = {
@@ -300,7 +304,7 @@ class RememStrategy:
                 shown = top_indices(fact_scores, cfg.linking_top_k).tolist()
                 candidates = [ctx.store.node(int(g.fact_ids[f])).meta["triple"] for f in shown]
                 if cfg.recognition_filter:
-                    chosen, error = recognize_facts(ctx, question, candidates)
+                    chosen, error = recognize_facts(ctx, question, candidates, cfg.filter_match)
                     kept = [shown[i] for i in chosen]
                     if error:
                         meta["recognition_error"] = error
