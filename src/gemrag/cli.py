@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gemrag.cli_chat import chat_command
+from gemrag.cli_config import config_command
 from gemrag.cli_delete import delete_command
 from gemrag.cli_mcp import mcp_command
 from gemrag.cli_serve import serve_command
@@ -324,6 +325,7 @@ def demo(
 
 
 app.command("eval")(eval_command)
+app.command("config")(config_command)
 app.command("delete")(delete_command)
 app.command("chat")(chat_command)
 app.command("mcp")(mcp_command)

@@ -258,6 +258,16 @@ def _find_config_file(path: str | Path | None) -> Path | None:
     return local if local.is_file() else None
 
 
+def find_config_file(path: str | Path | None) -> Path | None:
+    """The configuration file :func:`load_config` reads: ``path``, else ``$GEMRAG_CONFIG``, else ``./gemrag.toml``
+    when it exists (None: no file).
+
+    Raises:
+        ConfigError: ``path`` (or ``$GEMRAG_CONFIG``) names no file.
+    """
+    return _find_config_file(path)
+
+
 def _deep_drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
