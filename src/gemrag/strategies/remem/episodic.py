@@ -77,6 +77,9 @@ class RememGistConfig(BaseModel):
         return_chunk: the hits' kind, ``"verbatim"`` (turns, default) or ``"gists"``.
         top_k: results per tool call when the model gives no ``k`` (default 10; at most 20).
         tool_result_chars: longest tool result shown to the model (characters, default 3000).
+        tool_budget: ``"shared"`` (default): the agent is shown at most B distinct retrieved items over all its
+            tool calls (B the retrieval budget), so its prompt holds what a B-item retrieval holds; ``"per_call"``
+            (gemrag's earlier rule): every call shows up to ``top_k`` items, whatever B.
         window_turns: how a retrieved gist or fact stands for its window's turns: ``"ranked"`` (default: the turns
             most similar to the question first, so a budget cut keeps the relevant ones) or ``"order"`` (gemrag's
             earlier rule: the window's turns in conversation order, so a cut keeps its first turns).
@@ -91,6 +94,7 @@ class RememGistConfig(BaseModel):
     return_chunk: Literal["verbatim", "gists"] = "verbatim"
     top_k: int = Field(10, ge=1, le=MAX_K)
     tool_result_chars: int = Field(3000, ge=200, le=50_000)
+    tool_budget: Literal["shared", "per_call"] = "shared"
     window_turns: Literal["ranked", "order"] = "ranked"
 
     @model_validator(mode="after")
@@ -296,7 +300,11 @@ class RememGistStrategy:
 
         return run
 
-    def ask_agent(self, ctx: StrategyContext, question: str) -> AgentResult:
+    def node_budget(self, budget: int | None) -> int | None:
+        """The items the agent may be shown in one run: ``budget`` with ``tool_budget = "shared"``, else None."""
+        return budget if self.config.tool_budget == "shared" else None
+
+    def ask_agent(self, ctx: StrategyContext, question: str, budget: int | None = None) -> AgentResult:
         """Run the agent on ``question`` over the published generation (call inside ``ctx.store.snapshot()``).
 
         Raises:
@@ -314,6 +322,7 @@ class RememGistStrategy:
             max_steps=cfg.max_steps,
             fixed_tool=fixed,
             result_chars=cfg.tool_result_chars,
+            node_budget=self.node_budget(budget),
         )
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
@@ -335,7 +344,7 @@ class RememGistStrategy:
         if ctx.store.published_generation(self.name) is None:
             raise not_indexed(ctx, self.name)
         with ctx.store.snapshot():
-            result = self.ask_agent(ctx, question)
+            result = self.ask_agent(ctx, question, budget)
             g = self._loaded(ctx)
             ranked = prompt_vector(ctx, question) if self.config.window_turns == "ranked" else None
             chosen = self._returned(g, result.node_ids, ranked)[:budget]
