@@ -264,3 +264,29 @@ def test_ppr_scores_match_a_direct_computation(tmp_path: Path, remem_config: Con
         expect = sorted(((float(ppr[p]), int(ids[p])) for p in passages), key=lambda t: (-t[0], t[1]))
         assert [h.node_id for h in hits] == [i for _, i in expect]
         assert [h.score for h in hits] == pytest.approx([s for s, _ in expect], abs=1e-9)
+
+
+def test_the_recognition_prompt_is_few_shot_by_default_and_zero_shot_on_request(tmp_path: Path) -> None:
+    """HippoRAG 2's filter prompt carries worked examples; ``filter_prompt = "zero-shot"`` is the earlier prompt."""
+    from gemrag.strategies.remem.openie_prompts import recognition_prompt, recognition_prompt_few_shot
+
+    facts = [["tomas reyes", "died in", "brisvale"]]
+    few = recognition_prompt_few_shot("Where did Tomas die?", facts)
+    zero = recognition_prompt("Where did Tomas die?", facts)
+    assert few[0] == zero[0] and few[-1] == zero[-1]  # the same instructions and request
+    assert [m["role"] for m in few[1:-1]] == ["user", "assistant"] * 2  # two worked examples
+    seen: list[int] = []
+
+    class Counting(NoFactLLM):
+        def complete(self, messages: Any, **kw: Any) -> Completion:
+            if "Candidate facts:" in messages[-1]["content"]:
+                seen.append(len(messages))
+            return super().complete(messages, **kw)
+
+    for prompt, size in (("few-shot", len(few)), ("zero-shot", len(zero))):
+        config = load_config(
+            None, {"gem": {"chunk_tokens": 40}, "strategy": "remem", "remem": {"filter_prompt": prompt}}
+        )
+        with built(tmp_path / prompt, config, Counting([])) as mem:
+            mem.retrieve("Where did the father of Alma Reyes die?", 2)
+        assert seen[-1] == size

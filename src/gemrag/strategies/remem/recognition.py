@@ -26,6 +26,7 @@ from gemrag.strategies.remem.openie_prompts import (
     MAX_RECOGNIZED,
     RecognizedFacts,
     recognition_prompt,
+    recognition_prompt_few_shot,
     recognition_schema,
 )
 
@@ -71,10 +72,14 @@ def match_facts(
 
 
 def recognize_facts(
-    ctx: StrategyContext, question: str, candidates: Sequence[Sequence[str]], match: str = "snap"
+    ctx: StrategyContext,
+    question: str,
+    candidates: Sequence[Sequence[str]],
+    match: str = "snap",
+    few_shot: bool = True,
 ) -> tuple[list[int], str | None]:
     """Ask the LLM which ``candidates`` help answer ``question`` (returned facts matched by ``match``,
-    :func:`match_facts`).
+    :func:`match_facts`; the prompt with worked examples unless ``few_shot`` is False).
 
     Returns:
         ``(kept candidate indices, None)``, or ``([], error message)`` when the answer stayed malformed or the
@@ -88,7 +93,7 @@ def recognize_facts(
     try:
         answer = complete_structured(
             ctx.get_llm(),
-            recognition_prompt(question, candidates),
+            (recognition_prompt_few_shot if few_shot else recognition_prompt)(question, candidates),
             RecognizedFacts,
             schema=recognition_schema(),
             max_tokens=MAX_TOKENS,

@@ -86,6 +86,8 @@ class RememConfig(BaseModel):
         filter_match: how the recognition filter's returned facts select candidates: ``"snap"`` (default, HippoRAG
             2's code: the closest candidate by difflib) or ``"exact"`` (gemrag's earlier rule: equal normalized
             elements only; :mod:`gemrag.strategies.remem.recognition`).
+        filter_prompt: ``"few-shot"`` (default: two worked examples before the question, as HippoRAG 2's filter
+            prompt is few-shot; the examples are gemrag's own) or ``"zero-shot"`` (gemrag's earlier prompt).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -103,6 +105,7 @@ class RememConfig(BaseModel):
     require_entity: bool = True
     edge_weights: Literal["hipporag2", "once"] = "hipporag2"
     filter_match: Literal["snap", "exact"] = "snap"
+    filter_prompt: Literal["few-shot", "zero-shot"] = "few-shot"
 
 
 AXES = {
@@ -304,7 +307,9 @@ class RememStrategy:
                 shown = top_indices(fact_scores, cfg.linking_top_k).tolist()
                 candidates = [ctx.store.node(int(g.fact_ids[f])).meta["triple"] for f in shown]
                 if cfg.recognition_filter:
-                    chosen, error = recognize_facts(ctx, question, candidates, cfg.filter_match)
+                    chosen, error = recognize_facts(
+                        ctx, question, candidates, cfg.filter_match, cfg.filter_prompt == "few-shot"
+                    )
                     kept = [shown[i] for i in chosen]
                     if error:
                         meta["recognition_error"] = error
