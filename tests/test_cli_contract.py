@@ -46,6 +46,7 @@ BASE: dict[str, dict[str, Any]] = {
     "view": {"memory": "mem"},
     "serve": {"memory": "served"},
     "doctor": {},
+    "config": {},
 }
 """Valid values of the required parameters (the memory ``mem`` exists; a delete of ``lighthouse`` would change it)."""
 
@@ -127,6 +128,7 @@ ANY_VALUE = {
     "keep_versions": "a flag; bad only without documents (COMBINATIONS)",
     "llm_base_url": "an endpoint, reached only when its model is called",
     "embedder_base_url": "an endpoint, reached only when its model is called",
+    "origin": "a flag",
     "seed": "any integer >= 0 (its range is checked like every number's)",
 }
 

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from gemrag.answering import LETTERS
 from gemrag.cli_chat import chat_command
+from gemrag.cli_config import config_command
 from gemrag.cli_delete import delete_command
 from gemrag.cli_doctor import doctor_command
 from gemrag.cli_mcp import mcp_command
@@ -374,6 +375,7 @@ def demo(
 
 
 app.command("eval")(eval_command)
+app.command("config")(config_command)
 app.command("delete")(delete_command)
 app.command("chat")(chat_command)
 app.command("mcp")(mcp_command)

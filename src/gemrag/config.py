@@ -195,6 +195,10 @@ class GemSettings(BaseModel):
             questions through one (:mod:`gemrag.strategies.gem.ann_search`); default 20000 (at 20k the exact
             kNN graph takes ~30 s on 2 cores and grows as N^2, the approximate one as ~N log N; recall and
             agreement are measured in ``benchmarks/scale.py``). 0 = always approximate on the sparse path.
+        dedupe_questions: drop a node's repeated utility questions (default False: the paper sums the edge weight
+            over the m questions the LLM wrote, a repeated one twice, III.B.1; True: gemrag's earlier rule, which
+            left such a node fewer than m questions and lighter edges). Applies to questions generated from now
+            on; stored questions stay as they are.
     """
 
     chunk_tokens: int = Field(100, ge=16, le=2000)
@@ -211,6 +215,7 @@ class GemSettings(BaseModel):
     sparse_above: int = Field(2000, ge=0)
     knn: int = Field(32, ge=1, le=1000)
     ann_above: int = Field(20000, ge=0)
+    dedupe_questions: bool = False
 
 
 class Config(BaseSettings):
@@ -290,6 +295,16 @@ def _find_config_file(path: str | Path | None) -> Path | None:
         return _find_config_file(env)
     local = Path("gemrag.toml")
     return local if local.is_file() else None
+
+
+def find_config_file(path: str | Path | None) -> Path | None:
+    """The configuration file :func:`load_config` reads: ``path``, else ``$GEMRAG_CONFIG``, else ``./gemrag.toml``
+    when it exists (None: no file).
+
+    Raises:
+        ConfigError: ``path`` (or ``$GEMRAG_CONFIG``) names no file.
+    """
+    return _find_config_file(path)
 
 
 def _deep_drop_none(d: Mapping[str, Any]) -> dict[str, Any]:

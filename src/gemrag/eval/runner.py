@@ -280,6 +280,16 @@ class _Runner:
         if depth > budget and rec["error"] is None:  # a deeper list for Recall@5: not timed, not in the tokens
             ranked = mem.retrieve(q.question, depth, strategy=run.strategy)
         passages = passage_ids(ranked)
+        # A committee of K chunks is not a prefix of a larger one (UnWeaver's PAV/CC): Recall@k of such a strategy
+        # is read from its own k-chunk retrieval (not timed, not in the tokens), as the paper's K-chunk election.
+        nested = getattr(mem.get_strategy(run.strategy), "nested", True)
+        by_k = {
+            k: passage_ids(context if k == budget else mem.retrieve(q.question, k, strategy=run.strategy))
+            for k in RECALL_KS
+            if gold and not nested and rec["error"] is None
+        }
+        if by_k:
+            rec["recall_from"] = "election per k"
         rec["context"] = [h.node_id for h in context]
         rec["retrieved"] = [{"id": h.node_id, "kind": h.kind, "score": round(h.score, 6)} for h in ranked]
         rec["passages"] = passages
@@ -288,7 +298,7 @@ class _Runner:
         rec["tokens"] = {k: cost[k] for k in ("prompt_tokens", "completion_tokens", "embedding_tokens")}
         rec["llm_calls"], rec["llm_cached"] = cost["llm_calls"], cost["llm_cached"]
         for k in RECALL_KS:
-            rec[f"recall@{k}"] = recall_at_k(passages, gold, k) if gold else None
+            rec[f"recall@{k}"] = recall_at_k(by_k.get(k, passages), gold, k) if gold else None
         # gold ids that are not documents (LoCoMo turns): evidence recall of the context (B nodes)
         recall, covered = evidence(q, context) if not gold and rec["error"] is None else (None, [])
         rec["evidence_recall"], rec["evidence_covered"] = recall, covered
@@ -331,7 +341,9 @@ def run_eval(
         strategies: registered strategy names (may be empty when ``ablation`` is given).
         config: models and gem parameters for every memory.
         budget: B, context nodes retrieved (timed) and given to the LLM; for questions with gold passages a
-            second, untimed retrieval of ``max(B, 5)`` nodes feeds Recall@2/@5.
+            second, untimed retrieval of ``max(B, 5)`` nodes feeds Recall@2/@5 (a strategy whose retrievals are not
+            nested, ``strategy.nested = False``, e.g. UnWeaver's PAV/CC committees, is retrieved once per k instead:
+            Recall@k of a k-chunk election, records marked ``recall_from``).
         limit: evaluate only the first ``limit`` questions (after ``select``).
         select: ``{"documents": [ids], "per_category": n}``, passed to :meth:`Dataset.select` (a stated subset,
             e.g. one LoCoMo conversation and n questions of each category).

@@ -182,7 +182,9 @@ class GemStrategy:
         generation = ctx.store.begin_build(self.name)
         view = (self.name, generation)
         t0 = time.perf_counter()
-        generate_utility_questions(ctx, nodes_needing_questions(ctx, chunks), cfg.questions)
+        generate_utility_questions(
+            ctx, nodes_needing_questions(ctx, chunks), cfg.questions, dedupe=cfg.dedupe_questions
+        )
         timings["utility_questions"] = timings.get("utility_questions", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
