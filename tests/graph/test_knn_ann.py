@@ -121,3 +121,25 @@ def test_the_large_paths_looser_lanczos_gives_the_same_eigenpairs(graphs: tuple)
     loose_values, loose_vectors = eigenpairs(L, 4, method="sparse", tol=1e-6, ncv=64)
     np.testing.assert_allclose(loose_values, values, atol=1e-6)
     assert np.all(np.abs(np.sum(vectors * loose_vectors, axis=0)) > 1 - 1e-6)
+
+
+def test_searching_in_row_blocks_finds_the_same_candidate_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The candidate pairs are searched and de-duplicated one block of rows at a time (bounded memory at 1M
+    chunks); blocks that split the rows, including a pair found from both of its ends in different blocks, give
+    the same graph as one block, and every pair is kept once with a < b."""
+    import gemrag.graph.knn_ann as knn_ann
+
+    V, Q, owner = clustered(600, 3, 6, seed=3)
+    whole = approximate_knn_similarity_matrix(V, Q, owner, 8)
+    vn, qs = unit_rows32(V), np.zeros_like(V)
+    np.add.at(qs, owner, unit_rows32(Q))
+    index = hnsw_index(vn)
+    a1, b1 = knn_ann._search_candidate_pairs(index, qs, 24, block_rows=600)
+    a2, b2 = knn_ann._search_candidate_pairs(index, qs, 24, block_rows=37)
+    assert np.all(a1 < b1)
+    assert len(set(zip(a1.tolist(), b1.tolist(), strict=True))) == a1.shape[0]
+    assert np.array_equal(a1, a2) and np.array_equal(b1, b2)
+    monkeypatch.setattr(knn_ann, "_SEARCH_BLOCK", 37)
+    monkeypatch.setattr(knn_ann._search_candidate_pairs, "__defaults__", (37,))
+    blocked = approximate_knn_similarity_matrix(V, Q, owner, 8)
+    assert (whole != blocked).nnz == 0

@@ -36,6 +36,7 @@ ANN_CANDIDATES_MIN = 64
 data with k = 16: 48 answers gave recall@k 0.971, 64 gave 0.99, 96 gave 0.998; the candidate count matters more
 than the search's candidate-list size, because a symmetric top-k pair need not be in either direction's top k)."""
 
+_SEARCH_BLOCK = 1 << 16  # rows searched and reduced to candidate pair keys per block (50 MB of labels at c = 96)
 _PAIR_BLOCK = 1 << 17  # candidate pairs valued per block (four (block, d) float32 gathers: 200 MiB at d = 384)
 
 
@@ -82,10 +83,8 @@ def approximate_knn_similarity_matrix(
         return _assemble_knn(n, [], diagonal if keep_diagonal else None)
     c = min(n, candidates if candidates is not None else max(ANN_CANDIDATES_MIN, 3 * k))
     index = hnsw_index(vn)
-    _, labels = hnsw_search(index, qs, c, normalize=True)
+    a, b = _search_candidate_pairs(index, qs, c)
     del index
-    a, b = _candidate_pairs(labels)
-    del labels
     values = _pair_values(vn, qs, a, b)
     del vn, qs
     # every pair counts for both of its ends: a CSR matrix of the candidates (int32 ids, float32 values: the
@@ -116,17 +115,31 @@ def _row_top_k(
     return parts
 
 
-def _candidate_pairs(labels: NDArray[np.int64]) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
-    """Unordered candidate pairs ``(a, b)``, ``a < b``, each once, from the ``(n, c)`` ANN answers of each row
-    (failed slots -1 and self-answers dropped)."""
-    n = labels.shape[0]
-    src = np.repeat(np.arange(n, dtype=np.int64), labels.shape[1])
+def _search_candidate_pairs(
+    index: object, qs: NDArray[np.float32], c: int, block_rows: int = _SEARCH_BLOCK
+) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
+    """Unordered candidate pairs ``(a, b)``, ``a < b``, each once: every row's ``c`` ANN answers for its
+    normalized ``qs`` row, searched and reduced to pair keys one block of rows at a time, so the ``(n, c)`` answer
+    matrix (768 MB of int64 labels at n = 1M, c = 96) and its expanded source/target copies never exist at once.
+    At n = 1M the within-block de-duplication leaves the ``O(n c)`` int64 keys as the largest array."""
+    n = qs.shape[0]
+    keys = []
+    for lo in range(0, n, block_rows):
+        _, labels = hnsw_search(index, qs[lo : lo + block_rows], c, normalize=True)
+        keys.append(_pair_keys(labels, lo, n))
+    key = np.unique(np.concatenate(keys + [np.zeros(0, dtype=np.int64)]))
+    del keys
+    return (key // n).astype(np.int32), (key % n).astype(np.int32)
+
+
+def _pair_keys(labels: NDArray[np.int64], first_row: int, n: int) -> NDArray[np.int64]:
+    """Sorted unique keys ``min * n + max`` of the pairs (row, answer) of a block of ANN answers whose first row
+    is ``first_row`` (failed slots -1 and self-answers dropped)."""
+    src = np.repeat(np.arange(first_row, first_row + labels.shape[0], dtype=np.int64), labels.shape[1])
     dst = labels.ravel()
     ok = (dst >= 0) & (dst != src)
     src, dst = src[ok], dst[ok]
-    key = np.unique(np.minimum(src, dst) * n + np.maximum(src, dst))
-    del src, dst
-    return (key // n).astype(np.int32), (key % n).astype(np.int32)
+    return np.unique(np.minimum(src, dst) * n + np.maximum(src, dst))
 
 
 def _pair_values(
