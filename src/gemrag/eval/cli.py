@@ -168,7 +168,7 @@ def eval_command(
     embedder_model: Annotated[str | None, Opt("--embedder-model", help="Embedding model (openai provider).")] = None,
     embedder_base_url: Annotated[str | None, Opt("--embedder-base-url", help="Endpoint for embeddings.")] = None,
     quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress bars.")] = False,
-    runs: RunsOpt = 3,
+    runs: RunsOpt = None,
     seed: SeedOpt = 0,
     judge_model: JudgeModelOpt = None,
     judge_base_url: JudgeBaseUrlOpt = None,
@@ -179,7 +179,10 @@ def eval_command(
     accuracy / F1 / EM / Recall@k with bootstrap intervals, tokens, build time and latency, paired
     bootstrap against gem, and optional gem ablations. Resumable: run the same command again after Ctrl-C.
     Writes OUT/results.md, OUT/results.json and PNG plots, and prints the markdown table. cmu_dog: the
-    HLGraphRAG acceptance test (choke / inaccurate / correct per run, Mann-Whitney U; see README)."""
+    HLGraphRAG acceptance test (choke / inaccurate / correct per run, Mann-Whitney U; see README). covid_qa
+    (and any free-form kind with --judge-model): the LLM-judged factual correctness beside token F1 (UnWeaver
+    section 3); --runs N answers every question N times (sampled, one seed per run) and reports mean ± std."""
+    from gemrag.eval.judged import JudgeChoice
     from gemrag.eval.loading import check_kind
     from gemrag.eval.report import markdown_report
     from gemrag.eval.runner import run_eval
@@ -213,16 +216,9 @@ def eval_command(
             skip |= {"--workers": workers != 1, "--merge": bool(merge), "--answer-form": answer_form != "auto"}
             opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url, "sheet": sheet, "verdicts": verdicts}
             return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
-        dog_only = [
-            f"{f} {v!s}"
-            for f, v in (
-                ("--sheet", sheet),
-                ("--verdicts", verdicts),
-                ("--judge-model", judge_model),
-                ("--judge-base-url", judge_base_url),
-            )
-            if v is not None
-        ]
+        dog_only = [f"{f} {v!s}" for f, v in (("--sheet", sheet), ("--verdicts", verdicts)) if v is not None]
+        if judge_model is not None and not judge_model.strip():
+            raise ConfigError("--judge-model is empty: name a model, or none for no judge")
         if dog_only:
             raise ConfigError(
                 f"{', '.join(dog_only)}: these only apply to the cmu_dog acceptance test, not to {kind!r}"
@@ -248,6 +244,9 @@ def eval_command(
             reference=reference,
             merge=merge or (),
             answer_form=answer_form,  # type: ignore[arg-type]
+            runs=runs or 1,
+            seed=seed,
+            judge=JudgeChoice(judge_model, judge_base_url),
         )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")
