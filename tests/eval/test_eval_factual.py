@@ -16,6 +16,7 @@ from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.factual import FactualJudge, claim_scores
 from gemrag.eval.judged import JudgeChoice, judges_kind
+from gemrag.eval.metrics import answer_recall
 from gemrag.eval.report import markdown_report
 from gemrag.eval.runner import run_eval
 from gemrag.models.base import Completion, Message
@@ -101,6 +102,15 @@ def test_a_verdict_list_of_the_wrong_length_is_malformed() -> None:
     assert j.f1 is None and j.error is not None and j.error.startswith("malformed verdicts: 1 verdicts for 2")
 
 
+def test_answer_recall_finds_a_normalized_span_in_a_chunk() -> None:
+    chunks = ["Its incubation period is five days, on average.", "Masks reduce transmission."]
+    assert answer_recall(chunks, ["five  days"]) == 1.0  # whitespace, case and punctuation normalized
+    assert answer_recall(chunks, ["six days", "the masks"]) == 1.0  # any gold answer; articles dropped
+    assert answer_recall(chunks, ["five days on average in hospitals"]) == 0.0
+    assert answer_recall(chunks, ["fi"]) == 0.0  # whole words only
+    assert answer_recall([], ["five days"]) == 0.0
+
+
 def test_which_kinds_are_judged() -> None:
     assert judges_kind("covid_qa", True, None, None)
     assert not judges_kind("covid_qa", True, "none", None)
@@ -120,6 +130,9 @@ def test_covid_qa_eval_reports_the_judged_score_and_rerunning_costs_nothing(tmp_
         line = next(x for x in lines if (x["question_id"], x["strategy"]) == (rec["question_id"], rec["strategy"]))
         assert rec["judged"] == line["f1"] and line["answer"] == rec["answer"]
         assert line["f1"] == claim_scores([True] * line["tp"] + [False] * line["fp"], [False] * line["fn"]).f1
+    for rec in res.records:  # Recall@k of the answer span in the chunks of a k-node retrieval
+        assert rec["recall_from"] == "answer span in chunk" and rec["recall@2"] <= rec["recall@5"]
+    assert any(r["recall@5"] == 1.0 for r in res.records)
     agg = res.summary.aggregates["dense"]["judged"]
     assert agg["n"] == 3 and agg["mean"] == pytest.approx(sum(r["judged"] for r in res.records[:3]) / 3)
     assert [c["metric"] for c in res.summary.comparisons] == ["f1", "judged"]

@@ -28,9 +28,13 @@ from gemrag.eval.acceptance_cli import (
 )
 from gemrag.progress import rich_progress
 
-__all__ = ["DEFAULT_STRATEGIES", "eval_command", "parse_ablation", "parse_documents"]
+__all__ = ["DEFAULT_STRATEGIES", "KIND_STRATEGIES", "eval_command", "parse_ablation", "parse_documents"]
 
 DEFAULT_STRATEGIES = "gem,dense,bm25,raptor,full"
+#: Default strategies of the kinds a paper evaluates: COVID-QA is UnWeaver's (Table 1: UnWeaver, VectorRAG, RAPTOR,
+#: GraphRAG; the paper names AV, PAV or CC as the election rule without choosing, so ``unweaver`` is its default,
+#: unweighted PAV, and ``unweaver[rule=av]`` / ``unweaver[rule=cc]`` are one option away; GraphRAG is not here).
+KIND_STRATEGIES = {"covid_qa": "unweaver,dense,raptor"}
 
 Opt = typer.Option
 
@@ -89,7 +93,8 @@ def eval_command(
     strategies: Annotated[
         str | None,
         Opt(
-            help=f"Comma-separated strategies (default {DEFAULT_STRATEGIES}; none when --ablation is given); "
+            help=f"Comma-separated strategies (default {DEFAULT_STRATEGIES}; covid_qa: unweaver,dense,raptor, the "
+            "UnWeaver paper's rows; none when --ablation is given); "
             "name[key=value;...] runs a variant with settings of its section changed, e.g. "
             "remem[recognition_filter=false]. cmu_dog default: hlgraph, hlgraph[ranked=false], "
             "hlgraph[directional=false], dense, full, gem."
@@ -190,7 +195,7 @@ def eval_command(
     from gemrag.models.factory import check_model_settings
 
     with cli_errors():
-        check_kind(kind, tuple(ACCEPTANCE_KINDS))  # everything is checked before anything is written
+        key = check_kind(kind, tuple(ACCEPTANCE_KINDS))  # everything is checked before anything is written
         if not path.is_file():
             raise InputError(f"{path}: no such dataset file" if not path.exists() else f"{path}: not a file")
         if out.exists() and not out.is_dir():
@@ -201,7 +206,8 @@ def eval_command(
         if missing:
             raise InputError(f"--merge {', '.join(missing)}: no such output directory")
         sweeps = parse_ablation(ablation or [])
-        names = strategies if strategies is not None else ("" if sweeps else DEFAULT_STRATEGIES)
+        default = KIND_STRATEGIES.get(key, DEFAULT_STRATEGIES)
+        names = strategies if strategies is not None else ("" if sweeps else default)
         overrides: dict[str, Any] = {
             "llm": {"provider": llm_provider, "model": llm_model, "base_url": llm_base_url},
             "embedder": {"provider": embedder_provider, "model": embedder_model, "base_url": embedder_base_url},

@@ -27,10 +27,13 @@ from gemrag.eval.datasets import Question
 from gemrag.eval.factual import FactualJudge
 from gemrag.eval.judge import judge_settings
 from gemrag.eval.report import JsonlAppender, read_jsonl
+from gemrag.memory import Memory
 from gemrag.models.base import LLM
+from gemrag.models.cache import CachedLLM
 from gemrag.models.factory import build_llm
+from gemrag.strategies.base import ProgressFactory
 
-__all__ = ["JUDGED_KINDS", "NO_JUDGE", "JudgeChoice", "Judgements", "judges_kind"]
+__all__ = ["JUDGED_KINDS", "NO_JUDGE", "GroupJudge", "JudgeChoice", "Judgements", "judges_kind"]
 
 #: Kinds judged by default (the UnWeaver paper's metric on COVID-QA, section 3).
 JUDGED_KINDS = frozenset({"covid_qa"})
@@ -169,3 +172,35 @@ class JudgeChoice:
             return Judgements(out_dir, label), None
         backend: LLM = LazyLLM(lambda: build_llm(settings, config.cache_dir))  # type: ignore[assignment]
         return Judgements(out_dir, label), backend
+
+
+@dataclass(frozen=True)
+class GroupJudge:
+    """What the runner judges with: the ``judgements`` file (None: not judged), the judge's ``backend`` (None: the
+    memory's own LLM) and the dataset's ``questions`` by id."""
+
+    judgements: Judgements | None
+    backend: LLM | None
+    questions: dict[str, Question]
+
+    def pending(self, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The records that need a judgement (``[]`` when the evaluation is not judged)."""
+        return self.judgements.pending(records, self.questions) if self.judgements is not None else []
+
+    def run(self, mem: Memory, records: Sequence[dict[str, Any]], progress: ProgressFactory) -> int:
+        """Judge the :meth:`pending` ones of ``records`` (one strategy's, in one memory) with the judge's calls cached
+        in ``mem``; the memory's LLM is not loaded when there is nothing to judge.
+
+        Returns:
+            The number judged.
+
+        Raises:
+            GemragError: a fatal backend error.
+        """
+        todo = self.pending(records)
+        if not todo or self.judgements is None:
+            return 0
+        llm = CachedLLM(self.backend, mem.store, mem.meter) if self.backend is not None else mem.llm()
+        label = f"{todo[0]['group']} · {todo[0]['strategy']} · judging".replace("[", "(").replace("]", ")")
+        with progress(label, len(todo)) as advance:
+            return self.judgements.judge(FactualJudge(llm), todo, self.questions, advance)

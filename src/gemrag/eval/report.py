@@ -261,6 +261,11 @@ def markdown_report(results: EvalResults) -> str:
             " Evidence R: share of a question's gold evidence turns whose line overlaps one of the B context "
             "nodes (summary nodes through their member chunks)."
         )
+    if any("answer span" in str(r.get("recall_from")) for r in results.records):
+        lines[-1] += (
+            " Here R@k is answer recall (DPR's top-k accuracy): 1 if a gold answer span occurs in one of the chunks "
+            "of a k-node retrieval (a k-chunk election for UnWeaver's PAV/CC), the gold passage being the whole paper."
+        )
     if any(a["judged"] for a in aggs.values()):
         lines[-1] += (
             f" Judged %: RAGAS-style factual correctness (claim F1 against the reference answer, judged by "

@@ -43,11 +43,10 @@ from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS, running_no
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
-from gemrag.eval.factual import FactualJudge
-from gemrag.eval.judged import JudgeChoice, Judgements
+from gemrag.eval.judged import GroupJudge, JudgeChoice
 from gemrag.eval.loading import load_dataset
 from gemrag.eval.merge import merge_outputs
-from gemrag.eval.metrics import recall_at_k
+from gemrag.eval.metrics import answer_recall, recall_at_k
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import (
@@ -61,7 +60,6 @@ from gemrag.eval.report import (
 from gemrag.eval.results import EvalResults
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
-from gemrag.models.cache import CachedLLM
 from gemrag.models.factory import build_embedder, build_llm
 from gemrag.strategies.base import ProgressFactory, no_progress, note_advance
 from gemrag.types import Hit
@@ -69,6 +67,8 @@ from gemrag.types import Hit
 __all__ = ["EvalResults", "JudgeChoice", "RunSpec", "plan_runs", "run_eval"]
 
 RECALL_KS = (2, 5)
+#: Kinds whose Recall@k is of the gold answer span in the retrieved chunks (:func:`gemrag.eval.metrics.answer_recall`).
+ANSWER_RECALL_KINDS = frozenset({"covid_qa"})
 #: An untimed question retrieved once per strategy and memory before the timed ones (loads its structures).
 WARM_UP = "What is this text about?"
 
@@ -108,8 +108,7 @@ class _Runner:
         self.done = {(r["question_id"], r["strategy"], int(r.get("run", 0))) for r in self.records}
         self.questions = {q.id: q for q in dataset.questions}
         self.sampling = Sampling()  # --runs: how many answers per question, and how they are sampled
-        self.judgements: Judgements | None = None  # the factual-correctness judge's file (run_eval's judge)
-        self.judge_backend: LLM | None = None  # None: the memory's own LLM judges
+        self.judge = GroupJudge(None, None, self.questions)  # the factual-correctness judge (run_eval's judge)
         self.indexed = {(r["group"], r["strategy"]) for r in self.index}
         self.attempts = BuildAttempts(out_dir / "attempts.jsonl")
         self.short = False  # the span-answer form (run_eval's answer_form)
@@ -132,7 +131,7 @@ class _Runner:
         gid = _group_id(group)
         todo = [(q, i) for i in range(self.sampling.runs) for q in group.questions]  # (question, run)
         pending = {r.name: [(q, i) for q, i in todo if (q.id, r.name, i) not in self.done] for r in runs}
-        if not any(pending.values()) and not any(self._unjudged(gid, r.name) for r in runs):
+        if not any(pending.values()) and not any(self.judge.pending(self._of(gid, r.name)) for r in runs):
             return
         directory = self.out_dir / "memories" / f"{self.dataset.name}-{gid}{runs[0].memory_suffix}"
         with Memory.open(
@@ -146,7 +145,7 @@ class _Runner:
             tap = CostTap(mem, self.count_tokens)
             for run in runs:
                 if not pending[run.name]:
-                    self._judge(mem, gid, run.name)
+                    self.judge.run(mem, self._of(gid, run.name), self.progress)
                     continue
                 earlier = self.attempts.start(directory.name, run.name, mem.store)  # an interrupted build's part
                 with tap.measure(all_threads=True) as cost:
@@ -161,21 +160,10 @@ class _Runner:
                     self.index.append(entry)
                     self.indexed.add((gid, run.name))
                 self._questions(mem, tap, run, gid, pending[run.name], passages, records)
-                self._judge(mem, gid, run.name)
+                self.judge.run(mem, self._of(gid, run.name), self.progress)  # answers lacking a judgement
 
-    def _unjudged(self, gid: str, name: str) -> list[dict[str, Any]]:
-        mine = [r for r in self.records if r["group"] == gid and r["strategy"] == name]
-        return self.judgements.pending(mine, self.questions) if self.judgements is not None else []
-
-    def _judge(self, mem: Memory, gid: str, name: str) -> None:
-        """Judge the answers of run ``name`` in group ``gid`` that lack a judgement (:mod:`gemrag.eval.judged`)."""
-        todo = self._unjudged(gid, name)
-        if not todo or self.judgements is None:
-            return  # nothing to judge: the memory's LLM is not loaded
-        llm = CachedLLM(self.judge_backend, mem.store, mem.meter) if self.judge_backend is not None else mem.llm()
-        label = f"{gid} · {name} · judging".replace("[", "(").replace("]", ")")
-        with self.progress(label, len(todo)) as advance:
-            self.judgements.judge(FactualJudge(llm), todo, self.questions, advance)
+    def _of(self, gid: str, name: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["group"] == gid and r["strategy"] == name]
 
     def _seed_caches(self, mem: Memory, directory: Path, gid: str) -> None:
         """Copy the LLM and embedding caches of the group's other memories (the base memory and earlier
@@ -280,7 +268,8 @@ class _Runner:
         budget = int(run.setting.get("budget", self.budget))
         # Recall@k is over documents; gold ids that are not documents (LoCoMo dialog turns) are not scored.
         gold = q.gold_passages if set(q.gold_passages) <= self.doc_ids else []
-        depth = max(budget, *RECALL_KS) if gold else budget
+        spans = q.answers if self.dataset.kind in ANSWER_RECALL_KINDS and not gold and not q.choices else []
+        depth = max(budget, *RECALL_KS) if gold or spans else budget
         rec: dict[str, Any] = dict.fromkeys(("choice", "answer", "correct", "em", "f1", "answer_seconds", "error"))
         rec.update(question_id=q.id, strategy=run.name, base_strategy=run.strategy, setting=run.setting, group=gid)
         rec.update(category=q.category, difficult=q.difficult, budget=budget, gold_index=q.gold_index)
@@ -326,6 +315,11 @@ class _Runner:
         }
         if by_k:
             rec["recall_from"] = "election per k"
+        if spans and rec["error"] is None:  # the chunks of a k-node retrieval (an election per k if not nested)
+            hits = {k: ranked[:k] if nested else mem.retrieve(q.question, k, strategy=run.strategy) for k in RECALL_KS}
+            for k, top in hits.items():
+                rec[f"recall@{k}"] = answer_recall([h.text for h in top if h.kind == "chunk"], spans)
+            rec["recall_from"] = "answer span in chunk" + ("" if nested else ", election per k")
         rec["context"] = [h.node_id for h in context]
         rec["retrieved"] = [{"id": h.node_id, "kind": h.kind, "score": round(h.score, 6)} for h in ranked]
         rec["passages"] = passages
@@ -334,7 +328,7 @@ class _Runner:
         rec["tokens"] = {k: cost[k] for k in ("prompt_tokens", "completion_tokens", "embedding_tokens")}
         rec["llm_calls"], rec["llm_cached"] = cost["llm_calls"], cost["llm_cached"]
         for k in RECALL_KS:
-            rec[f"recall@{k}"] = recall_at_k(by_k.get(k, passages), gold, k) if gold else None
+            rec.setdefault(f"recall@{k}", recall_at_k(by_k.get(k, passages), gold, k) if gold else None)
         # gold ids that are not documents (LoCoMo turns): evidence recall of the context (B nodes)
         recall, covered = evidence(q, context) if not gold and rec["error"] is None else (None, [])
         rec["evidence_recall"], rec["evidence_covered"] = recall, covered
@@ -475,10 +469,10 @@ def run_eval(
     serialize = llm is None and config.llm.provider == "llama_cpp"
     runner = _Runner(dataset, plan, out, budget, answer, workers, progress or no_progress, shared, emb, serialize)  # type: ignore[arg-type]
     runner.short, runner.sampling = short, sampling
-    runner.judgements, runner.judge_backend = judgements, judge_backend
+    runner.judge = GroupJudge(judgements, judge_backend, runner.questions)
     runner.run()
-    if runner.judgements is not None:
-        runner.judgements.attach(runner.records)
+    if judgements is not None:
+        judgements.attach(runner.records)
     names = [r.name for r in plan]
     ids = {q.id for q in dataset.questions}
     groups = {_group_id(g) for g in dataset.groups()}
