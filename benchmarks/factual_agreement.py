@@ -1,11 +1,16 @@
 """Agreement of the factual-correctness judge with hand labels (UnWeaver section 3: RAGAS Factual Correctness).
 
-``benchmarks/factual_labels.jsonl`` holds real answers of a ``gemrag eval covid_qa`` run (Qwen2.5-Coder-0.5B, the
-command in docs/results.md) to COVID-QA questions, each labelled *correct* or *incorrect* by hand against the
-reference answer (the ``note`` says why). COVID-QA (deepset) is Apache-2.0, so question, reference and answer are
-stored in the file. Labelling rule: *correct* states the reference's key fact (the same number, name or finding;
-extra words that do not contradict it are allowed); *incorrect* contradicts it, misses it, or is a fragment that does
-not answer the question.
+``benchmarks/factual_labels.jsonl`` holds 30 real answers (8 labelled correct, 22 incorrect) of the run ::
+
+    gemrag eval covid_qa ../shared/data/covid_qa/covid_qa_dev30.json --documents 1546,1547,1549,1545 \
+        --strategies dense,bm25 --judge-model none --llm-model qwen2.5-coder-0.5b --out eval-out/covid-labels
+
+(the 19 questions of docs/results.md's COVID-QA dev set, B = 4, short answers; each distinct (question, answer) pair
+once), each labelled *correct* or *incorrect* by hand against the reference answer (the ``note`` says why).
+COVID-QA (deepset) is Apache-2.0, so question, reference and answer are stored in the file. Labelling rule:
+*correct* states the reference's key fact (the same number, name or finding; extra words that do not contradict it
+are allowed); *incorrect* contradicts it, misses it, gives only part of a list or range as if it were the whole, or
+is a fragment that does not answer the question.
 
 The judge (:class:`gemrag.eval.factual.FactualJudge`) scores each answer's claim F1 against the reference; an answer
 counts as judged correct when F1 >= :data:`gemrag.eval.factual.CORRECT_AT` (0.5). The script prints each verdict,
