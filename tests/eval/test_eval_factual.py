@@ -169,3 +169,31 @@ def test_a_judge_for_multiple_choice_is_refused(tmp_path: Path, config: Config) 
             llm=ScriptedLLM(),
             judge=JudgeChoice("qwen2.5-coder-0.5b"),
         )
+
+
+def test_gemrag_eval_covid_qa_defaults_to_the_unweaver_papers_rows_judged(
+    tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gemrag eval covid_qa FILE` with no options: unweaver (its default: unweighted PAV), dense, raptor; answer
+    recall per K, token F1 and the judged score."""
+    import typer
+    from typer.testing import CliRunner
+
+    from gemrag.eval import runner as runner_module
+    from gemrag.eval.cli import eval_command
+
+    monkeypatch.setattr(runner_module, "build_embedder", lambda settings: HashEmbedder())
+    monkeypatch.setattr(runner_module, "build_llm", lambda settings, cache_dir=None: ScriptedLLM())
+    app = typer.Typer()
+    app.command("eval")(eval_command)
+    app.command("other")(lambda: None)  # two commands: "eval" stays a subcommand
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["eval", "covid_qa", str(covid_file(tmp_path)), "--out", str(out), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    assert sorted({r["strategy"] for r in records}) == ["dense", "raptor", "unweaver"]
+    assert all(r["recall@2"] is not None and "judged" not in r for r in records)  # judged in results, not records
+    judged = [json.loads(x) for x in (out / "judgements.jsonl").read_text().splitlines()]
+    assert len(judged) == 9 and all(j["f1"] is not None for j in judged)
+    row = next(line for line in result.output.splitlines() if "| unweaver |" in line)
+    assert row.count("|") > 10 and "Judged % (95% CI)" in result.output
