@@ -41,6 +41,12 @@ class HashEmbedder:
         return out
 
 
+def _claims(text: str) -> list[str]:
+    """The fake decomposition: the text's clauses (split at sentence ends, ';' and ' and ')."""
+    parts = re.split(r"[.;]\s*|\s+and\s+", text)
+    return [p.strip() for p in parts if p.strip()]
+
+
 def _sentences(text: str) -> list[str]:
     # a line break ends a sentence too: a chunk's indexed text starts with its document's title on its own line
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n", text) if s.strip()]
@@ -202,6 +208,17 @@ class ScriptedLLM:
                 for n in _names(passage)
             ]
             text = json.dumps({"entities": entities[:12]})
+            return Completion(text, json.loads(text), usage)
+        if system.startswith("You split an answer into the facts"):  # factual correctness: one claim per clause
+            answer = prompt.split("Answer: ", 1)[1].split("\n\nList the claims", 1)[0]
+            text = json.dumps({"claims": _claims(answer)})
+            return Completion(text, json.loads(text), usage)
+        if system.startswith("You check claims against a text"):  # supported iff its long words are in the text
+            premise = set(WORD.findall(prompt.split("Text: ", 1)[1].split("\n\nClaims:\n", 1)[0].lower()))
+            lines = prompt.split("\n\nClaims:\n", 1)[1].split("\n\nFor each of", 1)[0].splitlines()
+            claims = [line.split(". ", 1)[1] for line in lines]
+            verdicts = [{w for w in WORD.findall(c.lower()) if len(w) > 3} <= premise for c in claims]
+            text = json.dumps({"verdicts": verdicts})
             return Completion(text, json.loads(text), usage)
         if system.startswith("You merge several descriptions"):  # UnWeaver shortening: the first sentence
             descriptions = prompt.split("Descriptions:\n", 1)[1]

@@ -106,7 +106,7 @@ BAD: dict[str, list[Any]] = {
     "host": ["999.999.999.999"],
     "api_key": [""],
     "api_keys": ["missing.toml", "bad.toml"],
-    "judge_model": ["", "some-model"],  # with a dataset kind other than cmu_dog
+    "judge_model": ["", "some-model"],  # with quality: multiple choice, no free-form answer to judge
     "judge_base_url": ["http://127.0.0.1:9/v1"],
 }
 """Bad values by parameter name (numbers get theirs from their declared range, memories by command)."""
@@ -141,6 +141,7 @@ COMBINATIONS: list[tuple[str, dict[str, Any]]] = [
     ("serve", {"port": "IN_USE"}),
     ("chat", {"memory": "nowhere", "create": False}),
     ("eval", {"kind": "cmu_dog", "runs": "0"}),
+    ("eval", {"runs": "2"}),  # repeated runs sample free-form answers: quality is multiple choice
 ]
 
 VALID: dict[str, list[Any]] = {

@@ -132,6 +132,8 @@ def answer_question(
     *,
     abstain: bool = False,
     short: bool = False,
+    temperature: float = 0.0,
+    seed: int | None = None,
 ) -> Answer:
     """Answer ``question`` from a given context (the LLM gets the context, then the question).
 
@@ -149,6 +151,9 @@ def answer_question(
         llm: returns the LLM to answer with (called only when an LLM call is needed).
         meter: the usage meter; the answer's calls are counted in its ``query`` phase.
         retrieval_seconds: the retrieval's wall time (seconds), reported in the answer.
+        temperature, seed: sampling of a free-form answer (default greedy: temperature 0, the backend's seed);
+            repeated evaluation runs (``gemrag eval --runs N``) sample each run with its own seed. A choice among
+            options stays greedy (structured output).
 
     Raises:
         ValueError: fewer than 2 or more than 10 choices.
@@ -182,7 +187,8 @@ def answer_question(
                 choice = None
             text = choices[choice] if choice is not None else ""
         else:
-            completion = model.complete(messages, max_tokens=SHORT_MAX_TOKENS if short else 256, temperature=0.0)
+            limit = SHORT_MAX_TOKENS if short else 256
+            completion = model.complete(messages, max_tokens=limit, temperature=temperature, seed=seed)
             text, choice = (short_form(completion.text) if short else completion.text.strip()), None
     t2 = time.perf_counter()
     spent = meter.totals.get("query", Usage()) - before

@@ -133,3 +133,12 @@ def test_judge_model_none_generates_replies_only(tmp_path: Path, dog: Path, conf
     assert all(r["verdict"] is None and r["judge_error"] == NOT_JUDGED for r in res["records"])
     assert res["means"]["dense"]["unjudged"] == 5 and res["means"]["dense"]["choke"] == 0
     assert len(_lines(sheet)) == 2 * 2 * 5
+
+
+def test_a_sheet_of_other_labels_reads_those_labels_only(tmp_path: Path) -> None:
+    path = tmp_path / "v.jsonl"
+    path.write_text('{"item": "a", "verdict": "Correct"}\n{"item": "b", "verdict": null}\n')
+    assert read_verdicts(path, ("correct", "incorrect")) == {"a": "correct", "b": None}
+    path.write_text('{"item": "a", "verdict": "choke"}\n')
+    with pytest.raises(InputError, match=r"v.jsonl:1: verdict 'choke' is not one of correct, incorrect"):
+        read_verdicts(path, ("correct", "incorrect"))

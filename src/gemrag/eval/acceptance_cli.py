@@ -28,22 +28,32 @@ __all__ = [
 ACCEPTANCE_KINDS = frozenset({"cmu_dog", "cmudog"})
 
 RunsOpt = Annotated[
-    int,
-    typer.Option("--runs", min=1, help="cmu_dog: repetitions of the acceptance test, seeds SEED.. (the paper ran 15)."),
+    int | None,
+    typer.Option(
+        "--runs",
+        min=1,
+        help="Repetitions, seeds SEED..SEED+N-1. cmu_dog: of the acceptance test (default 3; the paper ran 15). "
+        "Free-form QA kinds (default 1, greedy): every answer sampled N times at temperature 0.7, one seed per run; "
+        "the report gives mean ± std (min–max) over the runs (UnWeaver's paper ran 5). Costs N times the answers "
+        "and their judgements, nothing of the build.",
+    ),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="cmu_dog: seed of the first run's sampled replies.")]
+SeedOpt = Annotated[
+    int, typer.Option("--seed", min=0, help="Seed of the first run's sampled replies (cmu_dog) or answers (--runs).")
+]
 JudgeModelOpt = Annotated[
     str | None,
     typer.Option(
         "--judge-model",
-        help="cmu_dog: the judge; with --judge-base-url a served model name, else an embedded model "
-        "(qwen2.5-coder-0.5b, a .gguf path); none: no judge (replies only, for --sheet). Default: the "
-        "evaluation's LLM.",
+        help="The judge (cmu_dog: choke/inaccurate/correct; free-form QA kinds: RAGAS-style factual correctness "
+        "against the reference, the 'Judged %' column); with --judge-base-url a served model name, else an "
+        "embedded model (qwen2.5-coder-0.5b, a .gguf path); none: no judge. Default: the evaluation's LLM, on "
+        "cmu_dog and covid_qa (other QA kinds are judged only when a judge is named).",
     ),
 ]
 JudgeBaseUrlOpt = Annotated[
     str | None,
-    typer.Option("--judge-base-url", help="cmu_dog: OpenAI-compatible endpoint of the judge (key: $OPENAI_API_KEY)."),
+    typer.Option("--judge-base-url", help="OpenAI-compatible endpoint of the judge (key: $OPENAI_API_KEY)."),
 ]
 
 SheetOpt = Annotated[
@@ -101,7 +111,7 @@ def acceptance_command(
         split_strategies(strategies if strategies is not None else DEFAULT_STRATEGIES),
         config=config,
         out_dir=out,
-        settings=AcceptanceSettings(budget=options["budget"], runs=options["runs"], seed=options["seed"]),
+        settings=AcceptanceSettings(budget=options["budget"], runs=options["runs"] or 3, seed=options["seed"]),
         conversations=ids,
         limit=options.get("limit"),
         judge_model=options.get("judge_model"),

@@ -28,9 +28,13 @@ from gemrag.eval.acceptance_cli import (
 )
 from gemrag.progress import rich_progress
 
-__all__ = ["DEFAULT_STRATEGIES", "eval_command", "parse_ablation", "parse_documents"]
+__all__ = ["DEFAULT_STRATEGIES", "KIND_STRATEGIES", "eval_command", "parse_ablation", "parse_documents"]
 
 DEFAULT_STRATEGIES = "gem,dense,bm25,raptor,full"
+#: Default strategies of the kinds a paper evaluates: COVID-QA is UnWeaver's (Table 1: UnWeaver, VectorRAG, RAPTOR,
+#: GraphRAG; the paper names AV, PAV or CC as the election rule without choosing, so ``unweaver`` is its default,
+#: unweighted PAV, and ``unweaver[rule=av]`` / ``unweaver[rule=cc]`` are one option away; GraphRAG is not here).
+KIND_STRATEGIES = {"covid_qa": "unweaver,dense,raptor"}
 
 Opt = typer.Option
 
@@ -89,7 +93,8 @@ def eval_command(
     strategies: Annotated[
         str | None,
         Opt(
-            help=f"Comma-separated strategies (default {DEFAULT_STRATEGIES}; none when --ablation is given); "
+            help=f"Comma-separated strategies (default {DEFAULT_STRATEGIES}; covid_qa: unweaver,dense,raptor, the "
+            "UnWeaver paper's rows; none when --ablation is given); "
             "name[key=value;...] runs a variant with settings of its section changed, e.g. "
             "remem[recognition_filter=false]. cmu_dog default: hlgraph, hlgraph[ranked=false], "
             "hlgraph[directional=false], dense, full, gem."
@@ -168,7 +173,7 @@ def eval_command(
     embedder_model: Annotated[str | None, Opt("--embedder-model", help="Embedding model (openai provider).")] = None,
     embedder_base_url: Annotated[str | None, Opt("--embedder-base-url", help="Endpoint for embeddings.")] = None,
     quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress bars.")] = False,
-    runs: RunsOpt = 3,
+    runs: RunsOpt = None,
     seed: SeedOpt = 0,
     judge_model: JudgeModelOpt = None,
     judge_base_url: JudgeBaseUrlOpt = None,
@@ -179,7 +184,10 @@ def eval_command(
     accuracy / F1 / EM / Recall@k with bootstrap intervals, tokens, build time and latency, paired
     bootstrap against gem, and optional gem ablations. Resumable: run the same command again after Ctrl-C.
     Writes OUT/results.md, OUT/results.json and PNG plots, and prints the markdown table. cmu_dog: the
-    HLGraphRAG acceptance test (choke / inaccurate / correct per run, Mann-Whitney U; see README)."""
+    HLGraphRAG acceptance test (choke / inaccurate / correct per run, Mann-Whitney U; see README). covid_qa
+    (and any free-form kind with --judge-model): the LLM-judged factual correctness beside token F1 (UnWeaver
+    section 3); --runs N answers every question N times (sampled, one seed per run) and reports mean ± std."""
+    from gemrag.eval.judged import JudgeChoice
     from gemrag.eval.loading import check_kind
     from gemrag.eval.report import markdown_report
     from gemrag.eval.runner import run_eval
@@ -187,7 +195,7 @@ def eval_command(
     from gemrag.models.factory import check_model_settings
 
     with cli_errors():
-        check_kind(kind, tuple(ACCEPTANCE_KINDS))  # everything is checked before anything is written
+        key = check_kind(kind, tuple(ACCEPTANCE_KINDS))  # everything is checked before anything is written
         if not path.is_file():
             raise InputError(f"{path}: no such dataset file" if not path.exists() else f"{path}: not a file")
         if out.exists() and not out.is_dir():
@@ -198,7 +206,8 @@ def eval_command(
         if missing:
             raise InputError(f"--merge {', '.join(missing)}: no such output directory")
         sweeps = parse_ablation(ablation or [])
-        names = strategies if strategies is not None else ("" if sweeps else DEFAULT_STRATEGIES)
+        default = KIND_STRATEGIES.get(key, DEFAULT_STRATEGIES)
+        names = strategies if strategies is not None else ("" if sweeps else default)
         overrides: dict[str, Any] = {
             "llm": {"provider": llm_provider, "model": llm_model, "base_url": llm_base_url},
             "embedder": {"provider": embedder_provider, "model": embedder_model, "base_url": embedder_base_url},
@@ -213,16 +222,9 @@ def eval_command(
             skip |= {"--workers": workers != 1, "--merge": bool(merge), "--answer-form": answer_form != "auto"}
             opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url, "sheet": sheet, "verdicts": verdicts}
             return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
-        dog_only = [
-            f"{f} {v!s}"
-            for f, v in (
-                ("--sheet", sheet),
-                ("--verdicts", verdicts),
-                ("--judge-model", judge_model),
-                ("--judge-base-url", judge_base_url),
-            )
-            if v is not None
-        ]
+        dog_only = [f"{f} {v!s}" for f, v in (("--sheet", sheet), ("--verdicts", verdicts)) if v is not None]
+        if judge_model is not None and not judge_model.strip():
+            raise ConfigError("--judge-model is empty: name a model, or none for no judge")
         if dog_only:
             raise ConfigError(
                 f"{', '.join(dog_only)}: these only apply to the cmu_dog acceptance test, not to {kind!r}"
@@ -248,6 +250,9 @@ def eval_command(
             reference=reference,
             merge=merge or (),
             answer_form=answer_form,  # type: ignore[arg-type]
+            runs=runs or 1,
+            seed=seed,
+            judge=JudgeChoice(judge_model, judge_base_url),
         )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")

@@ -97,16 +97,22 @@ def write_sheet(records: Sequence[dict[str, Any]], inputs: TurnInputs, sheet: Pa
     return len(items)
 
 
-def read_verdicts(path: Path) -> dict[str, str | None]:
+def read_verdicts(path: Path, labels: Sequence[str] | None = None) -> dict[str, str | None]:
     """Read a filled sheet (or any JSONL of ``{"item": ..., "verdict": ...}``; other keys are ignored).
 
+    Args:
+        path: the filled sheet.
+        labels: the verdicts allowed (compared in lower case), e.g. ``("correct", "incorrect")`` for the factual
+            correctness sheets of ``benchmarks/factual_agreement.py``; None: the acceptance test's three classes.
+
     Returns:
-        ``{item: verdict}``; verdicts are normalized as the LLM judge's (:class:`Verdict`: case, "Inaccuracy"); null
-        stays None (unjudged).
+        ``{item: verdict}``; verdicts are normalized as the LLM judge's (:class:`Verdict`: case, "Inaccuracy"), or
+        lower-cased when ``labels`` are given; null stays None (unjudged).
 
     Raises:
         InputError: a missing or unreadable file, a line that is not a JSON object with a string ``item``, an item
-            given twice, or a verdict other than choke / inaccurate / correct / null (with its line number).
+            given twice, or a verdict other than choke / inaccurate / correct (or ``labels``) / null (with its line
+            number).
     """
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -125,6 +131,12 @@ def read_verdicts(path: Path) -> dict[str, str | None]:
         if row["item"] in out:
             raise InputError(f"{path}:{number}: item {row['item']} appears twice")
         value = row.get("verdict")
+        if labels is not None and value is not None:
+            word = str(value).strip().lower()
+            if word not in labels:
+                raise InputError(f"{path}:{number}: verdict {value!r} is not one of {', '.join(labels)}")
+            out[row["item"]] = word
+            continue
         try:
             out[row["item"]] = None if value is None else Verdict(verdict=value).verdict
         except ValidationError as exc:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "answer_recall",
     "accuracy",
     "exact_match",
     "hard_accuracy",
@@ -134,6 +135,17 @@ def recall_at_k(retrieved_ids: Sequence[str], gold_ids: Sequence[str], k: int) -
     if not gold:
         raise ValueError("recall_at_k is undefined for a question without gold passages")
     return len(gold.intersection(retrieved_ids[:k])) / len(gold)
+
+
+def answer_recall(chunk_texts: Sequence[str], answers: Sequence[str]) -> float:
+    """1.0 if a gold answer span occurs in one of the retrieved chunks, else 0.0: the "top-k retrieval accuracy" of
+    Karpukhin et al. (DPR, EMNLP 2020, section 5.1) for extractive QA whose gold passage is the whole document
+    (COVID-QA: one paper per question, so document Recall@k would be 1 for every strategy). Texts and answers are
+    compared after :func:`normalize_answer`; an answer that normalizes to nothing is ignored.
+    """
+    spans = [a for a in (normalize_answer(x) for x in answers) if a]
+    texts = [f" {normalize_answer(t)} " for t in chunk_texts]
+    return float(any(f" {a} " in t for a in spans for t in texts))
 
 
 def latency_percentiles(seconds: Sequence[float]) -> dict[str, float]:

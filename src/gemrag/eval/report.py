@@ -24,6 +24,7 @@ from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.categories import category_tables, per_category
 from gemrag.eval.metrics import latency_percentiles
+from gemrag.eval.repeats import repeats_markdown, run_spread
 from gemrag.eval.results import EvalResults, Summary
 from gemrag.eval.stats import bootstrap_ci, paired_bootstrap_diff
 from gemrag.eval.tokens import TOKEN_KEYS, token_markdown, token_table
@@ -50,12 +51,14 @@ METRICS = {
     "evidence_recall": "EvR",
     "em": "EM",
     "hard_accuracy": "HARD Acc",
+    "judged": "Judged",
 }
 
 
 def _scores(records: Sequence[dict[str, Any]], metric: str) -> dict[str, float]:
-    """``{question id: score}`` of ``metric`` for the records that have it (0/1 for accuracy)."""
-    out: dict[str, float] = {}
+    """``{question id: score}`` of ``metric`` for the records that have it (0/1 for accuracy); a question answered
+    in several runs (``--runs``) scores the mean over its runs."""
+    out: dict[str, list[float]] = {}
     for r in records:
         if metric == "accuracy":
             value = r.get("correct")
@@ -64,8 +67,8 @@ def _scores(records: Sequence[dict[str, Any]], metric: str) -> dict[str, float]:
         else:
             value = r.get(metric)
         if value is not None:
-            out[r["question_id"]] = float(value)
-    return out
+            out.setdefault(r["question_id"], []).append(float(value))
+    return {q: sum(v) / len(v) for q, v in out.items()}
 
 
 def _ci(values: Sequence[float], n_resamples: int, seed: int) -> dict[str, float] | None:
@@ -96,6 +99,8 @@ def aggregate(
     out: dict[str, Any] = {"n": len(records), "errors": sum(1 for r in records if r.get("error"))}
     for metric in METRICS:
         out[metric] = _ci(list(_scores(records, metric).values()), n_resamples, seed)
+    judged = [r for r in records if "judged" in r]
+    out["unjudged"] = sum(1 for r in judged if r["judged"] is None) if judged else None
     out["latency"] = latency_percentiles([r["retrieval_seconds"] for r in records])
     # answer generation time, over the answers the LLM computed (a cached answer takes ~0 s)
     answered = [r["answer_seconds"] for r in records if r.get("answer_seconds") is not None and not r.get("llm_cached")]
@@ -118,6 +123,9 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
     }
     summary = Summary(aggregates=aggregates, categories=per_category(results.records, results.runs))
     summary.tokens = token_table(results.runs, results.records, results.index)
+    repeats = getattr(results, "repeats", 1)
+    if repeats > 1:
+        summary.repeats = {name: run_spread(recs, repeats) for name, recs in by_run.items()}
     if not results.runs:
         return summary
     chosen = getattr(results, "reference", None)
@@ -132,6 +140,7 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
         return summary
     # Recall@5 comes with Recall@2 (HippoRAG and REMem report both).
     metrics = [metric] + (["recall@2"] if metric == "recall@5" and aggregates[ref]["recall@2"] else [])
+    metrics += ["judged"] if metric != "judged" and aggregates[ref]["judged"] else []  # UnWeaver's metric
     for metric_name, name in ((m, n) for m in metrics for n in results.runs):
         if name == ref:
             continue
@@ -201,6 +210,7 @@ def _columns(results: EvalResults) -> list[tuple[str, Callable[[str, dict[str, A
         ("HARD Acc", lambda name, a: _pct(a["hard_accuracy"])),
         ("F1 (95% CI)", lambda name, a: _pct_ci(a["f1"])),
         ("EM", lambda name, a: _pct(a["em"])),
+        ("Judged % (95% CI)", lambda name, a: _pct_ci(a["judged"])),
         ("R@2", lambda name, a: _pct(a["recall@2"])),
         ("R@5 (95% CI)", lambda name, a: _pct_ci(a["recall@5"])),
         ("Evidence R (95% CI)", lambda name, a: _pct_ci(a["evidence_recall"])),
@@ -251,6 +261,18 @@ def markdown_report(results: EvalResults) -> str:
             " Evidence R: share of a question's gold evidence turns whose line overlaps one of the B context "
             "nodes (summary nodes through their member chunks)."
         )
+    if any("answer span" in str(r.get("recall_from")) for r in results.records):
+        lines[-1] += (
+            " Here R@k is answer recall (DPR's top-k accuracy): 1 if a gold answer span occurs in one of the chunks "
+            "of a k-node retrieval (a k-chunk election for UnWeaver's PAV/CC), the gold passage being the whole paper."
+        )
+    if any(a["judged"] for a in aggs.values()):
+        lines[-1] += (
+            f" Judged %: RAGAS-style factual correctness (claim F1 against the reference answer, judged by "
+            f"{results.models.get('judge', 'the LLM')}; UnWeaver section 3), over the judged answers "
+            f"({sum(a['unjudged'] or 0 for a in aggs.values())} unjudged: malformed judge output)."
+        )
+    lines += repeats_markdown(s.repeats, getattr(results, "repeats", 1))
     lines += token_markdown(s.tokens) if s.tokens else []
     lines += category_tables(s.categories, d["kind"])
     for metric in dict.fromkeys(c["metric"] for c in s.comparisons):

@@ -27,6 +27,8 @@ class Summary:
             :func:`gemrag.eval.categories.per_category` (LoCoMo's F1 per category).
         tokens: the token table in UnWeaver Table 1's shape (index / query LLM prompt, completion and embedder
             tokens, totals and per question), see :func:`gemrag.eval.tokens.token_table`.
+        repeats: per run name, each answer score's mean and spread over the ``--runs`` repetitions
+            (:func:`gemrag.eval.repeats.run_spread`); ``{}`` for a single run.
     """
 
     aggregates: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -36,6 +38,7 @@ class Summary:
     sweeps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     categories: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     tokens: dict[str, Any] = field(default_factory=dict)
+    repeats: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -53,6 +56,7 @@ class EvalResults:
         summary: aggregates, paired comparisons and sweeps (:class:`gemrag.eval.report.Summary`).
         seconds: wall-clock seconds of this invocation.
         reference: the run chosen for the paired comparisons (None: gem if evaluated, else the first run).
+        repeats: how many times every question was answered (``--runs``; records carry ``run``, 0-based).
     """
 
     out_dir: Path
@@ -68,3 +72,4 @@ class EvalResults:
     summary: Summary = field(default_factory=Summary)
     seconds: float = 0.0
     reference: str | None = None
+    repeats: int = 1

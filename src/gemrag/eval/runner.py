@@ -35,6 +35,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
+from gemrag.answering import answer_question
 from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.attempts import BuildAttempts, add_earlier
@@ -42,10 +43,12 @@ from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS, running_no
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
+from gemrag.eval.judged import GroupJudge, JudgeChoice
 from gemrag.eval.loading import load_dataset
 from gemrag.eval.merge import merge_outputs
-from gemrag.eval.metrics import recall_at_k
+from gemrag.eval.metrics import answer_recall, recall_at_k
 from gemrag.eval.plan import RunSpec, plan_runs
+from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import (
     JsonlAppender,
     check_fingerprint,
@@ -61,9 +64,11 @@ from gemrag.models.factory import build_embedder, build_llm
 from gemrag.strategies.base import ProgressFactory, no_progress, note_advance
 from gemrag.types import Hit
 
-__all__ = ["EvalResults", "RunSpec", "plan_runs", "run_eval"]
+__all__ = ["EvalResults", "JudgeChoice", "RunSpec", "plan_runs", "run_eval"]
 
 RECALL_KS = (2, 5)
+#: Kinds whose Recall@k is of the gold answer span in the retrieved chunks (:func:`gemrag.eval.metrics.answer_recall`).
+ANSWER_RECALL_KINDS = frozenset({"covid_qa"})
 #: An untimed question retrieved once per strategy and memory before the timed ones (loads its structures).
 WARM_UP = "What is this text about?"
 
@@ -100,7 +105,10 @@ class _Runner:
         self.answer_lock = threading.Lock() if serialize else None
         self.records = read_jsonl(out_dir / "records.jsonl")
         self.index = read_jsonl(out_dir / "index.jsonl")
-        self.done = {(r["question_id"], r["strategy"]) for r in self.records}
+        self.done = {(r["question_id"], r["strategy"], int(r.get("run", 0))) for r in self.records}
+        self.questions = {q.id: q for q in dataset.questions}
+        self.sampling = Sampling()  # --runs: how many answers per question, and how they are sampled
+        self.judge = GroupJudge(None, None, self.questions)  # the factual-correctness judge (run_eval's judge)
         self.indexed = {(r["group"], r["strategy"]) for r in self.index}
         self.attempts = BuildAttempts(out_dir / "attempts.jsonl")
         self.short = False  # the span-answer form (run_eval's answer_form)
@@ -121,8 +129,9 @@ class _Runner:
 
     def _unit(self, group: QuestionGroup, runs: list[RunSpec], records: JsonlAppender, index: JsonlAppender) -> None:
         gid = _group_id(group)
-        pending = {r.name: [q for q in group.questions if (q.id, r.name) not in self.done] for r in runs}
-        if not any(pending.values()):
+        todo = [(q, i) for i in range(self.sampling.runs) for q in group.questions]  # (question, run)
+        pending = {r.name: [(q, i) for q, i in todo if (q.id, r.name, i) not in self.done] for r in runs}
+        if not any(pending.values()) and not any(self.judge.pending(self._of(gid, r.name)) for r in runs):
             return
         directory = self.out_dir / "memories" / f"{self.dataset.name}-{gid}{runs[0].memory_suffix}"
         with Memory.open(
@@ -136,6 +145,7 @@ class _Runner:
             tap = CostTap(mem, self.count_tokens)
             for run in runs:
                 if not pending[run.name]:
+                    self.judge.run(mem, self._of(gid, run.name), self.progress)
                     continue
                 earlier = self.attempts.start(directory.name, run.name, mem.store)  # an interrupted build's part
                 with tap.measure(all_threads=True) as cost:
@@ -150,6 +160,10 @@ class _Runner:
                     self.index.append(entry)
                     self.indexed.add((gid, run.name))
                 self._questions(mem, tap, run, gid, pending[run.name], passages, records)
+                self.judge.run(mem, self._of(gid, run.name), self.progress)  # answers lacking a judgement
+
+    def _of(self, gid: str, name: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["group"] == gid and r["strategy"] == name]
 
     def _seed_caches(self, mem: Memory, directory: Path, gid: str) -> None:
         """Copy the LLM and embedding caches of the group's other memories (the base memory and earlier
@@ -178,7 +192,7 @@ class _Runner:
         tap: CostTap,
         run: RunSpec,
         gid: str,
-        questions: list[Question],
+        questions: list[tuple[Question, int]],
         passages: dict[int, list[str]],
         out: JsonlAppender,
     ) -> None:
@@ -203,13 +217,13 @@ class _Runner:
                     ids.extend(node_docs[h.node_id])
             return list(dict.fromkeys(ids))
 
-        def one(q: Question) -> dict[str, Any]:
-            return self._ask(mem, tap, run, gid, q, passage_ids, evidence)
+        def one(item: tuple[Question, int]) -> dict[str, Any]:
+            return self._ask(mem, tap, run, gid, item, passage_ids, evidence)
 
         budget = int(run.setting.get("budget", self.budget))
         # Untimed warm-up: embed the questions once (cached in the memory) and load the strategy's structures,
         # so the latency of every strategy is retrieval alone, whatever order the strategies run in.
-        mem.embedder.embed([q.question for q in questions if q.question.strip()])
+        mem.embedder.embed(list(dict.fromkeys(q.question for q, _ in questions if q.question.strip())))
         mem.retrieve(WARM_UP, budget, strategy=run.strategy)
         label = f"{gid} · {run.name} (B={budget})".replace("[", "(").replace("]", ")")  # no rich markup
         kept: list[dict[str, Any]] = []  # this run's records so far, for the running averages
@@ -238,7 +252,7 @@ class _Runner:
     def _keep(self, record: dict[str, Any], out: JsonlAppender) -> None:
         out.write(record)
         self.records.append(record)
-        self.done.add((record["question_id"], record["strategy"]))
+        self.done.add((record["question_id"], record["strategy"], int(record.get("run", 0))))
 
     def _ask(
         self,
@@ -246,18 +260,24 @@ class _Runner:
         tap: CostTap,
         run: RunSpec,
         gid: str,
-        q: Question,
+        item: tuple[Question, int],
         passage_ids: Callable[[Sequence[Hit]], list[str]],
         evidence: Callable[[Question, Sequence[Hit]], tuple[float | None, list[str]]],
     ) -> dict[str, Any]:
+        q, run_index = item
         budget = int(run.setting.get("budget", self.budget))
         # Recall@k is over documents; gold ids that are not documents (LoCoMo dialog turns) are not scored.
         gold = q.gold_passages if set(q.gold_passages) <= self.doc_ids else []
-        depth = max(budget, *RECALL_KS) if gold else budget
+        spans = q.answers if self.dataset.kind in ANSWER_RECALL_KINDS and not gold and not q.choices else []
+        depth = max(budget, *RECALL_KS) if gold or spans else budget
         rec: dict[str, Any] = dict.fromkeys(("choice", "answer", "correct", "em", "f1", "answer_seconds", "error"))
         rec.update(question_id=q.id, strategy=run.name, base_strategy=run.strategy, setting=run.setting, group=gid)
         rec.update(category=q.category, difficult=q.difficult, budget=budget, gold_index=q.gold_index)
         rec["gold_passages"] = q.gold_passages
+        temperature, seed = self.sampling.of(run_index)
+        rec["run"] = run_index
+        if seed is not None:
+            rec["seed"] = seed
         with tap.measure() as cost:
             start = time.perf_counter()
             try:
@@ -267,13 +287,18 @@ class _Runner:
             rec["retrieval_seconds"] = time.perf_counter() - start
             if self.answer and rec["error"] is None:
                 with self.answer_lock or nullcontext():
-                    ans = mem.answer(
+                    ans = answer_question(
+                        mem.llm,
+                        mem.meter,
+                        mem.store,
                         q.question,
                         context,
                         q.choices or None,
                         rec["retrieval_seconds"],
                         abstain=self.dataset.kind in ABSTAIN_KINDS,
                         short=self.short,
+                        temperature=temperature,
+                        seed=seed,
                     )
                 rec.update(answer=ans.text, choice=ans.choice, answer_seconds=ans.answer_seconds)
         ranked = context
@@ -290,6 +315,11 @@ class _Runner:
         }
         if by_k:
             rec["recall_from"] = "election per k"
+        if spans and rec["error"] is None:  # the chunks of a k-node retrieval (an election per k if not nested)
+            hits = {k: ranked[:k] if nested else mem.retrieve(q.question, k, strategy=run.strategy) for k in RECALL_KS}
+            for k, top in hits.items():
+                rec[f"recall@{k}"] = answer_recall([h.text for h in top if h.kind == "chunk"], spans)
+            rec["recall_from"] = "answer span in chunk" + ("" if nested else ", election per k")
         rec["context"] = [h.node_id for h in context]
         rec["retrieved"] = [{"id": h.node_id, "kind": h.kind, "score": round(h.score, 6)} for h in ranked]
         rec["passages"] = passages
@@ -298,7 +328,7 @@ class _Runner:
         rec["tokens"] = {k: cost[k] for k in ("prompt_tokens", "completion_tokens", "embedding_tokens")}
         rec["llm_calls"], rec["llm_cached"] = cost["llm_calls"], cost["llm_cached"]
         for k in RECALL_KS:
-            rec[f"recall@{k}"] = recall_at_k(by_k.get(k, passages), gold, k) if gold else None
+            rec.setdefault(f"recall@{k}", recall_at_k(by_k.get(k, passages), gold, k) if gold else None)
         # gold ids that are not documents (LoCoMo turns): evidence recall of the context (B nodes)
         recall, covered = evidence(q, context) if not gold and rec["error"] is None else (None, [])
         rec["evidence_recall"], rec["evidence_covered"] = recall, covered
@@ -332,6 +362,9 @@ def run_eval(
     reference: str | None = None,
     merge: Sequence[str | Path] = (),
     answer_form: Literal["auto", "short", "default"] = "auto",
+    runs: int = 1,
+    seed: int = 0,
+    judge: JudgeChoice | None = None,
 ) -> EvalResults:
     """Evaluate ``strategies`` (and a gem ablation) on a dataset file; resumable.
 
@@ -365,6 +398,12 @@ def run_eval(
             phrase: :func:`gemrag.answering.short_answer_prompt`, agents' answers shortened), ``"default"`` with the
             default answer prompt, ``"auto"`` (default) short for the kinds of
             :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS` (LoCoMo, the multi-hop kinds, COVID-QA, Qasper).
+        runs, seed: repetitions of every answer (free-form kinds; :mod:`gemrag.eval.repeats`): with ``runs > 1`` run
+            ``r`` samples its answers with seed ``seed + r`` (records carry ``run`` and ``seed``), and the report
+            gives each score's mean, standard deviation and min–max over the runs.
+        judge: the factual-correctness judge (:mod:`gemrag.eval.judged`, :mod:`gemrag.eval.factual`): None = the
+            default (the evaluation's LLM judges the kinds of :data:`gemrag.eval.judged.JUDGED_KINDS`);
+            :class:`JudgeChoice` names another or turns it off. Records then carry ``judged`` (claim F1 in [0, 1]).
 
     Returns:
         :class:`EvalResults`; each record holds ``question_id``, ``strategy``, ``setting``, ``context`` (node
@@ -383,11 +422,11 @@ def run_eval(
         GemragError: a model cannot be loaded, or a memory cannot be used.
     """
     started = time.perf_counter()
-    if budget < 1 or workers < 1 or (limit is not None and limit < 0):
-        raise ConfigError("budget and workers must be >= 1 and limit >= 0")
-    runs = plan_runs(strategies, ablation, config)
-    if reference is not None and reference not in [r.name for r in runs]:
-        raise ConfigError(f"--reference {reference!r} is not one of the runs: {', '.join(r.name for r in runs)}")
+    if budget < 1 or workers < 1 or (limit is not None and limit < 0) or runs < 1 or seed < 0:
+        raise ConfigError("budget, workers and runs must be >= 1, limit and seed >= 0")
+    plan = plan_runs(strategies, ablation, config)
+    if reference is not None and reference not in [r.name for r in plan]:
+        raise ConfigError(f"--reference {reference!r} is not one of the runs: {', '.join(r.name for r in plan)}")
     dataset = load_dataset(kind, path, **(dataset_options or {}))
     if select:
         try:
@@ -396,6 +435,10 @@ def run_eval(
             raise ConfigError(f"{path}: {exc}") from exc
     if limit is not None:
         dataset = dataset.limit(limit)
+    free_form = answer and any(q.answers and not q.choices for q in dataset.questions)
+    if runs > 1 and not free_form:
+        raise ConfigError(f"--runs {runs}: repeated runs sample free-form answers; {dataset.kind} has none to sample")
+    (judge or JudgeChoice()).check(dataset.kind, free_form)  # before anything is built or written
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     emb = embedder or build_embedder(config.embedder)
@@ -406,6 +449,8 @@ def run_eval(
     if answer_form not in ("auto", "short", "default"):
         raise ConfigError(f"answer_form must be auto, short or default, not {answer_form!r}")
     short = answer and (answer_form == "short" or (answer_form == "auto" and dataset.kind in SHORT_ANSWER_KINDS))
+    sampling = Sampling(runs=runs, seed=seed)
+    judgements, judge_backend = (judge or JudgeChoice()).setup(out, dataset.kind, free_form, config, llm_label)
     fingerprint = {
         "dataset": f"{dataset.kind}:{dataset.name}",
         "budget": budget,
@@ -415,16 +460,20 @@ def run_eval(
         "llm": llm_label,
         "gem": gem,
         **({"sections": config.sections} if config.sections else {}),  # other strategies' settings
+        **sampling.fingerprint(),
     }
     check_fingerprint(out, fingerprint)
     if merge:
         merge_outputs(out, merge, fingerprint)
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
     serialize = llm is None and config.llm.provider == "llama_cpp"
-    runner = _Runner(dataset, runs, out, budget, answer, workers, progress or no_progress, shared, emb, serialize)  # type: ignore[arg-type]
-    runner.short = short
+    runner = _Runner(dataset, plan, out, budget, answer, workers, progress or no_progress, shared, emb, serialize)  # type: ignore[arg-type]
+    runner.short, runner.sampling = short, sampling
+    runner.judge = GroupJudge(judgements, judge_backend, runner.questions)
     runner.run()
-    names = [r.name for r in runs]
+    if judgements is not None:
+        judgements.attach(runner.records)
+    names = [r.name for r in plan]
     ids = {q.id for q in dataset.questions}
     groups = {_group_id(g) for g in dataset.groups()}
     results = EvalResults(
@@ -438,14 +487,17 @@ def run_eval(
             "documents": len(dataset.documents),
         },
         config=redact_config(config),
-        models={"embedder": emb.model_id, "llm": llm_label},
+        models={"embedder": emb.model_id, "llm": llm_label, **({"judge": judgements.label} if judgements else {})},
         budget=budget,
         answer=answer,
         runs=names,
-        ablation={p: [r.setting[p] for r in runs if p in r.setting] for p in (ablation or {})},
-        records=[r for r in runner.records if r["strategy"] in names and r["question_id"] in ids],
+        ablation={p: [r.setting[p] for r in plan if p in r.setting] for p in (ablation or {})},
+        records=[
+            r for r in runner.records if r["strategy"] in names and r["question_id"] in ids and r.get("run", 0) < runs
+        ],
         index=[r for r in runner.index if r["strategy"] in names and r["group"] in groups],
         reference=reference,
+        repeats=runs,
     )
     results.summary = summarize(results)
     results.seconds = time.perf_counter() - started
