@@ -36,7 +36,7 @@ ANN_CANDIDATES_MIN = 64
 data with k = 16: 48 answers gave recall@k 0.971, 64 gave 0.99, 96 gave 0.998; the candidate count matters more
 than the search's candidate-list size, because a symmetric top-k pair need not be in either direction's top k)."""
 
-_SEARCH_BLOCK = 1 << 16  # rows searched and reduced to candidate pair keys per block (50 MB of labels at c = 96)
+_SEARCH_BLOCK = 1 << 14  # rows searched and reduced to candidate pair keys per block (12 MB of labels at c = 96)
 _PAIR_BLOCK = 1 << 17  # candidate pairs valued per block (four (block, d) float32 gathers: 200 MiB at d = 384)
 
 
