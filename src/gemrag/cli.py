@@ -21,13 +21,14 @@ from gemrag.cli_delete import delete_command
 from gemrag.cli_mcp import mcp_command
 from gemrag.cli_serve import serve_command
 from gemrag.cli_view import view_command
-from gemrag.config import Config, load_config
+from gemrag.config import Config, load_config, memory_location
 from gemrag.console import cli_errors, err, fail
 from gemrag.errors import GemragError
 from gemrag.eval.cli import eval_command
 from gemrag.ingest import expand_paths
 from gemrag.memory import Memory
 from gemrag.progress import rich_progress
+from gemrag.store import location_exists
 from gemrag.strategies import check_config
 
 app = typer.Typer(
@@ -37,7 +38,15 @@ app = typer.Typer(
 )
 out = Console()
 
-MemoryDir = Annotated[Path, typer.Option("--memory", "-m", help="Memory directory (created if missing).")]
+MemoryDir = Annotated[
+    str | None,
+    typer.Option(
+        "--memory",
+        "-m",
+        help="Memory: a directory (created if missing) or postgresql://user@host:port/db?schema=NAME "
+        "(default: GEMRAG_MEMORY, or memory in gemrag.toml).",
+    ),
+]
 ConfigFile = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")]
 LLMProvider = Annotated[str | None, typer.Option("--llm-provider", help="llama_cpp (embedded) or openai.")]
 LLMModel = Annotated[
@@ -87,13 +96,13 @@ def _config(
     return load_config(config_file, overrides, sets)
 
 
-def _open(memory: Path, config: Config, quiet: bool) -> Memory:
-    return Memory.open(memory, config, progress=None if quiet else rich_progress(err))
+def _open(memory: str | None, config: Config, quiet: bool) -> Memory:
+    return Memory.open(memory_location(memory, config), config, progress=None if quiet else rich_progress(err))
 
 
 @app.command()
 def index(
-    memory: MemoryDir,
+    memory: MemoryDir = None,
     paths: Annotated[
         list[str] | None,
         typer.Argument(help=".txt/.md files or directories; '-' reads standard input; none: rebuild only."),
@@ -152,7 +161,7 @@ def index(
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    memory: MemoryDir,
+    memory: MemoryDir = None,
     budget: Annotated[
         int | None,
         typer.Option(help="B: context nodes to retrieve (default: gem.budget, 4; for remem: remem.qa_top_k, 5)."),
@@ -219,18 +228,19 @@ def ask(
 
 @app.command()
 def info(
-    memory: MemoryDir,
+    memory: MemoryDir = None,
     config: ConfigFile = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     set_: SetOpt = None,
 ) -> None:
     """Documents, chunks, summary nodes, models, tokens and seconds per phase, failures, and the spectrum
     report (top eigenvalues, Remark 2's estimated number of themes, Remark 3's Λ = Σλ²)."""
-    if not (memory / "memory.sqlite").exists():
-        fail(GemragError(f"{memory} is not a gemrag memory (no memory.sqlite)"))
     with cli_errors():
         cfg = load_config(config, None, set_)
-        with Memory.open(memory, cfg) as mem:
+        location = memory_location(memory, cfg)
+        if not location_exists(location):
+            fail(GemragError(f"{location} is not a gemrag memory (no memory.sqlite)"))
+        with Memory.open(location, cfg) as mem:
             stats = mem.stats()
     if as_json:
         out.print_json(json.dumps(stats, default=str))

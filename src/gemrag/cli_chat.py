@@ -14,11 +14,12 @@ from rich.console import Console
 from rich.text import Text
 
 from gemrag.chat import DEFAULT_STRATEGY, ChatSession
-from gemrag.config import load_config
+from gemrag.config import load_config, memory_location
 from gemrag.console import cli_errors, err, fail
 from gemrag.errors import ConfigError, GemragError
 from gemrag.ingest import read_document
 from gemrag.memory import Memory
+from gemrag.store import location_exists
 from gemrag.strategies import available
 
 out = Console()
@@ -29,8 +30,15 @@ QUIT = {"/quit", "/exit"}
 
 
 def chat_command(
-    memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory (the character's memory).")],
     persona: Annotated[str, typer.Option("--persona", "-p", help="The character's name.")],
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            "-m",
+            help="The character's memory: a directory or a postgresql:// URL (default: GEMRAG_MEMORY).",
+        ),
+    ] = None,
     strategy: Annotated[
         str | None, typer.Option("--strategy", "-s", help=f"Retrieval strategy (default {DEFAULT_STRATEGY}).")
     ] = None,
@@ -66,17 +74,19 @@ def chat_command(
     name = strategy or DEFAULT_STRATEGY
     if name not in available():
         fail(ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}"))
-    if not create and not (memory / "memory.sqlite").exists():
+    with cli_errors():
+        location = memory_location(memory, load_config(config))
+    if not create and not location_exists(location):
         fail(
             GemragError(
-                f"{memory} is not a gemrag memory (no memory.sqlite): index the character's documents into it "
+                f"{location} is not a gemrag memory (no memory.sqlite): index the character's documents into it "
                 "with `gemrag index`, or pass --create to start with an empty memory"
             )
         )
     with cli_errors(resume_hint="run `gemrag chat` again to continue the conversation", also=(ValueError,)):
         description = read_document(persona_file).text if persona_file else ""
         cfg = load_config(config, {"strategy": name}, sets)
-        with Memory.open(memory, cfg) as mem:
+        with Memory.open(location, cfg) as mem:
             session = ChatSession(
                 mem,
                 persona,

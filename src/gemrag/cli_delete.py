@@ -12,10 +12,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from gemrag.config import load_config
+from gemrag.config import load_config, memory_location
 from gemrag.console import cli_errors, fail
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
+from gemrag.store import location_exists
 
 out = Console()
 
@@ -26,7 +27,10 @@ def delete_command(
     document: Annotated[
         str, typer.Argument(help="The document's id, source path or title, as `gemrag info` lists them.")
     ],
-    memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory.")],
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", "-m", help="Memory: a directory or a postgresql:// URL (default: GEMRAG_MEMORY)."),
+    ] = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
     wait: Annotated[
         float, typer.Option("--wait", help="Seconds to wait while another process builds this memory (default: fail).")
@@ -35,9 +39,12 @@ def delete_command(
     """Delete DOCUMENT: its chunks, their utility questions and artefacts, the strategies' nodes made from it only,
     and their edges, in one atomic step (no LLM call). Strategies become stale; the next `gemrag index` recomputes
     what depended on the document, with LLM calls only for what changed (cached answers stay)."""
-    if not (memory / "memory.sqlite").exists():
-        fail(GemragError(f"{memory} is not a gemrag memory (no memory.sqlite)"))
-    with cli_errors(), Memory.open(memory, load_config(config)) as mem:
+    with cli_errors():
+        cfg = load_config(config)
+        location = memory_location(memory, cfg)
+    if not location_exists(location):
+        fail(GemragError(f"{location} is not a gemrag memory (no memory.sqlite)"))
+    with cli_errors(), Memory.open(location, cfg) as mem:
         mem.build_wait = wait
         report = mem.delete(document)
         states = mem.strategy_states()

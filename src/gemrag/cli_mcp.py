@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from gemrag.config import load_config
+from gemrag.config import load_config, memory_location
 from gemrag.console import cli_errors, fail
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
@@ -22,7 +22,14 @@ __all__ = ["mcp_command"]
 
 
 def mcp_command(
-    memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory (created if missing).")],
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            "-m",
+            help="Memory (created if missing): a directory or a postgresql:// URL (default: GEMRAG_MEMORY).",
+        ),
+    ] = None,
     strategy: Annotated[
         str | None,
         typer.Option("--strategy", "-s", help="Strategy `remember` builds and the tools use (default: the config's)."),
@@ -44,7 +51,7 @@ def mcp_command(
         if strategy:
             check_strategy(strategy)
         cfg = load_config(config, {"strategy": strategy})
-        mem = Memory.open(memory, cfg)
+        mem = Memory.open(memory_location(memory, cfg), cfg)
     with mem:
         mem.build_wait = wait
         with cli_errors("start the server again"):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from gemrag.errors import IncompatibleMemoryError
 from gemrag.ingest import chunk_text, minilm_tokenizer
-from gemrag.store import Store
+from gemrag.store import MemoryStore
 
 
-def chunk_pending(store: Store, chunk_tokens: int) -> int:
+def chunk_pending(store: MemoryStore, chunk_tokens: int) -> int:
     """Chunk every stored document that has no chunks yet (one transaction per document).
 
     Args:
@@ -34,7 +34,7 @@ def chunk_pending(store: Store, chunk_tokens: int) -> int:
     return created
 
 
-def check_compatible(store: Store, embedder_id: str, chunk_tokens: int) -> None:
+def check_compatible(store: MemoryStore, embedder_id: str, chunk_tokens: int) -> None:
     """Refuse a memory built with another embedder or chunk size; record the embedder of a new memory (unless
     the store is read-only).
 
