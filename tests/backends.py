@@ -14,6 +14,8 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,9 +30,12 @@ MemoryAt = Callable[..., "str | Path"]
 _counter = itertools.count(1)
 
 
-def start_server(directory: Path) -> Iterator[str]:
-    """Yield the URL of a PostgreSQL server (the user's, or pgserver's started in ``directory``), stopped after.
+def start_server() -> Iterator[str]:
+    """Yield the URL of a PostgreSQL server (the user's, or pgserver's started in a new temporary directory, removed
+    after), stopped after.
 
+    The data directory is a fresh ``/tmp/gemrag-pg-*`` rather than under pytest's base temporary directory: run as
+    root, pgserver runs PostgreSQL as an unprivileged user, which cannot enter pytest's private (0700) directories.
     Under ``CI=true`` a missing ``pgserver`` fails the calling test (else it skips).
     """
     url = os.environ.get(ENV_URL)
@@ -42,11 +47,13 @@ def start_server(directory: Path) -> Iterator[str]:
     except ImportError:
         require_real(f"PostgreSQL: pgserver is not installed (pip install -e '.[test]') and {ENV_URL} is not set")
         return
+    directory = Path(tempfile.mkdtemp(prefix="gemrag-pg-"))
     server = pgserver.get_server(directory, cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def schema_url(base: str, schema: str) -> str:
@@ -94,8 +101,29 @@ def overwrite_array(store: object, strategy: str, generation: int, name: str, ar
         return
     data, _ = array_bytes(name, array, None)  # type: ignore[arg-type]
     with store.transaction() as c:  # type: ignore[attr-defined]
-        c.execute("DELETE FROM build_arrays WHERE strategy = ? AND generation = ? AND name = ?", (strategy, generation, name))
+        c.execute(
+            "DELETE FROM build_arrays WHERE strategy = ? AND generation = ? AND name = ?", (strategy, generation, name)
+        )
         c.execute(
             "INSERT INTO build_arrays(strategy, generation, name, part, data) VALUES (?,?,?,0,?)",
             (strategy, generation, name, data),
         )
+
+
+def leftovers(store: object) -> list[object]:
+    """What a killed or finished build left that no published build names: files of a SQLite memory, stored
+    arrays of a PostgreSQL one."""
+    if hasattr(store, "stale_arrays"):
+        return list(store.stale_arrays())  # type: ignore[attr-defined]
+    return list(store.stale_files())  # type: ignore[attr-defined]
+
+
+def remove_array(store: object, strategy: str, name: str) -> None:
+    """Delete a published array behind the store's back (its file, or its ``build_arrays`` rows)."""
+    manifest = store.manifest(strategy)  # type: ignore[attr-defined]
+    assert manifest is not None
+    if hasattr(store, "directory"):
+        (store.directory / manifest.arrays[name].file).unlink()  # type: ignore[attr-defined]
+        return
+    with store.transaction() as c:  # type: ignore[attr-defined]
+        c.execute("DELETE FROM build_arrays WHERE strategy = ? AND name = ?", (strategy, name))

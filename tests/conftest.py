@@ -49,9 +49,9 @@ def story_text() -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_url() -> Iterator[str]:
     """The URL of the session's PostgreSQL server (see ``backends.py``); skips, or fails under CI=true, without one."""
-    yield from start_server(tmp_path_factory.mktemp("postgres"))
+    yield from start_server()
 
 
 @pytest.fixture(params=BACKENDS)

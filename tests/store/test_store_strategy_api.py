@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-
 import numpy as np
 import pytest
 import scipy.sparse as sp

@@ -67,7 +67,12 @@ class PgBuildLock:
             while not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()[0]:
                 if time.monotonic() >= deadline:
                     holder = self._holder(conn, key)
-                    who = f"another process ({holder})" if holder else "another process"
+                    if holder is not None and holder[2] is not None and not _alive(holder[2]):
+                        # the holder died (kill -9) and the server has not ended its session yet
+                        deadline = max(deadline, time.monotonic() + POLL_SECONDS)
+                        time.sleep(POLL_SECONDS)
+                        continue
+                    who = f"another process ({holder[0]})" if holder else "another process"
                     waited = f" (waited {wait:g} s)" if wait > 0 else ""
                     raise MemoryBusyError(
                         f"{who} is building the memory {self.location}{waited}; wait for it to finish and retry, "
@@ -80,23 +85,33 @@ class PgBuildLock:
         self._conn = conn
 
     @staticmethod
-    def _holder(conn: Any, key: tuple[int, int]) -> str | None:
+    def _holder(conn: Any, key: tuple[int, int]) -> tuple[str, str, int | None] | None:
+        """``(description, host, pid on this host or None)`` of the session holding the lock, when it says."""
         row = conn.execute(
             "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
             " WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s AND l.objsubid = 2"
             " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             key,
         ).fetchone()
-        if not row or not row[0]:
+        if not row or not str(row[0]).startswith("gemrag-build "):
             return None
-        return str(row[0]).removeprefix("gemrag-build ")
+        fields = dict(part.split("=", 1) for part in str(row[0]).split()[1:] if "=" in part)
+        pid, host = fields.get("pid", ""), fields.get("host", "")
+        if host == socket.gethostname() and pid.isdigit():
+            return f"pid {pid}", host, int(pid)
+        return f"pid {pid} on {host}", host, None
 
     def release(self) -> None:
         """Release the lock (no-op when not held) by closing its session."""
         if self._conn is None:
             return
         conn, self._conn = self._conn, None
-        conn.close()
+        try:  # at once: the server ends a closed session asynchronously, a new builder could still find it
+            conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_CLASS, lock_key(self.schema)))
+        except Exception:  # noqa: BLE001 - the connection is gone: so is the lock
+            pass
+        finally:
+            conn.close()
 
     def __enter__(self) -> PgBuildLock:
         self.acquire()
@@ -104,3 +119,14 @@ class PgBuildLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _alive(pid: int) -> bool:
+    """True when a process ``pid`` exists on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
