@@ -123,8 +123,6 @@ def ensure_schema(conn: Any, schema: str) -> int:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (SCHEMA_LOCK, schema))
         conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
         found = _version(conn, schema)  # again, under the lock: another process may have done it
         if found is not None and found > SCHEMA_VERSION:
             raise GemragError(
