@@ -19,6 +19,7 @@ from rich.table import Table
 from gemrag.cli_chat import chat_command
 from gemrag.cli_delete import delete_command
 from gemrag.cli_mcp import mcp_command
+from gemrag.cli_pg import pg_app
 from gemrag.cli_serve import serve_command
 from gemrag.cli_view import view_command
 from gemrag.config import Config, load_config, memory_location
@@ -316,7 +317,10 @@ def _print_stats(stats: dict[str, Any]) -> None:
 
 @app.command()
 def demo(
-    memory: Annotated[Path | None, typer.Option("--memory", "-m", help="Where to keep the demo memory.")] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", "-m", help="Where to keep the demo memory: a directory or a postgresql:// URL."),
+    ] = None,
     limit: Annotated[int | None, typer.Option(help="Answer only the first N questions.")] = None,
     config: ConfigFile = None,
     llm_model: LLMModel = None,
@@ -339,6 +343,7 @@ app.command("chat")(chat_command)
 app.command("mcp")(mcp_command)
 app.command("view")(view_command)
 app.command("serve")(serve_command)
+app.add_typer(pg_app, name="pg")
 
 
 # -- doctor: is this installation able to run? --------------------------------------------------------------------
