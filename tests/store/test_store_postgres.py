@@ -10,13 +10,14 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from backends import drop_schemas, new_schema, schema_url
 from gemrag.errors import GemragError, MemoryBusyError, ReadOnlyMemoryError
-from gemrag.store import is_postgres_url, open_store
+from gemrag.store import Store, is_postgres_url, open_store
 from gemrag.store.dialect import returns_id, to_postgres
 from gemrag.store.pg_connect import PgLocation
 from gemrag.store.postgres import PostgresStore
@@ -156,3 +157,16 @@ def test_the_pool_serves_threads_at_once(url: str) -> None:
         t.join(60)
     store.close()
     assert not errors and seen == [2] * 80
+
+
+def test_caches_are_imported_from_a_directory_memory(url: str, tmp_path: Path) -> None:
+    source = Store(tmp_path / "src")
+    source.put_llm("k", "model", {"text": "cached"})
+    source.put_embeddings("emb", [("e", np.arange(3, dtype=np.float32))])
+    source.close()
+    store = open_store(url)
+    assert store.import_caches(tmp_path / "src") == (1, 1)
+    assert store.import_caches(tmp_path / "src") == (0, 0)  # entries already here are kept
+    assert store.get_llm("k") == {"text": "cached"}
+    np.testing.assert_array_equal(store.get_embeddings("emb", ["e"])["e"], np.arange(3, dtype=np.float32))
+    store.close()

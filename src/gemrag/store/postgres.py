@@ -326,11 +326,14 @@ class PostgresStore(PgGenerationsMixin, MemoryStore):
         Raises:
             GemragError: ``other`` is not a gemrag memory. ReadOnlyMemoryError: this store is read-only.
         """
-        from gemrag.store.open import open_store
+        from gemrag.store.pg_connect import is_postgres_url
+        from gemrag.store.sqlite import Store
 
         if self.readonly:
             raise ReadOnlyMemoryError(f"the memory {self._display} is open read-only")
-        source = open_store(other, readonly=True)
+        source: MemoryStore = (
+            PostgresStore(str(other), readonly=True) if is_postgres_url(str(other)) else Store(other, readonly=True)
+        )
         try:
             llm = source._query("SELECT key, model, response, created FROM llm_cache")
             emb = source._query("SELECT key, model, dim, vector FROM embeddings")
