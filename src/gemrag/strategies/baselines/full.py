@@ -1,6 +1,6 @@
 """``full``: no retrieval — the whole document in the LLM's context (the long-context baseline).
 
-The GEM-RAG paper (section IV, "Experimental Setup") contrasts retrieval of 400 tokens with models that
+The GEM-RAG paper (section IV.A, "Setting") contrasts retrieval of 400 tokens with models that
 read thousands of tokens; this strategy is that reference point: the memory's chunks in store order (each
 document in document order, documents in the order they were added) as long as they fit in the LLM's
 context window minus a reserve for the instructions, question, options and answer.

@@ -8,7 +8,7 @@ Build (section III.B.1):
      each of the top k eigenvectors (``gem.skip_trivial``: skipping λ1 = 1, the Perron vector) are summarized
      by the LLM into a summary node, which gets utility questions, embeddings and edges like every other node
      (``summaries.py``). S and the eigenpairs are computed once per build, dense or, above
-     ``gem.sparse_above`` chunks, as a kNN graph with Lanczos (``gem_graph.py``);
+     ``gem.sparse_above`` chunks, as a kNN graph with Lanczos (``graph.py``);
   5. the spectrum report (Remarks 2 and 3).
 Retrieve (section III.B.2, Algorithm 1): embed the prompt, q* = argmax_q SIM(v_p, v_q), then best-first
 search from q*'s node until the budget B is filled (``search="best_first"``), or the literal Algorithm 1

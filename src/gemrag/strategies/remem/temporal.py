@@ -15,7 +15,7 @@ gists and facts whose time qualifiers were resolved to ISO dates from the sessio
   model reads events in the order they happened.
 
 The seed also names "temporal graph edges"; gemrag does not build them (nothing in the seed says how), see
-``docs/architecture.md``.
+``docs/papers.md`` (REMem, not implemented).
 """
 
 from __future__ import annotations
