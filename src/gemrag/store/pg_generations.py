@@ -104,11 +104,14 @@ def load_array_bytes(data: bytes, entry: ArrayEntry) -> Matrix:
 class PgGenerationsMixin(GenerationsMixin):
     """Build generations with arrays in ``build_arrays`` (on :class:`gemrag.store.postgres.PostgresStore`)."""
 
-    scratch: Path
     location: str  # type: ignore[misc]  # provided by PostgresStore
     _unpack_lock: threading.Lock
 
     def _fetch_binary(self, sql: str, args: Sequence[Any]) -> list[Any]: ...  # provided by PostgresStore
+
+    @property
+    def scratch(self) -> Path:  # provided by PostgresStore
+        raise NotImplementedError
 
     # -- writing ----------------------------------------------------------------------------------
     def _store_bytes(self, strategy: str, generation: int, name: str, data: bytes) -> None:
@@ -350,8 +353,8 @@ class PgGenerationsMixin(GenerationsMixin):
                     " AND b.generation = a.generation)" + (" AND a.strategy = ?" if strategy is not None else ""),
                     (strategy,) if strategy is not None else (),
                 )
-        build = self.scratch / "build"
-        if build.exists():
+        build = self.scratch / "build" if getattr(self, "_scratch", None) is not None else None
+        if build is not None and build.exists():
             for entry in build.iterdir():
                 m = _SCRATCH_NAME.match(entry.name)
                 if m and (strategy is None or m["strategy"] == strategy):

@@ -138,13 +138,22 @@ class PostgresStore(PgGenerationsMixin, MemoryStore):
             open=True,
             name=f"gemrag-{self.schema}",
         )
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"gemrag-pg-{self.schema}-"))
+        self._scratch: Path | None = None
 
     def close(self) -> None:
         """Run deferred cache writes, close the pool and remove the scratch directory."""
         self._flush_deferred()
         self._pool.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    @property
+    def scratch(self) -> Path:
+        """A local temporary directory for artefact directories (bm25s' index), made on first use, removed on
+        close."""
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix=f"gemrag-pg-{self.schema}-"))
+        return self._scratch
 
     @property
     def location(self) -> str:
