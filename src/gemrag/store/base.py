@@ -20,11 +20,15 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+import numpy as np
+from numpy.typing import NDArray
+
 from gemrag.store.artifacts import ArtifactsMixin
 from gemrag.store.caches import CachesMixin
 from gemrag.store.derived import GraphRowsMixin
 from gemrag.store.publish import GenerationsMixin
 from gemrag.store.rows import RowsMixin
+from gemrag.store.vectors import exact_nearest
 
 
 class BuildLockLike(Protocol):
@@ -76,6 +80,49 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
     def snapshot(self) -> AbstractContextManager[None]:
         """One read transaction: every read inside sees the same committed state."""
         raise NotImplementedError
+
+    def index_vectors(self, strategy: str, generation: int, name: str, vectors: NDArray[np.floating]) -> None:
+        """Make the array ``name`` of an unpublished build searchable by :meth:`nearest` in the database, when the
+        backend has a vector index (PostgreSQL + pgvector: a ``vector(d)`` table, with an HNSW index above a size
+        threshold). A no-op here and on SQLite, whose :meth:`nearest` searches the loaded array in numpy.
+
+        Args:
+            strategy, generation: the build (from ``begin_build``), name: the array's name.
+            vectors: ``(n, d)`` float rows (the array written with ``write_array``).
+        """
+
+    def nearest(
+        self,
+        strategy: str,
+        generation: int,
+        name: str,
+        vectors: NDArray[np.floating],
+        query: NDArray[np.floating],
+        k: int,
+        *,
+        rows: NDArray[np.int64] | None = None,
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """The ``k`` rows of a published build's array ``name`` most cosine-similar to ``query``.
+
+        Every strategy's nearest-neighbour step goes through this method, whatever the backend: exact numpy search
+        over ``vectors`` here (SQLite); on PostgreSQL the database's vector index answers when the build was
+        indexed with :meth:`index_vectors` (exact below a size threshold, HNSW above), and the candidates are
+        rescored here so both backends give the same scores.
+
+        Args:
+            strategy, generation, name: the published array (its generation as loaded by the caller).
+            vectors: ``(n, d)`` float, that array as loaded (the exact search and the rescoring use it).
+            query: ``(d,)`` float, not all zero.
+            k: how many rows (``k > n`` returns all).
+            rows: optional ``(m,)`` int rows to search among (a filtered search; always exact).
+
+        Returns:
+            ``(row indices (min(k, m),) int64 into vectors, best first, ties to the lower row; cosines float64)``.
+
+        Raises:
+            ValueError: a zero or mis-sized query.
+        """
+        return exact_nearest(vectors, query, k, rows)
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError

@@ -1,7 +1,8 @@
 """PostgreSQL memory locations and connections.
 
 A PostgreSQL memory is named by a URL, ``postgresql://user[:password]@host[:port]/database?schema=NAME`` (or
-``postgres://``; every other query parameter, e.g. ``host=/run/postgresql`` or ``sslmode=require``, is passed to
+``postgres://``; ``hnsw_above=N`` and ``ef_search=N`` tune the vector search of :mod:`gemrag.store.pg_vectors`;
+every other query parameter, e.g. ``host=/run/postgresql`` or ``sslmode=require``, is passed to
 libpq): one memory = one schema (default ``gemrag``). Connections run in autocommit mode (the store's
 transactions are explicit) with ``search_path`` = the memory's schema, then ``public`` (where the ``vector``
 extension lives), and a ``lock_timeout``, so a write waiting on a builder's rows fails with
@@ -20,6 +21,8 @@ from gemrag.errors import GemragError
 SCHEMES = ("postgresql://", "postgres://")
 SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 DEFAULT_SCHEMA = "gemrag"
+GEMRAG_PARAMS = ("schema", "hnsw_above", "ef_search")
+"""URL query parameters gemrag reads (the others go to libpq)."""
 
 
 def is_postgres_url(location: object) -> bool:
@@ -32,14 +35,18 @@ class PgLocation:
     """A parsed memory URL.
 
     Attributes:
-        conninfo: the URL libpq gets (gemrag's ``schema`` parameter removed).
+        conninfo: the URL libpq gets (gemrag's parameters ``schema``, ``hnsw_above``, ``ef_search`` removed).
         schema: the memory's schema (lower-case identifier, at most 63 characters).
         display: the URL without its password, for messages.
+        hnsw_above: rows from which a vector table gets an HNSW index (:mod:`gemrag.store.pg_vectors`).
+        ef_search: ``hnsw.ef_search`` of nearest-neighbour queries.
     """
 
     conninfo: str
     schema: str
     display: str
+    hnsw_above: int = 20_000
+    ef_search: int = 100
 
     @classmethod
     def parse(cls, url: str) -> PgLocation:
@@ -58,13 +65,20 @@ class PgLocation:
             raise GemragError(
                 f"schema {schema!r} in {url.split('@')[-1]!r}: use a lower-case SQL identifier ([a-z_][a-z0-9_]*)"
             )
-        rest = urlencode([(k, v) for k, v in query if k != "schema"])
+        numbers: dict[str, int] = {}
+        for key in ("hnsw_above", "ef_search"):
+            values = [v for k, v in query if k == key]
+            if values:
+                if not values[-1].isdigit() or int(values[-1]) < 1:
+                    raise GemragError(f"{key}={values[-1]!r} in the memory URL: give a positive integer")
+                numbers[key] = int(values[-1])
+        rest = urlencode([(k, v) for k, v in query if k not in GEMRAG_PARAMS])
         conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment))
         netloc = parts.netloc
         if parts.password is not None:
             netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
         display = urlunsplit((parts.scheme, netloc, parts.path, urlencode([*query]), ""))
-        return cls(conninfo, schema, display)
+        return cls(conninfo, schema, display, **numbers)
 
     def with_schema(self, schema: str) -> str:
         """The URL of another memory (schema) in the same database (password kept)."""

@@ -108,6 +108,7 @@ class PgGenerationsMixin(GenerationsMixin):
     _unpack_lock: threading.Lock
 
     def _fetch_binary(self, sql: str, args: Sequence[Any]) -> list[Any]: ...  # provided by PostgresStore
+    def _drop_vectors(self, c: Any, where: str, args: Sequence[Any]) -> None: ...  # provided by PgVectorsMixin
 
     @property
     def scratch(self) -> Path:  # provided by PostgresStore
@@ -210,9 +211,11 @@ class PgGenerationsMixin(GenerationsMixin):
             for strategy in withdraw:
                 withdraw_rows(c, strategy)
                 c.execute("DELETE FROM build_arrays WHERE strategy = ?", (strategy,))
+                self._drop_vectors(c, "strategy = ?", (strategy,))
             for p in publications:
                 publish_rows(c, p)
                 c.execute("DELETE FROM build_arrays WHERE strategy = ? AND generation != ?", (p.strategy, p.generation))
+                self._drop_vectors(c, "strategy = ? AND generation != ?", (p.strategy, p.generation))
             _step("publish:before_commit")
         _step("publish:committed")
         for p in publications:
@@ -245,6 +248,7 @@ class PgGenerationsMixin(GenerationsMixin):
         with self.transaction() as c:
             withdraw_rows(c, strategy)
             c.execute("DELETE FROM build_arrays WHERE strategy = ?", (strategy,))
+            self._drop_vectors(c, "strategy = ?", (strategy,))
 
     def _stored_names(self, strategy: str, generation: int) -> set[str]:
         rows = self._query(
@@ -346,8 +350,14 @@ class PgGenerationsMixin(GenerationsMixin):
         if self.readonly:
             return 0
         stale = self.stale_arrays(strategy)
-        if stale:
-            with self.transaction() as c:
+        with self.transaction() as c:
+            self._drop_vectors(
+                c,
+                "NOT EXISTS (SELECT 1 FROM builds b WHERE b.strategy = build_vectors.strategy AND b.generation ="
+                " build_vectors.generation)" + (" AND strategy = ?" if strategy is not None else ""),
+                (strategy,) if strategy is not None else (),
+            )
+            if stale:
                 c.execute(
                     "DELETE FROM build_arrays a WHERE NOT EXISTS (SELECT 1 FROM builds b WHERE b.strategy = a.strategy"
                     " AND b.generation = a.generation)" + (" AND a.strategy = ?" if strategy is not None else ""),

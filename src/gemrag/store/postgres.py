@@ -35,6 +35,7 @@ from gemrag.store.pg_connect import PgLocation, connect, options, require_psycop
 from gemrag.store.pg_generations import PgGenerationsMixin
 from gemrag.store.pg_lock import PgBuildLock
 from gemrag.store.pg_schema import ensure_schema, schema_version
+from gemrag.store.pg_vectors import PgVectorsMixin
 from gemrag.store.schema import SCHEMA_VERSION
 
 
@@ -79,7 +80,7 @@ class PgConnection:
         return _Cursor(cur)
 
 
-class PostgresStore(PgGenerationsMixin, MemoryStore):
+class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
     """A memory in a PostgreSQL schema.
 
     Args:
@@ -102,6 +103,7 @@ class PostgresStore(PgGenerationsMixin, MemoryStore):
         self.url, self.conninfo, self.schema, self._display = url, loc.conninfo, loc.schema, loc.display
         self.readonly = readonly
         self.busy_timeout = busy_timeout
+        self.hnsw_above, self.ef_search = loc.hnsw_above, loc.ef_search
         self._local = threading.local()
         self._deferred: list[Callable[[], None]] = []
         self._deferred_lock = threading.Lock()
@@ -120,6 +122,7 @@ class PostgresStore(PgGenerationsMixin, MemoryStore):
                     )
             else:
                 ensure_schema(setup, self.schema)
+            self._setup_pgvector(setup, create=not readonly)
         except psycopg.Error as exc:
             raise GemragError(f"cannot set up the PostgreSQL memory {self._display}: {exc}") from exc
         finally:

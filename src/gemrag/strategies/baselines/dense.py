@@ -17,8 +17,8 @@ from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.platform.common import (
     chunk_hits,
     chunk_ids_and_vectors,
-    cosine_ranking,
     load_published,
+    nearest,
     prompt_vector,
     publish_arrays,
 )
@@ -42,7 +42,7 @@ class DenseStrategy:
         """
         ids, vectors = chunk_ids_and_vectors(ctx)
         generation = ctx.store.begin_build(PREFIX)
-        publish_arrays(ctx, PREFIX, generation, {"node_ids": ids, "vectors": vectors}, axes=AXES)
+        publish_arrays(ctx, PREFIX, generation, {"node_ids": ids, "vectors": vectors}, axes=AXES, search=["vectors"])
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         """The ``budget`` chunks most similar to ``question``.
@@ -54,9 +54,11 @@ class DenseStrategy:
         Raises:
             MemoryNotIndexedError: the strategy was not built in this memory.
         """
-        arrays = load_published(ctx, PREFIX, lambda published: published.arrays)
-        order, scores = cosine_ranking(prompt_vector(ctx, question), arrays["vectors"], budget)
-        return chunk_hits(ctx, arrays["node_ids"][order].tolist(), scores.tolist())
+        v_p = prompt_vector(ctx, question)
+        with ctx.store.snapshot():
+            generation, arrays = load_published(ctx, PREFIX, lambda published: (published.generation, published.arrays))
+            order, scores = nearest(ctx, (PREFIX, generation), "vectors", arrays["vectors"], v_p, budget)
+            return chunk_hits(ctx, arrays["node_ids"][order].tolist(), scores.tolist())
 
     def report(self, ctx: StrategyContext) -> dict[str, Any]:
         """Number of indexed chunks (0 before ``index``)."""

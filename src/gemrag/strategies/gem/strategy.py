@@ -37,7 +37,14 @@ from gemrag.strategies.gem.graph import Matrix, chunk_graph, eigen_selection, gr
 from gemrag.strategies.gem.search import PreparedGraph, top_k_edges
 from gemrag.strategies.gem.summaries import MIN_NODES, build_eigentheme_summaries
 from gemrag.strategies.gem.utility_questions import generate_utility_questions, nodes_needing_questions
-from gemrag.strategies.platform.common import embed_node_ids, load_published, not_indexed, prompt_vector, publish_arrays
+from gemrag.strategies.platform.common import (
+    embed_node_ids,
+    load_published,
+    nearest,
+    not_indexed,
+    prompt_vector,
+    publish_arrays,
+)
 from gemrag.strategies.platform.incremental import gem_prune
 from gemrag.types import Hit
 
@@ -89,7 +96,16 @@ class GemGraph:
         """Write every array of ``generation`` (W dense as ``.npy`` or sparse as ``.npz``) and publish it with its
         metadata and ``similarity`` edges, atomically."""
         arrays = {name: getattr(self, name) for name in self.NAMES} | {"weights": self.weights}
-        publish_arrays(ctx, "gem", generation, arrays, axes=self.AXES, meta=meta, edges={"similarity": edges})
+        publish_arrays(
+            ctx,
+            "gem",
+            generation,
+            arrays,
+            axes=self.AXES,
+            meta=meta,
+            edges={"similarity": edges},
+            search=["question_vectors"],
+        )
 
     @classmethod
     def from_published(cls, published: Published) -> GemGraph:
@@ -105,6 +121,7 @@ class LoadedGem:
     graph: GemGraph
     prepared: PreparedGraph
     question_text: dict[int, str]
+    generation: int = 0
 
 
 def node_graph_inputs(
@@ -222,7 +239,8 @@ class GemStrategy:
         def make(published: Published) -> LoadedGem:
             g = GemGraph.from_published(published)
             prepared = PreparedGraph.prepare(g.question_vectors, g.question_owner, g.node_vectors, g.weights)
-            return LoadedGem(g, prepared, {qid: text for qid, _, text in ctx.store.questions()})
+            questions = {qid: text for qid, _, text in ctx.store.questions()}
+            return LoadedGem(g, prepared, questions, published.generation)
 
         return load_published(ctx, self.name, make, message=NOT_INDEXED)
 
@@ -257,12 +275,28 @@ class GemStrategy:
             elif search == "rank":
                 order, scores = prepared.rank(v_p, budget)
             else:
-                order, scores, via = prepared.search_path(v_p, budget)
+                order, scores, via = prepared.search_path(v_p, budget, self._start(ctx, loaded, v_p))
                 hits = self._hits(ctx, loaded, order, scores, v_p)
                 for hit, came_from in zip(hits, via.tolist(), strict=True):
                     hit.meta["via"] = int(loaded.graph.node_ids[came_from]) if came_from >= 0 else None
                 return hits
             return self._hits(ctx, loaded, order, scores, v_p)
+
+    def _start(self, ctx: StrategyContext, loaded: LoadedGem, v_p: np.ndarray) -> int | None:
+        """The walk's start node, the owner of ``q* = argmax_q SIM(v_p, v_q)`` (III.B.2), found by the store's
+        nearest-neighbour search over the utility-question vectors (pgvector on PostgreSQL); a node without
+        questions whose own cosine beats ``q*`` starts instead (as ``argmax rel``). None: no question at all."""
+        g, prepared = loaded.graph, loaded.prepared
+        if len(g.question_owner) == 0:
+            return None
+        rows, sims = nearest(ctx, (self.name, loaded.generation), "question_vectors", g.question_vectors, v_p, 1)
+        start, best = int(prepared.owner[rows[0]]), float(sims[0])
+        if prepared.no_questions.any():
+            alone = np.flatnonzero(prepared.no_questions)
+            own = prepared.unit_nodes[alone] @ (v_p / np.linalg.norm(v_p))
+            if float(own.max()) > best:
+                start = int(alone[int(np.argmax(own))])
+        return start
 
     def _hits(
         self,
