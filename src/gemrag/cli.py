@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gemrag.cli_chat import chat_command
+from gemrag.cli_copy import copy_command
 from gemrag.cli_delete import delete_command
 from gemrag.cli_mcp import mcp_command
 from gemrag.cli_pg import pg_app
@@ -339,6 +340,7 @@ def demo(
 
 app.command("eval")(eval_command)
 app.command("delete")(delete_command)
+app.command("copy")(copy_command)
 app.command("chat")(chat_command)
 app.command("mcp")(mcp_command)
 app.command("view")(view_command)
