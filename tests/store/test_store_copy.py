@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_memory_lifecycle import QUESTIONS, documents, open_memory
 from typer.testing import CliRunner
 
 from backends import drop_schemas, new_schema, schema_url
@@ -14,6 +13,7 @@ from gemrag.cli import app
 from gemrag.config import Config
 from gemrag.errors import GemragError
 from gemrag.store.copy import copy_memory
+from test_memory_lifecycle import QUESTIONS, documents, open_memory
 
 STRATEGIES = ("gem", "dense", "bm25", "raptor")
 
