@@ -16,6 +16,7 @@ import typer
 from gemrag.config import load_config
 from gemrag.console import cli_errors, err
 from gemrag.errors import ConfigError
+from gemrag.store import is_postgres_url
 
 __all__ = ["serve_command"]
 
@@ -32,7 +33,13 @@ def is_loopback(host: str) -> bool:
 
 def serve_command(
     memory: Annotated[
-        Path, typer.Option("--memory", "-m", help="Root directory: one memory per namespace, in DIR/<namespace>/.")
+        str,
+        typer.Option(
+            "--memory",
+            "-m",
+            help="Root directory: one memory per namespace, in DIR/<namespace>/; or a postgresql://...?schema=PREFIX "
+            "URL: one schema PREFIX_<namespace> per namespace, shared by every server given the URL.",
+        ),
     ],
     host: Annotated[str, typer.Option(help="Interface to listen on (default loopback only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = 8765,
@@ -76,7 +83,7 @@ def serve_command(
                 "let anyone who can reach it read and write every namespace"
             )
         cfg = load_config(config, {"strategy": strategy} if strategy else None)
-        app = create_app(memory, cfg, keys=keys)
+        app = create_app(memory if is_postgres_url(memory) else Path(memory), cfg, keys=keys)
     if keys is None:
         err.print(
             f"[yellow]no API keys configured:[/] anyone who can reach {host}:{port} can use every namespace"
