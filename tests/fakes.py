@@ -42,7 +42,8 @@ class HashEmbedder:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+    # a line break ends a sentence too: a chunk's indexed text starts with its document's title on its own line
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n", text) if s.strip()]
 
 
 NAME = re.compile(r"[A-Z][a-z]+(?: [A-Z][a-z]+)*")
@@ -220,7 +221,8 @@ class ScriptedLLM:
         if system.startswith("You answer questions about a long conversation"):  # REMem gist agent
             text = json.dumps(_agent_call(messages, schema))
             return Completion(text, json.loads(text), usage)
-        if "Candidate facts:" in prompt:  # recognition: the facts sharing a long word with the question
+        if "Candidate facts:" in str(messages[-1]["content"]):  # recognition: facts sharing a long word with it
+            prompt = messages[-1]["content"]  # the real request comes after the few-shot examples
             question = set(w for w in WORD.findall(prompt.split("Question:")[-1].lower()) if len(w) > 3)
             lines = prompt.split("Candidate facts:\n")[1].split("\n\nQuestion:")[0].splitlines()
             facts = [f for f in (json.loads(line) for line in lines) if question & set(WORD.findall(" ".join(f)))]

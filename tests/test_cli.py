@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from backends import MemoryAt
 from gemrag import cli
 from gemrag.memory import Memory
 
@@ -64,3 +67,71 @@ def test_help_lists_commands() -> None:
     assert result.exit_code == 0
     for cmd in ("index", "ask", "info", "demo"):
         assert cmd in result.output
+
+
+def test_an_edited_file_replaces_its_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_at: MemoryAt
+) -> None:
+    """Issue 26's story: index a.txt, edit it, index it again: one document `a` (updated), and retrieval returns only
+    the new sentence; then a directory kept in step with --sync after a file is deleted (on SQLite and
+    PostgreSQL)."""
+    from fakes import HashEmbedder
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    m = str(memory_at("m"))
+    a = tmp_path / "a.txt"
+    a.write_text("The lighthouse keeper is called Ansel Brandt.\n")
+    index = ["index", "a.txt", "--memory", m, "--strategy", "dense", "-q"]
+    result = runner.invoke(cli.app, index)
+    assert result.exit_code == 0 and "1 added, 0 updated, 0 unchanged" in result.stderr, result.output
+    a.write_text("The lighthouse keeper is called Marguerite Vale.\n")
+    result = runner.invoke(cli.app, index)
+    assert result.exit_code == 0 and "0 added, 1 updated, 0 unchanged" in result.stderr, result.output
+    ask = ["ask", "What is the lighthouse keeper called?", "--memory", m, "-s", "dense", "--retrieve-only", "--json"]
+    result = runner.invoke(cli.app, ask)
+    assert result.exit_code == 0, result.output
+    assert [c["text"] for c in json.loads(result.stdout)["context"]] == [
+        "The lighthouse keeper is called Marguerite Vale."
+    ]
+    result = runner.invoke(cli.app, ["info", "--memory", m])
+    text = " ".join(result.stdout.split())  # rich wraps long lines
+    assert "documents 1," in text and "[1] a (49 chars)" in text and "version 2 (updated)" in text, text
+    result = runner.invoke(cli.app, ["info", "--memory", m, "--history", "a.txt", "--json"])
+    history = json.loads(result.stdout)
+    assert [(v["version"], v["reason"]) for v in history] == [(1, "replaced"), (2, None)]
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "one.md").write_text("Note one is about boats.\n")
+    (notes / "two.md").write_text("Note two is about trains.\n")
+    sync = ["index", "notes", "--sync", "--memory", m, "--strategy", "dense", "-q"]
+    assert "2 added, 0 updated, 0 unchanged, 0 removed" in runner.invoke(cli.app, sync).stderr
+    (notes / "two.md").unlink()
+    assert "0 added, 0 updated, 1 unchanged, 1 removed" in runner.invoke(cli.app, sync).stderr
+    result = runner.invoke(cli.app, ["ask", "trains", "--memory", m, "-s", "dense", "--retrieve-only", "--json"])
+    assert "trains" not in result.stdout
+
+
+def test_mcp_says_when_it_creates_a_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gemrag mcp --memory typo` creates the memory its `remember` tool writes to, and says so on stderr; an
+    existing memory is opened silently."""
+    from fakes import HashEmbedder
+
+    pytest.importorskip("mcp")
+    served: list[Any] = []
+
+    class Server:
+        def run(self, transport: str) -> None:
+            served.append(transport)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    monkeypatch.setattr("gemrag.mcp_server.create_server", lambda tools: Server())
+    result = runner.invoke(cli.app, ["mcp", "--memory", "typo"])
+    assert result.exit_code == 0 and served == ["stdio"], result.output
+    assert (
+        "typo held no memory: created an empty one" in result.stderr and (tmp_path / "typo" / "memory.sqlite").exists()
+    )
+    result = runner.invoke(cli.app, ["mcp", "--memory", "typo"])
+    assert result.exit_code == 0 and result.stderr == ""

@@ -4,6 +4,7 @@ given this context, followed by the question"), the multiple-choice schema, and 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -56,6 +57,61 @@ def answer_prompt(
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+SHORT_INSTRUCTION = (
+    "Answer with a short phrase of a few words, not a sentence, using the exact words of the context whenever possible."
+)
+#: Completion limit of a short answer (tokens); a longer completion is cut to its answer by :func:`short_form`.
+SHORT_MAX_TOKENS = 48
+#: An agent's answer longer than this (words) is shortened by one extraction call in the short form.
+SHORT_WORDS = 6
+
+
+def short_answer_prompt(question: str, context: Sequence[str], *, abstain: bool = False) -> list[Message]:
+    """The answer prompt of span-answer benchmarks: the context, the question, and a request for a short phrase in
+    the words of the context — the form their official scorers (SQuAD-style EM and token F1) expect. It follows
+    LoCoMo's QA prompt (Maharana et al. 2024, ``task_eval``: "write an answer in the form of a short phrase ...
+    Answer with exact words from the context whenever possible") and HippoRAG 2's QA reader, which ends with a
+    concise ``Answer:``. A separate prompt: :func:`answer_prompt`'s messages, hence its cache keys, are unchanged.
+
+    ``abstain``: say the answer is not mentioned when the context lacks it (LoCoMo category 5's scorer accepts
+    "not mentioned").
+    """
+    system = "Answer questions about a document using the context passages retrieved from it."
+    last = ABSTAIN if abstain else GUESS
+    user = f"Context:\n{format_context(context)}\n\nQuestion: {question}\n\n{SHORT_INSTRUCTION} {last}\nShort answer:"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def shorten_prompt(question: str, answer: str, *, abstain: bool = False) -> list[Message]:
+    """The final extraction step of the short form, for an answer written elsewhere (REMem's agent writes long
+    sentences in ``output_answer``): the question and that answer, and a request for the short phrase in its words."""
+    system = "You shorten answers to questions."
+    last = " If the answer says the information is not available, reply: not mentioned." if abstain else ""
+    user = (
+        f"Question: {question}\nLong answer: {answer}\n\nGive the answer as a short phrase of a few words, not a "
+        f"sentence, using the long answer's exact words.{last}\nShort answer:"
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+_ANSWER_LABEL = re.compile(r"^\s*(?:\*\*)?(?:short |final )?answer\s*(?:is)?\s*[:\-]\s*(?:\*\*)?\s*", re.IGNORECASE)
+
+
+def short_form(text: str) -> str:
+    """A completion cut to its answer: the text after the last ``Answer:`` label if there is one, else the first
+    non-empty line; a leading label, wrapping quotes or ``**`` and a trailing full stop removed. ``""`` for
+    ``""``."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    labelled = [line for line in lines if _ANSWER_LABEL.match(line)]
+    line = labelled[-1] if labelled else lines[0]
+    line = _ANSWER_LABEL.sub("", line).strip().strip("*").strip()
+    if len(line) >= 2 and line[0] == line[-1] and line[0] in "\"'`":
+        line = line[1:-1].strip()
+    return line[:-1].rstrip() if line.endswith(".") and not line.endswith("..") else line
+
+
 def choice_schema(n_choices: int) -> dict[str, Any]:
     """JSON schema restricting the answer to one of the first ``n_choices`` letters."""
     return {
@@ -75,6 +131,7 @@ def answer_question(
     retrieval_seconds: float = 0.0,
     *,
     abstain: bool = False,
+    short: bool = False,
 ) -> Answer:
     """Answer ``question`` from a given context (the LLM gets the context, then the question).
 
@@ -83,6 +140,10 @@ def answer_question(
     answer is not mentioned (see :func:`answer_prompt`). A free-form question whose retrieval already produced an
     answer (a hit's ``meta["agent_answer"]``: REMem's tool-using agent, :mod:`gemrag.strategies.remem.agent`) is
     answered with it, without another LLM call (``llm`` is then never called, so no model is loaded).
+
+    ``short`` (free-form only): the benchmark form for span-answer datasets — :func:`short_answer_prompt`, the
+    completion cut to its answer (:func:`short_form`), and an agent's answer longer than :data:`SHORT_WORDS` words
+    shortened by one :func:`shorten_prompt` call (the final extraction step).
 
     Args:
         llm: returns the LLM to answer with (called only when an LLM call is needed).
@@ -97,9 +158,16 @@ def answer_question(
     before = meter.totals.get("query", Usage())
     t1 = time.perf_counter()
     agent = next((h.meta["agent_answer"] for h in hits if h.meta.get("agent_answer")), None)
+    if agent is not None and not choices and (not short or len(str(agent).split()) <= SHORT_WORDS):
+        return Answer(
+            short_form(str(agent)) if short else str(agent), None, list(hits), retrieval_seconds, 0.0, Usage()
+        )
     if agent is not None and not choices:
-        return Answer(str(agent), None, list(hits), retrieval_seconds, 0.0, Usage())
-    messages = answer_prompt(question, [h.text for h in hits], choices, abstain=abstain)
+        messages = shorten_prompt(question, str(agent), abstain=abstain)
+    elif short and not choices:
+        messages = short_answer_prompt(question, [h.text for h in hits], abstain=abstain)
+    else:
+        messages = answer_prompt(question, [h.text for h in hits], choices, abstain=abstain)
     model = llm()
     with meter.phase("query"):
         if choices:
@@ -114,8 +182,8 @@ def answer_question(
                 choice = None
             text = choices[choice] if choice is not None else ""
         else:
-            completion = model.complete(messages, max_tokens=256, temperature=0.0)
-            text, choice = completion.text.strip(), None
+            completion = model.complete(messages, max_tokens=SHORT_MAX_TOKENS if short else 256, temperature=0.0)
+            text, choice = (short_form(completion.text) if short else completion.text.strip()), None
     t2 = time.perf_counter()
     spent = meter.totals.get("query", Usage()) - before
     return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent)

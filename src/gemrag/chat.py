@@ -53,6 +53,17 @@ _NAME = re.compile(r"^[^:\n\[\]]{1,80}$")
 """A speaker name the dialogue-line form can hold (:data:`gemrag.strategies.platform.conversation.HEADER`)."""
 
 
+def check_name(what: str, name: str) -> str:
+    """``name`` (stripped) when it can name the persona or the user in stored exchanges.
+
+    Raises:
+        ValueError: it is empty, longer than 80 characters, or holds ':', '[', ']' or a line break.
+    """
+    if not _NAME.match(name.strip()):
+        raise ValueError(f"the {what} name {name!r} must be 1-80 characters without ':', '[', ']' or line breaks")
+    return name.strip()
+
+
 def exchange_source(persona: str, turn: int) -> str:
     """The document source of exchange ``turn`` with ``persona``: ``chat:<persona>#<turn>``."""
     return f"chat:{persona}#{turn}"
@@ -141,8 +152,7 @@ class ChatSession:
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         for what, name in (("persona", persona), ("user", user)):
-            if not _NAME.match(name.strip()):
-                raise ValueError(f"the {what} name must be 1-80 characters without ':', '[', ']' or line breaks")
+            check_name(what, name)
         if index_every < 1 or history < 0 or (budget is not None and budget < 1):
             raise ValueError("index_every and budget must be >= 1, history >= 0")
         name = strategy or DEFAULT_STRATEGY

@@ -13,13 +13,13 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from gemrag.chat import DEFAULT_STRATEGY, ChatSession
-from gemrag.config import load_config, memory_location
+from gemrag.chat import DEFAULT_STRATEGY, ChatSession, check_name
+from gemrag.cli_options import memory_target
+from gemrag.config import load_config
 from gemrag.console import cli_errors, err, fail
-from gemrag.errors import ConfigError, GemragError
+from gemrag.errors import ConfigError
 from gemrag.ingest import read_document
 from gemrag.memory import Memory
-from gemrag.store import location_exists
 from gemrag.strategies import available
 
 out = Console()
@@ -46,7 +46,8 @@ def chat_command(
         Path | None, typer.Option("--persona-file", help="A .txt/.md file describing the character (its background).")
     ] = None,
     budget: Annotated[
-        int | None, typer.Option("--budget", "-b", help="B: memories recalled per turn (default: the strategy's).")
+        int | None,
+        typer.Option("--budget", "-b", min=1, help="B: memories recalled per turn (default: the strategy's)."),
     ] = None,
     user: Annotated[str, typer.Option("--user", help="Your name in the stored conversation.")] = "User",
     index_every: Annotated[
@@ -72,16 +73,19 @@ def chat_command(
     remembers what was said long ago and in earlier sessions. Leave with /quit or Ctrl-D; Ctrl-C loses nothing
     already said. Runs again with the same --persona continue the conversation."""
     name = strategy or DEFAULT_STRATEGY
+    for what, given in (("persona", persona), ("user", user)):
+        try:
+            check_name(what, given)
+        except ValueError as exc:
+            fail(exc)
     if name not in available():
         fail(ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}"))
     with cli_errors():
-        location = memory_location(memory, load_config(config))
-    if not create and not location_exists(location):
-        fail(
-            GemragError(
-                f"{location} is not a gemrag memory (no memory.sqlite): index the character's documents into it "
-                "with `gemrag index`, or pass --create to start with an empty memory"
-            )
+        location = memory_target(
+            memory,
+            load_config(config),
+            existing=not create,
+            hint="index the character's documents into it with `gemrag index`, or pass --create to start empty",
         )
     with cli_errors(resume_hint="run `gemrag chat` again to continue the conversation", also=(ValueError,)):
         description = read_document(persona_file).text if persona_file else ""

@@ -8,9 +8,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gemrag.cli_options import memory_target
 from gemrag.console import cli_errors, fail
 from gemrag.errors import GemragError
-from gemrag.store import location_exists
 from gemrag.store.copy import copy_memory
 
 out = Console()
@@ -26,9 +26,9 @@ def copy_command(
     its id, the LLM and embedding caches, and every published build (arrays, artefacts, vector indexes), so the copy
     answers as the original without an LLM call. Prints the rows per table on both sides; an error when they
     differ (exit code 2)."""
-    if not location_exists(source):
-        fail(GemragError(f"{source} is not a gemrag memory (no memory.sqlite)"))
     with cli_errors():
+        memory_target(source, None, existing=True, hint="give a memory to copy")
+        memory_target(target, None, existing=False)
         before, after = copy_memory(source, target, progress=lambda m: out.print(f"copying {m}"))
     table = Table("table", "source rows", "copied rows")
     for name, count in before.items():

@@ -12,11 +12,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from gemrag.config import load_config, memory_location
-from gemrag.console import cli_errors, fail
-from gemrag.errors import GemragError
+from gemrag.cli_options import memory_target
+from gemrag.config import load_config
+from gemrag.console import cli_errors
 from gemrag.memory import Memory
-from gemrag.store import location_exists
 
 out = Console()
 
@@ -33,17 +32,19 @@ def delete_command(
     ] = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
     wait: Annotated[
-        float, typer.Option("--wait", help="Seconds to wait while another process builds this memory (default: fail).")
+        float,
+        typer.Option(
+            "--wait", min=0.0, help="Seconds to wait while another process builds this memory (default: fail)."
+        ),
     ] = 0.0,
 ) -> None:
     """Delete DOCUMENT: its chunks, their utility questions and artefacts, the strategies' nodes made from it only,
-    and their edges, in one atomic step (no LLM call). Strategies become stale; the next `gemrag index` recomputes
+    and their edges, in one atomic step (no LLM call); the deletion is recorded in the history (`gemrag info
+    --history`). Strategies become stale; the next `gemrag index` recomputes
     what depended on the document, with LLM calls only for what changed (cached answers stay)."""
     with cli_errors():
         cfg = load_config(config)
-        location = memory_location(memory, cfg)
-    if not location_exists(location):
-        fail(GemragError(f"{location} is not a gemrag memory (no memory.sqlite)"))
+        location = memory_target(memory, cfg, existing=True)
     with cli_errors(), Memory.open(location, cfg) as mem:
         mem.build_wait = wait
         report = mem.delete(document)

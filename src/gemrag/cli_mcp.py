@@ -13,10 +13,12 @@ from typing import Annotated
 
 import typer
 
-from gemrag.config import load_config, memory_location
-from gemrag.console import cli_errors, fail
+from gemrag.cli_options import memory_target
+from gemrag.config import load_config
+from gemrag.console import cli_errors, err, fail
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
+from gemrag.store import memory_exists
 
 __all__ = ["mcp_command"]
 
@@ -36,7 +38,8 @@ def mcp_command(
     ] = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
     wait: Annotated[
-        float, typer.Option("--wait", help="Seconds `remember` waits while another process builds this memory.")
+        float,
+        typer.Option("--wait", min=0.0, help="Seconds `remember` waits while another process builds this memory."),
     ] = 0.0,
 ) -> None:
     """Serve the memory over MCP on stdin/stdout (Model Context Protocol, stdio transport) with the tools
@@ -51,7 +54,13 @@ def mcp_command(
         if strategy:
             check_strategy(strategy)
         cfg = load_config(config, {"strategy": strategy})
-        mem = Memory.open(memory_location(memory, cfg), cfg)
+        location = memory_target(memory, cfg, existing=False)
+        creating = not memory_exists(location)
+        mem = Memory.open(location, cfg)
+        if creating:
+            err.print(
+                f"{mem.store.location} held no memory: created an empty one (`remember` adds to it)", soft_wrap=True
+            )
     with mem:
         mem.build_wait = wait
         with cli_errors("start the server again"):

@@ -29,13 +29,15 @@ def _server(directory: Path | None, *, keep: bool) -> Any:
     """The pgserver server of ``directory`` (started when not running).
 
     Raises:
-        GemragError: pgserver is not installed.
+        GemragError: pgserver is not installed, or ``directory`` is a file.
     """
+    data = directory or default_cache_dir().parent / "postgres"
+    if data.exists() and not data.is_dir():
+        raise GemragError(f"--dir {data} is not a directory; give PostgreSQL's data directory")
     try:
         import pgserver
     except ImportError as exc:
         raise GemragError("gemrag pg needs the pgserver wheel: pip install pgserver") from exc
-    data = directory or default_cache_dir().parent / "postgres"
     data.mkdir(parents=True, exist_ok=True)
     return pgserver.get_server(data, cleanup_mode=None if keep else "stop")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import ipaddress
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +18,7 @@ from gemrag.config import load_config
 from gemrag.console import cli_errors, err
 from gemrag.errors import ConfigError
 from gemrag.store import is_postgres_url
+from gemrag.strategies import check_config
 
 __all__ = ["serve_command"]
 
@@ -29,6 +31,28 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def check_port(host: str, port: int) -> None:
+    """Check that this process could listen on ``host:port`` (bind a socket as uvicorn does, then close it), so a port
+    in use is a one-line error before anything starts.
+
+    Raises:
+        ConfigError: the host does not resolve, or the address cannot be bound (in use, or not this machine's).
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host!r} does not resolve to an address of this machine ({exc.strerror})") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a TIME_WAIT port is free
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port} ({exc.strerror}): another process may be using the port; "
+                "choose another --port"
+            ) from None
 
 
 def serve_command(
@@ -73,7 +97,11 @@ def serve_command(
             from gemrag.server import KeyRing, create_app, load_key_file
         except ImportError as exc:
             raise ConfigError(f"gemrag serve needs the serve extra: pip install 'gemrag[serve]' ({exc})") from None
+        if not is_postgres_url(memory) and Path(memory).exists() and not Path(memory).is_dir():
+            raise ConfigError(f"--memory {memory} is not a directory; give the directory of the namespaces' memories")
         grants: dict[str, list[str]] = load_key_file(api_keys) if api_keys else {}
+        if api_key is not None and not api_key.strip():
+            raise ConfigError("--api-key is empty; give a key (or none, for a loopback server without keys)")
         if api_key:
             grants[api_key] = ["*"]
         keys = KeyRing(grants) if grants else None
@@ -83,6 +111,8 @@ def serve_command(
                 "let anyone who can reach it read and write every namespace"
             )
         cfg = load_config(config, {"strategy": strategy} if strategy else None)
+        check_config(cfg)
+        check_port(host, port)
         app = create_app(memory if is_postgres_url(memory) else Path(memory), cfg, keys=keys)
     if keys is None:
         err.print(

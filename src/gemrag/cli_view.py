@@ -13,11 +13,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from gemrag.config import load_config, memory_location
-from gemrag.console import cli_errors, fail
-from gemrag.errors import GemragError
+from gemrag.cli_options import memory_target
+from gemrag.config import load_config
+from gemrag.console import cli_errors
+from gemrag.errors import ConfigError, InputError
 from gemrag.memory import Memory
-from gemrag.store import is_postgres_url, location_exists, open_store
+from gemrag.store import is_postgres_url, open_store
+from gemrag.strategies import available
 from gemrag.view import RetrievalPath, retrieval_path, view_data, write_html
 
 out = Console()
@@ -41,11 +43,12 @@ def view_command(
         float | None,
         typer.Option(
             "--min-weight",
+            min=0.0,
             help="Draw the edges of at least this weight (default: the strongest 3 per node on average, plus "
             "each node's strongest edge).",
         ),
     ] = None,
-    budget: Annotated[int | None, typer.Option("--budget", "-b", help="Nodes the retrieval returns.")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", "-b", min=1, help="Nodes the retrieval returns.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
 ) -> None:
     """Write the memory graph of a strategy as one offline HTML page (no network needed to open it): chunk nodes
@@ -54,12 +57,17 @@ def view_command(
     With --question, the retrieval's path is highlighted (q*, the visited nodes in order); that needs the
     embedder only (no LLM call for gem). The memory is opened read-only and not changed."""
     with cli_errors():
-        location = memory_location(memory, load_config(config))
-    if not location_exists(location):
-        fail(GemragError(f"{location} is not a gemrag memory (no memory.sqlite)"))
+        location = memory_target(memory, load_config(config), existing=True)
     with cli_errors(also=(ValueError, KeyError)):
+        if output.is_dir() or not output.parent.is_dir():
+            what = "is a directory" if output.is_dir() else f"needs the directory {output.parent}, which does not exist"
+            raise InputError(f"--output {output} {what}; give the HTML file to write")
+        if question is not None and not question.strip():
+            raise ValueError("--question is empty; give the question whose retrieval path to show")
         cfg = load_config(config)
         name = strategy or cfg.strategy
+        if name not in available():
+            raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}")
         path: RetrievalPath | None = None
         store = open_store(location, readonly=True)
         try:

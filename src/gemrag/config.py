@@ -34,12 +34,13 @@ list, a bare word a string; quote a string that looks like a number: ``'"123"'``
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -88,6 +89,14 @@ class LLMSettings(BaseModel):
             (sleep) until they fit.
         tokens_per_minute: client-side limit on tokens per minute, counting each request's estimated prompt
             tokens (about 4 characters per token) plus its ``max_tokens`` (None = no limit).
+        ray: send the LLM calls of every build to a pool of Ray actors (``gemrag[cluster]``,
+            :mod:`gemrag.models.ray_pool`): ``"auto"`` (the running cluster), an address (``host:port`` or
+            ``ray://host:port``), ``"local"`` (a cluster in this process) or None (default: no Ray; nothing imports
+            it). Each actor loads the model stack these settings name once; the driver caches every answer.
+        ray_actors: actors in the pool, >= 1 (default 2).
+        ray_actor_concurrency: calls one actor serves at once, >= 1 (default 1; an HTTP backend's actor may serve
+            several, a llama.cpp actor decodes one at a time unless ``n_parallel`` > 1).
+        ray_actor_cpus: CPUs Ray reserves per actor when placing it (default None: 1 for llama_cpp, 0 for openai).
     """
 
     provider: Literal["llama_cpp", "openai"] = "llama_cpp"
@@ -105,6 +114,22 @@ class LLMSettings(BaseModel):
     max_retries: int = Field(2, ge=0)
     requests_per_minute: int | None = Field(None, ge=1)
     tokens_per_minute: int | None = Field(None, ge=1)
+    ray: str | None = None
+    ray_actors: int = Field(2, ge=1)
+    ray_actor_concurrency: int = Field(1, ge=1)
+    ray_actor_cpus: float | None = Field(None, ge=0)
+
+    @field_validator("ray")
+    @classmethod
+    def _ray_address(cls, value: str | None) -> str | None:
+        """``auto``, ``local``, ``host:port`` or ``ray://host:port``: checked here, before any work, since a
+        malformed address would only fail when Ray tries to connect (minutes later)."""
+        if value is not None and not _RAY_ADDRESS.fullmatch(value):
+            raise ValueError(f"{value!r} is not a Ray address: use auto, local, HOST:PORT or ray://HOST:PORT")
+        return value
+
+
+_RAY_ADDRESS = re.compile(r"auto|local|(ray://)?[A-Za-z0-9_.\-\[\]:]*[A-Za-z0-9_.\-\]]:\d{1,5}")
 
 
 class EmbedderSettings(BaseModel):
@@ -133,6 +158,13 @@ class GemSettings(BaseModel):
 
     Attributes:
         chunk_tokens: T, tokens per chunk (embedder tokenizer), default 100.
+        chunk_titles: put the document's title on a line before every chunk's *indexed text* (what is embedded,
+            what BM25 indexes, what OpenIE, utility questions, entity descriptions and HLGraphRAG facts are
+            extracted from), as HippoRAG 2 indexes ``title\ntext`` passages (contextual chunk headers); the chunk's
+            own text (the context given to the LLM, the evidence offsets) is unchanged. Default None: the memory's
+            recorded value, and True for a new memory (on by default). A memory records the value it was first
+            chunked with and keeps it (a memory chunked before this setting existed records False); giving the other
+            value for a memory with chunks is an error.
         questions: m, utility questions per chunk (0 = compare chunk embeddings directly), default 5.
         eigen: k, eigenvectors that become summary nodes, default 2.
         eigen_top: e, top components of each eigenvector summarized together, default 5.
@@ -158,9 +190,19 @@ class GemSettings(BaseModel):
         knn: neighbours per node of the sparse graph (the union of every node's ``knn`` strongest links),
             default 32: enough that each chunk keeps its strongest links and the graph stays connected, while S,
             L and W hold O(N * knn) entries (under 1% of the complete graph's at N = 10,000).
+        ann_above: chunk count from which the sparse graph's neighbours are found through a faiss HNSW index
+            (approximate; :mod:`gemrag.graph.knn_ann`) instead of every pair of chunks, and retrieval ranks utility
+            questions through one (:mod:`gemrag.strategies.gem.ann_search`); default 20000 (at 20k the exact
+            kNN graph takes ~30 s on 2 cores and grows as N^2, the approximate one as ~N log N; recall and
+            agreement are measured in ``benchmarks/scale.py``). 0 = always approximate on the sparse path.
+        dedupe_questions: drop a node's repeated utility questions (default False: the paper sums the edge weight
+            over the m questions the LLM wrote, a repeated one twice, III.B.1; True: gemrag's earlier rule, which
+            left such a node fewer than m questions and lighter edges). Applies to questions generated from now
+            on; stored questions stay as they are.
     """
 
     chunk_tokens: int = Field(100, ge=16, le=2000)
+    chunk_titles: bool | None = None
     questions: int = Field(5, ge=0, le=20)
     eigen: int = Field(2, ge=0, le=64)
     eigen_top: int = Field(5, ge=1, le=100)
@@ -172,6 +214,8 @@ class GemSettings(BaseModel):
     graph: Literal["auto", "dense", "sparse"] = "auto"
     sparse_above: int = Field(2000, ge=0)
     knn: int = Field(32, ge=1, le=1000)
+    ann_above: int = Field(20000, ge=0)
+    dedupe_questions: bool = False
 
 
 class Config(BaseSettings):
@@ -254,6 +298,16 @@ def _find_config_file(path: str | Path | None) -> Path | None:
         return _find_config_file(env)
     local = Path("gemrag.toml")
     return local if local.is_file() else None
+
+
+def find_config_file(path: str | Path | None) -> Path | None:
+    """The configuration file :func:`load_config` reads: ``path``, else ``$GEMRAG_CONFIG``, else ``./gemrag.toml``
+    when it exists (None: no file).
+
+    Raises:
+        ConfigError: ``path`` (or ``$GEMRAG_CONFIG``) names no file.
+    """
+    return _find_config_file(path)
 
 
 def _deep_drop_none(d: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,15 +1,32 @@
-"""Shared terminal output for the CLI commands: the stderr console and uniform error/interrupt handling."""
+"""Shared terminal output for the CLI commands: the stderr console and uniform error/interrupt handling.
+
+The CLI's contract (tested as a whole by ``tests/test_cli_contract.py``): a bad value of any command or option is
+ONE line ``error: <what was wrong and what is accepted>`` on stderr with exit code 2, a warning is ONE line
+``warning: ...``, and no Python traceback is ever printed for a user's mistake.
+"""
 
 from __future__ import annotations
 
+import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperGroup
 
 from gemrag.errors import GemragError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+# click's exception classes, found through typer's public BadParameter (typer vendors click in recent versions)
+_USAGE_CLASSES = {c.__name__: c for c in typer.BadParameter.__mro__}
+ClickException: type[Exception] = _USAGE_CLASSES["ClickException"]
+UsageError: type[Exception] = _USAGE_CLASSES["UsageError"]
 
 err = Console(stderr=True)
 
@@ -20,8 +37,47 @@ def fail(exc: BaseException) -> None:
     Raises:
         typer.Exit: always, with code 2.
     """
-    err.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+    err.print(Text.assemble(("error: ", "bold red"), one_line(str(exc))), soft_wrap=True)
     raise typer.Exit(2)
+
+
+def require_memory(memory: Path, hint: str = "") -> None:
+    """Stop with one ``error:`` line (exit code 2) unless ``memory`` is a memory directory (it holds an SQLite
+    ``memory.sqlite``): the read commands (``ask``, ``info``, ``view``, ``delete``) never create a memory.
+
+    Args:
+        hint: what to do instead (default: index documents into it first).
+
+    Raises:
+        typer.Exit: code 2 when it is not.
+    """
+    db = memory / "memory.sqlite"
+    try:
+        with open(db, "rb") as fh:
+            ok = db.is_file() and fh.read(len(SQLITE_HEADER)) in (SQLITE_HEADER, b"")  # SQLite takes an empty file
+    except OSError:
+        ok = False
+    if not ok:
+        what = "no memory.sqlite" if not db.exists() else "its memory.sqlite is not a readable SQLite database"
+        fail(
+            GemragError(
+                f"{memory} is not a gemrag memory ({what}); "
+                + (hint or f"create one with `gemrag index FILE --memory {memory}`")
+            )
+        )
+
+
+def check_memory_target(memory: Path) -> None:
+    """Stop with one ``error:`` line (exit code 2) unless ``memory`` can hold a memory: a missing directory (it
+    will be created), or a directory with no ``memory.sqlite`` or a real one.
+
+    Raises:
+        typer.Exit: code 2 when ``memory`` is a file, or its ``memory.sqlite`` is not an SQLite database.
+    """
+    if memory.exists() and not memory.is_dir():
+        fail(GemragError(f"{memory} exists and is not a directory; give a memory directory"))
+    if (memory / "memory.sqlite").exists():
+        require_memory(memory)
 
 
 @contextmanager
@@ -49,3 +105,80 @@ def cli_errors(
         raise typer.Exit(130) from None
     except (GemragError, *also) as exc:
         fail(exc)
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space."""
+    return " ".join(str(text).split())
+
+
+def show_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
+    """A ``warnings.showwarning`` that prints ``warning: <message>`` on one line of stderr (no source line)."""
+    err.print(Text.assemble(("warning: ", "bold yellow"), one_line(str(message))), soft_wrap=True)
+
+
+def given_value(args: Any, opts: list[str]) -> str | None:
+    """The value given on the command line ``args`` to the option named ``opts`` (the last one), if any."""
+    words = [str(a) for a in (args if args is not None else sys.argv[1:])]
+    found = None
+    for i, word in enumerate(words):
+        for opt in opts:
+            if word == opt and i + 1 < len(words):
+                found = words[i + 1]
+            elif word.startswith(opt + "="):
+                found = word[len(opt) + 1 :]
+    return found
+
+
+def usage_message(exc: Exception, args: Any = None) -> str:
+    """One line for a command-line usage error (a click exception): the command, click's message, the value
+    given (for a bad option value), and for an unknown command the commands there are."""
+    message = one_line(exc.format_message())  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, UsageError) and ctx is not None and message.startswith("No such command"):
+        command = ctx.command
+        if hasattr(command, "list_commands"):
+            message += f" Commands: {', '.join(command.list_commands(ctx))}."
+    param = getattr(exc, "param", None)
+    value = given_value(args, list(getattr(param, "opts", []))) if param is not None else None
+    if value is not None and repr(value) not in message:
+        message = message.rstrip(".") + f" (got {value!r})."
+    where = f"{ctx.command_path}: " if ctx is not None and ctx.command_path else ""
+    return where + message
+
+
+class OneLineErrors(TyperGroup):
+    """The ``gemrag`` command group: usage errors (an unknown command or option, a value of the wrong type or out
+    of range, a missing argument) print one ``error:`` line on stderr with exit code 2 instead of a framed usage
+    panel, and Python warnings print as one ``warning:`` line (:func:`show_warning`)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command line (see the class docstring); ``standalone_mode=False`` behaves as click's.
+
+        Raises:
+            SystemExit: always in standalone mode: 0 on success, 2 for a usage or gemrag error, 130 on Ctrl-C.
+        """
+        with warnings.catch_warnings():
+            warnings.showwarning = show_warning
+            if not standalone_mode:
+                return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            try:
+                code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            except ClickException as exc:
+                if type(exc).__name__ == "NoArgsIsHelpError":  # `gemrag` alone: typer printed the help
+                    sys.exit(getattr(exc, "exit_code", 2))
+                err.print(Text.assemble(("error: ", "bold red"), usage_message(exc, args)), soft_wrap=True)
+                sys.exit(2)
+            except typer.Abort:
+                err.print("aborted")
+                sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)

@@ -2,14 +2,21 @@
 were made and embedded the way this configuration would (chunk size, embedder).
 
 Used by :class:`gemrag.memory.Memory`. A chunk is ~``chunk_tokens`` MiniLM tokens cut at sentence boundaries
-(:func:`gemrag.ingest.chunk_text`; GEM-RAG section III.B.1 chunks a document into passages of T tokens).
+(:func:`gemrag.ingest.chunk_text`; GEM-RAG section III.B.1 chunks a document into passages of T tokens). A chunk's
+stored text is the passage itself; whether strategies index it with its document's title (``gem.chunk_titles``) is
+recorded once per memory (:func:`record_titles`) and applied where they read it
+(:func:`gemrag.strategies.platform.common.indexed_text_of`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
+from gemrag.config import GemSettings
 from gemrag.errors import IncompatibleMemoryError
-from gemrag.ingest import chunk_text, minilm_tokenizer
+from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk, rechunk_text
 from gemrag.store import MemoryStore
+from gemrag.strategies.platform.common import TITLES_META
 
 
 def chunk_pending(store: MemoryStore, chunk_tokens: int) -> int:
@@ -29,18 +36,35 @@ def chunk_pending(store: MemoryStore, chunk_tokens: int) -> int:
     created = 0
     for doc_id, text in pending:
         chunks = chunk_text(text, tokenizer, chunk_tokens)
-        store.add_chunks(doc_id, [(" ".join(c.text.split()), c.n_tokens) for c in chunks])
+        store.add_chunks(doc_id, [(normalize_chunk(c.text), c.n_tokens) for c in chunks])
         created += len(chunks)
     return created
 
 
-def check_compatible(store: MemoryStore, embedder_id: str, chunk_tokens: int) -> None:
-    """Refuse a memory built with another embedder or chunk size; record the embedder of a new memory (unless
-    the store is read-only).
+def chunk_new_version(text: str, chunk_tokens: int, keep: Collection[str]) -> list[tuple[str, int]]:
+    """The chunks ``(text, n_tokens)`` of a document's new version, keeping the previous version's chunk texts
+    ``keep`` wherever they still occur (:func:`gemrag.ingest.rechunk_text`), as the memory stores them.
+
+    Args:
+        chunk_tokens: the chunk size T (MiniLM tokens) the memory was chunked with.
+    """
+    chunks = rechunk_text(text, minilm_tokenizer(), chunk_tokens, keep)
+    return [(normalize_chunk(c.text), c.n_tokens) for c in chunks]
+
+
+def check_compatible(store: MemoryStore, embedder_id: str, gem: GemSettings) -> None:
+    """Refuse a memory built with another embedder or chunk size; record the embedder of a new memory and whether
+    its chunks are indexed with their document's title (unless the store is read-only; see :func:`record_titles`).
+
+    Args:
+        gem: the settings whose ``chunk_tokens`` and ``chunk_titles`` (None: the memory's record) apply.
 
     Raises:
-        IncompatibleMemoryError: the memory records another embedder, or has chunks of another size.
+        IncompatibleMemoryError: the memory records another embedder, has chunks of another size, or was chunked
+            with the other ``chunk_titles`` value than the one given.
     """
+    chunk_tokens = gem.chunk_tokens
+    record_titles(store, gem.chunk_titles)
     recorded = store.get_meta("embedder")
     if recorded is None:
         if not store.readonly:
@@ -56,3 +80,34 @@ def check_compatible(store: MemoryStore, embedder_id: str, chunk_tokens: int) ->
             f"this memory was chunked with {chunked} tokens per chunk, not {chunk_tokens}; "
             "use the same --chunk-tokens or a new memory directory"
         )
+
+
+def record_titles(store: MemoryStore, titles: bool | None) -> None:
+    """Record ``chunk_titles`` in the memory (:data:`~gemrag.strategies.platform.common.TITLES_META`): a memory
+    without chunks takes ``titles`` (None: True); a memory with chunks keeps what it records, and one chunked before
+    the setting existed (nothing recorded) records False, so its embeddings, indexes and cached LLM calls stay valid.
+    A read-only store records nothing (absent reads as False).
+
+    Raises:
+        IncompatibleMemoryError: ``titles`` is given (not None) and the memory's chunks were indexed with the other
+            value.
+    """
+    recorded = store.get_meta(TITLES_META)
+    if store.chunk_signature()[0] > 0:
+        kept = bool(recorded)
+        if titles is not None and kept != titles:
+            raise IncompatibleMemoryError(
+                f"this memory's chunks were indexed {'with' if kept else 'without'} their document titles, but "
+                f"gem.chunk_titles={str(titles).lower()} was given; drop the setting or use a new memory directory"
+            )
+        if recorded is None and not store.readonly:
+            store.set_meta(TITLES_META, False)
+        return
+    wanted = True if titles is None else titles
+    if recorded != wanted and not store.readonly:
+        store.set_meta(TITLES_META, wanted)
+
+
+def chunk_titles(store: MemoryStore) -> bool:
+    """Whether this memory's chunks are indexed with their document's title (what :func:`record_titles` recorded)."""
+    return bool(store.get_meta(TITLES_META, False))

@@ -19,6 +19,16 @@ class ConfigError(GemragError):
     """The configuration (file, environment variables or flags) is invalid or incomplete."""
 
 
+class UnknownStrategyError(ConfigError, KeyError):
+    """A strategy name that no registered strategy has (the message lists the available ones).
+
+    Also a :class:`KeyError`, which the registry raised before, so existing ``except KeyError`` code still works;
+    its message is shown without the quotes ``KeyError`` adds.
+    """
+
+    __str__ = Exception.__str__
+
+
 class ModelNotAvailableError(GemragError):
     """A model's weights or its runtime are not installed (for example the ``local`` extra is missing)."""
 

@@ -15,7 +15,9 @@ removes a document). Every strategy's build records the chunks it covers (:mod:`
 
 from __future__ import annotations
 
+import sqlite3
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,7 +32,7 @@ from gemrag.strategies.platform.incremental import prune_strategy
 from gemrag.types import Hit
 
 
-class Memory(Protocol):
+class MemoryHandle(Protocol):
     """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): its store, its strategy context,
     its strategies by name and a build. A protocol, so that lifecycle does not import the memory that uses it."""
 
@@ -72,7 +74,7 @@ def needs_build(strategy: Strategy) -> bool:
     return bool(getattr(strategy, "needs_build", True))
 
 
-def strategy_states(memory: Memory) -> dict[str, BuildState]:
+def strategy_states(memory: MemoryHandle) -> dict[str, BuildState]:
     """The state of every registered strategy and of every strategy built in the memory, by name."""
     names = sorted(set(available()) | set(memory.store.published_generations()))
     states = {}
@@ -86,7 +88,7 @@ def strategy_states(memory: Memory) -> dict[str, BuildState]:
     return states
 
 
-def record_build(memory: Memory, strategy: Strategy, before: int | None) -> None:
+def record_build(memory: MemoryHandle, strategy: Strategy, before: int | None) -> None:
     """After a successful build: a strategy that published nothing (it keeps no arrays, e.g. one that reads the
     chunks directly) gets an empty generation recording the chunks it covers, so its state can be tracked like
     any other's. Strategies with nothing to build, or that published, are left alone."""
@@ -100,7 +102,7 @@ def record_build(memory: Memory, strategy: Strategy, before: int | None) -> None
     memory.store.publish(name, generation, [], carry=True, models=build_models(memory.ctx))
 
 
-def check_ready(memory: Memory, strategy: Strategy, *, build: bool) -> None:
+def check_ready(memory: MemoryHandle, strategy: Strategy, *, build: bool) -> None:
     """Before retrieving from ``strategy``: build it when unbuilt and ``build``, raise when unbuilt, warn once
     (stderr) when stale. Cached per (published generation, chunk set), so a retrieval costs one small query.
 
@@ -137,7 +139,7 @@ def check_ready(memory: Memory, strategy: Strategy, *, build: bool) -> None:
     seen.add(key)
 
 
-def resolve_document(memory: Memory, document: int | str) -> dict[str, Any]:
+def resolve_document(memory: MemoryHandle, document: int | str) -> dict[str, Any]:
     """The one document ``document`` names: an id, or a source path / title as ``gemrag info`` lists them.
 
     Raises:
@@ -152,8 +154,11 @@ def resolve_document(memory: Memory, document: int | str) -> dict[str, Any]:
     return matches[0]
 
 
-def delete_document(memory: Memory, document: int | str) -> tuple[dict[str, Any], int, int, list[str], list[str]]:
-    """Delete one document atomically (see the module docstring); the caller holds the build lock.
+def delete_document(
+    memory: MemoryHandle, document: int | str, *, keep_text: bool = False
+) -> tuple[dict[str, Any], int, int, list[str], list[str]]:
+    """Delete one document atomically (see the module docstring), recording it in the version history (reason
+    ``deleted``; its text too when ``keep_text``); the caller holds the build lock.
 
     Returns:
         ``(document, chunks deleted, derived nodes deleted, pruned strategies, withdrawn strategies)``.
@@ -161,9 +166,29 @@ def delete_document(memory: Memory, document: int | str) -> tuple[dict[str, Any]
     Raises:
         GemragError: no such document (or an ambiguous name).
     """
-    store = memory.store
     doc = resolve_document(memory, document)
-    chunk_ids = store.document_chunk_ids(int(doc["id"]))
+    removal = remove_documents(memory, [(doc, "deleted")], keep_text=keep_text)
+    return doc, removal.chunks, removal.derived_nodes, removal.pruned, removal.withdrawn
+
+
+@dataclass
+class Removal:
+    """What :func:`remove_chunks` removed: chunks and derived nodes deleted, strategies pruned and withdrawn."""
+
+    chunks: int
+    derived_nodes: int
+    pruned: list[str]
+    withdrawn: list[str]
+
+
+def remove_chunks(
+    memory: MemoryHandle, chunk_ids: Sequence[int], rows: Callable[[sqlite3.Connection, list[int]], None]
+) -> Removal:
+    """Delete chunks in ONE transaction with a pruned generation of every built strategy (no LLM call; the caller
+    holds the build lock): the derived nodes made from these chunks only are found, each built strategy's published
+    generation is pruned of both, and ``rows(c, derived)`` makes the row changes inside the transaction (it must
+    delete the chunks and ``derived``, e.g. with ``Store.delete_nodes``, and may change documents)."""
+    store = memory.store
     derived = store.nodes_only_from(chunk_ids)
     gone = set(chunk_ids) | set(derived)
     publications: list[Publication] = []
@@ -179,12 +204,31 @@ def delete_document(memory: Memory, document: int | str) -> tuple[dict[str, Any]
             withdrawn.append(name)
         else:
             publications.append(publication)
-    store.publish_many(
-        publications,
-        before=lambda c: store.delete_rows(c, int(doc["id"]), derived),
-        withdraw=withdrawn,
-    )
-    return doc, len(chunk_ids), len(derived), [p.strategy for p in publications], withdrawn
+    store.publish_many(publications, before=lambda c: rows(c, derived), withdraw=withdrawn)
+    return Removal(len(chunk_ids), len(derived), [p.strategy for p in publications], withdrawn)
+
+
+def remove_documents(
+    memory: MemoryHandle, documents: Sequence[tuple[dict[str, Any], str]], *, keep_text: bool = False
+) -> Removal:
+    """Remove whole documents in ONE transaction (:func:`remove_chunks`): each document's version is recorded in
+    ``document_versions`` (with its reason, ``removed`` or ``deleted``; its text when ``keep_text``), then it, its
+    chunks and the derived nodes made from its chunks only go.
+
+    Args:
+        documents: ``(document dict as Store.documents gives it, reason)`` pairs.
+    """
+    store = memory.store
+    chunk_ids = [c for doc, _ in documents for c in store.document_chunk_ids(int(doc["id"]))]
+
+    def rows(c: sqlite3.Connection, derived: list[int]) -> None:
+        for doc, reason in documents:
+            store.record_version(c, doc, reason, keep_text=keep_text)
+        store.delete_nodes(c, derived)
+        for doc, _ in documents:
+            store.delete_rows(c, int(doc["id"]), [])
+
+    return remove_chunks(memory, chunk_ids, rows)
 
 
 def retrieve_published(

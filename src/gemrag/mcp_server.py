@@ -28,8 +28,11 @@ from typing import Annotated, TypeVar
 from pydantic import BaseModel, Field
 
 from gemrag.errors import ConfigError, GemragError, InputError
+from gemrag.ingest import Document
+from gemrag.ingest.loader import decode_text
 from gemrag.memory import Memory
 from gemrag.provenance import RetrievedNode, describe_hits, retrieve_nodes
+from gemrag.sources import Source
 from gemrag.strategies.base import available
 
 try:
@@ -52,7 +55,9 @@ class RememberResult(BaseModel):
 
     Attributes:
         document_id: the document's id in the memory (int).
-        created: False when the same text was already in the memory (documents are deduplicated by content).
+        created: False when the same text was already in the memory (under ``id`` when one was given; anonymous
+            texts are deduplicated by content).
+        status: ``added``, ``updated`` (the id held another text, which this one replaced) or ``unchanged``.
         title: the document's title.
         strategy: the strategy that was (re)built.
         chunk_ids: the document's chunk node ids, in document order.
@@ -63,6 +68,7 @@ class RememberResult(BaseModel):
 
     document_id: int
     created: bool
+    status: str = "added"
     title: str
     strategy: str
     chunk_ids: list[int]
@@ -111,8 +117,10 @@ class MemoryTools:
         self.strategy = check_strategy(strategy) if strategy else memory.strategy.name
         self._lock = threading.Lock()
 
-    def remember(self, text: str, title: str | None = None) -> RememberResult:
+    def remember(self, text: str, title: str | None = None, id: str | None = None) -> RememberResult:
         """Add ``text`` as a document and index it with :attr:`strategy` (incremental: cached work is reused).
+        With ``id`` the document has that identity: remembering another text under the same id replaces it
+        (:mod:`gemrag.sources`); without, it is anonymous and deduplicated by its text.
 
         Raises:
             InputError: the text is empty (or only whitespace).
@@ -125,13 +133,18 @@ class MemoryTools:
         title = (title or "").strip() or _default_title(text)
         with self._lock:
             start = time.perf_counter()
-            doc_id, created = self.memory.add_text(text, title=title, source="<mcp>")
+            source = f"mcp:{id}" if id else "<mcp>"
+            change = self.memory.put([Source(Document(source, title, decode_text(text.encode(), source)), id)]).changes[
+                0
+            ]
+            doc_id, created = change.doc_id, change.status != "unchanged"
             report = self.memory.index(self.strategy)
             chunk_ids = [n.id for n in self.memory.store.nodes("chunk") if n.doc_id == doc_id]
             stored = next(d for d in self.memory.store.documents() if d["id"] == doc_id)
             return RememberResult(
                 document_id=doc_id,
                 created=created,
+                status=change.status,
                 title=str(stored["title"]),
                 strategy=self.strategy,
                 chunk_ids=chunk_ids,
@@ -240,9 +253,17 @@ def create_server(tools: MemoryTools, name: str = "gemrag") -> MCPServer:
     def remember(
         text: Annotated[str, Field(description="The text to remember (plain text or Markdown).")],
         title: Annotated[str | None, Field(description="A title (default: the text's first line).")] = None,
+        id: Annotated[
+            str | None,
+            Field(
+                description="An identity for the text (e.g. a note's name): remembering another text under the same "
+                "id replaces the old one. Without it the text is stored as a new memory.",
+                min_length=1,
+            ),
+        ] = None,
     ) -> RememberResult:
         """Store a text in the memory and index it, so later recall and ask calls can find it."""
-        return _tool_call(lambda: tools.remember(text, title))
+        return _tool_call(lambda: tools.remember(text, title, id))
 
     def recall(question: Question, budget: Budget = None, strategy: StrategyName = None) -> RecallResult:
         """Retrieve the memory's passages (and summary nodes) most relevant to a question, best first, with

@@ -28,23 +28,24 @@ from typing import Any
 
 from gemrag.answering import LETTERS, answer_question
 from gemrag.config import Config, load_config
-from gemrag.documents import check_compatible, chunk_pending
+from gemrag.documents import check_compatible
 from gemrag.errors import ReadOnlyMemoryError
-from gemrag.ingest import Document, read_document, read_stdin
+from gemrag.indexing import run_index
+from gemrag.ingest import Document
 from gemrag.ingest.loader import decode_text
 from gemrag.lifecycle import (
     DeleteReport,
     check_ready,
     delete_document,
-    record_build,
     retrieve_published,
     strategy_states,
 )
 from gemrag.models.base import LLM, Embedder, Usage
 from gemrag.models.cache import CachedEmbedder, CachedLLM
-from gemrag.models.factory import build_embedder, build_llm
+from gemrag.models.factory import build_embedder, build_llm, check_model_settings
 from gemrag.models.meter import UsageMeter
 from gemrag.reports import Answer, IndexReport
+from gemrag.sources import Source, SourceReport, put_sources, read_sources, synced_directories
 from gemrag.store import MemoryStore, is_postgres_url, memory_writable, open_store
 from gemrag.store.lock import BuildLockHolder
 from gemrag.strategies import StrategyContext, check_config, get_strategy
@@ -85,7 +86,7 @@ class Memory:
         self._llm: LLM | None = None
         base_embedder = embedder or build_embedder(config.embedder)
         self.embedder = CachedEmbedder(base_embedder, store, self.meter)
-        check_compatible(store, self.embedder.model_id, config.gem.chunk_tokens)
+        check_compatible(store, self.embedder.model_id, config.gem)  # chunk size and titles, the embedder
         check_config(config)  # every strategy section names a registered strategy and is valid for its model
         self.strategy = get_strategy(config.strategy, config)
         self._strategies = {self.strategy.name: self.strategy}
@@ -125,15 +126,21 @@ class Memory:
 
         Raises:
             IncompatibleMemoryError: the memory was built with another embedder or chunk size.
-            ConfigError: a strategy section of ``config`` names no registered strategy (register user strategies
-                before opening) or is invalid for its strategy's model.
+            ConfigError: the default strategy or a strategy section of ``config`` names no registered strategy
+                (register user strategies before opening), a section is invalid for its strategy's model, or a
+                model name is not accepted (:func:`~gemrag.models.factory.check_model_settings`); nothing is
+                created then.
             GemragError: the directory is not usable.
         """
+        config = config or load_config()
+        check_config(config)  # before anything is created: a bad configuration leaves no empty memory behind
+        check_model_settings(None if llm else config.llm, None if embedder else config.embedder)
+        embedder = embedder or build_embedder(config.embedder)
         if readonly is None:
             readonly = False if is_postgres_url(directory) else not memory_writable(Path(directory))
         store = open_store(directory, readonly=readonly, pool_size=pool_size)
         try:
-            return cls(store, config or load_config(), llm=llm, embedder=embedder, progress=progress)
+            return cls(store, config, llm=llm, embedder=embedder, progress=progress)
         except BaseException:
             store.close()
             raise
@@ -183,36 +190,58 @@ class Memory:
         return self._strategies[name]
 
     # -- adding documents ------------------------------------------------------------------------
-    def add(self, paths: Sequence[str | Path]) -> list[tuple[int, bool]]:
-        """Add .txt/.md files (``"-"`` reads standard input). Every file is read and checked first, so a
-        bad file changes nothing.
+    def add(
+        self, paths: Sequence[str | Path], *, id: str | None = None, sync: bool = False, keep_versions: bool = False
+    ) -> SourceReport:
+        """Put .txt/.md files, directories and ``"-"`` (standard input) in the memory, each identified by its
+        resolved path (or ``id``, for one document): new sources are added, a source whose text changed replaces its
+        previous version atomically, an unchanged one costs nothing (:mod:`gemrag.sources`). Every file is read and
+        checked first, so a bad file changes nothing.
 
-        Returns:
-            ``(doc_id, created)`` per input; created is False for a document already in the memory.
+        Args:
+            id: the identity of the one document read (default: its resolved path; stdin: anonymous).
+            sync: also remove the documents of the given directories whose files are gone.
+            keep_versions: keep the text of replaced and removed versions in the history.
 
         Raises:
-            InputError: a file is missing, binary, not UTF-8, empty or of an unsupported type.
+            InputError: a file is missing, binary, not UTF-8, empty or of an unsupported type; ``id`` with several.
+            MemoryBusyError: another process is building this memory. ReadOnlyMemoryError: opened read-only.
         """
-        docs = [read_stdin() if str(p) == "-" else read_document(p) for p in paths]
-        return [self.add_document(d) for d in docs]
+        sources = read_sources(paths, key=id, sync=sync)
+        directories = synced_directories(paths) if sync else []
+        return self.put(sources, sync=directories, keep_versions=keep_versions)
 
-    def add_text(self, text: str, title: str = "text", source: str = "<text>") -> tuple[int, bool]:
-        """Add a document given as a string.
+    def put(self, sources: Sequence[Source], *, sync: Sequence[str] = (), keep_versions: bool = False) -> SourceReport:
+        """Put loaded sources in the memory (:func:`gemrag.sources.put_sources`, in one transaction).
+
+        Raises:
+            MemoryBusyError: another process is building this memory. ReadOnlyMemoryError: opened read-only.
+        """
+        with self._building():
+            return put_sources(self, sources, sync=sync, keep_versions=keep_versions)
+
+    def add_text(
+        self, text: str, title: str = "text", source: str = "<text>", *, id: str | None = None
+    ) -> tuple[int, bool]:
+        """Add a document given as a string: anonymous (deduplicated by text), or identified by ``id`` (a new text
+        under an existing ``id`` replaces that document). Returns ``(doc_id, created)`` as :meth:`add_document`.
 
         Raises:
             InputError: the text is empty.
         """
-        return self.add_document(Document(source, title, decode_text(text.encode("utf-8"), source)))
+        return self.add_document(Document(source, title, decode_text(text.encode("utf-8"), source)), key=id)
 
-    def add_document(self, doc: Document) -> tuple[int, bool]:
-        """Store a loaded document (deduplicated by content).
+    def add_document(self, doc: Document, *, key: str | None = None) -> tuple[int, bool]:
+        """Store a loaded document, identified by ``key`` (None: anonymous, deduplicated by text).
+
+        Returns:
+            ``(doc_id, created)``: created is False when the same text is already stored (under ``key``).
 
         Raises:
             MemoryBusyError: another process is building this memory (see :attr:`build_wait`).
             ReadOnlyMemoryError: the memory is open read-only.
         """
-        with self._building():
-            return self.store.add_document(doc.source, doc.title, doc.text)
+        return self.put([Source(doc, key)]).results[0]
 
     def _building(self, wait: float | None = None) -> AbstractContextManager[None]:
         """Hold the memory's build lock (re-entrant within this Memory).
@@ -244,38 +273,7 @@ class Memory:
             GemragError: a model could not be loaded.
         """
         with self._building(wait):
-            return self._index(strategy)
-
-    def _index(self, strategy: str | None) -> IndexReport:
-        start = time.perf_counter()
-        before = self.meter.totals.get("index", Usage())
-        llm_calls = self.store.llm_cache_counts()[1]
-        self.store.remove_unpublished()  # rows and files of a build that was killed before publishing
-        with self.meter.phase("index"):
-            new_chunks = chunk_pending(self.store, self.config.gem.chunk_tokens)
-            chosen = self.get_strategy(strategy)
-            published = self.store.published_generation(chosen.name)
-            chosen.build(self.ctx)
-            record_build(self, chosen, published)
-        seconds = time.perf_counter() - start
-        self.store.set_meta("index_seconds", float(self.store.get_meta("index_seconds", 0.0)) + seconds)
-        models = dict(self.store.get_meta("models", {}))
-        models["embedder"] = self.embedder.model_id
-        if self._llm is not None:
-            models["llm"] = self._llm.model_id
-        self.store.set_meta("models", models)
-        self.store.set_meta("params", self.config.gem.model_dump())
-        used = self.meter.totals.get("index", Usage()) - before
-        return IndexReport(
-            len(self.store.documents()),
-            len(self.store.nodes("chunk")),
-            new_chunks,
-            len(self.store.nodes("summary", strategy=self.get_strategy(strategy).name)),
-            seconds,
-            used,
-            len(self.store.failures()),
-            self.store.llm_cache_counts()[1] - llm_calls,
-        )
+            return run_index(self, strategy)
 
     # -- deleting --------------------------------------------------------------------------------
     def delete(self, document: int | str, *, wait: float | None = None) -> DeleteReport:
@@ -366,15 +364,16 @@ class Memory:
         retrieval_seconds: float = 0.0,
         *,
         abstain: bool = False,
+        short: bool = False,
     ) -> Answer:
         """Answer ``question`` from a given context: :func:`gemrag.answering.answer_question` with this memory's
-        LLM, meter and store (``abstain``, an agent's answer in a hit, choices: see there).
+        LLM, meter and store (``abstain``, ``short`` — the span-answer form —, an agent's answer, choices: there).
 
         Raises:
             ValueError: fewer than 2 or more than 10 choices.
         """
         return answer_question(
-            self.llm, self.meter, self.store, question, hits, choices, retrieval_seconds, abstain=abstain
+            self.llm, self.meter, self.store, question, hits, choices, retrieval_seconds, abstain=abstain, short=short
         )
 
     # -- reporting -------------------------------------------------------------------------------

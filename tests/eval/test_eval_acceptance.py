@@ -399,3 +399,39 @@ def test_clean_reply_keeps_the_speakers_own_words() -> None:
     assert clean_reply("Plain reply. Stranger: x") == "Plain reply."
     assert clean_reply("Stranger: only theirs") == "only theirs"
     assert clean_reply("Me:  fine\n") == "fine" and clean_reply("  ") == ""
+
+
+def test_the_default_runs_are_the_papers_four_rows_tested_in_its_direction(config: Config) -> None:
+    """HLGraphRAG Figure 5.1's rows (base, + DW, + RR, both), and Figure 5.5's one-sided tests: the row expected to
+    choke more comes first (``alternative="greater"``), e.g. base vs + DW and + DW vs both."""
+    from gemrag.eval.acceptance import DEFAULT_STRATEGIES, PAPER_PAIRS
+    from gemrag.eval.plan import plan_runs
+
+    runs = plan_runs(DEFAULT_STRATEGIES.split(","), None, config)
+    settings = [(r.strategy, r.config.section("hlgraph")) for r in runs]
+    assert settings == [
+        ("hlgraph", {"directional": False, "ranked": False}),
+        ("hlgraph", {"ranked": False}),
+        ("hlgraph", {"directional": False}),
+        ("hlgraph", {}),
+    ]
+    names = [r.name for r in runs]
+    assert [(names[a], names[b]) for a, b in PAPER_PAIRS][:2] == [(names[0], names[1]), (names[1], names[3])]
+    records = [_rec(n, run, "choke" if t < chokes else "correct", t) for n, chokes in zip(names, (3, 2, 2, 0),
+               strict=True) for run in range(3) for t in range(3)]  # fmt: skip
+    pairs = [(names[a], names[b]) for a, b in PAPER_PAIRS]
+    res = summarize_acceptance(records, names, 3, {"dataset": {"turns_per_run": 3}}, pairs=pairs)
+    base_vs_dw = res["comparisons"][0]
+    assert (base_vs_dw["a"], base_vs_dw["b"]) == (names[0], names[1])
+    assert base_vs_dw["p_greater"] == pytest.approx(mannwhitneyu([3] * 3, [2] * 3, alternative="greater").pvalue)
+
+
+def test_conversations_are_replayed_sorted_by_name(dog: Path) -> None:
+    """The paper took "the top 1219 JSON data tests sorted by name": select() sorts, then limits."""
+    corpus = load_cmu_dog(dog)
+    convs = corpus.conversations
+    renamed = [c.model_copy(update={"id": f"z{i}"}) for i, c in enumerate(convs)]
+    renamed.append(convs[0].model_copy(update={"id": "a-first"}))
+    shuffled = corpus.model_copy(update={"conversations": renamed})
+    assert [c.id for c in shuffled.select(None, 1).conversations] == ["a-first"]
+    assert [c.id for c in shuffled.select(None).conversations] == sorted(c.id for c in renamed)

@@ -53,6 +53,19 @@ class FirstChunks:
         return {}
 
 
+@register("lastchunks")
+class LastChunks(FirstChunks):
+    """Test-only strategy whose retrievals are not nested (like a PAV committee): the last ``budget`` chunks."""
+
+    name = "lastchunks"
+    nested = False
+
+    def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
+        ctx.embedder.embed([question])
+        chunks = ctx.store.nodes("chunk")[-budget:]
+        return [Hit(n.id, "chunk", 1.0, n.text, i) for i, n in enumerate(chunks)]
+
+
 def _question(qid: str, text: str, options: list[str], gold: int, difficult: int) -> dict[str, Any]:
     return {
         "question_unique_id": qid,
@@ -237,7 +250,9 @@ def test_recall_on_passage_ids_and_free_form_scores(tmp_path: Path, config: Conf
     assert len(first["retrieved"]) == 5 and first["context_hits"] == 1
     assert first["recall@2"] == 0.5 and first["recall@5"] == 1.0  # gold {Alpha, Gamma}
     assert second["recall@2"] == 0.0 and second["recall@5"] == 1.0  # gold {Epsilon}
-    assert first["answer"] == "A free-form answer." and first["em"] == 0.0 and first["f1"] == 0.0
+    # musique is a span-answer kind: the short form keeps the completion's answer line, without its full stop
+    assert first["answer"] == "A free-form answer" and first["em"] == 0.0 and first["f1"] == 0.0
+    assert json.loads((out / "run.json").read_text())["answer_form"] == "short"
     agg = res.summary.aggregates["firstchunks"]
     assert agg["recall@2"]["mean"] == 0.25 and agg["recall@5"]["mean"] == 1.0
     assert agg["accuracy"] is None and agg["f1"]["mean"] == 0.0
@@ -494,3 +509,23 @@ def test_documents_from_a_file_keep_ids_with_commas(
     for bad, message in ((f"@{empty}", "holds no document id"), (f"@{tmp_path / 'none.txt'}", "cannot read")):
         failed = CliRunner().invoke(cli_app(), [*args, "--documents", bad, "--out", str(out), "-q"])
         assert failed.exit_code == 2 and message in failed.output and "Traceback" not in failed.output
+
+
+def test_recall_of_a_non_nested_strategy_is_read_from_its_own_k_retrieval(tmp_path: Path, config: Config) -> None:
+    """Recall@2 of a strategy whose 2-chunk retrieval is not the prefix of its 5-chunk one (UnWeaver's PAV/CC
+    committees) comes from the 2-chunk retrieval itself: [Delta, Epsilon], not the first two of five."""
+    res = run_eval(
+        "musique",
+        multihop_file(tmp_path),
+        ["lastchunks"],
+        config=config,
+        budget=1,
+        out_dir=tmp_path / "out",
+        answer=False,
+        embedder=HashEmbedder(),
+    )
+    by_q = {r["question_id"]: r for r in res.records}
+    first, second = by_q["2hop__0"], by_q["2hop__1"]
+    assert first["recall_from"] == "election per k"
+    assert first["recall@2"] == 0.0 and second["recall@2"] == 1.0  # a prefix of five would give 0.5 and 0.0
+    assert first["recall@5"] == 1.0 and second["recall@5"] == 1.0

@@ -96,7 +96,13 @@ def test_upload_files_then_ask(server: tuple[httpx.Client, Path]) -> None:
     titles = {d["title"]: d["source"] for d in client.get("/v1/namespaces/up/documents").json()["documents"]}
     assert titles == {"garden": "upload:garden.md", "keeper": "upload:keeper.txt"}
     again = client.post("/v1/namespaces/up/documents/upload", files=files[:1]).json()["documents"]
-    assert again == [{"doc_id": r.json()["documents"][0]["doc_id"], "created": False}]  # same text: deduplicated
+    first = r.json()["documents"][0]["doc_id"]
+    assert again == [{"doc_id": first, "created": False, "status": "unchanged", "version": 1}]  # same text
+    edited = [("files", ("garden.md", DOC_B.replace("tomatoes", "melons").encode(), "text/markdown"))]
+    newer = client.post("/v1/namespaces/up/documents/upload", files=edited).json()["documents"]
+    assert [(d["doc_id"], d["status"], d["version"]) for d in newer] == [(first, "updated", 2)]  # replaces it
+    listed = client.get("/v1/namespaces/up/documents").json()["documents"]
+    assert sorted(d["source"] for d in listed) == ["upload:garden.md", "upload:keeper.txt"]
     bad = client.post("/v1/namespaces/up/documents/upload", files=[*files, ("files", ("x.pdf", b"%PDF-1.4"))])
     assert bad.status_code == 400 and "x.pdf" in bad.json()["detail"]
     assert len(client.get("/v1/namespaces/up/documents").json()["documents"]) == 2  # nothing of the bad batch
@@ -109,6 +115,32 @@ def test_upload_files_then_ask(server: tuple[httpx.Client, Path]) -> None:
         json={"question": "What ate the aphids?", "choices": ["ladybirds", "owls"], **DENSE},
     ).json()
     assert choice["choice"] == 0 and choice["text"] == "ladybirds"
+
+
+def test_re_adding_a_source_replaces_it(server: tuple[httpx.Client, Path]) -> None:
+    """Issue 26's story over HTTP: a source re-added with a new text is one document, and only the new text is
+    retrieved; an explicit id works the same way, and a document without source or id stays anonymous."""
+    client, _ = server
+    url = "/v1/namespaces/notes/documents"
+    old = {"text": "The lighthouse keeper is called Ansel Brandt.", "title": "a", "source": "a.txt"}
+    first = client.post(url, json={"documents": [old]}).json()["documents"][0]
+    index(client, "notes")
+    new = {**old, "text": "The lighthouse keeper is called Marguerite Vale."}
+    second = client.post(url, json={"documents": [new]}).json()["documents"][0]
+    assert (second["doc_id"], second["status"], second["version"]) == (first["doc_id"], "updated", 2)
+    index(client, "notes")
+    hits = retrieve(client, "notes", "What is the lighthouse keeper called?", budget=5)
+    assert [h["text"] for h in hits] == [new["text"]]
+    assert [d["source"] for d in client.get(url).json()["documents"]] == ["a.txt"]
+    by_id = [{"text": "Note one.", "id": "n1"}, {"text": "Note one, edited.", "id": "n1"}]
+    assert [d["status"] for d in client.post(url, json={"documents": by_id[:1]}).json()["documents"]] == ["added"]
+    assert [d["status"] for d in client.post(url, json={"documents": by_id[1:]}).json()["documents"]] == ["updated"]
+    anonymous = [{"text": "Anonymous one."}, {"text": "Anonymous two."}]
+    assert [d["status"] for d in client.post(url, json={"documents": anonymous}).json()["documents"]] == [
+        "added",
+        "added",
+    ]
+    assert len(client.get(url).json()["documents"]) == 4
 
 
 def test_namespaces_are_isolated(server: tuple[httpx.Client, Path]) -> None:

@@ -39,7 +39,7 @@ def make_v2_memory(source: Path, target: Path) -> None:
     conn.execute("ATTACH DATABASE ? AS src", (str(source / "memory.sqlite"),))
     conn.executescript(
         """
-        INSERT INTO documents SELECT * FROM src.documents;
+        INSERT INTO documents SELECT id, source, sha256, title, text, n_chars, added_at, chunked FROM src.documents;
         INSERT INTO nodes SELECT id, kind, doc_id, ord, text, n_tokens, questions_done, meta, strategy, generation
             FROM src.nodes;
         INSERT INTO questions SELECT * FROM src.questions;
@@ -72,7 +72,7 @@ def test_v2_memory_upgrades_in_place(tmp_path: Path, config: Config) -> None:
     llm = ScriptedLLM()
     with Memory.open(tmp_path / "v2", config, llm=llm, embedder=HashEmbedder()) as mem:
         store = mem.store
-        assert store.get_meta("schema_version") == SCHEMA_VERSION == 3
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 4
         assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
         for s in ("gem", "dense"):  # the published generations are used as they are: no rebuild
             assert mem.retrieve(QUESTION, 3, strategy=s) == before[s]

@@ -44,7 +44,7 @@ def make_v1_memory(source: Path, target: Path) -> None:
     conn.execute("ATTACH DATABASE ? AS src", (str(source / "memory.sqlite"),))
     conn.executescript(
         """
-        INSERT INTO documents SELECT * FROM src.documents;
+        INSERT INTO documents SELECT id, source, sha256, title, text, n_chars, added_at, chunked FROM src.documents;
         INSERT INTO nodes SELECT id, kind, doc_id, ord, text, n_tokens, questions_done, meta FROM src.nodes;
         INSERT INTO questions SELECT * FROM src.questions;
         INSERT INTO embeddings SELECT * FROM src.embeddings;
@@ -86,7 +86,7 @@ def test_v1_memory_opens_upgrades_and_retrieves(v1: tuple[Path, list[Hit], list[
     path, gem, dense = v1
     llm = ScriptedLLM()
     with Memory.open(path, config, llm=llm, embedder=HashEmbedder()) as mem:
-        assert mem.store.get_meta("schema_version") == SCHEMA_VERSION == 3
+        assert mem.store.get_meta("schema_version") == SCHEMA_VERSION == 4
         assert mem.store.published_generations() == {"gem": 1, "dense": 1}
         assert seen(mem.retrieve(QUESTION, 3)) == seen(gem)  # the adopted arrays, at once
         assert seen(mem.retrieve(QUESTION, 3, strategy="dense")) == seen(dense)

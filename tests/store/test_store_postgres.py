@@ -75,6 +75,37 @@ def test_one_schema_per_memory_and_schema_versions(url: str, postgres_url: str) 
         drop_schemas(postgres_url, [other_schema])
 
 
+def test_a_schema_3_memory_upgrades_to_schema_4(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PG_UPGRADES[4] on a memory written at schema 3: its documents keep their ids and become anonymous version 1;
+    the same text may then be stored under two identities, and replaced versions go to ``document_versions``."""
+    with monkeypatch.context() as patch:
+        patch.setattr("gemrag.store.pg_schema.SCHEMA_VERSION", 3)
+        patch.setattr("gemrag.store.postgres.SCHEMA_VERSION", 3)
+        old = open_store(url)
+        with old.transaction() as c:  # a row as gemrag wrote it at schema 3
+            doc_id = c.execute(
+                "INSERT INTO documents(source, sha256, title, text, n_chars, added_at) VALUES (?,?,?,?,?,?)",
+                ("a.txt", "0" * 64, "a", "the old text", 12, 1.0),
+            ).lastrowid
+        assert old.get_meta("schema_version") == 3
+        assert "source_key" not in {r[0] for r in old._query(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'documents'")}  # fmt: skip
+        old.close()
+    store = open_store(url)
+    try:
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 4
+        [doc] = store.documents()
+        assert (doc["id"], doc["key"], doc["version"]) == (doc_id, None, 1)
+        with store.transaction() as c:  # the same text under an identity: sha256 is no longer UNIQUE
+            twin = store.insert_document(c, "b.txt", "b", "the old text", doc["sha256"], key="/b.txt")
+            store.record_version(c, doc, "replaced", keep_text=True)
+        assert twin > doc_id and [d["key"] for d in store.documents()] == [None, "/b.txt"]
+        [past] = [v for v in store.document_history("a.txt") if not v["current"]]
+        assert (past["reason"], past["text"]) == ("replaced", "the old text")
+    finally:
+        store.close()
+
+
 def test_read_only_opening(url: str) -> None:
     with pytest.raises(GemragError, match="holds no gemrag memory"):
         PostgresStore(url, readonly=True)

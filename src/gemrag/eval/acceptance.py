@@ -51,7 +51,13 @@ __all__ = ["DEFAULT_STRATEGIES", "AcceptanceSettings", "reply_turns", "replay", 
 NO_JUDGE = "none"
 #: ``judge_error`` of a reply generated with no judge.
 NOT_JUDGED = "not judged (--judge-model none)"
-DEFAULT_STRATEGIES = "hlgraph,hlgraph[ranked=false],hlgraph[directional=false],dense,full,gem"
+DEFAULT_STRATEGIES = "hlgraph[directional=false;ranked=false],hlgraph[ranked=false],hlgraph[directional=false],hlgraph"
+"""The paper's rows (HLGraphRAG Figure 5.1): the base HLGraphRAG [SRQ, ECR] (directional labels and ranked retrieval
+off), + DW, + RR, and both; worst-expected first, so each test asks the paper's question (does the first choke
+more?). Baselines (``dense``, ``full``, ``gem``) are added with ``--strategies``."""
+PAPER_PAIRS = ((0, 1), (1, 3), (0, 2), (2, 3))
+"""The one-sided Mann-Whitney comparisons of :data:`DEFAULT_STRATEGIES` (indices): base vs + DW and + DW vs both (the
+paper's Figure 5.5), base vs + RR and + RR vs both (the same question for ranked retrieval)."""
 #: Sampling temperature of the in-character replies (runs differ by their seed only through it).
 REPLY_TEMPERATURE = 0.7
 #: Completion limit of one reply (tokens); CMU DoG messages are about 10-20 words.
@@ -280,7 +286,8 @@ def run_acceptance(
         config: models and strategy settings of every memory.
         out_dir: where ``memories/``, ``records.jsonl``, ``run.json`` and ``results.{json,md}`` go.
         settings: budget, runs, seed, history and temperature (:class:`AcceptanceSettings`).
-        conversations: conversation ids to replay (file order; default all), then the first ``limit`` of them.
+        conversations: conversation ids to replay (sorted by name, as the paper; default all), then the first
+            ``limit`` of them.
         judge_model, judge_base_url: the judge (:func:`gemrag.eval.judge.judge_settings`; default the LLM);
             ``judge_model="none"`` judges nothing (every reply unjudged; judge them with ``sheet`` / ``verdicts``).
         llm, embedder, judge_llm: backends to use instead of the configured ones (tests inject doubles).
@@ -357,7 +364,9 @@ def run_acceptance(
         "settings": {**settings.__dict__},
         "strategies": names,
     }  # fmt: skip
-    results = summarize_acceptance(records, names, settings.runs, meta)
+    default = [r.name for r in plan_runs(DEFAULT_STRATEGIES.split(","), None, config)]
+    pairs = [(names[a], names[b]) for a, b in PAPER_PAIRS] if names == default else None
+    results = summarize_acceptance(records, names, settings.runs, meta, pairs=pairs)
     if write_report:
         write_acceptance(results, out, "results" if verdicts is None else f"results-{Path(verdicts).stem}")
     return results

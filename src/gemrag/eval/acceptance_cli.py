@@ -28,9 +28,10 @@ __all__ = [
 ACCEPTANCE_KINDS = frozenset({"cmu_dog", "cmudog"})
 
 RunsOpt = Annotated[
-    int, typer.Option("--runs", help="cmu_dog: repetitions of the acceptance test, seeds SEED.. (the paper ran 15).")
+    int,
+    typer.Option("--runs", min=1, help="cmu_dog: repetitions of the acceptance test, seeds SEED.. (the paper ran 15)."),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="cmu_dog: seed of the first run's sampled replies.")]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="cmu_dog: seed of the first run's sampled replies.")]
 JudgeModelOpt = Annotated[
     str | None,
     typer.Option(

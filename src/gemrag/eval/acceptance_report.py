@@ -68,14 +68,20 @@ def mann_whitney(a: Sequence[float], b: Sequence[float]) -> dict[str, Any] | Non
 
 
 def summarize_acceptance(
-    records: Sequence[dict[str, Any]], strategies: Sequence[str], runs: int, meta: dict[str, Any]
+    records: Sequence[dict[str, Any]],
+    strategies: Sequence[str],
+    runs: int,
+    meta: dict[str, Any],
+    pairs: Sequence[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """The results of an acceptance test.
 
     Args:
         records: the judged turns (:func:`gemrag.eval.acceptance.replay`).
-        strategies: run names in report order (neighbours are compared).
+        strategies: run names in report order.
         runs: runs per strategy. meta: dataset, models and settings, copied into the result.
+        pairs: ``(a, b)`` comparisons, each one-sided "a chokes more" as the paper's Appendix (default: neighbours
+            in ``strategies``; the paper's rows use :data:`gemrag.eval.acceptance.PAPER_PAIRS`).
 
     Returns:
         ``meta`` plus ``counts`` (per strategy, one dict per run, :func:`run_counts`), ``means`` (per strategy, the
@@ -94,7 +100,7 @@ def summarize_acceptance(
         judged = sum(c[v] for c in done for v in VERDICTS)
         means[s]["acceptance"] = (sum(c["inaccurate"] + c["correct"] for c in done) / judged) if judged else None
     comparisons = []
-    for a, b in zip(strategies, strategies[1:], strict=False):
+    for a, b in pairs if pairs is not None else zip(strategies, strategies[1:], strict=False):
         test = mann_whitney([c["choke"] for c in complete[a]], [c["choke"] for c in complete[b]])
         empty = dict.fromkeys(("u", "p_greater", "p_two_sided", "n"))
         comparisons.append({"a": a, "b": b, "metric": "chokes", **(test or empty)})
@@ -140,7 +146,7 @@ def markdown_acceptance(results: dict[str, Any]) -> str:
     for s in results["strategies"]:
         row = [str(c["choke"]) if c["turns"] else "–" for c in results["counts"][s]]
         lines.append(f"| {s} | " + " | ".join(row) + " |")
-    lines += ["", "## Mann-Whitney U on chokes per run (neighbours)", ""]
+    lines += ["", "## Mann-Whitney U on chokes per run (one-sided: the first chokes more)", ""]
     lines += ["| A vs B | U | p (A > B, one-sided) | p (two-sided) |", "|---|---|---|---|"]
     for c in results["comparisons"]:
         lines.append(

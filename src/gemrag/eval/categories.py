@@ -2,8 +2,9 @@
 
 LoCoMo (Maharana et al., "Evaluating Very Long-Term Conversational Memory of LLM Agents", ACL 2024, Table 3)
 reports answer F1 per category: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial.
-Category 5 asks about something the conversation never says: an answer scores F1 = EM = 1 iff it declines
-(:func:`gemrag.eval.metrics.says_not_available`), else 0 — not a token F1 against the placeholder gold text
+Answers are scored as LoCoMo's official scorer does (:mod:`gemrag.eval.locomo_scoring`): category 5 asks about
+something the conversation never says, and an answer scores F1 = EM = 1 iff it says "not mentioned" or "no
+information available", else 0 — not a token F1 against the placeholder gold text
 :data:`gemrag.eval.loaders.locomo.NOT_MENTIONED`.
 
 :func:`per_category` aggregates any dataset whose questions have a ``category`` (also the multi-hop kinds'
@@ -17,12 +18,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from gemrag.eval.datasets import Question
-from gemrag.eval.metrics import exact_match, says_not_available, token_f1
+from gemrag.eval.locomo_scoring import locomo_em_f1
+from gemrag.eval.metrics import exact_match, token_f1
 
 __all__ = [
     "ABSTAIN_KINDS",
     "CATEGORY_METRICS",
     "LOCOMO_CATEGORIES",
+    "SHORT_ANSWER_KINDS",
     "category_tables",
     "is_adversarial",
     "per_category",
@@ -34,6 +37,9 @@ LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4":
 #: Dataset kinds whose answer prompt lets the model say the answer is not mentioned (they have unanswerable
 #: questions); every other kind keeps the default prompt, and so its LLM cache keys.
 ABSTAIN_KINDS = frozenset({"locomo"})
+#: Dataset kinds whose official scorers compare a short answer span with the gold (SQuAD-style EM / token F1):
+#: ``gemrag eval`` answers them with the short answer prompt by default (``--answer-form``).
+SHORT_ANSWER_KINDS = frozenset({"locomo", "musique", "hotpotqa", "2wiki", "hipporag", "covid_qa", "qasper"})
 #: Per-question record keys averaged per category.
 CATEGORY_METRICS = ("f1", "em", "accuracy", "evidence_recall", "recall@5")
 
@@ -44,11 +50,11 @@ def is_adversarial(kind: str, question: Question) -> bool:
 
 
 def score_free_form(kind: str, question: Question, answer: str) -> tuple[float, float]:
-    """``(em, f1)`` of a free-form answer: SQuAD EM / token F1 against the gold answers, or for an adversarial
-    question (:func:`is_adversarial`) 1.0 / 1.0 iff the answer says the information is not available."""
-    if is_adversarial(kind, question):
-        score = float(says_not_available(answer))
-        return score, score
+    """``(em, f1)`` of a free-form answer: SQuAD EM / token F1 against the gold answers; for LoCoMo its official
+    scorer's rules per category (:func:`gemrag.eval.locomo_scoring.locomo_em_f1`: stemmed tokens, comma-separated
+    multi-hop answers, category 5 correct iff it says "not mentioned" or "no information available")."""
+    if kind == "locomo":
+        return locomo_em_f1(answer, question.answers, question.category)
     return exact_match(answer, question.answers), token_f1(answer, question.answers)
 
 

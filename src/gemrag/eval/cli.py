@@ -34,6 +34,9 @@ DEFAULT_STRATEGIES = "gem,dense,bm25,raptor,full"
 
 Opt = typer.Option
 
+ANSWER_FORMS = ("auto", "short", "default")
+"""The values of ``--answer-form``."""
+
 
 def parse_ablation(specs: Sequence[str]) -> dict[str, list[str]]:
     """Parse ``["questions=0,1,3,5", "search=best_first,rank"]`` into ``{param: [values]}``.
@@ -92,7 +95,7 @@ def eval_command(
             "hlgraph[directional=false], dense, full, gem."
         ),
     ] = None,
-    limit: Annotated[int | None, Opt(help="Evaluate only the first N questions.")] = None,
+    limit: Annotated[int | None, Opt(min=1, help="Evaluate only the first N questions.")] = None,
     documents: Annotated[
         str | None,
         Opt(
@@ -103,18 +106,19 @@ def eval_command(
     ] = None,
     per_category: Annotated[
         int | None,
-        Opt("--per-category", help="The first N questions of each question category (e.g. LoCoMo's 1-5)."),
+        Opt("--per-category", min=1, help="The first N questions of each question category (e.g. LoCoMo's 1-5)."),
     ] = None,
-    budget: Annotated[int, Opt(help="B: context nodes retrieved and given to the LLM.")] = 4,
+    budget: Annotated[int, Opt(min=1, help="B: context nodes retrieved and given to the LLM.")] = 4,
     out: Annotated[Path, Opt("--out", "-o", help="Output directory (memories, records, results, plots).")] = Path(
         "eval-out"
     ),
     workers: Annotated[
         int,
         Opt(
+            min=1,
             help="Questions retrieved and answered in parallel (threads); results and their order are those of "
             "--workers 1. With the embedded llama_cpp LLM the answers are serialized (one model), so it mainly "
-            "helps an HTTP (openai) backend."
+            "helps an HTTP (openai) backend.",
         ),
     ] = 1,
     ablation: Annotated[
@@ -122,6 +126,14 @@ def eval_command(
         Opt(help="Sweep a gem parameter, e.g. questions=0,1,3,5, eigen=0,2,4,6, search=best_first,rank (repeatable)."),
     ] = None,
     no_answer: Annotated[bool, Opt("--no-answer", help="Retrieval only (Recall@k, latency): no LLM answers.")] = False,
+    answer_form: Annotated[
+        str,
+        Opt(
+            "--answer-form",
+            help="short: a short phrase, the form span-answer scorers (EM/F1) expect; default: the default answer "
+            "prompt; auto: short for locomo, the multi-hop kinds, covid_qa and qasper.",
+        ),
+    ] = "auto",
     per_question_corpus: Annotated[
         bool, Opt("--per-question-corpus", help="Multi-hop kinds: search each question's own paragraphs only.")
     ] = False,
@@ -168,11 +180,23 @@ def eval_command(
     bootstrap against gem, and optional gem ablations. Resumable: run the same command again after Ctrl-C.
     Writes OUT/results.md, OUT/results.json and PNG plots, and prints the markdown table. cmu_dog: the
     HLGraphRAG acceptance test (choke / inaccurate / correct per run, Mann-Whitney U; see README)."""
+    from gemrag.eval.loading import check_kind
     from gemrag.eval.report import markdown_report
     from gemrag.eval.runner import run_eval
     from gemrag.eval.variants import split_strategies
+    from gemrag.models.factory import check_model_settings
 
     with cli_errors():
+        check_kind(kind, tuple(ACCEPTANCE_KINDS))  # everything is checked before anything is written
+        if not path.is_file():
+            raise InputError(f"{path}: no such dataset file" if not path.exists() else f"{path}: not a file")
+        if out.exists() and not out.is_dir():
+            raise InputError(f"--out {out} is a file; give the output directory")
+        if answer_form not in ANSWER_FORMS:
+            raise ConfigError(f"--answer-form {answer_form!r}: use one of {', '.join(ANSWER_FORMS)}")
+        missing = [str(m) for m in merge or [] if not m.is_dir()]
+        if missing:
+            raise InputError(f"--merge {', '.join(missing)}: no such output directory")
         sweeps = parse_ablation(ablation or [])
         names = strategies if strategies is not None else ("" if sweeps else DEFAULT_STRATEGIES)
         overrides: dict[str, Any] = {
@@ -180,17 +204,29 @@ def eval_command(
             "embedder": {"provider": embedder_provider, "model": embedder_model, "base_url": embedder_base_url},
         }
         cfg = load_config(config, overrides, set_)
+        check_model_settings(cfg.llm, cfg.embedder)
         if kind.strip().lower() in ACCEPTANCE_KINDS:
             opts = {"budget": budget, "runs": runs, "seed": seed, "limit": limit}
             opts["documents"] = parse_documents(documents)
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
             skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
-            skip |= {"--workers": workers != 1, "--merge": bool(merge)}
+            skip |= {"--workers": workers != 1, "--merge": bool(merge), "--answer-form": answer_form != "auto"}
             opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url, "sheet": sheet, "verdicts": verdicts}
             return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
-        dog_only = [f for f, v in (("--sheet", sheet), ("--verdicts", verdicts)) if v is not None]
+        dog_only = [
+            f"{f} {v!s}"
+            for f, v in (
+                ("--sheet", sheet),
+                ("--verdicts", verdicts),
+                ("--judge-model", judge_model),
+                ("--judge-base-url", judge_base_url),
+            )
+            if v is not None
+        ]
         if dog_only:
-            raise ConfigError(f"{', '.join(dog_only)} only apply to the cmu_dog acceptance test")
+            raise ConfigError(
+                f"{', '.join(dog_only)}: these only apply to the cmu_dog acceptance test, not to {kind!r}"
+            )
         results = run_eval(
             kind,
             path,
@@ -211,6 +247,7 @@ def eval_command(
             plots=not no_plots,
             reference=reference,
             merge=merge or (),
+            answer_form=answer_form,  # type: ignore[arg-type]
         )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")

@@ -12,12 +12,25 @@ import gemrag.eval.loaders  # noqa: F401  (importing the package registers every
 from gemrag.errors import ConfigError
 from gemrag.eval.datasets import _ALIASES, _LOADERS, Dataset
 
-__all__ = ["available_kinds", "load_dataset"]
+__all__ = ["available_kinds", "check_kind", "load_dataset"]
 
 
 def available_kinds() -> list[str]:
     """Return the sorted names of all registered dataset kinds (aliases excluded)."""
     return sorted(_LOADERS)
+
+
+def check_kind(kind: str, extra: tuple[str, ...] = ()) -> str:
+    """The registered dataset kind ``kind`` names (case and aliases resolved), or one of ``extra``.
+
+    Raises:
+        ConfigError: no such kind (the message lists the known ones).
+    """
+    key = kind.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in _LOADERS and key not in extra:
+        raise ConfigError(f"unknown dataset kind {kind!r}; known kinds: {', '.join(sorted([*_LOADERS, *extra]))}")
+    return key
 
 
 def load_dataset(kind: str, path: str | os.PathLike[str], **options: Any) -> Dataset:
@@ -32,11 +45,8 @@ def load_dataset(kind: str, path: str | os.PathLike[str], **options: Any) -> Dat
         InputError: the file is missing, unreadable, not JSON, or has the wrong shape (the message names
             the file and, for JSON Lines, the line).
     """
-    key = kind.strip().lower()
-    key = _ALIASES.get(key, key)
-    fn = _LOADERS.get(key)
-    if fn is None:
-        raise ConfigError(f"unknown dataset kind {kind!r}; known kinds: {', '.join(sorted(_LOADERS))}")
+    key = check_kind(kind)
+    fn = _LOADERS[key]
     params = inspect.signature(fn).parameters
     for option in options:
         if option not in params or params[option].kind is not inspect.Parameter.KEYWORD_ONLY:

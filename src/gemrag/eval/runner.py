@@ -33,12 +33,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.attempts import BuildAttempts, add_earlier
-from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
+from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS, running_note, score_free_form
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
@@ -103,6 +103,7 @@ class _Runner:
         self.done = {(r["question_id"], r["strategy"]) for r in self.records}
         self.indexed = {(r["group"], r["strategy"]) for r in self.index}
         self.attempts = BuildAttempts(out_dir / "attempts.jsonl")
+        self.short = False  # the span-answer form (run_eval's answer_form)
 
     def run(self) -> None:
         records, index = JsonlAppender(self.out_dir / "records.jsonl"), JsonlAppender(self.out_dir / "index.jsonl")
@@ -272,12 +273,23 @@ class _Runner:
                         q.choices or None,
                         rec["retrieval_seconds"],
                         abstain=self.dataset.kind in ABSTAIN_KINDS,
+                        short=self.short,
                     )
                 rec.update(answer=ans.text, choice=ans.choice, answer_seconds=ans.answer_seconds)
         ranked = context
         if depth > budget and rec["error"] is None:  # a deeper list for Recall@5: not timed, not in the tokens
             ranked = mem.retrieve(q.question, depth, strategy=run.strategy)
         passages = passage_ids(ranked)
+        # A committee of K chunks is not a prefix of a larger one (UnWeaver's PAV/CC): Recall@k of such a strategy
+        # is read from its own k-chunk retrieval (not timed, not in the tokens), as the paper's K-chunk election.
+        nested = getattr(mem.get_strategy(run.strategy), "nested", True)
+        by_k = {
+            k: passage_ids(context if k == budget else mem.retrieve(q.question, k, strategy=run.strategy))
+            for k in RECALL_KS
+            if gold and not nested and rec["error"] is None
+        }
+        if by_k:
+            rec["recall_from"] = "election per k"
         rec["context"] = [h.node_id for h in context]
         rec["retrieved"] = [{"id": h.node_id, "kind": h.kind, "score": round(h.score, 6)} for h in ranked]
         rec["passages"] = passages
@@ -286,7 +298,7 @@ class _Runner:
         rec["tokens"] = {k: cost[k] for k in ("prompt_tokens", "completion_tokens", "embedding_tokens")}
         rec["llm_calls"], rec["llm_cached"] = cost["llm_calls"], cost["llm_cached"]
         for k in RECALL_KS:
-            rec[f"recall@{k}"] = recall_at_k(passages, gold, k) if gold else None
+            rec[f"recall@{k}"] = recall_at_k(by_k.get(k, passages), gold, k) if gold else None
         # gold ids that are not documents (LoCoMo turns): evidence recall of the context (B nodes)
         recall, covered = evidence(q, context) if not gold and rec["error"] is None else (None, [])
         rec["evidence_recall"], rec["evidence_covered"] = recall, covered
@@ -319,6 +331,7 @@ def run_eval(
     plots: bool = True,
     reference: str | None = None,
     merge: Sequence[str | Path] = (),
+    answer_form: Literal["auto", "short", "default"] = "auto",
 ) -> EvalResults:
     """Evaluate ``strategies`` (and a gem ablation) on a dataset file; resumable.
 
@@ -328,7 +341,9 @@ def run_eval(
         strategies: registered strategy names (may be empty when ``ablation`` is given).
         config: models and gem parameters for every memory.
         budget: B, context nodes retrieved (timed) and given to the LLM; for questions with gold passages a
-            second, untimed retrieval of ``max(B, 5)`` nodes feeds Recall@2/@5.
+            second, untimed retrieval of ``max(B, 5)`` nodes feeds Recall@2/@5 (a strategy whose retrievals are not
+            nested, ``strategy.nested = False``, e.g. UnWeaver's PAV/CC committees, is retrieved once per k instead:
+            Recall@k of a k-chunk election, records marked ``recall_from``).
         limit: evaluate only the first ``limit`` questions (after ``select``).
         select: ``{"documents": [ids], "per_category": n}``, passed to :meth:`Dataset.select` (a stated subset,
             e.g. one LoCoMo conversation and n questions of each category).
@@ -346,6 +361,10 @@ def run_eval(
         merge: output directories of the same evaluation run elsewhere (other strategies or documents, same
             configuration): their records and build measurements are added to ``out_dir`` first and not
             recomputed (:func:`gemrag.eval.merge.merge_outputs`).
+        answer_form: ``"short"`` answers free-form questions in the form span-answer benchmarks score (a short
+            phrase: :func:`gemrag.answering.short_answer_prompt`, agents' answers shortened), ``"default"`` with the
+            default answer prompt, ``"auto"`` (default) short for the kinds of
+            :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS` (LoCoMo, the multi-hop kinds, COVID-QA, Qasper).
 
     Returns:
         :class:`EvalResults`; each record holds ``question_id``, ``strategy``, ``setting``, ``context`` (node
@@ -381,11 +400,17 @@ def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     emb = embedder or build_embedder(config.embedder)
     llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
-    gem = {k: v for k, v in config.gem.model_dump(mode="json").items() if k != "budget"}
+    gem = {k: v for k, v in config.gem.model_dump(mode="json").items() if k not in ("budget", "chunk_titles")}
+    if config.gem.chunk_titles is not False:  # new memories index titles; absent = without, as before the setting
+        gem["chunk_titles"] = True
+    if answer_form not in ("auto", "short", "default"):
+        raise ConfigError(f"answer_form must be auto, short or default, not {answer_form!r}")
+    short = answer and (answer_form == "short" or (answer_form == "auto" and dataset.kind in SHORT_ANSWER_KINDS))
     fingerprint = {
         "dataset": f"{dataset.kind}:{dataset.name}",
         "budget": budget,
         "answer": answer,
+        **({"answer_form": "short"} if short else {}),  # absent for the default form, as before the option existed
         "embedder": emb.model_id,
         "llm": llm_label,
         "gem": gem,
@@ -397,6 +422,7 @@ def run_eval(
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
     serialize = llm is None and config.llm.provider == "llama_cpp"
     runner = _Runner(dataset, runs, out, budget, answer, workers, progress or no_progress, shared, emb, serialize)  # type: ignore[arg-type]
+    runner.short = short
     runner.run()
     names = [r.name for r in runs]
     ids = {q.id for q in dataset.questions}

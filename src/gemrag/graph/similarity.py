@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from gemrag.graph.ann import unit_rows32
 from gemrag.graph.validate import as_matrix, as_owner, as_square, unit_rows
 
 __all__ = [
@@ -79,8 +80,35 @@ def _prepare(
     return vn, qs
 
 
+def _prepare32(
+    node_vectors: ArrayLike, question_vectors: ArrayLike, owner: ArrayLike, block_rows: int = 65536
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """:func:`_prepare` in float32 with bounded memory: ``(Vn, Qs)``, each ``(n, d)`` float32.
+
+    The questions are normalized and summed per owner one block of ``block_rows`` at a time (questions sorted
+    by owner, ``np.add.reduceat`` over each block), so no float64 or indicator-product copy of the ``(M, d)``
+    question matrix is made: the large-graph path's memory is the inputs plus ``2 n d`` float32.
+    """
+    nodes = as_matrix(node_vectors, "node_vectors")
+    n, d = nodes.shape
+    questions = as_matrix(question_vectors, "question_vectors", ncols=d)
+    own = as_owner(owner, questions.shape[0], n)
+    vn = unit_rows32(nodes)
+    qs = np.zeros((n, d), dtype=np.float32)
+    order = np.argsort(own, kind="stable")
+    for lo in range(0, order.shape[0], block_rows):
+        idx = order[lo : lo + block_rows]
+        unit = unit_rows32(questions[idx])
+        who = own[idx]
+        starts = np.flatnonzero(np.r_[True, who[1:] != who[:-1]])
+        qs[who[starts]] += np.add.reduceat(unit, starts, axis=0)
+    missing = np.bincount(own, minlength=n) == 0
+    qs[missing] = vn[missing]
+    return vn, qs
+
+
 def _similarity_block(
-    vn: NDArray[np.float64], qs: NDArray[np.float64], rows: NDArray[np.int64], cols: NDArray[np.int64]
+    vn: NDArray[np.floating], qs: NDArray[np.floating], rows: NDArray[np.int64], cols: NDArray[np.int64]
 ) -> NDArray[np.float64]:
     """The sub-matrix ``S[rows][:, cols]`` of :func:`similarity_matrix`: ``Qs[rows] @ Vn[cols].T`` (see
     :func:`_prepare`), ``(len(rows), len(cols))`` float64."""
@@ -304,6 +332,7 @@ def extend_similarity(
     owner: ArrayLike,
     *,
     k: int | None = None,
+    low_memory: bool = False,
 ) -> NDArray[np.float64] | sp.csr_matrix:
     """Add nodes to the symmetric part of ``S`` without recomputing the block of the existing nodes.
 
@@ -330,6 +359,8 @@ def extend_similarity(
         question_vectors: ``(M, d)`` float, utility-question vectors of all ``N`` nodes.
         owner: ``(M,)`` integer owning node of each question.
         k: neighbours per node (required for sparse ``S_sym``, ``>= 1``; ignored for dense).
+        low_memory: for sparse ``S_sym``, compute the new rows in float32 without a float64 copy of the
+            question vectors (equal to the float64 path to ~1e-6 relative; GEM's large-graph path).
 
     Returns:
         ``(N, N)`` float64 symmetric: a dense ndarray or a CSR matrix, like ``S_sym``.
@@ -338,7 +369,9 @@ def extend_similarity(
         ValueError: invalid shapes/values (as :func:`similarity_matrix`), ``N < n0``, or sparse ``S_sym``
             without ``k >= 1``.
     """
-    vn, qs = _prepare(node_vectors, question_vectors, owner)
+    # the large-graph path works in float32 with bounded memory; every other keeps float64
+    prepare = _prepare32 if low_memory and sp.issparse(S_sym) else _prepare
+    vn, qs = prepare(node_vectors, question_vectors, owner)
     big_n = vn.shape[0]
     old, n0 = as_square(S_sym, "S_sym")
     if big_n < n0:

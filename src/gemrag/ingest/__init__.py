@@ -1,6 +1,6 @@
 """Reading documents and splitting them into chunks of T tokens."""
 
-from gemrag.ingest.chunker import Chunk, chunk_text, split_sentences
+from gemrag.ingest.chunker import Chunk, chunk_text, normalize_chunk, rechunk_text, split_sentences
 from gemrag.ingest.loader import SUPPORTED_SUFFIXES, Document, expand_paths, read_document, read_stdin
 from gemrag.ingest.tokenizer import minilm_tokenizer
 
@@ -10,8 +10,10 @@ __all__ = [
     "Document",
     "chunk_text",
     "expand_paths",
+    "normalize_chunk",
     "read_document",
     "read_stdin",
+    "rechunk_text",
     "split_sentences",
     "minilm_tokenizer",
 ]

@@ -78,18 +78,21 @@ def read_stdin(stream: BinaryIO | None = None, title: str = "stdin") -> Document
     return Document("<stdin>", title, decode_text(data, "<stdin>"))
 
 
-def expand_paths(paths: list[str]) -> list[str]:
+def expand_paths(paths: list[str], *, allow_empty: bool = False) -> list[str]:
     """Expand directories into the supported files below them (sorted); files and ``-`` pass through.
 
+    Args:
+        allow_empty: accept a directory holding no supported file (``index --sync``: its documents are gone).
+
     Raises:
-        InputError: a directory holds no supported file.
+        InputError: a directory holds no supported file (unless ``allow_empty``).
     """
     out: list[str] = []
     for raw in paths:
         p = Path(raw)
         if raw != "-" and p.is_dir():
             found = sorted(str(f) for f in p.rglob("*") if f.is_file() and f.suffix.lower() in SUPPORTED_SUFFIXES)
-            if not found:
+            if not found and not allow_empty:
                 raise InputError(f"{p}: directory holds no .txt or .md files")
             out.extend(found)
         else:

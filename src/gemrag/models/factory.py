@@ -7,45 +7,24 @@ from pathlib import Path
 
 from gemrag.config import EmbedderSettings, LLMSettings
 from gemrag.errors import ConfigError
+from gemrag.models.backends import build_backend
 from gemrag.models.base import LLM, Embedder
 
 
 def build_llm(settings: LLMSettings, cache_dir: Path | None = None) -> LLM:
-    """The LLM backend the settings name (not yet wrapped in cache or meter).
+    """The LLM backend the settings name (not yet wrapped in cache or meter); with ``settings.ray`` a pool of Ray
+    actors each running that backend (:class:`gemrag.models.ray_pool.RayLLM`).
 
     Raises:
         ModelNotAvailableError: the embedded model or llama-cpp-python is not installed.
-        ConfigError: the settings are incomplete (e.g. no model name for an HTTP endpoint).
+        ConfigError: the settings are incomplete (e.g. no model name for an HTTP endpoint), or ``ray`` is set and
+            Ray is missing or its cluster unreachable.
     """
-    if settings.provider == "llama_cpp":
-        from gemrag.models.llama_cpp import LlamaCppLLM
+    if settings.ray:
+        from gemrag.models.ray_pool import RayLLM  # only here: without llm.ray nothing imports Ray
 
-        models_dir = (cache_dir / "models") if cache_dir else None
-        return LlamaCppLLM(
-            settings.model,
-            n_ctx=settings.n_ctx,
-            n_threads=settings.n_threads,
-            n_gpu_layers=getattr(settings, "n_gpu_layers", 0),
-            n_parallel=settings.n_parallel,
-            cache_dir=models_dir,
-        )
-    from gemrag.models.openai_backend import OpenAILLM
-
-    if not settings.model:
-        raise ConfigError("the openai LLM provider needs a model name (--llm-model or GEMRAG_LLM__MODEL)")
-    return OpenAILLM(
-        settings.model,
-        base_url=settings.base_url,
-        api_key=settings.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
-        json_mode=settings.json_mode,
-        tool_calling=settings.tool_calling,
-        context_window=settings.n_ctx,
-        timeout=settings.timeout,
-        max_retries=settings.max_retries,
-        concurrency=settings.concurrency,
-        requests_per_minute=settings.requests_per_minute,
-        tokens_per_minute=settings.tokens_per_minute,
-    )
+        return RayLLM(settings, cache_dir)
+    return build_backend(settings, cache_dir)
 
 
 def build_embedder(settings: EmbedderSettings) -> Embedder:
@@ -71,3 +50,36 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
         max_retries=settings.max_retries,
         concurrency=settings.concurrency,
     )
+
+
+ONNX_EMBEDDER_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+"""The names the embedded onnx embedder answers to (its model is fixed; other names are for the openai provider)."""
+
+
+def check_model_settings(llm: LLMSettings | None, embedder: EmbedderSettings | None) -> None:
+    """Check the model names before anything is loaded or created, so a misspelt model is a one-line error even
+    for a command that would not load it (``ask --retrieve-only``): a llama_cpp model must be a known name or an
+    existing file; the onnx embedder takes no other model name; an openai provider needs a model name.
+
+    Args:
+        llm, embedder: the settings to check (None: not checked, e.g. a backend given by the caller).
+
+    Raises:
+        ConfigError: a model name that is not accepted (the message names it and what is accepted).
+    """
+    from gemrag.models.weights import KNOWN_MODELS
+
+    if llm is not None and llm.provider == "llama_cpp" and llm.model not in KNOWN_MODELS:
+        path = Path(llm.model).expanduser()
+        if not path.is_file():
+            raise ConfigError(
+                f"unknown model {llm.model!r}: the llama_cpp provider takes a known model "
+                f"({', '.join(sorted(KNOWN_MODELS))}) or the path of an existing .gguf file"
+            )
+    if llm is not None and llm.provider == "openai" and not llm.model:
+        raise ConfigError("the openai LLM provider needs a model name (--llm-model or GEMRAG_LLM__MODEL)")
+    if embedder is not None and embedder.provider == "onnx" and embedder.model not in ONNX_EMBEDDER_NAMES:
+        raise ConfigError(
+            f"unknown embedder model {embedder.model!r} for the onnx provider: it embeds with all-MiniLM-L6-v2 "
+            "(other names need --embedder-provider openai)"
+        )

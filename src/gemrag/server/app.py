@@ -39,6 +39,7 @@ from gemrag.server.auth import KeyRing
 from gemrag.server.errors import AuthError, ConflictError, ForbiddenError, NotFoundError, install_handlers
 from gemrag.server.jobs import JobManager
 from gemrag.server.namespaces import NAMESPACE_PATTERN, Namespaces
+from gemrag.sources import Source
 from gemrag.strategies import available
 from gemrag.types import Hit
 
@@ -151,8 +152,16 @@ def create_app(
     )
     def add_documents(ns: NS, body: m.AddDocuments) -> m.AddedDocuments:
         """Add documents given as text (creates the namespace). Each is checked first, so a bad one adds none.
-        They are chunked and indexed by the next index job."""
-        docs = [Document(d.source, d.title, decode_text(d.text.encode("utf-8"), d.source)) for d in body.documents]
+        A document is identified by its ``id``, else by its ``source`` when one is given: re-adding a source with
+        another text replaces it (in one step, with everything derived from its old chunks alone), with the same
+        text changes nothing. They are chunked and indexed by the next index job."""
+        docs = [
+            Source(
+                Document(d.source, d.title, decode_text(d.text.encode("utf-8"), d.source)),
+                d.id or (d.source if d.source != m.DEFAULT_SOURCE else None),
+            )
+            for d in body.documents
+        ]
         return _add(ns, docs)
 
     @app.post(
@@ -166,7 +175,8 @@ def create_app(
         ns: NS, files: Annotated[list[UploadFile], File(min_length=1, description=".txt/.md files")]
     ) -> Any:
         """Add uploaded ``.txt`` / ``.md`` files (UTF-8; the title is the file name without its suffix). Every
-        file is checked first, so a bad one adds none."""
+        file is checked first, so a bad one adds none. A file is identified by its name: uploading a new version
+        of it replaces the old one."""
         docs = []
         for upload in files:
             name = Path(upload.filename or "upload.txt").name
@@ -175,13 +185,19 @@ def create_app(
             data = upload.file.read(MAX_UPLOAD_BYTES + 1)
             if len(data) > MAX_UPLOAD_BYTES:
                 raise InputError(f"{name}: larger than {MAX_UPLOAD_BYTES} bytes")
-            docs.append(Document(f"upload:{name}", Path(name).stem or name, decode_text(data, name)))
+            source = f"upload:{name}"
+            docs.append(Source(Document(source, Path(name).stem or name, decode_text(data, name)), source))
         return _add(ns, docs)
 
-    def _add(ns: str, docs: list[Document]) -> m.AddedDocuments:
+    def _add(ns: str, docs: list[Source]) -> m.AddedDocuments:
         with spaces.writing(ns, wait=WRITE_WAIT) as memory:
-            added = [memory.add_document(d) for d in docs]
-        return m.AddedDocuments(documents=[m.Added(doc_id=i, created=c) for i, c in added])
+            report = memory.put(docs)
+        return m.AddedDocuments(
+            documents=[
+                m.Added(doc_id=c.doc_id, created=c.status != "unchanged", status=c.status, version=c.version)  # type: ignore[arg-type]
+                for c in report.changes
+            ]
+        )
 
     @app.get("/v1/namespaces/{ns}/documents", response_model=m.DocumentList, responses=_errors(404), tags=["documents"])
     def list_documents(ns: NS) -> m.DocumentList:

@@ -6,6 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+DEFAULT_SOURCE = "<http>"
+"""The source of a document given without one (such a document has no identity unless it has an id)."""
+
 MAX_TEXT_CHARS = 5_000_000
 """Largest document text accepted in one request (characters)."""
 
@@ -21,7 +24,21 @@ class DocumentIn(Strict):
 
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="The document's text (UTF-8).")
     title: str = Field("text", min_length=1, max_length=500, description="A title, shown in listings and hits.")
-    source: str = Field("<http>", min_length=1, max_length=1000, description="Where the text came from.")
+    source: str = Field(
+        DEFAULT_SOURCE,
+        min_length=1,
+        max_length=1000,
+        description="Where the text came from. Unless it is the default, it identifies the document (when no id is "
+        "given): adding another text from the same source replaces the document.",
+    )
+    id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description="The document's identity: adding another text under the same id replaces the document (its "
+        "chunks and what was derived from them alone), the same text changes nothing. Without id or source the "
+        "document is anonymous and deduplicated by its text.",
+    )
 
 
 class AddDocuments(Strict):
@@ -31,10 +48,14 @@ class AddDocuments(Strict):
 
 
 class Added(BaseModel):
-    """One added document: its id, and False for ``created`` when the same text was already in the memory."""
+    """One added document: its id (kept across versions); ``created`` False when the same text was already in the
+    memory; ``status`` ``added``, ``updated`` (its identity held another text, which it replaced) or
+    ``unchanged``; ``version`` 1, 2, ... the number of this version of its source."""
 
     doc_id: int
     created: bool
+    status: Literal["added", "updated", "unchanged"] = "added"
+    version: int = 1
 
 
 class AddedDocuments(BaseModel):
@@ -45,13 +66,16 @@ class AddedDocuments(BaseModel):
 
 class DocumentInfo(BaseModel):
     """A stored document (its text excluded). ``n_chars``: length in characters; ``chunked``: split into chunks
-    by an index job yet."""
+    by an index job yet; ``key``: its identity (its id, or explicit source; None for an anonymous document);
+    ``version``: 1, 2, ... the number of its current version."""
 
     id: int
     source: str
     title: str
     n_chars: int
     chunked: bool
+    key: str | None = None
+    version: int = 1
 
 
 class DocumentList(BaseModel):

@@ -16,7 +16,7 @@ from gemrag.store.base import MemoryStore
 from gemrag.store.connection import memory_writable
 from gemrag.store.derived import BuildState
 from gemrag.store.lock import BuildLock
-from gemrag.store.open import location_exists, open_store
+from gemrag.store.open import location_exists, memory_exists, open_store
 from gemrag.store.pg_connect import is_postgres_url
 from gemrag.store.publish import KEEP_COVERS, ArrayEntry, Manifest, Publication, Published
 from gemrag.store.sqlite import NodeRecord, Store
@@ -34,6 +34,7 @@ __all__ = [
     "Store",
     "is_postgres_url",
     "location_exists",
+    "memory_exists",
     "memory_writable",
     "open_store",
 ]

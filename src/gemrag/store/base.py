@@ -8,11 +8,11 @@
   a build in the database, the build lock a PostgreSQL advisory lock).
 
 The shared behaviour is written once in the mixins (:mod:`~gemrag.store.rows`, :mod:`~gemrag.store.caches`,
-:mod:`~gemrag.store.derived`, :mod:`~gemrag.store.artifacts`, :mod:`~gemrag.store.publish`), whose SQL is
-SQLite's dialect, run as it is on SQLite and translated by :mod:`gemrag.store.dialect` on PostgreSQL. A backend
-supplies the connection side: :meth:`transaction`, :meth:`snapshot`, ``_query``, ``_best_effort``, :meth:`close`,
-:attr:`location`, :meth:`build_lock`, and where its arrays live (files, or database rows).
-"""
+:mod:`~gemrag.store.derived`, :mod:`~gemrag.store.documents`, :mod:`~gemrag.store.artifacts`,
+:mod:`~gemrag.store.publish`), whose SQL is SQLite's dialect, run as it is on SQLite and translated by
+:mod:`gemrag.store.dialect` on PostgreSQL. A backend supplies the connection side: :meth:`transaction`,
+:meth:`snapshot`, ``_query``, ``_best_effort``, :meth:`close`, :attr:`location`, :meth:`build_lock`, and where its
+arrays live (files, or database rows)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from gemrag.store.artifacts import ArtifactsMixin
 from gemrag.store.caches import CachesMixin
 from gemrag.store.derived import GraphRowsMixin
+from gemrag.store.documents import DocumentRowsMixin
 from gemrag.store.publish import GenerationsMixin
 from gemrag.store.rows import RowsMixin
 from gemrag.store.vectors import exact_nearest
@@ -49,7 +50,7 @@ class BuildLockLike(Protocol):
         ...
 
 
-class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, RowsMixin):
+class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, DocumentRowsMixin, RowsMixin):
     """A memory's database: documents, chunks and derived nodes, utility questions, edges, artefacts, the model
     caches, usage, failures and the published builds (see the module docstring for the two backends).
 
@@ -101,6 +102,7 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
         k: int,
         *,
         rows: NDArray[np.int64] | None = None,
+        unit: NDArray[np.float32] | None = None,
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """The ``k`` rows of a published build's array ``name`` most cosine-similar to ``query``.
 
@@ -115,6 +117,8 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
             query: ``(d,)`` float, not all zero.
             k: how many rows (``k > n`` returns all).
             rows: optional ``(m,)`` int rows to search among (a filtered search; always exact).
+            unit: optional ``(n, d)`` float32 unit rows of ``vectors`` made once per loaded build
+                (:func:`gemrag.graph.ann.unit_rows32`): scores are then float32 products, on both backends.
 
         Returns:
             ``(row indices (min(k, m),) int64 into vectors, best first, ties to the lower row; cosines float64)``.
@@ -122,7 +126,7 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
         Raises:
             ValueError: a zero or mis-sized query.
         """
-        return exact_nearest(vectors, query, k, rows)
+        return exact_nearest(vectors, query, k, rows, unit)
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError

@@ -24,7 +24,32 @@ from gemrag.store.open import Location, open_store
 from gemrag.store.publish_types import Publication
 
 TABLES: dict[str, tuple[str, ...]] = {
-    "documents": ("id", "source", "sha256", "title", "text", "n_chars", "added_at", "chunked"),
+    "documents": (
+        "id",
+        "source",
+        "sha256",
+        "title",
+        "text",
+        "n_chars",
+        "added_at",
+        "chunked",
+        "source_key",
+        "version",
+    ),  # fmt: skip
+    "document_versions": (
+        "id",
+        "doc_id",
+        "source_key",
+        "source",
+        "title",
+        "version",
+        "sha256",
+        "n_chars",
+        "added_at",
+        "ended_at",
+        "reason",
+        "text",
+    ),  # fmt: skip
     "nodes": ("id", "kind", "doc_id", "ord", "text", "n_tokens", "questions_done", "meta", "strategy", "generation"),
     "questions": ("id", "node_id", "ord", "text"),
     "node_sources": ("node_id", "chunk_id"),
@@ -50,7 +75,7 @@ TABLES: dict[str, tuple[str, ...]] = {
 """The copied tables (in foreign-key order) and their columns, the same on both backends. ``meta`` is copied
 too, except ``schema_version``; ``builds`` are re-published (see the module docstring)."""
 
-ID_TABLES = ("documents", "nodes", "questions", "usage", "failures")
+ID_TABLES = ("documents", "document_versions", "nodes", "questions", "usage", "failures")
 
 SEARCH_META = "vector_search"
 """Manifest ``meta`` key naming a build's searchable arrays (set by ``strategies/platform/common.py``)."""

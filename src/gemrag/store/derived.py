@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from gemrag.store.documents import DOCUMENT_COLUMNS, document_dict, like_suffix
+
 CHUNK = "chunk"
 """The kind of the memory's chunks (shared by every strategy; a strategy's own nodes use other kinds)."""
 
@@ -197,18 +199,20 @@ class GraphRowsMixin:
 
     # -- documents --------------------------------------------------------------------------------
     def find_documents(self, ref: str) -> list[dict[str, Any]]:
-        """Documents matching ``ref``: its id (digits), else its exact source path or title, else a unique
-        source path ending with ``ref``. Dicts as in ``Store.documents`` (text excluded)."""
-        cols = "id, source, title, n_chars, chunked"
-        keys = ("id", "source", "title", "n_chars", "chunked")
+        """Documents matching ``ref``: its id (digits), else its identity (a file's resolved path or a given id),
+        else its exact source path or title, else the source paths ending with ``ref``. Dicts as in
+        ``Store.documents`` (text excluded)."""
+        cols = f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE "
         rows: list[Any] = []
         if ref.strip().isdigit():
-            rows = self._query(f"SELECT {cols} FROM documents WHERE id = ?", (int(ref),))
+            rows = self._query(cols + "id = ?", (int(ref),))
         if not rows:
-            rows = self._query(f"SELECT {cols} FROM documents WHERE source = ? OR title = ? ORDER BY id", (ref, ref))
+            rows = self._query(cols + "source_key = ?", (ref,))
         if not rows:
-            rows = self._query(f"SELECT {cols} FROM documents WHERE source LIKE ? ORDER BY id", (f"%{ref}",))
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+            rows = self._query(cols + "source = ? OR title = ? ORDER BY id", (ref, ref))
+        if not rows:
+            rows = self._query(cols + "source LIKE ? ESCAPE '\\' ORDER BY id", (like_suffix(ref),))
+        return [document_dict(r) for r in rows]
 
     def document_chunk_ids(self, doc_id: int) -> list[int]:
         """Ids of a document's chunks, in document order."""
@@ -218,13 +222,17 @@ class GraphRowsMixin:
         """Inside the caller's transaction: delete the derived ``nodes``, the document ``doc_id`` and its chunks,
         every edge touching them and their failure rows (artefacts, questions and sources go by cascade).
         Cached LLM answers and embeddings stay, so adding the document again costs no model call."""
-        gone = [*nodes, *self.document_chunk_ids(doc_id)]
-        for part in _batches(gone):
+        self.delete_nodes(c, [*nodes, *self.document_chunk_ids(doc_id)])
+        c.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    def delete_nodes(self, c: sqlite3.Connection, nodes: Sequence[int]) -> None:
+        """Inside the caller's transaction: delete ``nodes`` (chunks or derived nodes), every edge touching them and
+        their failure rows (artefacts, questions and sources go by cascade)."""
+        for part in _batches(list(nodes)):
             marks = ",".join("?" * len(part))
             c.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", [*part, *part])
             c.execute(f"DELETE FROM failures WHERE node_id IN ({marks})", part)
             c.execute(f"DELETE FROM nodes WHERE id IN ({marks})", part)
-        c.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
     # -- build state ------------------------------------------------------------------------------
     def build_state(self, strategy: str) -> BuildState:

@@ -31,7 +31,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
 }
 """The conflict target of each table an ``INSERT OR REPLACE`` writes."""
 
-ID_TABLES = frozenset({"documents", "nodes", "questions", "usage", "failures"})
+ID_TABLES = frozenset({"documents", "document_versions", "nodes", "questions", "usage", "failures"})
 """Tables whose ``id`` PostgreSQL generates (identity columns)."""
 
 _REPLACE = re.compile(r"INSERT OR REPLACE INTO (\w+)\s*\(([^)]*)\)", re.IGNORECASE)

@@ -4,6 +4,9 @@ Every upgrade step runs in one ``BEGIN IMMEDIATE`` transaction together with the
 kill leaves the old version (the step runs again at the next open) or the new one; two processes opening an
 old memory at once upgrade it once (the second re-reads the version inside its own transaction).
 
+Schema 3 -> 4 (documents identified by their source, the history of replaced versions) is in
+:mod:`gemrag.store.migrate_v4`; it rebuilds ``documents``.
+
 Schema 2 -> 3 (strategies' own node and edge kinds, artefacts, sources, build coverage) is in
 :mod:`gemrag.store.migrate_v3`; it rebuilds ``nodes``, so upgrades run with foreign keys off (checked with
 ``PRAGMA foreign_key_check`` before the commit).
@@ -38,9 +41,10 @@ import numpy as np
 from gemrag.errors import GemragError
 from gemrag.store.arrays import ArrayEntry, fsync_directory
 from gemrag.store.migrate_v3 import REBUILD_META, upgrade_2_to_3
+from gemrag.store.migrate_v4 import upgrade_3_to_4
 from gemrag.store.schema import SCHEMA, SCHEMA_VERSION
 
-__all__ = ["REBUILD_META", "ensure_schema", "schema_version", "upgrade_1_to_2", "upgrade_2_to_3"]
+__all__ = ["REBUILD_META", "ensure_schema", "schema_version", "upgrade_1_to_2", "upgrade_2_to_3", "upgrade_3_to_4"]
 
 GEM_AXES = {
     "node_ids": ("n",),
@@ -68,7 +72,8 @@ def ensure_schema(conn: sqlite3.Connection, directory: Path) -> int:
         The version found before (0 for a new memory).
 
     Raises:
-        GemragError: the memory was written by a newer gemrag.
+        GemragError: the memory was written by a newer gemrag, or the database holds tables but no gemrag schema
+            (it is left unchanged).
     """
     found = schema_version(conn)
     if found == SCHEMA_VERSION:
@@ -82,6 +87,8 @@ def ensure_schema(conn: sqlite3.Connection, directory: Path) -> int:
         conn.execute("BEGIN IMMEDIATE")
         try:
             found = schema_version(conn)  # another process may have done it meanwhile
+            if found is None and conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'").fetchone():
+                raise GemragError(f"{directory} is not a gemrag memory (its memory.sqlite holds other tables)")
             if found is None:
                 for statement in SCHEMA.split(";"):
                     if statement.strip():
@@ -90,8 +97,10 @@ def ensure_schema(conn: sqlite3.Connection, directory: Path) -> int:
             elif found < SCHEMA_VERSION:
                 if found == 1:
                     upgrade_1_to_2(conn, directory)
-                upgrade_2_to_3(conn, directory)
-                _set_version(conn, 3)
+                if found <= 2:
+                    upgrade_2_to_3(conn, directory)
+                upgrade_3_to_4(conn)
+                _set_version(conn, SCHEMA_VERSION)
                 broken = conn.execute("PRAGMA foreign_key_check").fetchall()
                 if broken:
                     raise GemragError(f"upgrading {directory} broke {len(broken)} references: {broken[:3]}")

@@ -48,3 +48,23 @@ def location_exists(location: Location) -> bool:
     if is_postgres_url(str(location)) and not isinstance(location, Path):
         return True
     return (Path(location) / "memory.sqlite").exists()
+
+
+def memory_exists(location: Location) -> bool:
+    """True when ``location`` holds a memory: a directory with ``memory.sqlite``, or a PostgreSQL schema with
+    gemrag's tables (the server is asked; nothing is created).
+
+    Raises:
+        GemragError: the PostgreSQL server cannot be reached, or psycopg is missing.
+    """
+    if is_postgres_url(str(location)) and not isinstance(location, Path):
+        from gemrag.store.pg_connect import PgLocation, connect
+        from gemrag.store.pg_schema import schema_version
+
+        loc = PgLocation.parse(str(location))
+        conn = connect(loc.conninfo, loc.schema, loc.display, readonly=True)
+        try:
+            return schema_version(conn, loc.schema) is not None
+        finally:
+            conn.close()
+    return (Path(location) / "memory.sqlite").exists()

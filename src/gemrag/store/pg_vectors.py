@@ -190,6 +190,7 @@ class PgVectorsMixin:
         k: int,
         *,
         rows: NDArray[np.int64] | None = None,
+        unit: NDArray[np.float32] | None = None,
         exact: bool | None = None,
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """The ``k`` rows most cosine-similar to ``query`` (see :meth:`gemrag.store.base.MemoryStore.nearest` and
@@ -208,13 +209,13 @@ class PgVectorsMixin:
         mat = np.asarray(vectors)
         k = min(int(k), mat.shape[0])
         if rows is not None or not self.pgvector or k <= 0:
-            return exact_nearest(mat, query, k, rows)
+            return exact_nearest(mat, query, k, rows, unit)
         found = self._query(
             "SELECT tbl, dim, hnsw FROM build_vectors WHERE strategy = ? AND generation = ? AND name = ?",
             (strategy, generation, name),
         )
         if not found or int(found[0][1]) != mat.shape[1]:
-            return exact_nearest(mat, query, k)
+            return exact_nearest(mat, query, k, None, unit)
         table, hnsw = str(found[0][0]), bool(found[0][2]) and not exact
         literal = vector_literal(query)
         order = "embedding <=> %s::vector" if hnsw else "embedding <=> %s::vector, row"
@@ -227,7 +228,9 @@ class PgVectorsMixin:
                     conn.execute("SET LOCAL enable_indexscan = off")
                 got = np.array([r[0] for r in conn.execute(sql, (literal, k)).fetchall()], dtype=np.int64)
         except psycopg.errors.UndefinedTable:
-            return exact_nearest(mat, query, k)  # a newer publish dropped it after the caller loaded the arrays
+            return exact_nearest(
+                mat, query, k, None, unit
+            )  # a newer publish dropped it after the caller loaded the arrays
         except psycopg.Error as exc:
             raise self._translate(exc) from exc
-        return best_first(got, cosines(mat, query, got), k)
+        return best_first(got, cosines(mat, query, got, unit), k)

@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from gemrag.store.documents import DOCUMENT_COLUMNS, document_dict
 from gemrag.store.schema import visible_node
 
 _NODE_COLUMNS = "n.id, n.kind, n.doc_id, n.ord, n.text, n.n_tokens, n.questions_done, n.meta, n.strategy, n.generation"
@@ -62,6 +63,9 @@ class RowsMixin:
     def transaction(self) -> AbstractContextManager[Any]: ...  # provided by the store
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by the store
     def _best_effort(self, write: Callable[[], None]) -> None: ...  # provided by the store
+    def insert_document(  # provided by DocumentRowsMixin
+        self, c: Any, source: str, title: str, text: str, sha256: str, **kw: Any
+    ) -> int: ...
 
     # -- meta -------------------------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:
@@ -80,26 +84,24 @@ class RowsMixin:
 
     # -- documents --------------------------------------------------------------------------------
     def add_document(self, source: str, title: str, text: str) -> tuple[int, bool]:
-        """Insert a document unless one with the same text exists.
+        """Insert an anonymous document (no identity; see :mod:`gemrag.store.documents`) unless a document with
+        the same text exists.
 
         Returns:
             ``(doc_id, created)``: created is False when the same text was already stored.
         """
         digest = sha256_text(text)
         with self.transaction() as c:
-            row = c.execute("SELECT id FROM documents WHERE sha256 = ?", (digest,)).fetchone()
+            row = c.execute("SELECT id FROM documents WHERE sha256 = ? ORDER BY id LIMIT 1", (digest,)).fetchone()
             if row:
                 return int(row[0]), False
-            cur = c.execute(
-                "INSERT INTO documents(source, sha256, title, text, n_chars, added_at) VALUES (?,?,?,?,?,?)",
-                (source, digest, title, text, len(text), time.time()),
-            )
-            return int(cur.lastrowid or 0), True
+            return self.insert_document(c, source, title, text, digest), True
 
     def documents(self) -> list[dict[str, Any]]:
-        """All documents as dicts (id, source, title, n_chars, chunked), text excluded."""
-        rows = self._query("SELECT id, source, title, n_chars, chunked FROM documents ORDER BY id")
-        return [dict(zip(("id", "source", "title", "n_chars", "chunked"), r, strict=True)) for r in rows]
+        """All documents as dicts, text excluded: id, source, title, n_chars, chunked, key (the identity: a file's
+        resolved path or a given id; None for an anonymous document), version (1, 2, ... each time its source's text
+        was replaced), added_at (UNIX seconds of this version) and sha256 (of its text)."""
+        return [document_dict(r) for r in self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents ORDER BY id")]
 
     def document_text(self, doc_id: int) -> str:
         """The full text of one document."""

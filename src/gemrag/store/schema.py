@@ -16,17 +16,31 @@ upgrades older databases step by step. Version history:
    ``artifacts`` (per-node LLM artefacts of a strategy: JSON keyed by (strategy, kind, node) with a prompt
    version); ``builds`` gain ``params`` and ``models``, and ``build_chunks`` lists the chunks each published
    build covers (what ``gemrag info`` compares with the memory's chunks to call a strategy stale).
+4. documents identified by their source: ``documents.source_key`` (UNIQUE, NULL for anonymous documents: a file's
+   resolved path, or an id given by the user or a client) and ``documents.version`` (1, 2, ... each time the
+   source's text was replaced); ``documents.sha256`` is no longer UNIQUE (two sources may hold the same text; an
+   anonymous document is still deduplicated by it, through the index ``documents_sha256``);
+   ``document_versions`` records every version that left the memory (replaced by a newer text, removed by
+   ``--sync``, deleted): its source, title, sha256, length, when it was added and when it left, why, and its
+   text only when the user asked to keep versions.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
-    id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL UNIQUE, title TEXT NOT NULL,
-    text TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL, chunked INTEGER NOT NULL DEFAULT 0);
+    id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL, title TEXT NOT NULL,
+    text TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL, chunked INTEGER NOT NULL DEFAULT 0,
+    source_key TEXT UNIQUE, version INTEGER NOT NULL DEFAULT 1);
+CREATE INDEX IF NOT EXISTS documents_sha256 ON documents(sha256);
+CREATE TABLE IF NOT EXISTS document_versions (
+    id INTEGER PRIMARY KEY, doc_id INTEGER NOT NULL, source_key TEXT, source TEXT NOT NULL, title TEXT NOT NULL,
+    version INTEGER NOT NULL, sha256 TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL,
+    ended_at REAL NOT NULL, reason TEXT NOT NULL, text TEXT);
+CREATE INDEX IF NOT EXISTS document_versions_key ON document_versions(source_key);
 CREATE TABLE IF NOT EXISTS nodes (
     id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
     doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL, text TEXT NOT NULL,

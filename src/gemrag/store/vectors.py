@@ -28,14 +28,27 @@ def unit_query(query: NDArray[np.floating], dim: int) -> NDArray[np.float64]:
     return p / norm
 
 
-def cosines(vectors: NDArray[np.floating], query: NDArray[np.floating], rows: NDArray[np.int64]) -> NDArray[np.float64]:
+def cosines(
+    vectors: NDArray[np.floating],
+    query: NDArray[np.floating],
+    rows: NDArray[np.int64],
+    unit: NDArray[np.float32] | None = None,
+) -> NDArray[np.float64]:
     """``cos(query, vectors[r])`` for each ``r`` in ``rows``: ``(len(rows),)`` float64 (a zero row scores 0).
+
+    Args:
+        unit: optional ``(n, d)`` float32 rows of ``vectors`` already scaled to unit norm
+            (:func:`gemrag.graph.ann.unit_rows32`, made once per loaded build): the cosines are then float32
+            products of those rows with the unit query (no float64 copy of the rows, as a strategy's own numpy
+            search computes them).
 
     Raises:
         ValueError: as :func:`unit_query`.
     """
     mat = np.asarray(vectors)
     p = unit_query(query, mat.shape[1])
+    if unit is not None:
+        return np.asarray(unit[rows] @ p.astype(np.float32), dtype=np.float64)
     sub = np.asarray(mat[rows], dtype=np.float64)
     norms = np.linalg.norm(sub, axis=1, keepdims=True)
     unit = np.divide(sub, norms, out=np.zeros_like(sub), where=norms > 0)
@@ -45,13 +58,23 @@ def cosines(vectors: NDArray[np.floating], query: NDArray[np.floating], rows: ND
 def best_first(
     rows: NDArray[np.int64], scores: NDArray[np.float64], k: int
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """The ``k`` best of ``(rows, scores)``: highest score first, ties to the lower row."""
-    order = np.lexsort((rows, -scores))[: max(0, int(k))]
+    """The ``k`` best of ``(rows, scores)``: highest score first, ties to the lower row (a partial sort: only the
+    scores at least the k-th best are ordered)."""
+    k = max(0, int(k))
+    if 0 < k < len(scores):
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        keep = np.flatnonzero(scores >= kth)
+        rows, scores = rows[keep], scores[keep]
+    order = np.lexsort((rows, -scores))[:k]
     return rows[order].astype(np.int64, copy=False), scores[order]
 
 
 def exact_nearest(
-    vectors: NDArray[np.floating], query: NDArray[np.floating], k: int, rows: NDArray[np.int64] | None = None
+    vectors: NDArray[np.floating],
+    query: NDArray[np.floating],
+    k: int,
+    rows: NDArray[np.int64] | None = None,
+    unit: NDArray[np.float32] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """The ``k`` rows of ``vectors`` (among ``rows`` when given) most cosine-similar to ``query``.
 
@@ -60,6 +83,7 @@ def exact_nearest(
         query: ``(d,)`` float, not all zero.
         k: how many (``k > n`` returns all).
         rows: optional ``(m,)`` int row indices to search among (None: all ``n``).
+        unit: optional unit float32 rows of ``vectors`` (see :func:`cosines`).
 
     Returns:
         ``(row indices (min(k, m),) int64 into vectors, best first; their cosines float64)``.
@@ -71,4 +95,8 @@ def exact_nearest(
     if mat.ndim != 2:
         raise ValueError(f"vectors must be (n, d), got shape {mat.shape}")
     candidates = np.arange(mat.shape[0], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-    return best_first(candidates, cosines(mat, query, candidates), k)
+    if rows is None and unit is not None:
+        return best_first(
+            candidates, np.asarray(unit @ unit_query(query, mat.shape[1]).astype(np.float32), np.float64), k
+        )
+    return best_first(candidates, cosines(mat, query, candidates, unit), k)

@@ -44,7 +44,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from gemrag.config import Config, describe_errors
-from gemrag.errors import ConfigError
+from gemrag.errors import ConfigError, UnknownStrategyError
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.meter import UsageMeter
 from gemrag.store import MemoryStore
@@ -170,6 +170,7 @@ _BUILTIN = {
     "remem_temporal": "gemrag.strategies.remem.temporal",
     "unweaver": "gemrag.strategies.unweaver.strategy",
     "hlgraph": "gemrag.strategies.hlgraph.strategy",
+    "fused": "gemrag.strategies.fused.strategy",
 }
 """The built-in strategies: name -> the module that registers it, imported on first use."""
 _TYPED_SECTIONS = ("gem",)
@@ -209,7 +210,7 @@ def _registration(name: str) -> Registration:
     if name not in _REGISTRY and name in _BUILTIN:
         importlib.import_module(_BUILTIN[name])
     if name not in _REGISTRY:
-        raise KeyError(f"unknown strategy {name!r}; available: {', '.join(available())}")
+        raise UnknownStrategyError(f"unknown strategy {name!r}; choose one of {', '.join(available())}")
     return _REGISTRY[name]
 
 
@@ -217,7 +218,7 @@ def config_model(name: str) -> type[BaseModel] | None:
     """The pydantic model of strategy ``name``'s configuration section (None: it has no settings).
 
     Raises:
-        KeyError: no strategy has that name.
+        UnknownStrategyError: no strategy has that name (a ConfigError and a KeyError).
     """
     return _registration(name).config_model
 
@@ -251,7 +252,7 @@ def strategy_config(name: str, config: Config | None = None) -> BaseModel | None
     has no ``[name]`` section); None for a strategy without settings. For ``gem``: ``config.gem``.
 
     Raises:
-        KeyError: no strategy has that name.
+        UnknownStrategyError: no strategy has that name (a ConfigError and a KeyError).
         ConfigError: the section is invalid, or it is given for a strategy that has no settings.
     """
     model = config_model(name)
@@ -270,8 +271,10 @@ def check_config(config: Config) -> None:
     and be valid for its model. :class:`~gemrag.memory.Memory` runs this when it opens a memory.
 
     Raises:
+        UnknownStrategyError: the default strategy (``config.strategy``) is not registered.
         ConfigError: a section names no registered strategy (register user strategies first), or is invalid.
     """
+    _registration(config.strategy)  # the default strategy must exist too
     for name in config.sections:
         if name not in available():
             raise ConfigError(
@@ -287,7 +290,7 @@ def get_strategy(name: str, config: Config | None = None) -> Strategy:
     ``config`` when it has a config model (defaults when ``config`` is None).
 
     Raises:
-        KeyError: no strategy has that name.
+        UnknownStrategyError: no strategy has that name (a ConfigError and a KeyError).
         ConfigError: the strategy's section is invalid.
     """
     registration = _registration(name)

@@ -93,6 +93,8 @@ def test_retrieval_from_the_object_reads_the_passive_voice(memory_at: MemoryAt) 
         assert hit.text == "Selena left Harbor Town, because John lied in 2019 (2019)." and hit.score == pytest.approx(
             1
         )
+    with built(memory_at("default"), cfg(split_question=False)) as mem:  # the paper: graph knowledge only
+        assert [h.kind for h in mem.retrieve("Selena", 4)] == ["relations"]
     with built(memory_at("off"), cfg(split_question=False, directional=False)) as mem:
         text = mem.retrieve("Selena", 4)[0].text.splitlines()
         assert "Selena pushes John." in text  # without DW: the paper's error case

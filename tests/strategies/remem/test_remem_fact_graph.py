@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gemrag.graph.names import normalize_entity
+from gemrag.graph.ppr import TransitionMatrix
 from gemrag.strategies.remem.fact_graph import adjacency, clean_triples, fact_graph_edges, index_facts
 from gemrag.strategies.remem.fact_seeds import (
     entity_seed_weights,
@@ -52,7 +53,7 @@ def test_index_facts_counts_cooccurrences_mentions_and_fact_sources() -> None:
     assert idx.entity_sources() == [[0, 1], [0, 1], [0, 1]]
 
     synonyms = (np.array([0, 2, 0]), np.array([2, 0, 0]), np.array([0.9, 0.85, 1.0], dtype=np.float32))
-    edges = fact_graph_edges(idx, synonyms)
+    edges = fact_graph_edges(idx, synonyms, "once")
     W = adjacency(idx.n_nodes, edges).toarray()
     p = 3  # passages first
     assert W[p + 0, p + 1] == W[p + 1, p + 0] == 2.0  # fact edge: two occurrences
@@ -61,11 +62,37 @@ def test_index_facts_counts_cooccurrences_mentions_and_fact_sources() -> None:
     assert np.allclose(W, W.T) and np.all(np.diag(W) == 0)
 
 
+def test_hipporag2_weights_count_fact_and_synonym_edges_in_both_directions() -> None:
+    """HippoRAG 2's code stores each fact and synonym edge once per direction in an undirected graph (the default
+    here): the same profile as above weighs a fact edge twice its count, a synonym found both ways the sum of its
+    two similarities, and a synonym replaces the fact count of its own direction only."""
+    idx = index_facts([[("a", "knows", "b"), ("b", "likes", "c")], [("a", "knows", "b"), ("a", "met", "c")], []])
+    synonyms = (np.array([0, 2, 1]), np.array([2, 0, 2]), np.array([0.9, 0.85, 0.8]))
+    W = adjacency(idx.n_nodes, fact_graph_edges(idx, synonyms)).toarray()
+    p = 3
+    assert W[p + 0, p + 1] == W[p + 1, p + 0] == 4.0  # two occurrences, both directions
+    assert W[p + 0, p + 2] == pytest.approx(0.9 + 0.85)  # a-c: synonyms both ways replace the fact count 1 twice
+    assert W[p + 1, p + 2] == pytest.approx(1.0 + 0.8)  # b-c: c->b keeps the count 1, b->c becomes the similarity
+    assert W[0, p + 0] == 1.0  # a passage edge: once
+    with pytest.raises(ValueError, match="hipporag2"):
+        fact_graph_edges(idx, None, "twice")
+
+
+def test_an_edge_counted_twice_shifts_the_pagerank_transition_toward_the_fact() -> None:
+    """One passage stating one triple a -> b: from a, the walk follows the fact edge with probability 2/3 under
+    HippoRAG 2's weights (the fact counted in both directions against one passage edge) and 1/2 counted once."""
+    idx = index_facts([[("a", "r", "b")]])
+    for weights, to_b in (("hipporag2", 2 / 3), ("once", 1 / 2)):
+        T = TransitionMatrix.from_adjacency(adjacency(idx.n_nodes, fact_graph_edges(idx, None, weights)))
+        P = T.transpose.T.toarray()  # row-stochastic P = D^-1 W; nodes: passage 0, a = 1, b = 2
+        assert P[1, 2] == pytest.approx(to_b) and P[1, 0] == pytest.approx(1 - to_b), weights
+
+
 def test_adjacency_rejects_bad_edges() -> None:
     idx = index_facts([[("a", "r", "b")]])
     with pytest.raises(ValueError, match="outside"):
         adjacency(2, fact_graph_edges(idx))
-    bad = fact_graph_edges(idx, (np.array([0]), np.array([1]), np.array([-0.5])))
+    bad = fact_graph_edges(idx, (np.array([0]), np.array([1]), np.array([-0.5])), "once")
     bad.kinds["synonym"] = (bad.kinds["synonym"][0], bad.kinds["synonym"][1], np.array([-0.5]))
     with pytest.raises(ValueError, match="non-negative"):
         adjacency(idx.n_nodes, bad)

@@ -75,7 +75,8 @@ def test_build_stores_openie_artefacts_entities_facts_and_a_symmetric_graph(
         row = {nid: i for i, nid in enumerate(ids)}
         # passage edge weight 1.0; fact edge = co-occurrence count (one triple links tomas and alma)
         assert W[row[chunks[1].id], row[entities["tomas reyes"].id]] == 1.0
-        assert W[row[entities["tomas reyes"].id], row[entities["alma reyes"].id]] == 1.0
+        # one triple, counted in both directions (HippoRAG 2's weights, the default)
+        assert W[row[entities["tomas reyes"].id], row[entities["alma reyes"].id]] == 2.0
         assert W[row[chunks[0].id], row[chunks[1].id]] == 0.0  # passages are joined only through entities
         assert mem.store.edges(entities["brisvale"].id, "remem", "passage") != []
         report = mem.get_strategy("remem").report(mem.ctx)
@@ -130,12 +131,15 @@ class NoFactLLM(ScriptedLLM):
         return super().complete(messages, **kw)
 
 
-@pytest.mark.parametrize("facts", [[], [["alma reyes", "invented", "a fact"]]])
+@pytest.mark.parametrize(("facts", "match"), [([], "snap"), ([["alma reyes", "invented", "a fact"]], "exact")])
 def test_no_recognized_fact_falls_back_to_dense_retrieval(
-    memory_at: MemoryAt, remem_config: Config, facts: list[list[str]]
+    memory_at: MemoryAt, facts: list[list[str]], match: str
 ) -> None:
+    """An empty answer, or (with ``filter_match = "exact"``) an invented fact, keeps no fact: dense retrieval."""
     llm = NoFactLLM(facts)
-    with built(memory_at("m"), remem_config, llm) as mem:
+    section = {"filter_match": match}
+    config = load_config(None, {"gem": {"chunk_tokens": 40}, "strategy": "remem", "remem": section})
+    with built(memory_at("m"), config, llm) as mem:
         mem.index(strategy="dense")
         question = "Where did the father of Alma Reyes die?"
         hits = mem.retrieve(question, 3)
@@ -155,6 +159,18 @@ def test_without_the_recognition_filter_the_top_facts_seed_the_walk(memory_at: M
         assert hits[0].meta["facts"] == hits[0].meta["candidates"] and len(hits[0].meta["facts"]) == 5
 
 
+def test_a_paraphrased_fact_snaps_to_its_candidate_by_default_and_exact_drops_it() -> None:
+    """HippoRAG 2's filter snaps each returned fact to the closest candidate (difflib), the default here."""
+    candidates = [["tomas reyes", "is the father of", "alma reyes"], ["alma reyes", "was born in", "valdora"]]
+    returned = [["Tomas Reyes", "is father of", "Alma"], ["alma reyes", "born in", "valdora"]]  # shortened copies
+    assert match_facts(returned, candidates) == [0, 1]
+    assert match_facts(returned, candidates, "exact") == []
+    assert match_facts([["alma reyes", "was born in", "valdora"]], candidates, "snap") == [1]  # exact still wins
+    assert match_facts([[]], candidates) == []  # an empty fact selects nothing
+    with pytest.raises(ValueError, match="snap"):
+        match_facts(returned, candidates, "closest")
+
+
 def test_match_facts_drops_facts_that_match_no_candidate() -> None:
     candidates = [["tomas reyes", "is the father of", "alma reyes"], ["alma reyes", "was born in", "valdora"]]
     returned = [
@@ -163,7 +179,7 @@ def test_match_facts_drops_facts_that_match_no_candidate() -> None:
         ["alma reyes", "was born in", "valdora"],  # duplicate
         ["only two", "elements"],
     ]
-    assert match_facts(returned, candidates) == [1]
+    assert match_facts(returned, candidates, "exact") == [1]
 
 
 class MalformedLLM(ScriptedLLM):
@@ -251,3 +267,29 @@ def test_ppr_scores_match_a_direct_computation(memory_at: MemoryAt, remem_config
         expect = sorted(((float(ppr[p]), int(ids[p])) for p in passages), key=lambda t: (-t[0], t[1]))
         assert [h.node_id for h in hits] == [i for _, i in expect]
         assert [h.score for h in hits] == pytest.approx([s for s, _ in expect], abs=1e-9)
+
+
+def test_the_recognition_prompt_is_few_shot_by_default_and_zero_shot_on_request(tmp_path: Path) -> None:
+    """HippoRAG 2's filter prompt carries worked examples; ``filter_prompt = "zero-shot"`` is the earlier prompt."""
+    from gemrag.strategies.remem.openie_prompts import recognition_prompt, recognition_prompt_few_shot
+
+    facts = [["tomas reyes", "died in", "brisvale"]]
+    few = recognition_prompt_few_shot("Where did Tomas die?", facts)
+    zero = recognition_prompt("Where did Tomas die?", facts)
+    assert few[0] == zero[0] and few[-1] == zero[-1]  # the same instructions and request
+    assert [m["role"] for m in few[1:-1]] == ["user", "assistant"] * 2  # two worked examples
+    seen: list[int] = []
+
+    class Counting(NoFactLLM):
+        def complete(self, messages: Any, **kw: Any) -> Completion:
+            if "Candidate facts:" in messages[-1]["content"]:
+                seen.append(len(messages))
+            return super().complete(messages, **kw)
+
+    for prompt, size in (("few-shot", len(few)), ("zero-shot", len(zero))):
+        config = load_config(
+            None, {"gem": {"chunk_tokens": 40}, "strategy": "remem", "remem": {"filter_prompt": prompt}}
+        )
+        with built(tmp_path / prompt, config, Counting([])) as mem:
+            mem.retrieve("Where did the father of Alma Reyes die?", 2)
+        assert seen[-1] == size

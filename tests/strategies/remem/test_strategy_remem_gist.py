@@ -311,3 +311,16 @@ def test_config_section_name_validation_and_environment(monkeypatch: pytest.Monk
     assert flexible.max_steps == 5 and strategy_config(NAME, make_config()).max_steps == 2  # type: ignore[union-attr]
     monkeypatch.setenv("GEMRAG_REMEM_GIST__GIST_WINDOW", "4")
     assert strategy_config(NAME, load_config(None, {})).gist_window == 4  # type: ignore[union-attr]
+
+
+def test_a_retrieved_gist_stands_for_its_most_relevant_turns_first(tmp_path: Path) -> None:
+    """A gist hit expands to its window's turns ranked by similarity to the question (default), so a budget of
+    one keeps the turn that answers; ``window_turns = "order"`` (the earlier rule) keeps the window's first turn."""
+    question = "Where did Biscuit learn to swim in the lake?"  # the second turn of its window
+    with built(tmp_path / "m", make_config(agent_fixed_tools=False)) as mem:
+        (ranked,) = mem.retrieve(question, 1)
+        assert "Biscuit learned to swim" in ranked.text
+    with built(tmp_path / "o", make_config(agent_fixed_tools=False, window_turns="order")) as mem:
+        (first,) = mem.retrieve(question, 1)
+        gist = next(g for g in mem.store.nodes("gist", strategy=NAME) if first.node_id in g.meta["members"])
+        assert first.node_id == gist.meta["members"][0] and "Biscuit" not in first.text

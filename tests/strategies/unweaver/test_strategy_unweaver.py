@@ -115,7 +115,8 @@ def test_alignment_reorders_or_selects_candidate_chunks(
 
 def test_rebuild_costs_no_llm_call_and_a_new_document_one_per_chunk(memory_at: MemoryAt, config: Config) -> None:
     llm = ScriptedLLM()
-    with built(memory_at("m"), unweaver_config(), llm) as mem:
+    # two voters: with equal ballots (the default) and ten voters, the chunk naming most classes would win
+    with built(memory_at("m"), unweaver_config(top_k_classes=2), llm) as mem:
         mem.index(strategy="unweaver")
         assert llm.calls == 4
         mem.add_text("Jonas Weber founded Tarnow Press. Tarnow Press printed maps of Corvania.")
@@ -128,7 +129,7 @@ def test_rebuild_costs_no_llm_call_and_a_new_document_one_per_chunk(memory_at: M
 
 def test_deleting_a_document_removes_the_classes_only_it_named(memory_at: MemoryAt, config: Config) -> None:
     llm = ScriptedLLM()
-    with built(memory_at("m"), unweaver_config(), llm) as mem:
+    with built(memory_at("m"), unweaver_config(top_k_classes=2), llm) as mem:
         mem.delete(mem.store.documents()[3]["id"])  # the Mira Holt document
         classes = classes_by_name(mem)
         assert "Mira Holt" not in classes and "Tarnow" not in classes

@@ -68,3 +68,16 @@ def test_semantic_merge_joins_connected_classes_and_keeps_the_earliest_name() ->
     assert merge_classes(classes, (np.array([], np.int64), np.array([], np.int64))) is classes
     with pytest.raises(ValueError, match="lie in"):
         merge_classes(classes, (np.array([0]), np.array([9])))
+
+
+def test_the_entity_cap_is_sized_by_the_chunk_or_absent_and_names_its_artefact_version() -> None:
+    """The paper sets no limit on entities per chunk (section 2); the default cap grows with the chunk (12 at
+    T = 100, so artefacts made under the old fixed cap stay valid), 0 removes it from the schema."""
+    from gemrag.strategies.unweaver.prompts import ENTITIES_VERSION, entities_schema, entities_version, entity_cap
+
+    assert entity_cap(None, 100) == 12 and entity_cap(None, 256) == 32 and entity_cap(None, 1200) == 150
+    assert entity_cap(0, 100) == 0 and entity_cap(5, 1200) == 5
+    assert entities_version(12) == ENTITIES_VERSION
+    assert entities_version(32) != entities_version(0) != ENTITIES_VERSION
+    assert entities_schema(32)["properties"]["entities"]["maxItems"] == 32
+    assert "maxItems" not in entities_schema(0)["properties"]["entities"]

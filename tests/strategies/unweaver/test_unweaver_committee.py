@@ -140,3 +140,33 @@ def test_a_missing_election_library_names_the_extra_and_released_needs_none(monk
     require_abcvoting("released")
     committee, _ = elect(ballots_of(PROFILE, 5), 3, "released", top_k=10)
     assert committee.size == 3
+
+
+def test_equal_ballots_tie_two_chunks_that_weights_would_separate() -> None:
+    """The paper's rule (section 2): a voter approves a chunk iff it holds the voter's class, every ballot equal.
+    Two chunks each approved by one class tie at one approval each; by default (unweighted) the tie goes to the
+    chunk approved by the more similar class in the ranking, and AV elects the lower index. Weighted ballots (the
+    variant) elect the chunk of the more similar class outright, with its similarity as score."""
+    profile = [[1], [0]]  # voter 0 (most similar, 0.9) approves chunk 1; voter 1 (0.2) approves chunk 0
+    ballots = ballots_of(profile, 2, [0.9, 0.2])
+    committee, scores = elect(ballots, 2, "pav")  # the default: unweighted
+    np.testing.assert_array_equal(scores, [1.0, 1.0])  # equal ballots: a tie
+    assert committee.tolist() == [1, 0]  # ranked by the most similar approving class
+    one, _ = elect(ballots, 1, "av")
+    assert one.tolist() == [0]  # AV's tie: the lower candidate index (abcvoting's standard algorithm)
+    weighted, w_scores = elect(ballots, 1, "av", weighted=True)
+    assert weighted.tolist() == [1] and w_scores[0] == pytest.approx(0.9)
+
+
+def test_a_k_committee_is_not_the_prefix_of_a_larger_one() -> None:
+    """PAV committees are not nested: the size-1 winner is not among the size-2 winners here, so Recall@1 read from
+    the size-2 committee would score a committee no election produced (what the evaluation avoids, runner.py)."""
+    # chunk 0: 7 approvals (3 shared with chunk 1, 3 with chunk 2, 1 alone); chunks 1 and 2: 6 each, disjoint
+    profile = [[0, 1]] * 3 + [[0, 2]] * 3 + [[1]] * 3 + [[2]] * 3 + [[0]]
+    ones = [1.0] * len(profile)
+    assert best(profile, 3, 1, "pav", ones) == {0}
+    assert best(profile, 3, 2, "pav", ones) == {1, 2}  # 12 against {0, 1}'s 7 + 6 - 3/2 = 11.5
+    one, _ = elect(ballots_of(profile, 3), 1, "pav")
+    two, _ = elect(ballots_of(profile, 3), 2, "pav")
+    assert one.tolist() == [0]
+    assert set(two.tolist()) == {1, 2}

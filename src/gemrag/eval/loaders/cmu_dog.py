@@ -81,13 +81,14 @@ class DogCorpus(BaseModel):
         raise KeyError(doc_id)
 
     def select(self, ids: list[str] | None = None, limit: int | None = None) -> DogCorpus:
-        """The conversations with these ids (file order; all when None), then the first ``limit`` of them, and only
-        the movies they use.
+        """The conversations with these ids (all when None) sorted by name, as the paper selected its tests
+        ("the top 1219 JSON data tests sorted by name", HLGraphRAG section 4), then the first ``limit`` of them,
+        and only the movies they use.
 
         Raises:
             InputError: an id that is not in the file, or ``limit`` < 0.
         """
-        convs = self.conversations
+        convs = sorted(self.conversations, key=lambda c: c.id)
         if ids is not None:
             known = {c.id for c in convs}
             unknown = [i for i in ids if i not in known]

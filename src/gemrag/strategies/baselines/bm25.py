@@ -1,8 +1,9 @@
 """``bm25``: lexical retrieval with Okapi BM25 (Robertson & Zaragoza 2009), a baseline for the graph methods.
 
-Chunks and questions are tokenized with ``bm25s.tokenize`` (lower case, the scikit-learn word pattern
-``\\b\\w\\w+\\b``, bm25s' English stopword list, no stemming) and scored with ``bm25s.BM25`` (settings: the
-``[bm25]`` section, :class:`BM25Config`; default bm25s' Lucene variant, k1 = 1.5, b = 0.75). Retrieval returns
+Chunks (their indexed text: the document's title, then the text, with ``gem.chunk_titles``) and questions are
+tokenized with ``bm25s.tokenize`` (lower case, the scikit-learn word pattern ``\\b\\w\\w+\\b``, bm25s' English
+stopword list, no stemming) and scored with ``bm25s.BM25`` (settings: the ``[bm25]`` section, :class:`BM25Config`;
+default bm25s' Lucene variant, k1 = 1.5, b = 0.75). Retrieval returns
 the top-B chunks by BM25 score.
 
 Each build is a generation (:mod:`gemrag.store.publish`): bm25s saves its index in its own format in the
@@ -22,7 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from gemrag.store import NodeRecord, Published
 from gemrag.store.publish import KEEP_COVERS, Publication
 from gemrag.strategies.base import StrategyContext, register
-from gemrag.strategies.platform.common import chunk_hits, chunk_nodes, load_published, require, top_k, write_publication
+from gemrag.strategies.platform.common import (
+    chunk_hits,
+    chunk_nodes,
+    indexed_text_of,
+    load_published,
+    require,
+    top_k,
+    write_publication,
+)
 from gemrag.types import Hit
 
 if TYPE_CHECKING:
@@ -91,7 +100,8 @@ class BM25Strategy:
         import bm25s
 
         retriever = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
-        retriever.index(tokenize([c.text for c in chunks]), show_progress=False)
+        text_of = indexed_text_of(ctx)  # title + text when the memory records chunk_titles
+        retriever.index(tokenize([text_of(c) for c in chunks]), show_progress=False)
         path = ctx.store.artifact_path(self.name, generation, INDEX_DIR)
         path.mkdir()
         retriever.save(str(path), show_progress=False)

@@ -66,7 +66,7 @@ class FullStrategy:
         chunk_nodes(ctx)
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
-        """The memory's chunks in store order while they fit in ``context_window - reserve`` LLM tokens.
+        """The memory's chunks in reading order while they fit in ``context_window - reserve`` LLM tokens.
 
         Args:
             ctx: the strategy context.
@@ -81,15 +81,16 @@ class FullStrategy:
         """
         llm = ctx.get_llm()
         limit = llm.context_window - self.reserve
-        cost: dict[int, int] = ctx.state.setdefault(f"{self.name}_tokens", {})  # node id -> tokens
+        cost: dict[tuple[int, int], int] = ctx.state.setdefault(f"{self.name}_tokens", {})  # (id, position) -> tokens
         ids: list[int] = []
         total = 0
         for node in chunk_nodes(ctx):
-            if node.id not in cost:  # a chunk's position never changes: later documents come after it
-                cost[node.id] = llm.count_tokens(f"[{len(ids) + 1}] {node.text}\n\n")
-            if total + cost[node.id] > limit:
+            key = (node.id, len(ids))  # a delete or an update can move a chunk to another position
+            if key not in cost:
+                cost[key] = llm.count_tokens(f"[{len(ids) + 1}] {node.text}\n\n")
+            if total + cost[key] > limit:
                 break
-            total += cost[node.id]
+            total += cost[key]
             ids.append(node.id)
         return chunk_hits(ctx, ids, [0.0] * len(ids), {"context_tokens": total})
 

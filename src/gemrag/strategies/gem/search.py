@@ -345,6 +345,12 @@ class PreparedGraph:
             rel[self.no_questions] = self.unit_nodes[self.no_questions] @ p
         return rel
 
+    def best_question(self, node: int, prompt_vec: NDArray[np.floating]) -> int | None:
+        """The row (in the order given to :meth:`prepare`) of ``node``'s question most similar to the prompt, or
+        None for a node without questions."""
+        own = np.flatnonzero(self.owner == node)
+        return int(own[np.argmax(self.unit_questions[own] @ prompt_vec)]) if own.size else None
+
     def rank(self, prompt_vec: ArrayLike, budget: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Literal Algorithm 1, see :func:`rank_algorithm1`. Raises ValueError for ``budget < 0``."""
         _check_budget(budget)

@@ -26,18 +26,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from gemrag.errors import MemoryNotIndexedError
+from gemrag.graph.ann import coarse_partition, list_count, unit_rows32
 from gemrag.graph.laplacian import adjacency_matrix
 from gemrag.graph.similarity import extend_similarity, utility_question_vectors
 from gemrag.store import Published
 from gemrag.store.publish import Publication
 from gemrag.strategies.base import StrategyContext, register
+from gemrag.strategies.gem.ann_search import AnnPreparedGraph
 from gemrag.strategies.gem.graph import Matrix, chunk_graph, eigen_selection, graph_mode
 from gemrag.strategies.gem.search import PreparedGraph, top_k_edges
 from gemrag.strategies.gem.summaries import MIN_NODES, build_eigentheme_summaries
 from gemrag.strategies.gem.utility_questions import generate_utility_questions, nodes_needing_questions
 from gemrag.strategies.platform.common import (
+    document_order,
     embed_node_ids,
     load_published,
     nearest,
@@ -66,6 +70,9 @@ class GemGraph:
             clipped, zero diagonal) the best-first search walks on: a dense array (``gem.graph = "dense"``,
             stored as ``weights``) or a scipy.sparse CSR matrix of the kNN graph (``"sparse"``, stored as
             ``weights_data``/``weights_indices``/``weights_indptr``).
+        question_list: (M,) int32 inverted list of each question, or None: built from ``gem.ann_above`` chunks on,
+            so retrieval scans the best-matching lists instead of every question (:mod:`.ann_search`).
+        list_centroids: (L, d) float32 unit centroids of those lists, or None.
     """
 
     node_ids: np.ndarray
@@ -74,6 +81,8 @@ class GemGraph:
     question_owner: np.ndarray
     question_ids: np.ndarray
     weights: Matrix
+    question_list: np.ndarray | None = None
+    list_centroids: np.ndarray | None = None
 
     NAMES = ("node_ids", "node_vectors", "question_vectors", "question_owner", "question_ids")
     AXES = {
@@ -83,6 +92,8 @@ class GemGraph:
         "question_owner": ("m",),
         "question_ids": ("m",),
         "weights": ("n", "n"),
+        "question_list": ("m",),
+        "list_centroids": ("l", "d"),
     }
     """Named dimensions, checked by readers: n nodes, m questions, d embedding dimensions."""
 
@@ -96,6 +107,8 @@ class GemGraph:
         """Write every array of ``generation`` (W dense as ``.npy`` or sparse as ``.npz``) and publish it with its
         metadata and ``similarity`` edges, atomically."""
         arrays = {name: getattr(self, name) for name in self.NAMES} | {"weights": self.weights}
+        if self.question_list is not None and self.list_centroids is not None:
+            arrays |= {"question_list": self.question_list, "list_centroids": self.list_centroids}
         publish_arrays(
             ctx,
             "gem",
@@ -111,7 +124,8 @@ class GemGraph:
     def from_published(cls, published: Published) -> GemGraph:
         """The graph of a published generation (memory-mapped arrays)."""
         fields = {name: published.arrays[name] for name in cls.NAMES}
-        return cls(**fields, weights=published.arrays["weights"])
+        lists = {name: published.arrays.get(name) for name in ("question_list", "list_centroids")}
+        return cls(**fields, weights=published.arrays["weights"], **lists)
 
 
 @dataclass
@@ -173,13 +187,15 @@ class GemStrategy:
                     ctx.store.reset_questions()
                 ctx.store.set_meta("gem_questions_m", cfg.questions)
 
-        chunks = ctx.store.nodes("chunk")
+        chunks = sorted(ctx.store.nodes("chunk"), key=document_order)  # reading order, also after an update
         if not chunks:
             raise MemoryNotIndexedError("the memory holds no text: add documents first")
         generation = ctx.store.begin_build(self.name)
         view = (self.name, generation)
         t0 = time.perf_counter()
-        generate_utility_questions(ctx, nodes_needing_questions(ctx, chunks), cfg.questions)
+        generate_utility_questions(
+            ctx, nodes_needing_questions(ctx, chunks), cfg.questions, dedupe=cfg.dedupe_questions
+        )
         timings["utility_questions"] = timings.get("utility_questions", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -212,10 +228,19 @@ class GemStrategy:
         all_ids = chunk_ids + [n.id for n in ctx.store.nodes("summary", strategy=self.name, build=view)]
         vectors, qvectors, owner, qids = node_graph_inputs(ctx, all_ids, view)
         # S over all nodes = the chunk block computed above + the summary nodes' rows and columns.
-        S = extend_similarity(S, vectors, qvectors, owner, k=cfg.knn if mode == "sparse" else None)
+        S = extend_similarity(
+            S,
+            vectors,
+            qvectors,
+            owner,
+            k=cfg.knn if mode == "sparse" else None,
+            low_memory=len(chunk_ids) >= cfg.ann_above,
+        )
         W = adjacency_matrix(S, diagonal="zero")  # the symmetric part of S, negatives clipped, zero diagonal
         del S
         graph = GemGraph(np.array(all_ids, dtype=np.int64), vectors, qvectors, owner, qids, W)
+        if mode == "sparse" and len(chunk_ids) >= cfg.ann_above and len(qids):
+            graph.list_centroids, graph.question_list = coarse_partition(unit_rows32(qvectors), list_count(len(qids)))
         src, dst, weight = top_k_edges(W, min(EDGES_PER_NODE, max(len(all_ids) - 1, 0)))
         ids = graph.node_ids
         graph.publish(
@@ -238,9 +263,14 @@ class GemStrategy:
 
         def make(published: Published) -> LoadedGem:
             g = GemGraph.from_published(published)
-            prepared = PreparedGraph.prepare(g.question_vectors, g.question_owner, g.node_vectors, g.weights)
-            questions = {qid: text for qid, _, text in ctx.store.questions()}
-            return LoadedGem(g, prepared, questions, published.generation)
+            prepared: PreparedGraph
+            if g.question_list is not None and g.list_centroids is not None and sp.issparse(g.weights):
+                prepared = AnnPreparedGraph.prepare_ann(
+                    g.question_vectors, g.question_owner, g.node_vectors, g.weights, g.list_centroids, g.question_list
+                )
+            else:
+                prepared = PreparedGraph.prepare(g.question_vectors, g.question_owner, g.node_vectors, g.weights)
+            return LoadedGem(g, prepared, {qid: text for qid, _, text in ctx.store.questions()}, published.generation)
 
         return load_published(ctx, self.name, make, message=NOT_INDEXED)
 
@@ -275,7 +305,10 @@ class GemStrategy:
             elif search == "rank":
                 order, scores = prepared.rank(v_p, budget)
             else:
-                order, scores, via = prepared.search_path(v_p, budget, self._start(ctx, loaded, v_p))
+                if isinstance(prepared, AnnPreparedGraph):  # its coarse lists find q* (graph/ann.py)
+                    order, scores, via = prepared.search_path(v_p, budget)
+                else:
+                    order, scores, via = prepared.search_path(v_p, budget, self._start(ctx, loaded, v_p))
                 hits = self._hits(ctx, loaded, order, scores, v_p)
                 for hit, came_from in zip(hits, via.tolist(), strict=True):
                     hit.meta["via"] = int(loaded.graph.node_ids[came_from]) if came_from >= 0 else None
@@ -311,9 +344,8 @@ class GemStrategy:
         for rank, (idx, score) in enumerate(zip(order.tolist(), scores.tolist(), strict=True)):
             node = ctx.store.node(int(g.node_ids[idx]))
             meta: dict[str, Any] = {}
-            own = np.flatnonzero(prepared.owner == idx)
-            if own.size:
-                best = int(own[np.argmax(prepared.unit_questions[own] @ v_p)])
+            best = prepared.best_question(idx, v_p)
+            if best is not None:
                 meta["matched_question"] = qtext.get(int(g.question_ids[best]), "")
             if node.kind == "summary":
                 meta["members"] = node.meta.get("members", [])

@@ -2,11 +2,11 @@
 
 Each node's questions are generated as structured output through the extraction pipeline
 (:mod:`gemrag.strategies.platform.extraction`: batches of nodes in flight, every answer cached before use),
-deduplicated,
-and committed in their own transaction as they arrive, so an interrupted run resumes with the unfinished nodes and
-repeats no LLM call. A node whose output stays malformed after the retries (or whose request fails) keeps its place
-in the graph (it is then represented by its own text embedding) and the failure is recorded for ``gemrag info`` —
-never silently dropped.
+kept as written (a repeated question counts twice, as in the paper's sum over m; ``gem.dedupe_questions`` drops
+repeats) and committed in their own transaction as they arrive, so an interrupted run resumes with the unfinished
+nodes and repeats no LLM call. A node whose output stays malformed after the retries (or whose request fails) keeps
+its place in the graph (it is then represented by its own text embedding) and the failure is recorded for
+``gemrag info`` — never silently dropped.
 
 A failed node is retried by the next build (:func:`nodes_needing_questions`), at most
 ``QUESTION_RETRIES`` times: each build's try makes ``ATTEMPTS`` structured-output attempts with fresh
@@ -33,6 +33,7 @@ from gemrag.strategies.gem.prompts import (
     utility_questions_schema,
 )
 from gemrag.strategies.platform import extraction
+from gemrag.strategies.platform.common import indexed_text_of
 from gemrag.strategies.platform.extraction import Extraction, run_extraction
 
 QUESTION_FAILED = -1
@@ -66,7 +67,8 @@ def nodes_needing_questions(ctx: StrategyContext, nodes: Sequence[NodeRecord]) -
 
 
 def dedupe_questions(questions: Sequence[str]) -> list[str]:
-    """Strip, drop empty ones and case/whitespace-insensitive duplicates, keeping first occurrences."""
+    """Strip, drop empty ones and case/whitespace-insensitive duplicates, keeping first occurrences (the
+    ``gem.dedupe_questions = true`` option of :func:`kept_questions`)."""
     seen: set[str] = set()
     out = []
     for q in questions:
@@ -76,6 +78,21 @@ def dedupe_questions(questions: Sequence[str]) -> list[str]:
             seen.add(key)
             out.append(q)
     return out
+
+
+def kept_questions(questions: Sequence[str], m: int, *, dedupe: bool = False) -> list[str]:
+    """The questions a node keeps of the LLM's ``Q(CHUNK_i, m)``: at most ``m``, whitespace-normalized, empty ones
+    dropped.
+
+    By default (``dedupe=False``) a question the model wrote twice is kept twice: the paper sums the similarity
+    over the m questions (GEM-RAG III.B.1, "Building the Weighted Complete Graph": ``s_tv = sum_{i=1..m}
+    SIM(v_ti, v_v)``), so a node whose questions repeat keeps m terms and the weight of its edges. With
+    ``dedupe=True`` (gemrag's earlier rule) case/whitespace-insensitive duplicates are dropped
+    (:func:`dedupe_questions`), so such a node keeps fewer than m questions and lighter edges.
+    """
+    if dedupe:
+        return dedupe_questions(questions)[:m]
+    return [q for q in (" ".join(q.split()) for q in questions) if q][:m]
 
 
 def questions_extraction(m: int) -> Extraction[str]:
@@ -96,8 +113,8 @@ def questions_extraction(m: int) -> Extraction[str]:
     )
 
 
-def questions_for_text(ctx: StrategyContext, text: str, m: int, *, retry: int = 0) -> list[str]:
-    """m utility questions for one text (deduplicated; may be fewer than m after deduplication).
+def questions_for_text(ctx: StrategyContext, text: str, m: int, *, retry: int = 0, dedupe: bool = False) -> list[str]:
+    """m utility questions for one text (:func:`kept_questions`: fewer than m only with ``dedupe``).
 
     ``retry`` is the number of earlier failed tries for this text: its attempts continue the numbering
     (new temperatures and seeds, hence new cache keys).
@@ -112,10 +129,12 @@ def questions_for_text(ctx: StrategyContext, text: str, m: int, *, retry: int = 
     (_, result), *_ = list(spec.results(ctx.get_llm(), [text]))
     if isinstance(result, GemragError):
         raise result
-    return dedupe_questions(result.questions)[:m]
+    return kept_questions(result.questions, m, dedupe=dedupe)
 
 
-def generate_utility_questions(ctx: StrategyContext, nodes: Sequence[NodeRecord], m: int) -> None:
+def generate_utility_questions(
+    ctx: StrategyContext, nodes: Sequence[NodeRecord], m: int, *, dedupe: bool = False
+) -> None:
     """Generate and store m questions for each node (GEM-RAG section III.B.1) through the extraction pipeline
     (:func:`gemrag.strategies.platform.extraction.run_extraction`: batched, cached, committed per node, with a progress
     bar showing chunks/s and tokens/s); failures are recorded.
@@ -129,6 +148,7 @@ def generate_utility_questions(ctx: StrategyContext, nodes: Sequence[NodeRecord]
         nodes: nodes whose questions are not done yet (pending, or failed and retried: see
             :func:`nodes_needing_questions`).
         m: questions per node (0 marks the nodes done with no questions: the chunk-embedding ablation; no LLM).
+        dedupe: drop repeated questions (``gem.dedupe_questions``; :func:`kept_questions`).
 
     Raises:
         GemragError: a fatal one (e.g. the model crashed): the nodes done before it stay done.
@@ -142,14 +162,15 @@ def generate_utility_questions(ctx: StrategyContext, nodes: Sequence[NodeRecord]
     tries = failed_tries(ctx) if any(n.questions_done == QUESTION_FAILED for n in nodes) else Counter()
     retry = {n.id: tries[n.id] if n.questions_done == QUESTION_FAILED else 0 for n in nodes}
     spec = questions_extraction(m)
+    text_of = indexed_text_of(ctx)  # a chunk's document title, then its text (gem.chunk_titles)
     run_extraction(
         ctx,
         nodes,
         dataclasses.replace(
             spec,
-            prompt=lambda node: spec.prompt(node.text),
+            prompt=lambda node: spec.prompt(text_of(node)),
             first_attempt=lambda node: retry[node.id] * ATTEMPTS,
         ),
-        save=lambda node, result: ctx.store.set_questions(node.id, dedupe_questions(result.questions)[:m]),
+        save=lambda node, result: ctx.store.set_questions(node.id, kept_questions(result.questions, m, dedupe=dedupe)),
         fail=lambda node, exc: ctx.store.fail_questions(node.id, PHASE, str(exc)),
     )

@@ -83,7 +83,8 @@ class HLGraphConfig(BaseModel):
             relations only. Needs ``index`` again.
         passive: who writes the passive voice of DW: ``"llm"`` (default; the rule when the model wrote none) or
             ``"rule"`` (:func:`gemrag.strategies.hlgraph.facts.passive_voice` always).
-        source_chunks: chunks stating the retrieved relations added after them (default 3; 0: the sentences only).
+        source_chunks: chunks stating the retrieved relations added after them (default 0: the collected graph
+            knowledge only, as the paper gives the model; 3 was gemrag's earlier default, kept as a variant).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -95,7 +96,7 @@ class HLGraphConfig(BaseModel):
     directional: bool = True
     routing: bool = True
     passive: Literal["llm", "rule"] = "llm"
-    source_chunks: int = Field(3, ge=0, le=100)
+    source_chunks: int = Field(0, ge=0, le=100)
 
 
 AXES = {

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
@@ -33,20 +34,56 @@ from gemrag.strategies.base import StrategyContext, strategy_config
 from gemrag.types import Hit
 
 
+def document_order(node: NodeRecord) -> tuple[int, int, int]:
+    """Sort key of chunks in reading order: by document id (documents in the order first added; a new version of a
+    source keeps its document's id, so its place), then position in the document."""
+    return (node.doc_id or 0, node.ord, node.id)
+
+
 def chunk_nodes(ctx: StrategyContext) -> list[NodeRecord]:
-    """Every chunk of the memory in store order (documents in the order added, each in document order).
+    """Every chunk of the memory in reading order (:func:`document_order`: documents in the order first added, each
+    in document order; the same as id order unless a source was updated).
 
     Raises:
         MemoryNotIndexedError: the memory holds no chunks (add documents and run ``index`` first).
     """
-    chunks = ctx.store.nodes("chunk")
+    chunks = sorted(ctx.store.nodes("chunk"), key=document_order)
     if not chunks:
         raise MemoryNotIndexedError("the memory holds no text: add documents and run `gemrag index` first")
     return chunks
 
 
+TITLES_META = "chunk_titles"
+"""The memory's ``meta`` key recording whether chunks are indexed with their document's title (``gem.chunk_titles``;
+absent or false: without)."""
+UNTITLED = frozenset({"", "text", "stdin"})
+"""Titles that name no subject (the defaults of ``Memory.add_text`` and of standard input): never put before a chunk."""
+
+
+def indexed_text_of(ctx: StrategyContext) -> Callable[[NodeRecord], str]:
+    """``node -> its indexed text``: for a chunk of a memory that records ``chunk_titles``, its document's title, a
+    newline, and its text (HippoRAG 2's ``title\ntext`` passages); for every other node, or a title in
+    :data:`UNTITLED`, the node's text. The titles are read once, when this is called."""
+    if not ctx.store.get_meta(TITLES_META, False):
+        return lambda node: node.text
+    titles = {int(d["id"]): str(d["title"] or "").strip() for d in ctx.store.documents()}
+
+    def text_of(node: NodeRecord) -> str:
+        title = titles.get(node.doc_id, "") if node.kind == "chunk" and node.doc_id is not None else ""
+        return node.text if title in UNTITLED else f"{title}\n{node.text}"
+
+    return text_of
+
+
+def indexed_nodes(ctx: StrategyContext, nodes: Sequence[NodeRecord]) -> list[NodeRecord]:
+    """Copies of ``nodes`` whose ``text`` is their indexed text (:func:`indexed_text_of`), for the extraction
+    passes that read ``node.text``; ids and everything else unchanged."""
+    text_of = indexed_text_of(ctx)
+    return [dataclasses.replace(n, text=text_of(n)) for n in nodes]
+
+
 def embed_node_ids(ctx: StrategyContext, node_ids: Sequence[int]) -> NDArray[np.float32]:
-    """``E(text)`` of the given store nodes, through the memory's cached embedder.
+    """``E(indexed text)`` of the given store nodes (:func:`indexed_text_of`), through the memory's cached embedder.
 
     Returns:
         ``(len(node_ids), d)`` float32, unit rows.
@@ -54,13 +91,15 @@ def embed_node_ids(ctx: StrategyContext, node_ids: Sequence[int]) -> NDArray[np.
     Raises:
         KeyError: a node id is not in the store.
     """
-    return ctx.embedder.embed([ctx.store.node(int(i)).text for i in node_ids])
+    text_of = indexed_text_of(ctx)
+    return ctx.embedder.embed([text_of(ctx.store.node(int(i))) for i in node_ids])
 
 
 def chunk_ids_and_vectors(
     ctx: StrategyContext, chunks: Sequence[NodeRecord] | None = None
 ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
-    """All chunk ids and their vectors ``v_i = E(CHUNK_i)``, in store order.
+    """All chunk ids and their vectors ``v_i = E(CHUNK_i)`` (of the chunks' indexed text, :func:`indexed_text_of`),
+    in store order.
 
     Args:
         ctx: the strategy context.
@@ -74,7 +113,8 @@ def chunk_ids_and_vectors(
     """
     nodes = list(chunks) if chunks is not None else chunk_nodes(ctx)
     ids = np.array([n.id for n in nodes], dtype=np.int64)
-    return ids, ctx.embedder.embed([n.text for n in nodes])
+    text_of = indexed_text_of(ctx)
+    return ids, ctx.embedder.embed([text_of(n) for n in nodes])
 
 
 def prompt_vector(ctx: StrategyContext, question: str) -> NDArray[np.float32]:
@@ -135,6 +175,7 @@ def nearest(
     prompt_vec: NDArray[np.floating],
     k: int,
     rows: NDArray[np.int64] | None = None,
+    unit: NDArray[np.float32] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """The ``k`` rows of a published vector array most cosine-similar to the prompt, through the store
     (:meth:`gemrag.store.base.MemoryStore.nearest`: numpy on SQLite, pgvector on PostgreSQL), with the rule of
@@ -148,6 +189,8 @@ def nearest(
         prompt_vec: ``(d,)`` float, not all zero.
         k: how many rows.
         rows: optional ``(m,)`` int rows to search among.
+        unit: optional ``(n, d)`` float32 unit rows of ``vectors``, made once per loaded build
+            (:func:`gemrag.graph.ann.unit_rows32`; no float64 copy per query).
 
     Returns:
         ``(row indices (min(k, m),) int64 into vectors, cosines float64)``, best first.
@@ -156,7 +199,7 @@ def nearest(
         ValueError: a zero or mis-sized prompt vector.
     """
     strategy, generation = published
-    return ctx.store.nearest(strategy, generation, name, vectors, prompt_vec, k, rows=rows)
+    return ctx.store.nearest(strategy, generation, name, vectors, prompt_vec, k, rows=rows, unit=unit)
 
 
 T = TypeVar("T")

@@ -41,6 +41,7 @@ from gemrag.models.base import LLM, Completion, Message
 from gemrag.models.structured import complete_validated_iter, validate_json, validate_text
 from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext, token_advance
+from gemrag.strategies.platform.common import indexed_nodes
 
 I = TypeVar("I")  # noqa: E741 - an item
 R = TypeVar("R")
@@ -220,7 +221,8 @@ def extract_artifacts(
 
     Args:
         ctx: the strategy context.
-        nodes: the nodes to cover (usually the chunks), in order.
+        nodes: the nodes to cover (usually the chunks), in order; the prompt sees each chunk's indexed text
+            (:func:`~gemrag.strategies.platform.common.indexed_nodes`: its document's title, then its text).
         extraction: the pass; ``output_type`` must be set (artefacts are pydantic values) and its
             ``first_attempt`` is replaced as above.
         strategy: the owning strategy's name. kind: the artefact kind (e.g. ``"triples"``).
@@ -242,7 +244,7 @@ def extract_artifacts(
     phase = phase or f"index/{strategy}/{kind}@{version}"
     missing = set(ctx.store.missing_artifacts(strategy, kind, version, [n.id for n in nodes]))
     tries = failed_tries(ctx, phase) if missing else Counter()
-    todo = [n for n in nodes if n.id in missing and tries[n.id] <= retries]
+    todo = indexed_nodes(ctx, [n for n in nodes if n.id in missing and tries[n.id] <= retries])  # title + text
     numbered = dataclasses.replace(extraction, first_attempt=lambda n: tries[n.id] * extraction.attempts)
     return run_extraction(
         ctx,

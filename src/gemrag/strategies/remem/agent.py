@@ -106,13 +106,34 @@ def format_result(tool: str, hits: list[ToolHit], limit: int) -> str:
     return out if len(out) <= limit else out[: max(0, limit - 4)] + " ..."
 
 
+BUDGET_USED = "(the retrieval budget of {b} items is used up: answer with what you have)"
+"""A tool's result once the run has shown the model ``node_budget`` items."""
+
+
 class _Run:
     """One agent run's conversation and record."""
 
-    def __init__(self, llm: LLM | None, question: str, tools: Tools, tool_names: tuple[str, ...], result_chars: int):
-        self.llm, self.tools, self.result_chars = llm, tools, result_chars
+    def __init__(
+        self,
+        llm: LLM | None,
+        question: str,
+        tools: Tools,
+        tool_names: tuple[str, ...],
+        result_chars: int,
+        node_budget: int | None = None,
+    ):
+        self.llm, self.tools, self.result_chars, self.node_budget = llm, tools, result_chars, node_budget
         self.messages: list[Message] = agent_messages(question, tool_names)
         self.result = AgentResult()
+
+    def _within_budget(self, hits: list[ToolHit]) -> tuple[list[ToolHit], bool]:
+        """The hits the model may still be shown: with a node budget, only items not shown before, until the
+        run has shown ``node_budget`` items; True when the budget cut some."""
+        if self.node_budget is None:
+            return hits, False
+        room = self.node_budget - len(self.result.node_ids)
+        fresh = [h for h in hits if h.node_id not in self.result.node_ids]
+        return fresh[: max(room, 0)], len(fresh) > max(room, 0)
 
     def model(self) -> LLM:
         """The LLM (run_agent checked that a run needing one has one)."""
@@ -123,8 +144,10 @@ class _Run:
     def retrieve(self, tool: str, arguments: dict[str, Any], note: str) -> None:
         """Run a retrieval tool, record it, and append the call and its result to the conversation."""
         try:
-            hits = self.tools(tool, arguments)
+            hits, cut = self._within_budget(self.tools(tool, arguments))
             text = format_result(tool, hits, self.result_chars)
+            if cut:
+                text += "\n" + BUDGET_USED.format(b=self.node_budget)
         except ValueError as exc:
             hits, text = [], f"Result of {tool}: error: {exc}"
         for h in hits:
@@ -200,6 +223,7 @@ def run_agent(
     fixed_tool: str | None = None,
     result_chars: int = 3000,
     fixed_arguments: dict[str, Any] | None = None,
+    node_budget: int | None = None,
 ) -> AgentResult:
     """Answer ``question`` with at most ``max_steps`` steps (module docstring).
 
@@ -212,6 +236,9 @@ def run_agent(
         fixed_tool: fixed mode's retrieval tool (called with ``{"query": question}``); None: flexible mode.
         result_chars: longest tool result shown to the model (characters).
         fixed_arguments: more arguments of fixed mode's call (e.g. ``remem_temporal``'s date bounds).
+        node_budget: most distinct retrieved items the model is shown over the whole run (the budget B, so the
+            agent's context holds what a retrieval of B items holds; an item already shown is not shown again);
+            None: every tool result in full (each at most its ``k`` items).
 
     Returns:
         The answer, the retrieved node ids (first-returned order) and the steps.
@@ -228,13 +255,13 @@ def run_agent(
     if fixed_tool is not None:
         if fixed_tool not in RETRIEVAL_TOOLS or max_steps > 2:
             raise ValueError(f"fixed mode needs a retrieval tool and at most 2 steps, got {fixed_tool!r}, {max_steps}")
-        run = _Run(llm, question, tools, (fixed_tool, ANSWER), result_chars)
+        run = _Run(llm, question, tools, (fixed_tool, ANSWER), result_chars, node_budget)
         run.retrieve(fixed_tool, {"query": question, **(fixed_arguments or {})}, step_note(2, 2))
         if max_steps == 2:
             call = run.ask(2, final=True)
             run.answer(call) if call is not None else run.fallback()
         return run.result
-    run = _Run(llm, question, tools, (*RETRIEVAL_TOOLS, ANSWER), result_chars)
+    run = _Run(llm, question, tools, (*RETRIEVAL_TOOLS, ANSWER), result_chars, node_budget)
     run.messages[-1]["content"] += "\n" + step_note(1, max_steps)
     step = 1
     while step <= max_steps:

@@ -37,6 +37,7 @@ from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.baselines.bm25 import tokenize
 from gemrag.strategies.platform.common import (
     chunk_nodes,
+    cosine_ranking,
     load_published,
     nearest,
     not_indexed,
@@ -77,6 +78,12 @@ class RememGistConfig(BaseModel):
         return_chunk: the hits' kind, ``"verbatim"`` (turns, default) or ``"gists"``.
         top_k: results per tool call when the model gives no ``k`` (default 10; at most 20).
         tool_result_chars: longest tool result shown to the model (characters, default 3000).
+        tool_budget: ``"shared"`` (default): the agent is shown at most B distinct retrieved items over all its
+            tool calls (B the retrieval budget), so its prompt holds what a B-item retrieval holds; ``"per_call"``
+            (gemrag's earlier rule): every call shows up to ``top_k`` items, whatever B.
+        window_turns: how a retrieved gist or fact stands for its window's turns: ``"ranked"`` (default: the turns
+            most similar to the question first, so a budget cut keeps the relevant ones) or ``"order"`` (gemrag's
+            earlier rule: the window's turns in conversation order, so a cut keeps its first turns).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -88,6 +95,8 @@ class RememGistConfig(BaseModel):
     return_chunk: Literal["verbatim", "gists"] = "verbatim"
     top_k: int = Field(10, ge=1, le=MAX_K)
     tool_result_chars: int = Field(3000, ge=200, le=50_000)
+    tool_budget: Literal["shared", "per_call"] = "shared"
+    window_turns: Literal["ranked", "order"] = "ranked"
 
     @model_validator(mode="after")
     def _steps(self) -> RememGistConfig:
@@ -297,7 +306,11 @@ class RememGistStrategy:
 
         return run
 
-    def ask_agent(self, ctx: StrategyContext, question: str) -> AgentResult:
+    def node_budget(self, budget: int | None) -> int | None:
+        """The items the agent may be shown in one run: ``budget`` with ``tool_budget = "shared"``, else None."""
+        return budget if self.config.tool_budget == "shared" else None
+
+    def ask_agent(self, ctx: StrategyContext, question: str, budget: int | None = None) -> AgentResult:
         """Run the agent on ``question`` over the published generation (call inside ``ctx.store.snapshot()``).
 
         Raises:
@@ -315,6 +328,7 @@ class RememGistStrategy:
             max_steps=cfg.max_steps,
             fixed_tool=fixed,
             result_chars=cfg.tool_result_chars,
+            node_budget=self.node_budget(budget),
         )
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
@@ -336,9 +350,10 @@ class RememGistStrategy:
         if ctx.store.published_generation(self.name) is None:
             raise not_indexed(ctx, self.name)
         with ctx.store.snapshot():
-            result = self.ask_agent(ctx, question)
+            result = self.ask_agent(ctx, question, budget)
             g = self._loaded(ctx)
-            chosen = self._returned(g, result.node_ids)[:budget]
+            ranked = prompt_vector(ctx, question) if self.config.window_turns == "ranked" else None
+            chosen = self._returned(g, result.node_ids, ranked)[:budget]
             meta: dict[str, Any] = {"agent_answer": result.answer, "agent_steps": result.steps}
             if result.error:
                 meta["agent_error"] = result.error
@@ -348,11 +363,17 @@ class RememGistStrategy:
                 for rank, nid in enumerate(chosen)
             ]
 
-    def _returned(self, g: LoadedGist, node_ids: list[int]) -> list[int]:
-        """The retrieved nodes as ``return_chunk`` node ids, in order, each once."""
+    def _returned(self, g: LoadedGist, node_ids: list[int], question: np.ndarray | None = None) -> list[int]:
+        """The retrieved nodes as ``return_chunk`` node ids, in order, each once; a gist or fact stands for its
+        window's turns, most similar to ``question`` ((d,) float32 vector) first, or in conversation order when
+        ``question`` is None."""
         row = {int(n): r for r, n in enumerate(g.ids)}
         turns_of: dict[int, list[int]] = {}
-        for r in g.rows[VERBATIM]:
+        turn_rows = g.rows[VERBATIM]
+        if question is not None and turn_rows.size:
+            order, _ = cosine_ranking(question, g.vectors[turn_rows], int(turn_rows.size))
+            turn_rows = turn_rows[order]
+        for r in turn_rows:
             turns_of.setdefault(int(g.gist[r]), []).append(int(g.ids[r]))
         out: list[int] = []
         for nid in node_ids:

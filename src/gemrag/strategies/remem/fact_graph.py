@@ -11,8 +11,14 @@ all undirected:
 * **synonym edges** between entities whose embeddings are similar (weights from
   :func:`gemrag.graph.synonyms.synonym_pairs`).
 
-Where several kinds join the same pair, their weights add (HippoRAG 2's code overwrites a fact count with the
-synonym similarity; adding keeps both signals). Facts (unique normalized triples) are not nodes: they are
+Weights (``edge_weights``): by default as HippoRAG 2's released code makes them (``"hipporag2"``): it stores every
+fact and synonym edge once per direction in an undirected graph, so the two directions add: a fact edge weighs
+twice its triple count, a synonym edge found from both ends twice its similarity, and where an ordered pair has a
+synonym its similarity replaces that direction's fact count; a passage edge is stored once (1.0). ``"once"``
+(gemrag's earlier rule, a variant) counts every edge once and adds the kinds joining one pair (the count plus the
+larger similarity), which sends relatively more PageRank mass along passage edges.
+
+Facts (unique normalized triples) are not nodes: they are
 embedded on their own and link a question to the entities that seed Personalized PageRank
 (:mod:`gemrag.strategies.remem.fact_seeds`).
 """
@@ -161,18 +167,30 @@ class EdgeLists:
     kinds: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-def fact_graph_edges(index: FactIndex, synonyms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> EdgeLists:
+def fact_graph_edges(
+    index: FactIndex,
+    synonyms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    weights: str = "hipporag2",
+) -> EdgeLists:
     """The fact, passage and synonym edges of the graph (module docstring).
 
     Args:
         index: from :func:`index_facts`.
         synonyms: directed entity pairs ``(src (K,), dst (K,), similarity (K,))`` in entity indices (as
-            :func:`gemrag.graph.synonyms.synonym_pairs` returns them); a pair found in both directions becomes
-            one edge with the larger similarity.
+            :func:`gemrag.graph.synonyms.synonym_pairs` returns them).
+        weights: ``"hipporag2"`` (default: each direction counted, as HippoRAG 2's code) or ``"once"`` (a pair
+            found in both directions becomes one edge with the larger similarity; a fact edge weighs its count).
+
+    Raises:
+        ValueError: unknown ``weights``.
 
     Returns:
         :class:`EdgeLists` with kinds ``"fact"``, ``"passage"`` and ``"synonym"``.
     """
+    if weights not in ("hipporag2", "once"):
+        raise ValueError(f"edge weights must be 'hipporag2' or 'once', got {weights!r}")
+    if weights == "hipporag2":
+        return _hipporag2_edges(index, synonyms)
     p = index.n_passages
     pairs = sorted(index.pair_counts.items())
     fact = (
@@ -198,6 +216,41 @@ def fact_graph_edges(index: FactIndex, synonyms: tuple[np.ndarray, np.ndarray, n
         np.array([w for _, w in syn_pairs], dtype=np.float64),
     )
     return EdgeLists({"fact": fact, "passage": passage, "synonym": synonym})
+
+
+def _passage_edges(index: FactIndex) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    p = index.n_passages
+    return index.mentions[:, 0].copy(), index.mentions[:, 1] + p, np.ones(len(index.mentions), dtype=np.float64)
+
+
+def _hipporag2_edges(index: FactIndex, synonyms: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> EdgeLists:
+    """HippoRAG 2's weights: per ordered entity pair, the synonym similarity if one was found in that direction,
+    else the triple count; each undirected pair's fact and synonym weights are the sums over its two directions."""
+    p = index.n_passages
+    directed_syn: dict[tuple[int, int], float] = {}
+    if synonyms is not None:
+        for a, b, w in zip(*(np.asarray(x).tolist() for x in synonyms), strict=True):
+            if a != b:
+                directed_syn[(int(a), int(b))] = float(w)
+    fact_w: dict[tuple[int, int], float] = {}
+    syn_w: dict[tuple[int, int], float] = {}
+    for (a, b), count in index.pair_counts.items():
+        for direction in ((a, b), (b, a)):
+            if direction not in directed_syn:
+                fact_w[(a, b)] = fact_w.get((a, b), 0.0) + count
+    for (a, b), w in directed_syn.items():
+        key = (min(a, b), max(a, b))
+        syn_w[key] = syn_w.get(key, 0.0) + w
+
+    def lists(weights: dict[tuple[int, int], float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        items = sorted(weights.items())
+        return (
+            np.array([a + p for (a, _), _ in items], dtype=np.int64),
+            np.array([b + p for (_, b), _ in items], dtype=np.int64),
+            np.array([w for _, w in items], dtype=np.float64),
+        )
+
+    return EdgeLists({"fact": lists(fact_w), "passage": _passage_edges(index), "synonym": lists(syn_w)})
 
 
 def adjacency(n_nodes: int, edges: EdgeLists) -> sp.csr_matrix:

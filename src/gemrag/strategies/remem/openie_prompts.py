@@ -157,3 +157,44 @@ def recognition_prompt(question: str, facts: Sequence[Sequence[str]]) -> list[Me
             ),
         },
     ]
+
+
+_FEW_SHOT = [
+    (
+        "Which river does the dam that supplies Pellin stand on?",
+        [
+            ["harlow dam", "supplies water to", "pellin"],
+            ["pellin council", "voted in", "1990"],
+            ["harlow dam", "was completed in", "1931"],
+            ["harlow dam", "stands on", "vesna river"],
+            ["vesna river", "flows through", "the northern valley"],
+        ],
+        [["harlow dam", "supplies water to", "pellin"], ["harlow dam", "stands on", "vesna river"]],
+    ),
+    (
+        "When was the painter of The Grey Harbour born?",
+        [
+            ["ida lorne", "was born in", "1882"],
+            ["the grey harbour", "hangs in", "the city museum"],
+            ["karl meis", "painted", "the blue mill"],
+            ["oskar brandt", "was born in", "1879"],
+            ["the city museum", "opened in", "1901"],
+        ],
+        [],
+    ),
+]
+"""Worked examples of the few-shot filter prompt, written for gemrag (not HippoRAG 2's demonstrations): a two-hop
+question keeping the facts of both hops, and a question no candidate answers (its painter is not among them),
+kept empty."""
+
+
+def recognition_prompt_few_shot(question: str, facts: Sequence[Sequence[str]]) -> list[Message]:
+    """:func:`recognition_prompt` preceded by worked examples as user / assistant turns (HippoRAG 2's filter
+    prompt is few-shot, its demonstrations chosen by DSPy; these are our own). The default of ``remem.filter_prompt``.
+    """
+    messages = recognition_prompt(question, facts)
+    shots: list[Message] = []
+    for q, candidates, kept in _FEW_SHOT:
+        example = recognition_prompt(q, candidates)[1]
+        shots += [example, {"role": "assistant", "content": json.dumps({"facts": kept})}]
+    return [messages[0], *shots, messages[1]]

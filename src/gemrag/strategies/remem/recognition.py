@@ -4,14 +4,17 @@
 The question and the candidate facts go to the LLM as structured output
 (:class:`~gemrag.strategies.remem.openie_prompts.RecognizedFacts`, at most four facts). Each returned fact is matched
 to a
-candidate by its normalized elements (:func:`~gemrag.graph.names.normalize_entity` of subject, predicate and
-object); a returned fact that matches no candidate is dropped, never snapped to the most similar one (HippoRAG 2's
-code snaps with ``difflib``, which turns an invented fact into a real one). An answer that stays malformed after
+candidate (``filter_match``): by default as HippoRAG 2's code does (``"snap"``), each returned fact becomes the
+candidate whose text is closest to it (``difflib.get_close_matches`` with no cutoff), so a paraphrased or shortened
+copy still selects its fact — and an invented fact selects the nearest real one; ``"exact"`` (gemrag's earlier rule,
+a variant) keeps only facts equal to a candidate in their normalized elements
+(:func:`~gemrag.graph.names.normalize_entity` of subject, predicate and object). An answer that stays malformed after
 the retries keeps no fact (the caller falls back to dense retrieval) and the error is reported, not raised.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 from gemrag.errors import GemragError, StructuredOutputError, is_fatal
@@ -23,6 +26,7 @@ from gemrag.strategies.remem.openie_prompts import (
     MAX_RECOGNIZED,
     RecognizedFacts,
     recognition_prompt,
+    recognition_prompt_few_shot,
     recognition_schema,
 )
 
@@ -31,32 +35,51 @@ MAX_TOKENS = 16 + MAX_RECOGNIZED * (MAX_ITEM_CHARS + 12)
 :data:`~gemrag.strategies.remem.openie_prompts.MAX_ITEM_CHARS` characters (about a third as many tokens each)."""
 
 
-def match_facts(returned: Sequence[Sequence[str]], candidates: Sequence[Sequence[str]]) -> list[int]:
+def match_facts(
+    returned: Sequence[Sequence[str]], candidates: Sequence[Sequence[str]], match: str = "snap"
+) -> list[int]:
     """Indices of the candidates the LLM returned, in the order returned, each once, at most
     :data:`~gemrag.strategies.remem.openie_prompts.MAX_RECOGNIZED`.
 
     Args:
-        returned: the facts in the LLM's answer (``[s, p, o]`` lists; other lengths match nothing).
+        returned: the facts in the LLM's answer (``[s, p, o]`` lists; with ``"exact"`` other lengths match
+            nothing; an empty list matches nothing).
         candidates: the facts shown to it.
+        match: ``"snap"`` (default, HippoRAG 2's rule: an exact normalized match, else the candidate whose
+            ``" | "``-joined normalized text is closest by ``difflib``) or ``"exact"``.
 
     Returns:
-        Candidate indices; facts matching no candidate are dropped.
+        Candidate indices; with ``"exact"``, facts matching no candidate are dropped.
+
+    Raises:
+        ValueError: unknown ``match``.
     """
-    key = {tuple(normalize_entity(x) for x in c): i for i, c in reversed(list(enumerate(candidates)))}
+    if match not in ("snap", "exact"):
+        raise ValueError(f"filter_match must be 'snap' or 'exact', got {match!r}")
+    keys = [tuple(normalize_entity(str(x)) for x in c) for c in candidates]
+    key = {k: i for i, k in reversed(list(enumerate(keys)))}
+    texts = [" | ".join(k) for k in keys]
     out: list[int] = []
     for fact in returned:
-        if len(fact) != 3:
-            continue
-        i = key.get(tuple(normalize_entity(str(x)) for x in fact))
+        norm = tuple(normalize_entity(str(x)) for x in fact)
+        i = key.get(norm) if len(fact) == 3 else None
+        if i is None and match == "snap" and any(norm) and texts:
+            close = difflib.get_close_matches(" | ".join(norm), texts, n=1, cutoff=0.0)
+            i = texts.index(close[0]) if close else None
         if i is not None and i not in out:
             out.append(i)
     return out[:MAX_RECOGNIZED]
 
 
 def recognize_facts(
-    ctx: StrategyContext, question: str, candidates: Sequence[Sequence[str]]
+    ctx: StrategyContext,
+    question: str,
+    candidates: Sequence[Sequence[str]],
+    match: str = "snap",
+    few_shot: bool = True,
 ) -> tuple[list[int], str | None]:
-    """Ask the LLM which ``candidates`` help answer ``question``.
+    """Ask the LLM which ``candidates`` help answer ``question`` (returned facts matched by ``match``,
+    :func:`match_facts`; the prompt with worked examples unless ``few_shot`` is False).
 
     Returns:
         ``(kept candidate indices, None)``, or ``([], error message)`` when the answer stayed malformed or the
@@ -70,7 +93,7 @@ def recognize_facts(
     try:
         answer = complete_structured(
             ctx.get_llm(),
-            recognition_prompt(question, candidates),
+            (recognition_prompt_few_shot if few_shot else recognition_prompt)(question, candidates),
             RecognizedFacts,
             schema=recognition_schema(),
             max_tokens=MAX_TOKENS,
@@ -81,4 +104,4 @@ def recognize_facts(
         if is_fatal(exc):
             raise
         return [], str(exc)
-    return match_facts(answer.facts, candidates), None
+    return match_facts(answer.facts, candidates, match), None

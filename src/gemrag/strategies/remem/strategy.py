@@ -81,6 +81,14 @@ class RememConfig(BaseModel):
             ``"hnsw"``.
         synonym_exact_below: entities below which the exact (quadratic) search is used (default 20,000).
         require_entity: keep only triples naming one of the chunk's named entities (default True).
+        edge_weights: ``"hipporag2"`` (default: fact and synonym edges counted in both directions, as HippoRAG 2's
+            code adds them to its undirected graph, so they weigh about twice a passage edge) or ``"once"``
+            (gemrag's earlier rule; :mod:`gemrag.strategies.remem.fact_graph`). A build-time setting.
+        filter_match: how the recognition filter's returned facts select candidates: ``"snap"`` (default, HippoRAG
+            2's code: the closest candidate by difflib) or ``"exact"`` (gemrag's earlier rule: equal normalized
+            elements only; :mod:`gemrag.strategies.remem.recognition`).
+        filter_prompt: ``"few-shot"`` (default: two worked examples before the question, as HippoRAG 2's filter
+            prompt is few-shot; the examples are gemrag's own) or ``"zero-shot"`` (gemrag's earlier prompt).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -96,6 +104,9 @@ class RememConfig(BaseModel):
     synonym_search: Literal["auto", "exact", "hnsw"] = "auto"
     synonym_exact_below: int = Field(20_000, ge=0)
     require_entity: bool = True
+    edge_weights: Literal["hipporag2", "once"] = "hipporag2"
+    filter_match: Literal["snap", "exact"] = "snap"
+    filter_prompt: Literal["few-shot", "zero-shot"] = "few-shot"
 
 
 AXES = {
@@ -211,7 +222,7 @@ class RememStrategy:
                 exact_below=cfg.synonym_exact_below,
                 eligible=eligible,
             )
-        edges = fact_graph_edges(index, synonyms)
+        edges = fact_graph_edges(index, synonyms, cfg.edge_weights)
         W = adjacency(index.n_nodes, edges)
 
         p = index.n_passages
@@ -301,7 +312,9 @@ class RememStrategy:
                 fact_scores, shown = self._fact_seeds(ctx, g, v_p)
                 candidates = [ctx.store.node(int(g.fact_ids[f])).meta["triple"] for f in shown]
                 if cfg.recognition_filter:
-                    chosen, error = recognize_facts(ctx, question, candidates)
+                    chosen, error = recognize_facts(
+                        ctx, question, candidates, cfg.filter_match, cfg.filter_prompt == "few-shot"
+                    )
                     kept = [shown[i] for i in chosen]
                     if error:
                         meta["recognition_error"] = error

@@ -15,7 +15,7 @@ gists and facts whose time qualifiers were resolved to ISO dates from the sessio
   model reads events in the order they happened.
 
 The seed also names "temporal graph edges"; gemrag does not build them (nothing in the seed says how), see
-``docs/papers.md`` (REMem, not implemented).
+``docs/papers.md`` (REMem, not implemented; the deviations list).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class RememTemporalStrategy(RememGistStrategy):
     def __init__(self, config: RememTemporalConfig | None = None) -> None:
         super().__init__(config or RememTemporalConfig())
 
-    def ask_agent(self, ctx: StrategyContext, question: str) -> AgentResult:
+    def ask_agent(self, ctx: StrategyContext, question: str, budget: int | None = None) -> AgentResult:
         """As ``remem_gist``'s agent, except for a temporal question: in fixed mode the retrieval tool is
         ``fact_retrieve``, and in every mode a ``fact_retrieve`` call without bounds gets the question's period
         (:func:`question_range`).
@@ -126,7 +126,7 @@ class RememTemporalStrategy(RememGistStrategy):
             GemragError: a fatal model error.
         """
         if not is_temporal(question):
-            return super().ask_agent(ctx, question)
+            return super().ask_agent(ctx, question, budget)
         cfg = self.config
         g = self._loaded(ctx)
         base = self.tools(ctx, g)
@@ -146,6 +146,7 @@ class RememTemporalStrategy(RememGistStrategy):
             fixed_tool=FACT if cfg.agent_fixed_tools else None,
             result_chars=cfg.tool_result_chars,
             fixed_arguments={"start": start, "end": end},
+            node_budget=self.node_budget(budget),
         )
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:

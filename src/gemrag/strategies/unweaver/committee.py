@@ -3,8 +3,11 @@ ballots elect K chunks by an approval-based committee rule, computed with the ``
 Skowron's ABC rules; optional extra ``gemrag[unweaver]``).
 
 Rules (:data:`RULES`) and the abcvoting algorithm passed for each (never abcvoting's default ``"fastest"``, which
-tries the license-limited Gurobi first); every call is ``resolute=True`` (one committee; abcvoting breaks ties by
-the lower candidate index, i.e. the earlier chunk):
+tries the license-limited Gurobi first); every call is ``resolute=True`` (one committee). Ties between committees of
+equal score: the ``"standard"`` algorithms (AV and the sequential rules) prefer the lower candidate index, i.e. the
+earlier chunk; the exact ILP rules (PAV, CC through HiGHS) return whichever optimal committee the solver reaches
+first, deterministic for one input but not necessarily the lower-index one. Ties are common with the paper's
+unweighted ballots (the default), since several chunks then share one approval count:
 
 * ``av``: Approval Voting, the K chunks with the highest (weighted) approval counts (``"standard"``);
 * ``pav``: Proportional Approval Voting, exact, maximizing ``sum_voters w_v (1 + 1/2 + ... + 1/|A_v ∩ W|)``
@@ -15,14 +18,17 @@ the lower candidate index, i.e. the earlier chunk):
 * ``released``: not an election: the authors' released code's frequency x rank score
   (:func:`gemrag.strategies.unweaver.ballots.released_scores`), top K.
 
-Ballot weights: with ``weighted=True`` each voter (a class) carries its cosine similarity to the question,
+Ballot weights: by default every voter has weight 1, as in the paper (section 2: a voter approves a chunk iff the
+chunk holds its class, and the rules footnote 6 names are unweighted). With ``weighted=True`` (gemrag's earlier
+default, a variant) each voter (a class) carries its cosine similarity to the question,
 floored at :data:`MIN_WEIGHT` (abcvoting needs positive weights) and passed as an abcvoting ``Voter`` weight
 (a ``fractions.Fraction`` with denominator at most 10^6). Every rule above sums voter weights in its score (AV's
 approval counts, the Thiele scores of PAV and CC and their sequential forms), so weights apply to all of them; the
 released score ignores them (it uses rank positions).
 
-The elected committee is returned ranked by weighted approval score (ties: lower candidate index): an
-election yields a set, the context needs an order.
+The elected committee is returned ranked by (weighted) approval score, ties by the rank of the most similar class
+approving the chunk, then by the lower candidate index: an election yields a set, the context needs an order (the
+paper is silent on it). The order never changes which chunks are elected.
 """
 
 from __future__ import annotations
@@ -114,8 +120,22 @@ def _committee(ballots: Ballots, k: int, rule: str, weights: NDArray[np.float64]
     return sorted(int(c) for c in committees[0])
 
 
+def rank_committee(ballots: Ballots, members: NDArray[np.int64], scores: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Order elected ``members`` (indices into ``ballots.candidates``) for the context: by ``scores`` descending,
+    ties by the similarity rank of the first (most similar) voter approving the member, then by the lower index.
+
+    Returns:
+        (K,) int64, the members reordered.
+    """
+    first = np.full(ballots.approvals.shape[1], np.iinfo(np.int64).max, dtype=np.int64)
+    for rank, approved in enumerate(ballots.approved_sets()):
+        first[approved] = np.minimum(first[approved], rank)
+    m = np.asarray(members, dtype=np.int64)
+    return m[np.lexsort((m, first[m], -scores[m]))]
+
+
 def elect(
-    ballots: Ballots, k: int, rule: str, *, weighted: bool = True, top_k: int | None = None
+    ballots: Ballots, k: int, rule: str, *, weighted: bool = False, top_k: int | None = None
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Elect ``k`` of the ballots' candidate chunks by ``rule`` (module docstring).
 
@@ -123,12 +143,14 @@ def elect(
         ballots: the approval profile (:func:`gemrag.strategies.unweaver.ballots.approval_ballots`).
         k: committee size; more than the candidates elects them all.
         rule: one of :data:`RULES` or ``"released"``.
-        weighted: weight each ballot by its class's similarity (ignored by ``released``).
+        weighted: weight each ballot by its class's similarity (default False: equal ballots, the paper's; ignored
+            by ``released``).
         top_k: the number of classes retrieved, for the released score's ``1 - r / top_k`` (default: voters).
 
     Returns:
-        ``(committee, scores)``: (K,) int64 indices into ``ballots.candidates``, best first, and (K,) float64 their
-        scores (weighted approval score; the released score for ``released``).
+        ``(committee, scores)``: (K,) int64 indices into ``ballots.candidates``, best first
+        (:func:`rank_committee`), and (K,) float64 their scores (the approval score, weighted or not; the released
+        score for ``released``).
 
     Raises:
         ValueError: unknown rule or ``k < 1``.
@@ -148,5 +170,5 @@ def elect(
     weights = ballot_weights(ballots.similarity) if weighted else None
     scores = approval_scores(ballots, weights)
     members = np.arange(n, dtype=np.int64) if k >= n else np.array(_committee(ballots, k, rule, weights), np.int64)
-    ranked = members[np.argsort(-scores[members], kind="stable")]
+    ranked = rank_committee(ballots, members, scores)
     return ranked, scores[ranked]

@@ -25,7 +25,9 @@ from gemrag.prompting import one_shot
 ENTITIES_VERSION = "unweaver-entities-v1"
 """Artefact version of the extraction pass."""
 MAX_ENTITIES = 12
-"""Most entities accepted per chunk (the grammar bounds the list, so a small model cannot run on)."""
+"""Entities accepted per chunk at T = 100 tokens and the least any sized cap allows (:func:`entity_cap`)."""
+TOKENS_PER_ENTITY = 8
+"""Chunk tokens per accepted entity of the sized cap (:func:`entity_cap`): a chunk of T tokens may list T / 8."""
 MAX_NAME_CHARS = 120
 """Longest entity name (characters)."""
 MAX_DESCRIPTION_CHARS = 300
@@ -45,8 +47,36 @@ class ChunkEntities(BaseModel):
     entities: list[Entity] = Field(default_factory=list)
 
 
-def entities_schema() -> dict[str, Any]:
-    """JSON schema of :class:`ChunkEntities`: at most :data:`MAX_ENTITIES` objects with a non-empty ``name`` (at
+def entity_cap(max_entities: int | None, chunk_tokens: int) -> int:
+    """The most entities one extraction may list (0: no cap).
+
+    The paper sets no limit (section 2, "The lack of limits of the number of entities extracted per chunk"). A
+    small model constrained by a JSON grammar with no bound may repeat entities until its completion limit, so the
+    default (``max_entities = None``) sizes the cap by the chunk: ``max(MAX_ENTITIES, chunk_tokens //
+    TOKENS_PER_ENTITY)`` (12 at T = 100, 32 at T = 256, 150 at T = 1,200), more than a chunk names in practice.
+    ``0`` is the paper's letter (no cap; the completion limit still ends the list); ``n > 0`` caps at n.
+
+    Raises:
+        ValueError: a negative cap or chunk size.
+    """
+    if chunk_tokens < 1 or (max_entities is not None and max_entities < 0):
+        raise ValueError(f"need chunk_tokens >= 1 and max_entities >= 0, got {chunk_tokens}, {max_entities}")
+    if max_entities is not None:
+        return max_entities
+    return max(MAX_ENTITIES, chunk_tokens // TOKENS_PER_ENTITY)
+
+
+def entities_version(cap: int) -> str:
+    """The artefact version of an extraction with this cap (:func:`entity_cap`): :data:`ENTITIES_VERSION` for the
+    original 12 (so artefacts made before the cap was an option stay valid), ``".../max<n>"`` or
+    ``".../unbounded"`` otherwise (a different schema asks a different question, so new cache keys)."""
+    if cap == MAX_ENTITIES:
+        return ENTITIES_VERSION
+    return f"{ENTITIES_VERSION}/{'unbounded' if cap == 0 else f'max{cap}'}"
+
+
+def entities_schema(cap: int = MAX_ENTITIES) -> dict[str, Any]:
+    """JSON schema of :class:`ChunkEntities`: at most ``cap`` objects (0: any number) with a non-empty ``name`` (at
     most :data:`MAX_NAME_CHARS` characters) and a ``description`` (at most :data:`MAX_DESCRIPTION_CHARS`)."""
     entity = {
         "type": "object",
@@ -56,11 +86,10 @@ def entities_schema() -> dict[str, Any]:
         },
         "required": ["name", "description"],
     }
-    return {
-        "type": "object",
-        "properties": {"entities": {"type": "array", "items": entity, "maxItems": MAX_ENTITIES}},
-        "required": ["entities"],
-    }
+    array: dict[str, Any] = {"type": "array", "items": entity}
+    if cap > 0:
+        array["maxItems"] = cap
+    return {"type": "object", "properties": {"entities": array}, "required": ["entities"]}
 
 
 _EXAMPLE_PASSAGE = (

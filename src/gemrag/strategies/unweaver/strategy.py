@@ -53,13 +53,13 @@ from gemrag.strategies.unweaver.ballots import Ballots, approval_ballots
 from gemrag.strategies.unweaver.committee import elect, require_abcvoting
 from gemrag.strategies.unweaver.entity_classes import EntityClasses, equivalence_classes, merge_classes
 from gemrag.strategies.unweaver.prompts import (
-    ENTITIES_VERSION,
     MAX_DESCRIPTION_CHARS,
-    MAX_ENTITIES,
     MAX_NAME_CHARS,
     ChunkEntities,
     entities_prompt,
     entities_schema,
+    entities_version,
+    entity_cap,
 )
 from gemrag.strategies.unweaver.representatives import Representative, representatives
 from gemrag.types import Hit
@@ -68,8 +68,14 @@ NAME = "unweaver"
 ENTITIES_KIND = "entities"
 ATTEMPTS = 3
 """Structured-output attempts per chunk per build."""
-EXTRACTION_MAX_TOKENS = 16 + MAX_ENTITIES * (MAX_NAME_CHARS + MAX_DESCRIPTION_CHARS) // 4
-"""Completion limit of one extraction call (tokens): the bounded JSON list, about 4 characters per token."""
+UNBOUNDED_MAX_TOKENS = 4096
+"""Completion limit of one extraction call with no entity cap (``max_entities = 0``; tokens)."""
+
+
+def extraction_max_tokens(cap: int) -> int:
+    """Completion limit of one extraction call (tokens): the JSON list of ``cap`` entities at about 4 characters
+    per token (1,276 for 12), :data:`UNBOUNDED_MAX_TOKENS` with no cap (``cap = 0``)."""
+    return 16 + cap * (MAX_NAME_CHARS + MAX_DESCRIPTION_CHARS) // 4 if cap > 0 else UNBOUNDED_MAX_TOKENS
 
 
 class UnweaverConfig(BaseModel):
@@ -79,7 +85,9 @@ class UnweaverConfig(BaseModel):
         top_k_classes: classes retrieved per question, the voters (default 10, as the released code).
         rule: the committee rule: ``"av"``, ``"pav"`` (default), ``"cc"``, ``"seq-pav"``, ``"seq-cc"`` (abcvoting,
             extra ``gemrag[unweaver]``) or ``"released"`` (the released code's frequency x rank score).
-        weighted: weight each ballot by its class's cosine similarity to the question (default True).
+        weighted: weight each ballot by its class's cosine similarity to the question (default False: the paper's
+            voters approve with equal weight, section 2, "the voter approves of the chunk iff" it holds the class;
+            True is gemrag's earlier default, kept as a variant).
         qa_top_k: chunks handed to the LLM when ``ask``/``retrieve`` get no budget (default 5).
         representative_max_chars: length above which a class's concatenated descriptions are shortened by the
             LLM (characters; default 4000, as the released code).
@@ -93,13 +101,17 @@ class UnweaverConfig(BaseModel):
         alignment_use: ``"reorder"`` the elected chunks by their alignment price (default) or ``"select"`` the K
             highest-priced candidate chunks instead of the election.
         chunk_budget: ``c_i``, each chunk's budget of idea strength (eq. 16; default 1.0).
+        max_entities: most entities one extraction may list (:func:`~gemrag.strategies.unweaver.prompts.entity_cap`):
+            None (default) sizes the cap by the chunk, ``max(12, gem.chunk_tokens // 8)``; 0 sets none (the paper's
+            "no limit"; the completion limit, 4,096 tokens, still ends the list); n caps at n. The cap is part of
+            the artefact version, so changing it re-extracts.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     top_k_classes: int = Field(10, ge=1, le=1000)
     rule: Literal["av", "pav", "cc", "seq-pav", "seq-cc", "released"] = "pav"
-    weighted: bool = True
+    weighted: bool = False
     qa_top_k: int = Field(5, ge=1, le=200)
     representative_max_chars: int = Field(4000, ge=100)
     shorten_tokens: int = Field(300, ge=16, le=4000)
@@ -108,6 +120,7 @@ class UnweaverConfig(BaseModel):
     alignment: Literal["none", "fairness", "least_squares"] = "none"
     alignment_use: Literal["reorder", "select"] = "reorder"
     chunk_budget: float = Field(1.0, gt=0)
+    max_entities: int | None = Field(None, ge=0, le=1000)
 
 
 AXES = {"node_ids": ("n",), "class_ids": ("e",), "class_vectors": ("e", "d"), "incidence": ("e", "n")}
@@ -136,14 +149,15 @@ class LoadedUnweaver:
         )
 
 
-def extraction() -> Extraction[NodeRecord]:
-    """The per-chunk entity pass (:func:`~gemrag.strategies.unweaver.prompts.entities_prompt`)."""
+def extraction(cap: int) -> Extraction[NodeRecord]:
+    """The per-chunk entity pass (:func:`~gemrag.strategies.unweaver.prompts.entities_prompt`) listing at most
+    ``cap`` entities (0: no cap)."""
     return Extraction(
         "UnWeaver entities",
         lambda node: entities_prompt(node.text),
         ChunkEntities,
-        schema=entities_schema(),
-        max_tokens=EXTRACTION_MAX_TOKENS,
+        schema=entities_schema(cap),
+        max_tokens=extraction_max_tokens(cap),
         attempts=ATTEMPTS,
     )
 
@@ -162,10 +176,22 @@ class UnweaverStrategy:
         """Chunks in the context when the caller gives no budget: ``qa_top_k``."""
         return self.config.qa_top_k
 
+    @property
+    def nested(self) -> bool:
+        """Whether the first k of a K-chunk retrieval are the k-chunk retrieval (k < K). True for AV and the
+        released score (top K by a per-chunk score) without alignment; False for PAV, CC and their sequential forms
+        (a committee of K is not a committee of k plus more chunks, and the elected set is ranked by approval
+        score), so an evaluation elects a committee of each size it scores (:mod:`gemrag.eval.runner`)."""
+        return self.config.rule in ("av", "released") and self.config.alignment == "none"
+
+    def version(self, ctx: StrategyContext) -> str:
+        """The artefact version of this configuration's extraction (its entity cap)."""
+        return entities_version(entity_cap(self.config.max_entities, ctx.config.gem.chunk_tokens))
+
     def _classes(self, ctx: StrategyContext, chunks: list[NodeRecord]) -> tuple[EntityClasses, list[Representative]]:
         """Extraction artefacts -> classes and representatives (semantic merging when configured)."""
         cfg = self.config
-        found = ctx.store.artifacts(NAME, ENTITIES_KIND, ChunkEntities, ENTITIES_VERSION, [c.id for c in chunks])
+        found = ctx.store.artifacts(NAME, ENTITIES_KIND, ChunkEntities, self.version(ctx), [c.id for c in chunks])
         entities = [found[c.id].entities if c.id in found else [] for c in chunks]
         names = [[e.name for e in chunk] for chunk in entities]
         descriptions = [[e.description for e in chunk] for chunk in entities]
@@ -191,8 +217,9 @@ class UnweaverStrategy:
         require_abcvoting(self.config.rule)
         chunks = chunk_nodes(ctx)
         generation = ctx.store.begin_build(NAME)
+        cap = entity_cap(self.config.max_entities, ctx.config.gem.chunk_tokens)
         report = extract_artifacts(
-            ctx, chunks, extraction(), strategy=NAME, kind=ENTITIES_KIND, version=ENTITIES_VERSION
+            ctx, chunks, extraction(cap), strategy=NAME, kind=ENTITIES_KIND, version=self.version(ctx)
         )
         classes, reps = self._classes(ctx, chunks)
         chunk_ids = np.array([c.id for c in chunks], dtype=np.int64)
@@ -221,7 +248,8 @@ class UnweaverStrategy:
             "chunks": len(chunks),
             "classes": len(reps),
             "entities": int(sum(len(m) for m in classes.members)),
-            "extracted_chunks": len(ctx.store.artifacts(NAME, ENTITIES_KIND, ChunkEntities, ENTITIES_VERSION)),
+            "extracted_chunks": len(ctx.store.artifacts(NAME, ENTITIES_KIND, ChunkEntities, self.version(ctx))),
+            "entity_cap": cap,
             "failed_this_build": report.failed,
             "shortened": sum(r.shortened == "llm" for r in reps),
             "truncated": sum(r.shortened == "truncated" for r in reps),

@@ -1,0 +1,147 @@
+"""``gemrag config``: the effective settings of every section as TOML, optionally with where each value came from
+(like ``pip config list``), so a user sees which variant of each method they run without reading the code."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel
+
+from gemrag.config import Config, find_config_file, load_config, parse_sets
+from gemrag.console import cli_errors
+from gemrag.strategies import available
+from gemrag.strategies.base import check_config, strategy_config
+
+ORIGINS = ("default", "gemrag.toml", "GEMRAG_*", "--set")
+"""Where a value can come from, lowest precedence first (the file is named by its path in the output)."""
+
+
+def _toml_value(value: Any) -> str:
+    """A value as TOML (strings as JSON strings, which TOML basic strings accept)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, Path):
+        return json.dumps(str(value))
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items() if v is not None) + "}"
+    if isinstance(value, Sequence):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value))
+
+
+def _has(tree: Mapping[str, Any], path: Sequence[str]) -> bool:
+    node: Any = tree
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _env_tree(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The keys set by ``GEMRAG_<SECTION>__<KEY>`` (and top-level ``GEMRAG_<KEY>``) variables, values omitted."""
+    out: dict[str, Any] = {}
+    for name in environ:
+        if not name.startswith("GEMRAG_") or name == "GEMRAG_CONFIG":
+            continue
+        path = name[len("GEMRAG_") :].lower().split("__")
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            node[path[-1]] = True
+    return out
+
+
+def effective_settings(config: Config) -> dict[str, dict[str, Any] | Any]:
+    """Every setting in effect: the top-level ones, then the typed sections (llm, embedder, gem), then each
+    registered strategy's section validated by its own model (its defaults filled in). Strategies without settings
+    are left out.
+
+    Raises:
+        ConfigError: a strategy section is invalid or names no registered strategy.
+        UnknownStrategyError: ``config.strategy`` is not registered.
+    """
+    check_config(config)
+    out: dict[str, Any] = {k: getattr(config, k) for k in ("strategy", "cache_dir", "progress")}
+    for name in ("llm", "embedder", "gem"):
+        out[name] = getattr(config, name).model_dump()
+    for name in available():
+        if name in out:
+            continue
+        model = strategy_config(name, config)
+        if isinstance(model, BaseModel):
+            out[name] = model.model_dump()
+    return out
+
+
+def render(settings: Mapping[str, Any], origin_of: Any = None) -> str:
+    """``settings`` (:func:`effective_settings`) as TOML; with ``origin_of(path) -> str`` each line ends with
+    ``# <origin>``. A value that is None (unset) is written as a comment."""
+
+    def line(key: str, value: Any, path: tuple[str, ...]) -> str:
+        text = f"# {key} = (unset)" if value is None else f"{key} = {_toml_value(value)}"
+        return f"{text}  # {origin_of(path)}" if origin_of else text
+
+    lines = [line(k, v, (k,)) for k, v in settings.items() if not isinstance(v, Mapping)]
+    for section, values in settings.items():
+        if isinstance(values, Mapping):
+            lines += ["", f"[{section}]"] + [line(k, v, (section, k)) for k, v in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+def config_command(
+    config: Annotated[Path | None, typer.Option("--config", help="TOML configuration file.")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="section.key=value, as for the other commands (repeatable).")
+    ] = None,
+    origin: Annotated[
+        bool,
+        typer.Option(
+            "--origin", help="End each line with where its value came from: default, the file, GEMRAG_*, --set."
+        ),
+    ] = False,
+) -> None:
+    """Print the effective settings of every section as TOML, strategy sections included (``[unweaver]``,
+    ``[hlgraph]``, ``[remem]``, ...), each filled with its defaults, so the method variant in use is visible.
+
+    With ``--origin`` every line ends with ``# default``, ``# <file>``, ``# GEMRAG_*`` or ``# --set`` (the highest
+    layer that set it, as the configuration's precedence: defaults < file < ``GEMRAG_*`` < ``--set``).
+    Exit code 2 with a one-line error for an invalid configuration.
+    """
+    with cli_errors():
+        cfg = load_config(config, None, set_)
+        settings = effective_settings(cfg)
+        origin_of = None
+        if origin:
+            path = find_config_file(config)
+            file_tree = tomllib.loads(path.read_text(encoding="utf-8")) if path else {}
+            env_tree, set_tree = _env_tree(os.environ), parse_sets(set_ or [])
+
+            def origin_of(p: tuple[str, ...]) -> str:
+                if _has(set_tree, p):
+                    return "--set"
+                if _has(env_tree, p):
+                    return "GEMRAG_" + "__".join(x.upper() for x in p)
+                if path is not None and _has(file_tree, p):
+                    return str(path)
+                return "default"
+
+        typer.echo(render(settings, origin_of), nl=False)

@@ -1,0 +1,68 @@
+"""One ``index`` run of a memory: chunk the pending documents, build a strategy, record what it used.
+
+Used by :meth:`gemrag.memory.Memory.index` (which holds the build lock). GEM-RAG section III.B.1 is the build of
+the default strategy; every strategy's ``build`` publishes its result as a new generation (:mod:`gemrag.store`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from gemrag.config import Config
+from gemrag.documents import chunk_pending, chunk_titles
+from gemrag.lifecycle import MemoryHandle, record_build
+from gemrag.models.base import Usage
+from gemrag.models.meter import UsageMeter
+from gemrag.reports import IndexReport
+
+
+class Memory(MemoryHandle, Protocol):
+    """What an index run needs of a memory (:class:`gemrag.memory.Memory` is one)."""
+
+    config: Config
+    meter: UsageMeter
+    embedder: Any
+    _llm: Any
+
+
+def run_index(memory: Memory, strategy: str | None) -> IndexReport:
+    """Chunk the documents not chunked yet, build ``strategy`` (default: the configured one) and record the run's
+    seconds, models and parameters in the memory's meta; the caller holds the build lock.
+
+    Returns:
+        The report: ``new_chunks`` are the chunks the strategy's previous build did not cover (for a strategy never
+        built: the chunks made by this run), ``llm_calls`` the LLM backend calls made (cache misses).
+    """
+    store = memory.store
+    start = time.perf_counter()
+    before = memory.meter.totals.get("index", Usage())
+    llm_calls = store.llm_cache_counts()[1]
+    store.remove_unpublished()  # rows and files of a build that was killed before publishing
+    with memory.meter.phase("index"):
+        chunked = chunk_pending(store, memory.config.gem.chunk_tokens)
+        chosen = memory.get_strategy(strategy)
+        published = store.published_generation(chosen.name)
+        state = store.build_state(chosen.name)
+        new_chunks = chunked if state.state == "never built" else state.new_chunks
+        chosen.build(memory.ctx)
+        record_build(memory, chosen, published)
+    seconds = time.perf_counter() - start
+    store.set_meta("index_seconds", float(store.get_meta("index_seconds", 0.0)) + seconds)
+    models = dict(store.get_meta("models", {}))
+    models["embedder"] = memory.embedder.model_id
+    if memory._llm is not None:
+        models["llm"] = memory._llm.model_id
+    store.set_meta("models", models)
+    store.set_meta("params", memory.config.gem.model_dump() | {"chunk_titles": chunk_titles(store)})
+    used = memory.meter.totals.get("index", Usage()) - before
+    return IndexReport(
+        len(store.documents()),
+        len(store.nodes("chunk")),
+        new_chunks,
+        len(store.nodes("summary", strategy=chosen.name)),
+        seconds,
+        used,
+        len(store.failures()),
+        store.llm_cache_counts()[1] - llm_calls,
+    )

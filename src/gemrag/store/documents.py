@@ -1,0 +1,189 @@
+"""Documents by source: looking one up by its identity, the rows of a replacement written inside the caller's
+transaction, and the history of the versions that left the memory (schema 4, :mod:`gemrag.store.schema`).
+
+A document's identity is ``documents.source_key``: a file's resolved path, or an id given by the user or a client
+(NULL for an anonymous document, which is deduplicated by its text instead). Replacing a source's text is one
+transaction made by :mod:`gemrag.sources` from these pieces: the old version's row goes to ``document_versions``
+(:meth:`DocumentRowsMixin.record_version`), its chunks whose text is not in the new version are deleted
+(``delete_nodes``), and the document row takes the new version in place (:meth:`DocumentRowsMixin.update_document`,
+same id), its surviving chunks moved to their new positions and its new chunks inserted
+(:meth:`DocumentRowsMixin.place_chunks`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any
+
+DOCUMENT_COLUMNS = "id, source, title, n_chars, chunked, source_key, version, added_at, sha256"
+DOCUMENT_KEYS = ("id", "source", "title", "n_chars", "chunked", "key", "version", "added_at", "sha256")
+"""The columns of a document row (its text excluded) and the keys of the dict :func:`document_dict` makes."""
+
+_HISTORY_COLUMNS = "doc_id, source_key, source, title, version, sha256, n_chars, added_at, ended_at, reason, text"
+_HISTORY_KEYS = ("id", "key", "source", "title", "version", "sha256", "n_chars", "added_at", "ended_at", "reason")
+
+REASONS = ("replaced", "removed", "deleted")
+"""Why a version left the memory: its source's text changed, its file was gone at ``index --sync``, or it was
+deleted (``gemrag delete``)."""
+
+
+def document_dict(row: Sequence[Any]) -> dict[str, Any]:
+    """A row of :data:`DOCUMENT_COLUMNS` as a dict with :data:`DOCUMENT_KEYS`."""
+    return dict(zip(DOCUMENT_KEYS, row, strict=True))
+
+
+def like_suffix(ref: str) -> str:
+    """A ``LIKE ... ESCAPE '\\'`` pattern matching strings that end with ``ref`` literally."""
+    return "%" + ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class DocumentRowsMixin:
+    """Documents by source and their version history on :class:`gemrag.store.Store`."""
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
+
+    def document_by_key(self, key: str) -> dict[str, Any] | None:
+        """The document whose identity is ``key`` (dict of :data:`DOCUMENT_KEYS`), or None."""
+        rows = self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE source_key = ?", (key,))
+        return document_dict(rows[0]) if rows else None
+
+    def keyed_documents(self) -> list[dict[str, Any]]:
+        """Every document that has an identity, by id."""
+        rows = self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE source_key IS NOT NULL ORDER BY id")
+        return [document_dict(r) for r in rows]
+
+    def anonymous_match(self, sha256: str, sources: Sequence[str]) -> dict[str, Any] | None:
+        """An anonymous document (no identity: one added without an id, or by gemrag before schema 4) holding the
+        text ``sha256``, else one whose source is among ``sources``; None when there is none."""
+        rows = self._query(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE source_key IS NULL AND sha256 = ? ORDER BY id LIMIT 1",
+            (sha256,),
+        )
+        for source in sources if not rows else ():
+            rows = self._query(
+                f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE source_key IS NULL AND source = ? ORDER BY id LIMIT 1",
+                (source,),
+            )
+            if rows:
+                break
+        return document_dict(rows[0]) if rows else None
+
+    def insert_document(
+        self,
+        c: sqlite3.Connection,
+        source: str,
+        title: str,
+        text: str,
+        sha256: str,
+        *,
+        key: str | None = None,
+        version: int = 1,
+        chunks: Sequence[tuple[str, int]] | None = None,
+    ) -> int:
+        """Inside the caller's transaction: insert a document (and its chunks ``(text, n_tokens)`` when given, which
+        marks it chunked) and return its new id.
+
+        Raises:
+            sqlite3.IntegrityError: another document already has the identity ``key``.
+        """
+        cur = c.execute(
+            "INSERT INTO documents(source, sha256, title, text, n_chars, added_at, chunked, source_key, version)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (source, sha256, title, text, len(text), time.time(), int(chunks is not None), key, version),
+        )
+        doc_id = int(cur.lastrowid or 0)
+        if chunks is not None:
+            c.executemany(
+                "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens) VALUES ('chunk', ?, ?, ?, ?)",
+                [(doc_id, i, t, n) for i, (t, n) in enumerate(chunks)],
+            )
+        return doc_id
+
+    def update_document(
+        self, c: sqlite3.Connection, doc_id: int, source: str, title: str, text: str, sha256: str, *, version: int
+    ) -> None:
+        """Inside the caller's transaction: make the document ``doc_id`` hold a new version of its source (same id
+        and identity; ``added_at`` now). Its chunks are changed by :meth:`place_chunks`."""
+        c.execute(
+            "UPDATE documents SET source = ?, title = ?, text = ?, sha256 = ?, n_chars = ?, added_at = ?, version = ?"
+            " WHERE id = ?",
+            (source, title, text, sha256, len(text), time.time(), version, doc_id),
+        )
+
+    def place_chunks(
+        self, c: sqlite3.Connection, doc_id: int, keep: dict[int, int], new: Sequence[tuple[int, str, int]]
+    ) -> None:
+        """Inside the caller's transaction: the chunks of a document's new version: the kept chunk nodes ``keep``
+        (node id -> new position) move to their positions, the ``new`` chunks ``(position, text, n_tokens)`` are
+        inserted (the caller deleted the others)."""
+        c.executemany("UPDATE nodes SET ord = ? WHERE id = ? AND doc_id = ?", [(o, i, doc_id) for i, o in keep.items()])
+        c.executemany(
+            "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens) VALUES ('chunk', ?, ?, ?, ?)",
+            [(doc_id, o, t, n) for o, t, n in new],
+        )
+        c.execute("UPDATE documents SET chunked = 1 WHERE id = ?", (doc_id,))
+
+    def adopt_document(self, c: sqlite3.Connection, doc_id: int, key: str, source: str) -> None:
+        """Inside the caller's transaction: give an anonymous document the identity ``key`` (and ``source``)."""
+        c.execute("UPDATE documents SET source_key = ?, source = ? WHERE id = ?", (key, source, doc_id))
+
+    def record_version(
+        self, c: sqlite3.Connection, doc: dict[str, Any], reason: str, *, keep_text: bool = False
+    ) -> None:
+        """Inside the caller's transaction, before the document's rows are deleted: record the version ``doc`` (a
+        dict of :data:`DOCUMENT_KEYS`) in ``document_versions``, with its text when ``keep_text``.
+
+        Raises:
+            ValueError: ``reason`` is not one of :data:`REASONS`.
+        """
+        if reason not in REASONS:
+            raise ValueError(f"reason must be one of {REASONS}, not {reason!r}")
+        text = c.execute("SELECT text FROM documents WHERE id = ?", (doc["id"],)).fetchone()[0] if keep_text else None
+        c.execute(
+            f"INSERT INTO document_versions({_HISTORY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                int(doc["id"]),
+                doc.get("key"),
+                doc["source"],
+                doc["title"],
+                int(doc.get("version") or 1),
+                doc["sha256"],
+                int(doc["n_chars"]),
+                float(doc["added_at"]),
+                time.time(),
+                reason,
+                text,
+            ),
+        )
+
+    def document_history(self, ref: str) -> list[dict[str, Any]]:
+        """The versions of the source ``ref`` (its identity, exact source or title, else every source ending with
+        ``ref``), oldest first per source: each recorded past version (:data:`_HISTORY_KEYS`, ``text`` when it was kept,
+        ``current`` False), then the current one (``current`` True; ``ended_at``, ``reason`` and ``text`` None)."""
+        ident = "COALESCE(source_key, source)"
+        idents: list[str] = []
+        for where, args in (
+            ("source_key = ? OR source = ? OR title = ?", (ref, ref, ref)),
+            ("source LIKE ? ESCAPE '\\'", (like_suffix(ref),)),
+        ):
+            rows = self._query(
+                f"SELECT {ident} FROM documents WHERE {where}"
+                f" UNION SELECT {ident} FROM document_versions WHERE {where}",
+                (*args, *args),
+            )
+            idents = sorted({str(r[0]) for r in rows})
+            if idents:
+                break
+        out: list[dict[str, Any]] = []
+        for name in idents:
+            for row in self._query(
+                f"SELECT {_HISTORY_COLUMNS} FROM document_versions WHERE {ident} = ? ORDER BY id", (name,)
+            ):
+                out.append({**dict(zip(_HISTORY_KEYS, row[:10], strict=True)), "text": row[10], "current": False})
+            for row in self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE {ident} = ? ORDER BY id", (name,)):
+                doc = document_dict(row)
+                current = {k: doc[k] for k in _HISTORY_KEYS if k in doc}
+                out.append({**current, "ended_at": None, "reason": None, "text": None, "current": True})
+        return out
