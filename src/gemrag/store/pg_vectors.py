@@ -8,6 +8,8 @@ vector(d)``), registered in ``build_vectors``. A table of at least ``hnsw_above`
 ef_construction = 64; Malkov and Yashunin 2018); smaller ones are searched exactly (a sequential scan). Queries
 set ``hnsw.ef_search`` (URL parameter ``ef_search``, default :data:`DEFAULT_EF_SEARCH`).
 
+Vectors travel as numpy arrays through the ``pgvector`` package's psycopg 3 adapters (``register_vector`` on every
+pooled connection): binary ``COPY`` rows into a table, a float32 query vector as the search's parameter.
 :meth:`PgVectorsMixin.nearest` asks the table for the ``k`` nearest rows by cosine distance and rescores them in
 numpy from the loaded array (:mod:`gemrag.store.vectors`), so a PostgreSQL memory returns the scores a SQLite one
 does; with an exact search, the same rows too. It falls back to numpy search over the loaded array, with the same
@@ -22,7 +24,6 @@ clean-up of unpublished generations.
 
 from __future__ import annotations
 
-import struct
 import warnings
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -64,35 +65,6 @@ def table_name(strategy: str, generation: int, name: str) -> str:
     return f'"{ident}"'
 
 
-def copy_binary(vectors: NDArray[np.floating]) -> bytes:
-    """A ``COPY ... FROM STDIN (FORMAT BINARY)`` stream of rows ``(row INTEGER, embedding vector(d))``.
-
-    pgvector's binary form of a vector is ``int16 dim, int16 0, dim x float32``, big-endian (its ``vector_recv``).
-    """
-    mat = np.asarray(vectors, dtype=np.float32)
-    n, d = mat.shape
-    row_type = np.dtype(
-        [
-            ("fields", ">i2"),
-            ("len_row", ">i4"),
-            ("row", ">i4"),
-            ("len_vec", ">i4"),
-            ("dim", ">i2"),
-            ("unused", ">i2"),
-            ("values", ">f4", (d,)),
-        ]  # fmt: skip
-    )
-    rows = np.zeros(n, dtype=row_type)
-    rows["fields"], rows["len_row"], rows["row"] = 2, 4, np.arange(n)
-    rows["len_vec"], rows["dim"], rows["values"] = 4 + 4 * d, d, mat
-    return b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0) + rows.tobytes() + struct.pack(">h", -1)
-
-
-def vector_literal(query: NDArray[np.floating]) -> str:
-    """pgvector's text form of a query vector, ``[x1,x2,...]`` (float32 values, shortest repr)."""
-    return "[" + ",".join(repr(float(x)) for x in np.asarray(query, dtype=np.float32).reshape(-1)) + "]"
-
-
 class PgVectorsMixin:
     """Vector tables and nearest-neighbour search (on :class:`gemrag.store.postgres.PostgresStore`).
 
@@ -112,6 +84,23 @@ class PgVectorsMixin:
     def _connection(self) -> AbstractContextManager[Any]: ...  # provided by PostgresStore
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by PostgresStore
     def _translate(self, exc: Exception) -> Exception: ...  # provided by PostgresStore
+
+    def _register_vector(self, conn: Any) -> None:
+        """Make ``conn`` send and receive ``vector`` values as numpy arrays (the ``pgvector`` package's psycopg
+        adapters; the connection pool calls it for every new connection when the extension is there).
+
+        Raises:
+            GemragError: the ``pgvector`` package is not installed.
+        """
+        if not self.pgvector:
+            return
+        try:
+            from pgvector.psycopg import register_vector
+        except ImportError as exc:
+            from gemrag.errors import GemragError
+
+            raise GemragError("a PostgreSQL memory needs the pgvector package: pip install 'gemrag[postgres]'") from exc
+        register_vector(conn)
 
     def _setup_pgvector(self, conn: Any, *, create: bool) -> None:
         """Create the ``vector`` extension when allowed (``create``), record whether it is there, and warn once
@@ -158,10 +147,11 @@ class PgVectorsMixin:
             self._drop_vectors(c, "strategy = ? AND generation = ? AND name = ?", (strategy, generation, name))
             raw = c.raw
             raw.execute(f"CREATE TABLE {table} (row INTEGER PRIMARY KEY, embedding vector({d}) NOT NULL)")
+            rows = np.asarray(mat, dtype=np.float32)
             with raw.cursor() as cur, cur.copy(f"COPY {table} (row, embedding) FROM STDIN (FORMAT BINARY)") as copy:
-                data = copy_binary(mat)
-                for i in range(0, len(data), 1 << 24):
-                    copy.write(data[i : i + (1 << 24)])
+                copy.set_types(["int4", "vector"])  # pgvector's binary dumper of numpy arrays
+                for i in range(n):
+                    copy.write_row((i, rows[i]))
             if hnsw:
                 raw.execute("SET LOCAL maintenance_work_mem = '512MB'")
                 raw.execute(f"CREATE INDEX ON {table} USING hnsw (embedding vector_cosine_ops)")
@@ -217,8 +207,8 @@ class PgVectorsMixin:
         if not found or int(found[0][1]) != mat.shape[1]:
             return exact_nearest(mat, query, k, None, unit)
         table, hnsw = str(found[0][0]), bool(found[0][2]) and not exact
-        literal = vector_literal(query)
-        order = "embedding <=> %s::vector" if hnsw else "embedding <=> %s::vector, row"
+        probe = np.asarray(query, dtype=np.float32).reshape(-1)  # sent by pgvector's dumper
+        order = "embedding <=> %s" if hnsw else "embedding <=> %s, row"
         sql = f"SELECT row FROM {table} ORDER BY {order} LIMIT %s"
         try:
             with self._connection() as conn, conn.transaction():
@@ -226,7 +216,7 @@ class PgVectorsMixin:
                     conn.execute(f"SET LOCAL hnsw.ef_search = {int(self.ef_search)}")
                 else:
                     conn.execute("SET LOCAL enable_indexscan = off")
-                got = np.array([r[0] for r in conn.execute(sql, (literal, k)).fetchall()], dtype=np.int64)
+                got = np.array([r[0] for r in conn.execute(sql, (probe, k)).fetchall()], dtype=np.int64)
         except psycopg.errors.UndefinedTable:
             return exact_nearest(
                 mat, query, k, None, unit

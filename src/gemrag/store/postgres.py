@@ -140,6 +140,7 @@ class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
             },
             open=True,
             name=f"gemrag-{self.schema}",
+            configure=self._register_vector,
         )
         self._scratch: Path | None = None
 
