@@ -102,7 +102,7 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
         k: int,
         *,
         rows: NDArray[np.int64] | None = None,
-        unit: NDArray[np.float32] | None = None,
+        unit: NDArray[np.floating] | None = None,
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """The ``k`` rows of a published build's array ``name`` most cosine-similar to ``query``.
 
@@ -117,7 +117,7 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
             query: ``(d,)`` float, not all zero.
             k: how many rows (``k > n`` returns all).
             rows: optional ``(m,)`` int rows to search among (a filtered search; always exact).
-            unit: optional ``(n, d)`` float32 unit rows of ``vectors`` made once per loaded build
+            unit: optional ``(n, d)`` unit rows (float32 or float64) of ``vectors`` made once per loaded build
                 (:func:`gemrag.graph.ann.unit_rows32`): scores are then float32 products, on both backends.
 
         Returns:

@@ -180,7 +180,7 @@ class PgVectorsMixin:
         k: int,
         *,
         rows: NDArray[np.int64] | None = None,
-        unit: NDArray[np.float32] | None = None,
+        unit: NDArray[np.floating] | None = None,
         exact: bool | None = None,
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """The ``k`` rows most cosine-similar to ``query`` (see :meth:`gemrag.store.base.MemoryStore.nearest` and

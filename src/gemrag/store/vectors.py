@@ -32,15 +32,15 @@ def cosines(
     vectors: NDArray[np.floating],
     query: NDArray[np.floating],
     rows: NDArray[np.int64],
-    unit: NDArray[np.float32] | None = None,
+    unit: NDArray[np.floating] | None = None,
 ) -> NDArray[np.float64]:
     """``cos(query, vectors[r])`` for each ``r`` in ``rows``: ``(len(rows),)`` float64 (a zero row scores 0).
 
     Args:
-        unit: optional ``(n, d)`` float32 rows of ``vectors`` already scaled to unit norm
-            (:func:`gemrag.graph.ann.unit_rows32`, made once per loaded build): the cosines are then float32
-            products of those rows with the unit query (no float64 copy of the rows, as a strategy's own numpy
-            search computes them).
+        unit: optional ``(n, d)`` rows of ``vectors`` already scaled to unit norm, float32
+            (:func:`gemrag.graph.ann.unit_rows32`) or float64, made once per loaded build: the cosines are then
+            products of those rows with the unit query in float32 (no copy of the rows per query, as the
+            strategy's own numpy search computes them).
 
     Raises:
         ValueError: as :func:`unit_query`.
@@ -74,7 +74,7 @@ def exact_nearest(
     query: NDArray[np.floating],
     k: int,
     rows: NDArray[np.int64] | None = None,
-    unit: NDArray[np.float32] | None = None,
+    unit: NDArray[np.floating] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """The ``k`` rows of ``vectors`` (among ``rows`` when given) most cosine-similar to ``query``.
 
@@ -83,7 +83,7 @@ def exact_nearest(
         query: ``(d,)`` float, not all zero.
         k: how many (``k > n`` returns all).
         rows: optional ``(m,)`` int row indices to search among (None: all ``n``).
-        unit: optional unit float32 rows of ``vectors`` (see :func:`cosines`).
+        unit: optional unit rows of ``vectors`` (see :func:`cosines`).
 
     Returns:
         ``(row indices (min(k, m),) int64 into vectors, best first; their cosines float64)``.

@@ -117,7 +117,7 @@ class GemGraph:
             axes=self.AXES,
             meta=meta,
             edges={"similarity": edges},
-            search=["question_vectors"],
+            search=[] if self.question_list is not None else ["question_vectors"],  # the lists find q* above ann_above
         )
 
     @classmethod
@@ -322,7 +322,8 @@ class GemStrategy:
         g, prepared = loaded.graph, loaded.prepared
         if len(g.question_owner) == 0:
             return None
-        rows, sims = nearest(ctx, (self.name, loaded.generation), "question_vectors", g.question_vectors, v_p, 1)
+        build = (self.name, loaded.generation)
+        rows, sims = nearest(ctx, build, "question_vectors", g.question_vectors, v_p, 1, unit=prepared.unit_questions)
         start, best = int(prepared.owner[rows[0]]), float(sims[0])
         if prepared.no_questions.any():
             alone = np.flatnonzero(prepared.no_questions)

@@ -175,7 +175,7 @@ def nearest(
     prompt_vec: NDArray[np.floating],
     k: int,
     rows: NDArray[np.int64] | None = None,
-    unit: NDArray[np.float32] | None = None,
+    unit: NDArray[np.floating] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """The ``k`` rows of a published vector array most cosine-similar to the prompt, through the store
     (:meth:`gemrag.store.base.MemoryStore.nearest`: numpy on SQLite, pgvector on PostgreSQL), with the rule of
@@ -189,7 +189,7 @@ def nearest(
         prompt_vec: ``(d,)`` float, not all zero.
         k: how many rows.
         rows: optional ``(m,)`` int rows to search among.
-        unit: optional ``(n, d)`` float32 unit rows of ``vectors``, made once per loaded build
+        unit: optional ``(n, d)`` unit rows (float32 or float64) of ``vectors``, made once per loaded build
             (:func:`gemrag.graph.ann.unit_rows32`; no float64 copy per query).
 
     Returns:
