@@ -48,7 +48,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 STORY = REPO / "examples" / "quality" / "lost_in_translation.txt"
 QUESTION = "Why was Korvin's door left unlocked?"
-NOT_INDEXED = ("no GEM graph yet", "holds no text", "has not been built in this memory")
+NOT_INDEXED = ("no GEM graph yet", "holds no text", "has not been built in this memory", "holds no gemrag memory")
 """Phrases of gemrag's MemoryNotIndexedError: acceptable only before the first publish."""
 CHILD_FLAG = "--child-cli"
 

@@ -131,3 +131,20 @@ def test_carry_keeps_nodes_and_edges_and_build_states(store: MemoryStore) -> Non
     assert [n.id for n in store.nodes(strategy="x")] == [keep]  # carried into generation 2, drop retired
     assert store.nodes(strategy="x")[0].generation == 2 and store.edge_list("x") == []  # its edge went with drop
     assert store.build_state("x").new_chunks == 1
+
+
+def test_nodes_by_id_is_node_for_several_ids(memory_at: MemoryAt) -> None:
+    """``nodes_by_id`` returns what ``node`` returns for each id (one query for all), and KeyError for an unknown
+    id, on both backends."""
+    store = open_store(memory_at("m"))
+    try:
+        doc, _ = store.add_document("a.txt", "a", "one two three")
+        store.add_chunks(doc, [("one", 1), ("two", 1), ("three", 1)])
+        ids = [n.id for n in store.nodes("chunk")]
+        got = store.nodes_by_id([ids[2], ids[0], ids[2]])
+        assert got == {ids[2]: store.node(ids[2]), ids[0]: store.node(ids[0])}
+        assert store.nodes_by_id([]) == {}
+        with pytest.raises(KeyError):
+            store.nodes_by_id([ids[0], max(ids) + 100])
+    finally:
+        store.close()

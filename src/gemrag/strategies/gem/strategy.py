@@ -342,8 +342,9 @@ class GemStrategy:
     ) -> list[Hit]:
         g, prepared, qtext = loaded.graph, loaded.prepared, loaded.question_text
         hits = []
+        nodes = ctx.store.nodes_by_id([int(g.node_ids[i]) for i in order.tolist()])
         for rank, (idx, score) in enumerate(zip(order.tolist(), scores.tolist(), strict=True)):
-            node = ctx.store.node(int(g.node_ids[idx]))
+            node = nodes[int(g.node_ids[idx])]
             meta: dict[str, Any] = {}
             best = prepared.best_question(idx, v_p)
             if best is not None:
