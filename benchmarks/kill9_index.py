@@ -20,6 +20,7 @@ last run indexes every part to completion. The report:
 Modes:
     python benchmarks/kill9_index.py --fake                               # stand-in models, no llama.cpp
     python benchmarks/kill9_index.py --llm-model qwen2.5-coder-0.5b        # real: `python -m gemrag index`
+    python benchmarks/kill9_index.py --fake --memory "$(gemrag pg start --schema kill9)"   # a PostgreSQL memory
 
 ``--fake`` runs the real CLI (``gemrag index`` / ``gemrag ask``) in the child with the unit tests' stand-ins
 injected (``tests/fakes.py``: ScriptedLLM slowed by ``--fake-delay`` s per call, HashEmbedder). The real mode
@@ -35,7 +36,6 @@ import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -48,7 +48,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 STORY = REPO / "examples" / "quality" / "lost_in_translation.txt"
 QUESTION = "Why was Korvin's door left unlocked?"
-NOT_INDEXED = ("no GEM graph yet", "holds no text")
+NOT_INDEXED = ("no GEM graph yet", "holds no text", "has not been built in this memory", "holds no gemrag memory")
 """Phrases of gemrag's MemoryNotIndexedError: acceptable only before the first publish."""
 CHILD_FLAG = "--child-cli"
 
@@ -109,7 +109,7 @@ class Harness:
     def __init__(self, args: argparse.Namespace, work: Path) -> None:
         self.args = args
         self.work = work
-        self.memory = work / "mem"
+        self.memory: str | Path = args.memory or work / "mem"
         self.call_log = work / "backend_calls.log"
         self.rng = random.Random(args.seed)
         self.window = args.max_delay
@@ -151,19 +151,25 @@ class Harness:
     def index_command(self, n_docs: int) -> list[str]:
         return self.gemrag(["index", *map(str, self.docs[:n_docs]), "--memory", str(self.memory), "-q"])
 
+    def _rows(self, sql: str) -> list[Any] | None:
+        """Rows of a query on the memory opened read-only (SQLite or PostgreSQL); None when it is no memory yet."""
+        from gemrag.errors import GemragError
+        from gemrag.store import memory_exists, open_store
+
+        try:
+            if not memory_exists(self.memory):
+                return None
+            store = open_store(self.memory, readonly=True)
+        except GemragError:
+            return None
+        try:
+            return store._query(sql)
+        finally:
+            store.close()
+
     def published(self) -> bool:
         """True once a GEM generation was published (read-only look at the database)."""
-        db = self.memory / "memory.sqlite"
-        if not db.exists():
-            return False
-        try:
-            conn = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True, timeout=10)
-            try:
-                return conn.execute("SELECT 1 FROM builds WHERE strategy = 'gem'").fetchone() is not None
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            return False
+        return bool(self._rows("SELECT 1 FROM builds WHERE strategy = 'gem'"))
 
     def check(self, during_build: bool) -> None:
         """Open the memory and retrieve; count it as unreadable unless it answers (or cleanly is not indexed
@@ -229,13 +235,10 @@ class Harness:
 
     def llm_figures(self) -> dict[str, Any]:
         """Cache keys, backend calls that stored them, and the cross-checks (see the module docstring)."""
-        conn = sqlite3.connect((self.memory / "memory.sqlite").resolve().as_uri() + "?mode=ro", uri=True)
-        try:
-            keys, writes = conn.execute("SELECT COUNT(*), COALESCE(SUM(writes), 0) FROM llm_cache").fetchone()
-            usage = conn.execute("SELECT COUNT(*) FROM usage WHERE kind = 'llm' AND cached = 0").fetchone()[0]
-            generation = conn.execute("SELECT generation FROM builds WHERE strategy = 'gem'").fetchone()
-        finally:
-            conn.close()
+        keys, writes = (self._rows("SELECT COUNT(*), COALESCE(SUM(writes), 0) FROM llm_cache") or [(0, 0)])[0]
+        keys, writes = int(keys), int(writes)
+        usage = int((self._rows("SELECT COUNT(*) FROM usage WHERE kind = 'llm' AND cached = 0") or [(0,)])[0][0])
+        generation = (self._rows("SELECT generation FROM builds WHERE strategy = 'gem'") or [None])[0]
         out: dict[str, Any] = {
             "llm_cache_keys": keys,
             "llm_backend_calls_stored": writes,
@@ -285,6 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="random seed of the kill moments")
     parser.add_argument("--work", type=Path, default=None, help="working directory (default: a temporary one)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--memory", help="the memory: a postgresql://...?schema=NAME URL (a new schema) or a directory (default: "
+        "WORK/mem)"
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.max_delay is None:
         args.max_delay = 4.0 if args.fake else 90.0

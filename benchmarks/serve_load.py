@@ -11,6 +11,10 @@ while an index job was running, and the index jobs finished. Bounded: the run st
 is asserted.
 
     python benchmarks/serve_load.py --seconds 20 --clients 8
+    python benchmarks/serve_load.py --memory "postgresql://me@db/app?schema=load"   # namespaces as schemas load_<ns>
+
+``--memory`` is the server's root: a directory (default: a temporary one) or a PostgreSQL URL whose schema is the
+prefix of the namespaces' schemas (give a prefix no other memory uses: namespace ``bench`` is created in it).
 """
 
 from __future__ import annotations
@@ -50,8 +54,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(root: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``gemrag serve`` (dense, no keys, loopback) over ``root`` in a child process; its URL once it answers."""
+def start_server(root: str | Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``gemrag serve`` (dense, no keys, loopback) over ``root`` (a directory or a PostgreSQL URL) in a child
+    process; its URL once it answers."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     cmd = [sys.executable, "-m", "gemrag", "serve", "--memory", str(root), "--port", str(port), "--strategy", "dense"]
@@ -92,16 +97,19 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=5, help="hits per retrieval")
     parser.add_argument("--idle", action="store_true", help="no index job during the load (a baseline)")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    parser.add_argument("--memory", help="the server's root: a directory or postgresql://...?schema=PREFIX")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="gemrag-serve-load-") as tmp:
-        proc, url = (None, args.url) if args.url else start_server(Path(tmp) / "root")
+        proc, url = (None, args.url) if args.url else start_server(args.memory or Path(tmp) / "root")
         try:
             figures = run(url, args.seconds, args.clients, args.budget, index=not args.idle)
         finally:
             if proc is not None:
                 proc.terminate()
                 proc.wait(30)
+    figures["memory"] = "postgresql" if str(args.memory or "").startswith("postgres") else "sqlite"
+    figures["load_average"] = os.getloadavg()[0]
     for key, value in figures.items():
         print(f"{key:>28}: {value}")
     if args.out:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ for _folder in sorted({p.parent for p in _TESTS.rglob("test_*.py")} | {_TESTS}, 
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
 
+from backends import BACKENDS, MemoryAt, drop_schemas, new_schema, schema_url, start_server  # noqa: E402
 from fakes import HashEmbedder, ScriptedLLM  # noqa: E402
 from gemrag.config import Config, load_config  # noqa: E402
 
@@ -44,3 +46,34 @@ def config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Config:
 @pytest.fixture
 def story_text() -> str:
     return STORY.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """The URL of the session's PostgreSQL server (see ``backends.py``); skips, or fails under CI=true, without one."""
+    yield from start_server()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """``"sqlite"`` or ``"postgres"``: a test taking this (or ``memory_at``) runs once on each store backend."""
+    return str(request.param)
+
+
+@pytest.fixture
+def memory_at(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[MemoryAt]:
+    """``memory_at(name="m")``: a memory location on the test's backend — ``tmp_path / name`` (SQLite), or the URL
+    of a fresh schema on the session's PostgreSQL server, dropped after the test."""
+    if backend == "sqlite":
+        yield lambda name="m": tmp_path / name
+        return
+    base = request.getfixturevalue("postgres_url")
+    made: dict[str, str] = {}
+
+    def at(name: str = "m") -> str:
+        if name not in made:
+            made[name] = new_schema(f"{request.node.name}_{name}")
+        return schema_url(base, made[name])
+
+    yield at
+    drop_schemas(base, list(made.values()))

@@ -54,3 +54,18 @@ def test_missing_models_skip_outside_ci(tmp_path: Path, ci: str | None) -> None:
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
     assert "skipped" in out.splitlines()[-1] and "failed" not in out.splitlines()[-1]
+
+
+def test_missing_postgresql_fails_under_ci(tmp_path: Path) -> None:
+    """Issue 27: the PostgreSQL half of the store tests fails under ``CI=true`` when the ``pgserver`` wheel is
+    missing and no ``GEMRAG_TEST_POSTGRES_URL`` names a server (never a silent skip)."""
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['pgserver'] = None\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GEMRAG_TEST_POSTGRES_URL")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["CI"] = "true"
+    target = str(TESTS / "store" / "test_store_postgres.py") + "::test_read_only_opening"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target]
+    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out
+    assert "CI=true and a real part is missing" in out and "pgserver is not installed" in out, out

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from backends import MemoryAt
 from gemrag import cli
 from gemrag.memory import Memory
 
@@ -68,31 +69,35 @@ def test_help_lists_commands() -> None:
         assert cmd in result.output
 
 
-def test_an_edited_file_replaces_its_document(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_edited_file_replaces_its_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_at: MemoryAt
+) -> None:
     """Issue 26's story: index a.txt, edit it, index it again: one document `a` (updated), and retrieval returns only
-    the new sentence; then a directory kept in step with --sync after a file is deleted."""
+    the new sentence; then a directory kept in step with --sync after a file is deleted (on SQLite and
+    PostgreSQL)."""
     from fakes import HashEmbedder
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    m = str(memory_at("m"))
     a = tmp_path / "a.txt"
     a.write_text("The lighthouse keeper is called Ansel Brandt.\n")
-    index = ["index", "a.txt", "--memory", "m", "--strategy", "dense", "-q"]
+    index = ["index", "a.txt", "--memory", m, "--strategy", "dense", "-q"]
     result = runner.invoke(cli.app, index)
     assert result.exit_code == 0 and "1 added, 0 updated, 0 unchanged" in result.stderr, result.output
     a.write_text("The lighthouse keeper is called Marguerite Vale.\n")
     result = runner.invoke(cli.app, index)
     assert result.exit_code == 0 and "0 added, 1 updated, 0 unchanged" in result.stderr, result.output
-    ask = ["ask", "What is the lighthouse keeper called?", "--memory", "m", "-s", "dense", "--retrieve-only", "--json"]
+    ask = ["ask", "What is the lighthouse keeper called?", "--memory", m, "-s", "dense", "--retrieve-only", "--json"]
     result = runner.invoke(cli.app, ask)
     assert result.exit_code == 0, result.output
     assert [c["text"] for c in json.loads(result.stdout)["context"]] == [
         "The lighthouse keeper is called Marguerite Vale."
     ]
-    result = runner.invoke(cli.app, ["info", "--memory", "m"])
+    result = runner.invoke(cli.app, ["info", "--memory", m])
     text = " ".join(result.stdout.split())  # rich wraps long lines
     assert "documents 1," in text and "[1] a (49 chars)" in text and "version 2 (updated)" in text, text
-    result = runner.invoke(cli.app, ["info", "--memory", "m", "--history", "a.txt", "--json"])
+    result = runner.invoke(cli.app, ["info", "--memory", m, "--history", "a.txt", "--json"])
     history = json.loads(result.stdout)
     assert [(v["version"], v["reason"]) for v in history] == [(1, "replaced"), (2, None)]
 
@@ -100,11 +105,11 @@ def test_an_edited_file_replaces_its_document(tmp_path: Path, monkeypatch: pytes
     notes.mkdir()
     (notes / "one.md").write_text("Note one is about boats.\n")
     (notes / "two.md").write_text("Note two is about trains.\n")
-    sync = ["index", "notes", "--sync", "--memory", "m", "--strategy", "dense", "-q"]
+    sync = ["index", "notes", "--sync", "--memory", m, "--strategy", "dense", "-q"]
     assert "2 added, 0 updated, 0 unchanged, 0 removed" in runner.invoke(cli.app, sync).stderr
     (notes / "two.md").unlink()
     assert "0 added, 0 updated, 1 unchanged, 1 removed" in runner.invoke(cli.app, sync).stderr
-    result = runner.invoke(cli.app, ["ask", "trains", "--memory", "m", "-s", "dense", "--retrieve-only", "--json"])
+    result = runner.invoke(cli.app, ["ask", "trains", "--memory", m, "-s", "dense", "--retrieve-only", "--json"])
     assert "trains" not in result.stdout
 
 

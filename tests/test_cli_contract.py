@@ -47,6 +47,8 @@ BASE: dict[str, dict[str, Any]] = {
     "serve": {"memory": "served"},
     "doctor": {},
     "config": {},
+    "copy": {"source": "mem", "target": "copied"},
+    "pg": {},  # a group: its commands' contract is test_pg_commands_keep_the_contract
 }
 """Valid values of the required parameters (the memory ``mem`` exists; a delete of ``lighthouse`` would change it)."""
 
@@ -192,6 +194,8 @@ def bad_values(command: str, param: Any) -> list[Any]:
         if command == "serve":
             return ROOT
         return READ_MEMORY if command in ("ask", "info", "delete", "view", "chat") else WRITE_MEMORY
+    if command == "copy":
+        return READ_MEMORY if name == "source" else WRITE_MEMORY
     if name == "history" and command == "chat":
         name = "chat_history"
     kind = annotation(param)
@@ -355,7 +359,7 @@ def test_a_bad_value_is_one_error_line_and_changes_nothing(
 @st.composite
 def invocations(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     """A command, one or two bad values, and valid values of some other options."""
-    command = draw(st.sampled_from(sorted(COMMANDS)))
+    command = draw(st.sampled_from(sorted(c for c in COMMANDS if any(bad_values(c, p) for p in COMMANDS[c].params))))
     params = COMMANDS[command].params
     with_bad = [p for p in params if bad_values(command, p)]
     chosen: dict[str, Any] = {}
@@ -398,3 +402,14 @@ def test_read_commands_create_no_file(sandbox: dict[str, Any], monkeypatch: pyte
     assert result.exit_code == 0, result.output
     warning = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(warning) == 1 and warning[0].startswith("warning: strategy 'dense' is stale"), result.stderr
+
+
+@pytest.mark.parametrize("subcommand", ["start", "stop"])
+def test_pg_commands_keep_the_contract(sandbox: dict[str, Any], subcommand: str) -> None:
+    """``gemrag pg start|stop --dir FILE``: one error line naming it, nothing changed, no server started."""
+    root: Path = sandbox["root"]
+    before = snapshot(root)
+    result = CliRunner().invoke(cli.app, ["pg", subcommand, "--dir", "file.txt"])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: --dir file.txt"), result.output
+    assert snapshot(root) == before

@@ -42,3 +42,16 @@ def test_invalid_values_and_files(tmp_path: Path) -> None:
     bad.write_text("[gem\nbudget = ")
     with pytest.raises(ConfigError):
         load_config(bad)
+
+
+def test_the_memory_comes_from_the_option_or_the_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemrag.config import memory_location
+
+    monkeypatch.delenv("GEMRAG_MEMORY", raising=False)
+    assert memory_location("mem/", load_config(None)) == "mem/"
+    with pytest.raises(ConfigError, match="GEMRAG_MEMORY"):
+        memory_location(None, load_config(None))
+    url = "postgresql://me@localhost/db?schema=team"
+    monkeypatch.setenv("GEMRAG_MEMORY", url)
+    assert memory_location(None, load_config(None)) == url
+    assert memory_location("other/", load_config(None)) == "other/"  # --memory wins

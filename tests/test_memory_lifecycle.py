@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from test_strategy_raptor import pca
 from typer.testing import CliRunner
 
+from backends import MemoryAt
 from conftest import STORY
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
@@ -42,7 +43,7 @@ def documents(n: int = 5, words: int = 150) -> list[str]:
     return [" ".join(text[i * words : (i + 1) * words]) for i in range(n)]
 
 
-def open_memory(path: Path, config: Config, llm: ScriptedLLM) -> Memory:
+def open_memory(path: str | Path, config: Config, llm: ScriptedLLM) -> Memory:
     mem = Memory.open(path, config, llm=llm, embedder=HashEmbedder())
     raptor = RaptorConfig(reducer=pca, reduction_dim=3, max_clusters=6)  # no UMAP JIT, a short BIC search
     mem._strategies["raptor"] = RaptorStrategy(raptor)
@@ -65,10 +66,10 @@ def lifecycle_config(config: Config) -> Config:
     return config.model_copy(update={"gem": config.gem.model_copy(update={"chunk_tokens": 40})})
 
 
-def test_adding_a_document_costs_llm_calls_for_its_chunks_only(tmp_path: Path, lifecycle_config: Config) -> None:
+def test_adding_a_document_costs_llm_calls_for_its_chunks_only(memory_at: MemoryAt, lifecycle_config: Config) -> None:
     docs = documents()
     llm = ScriptedLLM()
-    with open_memory(tmp_path / "m", lifecycle_config, llm) as mem:
+    with open_memory(memory_at("m"), lifecycle_config, llm) as mem:
         for i, d in enumerate(docs[:-1]):
             mem.add_text(d, f"part {i}")
         mem.index()
@@ -90,7 +91,7 @@ def test_adding_a_document_costs_llm_calls_for_its_chunks_only(tmp_path: Path, l
 
 
 def test_delete_leaves_the_memory_equal_to_one_built_without_the_document(
-    tmp_path: Path, lifecycle_config: Config
+    memory_at: MemoryAt, lifecycle_config: Config
 ) -> None:
     # Without chunk titles: RAPTOR's pruned tree equals a fresh clustering only when the clusterings agree (README);
     # with the title "part i" in every chunk's indexed text the hash embeddings of this toy corpus form one cluster
@@ -100,13 +101,13 @@ def test_delete_leaves_the_memory_equal_to_one_built_without_the_document(
     )
     docs = documents()
     llm = ScriptedLLM()
-    with open_memory(tmp_path / "ref", lifecycle_config, ScriptedLLM()) as ref:
+    with open_memory(memory_at("ref"), lifecycle_config, ScriptedLLM()) as ref:
         for i, d in enumerate(docs):
             if i != 2:
                 ref.add_text(d, f"part {i}")
         build_all(ref)
         expected = {s: answers(ref, s) for s in STRATEGIES}
-    with open_memory(tmp_path / "m", lifecycle_config, llm) as mem:
+    with open_memory(memory_at("m"), lifecycle_config, llm) as mem:
         for i, d in enumerate(docs):
             mem.add_text(d, f"part {i}")
         build_all(mem)
@@ -149,9 +150,9 @@ def test_delete_leaves_the_memory_equal_to_one_built_without_the_document(
         ]
 
 
-def test_stale_warns_once_and_unbuilt_raises_or_builds(tmp_path: Path, lifecycle_config: Config) -> None:
+def test_stale_warns_once_and_unbuilt_raises_or_builds(memory_at: MemoryAt, lifecycle_config: Config) -> None:
     docs = documents(3)
-    with open_memory(tmp_path / "m", lifecycle_config, ScriptedLLM()) as mem:
+    with open_memory(memory_at("m"), lifecycle_config, ScriptedLLM()) as mem:
         mem.add_text(docs[0], "a")
         mem.index()
         with pytest.raises(MemoryNotIndexedError, match="gemrag index --strategy dense"):
@@ -245,10 +246,10 @@ def rows_of(mem: Memory, strategy: str) -> tuple[Any, ...]:
 
 
 @pytest.fixture
-def keyword_memory(tmp_path: Path, lifecycle_config: Config) -> Iterator[Memory]:
+def keyword_memory(memory_at: MemoryAt, lifecycle_config: Config) -> Iterator[Memory]:
     CALLS["extract"] = 0
     config = Config.model_validate({**lifecycle_config.model_dump(), "keywords": {"min_length": 4}})
-    with open_memory(tmp_path / "m", config, ScriptedLLM()) as mem:
+    with open_memory(memory_at("m"), config, ScriptedLLM()) as mem:
         for i, d in enumerate(documents(3)):
             mem.add_text(d, f"part {i}")
         mem.index()
@@ -292,7 +293,8 @@ def test_user_strategy_survives_gem_rebuilds_and_deletes_cleanly(keyword_memory:
 def test_cli_delete_prints_what_it_did(keyword_memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     from gemrag import cli, cli_delete
 
-    directory, config = keyword_memory.store.directory, keyword_memory.config
+    store = keyword_memory.store
+    directory, config = getattr(store, "url", None) or getattr(store, "directory", None), keyword_memory.config
     keyword_memory.close()
     real_open = Memory.open
 
@@ -308,9 +310,9 @@ def test_cli_delete_prints_what_it_did(keyword_memory: Memory, monkeypatch: pyte
     assert result.exit_code == 2 and "no document" in result.output
 
 
-def test_deleting_a_document_not_indexed_yet_and_an_unknown_one(tmp_path: Path, lifecycle_config: Config) -> None:
+def test_deleting_a_document_not_indexed_yet_and_an_unknown_one(memory_at: MemoryAt, lifecycle_config: Config) -> None:
     docs = documents(2)
-    with open_memory(tmp_path / "m", lifecycle_config, ScriptedLLM()) as mem:
+    with open_memory(memory_at("m"), lifecycle_config, ScriptedLLM()) as mem:
         mem.add_text(docs[0], "a")
         mem.index()
         generation = mem.store.published_generation("gem")

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from test_strategy_raptor import pca
 
+from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
@@ -37,7 +38,7 @@ def update_config(config: Config) -> Config:
     return Config.model_validate({**data, "raptor": {"incremental": False}})
 
 
-def open_memory(path: Path, config: Config, llm: ScriptedLLM | None = None, **raptor: Any) -> Memory:
+def open_memory(path: str | Path, config: Config, llm: ScriptedLLM | None = None, **raptor: Any) -> Memory:
     mem = Memory.open(path, config, llm=llm or ScriptedLLM(), embedder=HashEmbedder())
     settings = {"reducer": pca, "reduction_dim": 3, "max_clusters": 6, "incremental": False, **raptor}
     mem._strategies["raptor"] = RaptorStrategy(RaptorConfig(**settings))  # no UMAP JIT, a short BIC search
@@ -69,12 +70,12 @@ def visible_texts(mem: Memory) -> str:
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_an_updated_memory_retrieves_what_one_built_from_the_new_files_retrieves(
-    tmp_path: Path, update_config: Config, strategy: str
+    tmp_path: Path, memory_at: MemoryAt, update_config: Config, strategy: str
 ) -> None:
     folder = tmp_path / "notes"
     write_files(folder, OLD_FACT)
     llm = ScriptedLLM()
-    with open_memory(tmp_path / "m", update_config, llm) as mem:
+    with open_memory(memory_at("m"), update_config, llm) as mem:
         mem.add([folder])
         mem.index(strategy)
         assert OLD_FACT in visible_texts(mem)
@@ -92,7 +93,7 @@ def test_an_updated_memory_retrieves_what_one_built_from_the_new_files_retrieves
         assert OLD_FACT not in visible_texts(mem) and OLD_FACT not in str(got)
         assert [d["version"] for d in mem.store.documents()] == [1, 1, 2, 1, 1]
     fresh_llm = ScriptedLLM()
-    with open_memory(tmp_path / "ref", update_config, fresh_llm) as ref:
+    with open_memory(memory_at("ref"), update_config, fresh_llm) as ref:
         ref.add([folder])
         ref.index(strategy)
         assert {n.text for n in ref.store.nodes("chunk")} == old_chunks - {
@@ -106,7 +107,7 @@ def test_an_updated_memory_retrieves_what_one_built_from_the_new_files_retrieves
         assert spent == 0
 
 
-def test_raptor_incremental_update_follows_its_rule(tmp_path: Path, update_config: Config) -> None:
+def test_raptor_incremental_update_follows_its_rule(tmp_path: Path, memory_at: MemoryAt, update_config: Config) -> None:
     """The edited file's new chunk joins one layer-1 cluster, the clusters that lost or gained a chunk and their
     ancestors are summarized again, every other summary node stays as it was (same id, same text)."""
     folder = tmp_path / "notes"
@@ -119,7 +120,7 @@ def test_raptor_incremental_update_follows_its_rule(tmp_path: Path, update_confi
     update_config = update_config.model_copy(
         update={"gem": update_config.gem.model_copy(update={"chunk_titles": False})}
     )
-    with open_memory(tmp_path / "m", update_config, llm, **raptor) as mem:
+    with open_memory(memory_at("m"), update_config, llm, **raptor) as mem:
         mem.add([folder])
         mem.index("raptor")
         before = {n.id: n for n in mem.store.nodes("summary", strategy="raptor")}
@@ -157,13 +158,15 @@ CONVERSATION = (
 
 
 @pytest.mark.parametrize("strategy", ["remem_gist", "remem_temporal"])
-def test_an_edited_conversation_keeps_its_dates(tmp_path: Path, update_config: Config, strategy: str) -> None:
+def test_an_edited_conversation_keeps_its_dates(
+    tmp_path: Path, memory_at: MemoryAt, update_config: Config, strategy: str
+) -> None:
     """A conversation file whose one turn was corrected: its turns keep their dates and order, the corrected turn
     replaces the old one, and retrieval equals a memory built from the corrected file alone."""
     path = tmp_path / "talk.txt"
     path.write_text(CONVERSATION, encoding="utf-8")
     corrected = CONVERSATION.replace("at the Tarnow market", "at the Velmora fair")
-    with open_memory(tmp_path / "m", update_config) as mem:
+    with open_memory(memory_at("m"), update_config) as mem:
         mem.add([path])
         mem.index(strategy)
         path.write_text(corrected, encoding="utf-8")
@@ -172,26 +175,28 @@ def test_an_edited_conversation_keeps_its_dates(tmp_path: Path, update_config: C
         question = "Where did Bob sell his first painting in June 2023?"
         got = [(h.kind, h.text, h.meta.get("date")) for h in mem.retrieve(question, 4, strategy=strategy)]
         assert "Tarnow" not in visible_texts(mem) and "Tarnow" not in str(got)
-    with open_memory(tmp_path / "ref", update_config) as ref:
+    with open_memory(memory_at("ref"), update_config) as ref:
         ref.add([path])
         ref.index(strategy)
         assert got == [(h.kind, h.text, h.meta.get("date")) for h in ref.retrieve(question, 4, strategy=strategy)]
 
 
-def test_chat_exchanges_are_never_updated(tmp_path: Path, update_config: Config) -> None:
+def test_chat_exchanges_are_never_updated(tmp_path: Path, memory_at: MemoryAt, update_config: Config) -> None:
     """Anonymous documents (chat exchanges, add_text without an id) are deduplicated by text, never replaced."""
-    with open_memory(tmp_path / "m", update_config) as mem:
+    with open_memory(memory_at("m"), update_config) as mem:
         a = mem.add_text("[turn 1, 2024-01-02] User: hello", "chat", "chat:Ava#1")
         b = mem.add_text("[turn 2, 2024-01-03] User: hello again", "chat", "chat:Ava#1")  # same source, new text
         assert a[1] and b[1] and a[0] != b[0] and len(mem.store.documents()) == 2
         assert mem.add_text("[turn 1, 2024-01-02] User: hello", "chat", "chat:Ava#1") == (a[0], False)
-        assert mem.store.conn.execute("SELECT COUNT(*) FROM document_versions").fetchone()[0] == 0
+        assert mem.store._query("SELECT COUNT(*) FROM document_versions")[0][0] == 0
 
 
-def test_sync_removes_gone_files_and_history_keeps_versions(tmp_path: Path, update_config: Config) -> None:
+def test_sync_removes_gone_files_and_history_keeps_versions(
+    tmp_path: Path, memory_at: MemoryAt, update_config: Config
+) -> None:
     folder = tmp_path / "notes"
     paths = write_files(folder, OLD_FACT)
-    with open_memory(tmp_path / "m", update_config) as mem:
+    with open_memory(memory_at("m"), update_config) as mem:
         mem.add([folder], sync=True)
         mem.index("dense")
         removed = mem.store.document_chunk_ids(5)
@@ -223,10 +228,10 @@ def test_sync_removes_gone_files_and_history_keeps_versions(tmp_path: Path, upda
         assert mem.store.documents() == []
 
 
-def test_ids_stdin_and_the_same_file_twice(tmp_path: Path, update_config: Config) -> None:
+def test_ids_stdin_and_the_same_file_twice(tmp_path: Path, memory_at: MemoryAt, update_config: Config) -> None:
     folder = tmp_path / "notes"
     paths = write_files(folder, OLD_FACT)
-    with open_memory(tmp_path / "m", update_config) as mem:
+    with open_memory(memory_at("m"), update_config) as mem:
         assert (
             mem.add([paths[0], folder / ".." / "notes" / "part0.txt"]).describe() == "1 added, 0 updated, 0 unchanged"
         )
@@ -246,12 +251,12 @@ def test_ids_stdin_and_the_same_file_twice(tmp_path: Path, update_config: Config
 
 
 def test_a_failed_update_changes_nothing(
-    tmp_path: Path, update_config: Config, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, memory_at: MemoryAt, update_config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The replacement is one transaction: killed inside it, the old version and every build stay as they were."""
     folder = tmp_path / "notes"
     write_files(folder, OLD_FACT)
-    with open_memory(tmp_path / "m", update_config) as mem:
+    with open_memory(memory_at("m"), update_config) as mem:
         mem.add([folder])
         mem.index("dense")
         before = (mem.store.documents(), [n.id for n in mem.store.nodes()], mem.store.published_generation("dense"))
@@ -272,10 +277,10 @@ def test_a_failed_update_changes_nothing(
         assert mem.add([folder]).describe() == "0 added, 1 updated, 4 unchanged"
 
 
-def test_a_deleted_document_is_in_the_history(tmp_path: Path, update_config: Config) -> None:
+def test_a_deleted_document_is_in_the_history(tmp_path: Path, memory_at: MemoryAt, update_config: Config) -> None:
     folder = tmp_path / "notes"
     write_files(folder, OLD_FACT)
-    with open_memory(tmp_path / "m", update_config) as mem:
+    with open_memory(memory_at("m"), update_config) as mem:
         mem.add([folder])
         mem.index("dense")
         report = mem.delete("part1.txt")  # the end of its path names it

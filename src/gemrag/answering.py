@@ -17,7 +17,7 @@ from gemrag.models.meter import UsageMeter
 from gemrag.models.structured import complete_structured
 from gemrag.prompting import format_context
 from gemrag.reports import Answer
-from gemrag.store import Store
+from gemrag.store import MemoryStore
 from gemrag.types import Hit
 
 LETTERS = "ABCDEFGHIJ"
@@ -124,7 +124,7 @@ def choice_schema(n_choices: int) -> dict[str, Any]:
 def answer_question(
     llm: Callable[[], LLM],
     meter: UsageMeter,
-    store: Store,
+    store: MemoryStore,
     question: str,
     hits: Sequence[Hit],
     choices: Sequence[str] | None = None,

@@ -159,7 +159,7 @@ class ChatSession:
         if name not in available():
             raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}")
         if memory.readonly:
-            raise ReadOnlyMemoryError(f"the memory {memory.store.directory} is read-only; a chat stores its turns")
+            raise ReadOnlyMemoryError(f"the memory {memory.store.location} is read-only; a chat stores its turns")
         self.memory = memory
         self.persona, self.user, self.description = persona.strip(), user.strip(), description
         self.strategy = memory.get_strategy(name).name

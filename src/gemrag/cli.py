@@ -9,7 +9,6 @@ variables, which override the config file (see :mod:`gemrag.config`).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -19,6 +18,7 @@ from rich.table import Table
 from gemrag.answering import LETTERS
 from gemrag.cli_chat import chat_command
 from gemrag.cli_config import config_command
+from gemrag.cli_copy import copy_command
 from gemrag.cli_delete import delete_command
 from gemrag.cli_doctor import doctor_command
 from gemrag.cli_mcp import mcp_command
@@ -37,11 +37,13 @@ from gemrag.cli_options import (
     StrategyOpt,
     Wait,
     build_config,
+    memory_target,
 )
+from gemrag.cli_pg import pg_app
 from gemrag.cli_serve import serve_command
 from gemrag.cli_view import view_command
 from gemrag.config import Config, load_config
-from gemrag.console import OneLineErrors, check_memory_target, cli_errors, err, require_memory
+from gemrag.console import OneLineErrors, cli_errors, err
 from gemrag.errors import GemragError, InputError
 from gemrag.eval.cli import eval_command
 from gemrag.memory import Memory
@@ -59,13 +61,13 @@ app = typer.Typer(
 out = Console()
 
 
-def _open(memory: Path, config: Config, quiet: bool) -> Memory:
+def _open(memory: str, config: Config, quiet: bool) -> Memory:
     return Memory.open(memory, config, progress=None if quiet else rich_progress(err))
 
 
 @app.command()
 def index(
-    memory: MemoryDir,
+    memory: MemoryDir = None,
     paths: Annotated[
         list[str] | None,
         typer.Argument(help=".txt/.md files or directories; '-' reads standard input; none: rebuild only."),
@@ -133,8 +135,9 @@ def index(
             embedder_base_url=embedder_base_url,
             llm_ray=ray,
         )
+        location = memory_target(memory, cfg, existing=False)
         sources = read_sources(paths, key=doc_id, sync=sync) if paths else []  # every file checked first
-        with _open(memory, cfg, quiet) as mem:
+        with _open(location, cfg, quiet) as mem:
             mem.build_wait = wait  # MemoryBusyError (another builder) is a GemragError: one line, exit code 2
             if paths:
                 directories = synced_directories(paths) if sync else []
@@ -154,7 +157,7 @@ def index(
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    memory: ExistingMemory,
+    memory: ExistingMemory = None,
     budget: Annotated[
         int | None,
         typer.Option(
@@ -183,7 +186,6 @@ def ask(
 ) -> None:
     """Retrieve a context for QUESTION (GEM-RAG section III.B.2, Algorithm 1) and answer it. The memory must
     exist (`gemrag index` makes it); asking changes nothing but the model caches and the usage log."""
-    require_memory(memory)
     with cli_errors("ask again", also=(ValueError,)):
         cfg = build_config(
             config,
@@ -202,7 +204,7 @@ def ask(
             raise ValueError(
                 f"--choices {choices!r} gives {len(opts)} option(s); give 2 to {len(LETTERS)} separated by '|'"
             )
-        with _open(memory, cfg, True) as mem:
+        with _open(memory_target(memory, cfg, existing=True), cfg, True) as mem:
             if retrieve_only:
                 hits, answer = mem.retrieve(question, budget, build=build_missing), None
             else:
@@ -229,7 +231,7 @@ def ask(
 
 @app.command()
 def info(
-    memory: ExistingMemory,
+    memory: ExistingMemory = None,
     config: ConfigFile = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     history: Annotated[
@@ -244,9 +246,9 @@ def info(
 ) -> None:
     """Documents (and which were updated), chunks, summary nodes, models, tokens and seconds per phase, failures,
     and the spectrum report (top eigenvalues, Remark 2's estimated number of themes, Remark 3's Λ = Σλ²)."""
-    require_memory(memory)
     with cli_errors():
         cfg = load_config(config, None, set_)
+        memory = memory_target(memory, cfg, existing=True)
         with Memory.open(memory, cfg) as mem:
             versions = mem.store.document_history(history) if history is not None else None
             stats = mem.stats() if versions is None else {}
@@ -353,7 +355,10 @@ def _print_stats(stats: dict[str, Any]) -> None:
 
 @app.command()
 def demo(
-    memory: Annotated[Path | None, typer.Option("--memory", "-m", help="Where to keep the demo memory.")] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", "-m", help="Where to keep the demo memory: a directory or a postgresql:// URL."),
+    ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Answer only the first N questions.")] = None,
     config: ConfigFile = None,
     llm_model: LLMModel = None,
@@ -369,7 +374,7 @@ def demo(
         check_config(cfg)  # everything checked before the demo memory is created
         check_model_settings(cfg.llm, cfg.embedder)
         if memory is not None:
-            check_memory_target(memory)
+            memory = memory_target(memory, cfg, existing=False)
         code = run_demo(cfg, memory, limit, out, None if quiet else rich_progress(err))
     raise typer.Exit(code)
 
@@ -377,8 +382,10 @@ def demo(
 app.command("eval")(eval_command)
 app.command("config")(config_command)
 app.command("delete")(delete_command)
+app.command("copy")(copy_command)
 app.command("chat")(chat_command)
 app.command("mcp")(mcp_command)
 app.command("view")(view_command)
 app.command("serve")(serve_command)
 app.command("doctor")(doctor_command)
+app.add_typer(pg_app, name="pg")

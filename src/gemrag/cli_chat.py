@@ -14,8 +14,9 @@ from rich.console import Console
 from rich.text import Text
 
 from gemrag.chat import DEFAULT_STRATEGY, ChatSession, check_name
+from gemrag.cli_options import memory_target
 from gemrag.config import load_config
-from gemrag.console import cli_errors, err, fail, require_memory
+from gemrag.console import cli_errors, err, fail
 from gemrag.errors import ConfigError
 from gemrag.ingest import read_document
 from gemrag.memory import Memory
@@ -29,8 +30,15 @@ QUIT = {"/quit", "/exit"}
 
 
 def chat_command(
-    memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory (the character's memory).")],
     persona: Annotated[str, typer.Option("--persona", "-p", help="The character's name.")],
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            "-m",
+            help="The character's memory: a directory or a postgresql:// URL (default: GEMRAG_MEMORY).",
+        ),
+    ] = None,
     strategy: Annotated[
         str | None, typer.Option("--strategy", "-s", help=f"Retrieval strategy (default {DEFAULT_STRATEGY}).")
     ] = None,
@@ -72,14 +80,17 @@ def chat_command(
             fail(exc)
     if name not in available():
         fail(ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}"))
-    if not create or (memory / "memory.sqlite").exists():
-        require_memory(
-            memory, "index the character's documents into it with `gemrag index`, or pass --create to start empty"
+    with cli_errors():
+        location = memory_target(
+            memory,
+            load_config(config),
+            existing=not create,
+            hint="index the character's documents into it with `gemrag index`, or pass --create to start empty",
         )
     with cli_errors(resume_hint="run `gemrag chat` again to continue the conversation", also=(ValueError,)):
         description = read_document(persona_file).text if persona_file else ""
         cfg = load_config(config, {"strategy": name}, sets)
-        with Memory.open(memory, cfg) as mem:
+        with Memory.open(location, cfg) as mem:
             session = ChatSession(
                 mem,
                 persona,

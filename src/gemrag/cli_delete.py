@@ -12,8 +12,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from gemrag.cli_options import memory_target
 from gemrag.config import load_config
-from gemrag.console import cli_errors, require_memory
+from gemrag.console import cli_errors
 from gemrag.memory import Memory
 
 out = Console()
@@ -25,7 +26,10 @@ def delete_command(
     document: Annotated[
         str, typer.Argument(help="The document's id, source path or title, as `gemrag info` lists them.")
     ],
-    memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory.")],
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", "-m", help="Memory: a directory or a postgresql:// URL (default: GEMRAG_MEMORY)."),
+    ] = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
     wait: Annotated[
         float,
@@ -38,8 +42,10 @@ def delete_command(
     and their edges, in one atomic step (no LLM call); the deletion is recorded in the history (`gemrag info
     --history`). Strategies become stale; the next `gemrag index` recomputes
     what depended on the document, with LLM calls only for what changed (cached answers stay)."""
-    require_memory(memory)
-    with cli_errors(), Memory.open(memory, load_config(config)) as mem:
+    with cli_errors():
+        cfg = load_config(config)
+        location = memory_target(memory, cfg, existing=True)
+    with cli_errors(), Memory.open(location, cfg) as mem:
         mem.build_wait = wait
         report = mem.delete(document)
         states = mem.strategy_states()

@@ -13,18 +13,25 @@ from typing import Annotated
 
 import typer
 
+from gemrag.cli_options import memory_target
 from gemrag.config import load_config
-from gemrag.console import cli_errors, err, fail, require_memory
+from gemrag.console import cli_errors, err, fail
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
+from gemrag.store import memory_exists
 
 __all__ = ["mcp_command"]
 
 
 def mcp_command(
     memory: Annotated[
-        Path, typer.Option("--memory", "-m", help="Memory directory (created if missing, which it says on stderr).")
-    ],
+        str | None,
+        typer.Option(
+            "--memory",
+            "-m",
+            help="Memory (created if missing): a directory or a postgresql:// URL (default: GEMRAG_MEMORY).",
+        ),
+    ] = None,
     strategy: Annotated[
         str | None,
         typer.Option("--strategy", "-s", help="Strategy `remember` builds and the tools use (default: the config's)."),
@@ -47,12 +54,13 @@ def mcp_command(
         if strategy:
             check_strategy(strategy)
         cfg = load_config(config, {"strategy": strategy})
-        creating = not (memory / "memory.sqlite").exists() and not (memory.exists() and not memory.is_dir())
-        if not creating:
-            require_memory(memory)
-        mem = Memory.open(memory, cfg)
+        location = memory_target(memory, cfg, existing=False)
+        creating = not memory_exists(location)
+        mem = Memory.open(location, cfg)
         if creating:
-            err.print(f"{memory} held no memory: created an empty one (`remember` adds to it)", soft_wrap=True)
+            err.print(
+                f"{mem.store.location} held no memory: created an empty one (`remember` adds to it)", soft_wrap=True
+            )
     with mem:
         mem.build_wait = wait
         with cli_errors("start the server again"):

@@ -8,7 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
-from gemrag.config import Config, load_config
+from gemrag.config import Config, load_config, memory_location
+from gemrag.console import check_memory_target, fail, require_memory
+from gemrag.errors import GemragError
+from gemrag.store import is_postgres_url, memory_exists
+from gemrag.store.pg_connect import PgLocation
 
 __all__ = [
     "ConfigFile",
@@ -25,10 +29,27 @@ __all__ = [
     "StrategyOpt",
     "Wait",
     "build_config",
+    "memory_target",
 ]
 
-MemoryDir = Annotated[Path, typer.Option("--memory", "-m", help="Memory directory (created if missing).")]
-ExistingMemory = Annotated[Path, typer.Option("--memory", "-m", help="Memory directory (made by `gemrag index`).")]
+MemoryDir = Annotated[
+    str | None,
+    typer.Option(
+        "--memory",
+        "-m",
+        help="Memory: a directory (created if missing) or postgresql://user@host:port/db?schema=NAME "
+        "(default: GEMRAG_MEMORY, or memory in gemrag.toml).",
+    ),
+]
+ExistingMemory = Annotated[
+    str | None,
+    typer.Option(
+        "--memory",
+        "-m",
+        help="Memory (made by `gemrag index`): a directory or postgresql://user@host:port/db?schema=NAME "
+        "(default: GEMRAG_MEMORY, or memory in gemrag.toml).",
+    ),
+]
 Wait = Annotated[
     float,
     typer.Option("--wait", min=0.0, help="Seconds to wait while another process builds this memory (default: fail)."),
@@ -92,3 +113,39 @@ def build_config(
         "gem": gem or {},
     }
     return load_config(config_file, overrides, sets)
+
+
+def memory_target(option: str | Path | None, config: Config | None, *, existing: bool, hint: str = "") -> str:
+    """The memory a command works on (``--memory``, else ``GEMRAG_MEMORY`` or ``memory`` in ``gemrag.toml``),
+    checked before any work: a read command's memory must exist (a directory with a ``memory.sqlite``, or a
+    PostgreSQL schema holding a memory); a writing command's directory must be able to hold one.
+
+    Args:
+        option: ``--memory`` (None: the configuration's).
+        config: the configuration naming the memory when ``option`` is None (None: only ``option``).
+        existing: True for the read commands (``ask``, ``info``, ``view``, ``delete``, ``chat`` without
+            ``--create``), which never create a memory.
+        hint: what to do instead when it does not exist (default: index documents into it first).
+
+    Returns:
+        The location: a directory path or a ``postgresql://`` URL.
+
+    Raises:
+        ConfigError: no memory is named anywhere. typer.Exit: code 2 when the memory is missing or unusable (one
+            ``error:`` line); GemragError: the PostgreSQL server cannot be reached.
+    """
+    location = str(option) if option is not None and str(option) else memory_location(option, config or Config())
+    if is_postgres_url(location):
+        if existing and not memory_exists(location):
+            shown = PgLocation.parse(location).display
+            fail(
+                GemragError(
+                    f"{shown} holds no gemrag memory; "
+                    + (hint or f"create one with `gemrag index FILE --memory '{shown}'`")
+                )
+            )
+    elif existing:
+        require_memory(Path(location), hint)
+    else:
+        check_memory_target(Path(location))
+    return location

@@ -17,6 +17,7 @@ import typer
 from gemrag.config import load_config
 from gemrag.console import cli_errors, err
 from gemrag.errors import ConfigError
+from gemrag.store import is_postgres_url
 from gemrag.strategies import check_config
 
 __all__ = ["serve_command"]
@@ -56,7 +57,13 @@ def check_port(host: str, port: int) -> None:
 
 def serve_command(
     memory: Annotated[
-        Path, typer.Option("--memory", "-m", help="Root directory: one memory per namespace, in DIR/<namespace>/.")
+        str,
+        typer.Option(
+            "--memory",
+            "-m",
+            help="Root directory: one memory per namespace, in DIR/<namespace>/; or a postgresql://...?schema=PREFIX "
+            "URL: one schema PREFIX_<namespace> per namespace, shared by every server given the URL.",
+        ),
     ],
     host: Annotated[str, typer.Option(help="Interface to listen on (default loopback only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = 8765,
@@ -90,7 +97,7 @@ def serve_command(
             from gemrag.server import KeyRing, create_app, load_key_file
         except ImportError as exc:
             raise ConfigError(f"gemrag serve needs the serve extra: pip install 'gemrag[serve]' ({exc})") from None
-        if memory.exists() and not memory.is_dir():
+        if not is_postgres_url(memory) and Path(memory).exists() and not Path(memory).is_dir():
             raise ConfigError(f"--memory {memory} is not a directory; give the directory of the namespaces' memories")
         grants: dict[str, list[str]] = load_key_file(api_keys) if api_keys else {}
         if api_key is not None and not api_key.strip():
@@ -106,7 +113,7 @@ def serve_command(
         cfg = load_config(config, {"strategy": strategy} if strategy else None)
         check_config(cfg)
         check_port(host, port)
-        app = create_app(memory, cfg, keys=keys)
+        app = create_app(memory if is_postgres_url(memory) else Path(memory), cfg, keys=keys)
     if keys is None:
         err.print(
             f"[yellow]no API keys configured:[/] anyone who can reach {host}:{port} can use every namespace"

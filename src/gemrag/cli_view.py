@@ -13,11 +13,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from gemrag.cli_options import memory_target
 from gemrag.config import load_config
-from gemrag.console import cli_errors, require_memory
+from gemrag.console import cli_errors
 from gemrag.errors import ConfigError, InputError
 from gemrag.memory import Memory
-from gemrag.store import Store
+from gemrag.store import is_postgres_url, open_store
 from gemrag.strategies import available
 from gemrag.view import RetrievalPath, retrieval_path, view_data, write_html
 
@@ -27,7 +28,10 @@ __all__ = ["view_command"]
 
 
 def view_command(
-    memory: Annotated[Path, typer.Option("--memory", "-m", help="Memory directory.")],
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", "-m", help="Memory: a directory or a postgresql:// URL (default: GEMRAG_MEMORY)."),
+    ] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("memory.html"),
     question: Annotated[
         str | None, typer.Option("--question", "-q", help="Highlight the path this question's retrieval takes.")
@@ -52,7 +56,8 @@ def view_command(
     node's text and utility questions on click, and GEM's spectrum (eigenvalues, Remark 2 estimate, Lambda).
     With --question, the retrieval's path is highlighted (q*, the visited nodes in order); that needs the
     embedder only (no LLM call for gem). The memory is opened read-only and not changed."""
-    require_memory(memory)
+    with cli_errors():
+        location = memory_target(memory, load_config(config), existing=True)
     with cli_errors(also=(ValueError, KeyError)):
         if output.is_dir() or not output.parent.is_dir():
             what = "is a directory" if output.is_dir() else f"needs the directory {output.parent}, which does not exist"
@@ -64,20 +69,24 @@ def view_command(
         if name not in available():
             raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}")
         path: RetrievalPath | None = None
-        store = Store(memory, readonly=True)
+        store = open_store(location, readonly=True)
         try:
             chunked = store.get_meta("chunk_tokens")
             if question is not None:
                 # nothing is chunked here: the memory's own chunk size, so no --config is needed just for it
                 if chunked is not None:
                     cfg = cfg.model_copy(update={"gem": cfg.gem.model_copy(update={"chunk_tokens": chunked})})
-                with Memory.open(memory, cfg, readonly=True) as mem:
+                with Memory.open(location, cfg, readonly=True) as mem:
                     name = mem.get_strategy(name).name
                     path = retrieval_path(question, name, mem.retrieve(question, budget, strategy=name))
             data = view_data(store, name, min_weight=min_weight, gem_settings=cfg.gem, path=path)
         finally:
             store.close()
-        target = write_html(data, output, f"gemrag memory · {memory.name} · {name}")
+        target = write_html(
+            data,
+            output,
+            f"gemrag memory · {Path(location).name if not is_postgres_url(location) else location} · {name}",
+        )
     out.print(
         f"wrote {target}: {len(data.nodes)} nodes, {len(data.edges)} of {data.edges_total} edges "
         f"(weight >= {data.threshold:.3f})" + (f"; path of {len(path.steps)} nodes" if path else "")

@@ -227,6 +227,8 @@ class Config(BaseSettings):
             own section, typed here because the memory's chunking and default budget read it too).
         cache_dir: where joined model weights are kept (default ``~/.cache/gemrag``).
         progress: show progress bars.
+        memory: the memory the command line uses when ``--memory`` is not given (``GEMRAG_MEMORY``, or ``memory =
+            "..."`` in ``gemrag.toml``): a directory, or ``postgresql://user@host:port/db?schema=NAME``.
 
     Any other top-level key must be a table: a strategy's section, kept as a raw dict (:attr:`sections`) until
     the strategy's own model validates it (module docstring).
@@ -240,6 +242,7 @@ class Config(BaseSettings):
     gem: GemSettings = Field(default_factory=GemSettings)
     cache_dir: Path | None = None
     progress: bool = True
+    memory: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -459,3 +462,20 @@ def load_config(
         raise ConfigError(f"invalid configuration: {describe_errors(exc)}") from exc
     except ValueError as exc:  # malformed TOML surfaces as a ValueError subclass
         raise ConfigError(f"invalid configuration file {toml_path}: {exc}") from exc
+
+
+def memory_location(option: str | Path | None, config: Config) -> str:
+    """The memory a command works on: ``--memory`` when given, else the configuration's ``memory``
+    (``GEMRAG_MEMORY`` or ``memory = "..."`` in ``gemrag.toml``).
+
+    Raises:
+        ConfigError: neither names a memory.
+    """
+    if option is not None and str(option):
+        return str(option)
+    if config.memory:
+        return config.memory
+    raise ConfigError(
+        'no memory given: pass --memory DIR (or a postgresql:// URL), set GEMRAG_MEMORY, or put memory = "..." '
+        "in gemrag.toml"
+    )

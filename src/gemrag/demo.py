@@ -48,7 +48,7 @@ def load_example() -> tuple[Path, list[dict[str, Any]]]:
 
 def run_demo(
     config: Config,
-    memory_dir: Path | None,
+    memory_dir: str | Path | None,
     limit: int | None,
     console: Console,
     progress: ProgressFactory | None,
@@ -57,7 +57,8 @@ def run_demo(
 
     Args:
         config: configuration (the embedded 1.5B LLM and MiniLM by default).
-        memory_dir: where the demo memory lives (default ``<cache>/demo-memory-<llm model>``).
+        memory_dir: where the demo memory lives: a directory or a PostgreSQL URL (default
+            ``<cache>/demo-memory-<llm model>``).
         limit: answer only the first ``limit`` questions.
         console: where results are printed.
         progress: progress-bar factory, or None.

@@ -15,11 +15,11 @@ from collections.abc import Collection
 from gemrag.config import GemSettings
 from gemrag.errors import IncompatibleMemoryError
 from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk, rechunk_text
-from gemrag.store import Store
+from gemrag.store import MemoryStore
 from gemrag.strategies.platform.common import TITLES_META
 
 
-def chunk_pending(store: Store, chunk_tokens: int) -> int:
+def chunk_pending(store: MemoryStore, chunk_tokens: int) -> int:
     """Chunk every stored document that has no chunks yet (one transaction per document).
 
     Args:
@@ -52,7 +52,7 @@ def chunk_new_version(text: str, chunk_tokens: int, keep: Collection[str]) -> li
     return [(normalize_chunk(c.text), c.n_tokens) for c in chunks]
 
 
-def check_compatible(store: Store, embedder_id: str, gem: GemSettings) -> None:
+def check_compatible(store: MemoryStore, embedder_id: str, gem: GemSettings) -> None:
     """Refuse a memory built with another embedder or chunk size; record the embedder of a new memory and whether
     its chunks are indexed with their document's title (unless the store is read-only; see :func:`record_titles`).
 
@@ -82,7 +82,7 @@ def check_compatible(store: Store, embedder_id: str, gem: GemSettings) -> None:
         )
 
 
-def record_titles(store: Store, titles: bool | None) -> None:
+def record_titles(store: MemoryStore, titles: bool | None) -> None:
     """Record ``chunk_titles`` in the memory (:data:`~gemrag.strategies.platform.common.TITLES_META`): a memory
     without chunks takes ``titles`` (None: True); a memory with chunks keeps what it records, and one chunked before
     the setting existed (nothing recorded) records False, so its embeddings, indexes and cached LLM calls stay valid.
@@ -108,6 +108,6 @@ def record_titles(store: Store, titles: bool | None) -> None:
         store.set_meta(TITLES_META, wanted)
 
 
-def chunk_titles(store: Store) -> bool:
+def chunk_titles(store: MemoryStore) -> bool:
     """Whether this memory's chunks are indexed with their document's title (what :func:`record_titles` recorded)."""
     return bool(store.get_meta(TITLES_META, False))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gemrag.errors import DamagedMemoryError, GemragError, StaleGenerationError
-from gemrag.store import Store
+from gemrag.store import MemoryStore
 from gemrag.store.derived import BuildState
 from gemrag.store.publish import Publication
 from gemrag.strategies import available
@@ -36,7 +36,7 @@ class MemoryHandle(Protocol):
     """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): its store, its strategy context,
     its strategies by name and a build. A protocol, so that lifecycle does not import the memory that uses it."""
 
-    store: Store
+    store: MemoryStore
     ctx: StrategyContext
 
     def get_strategy(self, name: str | None = None) -> Strategy: ...
@@ -123,7 +123,7 @@ def check_ready(memory: MemoryHandle, strategy: Strategy, *, build: bool) -> Non
                 memory.ctx,
                 name,
                 f"the strategy {name!r} has not been built in this memory: run `gemrag index --strategy {name} "
-                f"--memory {memory.store.directory}` (or retrieve with build=True / `gemrag ask --build-missing`)",
+                f"--memory {memory.store.location}` (or retrieve with build=True / `gemrag ask --build-missing`)",
             )
         memory.index(name)
         return check_ready(memory, strategy, build=False)
@@ -147,7 +147,7 @@ def resolve_document(memory: MemoryHandle, document: int | str) -> dict[str, Any
     """
     matches = memory.store.find_documents(str(document))
     if not matches:
-        raise GemragError(f"no document {document!r} in {memory.store.directory} (see `gemrag info` for the list)")
+        raise GemragError(f"no document {document!r} in {memory.store.location} (see `gemrag info` for the list)")
     if len(matches) > 1:
         listed = ", ".join(f"{d['id']} ({d['source']})" for d in matches[:5])
         raise GemragError(f"{document!r} names {len(matches)} documents: {listed}; give its id")
@@ -248,7 +248,7 @@ def retrieve_published(
         except StaleGenerationError as exc:  # a newer generation was published while reading: read it
             if ctx.store.published_generation(exc.strategy or strategy.name) == exc.generation:
                 raise DamagedMemoryError(
-                    f"the memory {ctx.store.directory} is damaged: {exc}, yet no newer generation exists; "
+                    f"the memory {ctx.store.location} is damaged: {exc}, yet no newer generation exists; "
                     "run `gemrag index` again to rebuild it"
                 ) from exc
             if attempt == attempts - 1:

@@ -46,7 +46,7 @@ from gemrag.models.factory import build_embedder, build_llm, check_model_setting
 from gemrag.models.meter import UsageMeter
 from gemrag.reports import Answer, IndexReport
 from gemrag.sources import Source, SourceReport, put_sources, read_sources, synced_directories
-from gemrag.store import Store, memory_writable
+from gemrag.store import MemoryStore, is_postgres_url, memory_writable, open_store
 from gemrag.store.lock import BuildLockHolder
 from gemrag.strategies import StrategyContext, check_config, get_strategy
 from gemrag.strategies.base import ProgressFactory, Strategy, no_progress
@@ -70,7 +70,7 @@ class Memory:
 
     def __init__(
         self,
-        store: Store,
+        store: MemoryStore,
         config: Config,
         *,
         llm: LLM | None = None,
@@ -80,7 +80,7 @@ class Memory:
         self.store = store
         self.config = config
         self.build_wait = 0.0
-        self._lock = BuildLockHolder(store.directory)
+        self._lock = BuildLockHolder(store.build_lock)
         self.meter = UsageMeter(store)
         self._llm_backend = llm
         self._llm: LLM | None = None
@@ -109,16 +109,20 @@ class Memory:
         embedder: Embedder | None = None,
         progress: ProgressFactory | None = None,
         readonly: bool | None = None,
+        pool_size: int = 1,
     ) -> Memory:
-        """Open (or create) the memory in ``directory``.
+        """Open (or create) the memory in ``directory``, or in a PostgreSQL schema.
 
         Args:
-            directory: the memory directory (created when missing, unless read-only).
+            directory: the memory directory (created when missing, unless read-only), or a PostgreSQL URL
+                ``postgresql://user@host:port/db?schema=NAME`` (one memory per schema, created when missing).
             config: the configuration (default: :func:`~gemrag.config.load_config`).
             llm, embedder: backends to use instead of building them from the config.
             progress: progress-bar factory for ``index``.
             readonly: open without writing anything (retrieval and answers work; caches and usage are not
-                recorded). None (default): read-only exactly when the directory or its database is not writable.
+                recorded). None (default): read-only exactly when the directory or its database is not writable
+                (a PostgreSQL memory: read-write).
+            pool_size: PostgreSQL connections kept for concurrent readers (``gemrag serve``); ignored for SQLite.
 
         Raises:
             IncompatibleMemoryError: the memory was built with another embedder or chunk size.
@@ -133,8 +137,8 @@ class Memory:
         check_model_settings(None if llm else config.llm, None if embedder else config.embedder)
         embedder = embedder or build_embedder(config.embedder)
         if readonly is None:
-            readonly = not memory_writable(Path(directory))
-        store = Store(directory, readonly=readonly)
+            readonly = False if is_postgres_url(directory) else not memory_writable(Path(directory))
+        store = open_store(directory, readonly=readonly, pool_size=pool_size)
         try:
             return cls(store, config, llm=llm, embedder=embedder, progress=progress)
         except BaseException:
@@ -248,7 +252,7 @@ class Memory:
         """
         if self.readonly:
             raise ReadOnlyMemoryError(
-                f"the memory {self.store.directory} is open read-only; adding documents and indexing need write access"
+                f"the memory {self.store.location} is open read-only; adding documents and indexing need write access"
             )
         return self._lock.hold(self.build_wait if wait is None else wait)
 
@@ -378,7 +382,7 @@ class Memory:
         report (for GEM: the spectrum report with Remarks 2 and 3)."""
         self.meter.flush()
         return {
-            "directory": str(self.store.directory),
+            "directory": self.store.location,
             "strategy": self.strategy.name,
             "documents": self.store.documents(),
             "chunks": len(self.store.nodes("chunk")),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from gemrag.store import Store
+from gemrag.store import MemoryStore
 from gemrag.types import Hit
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class RetrievedNode(BaseModel):
         return self.model_dump(exclude={"text"})
 
 
-def describe_hits(store: Store, hits: Sequence[Hit], strategy: str) -> list[RetrievedNode]:
+def describe_hits(store: MemoryStore, hits: Sequence[Hit], strategy: str) -> list[RetrievedNode]:
     """Describe retrieved hits with their chunks and documents (a few small store queries, no model call).
 
     Args:

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import gemrag.store.publish as publish
+from backends import MemoryAt, leftovers
 from gemrag.errors import DamagedMemoryError, GemragError, StaleGenerationError
-from gemrag.store import Store
+from gemrag.store import MemoryStore, Store, open_store
 
 AXES = {"node_ids": ("n",), "vectors": ("n", "d"), "weights": ("n", "n")}
 
@@ -28,7 +29,7 @@ def arrays(n: int, seed: int) -> dict[str, np.ndarray]:
     }
 
 
-def build(store: Store, n: int, seed: int, summaries: int = 2) -> int:
+def build(store: MemoryStore, n: int, seed: int, summaries: int = 2) -> int:
     """One complete build of a fake strategy "fake": derived nodes, three arrays, edges; returns its generation."""
     generation = store.begin_build("fake")
     for j in range(summaries):
@@ -41,7 +42,7 @@ def build(store: Store, n: int, seed: int, summaries: int = 2) -> int:
     return generation
 
 
-def assert_reads_build(store: Store, n: int, seed: int) -> None:
+def assert_reads_build(store: MemoryStore, n: int, seed: int) -> None:
     published = store.load_published("fake")
     assert published is not None and published.meta == {"seed": seed}
     for name, expected in arrays(n, seed).items():
@@ -49,16 +50,20 @@ def assert_reads_build(store: Store, n: int, seed: int) -> None:
     assert [s.meta["seed"] for s in store.nodes("summary")] == [seed, seed]
 
 
-def test_publish_and_load(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_publish_and_load(memory_at: MemoryAt) -> None:
+    store = open_store(memory_at())
     assert store.load_published("fake") is None and store.published_generation("fake") is None
     assert build(store, 5, 1) == 1
     assert_reads_build(store, 5, 1)
     assert store.edges(1, "fake") == [(2, 0.5)] and store.edges(1) == []  # edges are namespaced by strategy
     assert build(store, 7, 2) == 2
     assert_reads_build(store, 7, 2)
-    files = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("fake."))
-    assert files == ["fake.g2.node_ids.npy", "fake.g2.vectors.npy", "fake.g2.weights.npy"]  # generation 1 removed
+    if isinstance(store, Store):
+        files = sorted(p.name for p in store.directory.iterdir() if p.name.startswith("fake."))
+        assert files == ["fake.g2.node_ids.npy", "fake.g2.vectors.npy", "fake.g2.weights.npy"]  # generation 1 removed
+    else:
+        stored = store._query("SELECT DISTINCT generation, name FROM build_arrays ORDER BY 1, 2")
+        assert stored == [(2, "node_ids"), (2, "vectors"), (2, "weights")]  # generation 1's arrays removed
     manifest = store.manifest("fake")
     assert (
         manifest is not None
@@ -66,12 +71,12 @@ def test_publish_and_load(tmp_path: Path) -> None:
         and manifest.arrays["weights"].axes == ("n", "n")
     )
     store.close()
-    reopened = Store(tmp_path)
+    reopened = open_store(memory_at())
     assert_reads_build(reopened, 7, 2)
 
 
-def test_builder_view_hides_the_published_nodes(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_builder_view_hides_the_published_nodes(memory_at: MemoryAt) -> None:
+    store = open_store(memory_at())
     build(store, 3, 1)
     g = store.begin_build("fake")
     new = store.add_summary_node(0, "new", 1, {"seed": 2}, strategy="fake", generation=g)
@@ -111,9 +116,9 @@ STEPS = [
 
 @pytest.mark.parametrize("step", STEPS)
 def test_a_kill_at_any_step_leaves_one_whole_generation(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+    memory_at: MemoryAt, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
-    store = Store(tmp_path)
+    store = open_store(memory_at())
     build(store, 5, 1)
 
     def hook(name: str) -> None:
@@ -126,7 +131,7 @@ def test_a_kill_at_any_step_leaves_one_whole_generation(
     store.close()
     monkeypatch.setattr(publish, "crash_hook", None)
 
-    reader = Store(tmp_path)  # a new process
+    reader = open_store(memory_at())  # a new process
     committed = step.startswith("publish:c")
     if committed:
         assert_reads_build(reader, 6, 2)
@@ -135,7 +140,7 @@ def test_a_kill_at_any_step_leaves_one_whole_generation(
         assert reader.edges(1, "fake") == [(2, 0.5)]
     # the next builder removes what the killed one left, then builds on
     assert reader.remove_unpublished() >= 0
-    assert not list(reader.stale_files())
+    assert not leftovers(reader)
     assert len(reader.nodes("summary")) == 2 and reader.nodes("summary", build=("fake", 99)) == []
     build(reader, 8, 3)
     assert_reads_build(reader, 8, 3)
@@ -173,8 +178,8 @@ def test_damaged_and_stale_files(tmp_path: Path) -> None:
     assert issubclass(DamagedMemoryError, GemragError)
 
 
-def test_publishing_an_older_generation_is_refused(tmp_path: Path) -> None:
-    store = Store(tmp_path)
+def test_publishing_an_older_generation_is_refused(memory_at: MemoryAt) -> None:
+    store = open_store(memory_at())
     g = store.begin_build("fake")
     build(store, 3, 1)  # published meanwhile (a second builder without the lock)
     entry = store.write_array("fake", g, "node_ids", np.arange(3))
@@ -182,10 +187,10 @@ def test_publishing_an_older_generation_is_refused(tmp_path: Path) -> None:
         store.publish("fake", g, [entry])
 
 
-def test_snapshot_sees_one_state(tmp_path: Path) -> None:
-    writer = Store(tmp_path)
+def test_snapshot_sees_one_state(memory_at: MemoryAt) -> None:
+    writer = open_store(memory_at())
     build(writer, 3, 1)
-    reader = Store(tmp_path)
+    reader = open_store(memory_at())
     with reader.snapshot():
         assert reader.published_generation("fake") == 1
         build(writer, 4, 2)  # committed by another connection while the snapshot is open

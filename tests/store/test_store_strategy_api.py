@@ -3,15 +3,16 @@ and edge kinds, sparse and dense arrays in a generation, carrying rows into a ne
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from pydantic import BaseModel
 
+from backends import MemoryAt, overwrite_array
 from gemrag.errors import DamagedMemoryError
-from gemrag.store import Store
+from gemrag.store import MemoryStore, open_store
 from gemrag.store.publish import KEEP_COVERS
 
 
@@ -24,18 +25,19 @@ class Other(BaseModel):
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    s = Store(tmp_path / "m")
+def store(memory_at: MemoryAt) -> Iterator[MemoryStore]:
+    s = open_store(memory_at("m"))
     doc, _ = s.add_document("a.txt", "a", "alpha beta. gamma delta. epsilon.")
     s.add_chunks(doc, [("alpha beta.", 2), ("gamma delta.", 2), ("epsilon.", 1)])
-    return s
+    yield s
+    s.close()
 
 
-def chunk_ids(store: Store) -> list[int]:
+def chunk_ids(store: MemoryStore) -> list[int]:
     return [n.id for n in store.nodes("chunk")]
 
 
-def test_artifacts_are_typed_versioned_and_resumable(store: Store) -> None:
+def test_artifacts_are_typed_versioned_and_resumable(store: MemoryStore) -> None:
     a, b, c = chunk_ids(store)
     value = Triples(triples=[("alpha", "is", "beta")])
     store.put_artifact("mine", "triples", a, value, "v1")
@@ -56,7 +58,7 @@ def test_artifacts_are_typed_versioned_and_resumable(store: Store) -> None:
     assert store.delete_artifacts("mine", "triples") == 3
 
 
-def test_node_and_edge_kinds_are_namespaced_by_strategy(store: Store) -> None:
+def test_node_and_edge_kinds_are_namespaced_by_strategy(store: MemoryStore) -> None:
     a, b, c = chunk_ids(store)
     with pytest.raises(ValueError, match="chunk"):
         store.add_node("x", 1, "chunk", "no")
@@ -81,7 +83,7 @@ def test_node_and_edge_kinds_are_namespaced_by_strategy(store: Store) -> None:
     assert store.nodes_only_from([a]) == [ex] and store.nodes_only_from([b]) == [store.nodes(strategy="y")[0].id]
 
 
-def test_sparse_and_dense_arrays_in_one_generation(store: Store) -> None:
+def test_sparse_and_dense_arrays_in_one_generation(store: MemoryStore) -> None:
     g = store.begin_build("x")
     m = sp.random(5, 7, density=0.3, random_state=0, format="coo")
     dense = np.arange(5, dtype=np.int64)
@@ -102,12 +104,12 @@ def test_sparse_and_dense_arrays_in_one_generation(store: Store) -> None:
     ]
     with pytest.raises(ValueError, match="axis 'n'"):
         store.publish("x", g2, bad)
-    sp.save_npz(store.directory / entries[1].file, sp.csr_matrix(m.toarray()[:, :6]), compressed=False)
+    overwrite_array(store, "x", g, "incidence", sp.csr_matrix(m.toarray()[:, :6]))
     with pytest.raises(DamagedMemoryError, match="incidence"):
         store.load_published("x")
 
 
-def test_carry_keeps_nodes_and_edges_and_build_states(store: Store) -> None:
+def test_carry_keeps_nodes_and_edges_and_build_states(store: MemoryStore) -> None:
     a, b, c = chunk_ids(store)
     assert store.build_state("x").state == "never built"
     g = store.begin_build("x")
@@ -129,3 +131,20 @@ def test_carry_keeps_nodes_and_edges_and_build_states(store: Store) -> None:
     assert [n.id for n in store.nodes(strategy="x")] == [keep]  # carried into generation 2, drop retired
     assert store.nodes(strategy="x")[0].generation == 2 and store.edge_list("x") == []  # its edge went with drop
     assert store.build_state("x").new_chunks == 1
+
+
+def test_nodes_by_id_is_node_for_several_ids(memory_at: MemoryAt) -> None:
+    """``nodes_by_id`` returns what ``node`` returns for each id (one query for all), and KeyError for an unknown
+    id, on both backends."""
+    store = open_store(memory_at("m"))
+    try:
+        doc, _ = store.add_document("a.txt", "a", "one two three")
+        store.add_chunks(doc, [("one", 1), ("two", 1), ("three", 1)])
+        ids = [n.id for n in store.nodes("chunk")]
+        got = store.nodes_by_id([ids[2], ids[0], ids[2]])
+        assert got == {ids[2]: store.node(ids[2]), ids[0]: store.node(ids[0])}
+        assert store.nodes_by_id([]) == {}
+        with pytest.raises(KeyError):
+            store.nodes_by_id([ids[0], max(ids) + 100])
+    finally:
+        store.close()

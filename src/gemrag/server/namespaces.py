@@ -1,5 +1,10 @@
 """Namespaces: one memory directory per namespace (``ROOT/<namespace>/``), and the Memory objects serving them.
 
+The root may instead be a PostgreSQL URL, ``postgresql://...?schema=PREFIX``: namespace ``N`` is then the memory in
+schema ``PREFIX_N`` (lower-cased, ``-`` as ``_``; so on PostgreSQL ``Docs`` and ``docs`` are one namespace), and
+several server processes, on one machine or many, serve the same memories. Each read-only Memory holds a
+connection pool of :data:`PG_POOL` connections.
+
 A namespace name is 1-64 characters of ``A-Z a-z 0-9 _ -`` starting with a letter or digit
 (:data:`NAMESPACE_PATTERN`), so it is always one directory directly under the root: no ``..``, no ``/``, no
 hidden directories. Requests of one namespace only ever open that namespace's directory.
@@ -27,7 +32,11 @@ from gemrag.errors import ConfigError, GemragError
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Completion, Embedder, Message
 from gemrag.models.factory import build_embedder, build_llm
+from gemrag.store.pg_connect import PgLocation, connect, is_postgres_url
 from gemrag.strategies.base import ProgressFactory
+
+PG_POOL = 2
+"""PostgreSQL connections per pooled read-only Memory of a namespace."""
 
 NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
 """Valid namespace names (a regular expression)."""
@@ -121,11 +130,16 @@ class Namespaces:
         llm: LLM | None = None,
         pool: int = 8,
     ) -> None:
-        self.root = Path(root)
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"cannot use {self.root} as the root of the namespaces: {exc.strerror or exc}") from None
+        self.url = str(root) if is_postgres_url(str(root)) and not isinstance(root, Path) else None
+        self.root = Path(".") if self.url else Path(root)
+        self._pg = PgLocation.parse(self.url) if self.url else None
+        if self.url is None:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot use {self.root} as the root of the namespaces: {exc.strerror or exc}"
+                ) from None
         self.config = config
         self._embedder = embedder
         self.llm = SerialLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
@@ -141,17 +155,42 @@ class Namespaces:
                 self._embedder = build_embedder(self.config.embedder)
             return self._embedder
 
-    def path(self, namespace: str) -> Path:
-        """The memory directory of ``namespace`` (not created).
+    def path(self, namespace: str) -> Path | str:
+        """The memory location of ``namespace`` (not created): its directory, or its PostgreSQL URL.
 
         Raises:
             ValueError: an invalid namespace name.
         """
-        return self.root / check_namespace(namespace)
+        check_namespace(namespace)
+        if self._pg is not None:
+            return self._pg.with_schema(self._schema(namespace))
+        return self.root / namespace
+
+    def _schema(self, namespace: str) -> str:
+        assert self._pg is not None
+        schema = f"{self._pg.schema}_{namespace.lower().replace('-', '_')}"
+        if len(schema) > 63:
+            raise ValueError(f"namespace {namespace!r} is too long for a PostgreSQL schema name (63 characters)")
+        return schema
+
+    def _pg_schemas(self) -> list[str]:
+        """The schemas of the database holding a gemrag memory (a ``meta`` table)."""
+        assert self._pg is not None
+        conn = connect(self._pg.conninfo, "public", self._pg.display)
+        try:
+            rows = conn.execute(
+                "SELECT table_schema FROM information_schema.tables WHERE table_name = 'meta' AND table_schema LIKE %s",
+                (self._pg.schema.replace("_", "\\_") + "\\_%",),
+            ).fetchall()
+        finally:
+            conn.close()
+        return [str(r[0]) for r in rows]
 
     def exists(self, namespace: str) -> bool:
         """True when ``namespace`` holds a memory."""
-        return (self.path(namespace) / "memory.sqlite").is_file()
+        if self._pg is not None:
+            return self._schema(check_namespace(namespace)) in self._pg_schemas()
+        return (self.root / check_namespace(namespace) / "memory.sqlite").is_file()
 
     def require(self, namespace: str) -> None:
         """Check that ``namespace`` holds a memory.
@@ -164,6 +203,9 @@ class Namespaces:
 
     def names(self) -> list[str]:
         """The namespaces holding a memory, sorted."""
+        if self._pg is not None:
+            skip = len(self._pg.schema) + 1
+            return sorted(s[skip:] for s in self._pg_schemas() if _NAME.fullmatch(s[skip:]))
         return sorted(p.name for p in self.root.iterdir() if _NAME.fullmatch(p.name) and self.exists(p.name))
 
     def open(self, namespace: str, *, readonly: bool, progress: ProgressFactory | None = None) -> Memory:
@@ -178,7 +220,13 @@ class Namespaces:
         if readonly:
             self.require(namespace)
         return Memory.open(
-            path, self.config, llm=self.llm, embedder=self.embedder, progress=progress, readonly=readonly or None
+            path,
+            self.config,
+            llm=self.llm,
+            embedder=self.embedder,
+            progress=progress,
+            readonly=readonly or None,
+            pool_size=PG_POOL if readonly else 1,
         )
 
     @contextmanager

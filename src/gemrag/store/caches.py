@@ -81,7 +81,7 @@ class CachesMixin:
                 c.execute(
                     "INSERT INTO llm_cache(key, model, response, created) VALUES (?,?,?,?) ON CONFLICT(key) DO UPDATE"
                     " SET model = excluded.model, response = excluded.response, created = excluded.created,"
-                    " writes = writes + 1",
+                    " writes = llm_cache.writes + 1",
                     (key, model, json.dumps(response), time.time()),
                 )
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from gemrag.errors import MemoryBusyError
 
@@ -94,12 +95,17 @@ class BuildLockHolder:
     ``index``, for example).
 
     Args:
-        directory: the memory directory.
+        lock: the memory directory (its :class:`BuildLock`), or a function making a new, not yet acquired, lock
+            (``store.build_lock``: a PostgreSQL memory's advisory lock).
     """
 
-    def __init__(self, directory: str | Path) -> None:
-        self.directory = Path(directory)
-        self._lock: BuildLock | None = None
+    def __init__(self, lock: str | Path | Callable[[], Any]) -> None:
+        if callable(lock):
+            self._make: Callable[[], Any] = lock
+        else:
+            directory = Path(lock)
+            self._make = lambda: BuildLock(directory)
+        self._lock: Any = None
         self._depth = 0
 
     @contextmanager
@@ -110,7 +116,7 @@ class BuildLockHolder:
             MemoryBusyError: another process holds the lock for longer than ``wait``.
         """
         if self._depth == 0:
-            lock = BuildLock(self.directory)
+            lock = self._make()
             lock.acquire(wait)
             self._lock = lock
         self._depth += 1

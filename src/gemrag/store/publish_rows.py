@@ -42,7 +42,14 @@ def publish_rows(c: sqlite3.Connection, p: Publication) -> None:
             "DELETE FROM edges WHERE strategy = ? AND (src = ? OR dst = ?)", ((s, int(i), int(i)) for i in p.retire)
         )
         c.execute("UPDATE nodes SET generation = ? WHERE strategy = ? AND generation = ?", (g, s, current))
-        c.execute("UPDATE OR IGNORE edges SET generation = ? WHERE strategy = ? AND generation = ?", (g, s, current))
+        # an edge the new build staged too keeps the new build's row (the old one is deleted below)
+        c.execute(
+            "DELETE FROM edges WHERE strategy = ? AND generation = ? AND EXISTS (SELECT 1 FROM edges x"
+            " WHERE x.strategy = edges.strategy AND x.generation = ? AND x.kind = edges.kind AND x.src = edges.src"
+            " AND x.dst = edges.dst)",
+            (s, current, g),
+        )
+        c.execute("UPDATE edges SET generation = ? WHERE strategy = ? AND generation = ?", (g, s, current))
     c.execute(
         "INSERT OR REPLACE INTO builds(strategy, generation, published_at, arrays, paths, meta, params, models)"
         " VALUES (?,?,?,?,?,?,?,?)",

@@ -5,7 +5,7 @@ Tables (see :mod:`gemrag.store.schema`): ``meta`` (models, parameters, schema ve
 ``embeddings`` (float32 vectors, by text hash), ``edges`` (per strategy), ``llm_cache``, ``usage``,
 ``failures`` and ``builds`` (each strategy's published manifest). A strategy's dense arrays live beside the
 database as generation-named ``.npy`` files, published atomically (:mod:`gemrag.store.publish`); the model
-caches are in :mod:`gemrag.store.caches`.
+caches are in :mod:`gemrag.store.caches`, the rows every store shares in :mod:`gemrag.store.rows`.
 
 Every write runs inside a transaction (``with store.transaction():``), so an interrupted build leaves the
 store as it was after the last completed step; nothing is half-written. Reads that must agree with each other
@@ -19,67 +19,25 @@ failures) are skipped, so retrieval works on a memory in a read-only directory.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gemrag.errors import GemragError, ReadOnlyMemoryError
-from gemrag.store.artifacts import ArtifactsMixin
-from gemrag.store.caches import CachesMixin
+from gemrag.store.base import MemoryStore
 from gemrag.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, translate
-from gemrag.store.derived import GraphRowsMixin
-from gemrag.store.documents import DOCUMENT_COLUMNS, DocumentRowsMixin, document_dict
+from gemrag.store.lock import BuildLock
 from gemrag.store.migrations import ensure_schema, schema_version
-from gemrag.store.publish import GenerationsMixin
-from gemrag.store.schema import SCHEMA_VERSION, visible_node
+from gemrag.store.rows import NodeRecord, sha256_text
+from gemrag.store.schema import SCHEMA_VERSION
 
-_NODE_COLUMNS = "n.id, n.kind, n.doc_id, n.ord, n.text, n.n_tokens, n.questions_done, n.meta, n.strategy, n.generation"
-
-
-def sha256_text(text: str) -> str:
-    """Hex sha256 of a UTF-8 string (64 characters)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+__all__ = ["NodeRecord", "Store", "sha256_text"]
 
 
-@dataclass(frozen=True)
-class NodeRecord:
-    """A node row: a chunk of a document or a summary node.
-
-    Attributes:
-        id: node id (int, never reused). kind: ``"chunk"``, or the deriving strategy's kind (e.g. ``"summary"``).
-            doc_id: document id (None for derived nodes).
-        ord: position of the chunk in its document (or of the summary among summaries).
-        text: the node's text. n_tokens: its length in embedder tokens (int).
-        questions_done: 1 when utility questions were generated, 0 pending, -1 failed.
-        meta: JSON-decoded extra fields (e.g. a summary's eigenvalue and member node ids).
-        strategy: the strategy that derived the node (None for chunks).
-        generation: the build generation that derived it (None for chunks).
-    """
-
-    id: int
-    kind: str
-    doc_id: int | None
-    ord: int
-    text: str
-    n_tokens: int
-    questions_done: int
-    meta: dict[str, Any]
-    strategy: str | None = None
-    generation: int | None = None
-
-
-def _node(r: Sequence[Any]) -> NodeRecord:
-    return NodeRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8], r[9])
-
-
-class Store(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, DocumentRowsMixin):
+class Store(MemoryStore):
     """A memory directory's SQLite database plus its published arrays.
 
     Args:
@@ -131,6 +89,15 @@ class Store(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, Docum
         """Run deferred cache writes and close the database connection."""
         self._flush_deferred()
         self.conn.close()
+
+    @property
+    def location(self) -> str:
+        """The memory directory, for messages."""
+        return str(self.directory)
+
+    def build_lock(self) -> BuildLock:
+        """A new (not yet acquired) build lock of this memory: ``<directory>/build.lock``."""
+        return BuildLock(self.directory)
 
     # -- transactions -------------------------------------------------------------------------------
     @property
@@ -231,222 +198,3 @@ class Store(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, Docum
                 return self.conn.execute(sql, args).fetchall()
             except sqlite3.OperationalError as exc:
                 raise translate(exc, self.path, self.busy_timeout) from exc
-
-    # -- meta -------------------------------------------------------------------------------------
-    def get_meta(self, key: str, default: Any = None) -> Any:
-        """The JSON-decoded value stored under ``key``, or ``default``."""
-        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
-        return json.loads(rows[0][0]) if rows else default
-
-    def set_meta(self, key: str, value: Any) -> None:
-        """Store a JSON-serializable value under ``key``.
-
-        Raises:
-            ReadOnlyMemoryError: the store is read-only.
-        """
-        with self.transaction() as c:
-            c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
-
-    # -- documents --------------------------------------------------------------------------------
-    def add_document(self, source: str, title: str, text: str) -> tuple[int, bool]:
-        """Insert an anonymous document (no identity; see :mod:`gemrag.store.documents`) unless a document with
-        the same text exists.
-
-        Returns:
-            ``(doc_id, created)``: created is False when the same text was already stored.
-        """
-        digest = sha256_text(text)
-        with self.transaction() as c:
-            row = c.execute("SELECT id FROM documents WHERE sha256 = ? ORDER BY id LIMIT 1", (digest,)).fetchone()
-            if row:
-                return int(row[0]), False
-            return self.insert_document(c, source, title, text, digest), True
-
-    def documents(self) -> list[dict[str, Any]]:
-        """All documents as dicts, text excluded: id, source, title, n_chars, chunked, key (the identity: a file's
-        resolved path or a given id; None for an anonymous document), version (1, 2, ... each time its source's text
-        was replaced), added_at (UNIX seconds of this version) and sha256 (of its text)."""
-        return [document_dict(r) for r in self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents ORDER BY id")]
-
-    def document_text(self, doc_id: int) -> str:
-        """The full text of one document."""
-        return str(self._query("SELECT text FROM documents WHERE id = ?", (doc_id,))[0][0])
-
-    def unchunked_documents(self) -> list[tuple[int, str]]:
-        """``(doc_id, text)`` of documents not yet split into chunks."""
-        return [(int(r[0]), str(r[1])) for r in self._query("SELECT id, text FROM documents WHERE chunked = 0")]
-
-    def add_chunks(self, doc_id: int, chunks: Sequence[tuple[str, int]]) -> None:
-        """Store a document's chunks ``(text, n_tokens)`` and mark it chunked, in one transaction."""
-        with self.transaction() as c:
-            c.executemany(
-                "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens) VALUES ('chunk', ?, ?, ?, ?)",
-                [(doc_id, i, t, n) for i, (t, n) in enumerate(chunks)],
-            )
-            c.execute("UPDATE documents SET chunked = 1 WHERE id = ?", (doc_id,))
-
-    # -- nodes ------------------------------------------------------------------------------------
-    def nodes(
-        self, kind: str | None = None, *, strategy: str | None = None, build: tuple[str, int] | None = None
-    ) -> list[NodeRecord]:
-        """Nodes ordered by id, optionally of one kind and one deriving strategy, as a reader or a builder sees
-        them.
-
-        Args:
-            kind: ``"chunk"``, a strategy's node kind (e.g. ``"summary"``) or None for all.
-            strategy: only the nodes this strategy derived (None: any, chunks included).
-            build: None: chunks plus the nodes of every strategy's *published* generation (what retrieval uses).
-                ``(strategy, generation)``: a builder's view, that build's own new nodes replacing the
-                strategy's published ones.
-        """
-        predicate, args = visible_node("n", build)
-        sql = f"SELECT {_NODE_COLUMNS} FROM nodes n WHERE {predicate}"
-        if kind:
-            sql, args = sql + " AND n.kind = ?", (*args, kind)
-        if strategy is not None:
-            sql, args = sql + " AND n.strategy = ?", (*args, strategy)
-        return [_node(r) for r in self._query(sql + " ORDER BY n.id", args)]
-
-    def node(self, node_id: int) -> NodeRecord:
-        """One node by id (whatever its generation).
-
-        Raises:
-            KeyError: no such node.
-        """
-        rows = self._query(f"SELECT {_NODE_COLUMNS} FROM nodes n WHERE n.id = ?", (node_id,))
-        if not rows:
-            raise KeyError(node_id)
-        return _node(rows[0])
-
-    def add_summary_node(
-        self,
-        ord_: int,
-        text: str,
-        n_tokens: int,
-        meta: dict[str, Any],
-        *,
-        strategy: str,
-        generation: int,
-        sources: Sequence[int] = (),
-    ) -> int:
-        """Insert a node of kind ``"summary"`` derived by build ``(strategy, generation)`` and return its id (see
-        :meth:`add_node`; ``sources`` are the chunks it summarizes)."""
-        return self.add_node(
-            strategy, generation, "summary", text, n_tokens=n_tokens, meta=meta, ord_=ord_, sources=sources
-        )
-
-    # -- utility questions ------------------------------------------------------------------------
-    def set_questions(self, node_id: int, questions: Sequence[str]) -> None:
-        """Replace a node's utility questions and mark them done, atomically."""
-        with self.transaction() as c:
-            c.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
-            c.executemany(
-                "INSERT INTO questions(node_id, ord, text) VALUES (?, ?, ?)",
-                [(node_id, i, q) for i, q in enumerate(questions)],
-            )
-            c.execute("UPDATE nodes SET questions_done = 1 WHERE id = ?", (node_id,))
-
-    def mark_questions(self, node_id: int, status: int) -> None:
-        """Set a node's question status: 0 pending, 1 done, -1 failed (recorded in ``failures``)."""
-        with self.transaction() as c:
-            c.execute("UPDATE nodes SET questions_done = ? WHERE id = ?", (status, node_id))
-
-    def fail_questions(self, node_id: int, phase: str, message: str) -> None:
-        """Record that a node's questions failed, in ONE transaction: the failure row, no questions, status -1."""
-        with self.transaction() as c:
-            c.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
-            c.execute(
-                "INSERT INTO failures(at, phase, node_id, message) VALUES (?,?,?,?)",
-                (time.time(), phase, node_id, message[:2000]),
-            )
-            c.execute("UPDATE nodes SET questions_done = -1 WHERE id = ?", (node_id,))
-
-    def reset_questions(self) -> None:
-        """Forget every node's utility questions (used when the number per chunk changes)."""
-        with self.transaction() as c:
-            c.execute("DELETE FROM questions")
-            c.execute("UPDATE nodes SET questions_done = 0")
-
-    def questions(self, *, build: tuple[str, int] | None = None) -> list[tuple[int, int, str]]:
-        """Utility questions of the visible nodes (see :meth:`nodes`) as ``(question_id, node_id, text)``,
-        ordered by node then position."""
-        predicate, args = visible_node("n", build)
-        rows = self._query(
-            f"SELECT q.id, q.node_id, q.text FROM questions q JOIN nodes n ON n.id = q.node_id WHERE {predicate}"
-            " ORDER BY q.node_id, q.ord",
-            args,
-        )
-        return [(int(a), int(b), str(c)) for a, b, c in rows]
-
-    # -- usage and failures -----------------------------------------------------------------------
-    def log_usage(self, rows: Sequence[tuple[str, str, str, int, int, int, float, int]]) -> None:
-        """Append usage rows ``(phase, kind, model, prompt, completion, embedding tokens, seconds, cached)``
-        (skipped when read-only).
-
-        Raises:
-            DatabaseLockedError: the database stayed locked (the meter keeps the rows and retries).
-        """
-        now = time.time()
-        values = [(now, *r) for r in rows]
-
-        def write() -> None:
-            with self.transaction() as c:
-                c.executemany(
-                    "INSERT INTO usage(at, phase, kind, model, prompt_tokens, completion_tokens, embedding_tokens,"
-                    " seconds, cached) VALUES (?,?,?,?,?,?,?,?,?)",
-                    values,
-                )
-
-        self._best_effort(write)
-
-    def usage_by_phase(self) -> dict[str, dict[str, float]]:
-        """Totals per phase of what was actually spent: prompt/completion/embedding tokens and seconds of
-        backend calls (cache hits excluded), the number of backend calls, and the number of cache hits."""
-        rows = self._query(
-            "SELECT phase, SUM(prompt_tokens * (1 - cached)), SUM(completion_tokens * (1 - cached)),"
-            " SUM(embedding_tokens * (1 - cached)), SUM(seconds), SUM(1 - cached), SUM(cached)"
-            " FROM usage GROUP BY phase ORDER BY phase"
-        )
-        keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "seconds", "calls", "cached")
-        return {r[0]: dict(zip(keys, r[1:], strict=True)) for r in rows}
-
-    def usage_mark(self) -> int:
-        """The id of the last usage row (0 for none): rows logged later have larger ids (see :meth:`usage_after`)."""
-        rows = self._query("SELECT COALESCE(MAX(id), 0) FROM usage")
-        return int(rows[0][0])
-
-    def usage_after(self, mark: int, upto: int | None = None, phase: str = "index") -> dict[str, float]:
-        """Costs of the ``phase`` rows with ``mark < id <= upto`` (no upper bound when ``upto`` is None), cache
-        hits counted with their original tokens: ``prompt_tokens`` and ``completion_tokens`` of LLM rows,
-        ``embedding_tokens`` of embedding rows, ``llm_calls`` (LLM rows), ``llm_cached`` (LLM cache hits), and
-        ``first_at`` / ``last_at`` (Unix seconds of the first and last row; 0.0 when there is none)."""
-        rows = self._query(
-            "SELECT COALESCE(SUM(CASE WHEN kind = 'llm' THEN prompt_tokens END), 0),"
-            " COALESCE(SUM(CASE WHEN kind = 'llm' THEN completion_tokens END), 0),"
-            " COALESCE(SUM(CASE WHEN kind = 'embed' THEN embedding_tokens END), 0),"
-            " COALESCE(SUM(kind = 'llm'), 0), COALESCE(SUM(CASE WHEN kind = 'llm' THEN cached END), 0),"
-            " COALESCE(MIN(at), 0.0), COALESCE(MAX(at), 0.0)"
-            " FROM usage WHERE phase = ? AND id > ? AND id <= ?",
-            (phase, mark, upto if upto is not None else 2**62),
-        )
-        keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls", "llm_cached")
-        keys += ("first_at", "last_at")
-        return dict(zip(keys, rows[0], strict=True))
-
-    def record_failure(self, phase: str, node_id: int | None, message: str) -> None:
-        """Record a failure (e.g. malformed model output after all retries) for ``gemrag info`` (skipped when
-        read-only)."""
-
-        def write() -> None:
-            with self.transaction() as c:
-                c.execute(
-                    "INSERT INTO failures(at, phase, node_id, message) VALUES (?,?,?,?)",
-                    (time.time(), phase, node_id, message[:2000]),
-                )
-
-        self._best_effort(write)
-
-    def failures(self) -> list[dict[str, Any]]:
-        """Recorded failures, oldest first."""
-        rows = self._query("SELECT at, phase, node_id, message FROM failures ORDER BY id")
-        return [dict(zip(("at", "phase", "node_id", "message"), r, strict=True)) for r in rows]

@@ -47,7 +47,7 @@ from gemrag.config import Config, describe_errors
 from gemrag.errors import ConfigError, UnknownStrategyError
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.meter import UsageMeter
-from gemrag.store import Store
+from gemrag.store import MemoryStore
 from gemrag.types import Hit
 
 
@@ -114,7 +114,7 @@ class StrategyContext:
         state: per-memory scratch space for a strategy's loaded arrays.
     """
 
-    store: Store
+    store: MemoryStore
     embedder: Embedder
     get_llm: Callable[[], LLM]
     config: Config

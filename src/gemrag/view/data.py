@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gemrag.config import GemSettings
-from gemrag.store import NodeRecord, Store
+from gemrag.store import MemoryStore, NodeRecord
 from gemrag.types import Hit
 from gemrag.view.themes import GemThemes, gem_themes
 
@@ -147,7 +147,7 @@ def _undirected(rows: list[tuple[str, int, int, float]]) -> dict[tuple[int, int]
 
 
 def view_data(
-    store: Store,
+    store: MemoryStore,
     strategy: str,
     *,
     min_weight: float | None = None,

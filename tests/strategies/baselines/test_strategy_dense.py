@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
@@ -15,8 +14,8 @@ from gemrag.strategies import available
 from test_memory import DOC_A, DOC_B
 
 
-def test_dense_is_the_exact_cosine_top_b(tmp_path: Path, config: Config) -> None:
-    with Memory.open(tmp_path / "m", config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
+def test_dense_is_the_exact_cosine_top_b(memory_at: MemoryAt, config: Config) -> None:
+    with Memory.open(memory_at("m"), config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         mem.add_text(DOC_A)
         mem.add_text(DOC_B)
         mem.index(strategy="dense")
@@ -42,9 +41,9 @@ def test_dense_is_the_exact_cosine_top_b(tmp_path: Path, config: Config) -> None
         assert len(mem.retrieve(question, 100, strategy="dense")) == len(chunks)
 
 
-def test_dense_reuses_the_memory_embeddings(tmp_path: Path, config: Config) -> None:
+def test_dense_reuses_the_memory_embeddings(memory_at: MemoryAt, config: Config) -> None:
     emb = HashEmbedder()
-    with Memory.open(tmp_path / "m", config, llm=ScriptedLLM(), embedder=emb) as mem:
+    with Memory.open(memory_at("m"), config, llm=ScriptedLLM(), embedder=emb) as mem:
         mem.add_text(DOC_A)
         mem.index()  # gem embeds every chunk
         embedded = emb.texts_embedded
@@ -53,9 +52,9 @@ def test_dense_reuses_the_memory_embeddings(tmp_path: Path, config: Config) -> N
         assert mem.retrieve("silver medal", 1, strategy="dense")[0].text.count("silver medal") == 1
 
 
-def test_dense_before_index(tmp_path: Path, config: Config) -> None:
+def test_dense_before_index(memory_at: MemoryAt, config: Config) -> None:
     assert {"gem", "dense", "bm25", "raptor", "full"} <= set(available())
-    with Memory.open(tmp_path / "m", config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
+    with Memory.open(memory_at("m"), config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         assert mem.get_strategy("dense").report(mem.ctx) == {"chunks": 0}
         with pytest.raises(MemoryNotIndexedError, match="dense"):
             mem.retrieve("anything", strategy="dense")

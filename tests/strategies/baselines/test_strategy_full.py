@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
@@ -19,8 +18,8 @@ def cost(i: int, text: str) -> int:
     return len(f"[{i}] {text}".split())
 
 
-def test_all_chunks_in_document_order_ignoring_the_budget(tmp_path: Path, config: Config) -> None:
-    with Memory.open(tmp_path / "m", config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
+def test_all_chunks_in_document_order_ignoring_the_budget(memory_at: MemoryAt, config: Config) -> None:
+    with Memory.open(memory_at("m"), config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         mem.add_text(DOC_A)
         mem.add_text(DOC_B)
         mem.index(strategy="full")
@@ -32,8 +31,8 @@ def test_all_chunks_in_document_order_ignoring_the_budget(tmp_path: Path, config
         assert [h.text for h in hits] == [c.text for c in chunks]
 
 
-def test_stops_at_the_context_window(tmp_path: Path, config: Config) -> None:
-    with Memory.open(tmp_path / "m", config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
+def test_stops_at_the_context_window(memory_at: MemoryAt, config: Config) -> None:
+    with Memory.open(memory_at("m"), config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         mem.add_text(DOC_A)
         mem.index(strategy="full")
         chunks = mem.store.nodes("chunk")
@@ -47,8 +46,8 @@ def test_stops_at_the_context_window(tmp_path: Path, config: Config) -> None:
         assert mem.get_strategy("full").retrieve(mem.ctx, "anything", 4) == []
 
 
-def test_full_needs_chunks(tmp_path: Path, config: Config) -> None:
-    with Memory.open(tmp_path / "m", config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
+def test_full_needs_chunks(memory_at: MemoryAt, config: Config) -> None:
+    with Memory.open(memory_at("m"), config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         with pytest.raises(MemoryNotIndexedError):
             mem.retrieve("anything", strategy="full")
         assert mem.get_strategy("full").report(mem.ctx) == {"reserve_tokens": RESERVE_TOKENS, "chunks": 0}

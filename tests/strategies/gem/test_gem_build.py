@@ -15,6 +15,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 
 import gemrag.graph.similarity as similarity
+from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, GemSettings
@@ -39,7 +40,7 @@ def with_gem(config: Config, **gem: object) -> Config:
     return config.model_copy(update={"gem": config.gem.model_copy(update=gem)})
 
 
-def open_memory(path: Path, config: Config, llm: ScriptedLLM | None = None) -> Memory:
+def open_memory(path: str | Path, config: Config, llm: ScriptedLLM | None = None) -> Memory:
     return Memory.open(path, config, llm=llm or ScriptedLLM(), embedder=HashEmbedder())
 
 
@@ -82,10 +83,10 @@ class Counter:
 
 @pytest.mark.parametrize("graph", ["dense", "sparse"])
 def test_s_and_the_eigendecomposition_are_computed_once(
-    tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch, graph: str
+    memory_at: MemoryAt, config: Config, monkeypatch: pytest.MonkeyPatch, graph: str
 ) -> None:
     cfg = with_gem(config, graph=graph, knn=4, chunk_tokens=16)
-    mem = open_memory(tmp_path / "m", cfg)
+    mem = open_memory(memory_at("m"), cfg)
     mem.add_text(DOC_A)
     mem.add_text(DOC_B, "garden")
     counter = Counter(monkeypatch)
@@ -181,27 +182,27 @@ def test_small_k_sparse_memory_retrieves_over_a_csr_graph(tmp_path: Path, config
         assert len(hits) == 4 and "puffins" in hits[0].text
 
 
-def test_auto_picks_sparse_above_the_chunk_count(tmp_path: Path, config: Config) -> None:
+def test_auto_picks_sparse_above_the_chunk_count(memory_at: MemoryAt, config: Config) -> None:
     assert graph_mode(GemSettings(), 2000) == "dense" and graph_mode(GemSettings(), 2001) == "sparse"
     assert graph_mode(GemSettings(sparse_above=5), 5) == "dense"
     assert graph_mode(GemSettings(sparse_above=5), 6) == "sparse"
     assert graph_mode(GemSettings(graph="dense", sparse_above=5), 6) == "dense"
     assert graph_mode(GemSettings(graph="sparse"), 3) == "sparse"
-    with open_memory(tmp_path / "m", with_gem(config, sparse_above=1000)) as mem:
+    with open_memory(memory_at("m"), with_gem(config, sparse_above=1000)) as mem:
         mem.add_text(DOC_A)
         mem.index()
         n = len(mem.store.nodes("chunk"))
         assert mem.stats()["strategy_report"]["graph"] == "dense"
-    with open_memory(tmp_path / "m", with_gem(config, sparse_above=n - 1)) as mem:
+    with open_memory(memory_at("m"), with_gem(config, sparse_above=n - 1)) as mem:
         mem.index()
         assert mem.stats()["strategy_report"]["graph"] == "sparse"
         assert sp.issparse(mem.store.load_published("gem").arrays["weights"])
 
 
 # -- failed utility questions are retried, boundedly ----------------------------------------------------------
-def test_failed_questions_are_retried_on_later_builds_with_a_bound(tmp_path: Path, config: Config) -> None:
+def test_failed_questions_are_retried_on_later_builds_with_a_bound(memory_at: MemoryAt, config: Config) -> None:
     llm = ScriptedLLM(fail=lambda i, p: "puffins" in p and QUESTIONS_PROMPT in p)
-    with open_memory(tmp_path / "m", config, llm) as mem:
+    with open_memory(memory_at("m"), config, llm) as mem:
         mem.add_text(DOC_A)
         attempts = []
         for _ in range(QUESTION_RETRIES + 3):
@@ -215,10 +216,10 @@ def test_failed_questions_are_retried_on_later_builds_with_a_bound(tmp_path: Pat
     assert len(failed) == 1 + QUESTION_RETRIES and puffin.questions_done == -1
 
 
-def test_a_failed_chunk_gets_its_questions_on_a_retry(tmp_path: Path, config: Config) -> None:
+def test_a_failed_chunk_gets_its_questions_on_a_retry(memory_at: MemoryAt, config: Config) -> None:
     broken = {"on": True}
     llm = ScriptedLLM(fail=lambda i, p: broken["on"] and "puffins" in p and QUESTIONS_PROMPT in p)
-    with open_memory(tmp_path / "m", config, llm) as mem:
+    with open_memory(memory_at("m"), config, llm) as mem:
         mem.add_text(DOC_A)
         mem.index()
         puffin = next(n for n in mem.store.nodes("chunk") if "puffins" in n.text)

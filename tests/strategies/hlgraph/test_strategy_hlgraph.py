@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
@@ -43,9 +44,9 @@ def by_text(mem: Memory, kind: str) -> dict[str, Any]:
     return {n.text: n for n in mem.store.nodes(kind, strategy="hlgraph")}
 
 
-def test_build_stores_artefacts_nodes_both_voices_and_several_relations_per_edge(tmp_path: Path) -> None:
+def test_build_stores_artefacts_nodes_both_voices_and_several_relations_per_edge(memory_at: MemoryAt) -> None:
     llm = ScriptedLLM()
-    with built(tmp_path / "m", cfg(), llm) as mem:
+    with built(memory_at("m"), cfg(), llm) as mem:
         chunks = mem.store.nodes("chunk")
         assert len(chunks) == 3 and llm.calls == 3  # one extraction call per chunk
         answers = mem.store.artifacts("hlgraph", "memory", ChunkMemory, EXTRACTION_VERSION)
@@ -77,8 +78,8 @@ def test_build_stores_artefacts_nodes_both_voices_and_several_relations_per_edge
         assert report["events"] == 1 and report["relations"] == 3 and report["extracted_chunks"] == 3
 
 
-def test_retrieval_from_the_object_reads_the_passive_voice(tmp_path: Path) -> None:
-    with built(tmp_path / "m", cfg(split_question=False, source_chunks=1)) as mem:
+def test_retrieval_from_the_object_reads_the_passive_voice(memory_at: MemoryAt) -> None:
+    with built(memory_at("m"), cfg(split_question=False, source_chunks=1)) as mem:
         hits = mem.retrieve("Selena", 4)
         assert [h.kind for h in hits] == ["relations", "chunk"]
         text = hits[0].text.splitlines()
@@ -86,22 +87,22 @@ def test_retrieval_from_the_object_reads_the_passive_voice(tmp_path: Path) -> No
         assert "Selena left Harbor Town, because John lied in 2019 (2019)." in text  # the event with why and time
         assert hits[0].node_id == by_text(mem, "subject")["Selena"].id and hits[0].meta["ideas"] == ["Selena"]
         assert hits[1].node_id in {c.id for c in mem.store.nodes("chunk")[:2]}
-    with built(tmp_path / "one", cfg(split_question=False, max_nodes=1, source_chunks=0)) as mem:
+    with built(memory_at("one"), cfg(split_question=False, max_nodes=1, source_chunks=0)) as mem:
         (hit,) = mem.retrieve("Selena left Harbor Town", 4)  # the event node alone: its event is the context
         assert hit.node_id == by_text(mem, "event")["Selena left Harbor Town"].id
         assert hit.text == "Selena left Harbor Town, because John lied in 2019 (2019)." and hit.score == pytest.approx(
             1
         )
-    with built(tmp_path / "default", cfg(split_question=False)) as mem:  # the paper: graph knowledge only
+    with built(memory_at("default"), cfg(split_question=False)) as mem:  # the paper: graph knowledge only
         assert [h.kind for h in mem.retrieve("Selena", 4)] == ["relations"]
-    with built(tmp_path / "off", cfg(split_question=False, directional=False)) as mem:
+    with built(memory_at("off"), cfg(split_question=False, directional=False)) as mem:
         text = mem.retrieve("Selena", 4)[0].text.splitlines()
         assert "Selena pushes John." in text  # without DW: the paper's error case
 
 
-def test_main_ideas_each_start_a_traversal_and_a_bad_answer_falls_back_to_the_question(tmp_path: Path) -> None:
+def test_main_ideas_each_start_a_traversal_and_a_bad_answer_falls_back_to_the_question(memory_at: MemoryAt) -> None:
     llm = ScriptedLLM()
-    with built(tmp_path / "m", cfg(max_nodes=2), llm) as mem:
+    with built(memory_at("m"), cfg(max_nodes=2), llm) as mem:
         hits = mem.retrieve("Did Mira Holt meet John?")
         relations = [h for h in hits if h.kind == "relations"]
         assert [h.meta["idea"] for h in relations] == ["Did Mira Holt", "John"]  # the fake's ideas: capitalized runs
@@ -115,13 +116,13 @@ def test_main_ideas_each_start_a_traversal_and_a_bad_answer_falls_back_to_the_qu
                 return Completion("no json here", None, Usage(prompt_tokens=1, completion_tokens=1, calls=1))
             return super().complete(messages, **kw)
 
-    with built(tmp_path / "bad", cfg(), BadIdeas()) as mem:
+    with built(memory_at("bad"), cfg(), BadIdeas()) as mem:
         hits = mem.retrieve("Tarnow", 3)
         assert hits[0].meta["ideas"] == ["Tarnow"] and "ideas_error" in hits[0].meta
         assert hits[0].text == 'Tarnow is the object of "sold paintings in" by Mira Holt.'  # the rule's general form
 
 
-def test_switches_routing_and_passive_rule(tmp_path: Path) -> None:
+def test_switches_routing_and_passive_rule(memory_at: MemoryAt) -> None:
     class Passive(ScriptedLLM):
         def complete(self, messages: Any, **kw: Any) -> Completion:
             out = super().complete(messages, **kw)
@@ -132,13 +133,13 @@ def test_switches_routing_and_passive_rule(tmp_path: Path) -> None:
                 return Completion(text, json.loads(text), out.usage)
             return out
 
-    with built(tmp_path / "llm", cfg(routing=False), Passive()) as mem:
+    with built(memory_at("llm"), cfg(routing=False), Passive()) as mem:
         assert by_text(mem, "event") == {}  # no CR: the SRQ relations only
         assert by_text(mem, "relation")["John pushes Selena."].meta["passive"] == "got pushes by"
-    with built(tmp_path / "rule", cfg(passive="rule"), Passive()) as mem:
+    with built(memory_at("rule"), cfg(passive="rule"), Passive()) as mem:
         assert by_text(mem, "relation")["John pushes Selena."].meta["passive"] == "is pushed by"
     with pytest.raises(ConfigError, match="hlgraph"):
-        Memory.open(tmp_path / "x", cfg(max_nodes=0), llm=ScriptedLLM(), embedder=HashEmbedder())
+        Memory.open(memory_at("x"), cfg(max_nodes=0), llm=ScriptedLLM(), embedder=HashEmbedder())
 
 
 def test_passive_voice_rule() -> None:
@@ -153,9 +154,9 @@ def test_passive_voice_rule() -> None:
     assert strip_object("lives in Harbor Town", "Ivo") == "lives in Harbor Town"
 
 
-def test_add_costs_one_call_per_new_chunk_and_delete_removes_what_only_the_document_said(tmp_path: Path) -> None:
+def test_add_costs_one_call_per_new_chunk_and_delete_removes_what_only_the_document_said(memory_at: MemoryAt) -> None:
     llm = ScriptedLLM()
-    with built(tmp_path / "m", cfg(split_question=False), llm) as mem:
+    with built(memory_at("m"), cfg(split_question=False), llm) as mem:
         mem.index(strategy="hlgraph")
         assert llm.calls == 3  # the rebuild reuses the artefacts
         mem.add_text("Jonas Weber founded Tarnow Press.", "doc 3")
@@ -178,9 +179,9 @@ def test_add_costs_one_call_per_new_chunk_and_delete_removes_what_only_the_docum
         assert llm.calls == 4  # the rebuild after the delete costs no LLM call
 
 
-def test_failed_extractions_are_recorded_and_an_empty_graph_falls_back_to_dense(tmp_path: Path) -> None:
+def test_failed_extractions_are_recorded_and_an_empty_graph_falls_back_to_dense(memory_at: MemoryAt) -> None:
     llm = ScriptedLLM(fail=lambda i, prompt: True)  # every answer malformed
-    with built(tmp_path / "m", cfg(), llm) as mem:
+    with built(memory_at("m"), cfg(), llm) as mem:
         failures = [f for f in mem.store.failures() if f["phase"].startswith("index/hlgraph/memory")]
         assert sorted(f["node_id"] for f in failures) == [c.id for c in mem.store.nodes("chunk")]
         assert mem.get_strategy("hlgraph").report(mem.ctx)["extracted_chunks"] == 0

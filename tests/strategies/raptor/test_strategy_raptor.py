@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+from backends import MemoryAt, overwrite_array
 from conftest import STORY
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
@@ -48,7 +49,7 @@ def module_config() -> Iterator[Config]:
         yield load_config(None, {"gem": {"chunk_tokens": CHUNK_TOKENS, "questions": 0, "eigen": 0}})
 
 
-def open_memory(path: Path, config: Config, llm: ScriptedLLM | None = None) -> Memory:
+def open_memory(path: str | Path, config: Config, llm: ScriptedLLM | None = None) -> Memory:
     return Memory.open(path, config, llm=llm or ScriptedLLM(), embedder=HashEmbedder())
 
 
@@ -153,8 +154,8 @@ def test_collapsed_tree_returns_summary_nodes(tree_memory: tuple[Memory, int]) -
     assert all((h.kind == "summary") == (h.node_id not in chunk_ids) for h in hits)
 
 
-def test_deeper_tree_links_summaries_of_summaries(tmp_path: Path, module_config: Config) -> None:
-    with open_memory(tmp_path / "m", module_config) as mem:
+def test_deeper_tree_links_summaries_of_summaries(memory_at: MemoryAt, module_config: Config) -> None:
+    with open_memory(memory_at("m"), module_config) as mem:
         mem.add_text(story())
         build(mem, RaptorParams(reducer=pca, reduction_dim=4, max_layers=2))  # stop rule: <= 5 nodes
         tree = tree_of(mem)
@@ -165,12 +166,12 @@ def test_deeper_tree_links_summaries_of_summaries(tmp_path: Path, module_config:
             assert all(layer_of[c] == s["layer"] - 1 for c in s["children"]), f"summary {i}"
 
 
-def test_coexists_with_gem_and_rebuilds_from_the_cache(tmp_path: Path, module_config: Config) -> None:
+def test_coexists_with_gem_and_rebuilds_from_the_cache(memory_at: MemoryAt, module_config: Config) -> None:
     cfg = module_config.model_copy(
         update={"gem": module_config.gem.model_copy(update={"questions": 1, "eigen": 2, "eigen_top": 3})}
     )
     llm = ScriptedLLM()
-    with open_memory(tmp_path / "m", cfg, llm) as mem:
+    with open_memory(memory_at("m"), cfg, llm) as mem:
         mem.add_text(story(1000))
         mem.index()  # gem: two summary nodes in the store
         gem_summaries = [n.id for n in mem.store.nodes("summary", strategy="gem")]
@@ -194,7 +195,7 @@ def test_coexists_with_gem_and_rebuilds_from_the_cache(tmp_path: Path, module_co
         assert any(h.kind == "summary" for h in mem.retrieve(before[0].text, 4))  # gem still works
 
 
-def test_a_failed_summary_is_recorded_and_skipped(tmp_path: Path, module_config: Config) -> None:
+def test_a_failed_summary_is_recorded_and_skipped(memory_at: MemoryAt, module_config: Config) -> None:
     class FailsOnce(ScriptedLLM):
         def complete(self, messages, **kwargs):  # type: ignore[no-untyped-def]
             if not self.calls and messages[-1]["content"].startswith("Write a summary"):
@@ -202,7 +203,7 @@ def test_a_failed_summary_is_recorded_and_skipped(tmp_path: Path, module_config:
                 raise GemragError("backend down")
             return super().complete(messages, **kwargs)
 
-    with open_memory(tmp_path / "m", module_config, FailsOnce()) as mem:
+    with open_memory(memory_at("m"), module_config, FailsOnce()) as mem:
         mem.add_text(story(1000))
         build(mem, RaptorParams(reducer=pca))
         failures = mem.store.failures()
@@ -213,12 +214,12 @@ def test_a_failed_summary_is_recorded_and_skipped(tmp_path: Path, module_config:
         assert mem.retrieve("the ambassador", 2, strategy="raptor")
 
 
-def test_small_corpus_has_only_leaves(tmp_path: Path, module_config: Config) -> None:
+def test_small_corpus_has_only_leaves(memory_at: MemoryAt, module_config: Config) -> None:
     def no_reduction(X: np.ndarray, k: int, nn: int) -> np.ndarray:
         raise AssertionError("3 chunks need no clustering")
 
     llm = ScriptedLLM()
-    with open_memory(tmp_path / "m", module_config, llm) as mem:
+    with open_memory(memory_at("m"), module_config, llm) as mem:
         mem.add_text(story(200))
         build(mem, RaptorParams(reducer=no_reduction))
         assert mem.get_strategy("raptor").report(mem.ctx)["nodes_per_layer"] == [len(mem.store.nodes("chunk"))]
@@ -227,8 +228,8 @@ def test_small_corpus_has_only_leaves(tmp_path: Path, module_config: Config) -> 
         assert len(hits) == 1 and hits[0].kind == "chunk"
 
 
-def test_missing_or_inconsistent_tree(tmp_path: Path, module_config: Config) -> None:
-    with open_memory(tmp_path / "m", module_config) as mem:
+def test_missing_or_inconsistent_tree(memory_at: MemoryAt, module_config: Config) -> None:
+    with open_memory(memory_at("m"), module_config) as mem:
         mem.add_text(story(200))
         mem.index(strategy="full")
         assert mem.get_strategy("raptor").report(mem.ctx) == {}
@@ -236,16 +237,17 @@ def test_missing_or_inconsistent_tree(tmp_path: Path, module_config: Config) -> 
             mem.retrieve("anything", strategy="raptor")
         RaptorStrategy(RaptorParams(reducer=pca)).build(mem.ctx)
         published = mem.store.load_published("raptor", mmap=False)
-        path = mem.store.directory / mem.store.manifest("raptor").arrays["vectors"].file
-        np.save(path, published.arrays["vectors"][:-1].copy())  # a file that does not match the manifest
+        generation = mem.store.published_generation("raptor")
+        # an array that does not match the manifest
+        overwrite_array(mem.store, "raptor", generation, "vectors", published.arrays["vectors"][:-1].copy())
         with pytest.raises(DamagedMemoryError, match="damaged"):
             RaptorStrategy().retrieve(mem.ctx, "anything", 4)
 
 
 @pytest.mark.integration
-def test_umap_tree_on_forty_chunks(tmp_path: Path, module_config: Config) -> None:
+def test_umap_tree_on_forty_chunks(memory_at: MemoryAt, module_config: Config) -> None:
     """The published pipeline with the real UMAP (its numba JIT takes ~20-40 s on first use)."""
-    with open_memory(tmp_path / "m", module_config) as mem:
+    with open_memory(memory_at("m"), module_config) as mem:
         mem.add_text(story())
         mem.index(strategy="raptor")
         layers = mem.get_strategy("raptor").report(mem.ctx)["nodes_per_layer"]

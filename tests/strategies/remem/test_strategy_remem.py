@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
@@ -32,7 +33,7 @@ def remem_config(config: Config) -> Config:
     return load_config(None, {"gem": {"chunk_tokens": 40}, "strategy": "remem"})
 
 
-def open_memory(path: Path, config: Config, llm: Any = None) -> Memory:
+def open_memory(path: str | Path, config: Config, llm: Any = None) -> Memory:
     return Memory.open(path, config, llm=llm or ScriptedLLM(), embedder=HashEmbedder())
 
 
@@ -45,10 +46,10 @@ def built(path: Path, config: Config, llm: Any = None) -> Memory:
 
 
 def test_build_stores_openie_artefacts_entities_facts_and_a_symmetric_graph(
-    tmp_path: Path, remem_config: Config
+    memory_at: MemoryAt, remem_config: Config
 ) -> None:
     llm = ScriptedLLM()
-    with built(tmp_path / "m", remem_config, llm) as mem:
+    with built(memory_at("m"), remem_config, llm) as mem:
         chunks = mem.store.nodes("chunk")
         assert len(chunks) == 4 and llm.calls == 8  # two OpenIE calls per chunk
         ner = mem.store.artifacts("remem", "ner", NamedEntities, NER_VERSION)
@@ -83,10 +84,10 @@ def test_build_stores_openie_artefacts_entities_facts_and_a_symmetric_graph(
 
 
 def test_rebuild_costs_no_llm_call_and_adding_a_document_costs_two_per_new_chunk(
-    tmp_path: Path, remem_config: Config
+    memory_at: MemoryAt, remem_config: Config
 ) -> None:
     llm = ScriptedLLM()
-    with built(tmp_path / "m", remem_config, llm) as mem:
+    with built(memory_at("m"), remem_config, llm) as mem:
         assert llm.calls == 8
         mem.index(strategy="remem")
         assert llm.calls == 8
@@ -99,8 +100,8 @@ def test_rebuild_costs_no_llm_call_and_adding_a_document_costs_two_per_new_chunk
         assert "Jonas Weber" in hits[0].text
 
 
-def test_retrieval_seeds_ppr_with_the_recognized_facts(tmp_path: Path, remem_config: Config) -> None:
-    with built(tmp_path / "m", remem_config) as mem:
+def test_retrieval_seeds_ppr_with_the_recognized_facts(memory_at: MemoryAt, remem_config: Config) -> None:
+    with built(memory_at("m"), remem_config) as mem:
         hits = mem.retrieve("Where did the father of Alma Reyes die?", 3)
         assert [h.kind for h in hits] == ["chunk"] * 3
         assert "Tomas Reyes died in Brisvale" in hits[0].text
@@ -131,12 +132,14 @@ class NoFactLLM(ScriptedLLM):
 
 
 @pytest.mark.parametrize(("facts", "match"), [([], "snap"), ([["alma reyes", "invented", "a fact"]], "exact")])
-def test_no_recognized_fact_falls_back_to_dense_retrieval(tmp_path: Path, facts: list[list[str]], match: str) -> None:
+def test_no_recognized_fact_falls_back_to_dense_retrieval(
+    memory_at: MemoryAt, facts: list[list[str]], match: str
+) -> None:
     """An empty answer, or (with ``filter_match = "exact"``) an invented fact, keeps no fact: dense retrieval."""
     llm = NoFactLLM(facts)
     section = {"filter_match": match}
     config = load_config(None, {"gem": {"chunk_tokens": 40}, "strategy": "remem", "remem": section})
-    with built(tmp_path / "m", config, llm) as mem:
+    with built(memory_at("m"), config, llm) as mem:
         mem.index(strategy="dense")
         question = "Where did the father of Alma Reyes die?"
         hits = mem.retrieve(question, 3)
@@ -147,10 +150,10 @@ def test_no_recognized_fact_falls_back_to_dense_retrieval(tmp_path: Path, facts:
         assert hits[0].meta["fallback"] == "dpr" and hits[0].meta["facts"] == []
 
 
-def test_without_the_recognition_filter_the_top_facts_seed_the_walk(tmp_path: Path, config: Config) -> None:
+def test_without_the_recognition_filter_the_top_facts_seed_the_walk(memory_at: MemoryAt, config: Config) -> None:
     cfg = load_config(None, {"gem": {"chunk_tokens": 40}, "remem": {"recognition_filter": False}})
     llm = NoFactLLM()
-    with built(tmp_path / "m", cfg, llm) as mem:
+    with built(memory_at("m"), cfg, llm) as mem:
         hits = mem.retrieve("Where did the father of Alma Reyes die?", 3, strategy="remem")
         assert llm.recognitions == 0
         assert hits[0].meta["facts"] == hits[0].meta["candidates"] and len(hits[0].meta["facts"]) == 5
@@ -190,9 +193,9 @@ class MalformedLLM(ScriptedLLM):
 
 
 def test_a_chunk_whose_triples_stay_malformed_is_recorded_and_stays_a_passage(
-    tmp_path: Path, remem_config: Config
+    memory_at: MemoryAt, remem_config: Config
 ) -> None:
-    with built(tmp_path / "m", remem_config, MalformedLLM()) as mem:
+    with built(memory_at("m"), remem_config, MalformedLLM()) as mem:
         failures = [f for f in mem.store.failures() if "remem/triples" in f["phase"]]
         mira = next(c for c in mem.store.nodes("chunk") if "Mira Holt" in c.text)
         assert [f["node_id"] for f in failures] == [mira.id]
@@ -202,9 +205,9 @@ def test_a_chunk_whose_triples_stay_malformed_is_recorded_and_stays_a_passage(
         assert mira.id in [h.node_id for h in hits]
 
 
-def test_deleting_a_document_removes_its_facts_and_entities(tmp_path: Path, remem_config: Config) -> None:
+def test_deleting_a_document_removes_its_facts_and_entities(memory_at: MemoryAt, remem_config: Config) -> None:
     llm = ScriptedLLM()
-    with built(tmp_path / "m", remem_config, llm) as mem:
+    with built(memory_at("m"), remem_config, llm) as mem:
         doc = mem.store.documents()[3]  # the Mira Holt document
         mem.delete(doc["id"])
         names = {n.text for n in mem.store.nodes("entity", strategy="remem")}
@@ -223,22 +226,22 @@ def test_deleting_a_document_removes_its_facts_and_entities(tmp_path: Path, reme
         assert llm.calls == calls + 1
 
 
-def test_unbuilt_strategy_and_config_errors(tmp_path: Path, config: Config) -> None:
-    with open_memory(tmp_path / "m", config) as mem:
+def test_unbuilt_strategy_and_config_errors(memory_at: MemoryAt, config: Config) -> None:
+    with open_memory(memory_at("m"), config) as mem:
         mem.add_text(DOCS[0])
         with pytest.raises(MemoryNotIndexedError):
             mem.retrieve("Where was Alma Reyes born?", strategy="remem")
     with pytest.raises(ConfigError, match="damping"):
-        Memory.open(tmp_path / "x", load_config(None, {"remem": {"damping": 1.5}}), embedder=HashEmbedder())
+        Memory.open(memory_at("x"), load_config(None, {"remem": {"damping": 1.5}}), embedder=HashEmbedder())
 
 
-def test_ppr_scores_match_a_direct_computation(tmp_path: Path, remem_config: Config) -> None:
+def test_ppr_scores_match_a_direct_computation(memory_at: MemoryAt, remem_config: Config) -> None:
     """The hit scores are the PageRank of the published adjacency with the seeds of fact_seeds (recomputed here
     with numpy's dense solver, not the strategy's iteration)."""
     from gemrag.strategies.platform.common import cosine_scores, prompt_vector
     from gemrag.strategies.remem.fact_seeds import entity_seed_weights, min_max_normalize, passage_seed_weights
 
-    with built(tmp_path / "m", remem_config) as mem:
+    with built(memory_at("m"), remem_config) as mem:
         question = "Where did the father of Alma Reyes die?"
         hits = mem.retrieve(question, 4)
         a = mem.store.load_published("remem").arrays

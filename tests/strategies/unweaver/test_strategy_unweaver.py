@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
@@ -44,9 +45,9 @@ def classes_by_name(mem: Memory) -> dict[str, Any]:
     return {n.text: n for n in mem.store.nodes("entity", strategy="unweaver")}
 
 
-def test_build_extracts_once_per_chunk_and_merges_equivalent_names(tmp_path: Path, config: Config) -> None:
+def test_build_extracts_once_per_chunk_and_merges_equivalent_names(memory_at: MemoryAt, config: Config) -> None:
     llm = ScriptedLLM()
-    with built(tmp_path / "m", unweaver_config(), llm) as mem:
+    with built(memory_at("m"), unweaver_config(), llm) as mem:
         chunks = mem.store.nodes("chunk")
         assert len(chunks) == 4 and llm.calls == 4  # one extraction call per chunk, no shortening needed
         artefacts = mem.store.artifacts("unweaver", "entities", ChunkEntities, ENTITIES_VERSION)
@@ -75,9 +76,9 @@ def test_build_extracts_once_per_chunk_and_merges_equivalent_names(tmp_path: Pat
 
 @pytest.mark.parametrize("rule", ["av", "pav", "cc", "seq-pav", "seq-cc", "released"])
 def test_every_rule_elects_chunks_approved_by_the_most_similar_classes(
-    tmp_path: Path, config: Config, rule: str
+    memory_at: MemoryAt, config: Config, rule: str
 ) -> None:
-    with built(tmp_path / "m", unweaver_config(rule=rule, top_k_classes=3)) as mem:
+    with built(memory_at("m"), unweaver_config(rule=rule, top_k_classes=3)) as mem:
         hits = mem.retrieve("Where did Tomas Reyes die?", 2)
         assert 1 <= len(hits) <= 2 and {h.kind for h in hits} == {"chunk"}
         assert "Tomas Reyes died in Brisvale" in hits[0].text
@@ -88,8 +89,8 @@ def test_every_rule_elects_chunks_approved_by_the_most_similar_classes(
         assert scores == sorted(scores, reverse=True)
 
 
-def test_default_budget_and_fewer_candidates_than_budget(tmp_path: Path, config: Config) -> None:
-    with built(tmp_path / "m", unweaver_config(top_k_classes=1, qa_top_k=3)) as mem:
+def test_default_budget_and_fewer_candidates_than_budget(memory_at: MemoryAt, config: Config) -> None:
+    with built(memory_at("m"), unweaver_config(top_k_classes=1, qa_top_k=3)) as mem:
         hits = mem.retrieve("Mira Holt")  # one voter: only the chunks naming Mira Holt are candidates
         assert [h.text for h in hits] == [DOCS[3]]
 
@@ -97,10 +98,10 @@ def test_default_budget_and_fewer_candidates_than_budget(tmp_path: Path, config:
 @pytest.mark.parametrize("alignment", ["fairness", "least_squares"])
 @pytest.mark.parametrize("use", ["reorder", "select"])
 def test_alignment_reorders_or_selects_candidate_chunks(
-    tmp_path: Path, config: Config, alignment: str, use: str
+    memory_at: MemoryAt, config: Config, alignment: str, use: str
 ) -> None:
     cfg = unweaver_config(rule="av", top_k_classes=4, alignment=alignment, alignment_use=use)
-    with built(tmp_path / "m", cfg) as mem:
+    with built(memory_at("m"), cfg) as mem:
         hits = mem.retrieve("Where did Tomas Reyes die?", 2)
         assert len(hits) == 2 and hits[0].meta["alignment"] == alignment
         if use == "reorder":  # the same committee as without alignment, possibly in another order
@@ -112,10 +113,10 @@ def test_alignment_reorders_or_selects_candidate_chunks(
             assert scores == sorted(scores, reverse=True)
 
 
-def test_rebuild_costs_no_llm_call_and_a_new_document_one_per_chunk(tmp_path: Path, config: Config) -> None:
+def test_rebuild_costs_no_llm_call_and_a_new_document_one_per_chunk(memory_at: MemoryAt, config: Config) -> None:
     llm = ScriptedLLM()
     # two voters: with equal ballots (the default) and ten voters, the chunk naming most classes would win
-    with built(tmp_path / "m", unweaver_config(top_k_classes=2), llm) as mem:
+    with built(memory_at("m"), unweaver_config(top_k_classes=2), llm) as mem:
         mem.index(strategy="unweaver")
         assert llm.calls == 4
         mem.add_text("Jonas Weber founded Tarnow Press. Tarnow Press printed maps of Corvania.")
@@ -126,9 +127,9 @@ def test_rebuild_costs_no_llm_call_and_a_new_document_one_per_chunk(tmp_path: Pa
         assert "Jonas Weber" in hits[0].text
 
 
-def test_deleting_a_document_removes_the_classes_only_it_named(tmp_path: Path, config: Config) -> None:
+def test_deleting_a_document_removes_the_classes_only_it_named(memory_at: MemoryAt, config: Config) -> None:
     llm = ScriptedLLM()
-    with built(tmp_path / "m", unweaver_config(top_k_classes=2), llm) as mem:
+    with built(memory_at("m"), unweaver_config(top_k_classes=2), llm) as mem:
         mem.delete(mem.store.documents()[3]["id"])  # the Mira Holt document
         classes = classes_by_name(mem)
         assert "Mira Holt" not in classes and "Tarnow" not in classes
@@ -145,9 +146,9 @@ def test_deleting_a_document_removes_the_classes_only_it_named(tmp_path: Path, c
         assert llm.calls == calls  # the rebuild reads the stored artefacts
 
 
-def test_long_descriptions_are_shortened_by_the_llm(tmp_path: Path, config: Config) -> None:
+def test_long_descriptions_are_shortened_by_the_llm(memory_at: MemoryAt, config: Config) -> None:
     llm = ScriptedLLM()
-    with built(tmp_path / "m", unweaver_config(representative_max_chars=100), llm) as mem:
+    with built(memory_at("m"), unweaver_config(representative_max_chars=100), llm) as mem:
         brisvale = classes_by_name(mem)["Brisvale"]  # three sentences from two chunks, over 100 characters
         assert brisvale.meta["shortened"] == "llm"
         assert brisvale.meta["representative"] == "Brisvale: Tomas Reyes died in Brisvale."  # the fake's first sentence
@@ -171,9 +172,9 @@ class BadShortener(ScriptedLLM):
 
 @pytest.mark.parametrize("reply", ["", "far too long " * 20])
 def test_a_failed_shortening_falls_back_to_truncation_and_is_recorded(
-    tmp_path: Path, config: Config, reply: str
+    memory_at: MemoryAt, config: Config, reply: str
 ) -> None:
-    with built(tmp_path / "m", unweaver_config(representative_max_chars=100), BadShortener(reply)) as mem:
+    with built(memory_at("m"), unweaver_config(representative_max_chars=100), BadShortener(reply)) as mem:
         brisvale = classes_by_name(mem)["Brisvale"]
         assert brisvale.meta["shortened"] == "truncated"
         description = brisvale.meta["representative"].removeprefix("Brisvale: ")
@@ -189,19 +190,19 @@ def test_truncate_cuts_at_a_word_boundary() -> None:
     assert truncate("x" * 30, 10) == "x" * 10
 
 
-def test_semantic_merge_joins_similar_representatives(tmp_path: Path, config: Config) -> None:
-    with built(tmp_path / "m", unweaver_config(semantic_merge=True, semantic_threshold=0.5)) as merged:
+def test_semantic_merge_joins_similar_representatives(memory_at: MemoryAt, config: Config) -> None:
+    with built(memory_at("m"), unweaver_config(semantic_merge=True, semantic_threshold=0.5)) as merged:
         n_merged = len(classes_by_name(merged))
-    with built(tmp_path / "n", unweaver_config()) as plain:
+    with built(memory_at("n"), unweaver_config()) as plain:
         assert n_merged < len(classes_by_name(plain))
 
 
-def test_unbuilt_strategy_and_config_errors(tmp_path: Path, config: Config) -> None:
-    with Memory.open(tmp_path / "m", unweaver_config(), llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
+def test_unbuilt_strategy_and_config_errors(memory_at: MemoryAt, config: Config) -> None:
+    with Memory.open(memory_at("m"), unweaver_config(), llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         mem.add_text(DOCS[0])
         with pytest.raises(MemoryNotIndexedError):
             mem.retrieve("Alma?", 2, strategy="unweaver")
     with pytest.raises(ConfigError, match="top_k_clases"):
-        Memory.open(tmp_path / "x", unweaver_config(top_k_clases=3), llm=ScriptedLLM(), embedder=HashEmbedder())
+        Memory.open(memory_at("x"), unweaver_config(top_k_clases=3), llm=ScriptedLLM(), embedder=HashEmbedder())
     with pytest.raises(ConfigError, match="rule"):
-        Memory.open(tmp_path / "y", unweaver_config(rule="borda"), llm=ScriptedLLM(), embedder=HashEmbedder())
+        Memory.open(memory_at("y"), unweaver_config(rule="borda"), llm=ScriptedLLM(), embedder=HashEmbedder())

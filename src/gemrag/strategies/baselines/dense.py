@@ -22,9 +22,9 @@ from gemrag.strategies.platform.common import (
     chunk_hits,
     chunk_ids_and_vectors,
     load_published,
+    nearest,
     prompt_vector,
     publish_arrays,
-    top_k,
 )
 from gemrag.types import Hit
 
@@ -32,10 +32,11 @@ PREFIX = "dense"
 AXES = {"node_ids": ("n",), "vectors": ("n", "d")}
 
 
-def _prepared(published: Published) -> tuple[np.ndarray, np.ndarray]:
-    """``(node_ids (n,) int64, unit chunk vectors (n, d) float32)``, normalized once per loaded generation (not per
-    query: a float64 copy of every vector per query was 3 GB at 1M chunks)."""
-    return np.asarray(published.arrays["node_ids"]), unit_rows32(published.arrays["vectors"])
+def _prepared(published: Published) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """``(generation, node_ids (n,) int64, chunk vectors (n, d), unit chunk vectors (n, d) float32)``, normalized
+    once per loaded generation (not per query: a float64 copy of every vector per query was 3 GB at 1M chunks)."""
+    vectors = published.arrays["vectors"]
+    return published.generation, np.asarray(published.arrays["node_ids"]), vectors, unit_rows32(vectors)
 
 
 @register("dense")
@@ -52,7 +53,7 @@ class DenseStrategy:
         """
         ids, vectors = chunk_ids_and_vectors(ctx)
         generation = ctx.store.begin_build(PREFIX)
-        publish_arrays(ctx, PREFIX, generation, {"node_ids": ids, "vectors": vectors}, axes=AXES)
+        publish_arrays(ctx, PREFIX, generation, {"node_ids": ids, "vectors": vectors}, axes=AXES, search=["vectors"])
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         """The ``budget`` chunks most similar to ``question``.
@@ -64,14 +65,11 @@ class DenseStrategy:
         Raises:
             MemoryNotIndexedError: the strategy was not built in this memory.
         """
-        ids, unit = load_published(ctx, PREFIX, _prepared)
-        p = prompt_vector(ctx, question)
-        norm = float(np.linalg.norm(p))
-        if norm == 0.0:
-            raise ValueError("the prompt vector is all zero")
-        scores = (unit @ (np.asarray(p) / norm).astype(np.float32)).astype(np.float64)
-        order = top_k(scores, budget)
-        return chunk_hits(ctx, ids[order].tolist(), scores[order].tolist())
+        v_p = prompt_vector(ctx, question)
+        with ctx.store.snapshot():
+            generation, ids, vectors, unit = load_published(ctx, PREFIX, _prepared)
+            order, scores = nearest(ctx, (PREFIX, generation), "vectors", vectors, v_p, budget, unit=unit)
+            return chunk_hits(ctx, ids[order].tolist(), scores.tolist())
 
     def report(self, ctx: StrategyContext) -> dict[str, Any]:
         """Number of indexed chunks (0 before ``index``)."""

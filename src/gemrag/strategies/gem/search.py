@@ -375,15 +375,16 @@ class PreparedGraph:
         return _walk(rel, self.weights, self.scale, int(np.argmax(rel)), int(budget))
 
     def search_path(
-        self, prompt_vec: ArrayLike, budget: int
+        self, prompt_vec: ArrayLike, budget: int, start: int | None = None
     ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
         """:meth:`search` and the walk's path: ``(order, priorities, via)``, where ``via`` ``(len(order),)`` int64
         gives for each visited node the index of the already-visited node whose edge led to it (the ``c`` of
         ``max_c W_hat[c, u]`` in :func:`best_first_search`), or -1 for the start node (the owner of ``q*``) and
-        for restarts. ``order[0]`` is the start node.
+        for restarts. ``order[0]`` is the start node: ``start`` when given (the owner of ``q*`` found by a
+        nearest-neighbour search elsewhere, e.g. the store's vector index), else ``argmax rel``.
 
         Raises:
-            ValueError: as :meth:`search`.
+            ValueError: as :meth:`search`, or ``start`` out of range.
         """
         _check_budget(budget)
         if self.weights is None:
@@ -392,8 +393,11 @@ class PreparedGraph:
             order, priorities = self.search(prompt_vec, budget)
             return order, priorities, np.zeros(0, dtype=np.int64)
         rel = self.relevance(prompt_vec)
+        if start is not None and not 0 <= start < self.n:
+            raise ValueError(f"start node {start} is not in [0, {self.n})")
+        first = int(np.argmax(rel)) if start is None else int(start)
         via = np.empty(min(int(budget), self.n), dtype=np.int64)
-        order, priorities = _walk(rel, self.weights, self.scale, int(np.argmax(rel)), int(budget), via)
+        order, priorities = _walk(rel, self.weights, self.scale, first, int(budget), via)
         return order, priorities, via
 
     def fused(self, prompt_vec: ArrayLike, budget: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:

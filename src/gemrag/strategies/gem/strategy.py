@@ -44,6 +44,7 @@ from gemrag.strategies.platform.common import (
     document_order,
     embed_node_ids,
     load_published,
+    nearest,
     not_indexed,
     prompt_vector,
     publish_arrays,
@@ -108,7 +109,16 @@ class GemGraph:
         arrays = {name: getattr(self, name) for name in self.NAMES} | {"weights": self.weights}
         if self.question_list is not None and self.list_centroids is not None:
             arrays |= {"question_list": self.question_list, "list_centroids": self.list_centroids}
-        publish_arrays(ctx, "gem", generation, arrays, axes=self.AXES, meta=meta, edges={"similarity": edges})
+        publish_arrays(
+            ctx,
+            "gem",
+            generation,
+            arrays,
+            axes=self.AXES,
+            meta=meta,
+            edges={"similarity": edges},
+            search=[] if self.question_list is not None else ["question_vectors"],  # the lists find q* above ann_above
+        )
 
     @classmethod
     def from_published(cls, published: Published) -> GemGraph:
@@ -125,6 +135,7 @@ class LoadedGem:
     graph: GemGraph
     prepared: PreparedGraph
     question_text: dict[int, str]
+    generation: int = 0
 
 
 def node_graph_inputs(
@@ -259,7 +270,7 @@ class GemStrategy:
                 )
             else:
                 prepared = PreparedGraph.prepare(g.question_vectors, g.question_owner, g.node_vectors, g.weights)
-            return LoadedGem(g, prepared, {qid: text for qid, _, text in ctx.store.questions()})
+            return LoadedGem(g, prepared, {qid: text for qid, _, text in ctx.store.questions()}, published.generation)
 
         return load_published(ctx, self.name, make, message=NOT_INDEXED)
 
@@ -294,12 +305,32 @@ class GemStrategy:
             elif search == "rank":
                 order, scores = prepared.rank(v_p, budget)
             else:
-                order, scores, via = prepared.search_path(v_p, budget)
+                if isinstance(prepared, AnnPreparedGraph):  # its coarse lists find q* (graph/ann.py)
+                    order, scores, via = prepared.search_path(v_p, budget)
+                else:
+                    order, scores, via = prepared.search_path(v_p, budget, self._start(ctx, loaded, v_p))
                 hits = self._hits(ctx, loaded, order, scores, v_p)
                 for hit, came_from in zip(hits, via.tolist(), strict=True):
                     hit.meta["via"] = int(loaded.graph.node_ids[came_from]) if came_from >= 0 else None
                 return hits
             return self._hits(ctx, loaded, order, scores, v_p)
+
+    def _start(self, ctx: StrategyContext, loaded: LoadedGem, v_p: np.ndarray) -> int | None:
+        """The walk's start node, the owner of ``q* = argmax_q SIM(v_p, v_q)`` (III.B.2), found by the store's
+        nearest-neighbour search over the utility-question vectors (pgvector on PostgreSQL); a node without
+        questions whose own cosine beats ``q*`` starts instead (as ``argmax rel``). None: no question at all."""
+        g, prepared = loaded.graph, loaded.prepared
+        if len(g.question_owner) == 0:
+            return None
+        build = (self.name, loaded.generation)
+        rows, sims = nearest(ctx, build, "question_vectors", g.question_vectors, v_p, 1, unit=prepared.unit_questions)
+        start, best = int(prepared.owner[rows[0]]), float(sims[0])
+        if prepared.no_questions.any():
+            alone = np.flatnonzero(prepared.no_questions)
+            own = prepared.unit_nodes[alone] @ (v_p / np.linalg.norm(v_p))
+            if float(own.max()) > best:
+                start = int(alone[int(np.argmax(own))])
+        return start
 
     def _hits(
         self,
@@ -311,8 +342,9 @@ class GemStrategy:
     ) -> list[Hit]:
         g, prepared, qtext = loaded.graph, loaded.prepared, loaded.question_text
         hits = []
+        nodes = ctx.store.nodes_by_id([int(g.node_ids[i]) for i in order.tolist()])
         for rank, (idx, score) in enumerate(zip(order.tolist(), scores.tolist(), strict=True)):
-            node = ctx.store.node(int(g.node_ids[idx]))
+            node = nodes[int(g.node_ids[idx])]
             meta: dict[str, Any] = {}
             best = prepared.best_question(idx, v_p)
             if best is not None:

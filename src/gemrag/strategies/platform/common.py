@@ -167,6 +167,41 @@ def cosine_ranking(
     return order, scores[order]
 
 
+def nearest(
+    ctx: StrategyContext,
+    published: tuple[str, int],
+    name: str,
+    vectors: NDArray[np.floating],
+    prompt_vec: NDArray[np.floating],
+    k: int,
+    rows: NDArray[np.int64] | None = None,
+    unit: NDArray[np.floating] | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The ``k`` rows of a published vector array most cosine-similar to the prompt, through the store
+    (:meth:`gemrag.store.base.MemoryStore.nearest`: numpy on SQLite, pgvector on PostgreSQL), with the rule of
+    :func:`cosine_ranking` (best first, ties to the lower row).
+
+    Args:
+        ctx: the strategy context.
+        published: ``(strategy, generation)`` of the loaded build the array belongs to.
+        name: the array's name (indexed when published with ``search=[name]``).
+        vectors: ``(n, d)`` float, the array as loaded.
+        prompt_vec: ``(d,)`` float, not all zero.
+        k: how many rows.
+        rows: optional ``(m,)`` int rows to search among.
+        unit: optional ``(n, d)`` unit rows (float32 or float64) of ``vectors``, made once per loaded build
+            (:func:`gemrag.graph.ann.unit_rows32`; no float64 copy per query).
+
+    Returns:
+        ``(row indices (min(k, m),) int64 into vectors, cosines float64)``, best first.
+
+    Raises:
+        ValueError: a zero or mis-sized prompt vector.
+    """
+    strategy, generation = published
+    return ctx.store.nearest(strategy, generation, name, vectors, prompt_vec, k, rows=rows, unit=unit)
+
+
 T = TypeVar("T")
 
 
@@ -197,6 +232,11 @@ LLM_MODEL_KEY = "models:llm"
 """``ctx.state`` key holding the loaded LLM's model id (set by :class:`gemrag.memory.Memory`)."""
 
 
+SEARCH_META = "vector_search"
+"""Manifest ``meta`` key listing the arrays a build published for :func:`nearest` (a pruned generation keeps
+them indexed)."""
+
+
 def write_publication(
     ctx: StrategyContext,
     strategy: str,
@@ -210,17 +250,26 @@ def write_publication(
     covers: Sequence[int] | Literal["keep"] | None = None,
     carry: bool = False,
     retire: Sequence[int] = (),
+    search: Sequence[str] = (),
 ) -> Publication:
     """Write a build's arrays (dense numpy arrays or scipy.sparse matrices) as generation ``generation`` and
     return its :class:`~gemrag.store.publish.Publication` (parameters and model ids filled in), not yet
     published. ``axes`` names each array's dimensions so readers can check they agree. ``carry`` keeps the
-    previous generation's nodes and edges, except the node ids in ``retire`` (and their edges).
+    previous generation's nodes and edges, except the node ids in ``retire`` (and their edges). ``search`` names
+    the ``(n, d)`` vector arrays that :func:`nearest` searches: the store indexes them in the database where it can
+    (PostgreSQL + pgvector, see :meth:`gemrag.store.base.MemoryStore.index_vectors`).
 
     Raises:
-        ValueError: bad array names, or ``axes`` that do not match an array.
+        ValueError: bad array names, ``axes`` that do not match an array, or a ``search`` name that is not an array.
     """
     names = axes or {}
     entries = [ctx.store.write_array(strategy, generation, name, a, names.get(name)) for name, a in arrays.items()]
+    for name in search:
+        if name not in arrays:
+            raise ValueError(f"search names {name!r}, which is not one of the build's arrays")
+        ctx.store.index_vectors(strategy, generation, name, np.asarray(arrays[name]))
+    if search:
+        meta = {**(meta or {}), SEARCH_META: list(search)}
     return Publication(
         strategy,
         generation,
@@ -242,7 +291,7 @@ def publish_arrays(
     """Write a build's arrays as generation ``generation`` and publish it atomically with its parameters, model
     ids and the chunks it covers (see :mod:`gemrag.store.publish`). ``options`` are those of
     :func:`write_publication` (``axes``, ``meta``, ``paths``, ``edges``, ``covers`` — None: every chunk now —
-    and ``carry``).
+    ``carry`` and ``search``).
 
     Raises:
         ValueError: arrays disagree on a named axis.
@@ -325,8 +374,9 @@ def chunk_hits(
         scores: the strategy's score of each, same length.
         meta: extra fields copied into every hit's ``meta``.
     """
+    nodes = ctx.store.nodes_by_id(node_ids)  # one query, not one per hit (a round trip each on PostgreSQL)
     return [
-        Hit(int(nid), "chunk", float(score), ctx.store.node(int(nid)).text, rank, dict(meta or {}))
+        Hit(int(nid), "chunk", float(score), nodes[int(nid)].text, rank, dict(meta or {}))
         for rank, (nid, score) in enumerate(zip(node_ids, scores, strict=True))
     ]
 

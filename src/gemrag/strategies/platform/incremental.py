@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from gemrag.store.arrays import Matrix
 from gemrag.store.publish import KEEP_COVERS, Publication, Published
 from gemrag.strategies.base import Strategy, StrategyContext
-from gemrag.strategies.platform.common import write_publication
+from gemrag.strategies.platform.common import SEARCH_META, write_publication
 
 NODE_AXIS = "n"
 """The axis name of arrays indexed like a build's ``node_ids``."""
@@ -79,6 +79,7 @@ def pruned_publication(
         meta={**published.meta, **(meta or {}), "pruned_from": published.generation},
         covers=KEEP_COVERS,
         carry=True,
+        search=[n for n in published.meta.get(SEARCH_META, []) if n in arrays],
     )
     return replace(publication, params=published.params, models=published.models)
 

@@ -45,9 +45,9 @@ from gemrag.strategies.platform.clustering import RANDOM_SEED, Reducer, raptor_c
 from gemrag.strategies.platform.common import (
     chunk_ids_and_vectors,
     chunk_nodes,
-    cosine_scores,
     count_tokens,
     load_published,
+    nearest,
     prompt_vector,
     require,
 )
@@ -319,11 +319,14 @@ class RaptorStrategy:
 
     def _collapsed(self, ctx: StrategyContext, v_p: np.ndarray, budget: int) -> list[Hit]:
         tree = self._tree(ctx)
-        scores = cosine_scores(v_p, tree.vectors)
         limit = budget * ctx.config.gem.chunk_tokens
+        # every node holds at least one token, so at most limit + 1 rows are looked at (the last one does not fit)
+        generation = ctx.store.published_generation(self.name) or 0
+        rows, sims = nearest(ctx, (self.name, generation), "vectors", tree.vectors, v_p, limit + 1)
+        scores = dict(zip(rows.tolist(), sims.tolist(), strict=True))
         hits: list[Hit] = []
         total = 0
-        for row in np.argsort(-scores, kind="stable").tolist():
+        for row in rows.tolist():
             if total + tree.n_tokens[row] > limit:
                 break
             total += tree.n_tokens[row]

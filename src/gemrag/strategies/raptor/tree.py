@@ -68,7 +68,9 @@ class RaptorTree:
         edges = {CHILD: (src, dst, np.ones(len(src)))}
         meta = {"params": params.as_dict()}
         carry = {} if retire is None else {"carry": True, "retire": retire}
-        publish_arrays(ctx, STRATEGY, generation, arrays, axes=AXES, meta=meta, edges=edges, **carry)
+        publish_arrays(
+            ctx, STRATEGY, generation, arrays, axes=AXES, meta=meta, edges=edges, search=["vectors"], **carry
+        )
 
     @classmethod
     def from_published(cls, published: Published) -> RaptorTree:

@@ -39,6 +39,7 @@ from gemrag.strategies.platform.common import (
     chunk_nodes,
     cosine_ranking,
     load_published,
+    nearest,
     not_indexed,
     prompt_vector,
     publish_arrays,
@@ -131,6 +132,8 @@ class LoadedGist:
     texts: dict[int, str]
     rows: dict[int, np.ndarray]
     bm25: Any
+    strategy: str = ""
+    generation: int = 0
 
     @classmethod
     def from_published(cls, ctx: StrategyContext, published: Published) -> LoadedGist:
@@ -148,7 +151,7 @@ class LoadedGist:
             bm25 = bm25s.BM25()
             bm25.index(tokenize([texts.get(int(ids[r]), "") for r in rows[VERBATIM]]), show_progress=False)
         return cls(ids, kind, np.asarray(a["node_vectors"]), np.asarray(a["node_gist"]), np.asarray(a["node_day"]),
-                   texts, rows, bm25)  # fmt: skip
+                   texts, rows, bm25, published.strategy, published.generation)  # fmt: skip
 
     def hits(self, rows: np.ndarray, scores: np.ndarray) -> list[ToolHit]:
         """Tool hits for node rows (best first) and their scores."""
@@ -165,8 +168,11 @@ class LoadedGist:
         """The ``k`` rows most similar to ``query`` among ``rows`` (cosine)."""
         if rows.size == 0:
             return []
-        order, scores = cosine_ranking(prompt_vector(ctx, query), self.vectors[rows], k)
-        return self.hits(rows[order], scores)
+        v = prompt_vector(ctx, query)
+        subset = None if rows.size == self.vectors.shape[0] else rows  # the whole array: the store's index answers
+        build = (self.strategy, self.generation)
+        found, scores = nearest(ctx, build, "node_vectors", self.vectors, v, k, rows=subset)
+        return self.hits(found, scores)
 
     def lexical(self, query: str, k: int) -> list[ToolHit]:
         """The ``k`` turns with the highest BM25 score for ``query`` (only turns sharing a word with it)."""
@@ -277,7 +283,7 @@ class RememGistStrategy:
             "failed_windows": sum(a is None for a in answers),
             "gist_calls": report.items,
         }
-        publish_arrays(ctx, self.name, generation, arrays, axes=AXES, meta=meta)
+        publish_arrays(ctx, self.name, generation, arrays, axes=AXES, meta=meta, search=["node_vectors"])
 
     def _loaded(self, ctx: StrategyContext) -> LoadedGist:
         return load_published(ctx, self.name, lambda p: LoadedGist.from_published(ctx, p))

@@ -44,13 +44,14 @@ from gemrag.strategies.platform.common import (
     chunk_nodes,
     cosine_scores,
     load_published,
+    nearest,
     not_indexed,
     prompt_vector,
     publish_arrays,
 )
 from gemrag.strategies.platform.incremental import referencing_prune
 from gemrag.strategies.remem.fact_graph import EdgeLists, adjacency, fact_graph_edges, index_facts
-from gemrag.strategies.remem.fact_seeds import entity_seed_weights, min_max_normalize, passage_seed_weights, top_indices
+from gemrag.strategies.remem.fact_seeds import entity_seed_weights, passage_seed_weights, top_indices
 from gemrag.strategies.remem.openie import run_openie
 from gemrag.strategies.remem.recognition import recognize_facts
 from gemrag.types import Hit
@@ -143,6 +144,7 @@ class LoadedRemem:
     fact_object: np.ndarray
     entity_passages: np.ndarray
     transition: TransitionMatrix
+    generation: int = 0
 
     @classmethod
     def from_published(cls, published: Published) -> LoadedRemem:
@@ -165,6 +167,7 @@ class LoadedRemem:
             fact_object=position[np.asarray(a["fact_object"])],
             entity_passages=entity_passages,
             transition=TransitionMatrix.from_adjacency(W),
+            generation=published.generation,
         )
 
 
@@ -262,7 +265,10 @@ class RememStrategy:
             "extracted_chunks": openie.extracted,
             "dropped_triples": openie.dropped,
         }
-        publish_arrays(ctx, NAME, generation, arrays, axes=AXES, meta=meta, edges=_store_edges(edges, node_ids))
+        edges_by_kind = _store_edges(edges, node_ids)
+        publish_arrays(
+            ctx, NAME, generation, arrays, axes=AXES, meta=meta, edges=edges_by_kind, search=["fact_vectors"]
+        )
 
     def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
         """The published graph without the deleted nodes: their rows and columns, and the facts they stated or
@@ -303,8 +309,7 @@ class RememStrategy:
             kept: list[int] = []
             meta: dict[str, Any] = {}
             if g.fact_ids.size:
-                fact_scores = min_max_normalize(cosine_scores(v_p, g.fact_vectors))
-                shown = top_indices(fact_scores, cfg.linking_top_k).tolist()
+                fact_scores, shown = self._fact_seeds(ctx, g, v_p)
                 candidates = [ctx.store.node(int(g.fact_ids[f])).meta["triple"] for f in shown]
                 if cfg.recognition_filter:
                     chosen, error = recognize_facts(
@@ -331,6 +336,22 @@ class RememStrategy:
             order = top_indices(passage_scores, top)
             ids = g.node_ids[g.passages[order]]
             return chunk_hits(ctx, ids.tolist(), passage_scores[order].tolist(), meta)
+
+    def _fact_seeds(self, ctx: StrategyContext, g: LoadedRemem, v_p: np.ndarray) -> tuple[np.ndarray, list[int]]:
+        """The facts shown to the recognition filter (the ``linking_top_k`` nearest to the question) and the facts'
+        min-max normalized scores (HippoRAG 2's fact scores), found by the store's nearest-neighbour search (pgvector
+        on PostgreSQL): the top facts' cosines, and the lowest cosine of all as the nearest to ``-v_p``.
+
+        Returns:
+            ``((F,) float64 normalized scores, set for the shown facts, 0 elsewhere; shown fact rows, best first)``.
+        """
+        build, k = (NAME, g.generation), self.config.linking_top_k
+        rows, sims = nearest(ctx, build, "fact_vectors", g.fact_vectors, v_p, k)
+        _, lowest = nearest(ctx, build, "fact_vectors", g.fact_vectors, -v_p, 1)
+        low, span = -float(lowest[0]), float(sims[0]) + float(lowest[0])
+        scores = np.zeros(g.fact_ids.shape[0])
+        scores[rows] = 1.0 if span == 0 else (sims - low) / span
+        return scores, [int(r) for r in rows]
 
     def report(self, ctx: StrategyContext) -> dict[str, Any]:
         """Passages, entities, facts, edges by kind and dropped triples of the published graph (``gemrag info``)."""

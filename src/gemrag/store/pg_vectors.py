@@ -1,0 +1,226 @@
+"""Nearest-neighbour search in pgvector for a PostgreSQL memory.
+
+A build's searchable arrays (chunk, node, utility-question and fact embeddings; the strategy names them, see
+:meth:`gemrag.store.base.MemoryStore.index_vectors`) are copied, besides their ``.npy`` bytes in ``build_arrays``,
+into a table of their own, ``"vec:<strategy>:<generation>:<name>"`` (``row INTEGER PRIMARY KEY, embedding
+vector(d)``), registered in ``build_vectors``. A table of at least ``hnsw_above`` rows (URL parameter, default
+:data:`DEFAULT_HNSW_ABOVE`) gets an HNSW index (``vector_cosine_ops``, pgvector's defaults m = 16,
+ef_construction = 64; Malkov and Yashunin 2018); smaller ones are searched exactly (a sequential scan). Queries
+set ``hnsw.ef_search`` (URL parameter ``ef_search``, default :data:`DEFAULT_EF_SEARCH`).
+
+Vectors travel as numpy arrays through the ``pgvector`` package's psycopg 3 adapters (``register_vector`` on every
+pooled connection): binary ``COPY`` rows into a table, a float32 query vector as the search's parameter.
+:meth:`PgVectorsMixin.nearest` asks the table for the ``k`` nearest rows by cosine distance and rescores them in
+numpy from the loaded array (:mod:`gemrag.store.vectors`), so a PostgreSQL memory returns the scores a SQLite one
+does; with an exact search, the same rows too. It falls back to numpy search over the loaded array, with the same
+result as exact search, when the table does not exist: the ``vector`` extension is not installed and this user may
+not create it (one warning when the memory is opened), the build was published before its arrays were indexed,
+the search is filtered to some rows, or a newer publish dropped the table after the caller loaded the arrays.
+
+The tables follow their build: written before the publish (invisible: no manifest names their generation),
+dropped in the transaction that publishes another generation or withdraws the strategy, and by the builder's
+clean-up of unpublished generations.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from gemrag.store.vectors import best_first, cosines, exact_nearest
+
+DEFAULT_HNSW_ABOVE = 20_000
+"""Rows from which a vector table gets an HNSW index (below: exact search, a sequential scan)."""
+
+DEFAULT_EF_SEARCH = 100
+"""``hnsw.ef_search`` of a query (pgvector's default is 40): the candidate list of the HNSW search."""
+
+BUILD_VECTORS = """
+CREATE TABLE IF NOT EXISTS build_vectors (
+    strategy TEXT NOT NULL, generation INTEGER NOT NULL, name TEXT NOT NULL, tbl TEXT NOT NULL, dim INTEGER NOT NULL,
+    n_rows INTEGER NOT NULL, hnsw INTEGER NOT NULL, PRIMARY KEY (strategy, generation, name))
+"""
+"""The registry of vector tables (created with the memory's tables; also on open, for memories made before it)."""
+
+
+class PgvectorMissingWarning(UserWarning):
+    """The database has no ``vector`` extension and this user may not create it: nearest-neighbour search runs in
+    numpy over the loaded arrays (same results, no index)."""
+
+
+def table_name(strategy: str, generation: int, name: str) -> str:
+    """The quoted identifier of a vector table (at most 63 characters; None-safe names are checked by callers).
+
+    Raises:
+        ValueError: the name would be longer than PostgreSQL's 63-character identifiers.
+    """
+    ident = f"vec:{strategy}:{generation}:{name}"
+    if len(ident) > 63:
+        raise ValueError(f"vector table name {ident!r} is longer than 63 characters")
+    return f'"{ident}"'
+
+
+class PgVectorsMixin:
+    """Vector tables and nearest-neighbour search (on :class:`gemrag.store.postgres.PostgresStore`).
+
+    Attributes:
+        pgvector: the ``vector`` extension is installed in the database.
+        hnsw_above: rows from which a vector table gets an HNSW index.
+        ef_search: ``hnsw.ef_search`` of every query.
+    """
+
+    pgvector: bool
+    hnsw_above: int
+    ef_search: int
+    readonly: bool
+    location: str  # type: ignore[misc]  # provided by PostgresStore
+
+    def transaction(self) -> AbstractContextManager[Any]: ...  # provided by PostgresStore
+    def _connection(self) -> AbstractContextManager[Any]: ...  # provided by PostgresStore
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by PostgresStore
+    def _translate(self, exc: Exception) -> Exception: ...  # provided by PostgresStore
+
+    def _register_vector(self, conn: Any) -> None:
+        """Make ``conn`` send and receive ``vector`` values as numpy arrays (the ``pgvector`` package's psycopg
+        adapters; the connection pool calls it for every new connection when the extension is there).
+
+        Raises:
+            GemragError: the ``pgvector`` package is not installed.
+        """
+        if not self.pgvector:
+            return
+        try:
+            from pgvector.psycopg import register_vector
+        except ImportError as exc:
+            from gemrag.errors import GemragError
+
+            raise GemragError("a PostgreSQL memory needs the pgvector package: pip install 'gemrag[postgres]'") from exc
+        register_vector(conn)
+
+    def _setup_pgvector(self, conn: Any, *, create: bool) -> None:
+        """Create the ``vector`` extension when allowed (``create``), record whether it is there, and warn once
+        when it is not."""
+        import psycopg
+
+        if create:
+            try:
+                with conn.transaction():
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+            except psycopg.Error:
+                pass  # no privilege, or the server lacks pgvector: numpy search below
+            conn.execute(BUILD_VECTORS)
+        self.pgvector = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is not None
+        if self.pgvector and not create:  # a memory made before the registry: nothing indexed to search
+            self.pgvector = conn.execute("SELECT to_regclass('build_vectors')").fetchone()[0] is not None
+        if not self.pgvector:
+            warnings.warn(
+                PgvectorMissingWarning(
+                    f"{self.location}: the database has no pgvector extension (CREATE EXTENSION vector needs a "
+                    "privileged user): nearest-neighbour search runs in numpy"
+                ),
+                stacklevel=4,
+            )
+
+    # -- writing ----------------------------------------------------------------------------------
+    def index_vectors(self, strategy: str, generation: int, name: str, vectors: NDArray[np.floating]) -> None:
+        """Copy a build's ``(n, d)`` vectors into their vector table, with an HNSW index when ``n >= hnsw_above``
+        (committed, invisible until the build is published). A no-op without pgvector or for an empty array.
+
+        Raises:
+            ValueError: ``vectors`` is not a 2-D array, or the table name would be too long.
+            DatabaseLockedError: the registry stayed locked longer than the busy timeout.
+        """
+        mat = np.asarray(vectors)
+        if mat.ndim != 2:
+            raise ValueError(f"vectors {name!r} must be (n, d), got shape {mat.shape}")
+        if not self.pgvector or mat.shape[0] == 0 or mat.shape[1] == 0:
+            return
+        table = table_name(strategy, generation, name)
+        n, d = mat.shape
+        hnsw = n >= self.hnsw_above
+        with self.transaction() as c:
+            self._drop_vectors(c, "strategy = ? AND generation = ? AND name = ?", (strategy, generation, name))
+            raw = c.raw
+            raw.execute(f"CREATE TABLE {table} (row INTEGER PRIMARY KEY, embedding vector({d}) NOT NULL)")
+            rows = np.asarray(mat, dtype=np.float32)
+            with raw.cursor() as cur, cur.copy(f"COPY {table} (row, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["int4", "vector"])  # pgvector's binary dumper of numpy arrays
+                for i in range(n):
+                    copy.write_row((i, rows[i]))
+            if hnsw:
+                raw.execute("SET LOCAL maintenance_work_mem = '512MB'")
+                raw.execute(f"CREATE INDEX ON {table} USING hnsw (embedding vector_cosine_ops)")
+            raw.execute(f"ANALYZE {table}")
+            c.execute(
+                "INSERT INTO build_vectors(strategy, generation, name, tbl, dim, n_rows, hnsw) VALUES (?,?,?,?,?,?,?)",
+                (strategy, generation, name, table, d, n, int(hnsw)),
+            )
+
+    def _drop_vectors(self, c: Any, where: str, args: Sequence[Any]) -> None:
+        """Drop the vector tables whose ``build_vectors`` rows match ``where`` (inside transaction ``c``)."""
+        if not self.pgvector:
+            return
+        for (table,) in c.execute(f"SELECT tbl FROM build_vectors WHERE {where}", args).fetchall():
+            c.raw.execute(f"DROP TABLE IF EXISTS {table}")
+        c.execute(f"DELETE FROM build_vectors WHERE {where}", args)
+
+    # -- searching --------------------------------------------------------------------------------
+    def nearest(
+        self,
+        strategy: str,
+        generation: int,
+        name: str,
+        vectors: NDArray[np.floating],
+        query: NDArray[np.floating],
+        k: int,
+        *,
+        rows: NDArray[np.int64] | None = None,
+        unit: NDArray[np.floating] | None = None,
+        exact: bool | None = None,
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """The ``k`` rows most cosine-similar to ``query`` (see :meth:`gemrag.store.base.MemoryStore.nearest` and
+        the module docstring).
+
+        Args:
+            exact: True forces an exact search in the database even where an HNSW index exists, False uses the
+                index where there is one, None (default) the index where there is one.
+
+        Raises:
+            ValueError: a zero or mis-sized query.
+            GemragError: the server failed.
+        """
+        import psycopg
+
+        mat = np.asarray(vectors)
+        k = min(int(k), mat.shape[0])
+        if rows is not None or not self.pgvector or k <= 0:
+            return exact_nearest(mat, query, k, rows, unit)
+        found = self._query(
+            "SELECT tbl, dim, hnsw FROM build_vectors WHERE strategy = ? AND generation = ? AND name = ?",
+            (strategy, generation, name),
+        )
+        if not found or int(found[0][1]) != mat.shape[1]:
+            return exact_nearest(mat, query, k, None, unit)
+        table, hnsw = str(found[0][0]), bool(found[0][2]) and not exact
+        probe = np.asarray(query, dtype=np.float32).reshape(-1)  # sent by pgvector's dumper
+        order = "embedding <=> %s" if hnsw else "embedding <=> %s, row"
+        sql = f"SELECT row FROM {table} ORDER BY {order} LIMIT %s"
+        try:
+            with self._connection() as conn, conn.transaction():
+                if hnsw:
+                    conn.execute(f"SET LOCAL hnsw.ef_search = {int(self.ef_search)}")
+                else:
+                    conn.execute("SET LOCAL enable_indexscan = off")
+                got = np.array([r[0] for r in conn.execute(sql, (probe, k)).fetchall()], dtype=np.int64)
+        except psycopg.errors.UndefinedTable:
+            return exact_nearest(
+                mat, query, k, None, unit
+            )  # a newer publish dropped it after the caller loaded the arrays
+        except psycopg.Error as exc:
+            raise self._translate(exc) from exc
+        return best_first(got, cosines(mat, query, got, unit), k)

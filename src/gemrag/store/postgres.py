@@ -1,0 +1,368 @@
+"""PostgreSQL store: one memory = one schema of a PostgreSQL database (``postgresql://...?schema=NAME``).
+
+Everything the SQLite memory keeps in its directory is a table here (:mod:`gemrag.store.pg_schema`): documents,
+chunks and derived nodes, questions, edges, artefacts, the LLM and embedding caches, usage, failures, the builds'
+manifests and their arrays (:mod:`gemrag.store.pg_generations`). The shared SQL runs through
+:func:`gemrag.store.dialect.to_postgres`. The build lock is a PostgreSQL advisory lock (:mod:`gemrag.store.pg_lock`).
+
+Connections come from a ``psycopg_pool.ConnectionPool`` (``pool_size`` connections; 1 for the command line, more
+for ``gemrag serve``, whose request threads then read in parallel). A thread inside :meth:`transaction` or
+:meth:`snapshot` keeps one connection until the outermost block ends; reads outside them borrow one per query.
+Transactions: writes run in ``READ COMMITTED`` transactions (the build lock keeps builders apart; readers'
+cache and usage writes are upserts and appends); :meth:`snapshot` is a ``REPEATABLE READ READ ONLY``
+transaction, so a retrieval reads one published generation even while another machine publishes the next.
+
+``readonly=True`` opens the memory with read-only transactions: structural writes raise
+:class:`~gemrag.errors.ReadOnlyMemoryError`, cache and log writes are skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from gemrag.errors import DatabaseLockedError, GemragError, ReadOnlyMemoryError
+from gemrag.store.base import MemoryStore
+from gemrag.store.connection import DEFAULT_BUSY_TIMEOUT
+from gemrag.store.dialect import returns_id, to_postgres
+from gemrag.store.pg_connect import PgLocation, connect, options, require_psycopg
+from gemrag.store.pg_generations import PgGenerationsMixin
+from gemrag.store.pg_lock import PgBuildLock
+from gemrag.store.pg_schema import ensure_schema, schema_version
+from gemrag.store.pg_vectors import PgVectorsMixin
+from gemrag.store.schema import SCHEMA_VERSION
+
+
+class _Cursor:
+    """A psycopg cursor with SQLite's ``lastrowid`` (the id a ``RETURNING id`` gave)."""
+
+    def __init__(self, cursor: Any, lastrowid: int | None = None) -> None:
+        self._cursor, self.lastrowid = cursor, lastrowid
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return list(self._cursor.fetchall())
+
+
+class PgConnection:
+    """What ``with store.transaction() as c`` yields on PostgreSQL: ``execute`` / ``executemany`` of the store's
+    SQLite-dialect SQL (translated by :func:`~gemrag.store.dialect.to_postgres`)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> _Cursor:
+        """Run one statement; an ``INSERT`` into a table with a generated id sets ``lastrowid``."""
+        query = to_postgres(sql)
+        if returns_id(sql):
+            cur = self.raw.execute(query + " RETURNING id", tuple(args))
+            return _Cursor(cur, int(cur.fetchone()[0]))
+        return _Cursor(self.raw.execute(query, tuple(args)))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> _Cursor:
+        """Run one statement for every row (nothing for no rows)."""
+        cur = self.raw.cursor()
+        batch = [tuple(r) for r in rows]
+        if batch:
+            cur.executemany(to_postgres(sql), batch)
+        return _Cursor(cur)
+
+
+class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
+    """A memory in a PostgreSQL schema.
+
+    Args:
+        url: ``postgresql://user[:password]@host[:port]/database?schema=NAME`` (see :mod:`gemrag.store.pg_connect`).
+        readonly: open without writing anything (see the module docstring).
+        busy_timeout: seconds a write waits for rows another transaction holds (``lock_timeout``) before
+            :class:`~gemrag.errors.DatabaseLockedError`.
+        pool_size: connections in the pool (>= 1).
+
+    Raises:
+        GemragError: psycopg is missing, the server cannot be reached, the URL is malformed, the schema holds a
+            memory of a newer gemrag, or (read-only) it holds no memory or an older one to upgrade first.
+    """
+
+    def __init__(
+        self, url: str, *, readonly: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, pool_size: int = 1
+    ) -> None:
+        psycopg = require_psycopg()
+        loc = PgLocation.parse(url)
+        self.url, self.conninfo, self.schema, self._display = url, loc.conninfo, loc.schema, loc.display
+        self.readonly = readonly
+        self.busy_timeout = busy_timeout
+        self.hnsw_above, self.ef_search = loc.hnsw_above, loc.ef_search
+        self._local = threading.local()
+        self._deferred: list[Callable[[], None]] = []
+        self._deferred_lock = threading.Lock()
+        self._unpack_lock = threading.Lock()
+        setup = connect(self.conninfo, self.schema, self._display, lock_timeout=max(busy_timeout, 30.0))
+        try:
+            if readonly:
+                found = schema_version(setup, self.schema)
+                if found != SCHEMA_VERSION:
+                    raise GemragError(
+                        f"{self._display} holds no gemrag memory (open it once with write access to create it)"
+                        if found is None
+                        else f"{self._display} uses schema {found}; open it once with write access to upgrade it"
+                        if found < SCHEMA_VERSION
+                        else f"{self._display} is not a gemrag memory this version can read (schema {found})"
+                    )
+            else:
+                ensure_schema(setup, self.schema)
+            self._setup_pgvector(setup, create=not readonly)
+        except psycopg.Error as exc:
+            raise GemragError(f"cannot set up the PostgreSQL memory {self._display}: {exc}") from exc
+        finally:
+            setup.close()
+        from psycopg_pool import ConnectionPool
+
+        self._pool = ConnectionPool(
+            self.conninfo,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs={
+                "autocommit": True,
+                "options": options(self.schema, readonly=readonly, lock_timeout=busy_timeout),
+                "application_name": "gemrag",
+            },
+            open=True,
+            name=f"gemrag-{self.schema}",
+            configure=self._register_vector,
+        )
+        self._scratch: Path | None = None
+
+    def close(self) -> None:
+        """Run deferred cache writes, close the pool and remove the scratch directory."""
+        self._flush_deferred()
+        self._pool.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    @property
+    def scratch(self) -> Path:
+        """A local temporary directory for artefact directories (bm25s' index), made on first use, removed on
+        close."""
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix=f"gemrag-pg-{self.schema}-"))
+        return self._scratch
+
+    @property
+    def location(self) -> str:
+        """The memory's URL without its password."""
+        return self._display
+
+    def build_lock(self) -> PgBuildLock:
+        """A new (not yet acquired) advisory build lock of this memory."""
+        return PgBuildLock(self.conninfo, self.schema, self._display)
+
+    # -- connections and transactions --------------------------------------------------------------
+    def _state(self) -> threading.local:
+        local = self._local
+        if not hasattr(local, "depth"):
+            local.depth, local.snapshot, local.conn, local.lease = 0, False, None, None
+        return local
+
+    @property
+    def in_snapshot(self) -> bool:
+        """True inside :meth:`snapshot` (in the thread that holds it)."""
+        return bool(self._state().snapshot)
+
+    def _lease(self) -> Any:
+        state = self._state()
+        lease = self._pool.connection(timeout=max(self.busy_timeout, 30.0))
+        state.conn, state.lease = lease.__enter__(), lease
+        return state.conn
+
+    def _unlease(self, exc: BaseException | None = None) -> None:
+        state = self._state()
+        lease, state.conn, state.lease = state.lease, None, None
+        if lease is not None:
+            lease.__exit__(type(exc) if exc else None, exc, None)
+
+    def _translate(self, exc: Exception) -> Exception:
+        psycopg = require_psycopg()
+        errors = psycopg.errors
+        if isinstance(exc, (errors.LockNotAvailable, errors.QueryCanceled, errors.DeadlockDetected)):
+            return DatabaseLockedError(
+                f"the memory {self._display} stayed locked by another process for more than "
+                f"{self.busy_timeout:g} s ({str(exc).strip()}); retry when it has finished"
+            )
+        if isinstance(exc, errors.ReadOnlySqlTransaction):
+            return ReadOnlyMemoryError(f"the memory {self._display} is open read-only ({str(exc).strip()})")
+        if isinstance(exc, psycopg.OperationalError):
+            return GemragError(f"the PostgreSQL memory {self._display} failed: {str(exc).strip()}")
+        return exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[PgConnection]:
+        """A (nestable) write transaction: all or nothing, committed on exit, rolled back on error.
+
+        Raises:
+            ReadOnlyMemoryError: the store is read-only.
+            DatabaseLockedError: rows another transaction holds stayed locked longer than the busy timeout.
+            RuntimeError: called inside :meth:`snapshot`.
+        """
+        if self.readonly:
+            raise ReadOnlyMemoryError(
+                f"the memory {self._display} is open read-only; adding documents and indexing need write access"
+            )
+        psycopg = require_psycopg()
+        state = self._state()
+        if state.snapshot:
+            raise RuntimeError("a write inside a read snapshot")
+        outer = state.depth == 0
+        if outer:
+            conn = self._lease()
+            try:
+                conn.execute("BEGIN")
+            except psycopg.Error as exc:
+                self._unlease(exc)
+                raise self._translate(exc) from exc
+        state.depth += 1
+        try:
+            yield PgConnection(state.conn)
+        except BaseException as exc:
+            state.depth -= 1
+            if outer:
+                with contextlib.suppress(psycopg.Error):
+                    state.conn.execute("ROLLBACK")
+                self._unlease()
+                if isinstance(exc, psycopg.Error):
+                    raise self._translate(exc) from exc
+            raise
+        state.depth -= 1
+        if outer:
+            try:
+                state.conn.execute("COMMIT")
+            except psycopg.Error as exc:
+                with contextlib.suppress(psycopg.Error):
+                    state.conn.execute("ROLLBACK")
+                raise self._translate(exc) from exc
+            finally:
+                self._unlease()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One ``REPEATABLE READ`` read-only transaction: every read inside sees the same committed state.
+
+        Nested in a transaction or another snapshot, it adds nothing. Cache and log writes made inside are
+        deferred to its end; structural writes raise RuntimeError.
+        """
+        psycopg = require_psycopg()
+        state = self._state()
+        if state.depth or state.snapshot:
+            yield
+            return
+        conn = self._lease()
+        try:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        except psycopg.Error as exc:
+            self._unlease(exc)
+            raise self._translate(exc) from exc
+        state.snapshot = True
+        try:
+            yield
+        finally:
+            state.snapshot = False
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("COMMIT")
+            self._unlease()
+        self._flush_deferred()
+
+    def _best_effort(self, write: Callable[[], None]) -> None:
+        """A cache or log write: skipped when read-only, deferred inside a snapshot."""
+        if self.readonly:
+            return
+        if self._state().snapshot:
+            with self._deferred_lock:
+                self._deferred.append(write)
+            return
+        write()
+
+    def _flush_deferred(self) -> None:
+        with self._deferred_lock:
+            pending, self._deferred = self._deferred, []
+        for write in pending:
+            with contextlib.suppress(GemragError):  # a cache entry or log row, not worth failing a read for
+                write()
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        state = self._state()
+        if state.conn is not None:
+            yield state.conn
+            return
+        with self._pool.connection(timeout=max(self.busy_timeout, 30.0)) as conn:
+            yield conn
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        psycopg = require_psycopg()
+        try:
+            with self._connection() as conn:
+                return list(conn.execute(to_postgres(sql), tuple(args)).fetchall())
+        except psycopg.Error as exc:
+            raise self._translate(exc) from exc
+
+    def _fetch_binary(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        """Rows of a query fetched in binary format (``bytea`` without hex decoding)."""
+        psycopg = require_psycopg()
+        try:
+            with self._connection() as conn:
+                cur = conn.cursor(binary=True)
+                return list(cur.execute(to_postgres(sql), tuple(args)).fetchall())
+        except psycopg.Error as exc:
+            raise self._translate(exc) from exc
+
+    # -- caches from another memory ---------------------------------------------------------------------
+    def import_caches(self, other: str | Path) -> tuple[int, int]:
+        """Copy another memory's LLM responses and embeddings into this memory's caches (entries here are kept).
+
+        Args:
+            other: another memory (a directory or a PostgreSQL URL).
+
+        Returns:
+            ``(llm_rows, embedding_rows)`` inserted.
+
+        Raises:
+            GemragError: ``other`` is not a gemrag memory. ReadOnlyMemoryError: this store is read-only.
+        """
+        from gemrag.store.pg_connect import is_postgres_url
+        from gemrag.store.sqlite import Store
+
+        if self.readonly:
+            raise ReadOnlyMemoryError(f"the memory {self._display} is open read-only")
+        source: MemoryStore = (
+            PostgresStore(str(other), readonly=True) if is_postgres_url(str(other)) else Store(other, readonly=True)
+        )
+        try:
+            llm = source._query("SELECT key, model, response, created FROM llm_cache")
+            emb = source._query("SELECT key, model, dim, vector FROM embeddings")
+        finally:
+            source.close()
+        with self.transaction() as c:
+            n_llm = self._insert_new(c, "llm_cache(key, model, response, created)", llm)
+            n_emb = self._insert_new(
+                c, "embeddings(key, model, dim, vector)", [(k, m, d, bytes(v)) for k, m, d, v in emb]
+            )
+        return n_llm, n_emb
+
+    @staticmethod
+    def _insert_new(c: PgConnection, target: str, rows: list[Any]) -> int:
+        marks = ",".join("?" * (target.count(",") + 1))
+        added = 0
+        for row in rows:
+            added += c.execute(f"INSERT OR IGNORE INTO {target} VALUES ({marks})", row).rowcount
+        return added
