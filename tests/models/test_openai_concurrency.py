@@ -57,8 +57,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def _finish(self) -> None:
+        """This request no longer counts as in flight (once), before its answer is written: a client may send its
+        next request the moment it reads this one's answer, before this thread runs again."""
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            with self.stub.lock:
+                self.stub.in_flight -= 1
+
     def _send(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
+        self._finish()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -75,6 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
             stub.in_flight += 1
             stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
             scripted = stub.script.pop(0) if stub.script else None
+        self._in_flight = True
         try:
             last = body["messages"][-1]["content"] if "messages" in body else ""
             delay = stub.delay
@@ -121,8 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
         finally:
-            with stub.lock:
-                stub.in_flight -= 1
+            self._finish()
 
 
 @pytest.fixture
