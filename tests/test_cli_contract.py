@@ -72,6 +72,13 @@ QUALITY = {
 READ_MEMORY = ["nowhere", "empty-dir", "file.txt", "garbage"]
 WRITE_MEMORY = ["file.txt", "garbage"]  # a missing directory is created by these commands: not a bad value
 ROOT = ["file.txt"]  # serve: a directory of memories (one per namespace)
+EVAL_ROOT = [
+    "file.txt",  # eval: only a PostgreSQL URL (its SQLite memories are directories under --out)
+    "postgresql://me@db:notaport/app?schema=ev",  # a malformed URL (no server is asked)
+    "postgresql://me@db:5432/app",  # no schema prefix
+    "postgresql://me@db:5432/app?schema=Ev-Runs",  # not a lower-case SQL identifier
+    f"postgresql://me@db:5432/app?schema={'e' * 45}",  # no room left for the memories' names
+]
 
 BAD: dict[str, list[Any]] = {
     "config": ["missing.toml", "bad.toml"],
@@ -193,6 +200,8 @@ def bad_values(command: str, param: Any) -> list[Any]:
     if name == "memory":
         if command == "serve":
             return ROOT
+        if command == "eval":
+            return EVAL_ROOT
         return READ_MEMORY if command in ("ask", "info", "delete", "view", "chat") else WRITE_MEMORY
     if command == "copy":
         return READ_MEMORY if name == "source" else WRITE_MEMORY

@@ -19,7 +19,7 @@ from backends import drop_schemas, new_schema, schema_url
 from gemrag.errors import GemragError, MemoryBusyError, ReadOnlyMemoryError
 from gemrag.store import Store, is_postgres_url, open_store
 from gemrag.store.dialect import returns_id, to_postgres
-from gemrag.store.pg_connect import PgLocation
+from gemrag.store.pg_connect import MAX_IDENTIFIER, PgLocation, child_schema
 from gemrag.store.postgres import PostgresStore
 from gemrag.store.schema import SCHEMA_VERSION
 
@@ -33,6 +33,24 @@ def test_urls_name_a_schema_and_hide_the_password() -> None:
     with pytest.raises(GemragError, match="lower-case SQL identifier"):
         PgLocation.parse("postgresql://localhost/mem?schema=Drop;Table")
     assert is_postgres_url("postgresql://x/y") and not is_postgres_url("mem/") and not is_postgres_url(None)
+
+
+def test_child_schemas_are_identifiers_of_at_most_63_characters() -> None:
+    """``PREFIX_<name>`` for serve's namespaces and eval's memories; long names, and with ``distinct`` any name the
+    cleaning changed, end in a hash of the name, so distinct names stay distinct."""
+    assert child_schema("srv", "Docs") == child_schema("srv", "docs") == "srv_docs"  # serve: one namespace
+    assert child_schema("srv", "a-b") == "srv_a_b"
+    dotted, dashed = child_schema("ev", "doc.1", distinct=True), child_schema("ev", "doc-1", distinct=True)
+    assert dotted != dashed and dotted.startswith("ev_doc_1_") and len(dotted) == len("ev_doc_1_") + 8
+    assert child_schema("ev", "doc_1", distinct=True) == "ev_doc_1"  # nothing cleaned: no hash
+    long_a, long_b = child_schema("ev", "x" * 80 + "a"), child_schema("ev", "x" * 80 + "b")
+    assert long_a != long_b and len(long_a) == len(long_b) == MAX_IDENTIFIER
+    assert all(c.isascii() and (c.isalnum() or c == "_") for c in child_schema("ev", "Ünïcode film", distinct=True))
+    loc = PgLocation.parse("postgresql://ann:secret@db:5432/mem?schema=ev&ef_search=50")
+    assert PgLocation.parse(loc.child("Doc-1", distinct=True)).schema == child_schema("ev", "Doc-1", distinct=True)
+    assert "secret" in loc.child("m")  # the password is kept for connecting
+    with pytest.raises(ValueError, match="prefix"):
+        child_schema("e" * 45, "m")
 
 
 def test_the_dialect_translates_the_stores_statements() -> None:

@@ -1,6 +1,7 @@
 """The HLGraphRAG acceptance test on CMU DoG (``gemrag eval cmu_dog PATH``; Zeng, "HLGraphRAG", section 4).
 
-For every movie of the selected conversations one memory directory ``out_dir/memories/cmu_dog-movie-<n>`` holds the
+For every movie of the selected conversations one memory directory ``out_dir/memories/cmu_dog-movie-<n>`` (or schema,
+see :mod:`gemrag.eval.memories`) holds the
 movie's article (:mod:`gemrag.eval.loaders.cmu_dog`), and every strategy (or variant) is built in it, as in
 :mod:`gemrag.eval.runner` (same chunks, embeddings, LLM and budget). Then, per run ``r`` (``runs`` times, seed
 ``seed + r``), every conversation of the movie is replayed (section 4, "Autonomous Testing Driver"):
@@ -37,6 +38,7 @@ from gemrag.eval.datasets import Document
 from gemrag.eval.judge import Judge, judge_settings
 from gemrag.eval.judging_sheet import apply_verdicts, read_verdicts, write_sheet
 from gemrag.eval.loaders.cmu_dog import DogConversation, DogCorpus, load_cmu_dog
+from gemrag.eval.memories import EvalMemories
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.report import JsonlAppender, check_fingerprint, read_jsonl
 from gemrag.memory import Memory
@@ -201,6 +203,7 @@ class _Acceptance:
         self.llm, self.embedder, self.judge_llm, self.progress = llm, embedder, judge_llm, progress
         self.records = read_jsonl(out_dir / "records.jsonl")
         self.done = {_record_key(r) for r in self.records}
+        self.memories = EvalMemories(out_dir)  # where the memories are (run_acceptance's memory_root)
 
     def run(self) -> None:
         out = JsonlAppender(self.out_dir / "records.jsonl")
@@ -227,10 +230,8 @@ class _Acceptance:
         todo = {run.name: self._pending(convs, run) for run in runs}
         if not any(todo.values()):
             return
-        directory = self.out_dir / "memories" / f"cmu_dog-{doc.id}"
-        with Memory.open(
-            directory, runs[0].config, llm=self.llm, embedder=self.embedder, progress=self.progress
-        ) as mem:
+        location = self.memories.location(f"cmu_dog-{doc.id}")
+        with Memory.open(location, runs[0].config, llm=self.llm, embedder=self.embedder, progress=self.progress) as mem:
             if doc.text.strip():
                 mem.add_text(doc.text, doc.title, source=doc.id)
             judge_llm = CachedLLM(self.judge_llm, mem.store, mem.meter) if self.judge_llm is not None else mem.llm()
@@ -277,6 +278,7 @@ def run_acceptance(
     write_report: bool = True,
     sheet: Path | None = None,
     verdicts: Path | None = None,
+    memory_root: str | None = None,
 ) -> dict[str, Any]:
     """Run the acceptance test of ``strategies`` on a CMU DoG conversation file; resumable.
 
@@ -297,6 +299,8 @@ def run_acceptance(
             (:func:`gemrag.eval.judging_sheet.write_sheet`).
         verdicts: report with the verdicts of this filled sheet instead of the LLM judge's
             (:mod:`gemrag.eval.judging_sheet`), into ``results-<file stem>.{json,md}``; ``results.md`` is kept.
+        memory_root: None = the memories are directories under ``out_dir/memories``; a
+            ``postgresql://...?schema=PREFIX`` URL = schemas ``PREFIX_<name>`` (:mod:`gemrag.eval.memories`).
 
     Returns:
         The results dict of :func:`gemrag.eval.acceptance_report.summarize_acceptance` (counts per strategy and
@@ -315,6 +319,8 @@ def run_acceptance(
     runs = plan_runs(strategies, None, config)
     corpus = load_cmu_dog(Path(path)).select(list(conversations) if conversations else None, limit)
     out = Path(out_dir)
+    memories = EvalMemories(out, memory_root)
+    memories.check_server()  # before anything is written
     out.mkdir(parents=True, exist_ok=True)
     emb = embedder or build_embedder(config.embedder)
     llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
@@ -344,6 +350,7 @@ def run_acceptance(
     judge_backend = judge_llm or (LazyLLM(lambda: build_llm(judging, config.cache_dir)) if judging else None)
     backends: tuple[Any, Any, Any] = (shared, emb, judge_backend)
     runner = _Acceptance(corpus, runs, out, settings, *backends, progress or no_progress, no_judge=no_judge)
+    runner.memories = memories
     runner.run()
     names = [r.name for r in runs]
     keep = {(c.id, i) for c in corpus.conversations for i in reply_turns(c)}

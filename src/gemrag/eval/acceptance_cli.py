@@ -90,7 +90,8 @@ def acceptance_command(
         path: the CMU DoG conversation file.
         strategies: comma-separated strategies (None: :data:`gemrag.eval.acceptance.DEFAULT_STRATEGIES`).
         options: ``budget``, ``runs``, ``seed``, ``limit``, ``documents`` (conversation ids, a list or None),
-            ``judge_model``, ``judge_base_url``, ``sheet``, ``verdicts`` (paths or None).
+            ``judge_model``, ``judge_base_url``, ``sheet``, ``verdicts`` (paths or None),
+            ``memory_root`` (a PostgreSQL URL or None).
         unsupported: ``{flag: given}`` for the ``gemrag eval`` options that do not apply.
 
     Raises:
@@ -119,6 +120,7 @@ def acceptance_command(
         progress=None if quiet else rich_progress(err),
         sheet=options.get("sheet"),
         verdicts=options.get("verdicts"),
+        memory_root=options.get("memory_root"),
     )
     typer.echo(markdown_acceptance(results))
     stem = "results" if options.get("verdicts") is None else f"results-{options['verdicts'].stem}"

@@ -24,7 +24,7 @@ from typing import Any
 from gemrag.eval.report import JsonlAppender, read_jsonl
 from gemrag.store import MemoryStore
 
-__all__ = ["BuildAttempts", "add_earlier"]
+__all__ = ["BuildAttempts", "add_earlier", "shared_build"]
 
 COST_KEYS = ("prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls", "llm_cached")
 
@@ -81,3 +81,15 @@ def add_earlier(measured: dict[str, int], seconds: float, earlier: dict[str, Any
     attempts' costs (:meth:`BuildAttempts.start`): the build's cost. ``measured`` is not modified."""
     total = {k: int(v) + int(earlier.get(k, 0)) for k, v in measured.items()}
     return total, seconds + float(earlier.get("seconds", 0.0))
+
+
+def shared_build(index: list[dict[str, Any]], memory: str, strategy: str, measured: dict[str, int]) -> dict[str, Any]:
+    """The cost of an earlier build of ``strategy`` in the memory named ``memory`` (an ``index.jsonl`` entry of
+    ``index``; a retrieval-only ablation rebuilds from what that build stored, which is not its cost) with
+    ``shared_with`` and the ``measured`` cost of the rebuild as ``rebuild`` (see :mod:`gemrag.eval.tokens`), or
+    ``{}`` when there is none."""
+    keys = ("seconds", "prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls", "llm_cached")
+    for e in index:
+        if e["memory"] == memory and e.get("base_strategy") == strategy and not e.get("shared_with"):
+            return {k: e.get(k, 0) for k in keys} | {"shared_with": e["strategy"], "rebuild": dict(measured)}
+    return {}

@@ -117,6 +117,16 @@ def eval_command(
     out: Annotated[Path, Opt("--out", "-o", help="Output directory (memories, records, results, plots).")] = Path(
         "eval-out"
     ),
+    memory: Annotated[
+        str | None,
+        Opt(
+            "--memory",
+            "-m",
+            help="postgresql://user@host:port/db?schema=PREFIX: keep each evaluation memory in its own schema "
+            "PREFIX_<memory name> of that database instead of a directory under --out/memories (records and "
+            "results stay under --out). Not read from GEMRAG_MEMORY, which names one memory.",
+        ),
+    ] = None,
     workers: Annotated[
         int,
         Opt(
@@ -189,6 +199,7 @@ def eval_command(
     section 3); --runs N answers every question N times (sampled, one seed per run) and reports mean ± std."""
     from gemrag.eval.judged import JudgeChoice
     from gemrag.eval.loading import check_kind
+    from gemrag.eval.memories import check_memory_root
     from gemrag.eval.report import markdown_report
     from gemrag.eval.runner import run_eval
     from gemrag.eval.variants import split_strategies
@@ -200,6 +211,8 @@ def eval_command(
             raise InputError(f"{path}: no such dataset file" if not path.exists() else f"{path}: not a file")
         if out.exists() and not out.is_dir():
             raise InputError(f"--out {out} is a file; give the output directory")
+        if memory is not None:
+            check_memory_root(memory)
         if answer_form not in ANSWER_FORMS:
             raise ConfigError(f"--answer-form {answer_form!r}: use one of {', '.join(ANSWER_FORMS)}")
         missing = [str(m) for m in merge or [] if not m.is_dir()]
@@ -221,6 +234,7 @@ def eval_command(
             skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
             skip |= {"--workers": workers != 1, "--merge": bool(merge), "--answer-form": answer_form != "auto"}
             opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url, "sheet": sheet, "verdicts": verdicts}
+            opts["memory_root"] = memory
             return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
         dog_only = [f"{f} {v!s}" for f, v in (("--sheet", sheet), ("--verdicts", verdicts)) if v is not None]
         if judge_model is not None and not judge_model.strip():
@@ -253,6 +267,7 @@ def eval_command(
             runs=runs or 1,
             seed=seed,
             judge=JudgeChoice(judge_model, judge_base_url),
+            memory_root=memory,
         )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")

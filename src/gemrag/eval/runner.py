@@ -3,7 +3,8 @@
 For every question group of the dataset (questions sharing the same documents, see
 :meth:`~gemrag.eval.datasets.Dataset.groups`) one memory directory
 ``out_dir/memories/<dataset>-<group>[-<param>-<value>]`` is filled with the group's documents once, and
-every strategy is built in it with ``Memory.index(strategy=...)``: all strategies see the same chunks,
+every strategy is built in it with ``Memory.index(strategy=...)`` (with ``memory_root``, a PostgreSQL URL, the
+memory is a schema of that database instead: :mod:`gemrag.eval.memories`): all strategies see the same chunks,
 embeddings, LLM and budget. Then each question is retrieved (timed) and answered by each strategy.
 
 Every finished (question, strategy) result is appended at once to ``out_dir/records.jsonl``; a rerun skips
@@ -24,9 +25,6 @@ the tokens of the original call, and embedding tokens count every distinct text 
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -38,13 +36,14 @@ from typing import Any, Literal
 from gemrag.answering import answer_question
 from gemrag.config import Config
 from gemrag.errors import ConfigError
-from gemrag.eval.attempts import BuildAttempts, add_earlier
+from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
 from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS, running_note, score_free_form
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
 from gemrag.eval.judged import GroupJudge, JudgeChoice
 from gemrag.eval.loading import load_dataset
+from gemrag.eval.memories import EvalMemories, group_id
 from gemrag.eval.merge import merge_outputs
 from gemrag.eval.metrics import answer_recall, recall_at_k
 from gemrag.eval.plan import RunSpec, plan_runs
@@ -71,15 +70,6 @@ RECALL_KS = (2, 5)
 ANSWER_RECALL_KINDS = frozenset({"covid_qa"})
 #: An untimed question retrieved once per strategy and memory before the timed ones (loads its structures).
 WARM_UP = "What is this text about?"
-
-
-def _group_id(group: QuestionGroup) -> str:
-    ids = group.doc_ids
-    raw = ids[0] if len(ids) == 1 else f"{ids[0]}+{len(ids) - 1}"
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", raw)[:48]
-    if slug != raw or len(ids) > 1:
-        slug += "-" + hashlib.sha1(json.dumps(list(ids)).encode()).hexdigest()[:8]
-    return slug
 
 
 class _Runner:
@@ -112,6 +102,7 @@ class _Runner:
         self.indexed = {(r["group"], r["strategy"]) for r in self.index}
         self.attempts = BuildAttempts(out_dir / "attempts.jsonl")
         self.short = False  # the span-answer form (run_eval's answer_form)
+        self.memories = EvalMemories(out_dir)  # where the memories are (run_eval's memory_root)
 
     def run(self) -> None:
         records, index = JsonlAppender(self.out_dir / "records.jsonl"), JsonlAppender(self.out_dir / "index.jsonl")
@@ -128,16 +119,16 @@ class _Runner:
             self.attempts.close()
 
     def _unit(self, group: QuestionGroup, runs: list[RunSpec], records: JsonlAppender, index: JsonlAppender) -> None:
-        gid = _group_id(group)
+        gid = group_id(group)
         todo = [(q, i) for i in range(self.sampling.runs) for q in group.questions]  # (question, run)
         pending = {r.name: [(q, i) for q, i in todo if (q.id, r.name, i) not in self.done] for r in runs}
         if not any(pending.values()) and not any(self.judge.pending(self._of(gid, r.name)) for r in runs):
             return
-        directory = self.out_dir / "memories" / f"{self.dataset.name}-{gid}{runs[0].memory_suffix}"
-        with Memory.open(
-            directory, runs[0].config, llm=self.llm, embedder=self.embedder, progress=self.progress
-        ) as mem:
-            self._seed_caches(mem, directory, gid)
+        name = f"{self.dataset.name}-{gid}{runs[0].memory_suffix}"
+        location = self.memories.location(name)
+        with Memory.open(location, runs[0].config, llm=self.llm, embedder=self.embedder, progress=self.progress) as mem:
+            # the caches of the group's other memories (the base memory, earlier ablation memories)
+            self.memories.seed_caches(mem, name, (f"{self.dataset.name}-{gid}{r.memory_suffix}" for r in self.runs))
             passages: dict[int, list[str]] = {}
             for doc in (d for d in group.documents if d.text.strip()):
                 store_id, _ = mem.add_text(doc.text, doc.title or doc.id, source=doc.id)
@@ -147,14 +138,14 @@ class _Runner:
                 if not pending[run.name]:
                     self.judge.run(mem, self._of(gid, run.name), self.progress)
                     continue
-                earlier = self.attempts.start(directory.name, run.name, mem.store)  # an interrupted build's part
+                earlier = self.attempts.start(name, run.name, mem.store)  # an interrupted build's part
                 with tap.measure(all_threads=True) as cost:
                     report = mem.index(strategy=run.strategy)
                 if (gid, run.name) not in self.indexed:
                     measured, seconds = add_earlier(cost, report.seconds, earlier)
-                    entry = {"group": gid, "memory": directory.name, "strategy": run.name, "seconds": seconds}
+                    entry = {"group": gid, "memory": name, "strategy": run.name, "seconds": seconds}
                     entry |= measured | {"chunks": report.chunks, "summary_nodes": report.summary_nodes}
-                    entry |= self._shared_build(directory.name, run.strategy, measured)
+                    entry |= shared_build(self.index, name, run.strategy, measured)
                     entry["base_strategy"] = run.strategy
                     index.write(entry)
                     self.index.append(entry)
@@ -164,27 +155,6 @@ class _Runner:
 
     def _of(self, gid: str, name: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r["group"] == gid and r["strategy"] == name]
-
-    def _seed_caches(self, mem: Memory, directory: Path, gid: str) -> None:
-        """Copy the LLM and embedding caches of the group's other memories (the base memory and earlier
-        ablation memories) into ``mem``: an ablation memory repeats only the model calls its parameter changes
-        (e.g. ``eigen=4`` re-summarizes but reuses every utility question). Costs stay those of the original
-        calls (see :mod:`gemrag.eval.costs`); the build seconds of a seeded memory are not its cold cost."""
-        prefix = f"{self.dataset.name}-{gid}"
-        for run in self.runs:
-            sibling = self.out_dir / "memories" / f"{prefix}{run.memory_suffix}"
-            if sibling != directory and (sibling / "memory.sqlite").is_file():
-                mem.store.import_caches(sibling)
-
-    def _shared_build(self, memory: str, strategy: str, measured: dict[str, int]) -> dict[str, Any]:
-        """The cost of an earlier build of ``strategy`` in the same memory (a retrieval-only ablation rebuilds
-        from what that build stored, which is not its cost) with ``shared_with`` and the ``measured`` cost of
-        the rebuild as ``rebuild`` (see :mod:`gemrag.eval.tokens`), or ``{}``."""
-        keys = ("seconds", "prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls", "llm_cached")
-        for e in self.index:
-            if e["memory"] == memory and e.get("base_strategy") == strategy and not e.get("shared_with"):
-                return {k: e.get(k, 0) for k in keys} | {"shared_with": e["strategy"], "rebuild": dict(measured)}
-        return {}
 
     def _questions(
         self,
@@ -365,6 +335,7 @@ def run_eval(
     runs: int = 1,
     seed: int = 0,
     judge: JudgeChoice | None = None,
+    memory_root: str | None = None,
 ) -> EvalResults:
     """Evaluate ``strategies`` (and a gem ablation) on a dataset file; resumable.
 
@@ -404,6 +375,9 @@ def run_eval(
         judge: the factual-correctness judge (:mod:`gemrag.eval.judged`, :mod:`gemrag.eval.factual`): None = the
             default (the evaluation's LLM judges the kinds of :data:`gemrag.eval.judged.JUDGED_KINDS`);
             :class:`JudgeChoice` names another or turns it off. Records then carry ``judged`` (claim F1 in [0, 1]).
+        memory_root: None = the memories are directories under ``out_dir/memories``; a
+            ``postgresql://...?schema=PREFIX`` URL = each memory is the schema ``PREFIX_<name>`` of that database
+            (:mod:`gemrag.eval.memories`); records and results stay under ``out_dir``.
 
     Returns:
         :class:`EvalResults`; each record holds ``question_id``, ``strategy``, ``setting``, ``context`` (node
@@ -419,7 +393,7 @@ def run_eval(
         ConfigError: unknown dataset kind, strategy or ablation parameter; an out dir or a ``merge`` dir of
             another configuration.
         InputError: the dataset file is missing or malformed.
-        GemragError: a model cannot be loaded, or a memory cannot be used.
+        GemragError: a model cannot be loaded, a memory cannot be used, or the ``memory_root`` server cannot be reached.
     """
     started = time.perf_counter()
     if budget < 1 or workers < 1 or (limit is not None and limit < 0) or runs < 1 or seed < 0:
@@ -440,6 +414,8 @@ def run_eval(
         raise ConfigError(f"--runs {runs}: repeated runs sample free-form answers; {dataset.kind} has none to sample")
     (judge or JudgeChoice()).check(dataset.kind, free_form)  # before anything is built or written
     out = Path(out_dir)
+    memories = EvalMemories(out, memory_root)
+    memories.check_server()  # before anything is written
     out.mkdir(parents=True, exist_ok=True)
     emb = embedder or build_embedder(config.embedder)
     llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
@@ -468,14 +444,14 @@ def run_eval(
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
     serialize = llm is None and config.llm.provider == "llama_cpp"
     runner = _Runner(dataset, plan, out, budget, answer, workers, progress or no_progress, shared, emb, serialize)  # type: ignore[arg-type]
-    runner.short, runner.sampling = short, sampling
+    runner.short, runner.sampling, runner.memories = short, sampling, memories
     runner.judge = GroupJudge(judgements, judge_backend, runner.questions)
     runner.run()
     if judgements is not None:
         judgements.attach(runner.records)
     names = [r.name for r in plan]
     ids = {q.id for q in dataset.questions}
-    groups = {_group_id(g) for g in dataset.groups()}
+    groups = {group_id(g) for g in dataset.groups()}
     results = EvalResults(
         out_dir=out,
         dataset={

@@ -32,7 +32,7 @@ from gemrag.errors import ConfigError, GemragError
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Completion, Embedder, Message
 from gemrag.models.factory import build_embedder, build_llm
-from gemrag.store.pg_connect import PgLocation, connect, is_postgres_url
+from gemrag.store.pg_connect import MAX_IDENTIFIER, PgLocation, child_schema, connect, is_postgres_url
 from gemrag.strategies.base import ProgressFactory
 
 PG_POOL = 2
@@ -168,10 +168,9 @@ class Namespaces:
 
     def _schema(self, namespace: str) -> str:
         assert self._pg is not None
-        schema = f"{self._pg.schema}_{namespace.lower().replace('-', '_')}"
-        if len(schema) > 63:
+        if len(self._pg.schema) + 1 + len(namespace) > MAX_IDENTIFIER:  # unhashed, so that list() can name it
             raise ValueError(f"namespace {namespace!r} is too long for a PostgreSQL schema name (63 characters)")
-        return schema
+        return child_schema(self._pg.schema, namespace)
 
     def _pg_schemas(self) -> list[str]:
         """The schemas of the database holding a gemrag memory (a ``meta`` table)."""

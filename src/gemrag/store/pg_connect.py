@@ -11,6 +11,7 @@ extension lives), and a ``lock_timeout``, so a write waiting on a builder's rows
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +86,46 @@ class PgLocation:
         parts = urlsplit(self.conninfo)
         query = [*parse_qsl(parts.query, keep_blank_values=True), ("schema", schema)]
         return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
+
+    def child(self, name: str, *, distinct: bool = False) -> str:
+        """The URL of the memory ``name`` under this URL's schema taken as a prefix: schema
+        :func:`child_schema` ``(self.schema, name, distinct=distinct)`` in the same database (``gemrag serve``'s
+        namespaces, ``gemrag eval``'s memories)."""
+        return self.with_schema(child_schema(self.schema, name, distinct=distinct))
+
+
+MAX_IDENTIFIER = 63
+"""PostgreSQL's longest identifier (bytes; ``NAMEDATALEN - 1``)."""
+MAX_PREFIX = MAX_IDENTIFIER - 19
+"""The longest prefix of :func:`child_schema` (44 characters: room for ``_``, 9 of the name and a hash)."""
+
+
+def child_schema(prefix: str, name: str, *, distinct: bool = False) -> str:
+    """The schema of memory ``name`` under ``prefix``: ``PREFIX_<name>`` with ``name`` lower-cased and every
+    character other than ``a-z 0-9 _`` replaced by ``_`` (so ``Docs`` and ``docs``, ``a-b`` and ``a_b`` are one
+    schema, as ``gemrag serve``'s namespaces want). A result longer than :data:`MAX_IDENTIFIER` (63) characters is
+    cut to 54 and ends with ``_`` and the first 8 hex digits of the SHA-1 of ``name``, so distinct long names get
+    distinct schemas (two collide with odds 2^-32).
+
+    Args:
+        prefix: the schema prefix (a lower-case SQL identifier of at most :data:`MAX_PREFIX` characters).
+        name: the memory's name (any string).
+        distinct: also add the hash when the lower-casing or replacing changed ``name``, so names differing only in
+            case or punctuation (``doc.1``, ``doc-1``) get distinct schemas (``gemrag eval``'s memories).
+
+    Raises:
+        ValueError: ``prefix`` is not a lower-case SQL identifier of at most 44 characters.
+    """
+    if not SCHEMA_NAME.match(prefix) or len(prefix) > MAX_PREFIX:
+        raise ValueError(
+            f"schema prefix {prefix!r}: use a lower-case SQL identifier of at most {MAX_PREFIX} characters"
+        )
+    clean = re.sub(r"[^a-z0-9_]", "_", name.lower())
+    schema = f"{prefix}_{clean}"
+    if len(schema) <= MAX_IDENTIFIER and not (distinct and clean != name):
+        return schema
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
+    return f"{schema[: MAX_IDENTIFIER - 9]}_{digest}"
 
 
 def options(schema: str, *, readonly: bool = False, lock_timeout: float = 5.0) -> str:
