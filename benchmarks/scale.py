@@ -260,13 +260,9 @@ def main() -> None:
             passed.append(a)
         cmd = [sys.executable, __file__, "--one", str(n), *passed]
         start = time.perf_counter()
-        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        sys.stderr.write(out.stderr[-2000:] if out.returncode else "")
-        if not args.json:
-            print("".join(x + "\n" for x in out.stdout.splitlines() if not x.startswith("ROW ")), end="", flush=True)
-        line = next((x for x in out.stdout.splitlines() if x.startswith("ROW ")), None)
+        line, code = _run_child(cmd)
         if line is None:
-            print(f"n={n}: failed (exit {out.returncode})", flush=True)
+            print(f"n={n}: failed (exit {code})", flush=True)
             continue
         row = json.loads(line[4:])
         row["wall_s"] = time.perf_counter() - start
@@ -291,6 +287,21 @@ def main() -> None:
             ys = np.log([max(r[key], 1e-9) for r in rows])
             parts.append(f"{key}: n^{np.polyfit(xs, ys, 1)[0]:.2f}")
         print("growth exponents (least squares on log-log): " + "; ".join(parts))
+
+
+def _run_child(cmd: list[str]) -> tuple[str | None, int]:
+    """Run one size's child process, passing its phase lines on to stderr as they come (a 1M run takes an hour: its
+    finished phases stay visible if it is stopped); return its ``ROW`` line (None if it printed none) and exit code."""
+    row = None
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as child:
+        assert child.stdout is not None
+        for x in child.stdout:
+            if x.startswith("ROW "):
+                row = x.rstrip("\n")
+            else:
+                sys.stderr.write(x)
+                sys.stderr.flush()
+    return row, child.returncode
 
 
 if __name__ == "__main__":
