@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,9 @@ CLASSES = ["correct", "incorrect"]
 
 def main() -> int:
     """Judge every labelled answer and print the agreement."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from agreement import report_agreement
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--labels", type=Path, default=LABELS)
     ap.add_argument("--llm-model", help="embedded judge model (default: the configured LLM)")
@@ -53,8 +57,6 @@ def main() -> int:
     ap.add_argument("--sheet", type=Path, help="write a blind judging sheet of the labelled answers and exit")
     ap.add_argument("--verdicts", type=Path, help="measure the verdicts of this filled sheet instead of a model")
     args = ap.parse_args()
-
-    from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
     from gemrag.config import load_config
     from gemrag.eval.factual import CORRECT_AT, FactualJudge
@@ -93,17 +95,7 @@ def main() -> int:
         f1 = "" if item.get("f1") is None else f"F1={item['f1']:.2f}"
         print(f"{item['id']} label={item['label']:<9} judge={item['judge']:<9} {f1:<7} {item['answer'][:60]!r}")
     seconds = time.perf_counter() - start
-    truth, pred = [i["label"] for i in items], [i["judge"] for i in items]
-    labels = [*CLASSES, "unjudged"]
-    accuracy = sum(t == p for t, p in zip(truth, pred, strict=True)) / len(items)
-    kappa = float(cohen_kappa_score(truth, pred, labels=labels))
-    matrix = confusion_matrix(truth, pred, labels=labels)
-    print(
-        f"\naccuracy {accuracy:.3f}  Cohen's kappa {kappa:.3f}  ({seconds:.0f} s, {seconds / len(items):.1f} s/answer)"
-    )
-    print("confusion (rows: hand label, columns: judge)\n" + " " * 12 + "".join(f"{c:>11}" for c in labels))
-    for label, row in zip(labels[:2], matrix[:2], strict=True):
-        print(f"{label:>12}" + "".join(f"{int(v):>11}" for v in row))
+    accuracy, kappa, matrix, labels = report_agreement(items, CLASSES, seconds, "answer")
     means = {}
     for label in CLASSES:
         scores = [i["f1"] for i in items if i["label"] == label and i.get("f1") is not None]

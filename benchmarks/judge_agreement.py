@@ -69,6 +69,9 @@ def resolve(labels: Path, data: Path) -> list[dict[str, Any]]:
 
 def main() -> int:
     """Judge every labelled item and print the agreement (exit 2 without the dataset)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from agreement import report_agreement
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA, help="CMU DoG valid.jsonl (wikidata.json beside it)")
     ap.add_argument("--labels", type=Path, default=LABELS)
@@ -82,8 +85,6 @@ def main() -> int:
     if not args.data.is_file():
         print(f"{args.data} not found (see ../shared/data/README.md)", file=sys.stderr)
         return 2
-
-    from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
     from gemrag.config import load_config
     from gemrag.eval.judge import Judge, judge_settings
@@ -116,17 +117,7 @@ def main() -> int:
             item["judge"] = verdict.verdict or "unjudged"
         print(f"{item['id']} label={item['label']:<10} judge={item['judge']:<10} {item['candidate'][:70]}")
     seconds = time.perf_counter() - start
-    truth, pred = [i["label"] for i in items], [i["judge"] for i in items]
-    labels = [*CLASSES, "unjudged"]
-    accuracy = sum(t == p for t, p in zip(truth, pred, strict=True)) / len(items)
-    kappa = float(cohen_kappa_score(truth, pred, labels=labels))
-    matrix = confusion_matrix(truth, pred, labels=labels)
-    print(
-        f"\naccuracy {accuracy:.3f}  Cohen's kappa {kappa:.3f}  ({seconds:.0f} s, {seconds / len(items):.1f} s/reply)"
-    )
-    print("confusion (rows: hand label, columns: judge)\n" + " " * 12 + "".join(f"{c:>11}" for c in labels))
-    for name, row in zip(labels[:3], matrix[:3], strict=True):
-        print(f"{name:>12}" + "".join(f"{int(v):>11}" for v in row))
+    accuracy, kappa, matrix, labels = report_agreement(items, CLASSES, seconds, "reply")
     if args.json:
         figures = {"judge": name, "accuracy": accuracy, "kappa": kappa,
                    "confusion": matrix.tolist(), "labels": labels, "seconds": seconds, "items": items}  # fmt: skip

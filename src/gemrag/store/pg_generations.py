@@ -27,9 +27,9 @@ import re
 import shutil
 import tarfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,7 +40,7 @@ from gemrag.store.arrays import ArrayEntry, Matrix, check_axes
 from gemrag.store.pg_schema import ARRAY_PART_BYTES
 from gemrag.store.publish import GenerationsMixin, _check_name, _step
 from gemrag.store.publish_rows import publish_rows, withdraw_rows
-from gemrag.store.publish_types import Edges, Publication, Published
+from gemrag.store.publish_types import Publication, Published
 
 PATH_PREFIX = "path/"
 """``build_arrays.name`` prefix of a packed artefact directory (array names cannot contain ``/``)."""
@@ -222,26 +222,6 @@ class PgGenerationsMixin(GenerationsMixin):
             for name in p.paths:
                 publish.remove_path(self.scratch / "build" / f"{p.strategy}.g{p.generation}.{name}")
         _step("publish:cleaned")
-
-    def publish(
-        self,
-        strategy: str,
-        generation: int,
-        arrays: Sequence[ArrayEntry],
-        *,
-        meta: dict[str, Any] | None = None,
-        paths: Sequence[str] = (),
-        edges: Edges | Mapping[str, Edges] | None = None,
-        covers: Sequence[int] | Literal["keep"] | None = None,
-        params: dict[str, Any] | None = None,
-        models: dict[str, Any] | None = None,
-        carry: bool = False,
-        retire: Sequence[int] = (),
-    ) -> None:
-        """Publish one build in one transaction (the arguments are those of :class:`Publication`)."""
-        self.publish_many(
-            [Publication(strategy, generation, arrays, meta, paths, edges, covers, params, models, carry, retire)]
-        )
 
     def withdraw(self, strategy: str) -> None:
         """Remove a strategy's published build: manifest, nodes, edges, chunk list and arrays, in one transaction."""
