@@ -16,6 +16,7 @@ arrays live (files, or database rows)."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
@@ -50,7 +51,7 @@ class BuildLockLike(Protocol):
         ...
 
 
-class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, DocumentRowsMixin, RowsMixin):
+class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, DocumentRowsMixin, RowsMixin, ABC):
     """A memory's database: documents, chunks and derived nodes, utility questions, edges, artefacts, the model
     caches, usage, failures and the published builds (see the module docstring for the two backends).
 
@@ -62,25 +63,25 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
     readonly: bool
 
     @property
+    @abstractmethod
     def location(self) -> str:
         """Where the memory lives, for messages: a directory, or a PostgreSQL URL without its password."""
-        raise NotImplementedError
 
+    @abstractmethod
     def build_lock(self) -> BuildLockLike:
         """A new, not yet acquired, build lock of this memory."""
-        raise NotImplementedError
 
+    @abstractmethod
     def close(self) -> None:
         """Run deferred cache writes and close the connection(s)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def transaction(self) -> AbstractContextManager[Any]:
         """A nestable write transaction (all or nothing); yields a connection with ``execute``/``executemany``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def snapshot(self) -> AbstractContextManager[None]:
         """One read transaction: every read inside sees the same committed state."""
-        raise NotImplementedError
 
     def index_vectors(self, strategy: str, generation: int, name: str, vectors: NDArray[np.floating]) -> None:
         """Make the array ``name`` of an unpublished build searchable by :meth:`nearest` in the database, when the
@@ -128,8 +129,10 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
         """
         return exact_nearest(vectors, query, k, rows, unit)
 
+    @abstractmethod
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        raise NotImplementedError
+        """The rows of one read statement (``?`` placeholders)."""
 
+    @abstractmethod
     def _best_effort(self, write: Callable[[], None]) -> None:
-        raise NotImplementedError
+        """Run a cache or log write that must never fail the caller (skipped on a read-only store)."""

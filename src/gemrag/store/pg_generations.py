@@ -110,9 +110,7 @@ class PgGenerationsMixin(GenerationsMixin):
     def _fetch_binary(self, sql: str, args: Sequence[Any]) -> list[Any]: ...  # provided by PostgresStore
     def _drop_vectors(self, c: Any, where: str, args: Sequence[Any]) -> None: ...  # provided by PgVectorsMixin
 
-    @property
-    def scratch(self) -> Path:  # provided by PostgresStore
-        raise NotImplementedError
+    scratch: Path  # a property of PostgresStore: the directory for files a build needs on disk (bm25s' index)
 
     # -- writing ----------------------------------------------------------------------------------
     def _store_bytes(self, strategy: str, generation: int, name: str, data: bytes) -> None:
