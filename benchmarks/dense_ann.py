@@ -57,7 +57,7 @@ def clustered(n: int, d: int, queries: int, seed: int = 0) -> tuple[np.ndarray, 
     return rows, qs
 
 
-def one(n: int, d: int, queries: int, k: int) -> dict[str, Any]:
+def one(n: int, d: int, queries: int, k: int, efs: list[int]) -> dict[str, Any]:
     """Measure one size in this process; returns the figures."""
     sys.path[:0] = [str(REPO / "tests")]
     from fakes import HashEmbedder, ScriptedLLM
@@ -86,25 +86,32 @@ def one(n: int, d: int, queries: int, k: int) -> dict[str, Any]:
         loaded = {name: np.asarray(mem.store.load_published(name).arrays["vectors"]) for name in builds}
         unit = unit_rows32(loaded["exact"])  # the same rows in both builds: one unit copy, as dense keeps per build
         out["rss_loaded_gb"] = _rss_gb()
-        times: dict[str, list[float]] = {"exact": [], "ann": []}
-        answers: dict[str, list[np.ndarray]] = {"exact": [], "ann": []}
+        names = ["exact"] + [f"ef{ef}" for ef in efs]
+        times: dict[str, list[float]] = {name: [] for name in names}
+        answers: dict[str, list[np.ndarray]] = {name: [] for name in names}
         t0 = time.perf_counter()
         nearest(ctx, ("ann", builds["ann"]), "vectors", loaded["ann"], qs[0], k, unit=unit)
         out["first_ann_query_s"] = time.perf_counter() - t0  # reads the artefact
         out["rss_after_first_ann_gb"] = _rss_gb()
         for q in qs:
-            for name in ("exact", "ann"):
+            for name in names:
+                build = "exact" if name == "exact" else "ann"
+                if name != "exact":
+                    vector_index.EF_SEARCH = int(name[2:])
                 t0 = time.perf_counter()
-                got, _ = nearest(ctx, (name, builds[name]), "vectors", loaded[name], q, k, unit=unit)
+                got, _ = nearest(ctx, (build, builds[build]), "vectors", loaded[build], q, k, unit=unit)
                 times[name].append(time.perf_counter() - t0)
                 answers[name].append(got)
-    for name in ("exact", "ann"):
+    out["efs"] = efs
+    for name in names:
         out[f"{name}_p50_ms"] = float(np.percentile(times[name], 50) * 1e3)
         out[f"{name}_p95_ms"] = float(np.percentile(times[name], 95) * 1e3)
-    recall = [len(set(a.tolist()) & set(e.tolist())) / k for a, e in zip(answers["ann"], answers["exact"], strict=True)]
-    out["recall_at_k"] = float(np.mean(recall))
-    out["recall_min"] = float(np.min(recall))
-    out["top1_same"] = float(np.mean([a[0] == e[0] for a, e in zip(answers["ann"], answers["exact"], strict=True)]))
+        if name != "exact":
+            pairs = list(zip(answers[name], answers["exact"], strict=True))
+            recall = [len(set(a.tolist()) & set(e.tolist())) / k for a, e in pairs]
+            out[f"{name}_recall"] = float(np.mean(recall))
+            out[f"{name}_recall_min"] = float(np.min(recall))
+            out[f"{name}_top1_same"] = float(np.mean([a[0] == e[0] for a, e in pairs]))
     out["peak_rss_gb"] = _rss_gb("VmHWM")
     return out
 
@@ -116,14 +123,15 @@ def main() -> None:
     ap.add_argument("--d", type=int, default=384)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--ef", type=int, nargs="+", default=[64, 128, 256], help="HNSW candidate lists to measure")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one(args.n[0], args.d, args.queries, args.k)))
+        print(json.dumps(one(args.n[0], args.d, args.queries, args.k, args.ef)))
         return
     for n in args.n:
         cmd = [sys.executable, __file__, "--one", "--n", str(n), "--d", str(args.d)]
-        cmd += ["--queries", str(args.queries), "--k", str(args.k)]
+        cmd += ["--queries", str(args.queries), "--k", str(args.k), "--ef", *map(str, args.ef)]
         load = os.getloadavg()[0]
         done = subprocess.run(cmd, check=True, capture_output=True, text=True)
         r = json.loads(done.stdout.strip().splitlines()[-1])
@@ -134,10 +142,15 @@ def main() -> None:
         )
         print(
             f"  top-{r['k']} over {r['queries']} queries: exact p50 {r['exact_p50_ms']:.2f} / p95 "
-            f"{r['exact_p95_ms']:.2f} ms, ANN p50 {r['ann_p50_ms']:.2f} / p95 {r['ann_p95_ms']:.2f} ms; exact / ANN "
-            f"p50 = {r['exact_p50_ms'] / r['ann_p50_ms']:.1f}x; recall@{r['k']} {r['recall_at_k']:.3f} (min "
-            f"{r['recall_min']:.1f}), same top-1 {r['top1_same']:.3f}"
+            f"{r['exact_p95_ms']:.2f} ms"
         )
+        for ef in r["efs"]:
+            e = f"ef{ef}"
+            print(
+                f"  HNSW ef_search {ef}: p50 {r[e + '_p50_ms']:.2f} / p95 {r[e + '_p95_ms']:.2f} ms, exact / ANN p50 = "
+                f"{r['exact_p50_ms'] / r[e + '_p50_ms']:.1f}x; recall@{r['k']} {r[e + '_recall']:.3f} (min "
+                f"{r[e + '_recall_min']:.1f}), same top-1 {r[e + '_top1_same']:.3f}"
+            )
         print(
             f"  RSS: loaded {r['rss_loaded_gb']:.2f} GB, after the first ANN query {r['rss_after_first_ann_gb']:.2f} "
             f"GB, peak {r['peak_rss_gb']:.2f} GB; load average {load:.1f} -> {os.getloadavg()[0]:.1f}"
