@@ -203,7 +203,7 @@ def nearest(
     """
     strategy, generation = published
     if rows is None:  # above ANN_ABOVE rows on SQLite: HNSW candidates, rescored exactly (platform/vector_index.py)
-        rows = approximate_rows(ctx, published, name, prompt_vec, k)
+        rows = approximate_rows(ctx, published, name, np.shape(vectors)[0], prompt_vec, k)
     return ctx.store.nearest(strategy, generation, name, vectors, prompt_vec, k, rows=rows, unit=unit)
 
 
