@@ -25,7 +25,9 @@ __all__ = [
     "ANN_M",
     "coarse_partition",
     "hnsw_index",
+    "hnsw_read",
     "hnsw_search",
+    "hnsw_write",
     "list_count",
     "unit_rows32",
 ]
@@ -96,6 +98,30 @@ def hnsw_index(unit: NDArray[np.float32], *, m: int = ANN_M, ef_construction: in
         index.hnsw.efConstruction = ef_construction
         index.add(np.ascontiguousarray(unit, dtype=np.float32))
     return index
+
+
+def hnsw_write(index: Any, path: str | os.PathLike[str]) -> None:
+    """Write an index from :func:`hnsw_index` to ``path`` (faiss's own format, streamed: no in-memory copy).
+
+    Raises:
+        RuntimeError: faiss could not write the file (faiss raises RuntimeError for I/O errors).
+        ImportError: faiss is not installed.
+    """
+    import faiss
+
+    faiss.write_index(index, os.fspath(path))
+
+
+def hnsw_read(path: str | os.PathLike[str]) -> Any:
+    """The index :func:`hnsw_write` wrote to ``path``, read into memory (``n d`` float32 plus the links).
+
+    Raises:
+        RuntimeError: the file is missing, truncated or not a faiss index.
+        ImportError: faiss is not installed.
+    """
+    import faiss
+
+    return faiss.read_index(os.fspath(path))
 
 
 def hnsw_search(

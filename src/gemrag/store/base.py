@@ -83,6 +83,11 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
     def snapshot(self) -> AbstractContextManager[None]:
         """One read transaction: every read inside sees the same committed state."""
 
+    #: True when :meth:`nearest` answers from the database's own vector index where the build was indexed
+    #: (PostgreSQL); False on SQLite, where the platform keeps an HNSW index of large search arrays as a build
+    #: artefact (:mod:`gemrag.strategies.platform.vector_index`).
+    searches_in_database: bool = False
+
     def index_vectors(self, strategy: str, generation: int, name: str, vectors: NDArray[np.floating]) -> None:
         """Make the array ``name`` of an unpublished build searchable by :meth:`nearest` in the database, when the
         backend has a vector index (PostgreSQL + pgvector: a ``vector(d)`` table, with an HNSW index above a size

@@ -75,6 +75,7 @@ class PgVectorsMixin:
     """
 
     pgvector: bool
+    searches_in_database = True  # exact numpy search when pgvector is missing, never the platform's HNSW artefact
     hnsw_above: int
     ef_search: int
     readonly: bool

@@ -25,6 +25,7 @@ from gemrag.store.arrays import Matrix
 from gemrag.store.publish import KEEP_COVERS, Publication, Published
 from gemrag.strategies.base import Strategy, StrategyContext
 from gemrag.strategies.platform.common import SEARCH_META, write_publication
+from gemrag.strategies.platform.vector_index import index_artifact_name
 
 NODE_AXIS = "n"
 """The axis name of arrays indexed like a build's ``node_ids``."""
@@ -92,7 +93,10 @@ def generic_prune(ctx: StrategyContext, strategy: str, gone: set[int], generatio
         (it has non-array artefacts, or arrays on axis ``"n"`` but no ``node_ids``).
     """
     published = ctx.store.load_published(strategy, mmap=False)
-    if published is None or published.paths:
+    if published is None:
+        return None
+    indexes = {index_artifact_name(n) for n in published.meta.get(SEARCH_META, [])}
+    if any(name not in indexes for name in published.paths):  # HNSW artefacts are rebuilt by write_publication
         return None
     axes = _axes(ctx, strategy)
     uses_n = any(a is not None and NODE_AXIS in a for a in axes.values())
