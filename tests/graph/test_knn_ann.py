@@ -143,3 +143,32 @@ def test_searching_in_row_blocks_finds_the_same_candidate_pairs(monkeypatch: pyt
     monkeypatch.setattr(knn_ann._search_candidate_pairs, "__defaults__", (37,))
     blocked = approximate_knn_similarity_matrix(V, Q, owner, 8)
     assert (whole != blocked).nnz == 0
+
+
+def test_float16_questions_give_the_graph_of_their_float32_values() -> None:
+    """Float16 question vectors (half the memory at 1M chunks) are read one block at a time into float32: the graph
+    equals the one built from the same values cast to float32, and differs from the float32 originals' only by
+    the cast's rounding (most rows keep the same neighbour set)."""
+    V, Q, owner = clustered(800, 4, 6, seed=5)
+    Q16 = Q.astype(np.float16)
+    half = approximate_knn_similarity_matrix(V, Q16, owner, 8)
+    cast = approximate_knn_similarity_matrix(V, Q16.astype(np.float32), owner, 8)
+    assert (half != cast).nnz == 0
+    full = approximate_knn_similarity_matrix(V, Q, owner, 8)
+    h, f = half.toarray(), full.toarray()
+    both = (h != 0) & (f != 0)
+    assert np.abs(h - f)[both].max() < 1e-2  # the pairs both keep: values within the cast's rounding
+    same = np.mean([set(half[i].indices) == set(full[i].indices) for i in range(800)])
+    assert same > 0.9
+
+
+def test_as_matrix_keeps_float16_only_when_asked_and_checks_every_block() -> None:
+    from gemrag.graph import validate
+
+    x = np.ones((5, 3), dtype=np.float16)
+    assert validate.as_matrix(x, "x", half=True).dtype == np.float16
+    assert validate.as_matrix(x, "x").dtype == np.float64
+    big = np.zeros((validate._FINITE_ROWS + 3, 2), dtype=np.float32)
+    big[-1, 1] = np.nan  # past the first block
+    with pytest.raises(ValueError, match="NaN"):
+        validate.as_matrix(big, "big")

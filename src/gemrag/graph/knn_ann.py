@@ -58,7 +58,9 @@ def approximate_knn_similarity_matrix(
 
     Args:
         node_vectors: ``(n, d)`` float, base-text embeddings.
-        question_vectors: ``(M, d)`` float, utility-question vectors ``v_ij``.
+        question_vectors: ``(M, d)`` float, utility-question vectors ``v_ij``; float16 is read one block of rows
+            at a time into float32 (no full-size float32 or float64 copy; at 1M chunks and m = 5 it halves the
+            7.7 GB of float32 questions; its effect on the graph is measured in ``benchmarks/scale.py``).
         owner: ``(M,)`` integer, owning node of each question.
         k: neighbours per node, ``k >= 1``.
         candidates: ANN answers per node query (default ``max(ANN_CANDIDATES_MIN, 3 k)``, at most ``n``).

@@ -87,11 +87,12 @@ def _prepare32(
 
     The questions are normalized and summed per owner one block of ``block_rows`` at a time (questions sorted
     by owner, ``np.add.reduceat`` over each block), so no float64 or indicator-product copy of the ``(M, d)``
-    question matrix is made: the large-graph path's memory is the inputs plus ``2 n d`` float32.
+    question matrix is made: the large-graph path's memory is the inputs plus ``2 n d`` float32. Float16 inputs
+    are kept as they are and converted one block at a time (the sums are float32 either way).
     """
-    nodes = as_matrix(node_vectors, "node_vectors")
+    nodes = as_matrix(node_vectors, "node_vectors", half=True)
     n, d = nodes.shape
-    questions = as_matrix(question_vectors, "question_vectors", ncols=d)
+    questions = as_matrix(question_vectors, "question_vectors", ncols=d, half=True)
     own = as_owner(owner, questions.shape[0], n)
     vn = unit_rows32(nodes)
     qs = np.zeros((n, d), dtype=np.float32)

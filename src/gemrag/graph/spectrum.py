@@ -10,6 +10,7 @@ in ``[-1, 1]``), but the functions work for any real symmetric matrix.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -66,6 +67,7 @@ def eigenpairs(
     method: Literal["auto", "dense", "sparse"] = "auto",
     tol: float = 0.0,
     ncv: int | None = None,
+    maxiter: int | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Eigenvalues and eigenvectors of a symmetric ``L``, largest magnitude first (paper III.B.1).
 
@@ -92,6 +94,13 @@ def eigenpairs(
             capped at ``n``). On GEM's 100k-chunk kNN graph (top eigenvalues within 0.004 of 1) ``tol=1e-6,
             ncv=64`` took 39 s against 105 s for the defaults, with the same eigenvalues to 6 decimals and
             eigenvectors to |cosine| 1.00000 (``benchmarks/scale.py``, ``docs/scale.md``).
+        maxiter: at most this many ARPACK restarts (``"sparse"`` only; None = ARPACK's default ``10 n``, i.e.
+            unbounded in practice). If ARPACK has not converged by then, LOBPCG (Knyazev 2001, scipy's
+            ``lobpcg``) refines the ``k`` largest *algebraic* eigenpairs from ARPACK's converged vectors (padded
+            with random ones) for at most :data:`LOBPCG_MAXITER` iterations and a :class:`RuntimeWarning` says so:
+            a bounded time at the price of accuracy. Largest algebraic equals largest magnitude unless ``L`` has
+            an eigenvalue below ``-lambda_k`` (a near-bipartite component); a kNN similarity graph's ``L`` has its
+            top eigenvalues near 1 and none near -1 (``benchmarks/scale.py`` prints them).
 
     Returns:
         ``(values, vectors)``: ``values`` ``(k,)`` float64, ordered by non-increasing ``|lambda|``;
@@ -119,12 +128,45 @@ def eigenpairs(
     if method == "sparse" and k < n - 1:
         v0 = np.random.default_rng(0).uniform(-1.0, 1.0, n)
         lanczos = None if ncv is None else min(n, max(int(ncv), 2 * k + 1))
-        values, vectors = scipy.sparse.linalg.eigsh(m, k=k, which="LM", v0=v0, tol=tol, ncv=lanczos)
+        try:
+            values, vectors = scipy.sparse.linalg.eigsh(
+                m, k=k, which="LM", v0=v0, tol=tol, ncv=lanczos, maxiter=maxiter
+            )
+        except scipy.sparse.linalg.ArpackNoConvergence as stopped:
+            if maxiter is None:
+                raise
+            values, vectors = _lobpcg_refine(m, k, stopped.eigenvectors, tol, maxiter)
     else:
         dense = m.toarray() if sp.issparse(m) else m
         values, vectors = scipy.linalg.eigh(dense)
     order = _order_by_magnitude(values)[:k]
     return np.asarray(values[order], dtype=np.float64), _fix_signs(np.asarray(vectors[:, order]))
+
+
+LOBPCG_MAXITER = 200
+"""Iterations of the LOBPCG refinement in :func:`eigenpairs` after ARPACK stopped at ``maxiter`` restarts."""
+
+
+def _lobpcg_refine(
+    m: MatrixLike, k: int, start: NDArray[np.float64], tol: float, restarts: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The ``k`` largest algebraic eigenpairs of symmetric ``m`` by LOBPCG (Knyazev, SIAM J. Sci. Comput. 23(2),
+    2001), started from ARPACK's converged ``start`` columns ``(n, j)`` plus ``k - j`` random ones (seed 0),
+    at most :data:`LOBPCG_MAXITER` iterations; warns (RuntimeWarning) that ARPACK stopped after ``restarts``."""
+    n = m.shape[0]
+    rng = np.random.default_rng(0)
+    have = np.asarray(start, dtype=np.float64).reshape(n, -1)[:, :k]
+    x0 = np.hstack([have, rng.uniform(-1.0, 1.0, (n, k - have.shape[1]))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # lobpcg's own "not reaching the requested tolerance"
+        values, vectors = scipy.sparse.linalg.lobpcg(m, x0, largest=True, tol=max(tol, 1e-5), maxiter=LOBPCG_MAXITER)
+    warnings.warn(
+        f"eigsh did not converge in {restarts} restarts; the top {k} eigenpairs are LOBPCG's after at most "
+        f"{LOBPCG_MAXITER} iterations (largest algebraic, possibly less accurate)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return np.asarray(values, dtype=np.float64), np.asarray(vectors, dtype=np.float64)
 
 
 def theme_members(

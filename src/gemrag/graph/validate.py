@@ -13,22 +13,34 @@ from numpy.typing import ArrayLike, NDArray
 MatrixLike = NDArray[np.floating] | sp.sparray | sp.spmatrix
 """A dense ndarray or any scipy.sparse matrix/array."""
 
+_FINITE_ROWS = 1 << 16  # rows checked for NaN/inf per block in as_matrix
 
-def as_matrix(x: ArrayLike, name: str, *, ncols: int | None = None) -> NDArray[np.floating]:
+
+def as_matrix(x: ArrayLike, name: str, *, ncols: int | None = None, half: bool = False) -> NDArray[np.floating]:
     """Return ``x`` as a 2-D floating array (float32 kept, anything else converted to float64).
+
+    Args:
+        x: the array.
+        name: its name in error messages.
+        ncols: the number of columns it must have, if any.
+        half: keep float16 too (for callers that convert one block of rows at a time: at 1M chunks a float64
+            copy of 5M float16 question vectors would be 15 GB).
+
+    The finiteness check runs one block of rows at a time (no boolean copy of a large array).
 
     Raises:
         ValueError: ``x`` is not 2-D, has the wrong number of columns, or contains NaN/inf.
     """
     arr = np.asarray(x)
-    if arr.dtype != np.float32:
+    if arr.dtype != np.float32 and not (half and arr.dtype == np.float16):
         arr = arr.astype(np.float64, copy=False)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got shape {arr.shape}")
     if ncols is not None and arr.shape[1] != ncols:
         raise ValueError(f"{name} must have {ncols} columns, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or inf")
+    for lo in range(0, arr.shape[0], _FINITE_ROWS):
+        if not np.all(np.isfinite(arr[lo : lo + _FINITE_ROWS])):
+            raise ValueError(f"{name} contains NaN or inf")
     return arr
 
 

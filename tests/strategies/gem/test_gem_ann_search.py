@@ -92,3 +92,30 @@ def test_memory_with_the_partition_retrieves_as_without_it(tmp_path: Path, confi
         arrays = ann.store.load_published("gem").arrays
         assert arrays["question_list"].shape == arrays["question_owner"].shape
         assert ann.retrieve(PROMPTS[1], budget=3)
+
+
+def test_float16_questions_and_unnormalized_rows_prepare_the_same_search() -> None:
+    """The partition reads raw (not unit) rows without a copy and assigns each as its unit row would be; float16
+    question vectors are gathered into the prepared float32 arrays one block at a time, equal to their float32
+    cast."""
+    import gemrag.strategies.gem.ann_search as ann_search
+
+    chunks, questions, owner = clustered(500, 3, topics=4, spread=2.5, seed=2)
+    W = adjacency_matrix(knn_similarity_matrix(chunks, questions, owner, 8), diagonal="zero")
+    c_unit, l_unit = coarse_partition(unit_rows32(questions), list_count(len(owner)))
+    c_raw, l_raw = coarse_partition(questions * 3.0, list_count(len(owner)))
+    np.testing.assert_allclose(c_raw, c_unit, atol=1e-5)
+    assert np.array_equal(l_raw, l_unit)
+    q16 = questions.astype(np.float16)
+    old = ann_search._GATHER_ROWS
+    ann_search._GATHER_ROWS = 97  # several blocks
+    try:
+        half = AnnPreparedGraph.prepare_ann(q16, owner, chunks, W, c_unit, l_unit)
+    finally:
+        ann_search._GATHER_ROWS = old
+    cast = AnnPreparedGraph.prepare_ann(q16.astype(np.float32), owner, chunks, W, c_unit, l_unit)
+    assert half.unit_questions.dtype == np.float32
+    assert np.array_equal(half.unit_questions, cast.unit_questions)
+    assert np.array_equal(half.given_row, cast.given_row)
+    for q in chunks[:10]:
+        assert half.search(q, 4)[0].tolist() == cast.search(q, 4)[0].tolist()

@@ -325,6 +325,7 @@ def test_graph_package_imports_only_numpy_scipy_and_the_standard_library() -> No
     # faiss: the approximate nearest-neighbour search of synonym edges (graph/synonyms.py), no model, no storage
     allowed = {"numpy", "scipy", "faiss", "gemrag", "__future__", "dataclasses", "typing", "collections", "math"}
     allowed.add("contextlib")  # graph/ann.py: faiss's thread setting restored by a context manager
+    allowed.add("warnings")  # graph/spectrum.py: a capped eigsh handing over to LOBPCG says so
     allowed |= {
         "re",
         "os",

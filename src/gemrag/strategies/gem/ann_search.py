@@ -32,6 +32,7 @@ ANN_PROBE = 32
 """Inverted lists scanned per query (of ~sqrt(M)): at M = 500,000 questions, 32 of 707 lists, ~4.5% of them."""
 ANN_CANDIDATES = 64
 """Distinct candidate nodes kept from the scanned lists (at least ``4 B`` for a budget of ``B`` nodes)."""
+_GATHER_ROWS = 1 << 16  # question rows re-ordered per block in prepare_ann
 
 
 class AnnPreparedGraph(PreparedGraph):
@@ -79,7 +80,8 @@ class AnnPreparedGraph(PreparedGraph):
         """Normalize the arrays (float32, questions re-ordered by list) and index them.
 
         Args:
-            question_vectors: ``(M, d)`` float question vectors ``v_ij``.
+            question_vectors: ``(M, d)`` float question vectors ``v_ij`` (float16 is converted one block of rows at
+                a time; the prepared graph holds float32).
             owner: ``(M,)`` integer owning node of each question.
             node_vectors: ``(n, d)`` float node vectors.
             W: ``(n, n)`` non-negative sparse edge weights, or None (ranking only).
@@ -112,10 +114,13 @@ class AnnPreparedGraph(PreparedGraph):
         if m and (own.min() < 0 or own.max() >= n):
             raise ValueError(f"owner values must lie in [0, {n})")
         order = np.argsort(lists, kind="stable")
-        # one copy of the questions (re-ordered by list), scaled in place
-        questions = unit_rows32(
-            as_matrix(question_vectors, "question_vectors", ncols=nodes.shape[1])[order], in_place=True
-        )
+        # one float32 copy of the questions (re-ordered by list), gathered and scaled one block at a time: a
+        # float16 input (1M chunks: 3.9 GB) is never held as float32 twice
+        given = as_matrix(question_vectors, "question_vectors", ncols=nodes.shape[1], half=True)
+        questions = np.empty(given.shape, dtype=np.float32)
+        for lo in range(0, m, _GATHER_ROWS):
+            questions[lo : lo + _GATHER_ROWS] = given[order[lo : lo + _GATHER_ROWS]]
+        unit_rows32(questions, in_place=True)
         list_ptr = np.searchsorted(lists[order], np.arange(cents.shape[0] + 1)).astype(np.int64)
         return cls(questions, own[order], nodes, w, scale, cents, list_ptr, order, probe)
 

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gemrag.errors import MemoryNotIndexedError
-from gemrag.graph.ann import coarse_partition, list_count, unit_rows32
+from gemrag.graph.ann import coarse_partition, list_count
 from gemrag.graph.laplacian import adjacency_matrix
 from gemrag.graph.similarity import extend_similarity, utility_question_vectors
 from gemrag.store import Published
@@ -240,7 +240,7 @@ class GemStrategy:
         del S
         graph = GemGraph(np.array(all_ids, dtype=np.int64), vectors, qvectors, owner, qids, W)
         if mode == "sparse" and len(chunk_ids) >= cfg.ann_above and len(qids):
-            graph.list_centroids, graph.question_list = coarse_partition(unit_rows32(qvectors), list_count(len(qids)))
+            graph.list_centroids, graph.question_list = coarse_partition(qvectors, list_count(len(qids)))
         src, dst, weight = top_k_edges(W, min(EDGES_PER_NODE, max(len(all_ids) - 1, 0)))
         ids = graph.node_ids
         graph.publish(
