@@ -207,12 +207,12 @@ ANSWERS = {
 
 
 class AnsweringLLM(ScriptedLLM):
-    """Answers the free-form questions of :data:`ANSWERS`."""
+    """Answers the free-form questions of :data:`ANSWERS` (category 5's options ignored: the text is the reply)."""
 
     def complete(self, messages: list[Message], **kwargs: Any) -> Completion:  # type: ignore[override]
         prompt = messages[-1]["content"]
         if "\nQuestion: " in prompt:
-            question = prompt.split("\nQuestion: ")[1].split("\n")[0]
+            question = prompt.split("\nQuestion: ")[1].split("\n")[0].split(" Select the correct answer:")[0]
             return Completion(ANSWERS[question], None, super().complete(messages, **kwargs).usage)
         return super().complete(messages, **kwargs)
 
