@@ -3,10 +3,14 @@
 or ``--answer-form default`` against ``short``), which one evaluation cannot hold (its fingerprint is one setting).
 
     python benchmarks/paired_runs.py BEFORE_DIR AFTER_DIR --metric recall@5 [--metric f1 ...]
+    python benchmarks/paired_runs.py DIR DIR --pair bm25 fused --metric f1   # two runs of one evaluation
 
 Prints, per run present in both and per metric: questions paired, mean before / after (in %), the difference
 after - before in points with its 95% paired-bootstrap interval and p (:func:`gemrag.eval.stats.paired_bootstrap_diff`,
 10,000 resamples, seed 0). Questions missing from either side, or with no value, are left out of that pair.
+``--pair B A`` compares run A of AFTER_DIR with run B of BEFORE_DIR instead (e.g. ``fused`` against its part ``bm25``
+in one output directory, a comparison the evaluation's own report makes only against its ``--reference``).
+``--category 1,2,3,4`` keeps the questions of those categories only (e.g. LoCoMo without its adversarial ones).
 """
 
 from __future__ import annotations
@@ -34,9 +38,18 @@ def main() -> None:
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
     parser.add_argument("--metric", action="append", help="record key: recall@2, recall@5, f1, em, correct")
+    parser.add_argument("--pair", nargs=2, metavar=("BEFORE_RUN", "AFTER_RUN"), help="compare these two runs")
+    parser.add_argument("--category", help="comma-separated question categories to keep (default: all)")
     args = parser.parse_args()
     metrics = args.metric or ["recall@5"]
     before, after = _records(args.before), _records(args.after)
+    if args.category:
+        keep = {c.strip() for c in args.category.split(",")}
+        before = {k: r for k, r in before.items() if str(r.get("category")) in keep}
+    if args.pair:  # rename both runs to one label, so the loop below pairs them
+        label = f"{args.pair[1]} vs {args.pair[0]}"
+        before = {(label, q): r for (s, q), r in before.items() if s == args.pair[0]}
+        after = {(label, q): r for (s, q), r in after.items() if s == args.pair[1]}
     runs = sorted({s for s, _ in before} & {s for s, _ in after})
     print("| run | metric | n | before % | after % | Δ points (95% CI) | p |")
     print("|---|---|---|---|---|---|---|")

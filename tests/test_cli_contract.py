@@ -88,6 +88,7 @@ BAD: dict[str, list[Any]] = {
     "llm_provider": ["nosuch"],
     "ray": ["nosuch", "host:port"],
     "answer_form": ["nosuch"],
+    "adversarial": ["nosuch"],
     "llm_model": ["nosuch-model"],
     "embedder_provider": ["nosuch"],
     "embedder_model": ["nosuch-model"],

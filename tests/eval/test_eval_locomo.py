@@ -207,12 +207,12 @@ ANSWERS = {
 
 
 class AnsweringLLM(ScriptedLLM):
-    """Answers the free-form questions of :data:`ANSWERS`."""
+    """Answers the free-form questions of :data:`ANSWERS` (category 5's options ignored: the text is the reply)."""
 
     def complete(self, messages: list[Message], **kwargs: Any) -> Completion:  # type: ignore[override]
         prompt = messages[-1]["content"]
         if "\nQuestion: " in prompt:
-            question = prompt.split("\nQuestion: ")[1].split("\n")[0]
+            question = prompt.split("\nQuestion: ")[1].split("\n")[0].split(" Select the correct answer:")[0]
             return Completion(ANSWERS[question], None, super().complete(messages, **kwargs).usage)
         return super().complete(messages, **kwargs)
 
@@ -408,3 +408,19 @@ def test_locomo_official_scoring(category: str, prediction: str, gold: str, f1: 
 
     assert locomo_f1(prediction, gold, category) == pytest.approx(f1)
     assert score_free_form("locomo", _q(category, gold), prediction)[1] == pytest.approx(f1)
+
+
+def test_locomo_plots_include_evidence_recall(tmp_path: Path, config: Config) -> None:
+    # evidence recall is a LoCoMo metric of results.json; its plot once raised KeyError after results were written
+    run_eval(
+        "locomo",
+        locomo_file(tmp_path),
+        ["locomo_first"],
+        config=config,
+        budget=1,
+        out_dir=tmp_path / "p",
+        llm=AnsweringLLM(),
+        embedder=HashEmbedder(),
+    )
+    assert (tmp_path / "p" / "evidence_recall.png").stat().st_size > 1000
+    assert (tmp_path / "p" / "f1.png").is_file()

@@ -149,6 +149,15 @@ def eval_command(
             "prompt; auto: short for locomo, the multi-hop kinds, covid_qa and qasper.",
         ),
     ] = "auto",
+    adversarial: Annotated[
+        str,
+        Opt(
+            "--adversarial",
+            help="locomo category 5: options (default) asks it as LoCoMo's released evaluation does, a choice "
+            "between 'Not mentioned in the conversation' and the distractor answer (order fixed per question); "
+            "open asks the question as written.",
+        ),
+    ] = "options",
     per_question_corpus: Annotated[
         bool, Opt("--per-question-corpus", help="Multi-hop kinds: search each question's own paragraphs only.")
     ] = False,
@@ -197,6 +206,7 @@ def eval_command(
     HLGraphRAG acceptance test (choke / inaccurate / correct per run, Mann-Whitney U; see README). covid_qa
     (and any free-form kind with --judge-model): the LLM-judged factual correctness beside token F1 (UnWeaver
     section 3); --runs N answers every question N times (sampled, one seed per run) and reports mean ± std."""
+    from gemrag.eval.adversarial import ADVERSARIAL_MODES
     from gemrag.eval.judged import JudgeChoice
     from gemrag.eval.loading import check_kind
     from gemrag.eval.memories import check_memory_root
@@ -215,6 +225,8 @@ def eval_command(
             check_memory_root(memory)
         if answer_form not in ANSWER_FORMS:
             raise ConfigError(f"--answer-form {answer_form!r}: use one of {', '.join(ANSWER_FORMS)}")
+        if adversarial not in ADVERSARIAL_MODES:
+            raise ConfigError(f"--adversarial {adversarial!r}: use one of {', '.join(ADVERSARIAL_MODES)}")
         missing = [str(m) for m in merge or [] if not m.is_dir()]
         if missing:
             raise InputError(f"--merge {', '.join(missing)}: no such output directory")
@@ -233,6 +245,7 @@ def eval_command(
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
             skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
             skip |= {"--workers": workers != 1, "--merge": bool(merge), "--answer-form": answer_form != "auto"}
+            skip["--adversarial"] = adversarial != "options"
             opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url, "sheet": sheet, "verdicts": verdicts}
             opts["memory_root"] = memory
             return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
@@ -268,6 +281,7 @@ def eval_command(
             seed=seed,
             judge=JudgeChoice(judge_model, judge_base_url),
             memory_root=memory,
+            adversarial=adversarial,
         )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")

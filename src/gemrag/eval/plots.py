@@ -1,7 +1,7 @@
 """PNG plots of an evaluation (matplotlib, Agg; no display needed).
 
-* ``<metric>.png`` for each score metric with data (accuracy, F1, EM, Recall@2, Recall@5, HARD accuracy): one
-  bar per strategy with its 95% bootstrap interval as error bars;
+* ``<metric>.png`` for each score metric with data (accuracy, F1, EM, Recall@2, Recall@5, evidence recall, HARD
+  accuracy, judged): one bar per strategy with its 95% bootstrap interval as error bars;
 * ``ablation_<param>.png`` for each ablated gem parameter: the primary metric against the swept value with
   error bars, and the share of summary nodes on a second axis (the GEM-RAG paper's Figure 2).
 
@@ -30,7 +30,14 @@ _LABELS = {
     "em": "exact match (%)",
     "recall@2": "passage Recall@2 (%)",
     "recall@5": "passage Recall@5 (%)",
+    "evidence_recall": "evidence recall (%)",
+    "judged": "judged factual correctness (%)",
 }
+
+
+def _label(metric: str) -> str:
+    """The axis label of a metric of :data:`gemrag.eval.report.METRICS` (one without a label: its table header)."""
+    return _LABELS.get(metric, f"{METRICS.get(metric, metric)} (%)")
 
 
 def _errors(cis: list[dict[str, float]]) -> tuple[list[float], list[list[float]]]:
@@ -97,9 +104,9 @@ def write_plots(results: EvalResults) -> list[Path]:
         width = max(5.0, 0.12 * sum(max(len(n), 6) for n in names) + 2)
         fig = Figure(figsize=(min(width, 14.0), 4.5), layout="constrained")
         ax = fig.subplots()
-        _bar_plot(ax, names, cis, _LABELS[metric])
+        _bar_plot(ax, names, cis, _label(metric))
         n = max(c["n"] for c in cis)
-        title = _LABELS[metric].removesuffix(" (%)")
+        title = _label(metric).removesuffix(" (%)")
         ax.set_title(f"{d['name']}: {title}\n95% bootstrap CI, n = {n} questions, B = {results.budget}", fontsize=11)
         path = results.out_dir / f"{metric.replace('@', '_at_')}.png"
         fig.savefig(path, dpi=120)
@@ -110,8 +117,8 @@ def write_plots(results: EvalResults) -> list[Path]:
             continue
         fig = Figure(figsize=(6.0, 4.2), layout="constrained")
         ax = fig.subplots()
-        _sweep_plot(ax, param, rows, _LABELS[s.metric])
-        title = _LABELS[s.metric].removesuffix(" (%)")
+        _sweep_plot(ax, param, rows, _label(s.metric))
+        title = _label(s.metric).removesuffix(" (%)")
         ax.set_title(f"{d['name']}: gem {title} vs {param}\n95% bootstrap CI, B = {results.budget}", fontsize=11)
         path = results.out_dir / f"ablation_{param}.png"
         fig.savefig(path, dpi=120)

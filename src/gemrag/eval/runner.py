@@ -36,6 +36,7 @@ from typing import Any, Literal
 from gemrag.answering import answer_question
 from gemrag.config import Config
 from gemrag.errors import ConfigError
+from gemrag.eval.adversarial import ADVERSARIAL_MODES, adversarial_question, read_option
 from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
 from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS, running_note, score_free_form
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
@@ -102,6 +103,7 @@ class _Runner:
         self.indexed = {(r["group"], r["strategy"]) for r in self.index}
         self.attempts = BuildAttempts(out_dir / "attempts.jsonl")
         self.short = False  # the span-answer form (run_eval's answer_form)
+        self.adversarial = "open"  # how LoCoMo's category-5 questions are asked (run_eval's adversarial)
         self.memories = EvalMemories(out_dir)  # where the memories are (run_eval's memory_root)
 
     def run(self) -> None:
@@ -256,12 +258,13 @@ class _Runner:
                 context, rec["error"] = [], str(exc)
             rec["retrieval_seconds"] = time.perf_counter() - start
             if self.answer and rec["error"] is None:
+                asked, options = adversarial_question(self.dataset.kind, q, self.adversarial)  # retrieval: as written
                 with self.answer_lock or nullcontext():
                     ans = answer_question(
                         mem.llm,
                         mem.meter,
                         mem.store,
-                        q.question,
+                        asked,
                         context,
                         q.choices or None,
                         rec["retrieval_seconds"],
@@ -270,7 +273,8 @@ class _Runner:
                         temperature=temperature,
                         seed=seed,
                     )
-                rec.update(answer=ans.text, choice=ans.choice, answer_seconds=ans.answer_seconds)
+                rec.update(answer=read_option(ans.text, options), choice=ans.choice, answer_seconds=ans.answer_seconds)
+                rec.update({"options": list(options), "reply": ans.text} if options else {})  # LoCoMo category 5
         ranked = context
         if depth > budget and rec["error"] is None:  # a deeper list for Recall@5: not timed, not in the tokens
             ranked = mem.retrieve(q.question, depth, strategy=run.strategy)
@@ -336,6 +340,7 @@ def run_eval(
     seed: int = 0,
     judge: JudgeChoice | None = None,
     memory_root: str | None = None,
+    adversarial: str = "options",
 ) -> EvalResults:
     """Evaluate ``strategies`` (and a gem ablation) on a dataset file; resumable.
 
@@ -378,6 +383,11 @@ def run_eval(
         memory_root: None = the memories are directories under ``out_dir/memories``; a
             ``postgresql://...?schema=PREFIX`` URL = each memory is the schema ``PREFIX_<name>`` of that database
             (:mod:`gemrag.eval.memories`); records and results stay under ``out_dir``.
+        adversarial: how LoCoMo's category-5 questions are answered (:mod:`gemrag.eval.adversarial`): ``"options"``
+            (default) as LoCoMo's released evaluation asks them, a choice between "Not mentioned in the
+            conversation" and the distractor in an order fixed per question (an option letter alone reads as its
+            text; records carry ``options`` and the raw ``reply``; ``run.json`` records ``"adversarial":
+            "options"``), ``"open"`` the question as written. Other kinds: no effect.
 
     Returns:
         :class:`EvalResults`; each record holds ``question_id``, ``strategy``, ``setting``, ``context`` (node
@@ -424,6 +434,9 @@ def run_eval(
         gem["chunk_titles"] = True
     if answer_form not in ("auto", "short", "default"):
         raise ConfigError(f"answer_form must be auto, short or default, not {answer_form!r}")
+    if adversarial not in ADVERSARIAL_MODES:
+        raise ConfigError(f"adversarial must be one of {', '.join(ADVERSARIAL_MODES)}, not {adversarial!r}")
+    adversarial = adversarial if answer and dataset.kind == "locomo" else "open"
     short = answer and (answer_form == "short" or (answer_form == "auto" and dataset.kind in SHORT_ANSWER_KINDS))
     sampling = Sampling(runs=runs, seed=seed)
     judgements, judge_backend = (judge or JudgeChoice()).setup(out, dataset.kind, free_form, config, llm_label)
@@ -432,6 +445,7 @@ def run_eval(
         "budget": budget,
         "answer": answer,
         **({"answer_form": "short"} if short else {}),  # absent for the default form, as before the option existed
+        **({"adversarial": "options"} if adversarial == "options" else {}),  # absent: asked as written, as before
         "embedder": emb.model_id,
         "llm": llm_label,
         "gem": gem,
@@ -444,7 +458,7 @@ def run_eval(
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
     serialize = llm is None and config.llm.provider == "llama_cpp"
     runner = _Runner(dataset, plan, out, budget, answer, workers, progress or no_progress, shared, emb, serialize)  # type: ignore[arg-type]
-    runner.short, runner.sampling, runner.memories = short, sampling, memories
+    runner.short, runner.sampling, runner.memories, runner.adversarial = short, sampling, memories, adversarial
     runner.judge = GroupJudge(judgements, judge_backend, runner.questions)
     runner.run()
     if judgements is not None:
