@@ -260,7 +260,11 @@ def locomo_file(tmp_path: Path) -> Path:
     return path
 
 
-def _run(tmp_path: Path, config: Config, name: str, workers: int = 1) -> Any:
+def _run(
+    tmp_path: Path, config: Config, name: str, workers: int = 1, llm: Any = None, plots: bool = False, **kw: Any
+) -> Any:
+    """``locomo_first`` over the tiny LoCoMo file with B = 1 into ``tmp_path / name`` (``kw``: more run_eval
+    options)."""
     return run_eval(
         "locomo",
         locomo_file(tmp_path),
@@ -268,10 +272,11 @@ def _run(tmp_path: Path, config: Config, name: str, workers: int = 1) -> Any:
         config=config,
         budget=1,
         out_dir=tmp_path / name,
-        llm=AnsweringLLM(),
+        llm=llm or AnsweringLLM(),
         embedder=HashEmbedder(),
         workers=workers,
-        plots=False,
+        plots=plots,
+        **kw,
     )
 
 
@@ -313,32 +318,11 @@ def test_locomo_per_category_scores_and_evidence(tmp_path: Path, config: Config)
 
 def test_locomo_answer_prompt_allows_abstaining(tmp_path: Path, config: Config) -> None:
     llm = AnsweringLLM()
-    run_eval(
-        "locomo",
-        locomo_file(tmp_path),
-        ["locomo_first"],
-        config=config,
-        budget=1,
-        out_dir=tmp_path / "o",
-        llm=llm,
-        embedder=HashEmbedder(),
-        plots=False,
-    )
+    _run(tmp_path, config, "o", llm=llm)
     # the short answer form (the default for locomo) keeps the abstain instruction before "Short answer:"
     assert len(llm.prompts) == 5 and all(p.endswith(f"{ABSTAIN}\nShort answer:") for p in llm.prompts)
     default = AnsweringLLM()
-    run_eval(
-        "locomo",
-        locomo_file(tmp_path),
-        ["locomo_first"],
-        config=config,
-        budget=1,
-        out_dir=tmp_path / "d",
-        llm=default,
-        embedder=HashEmbedder(),
-        plots=False,
-        answer_form="default",
-    )
+    _run(tmp_path, config, "d", llm=default, answer_form="default")
     assert len(default.prompts) == 5 and all(p.endswith(ABSTAIN) for p in default.prompts)
 
 
@@ -412,15 +396,6 @@ def test_locomo_official_scoring(category: str, prediction: str, gold: str, f1: 
 
 def test_locomo_plots_include_evidence_recall(tmp_path: Path, config: Config) -> None:
     # evidence recall is a LoCoMo metric of results.json; its plot once raised KeyError after results were written
-    run_eval(
-        "locomo",
-        locomo_file(tmp_path),
-        ["locomo_first"],
-        config=config,
-        budget=1,
-        out_dir=tmp_path / "p",
-        llm=AnsweringLLM(),
-        embedder=HashEmbedder(),
-    )
+    _run(tmp_path, config, "p", plots=True)
     assert (tmp_path / "p" / "evidence_recall.png").stat().st_size > 1000
     assert (tmp_path / "p" / "f1.png").is_file()
