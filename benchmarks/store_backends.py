@@ -132,7 +132,7 @@ def gem_graph(V: np.ndarray, m: int, args: argparse.Namespace) -> tuple[dict[str
     computes it (``chunk_graph``, ``adjacency_matrix``, the inverted lists above ``gem.ann_above``), and its
     seconds."""
     from gemrag.config import GemSettings
-    from gemrag.graph.ann import coarse_partition, list_count, unit_rows32
+    from gemrag.graph.ann import coarse_partition, list_count
     from gemrag.graph.laplacian import adjacency_matrix
     from gemrag.strategies.gem.graph import chunk_graph, graph_mode
 
@@ -149,7 +149,7 @@ def gem_graph(V: np.ndarray, m: int, args: argparse.Namespace) -> tuple[dict[str
     W = adjacency_matrix(S, diagonal="zero")
     lists = None
     if mode == "sparse" and n >= cfg.ann_above:
-        lists = coarse_partition(unit_rows32(Q), list_count(n * m))
+        lists = coarse_partition(Q, list_count(n * m))
     seconds = time.perf_counter() - start
     return {"Q": Q, "owner": owner, "W": W, "mode": mode, "lists": lists, "spectrum": report.as_dict()}, seconds
 

@@ -166,7 +166,7 @@ def list_count(rows: int) -> int:
 def coarse_partition(
     vectors: NDArray[np.floating], n_lists: int, *, seed: int = 0, train_per_list: int = 64, iterations: int = 10
 ) -> tuple[NDArray[np.float32], NDArray[np.int32]]:
-    """An inverted-file partition of ``unit``: spherical k-means centroids and each row's nearest centroid.
+    """An inverted-file partition of ``vectors``: spherical k-means centroids and each row's nearest centroid.
 
     Source: the IVF index of Jégou, Douze & Schmid, "Product quantization for nearest neighbor search" (IEEE
     TPAMI 2011, section IV.A), here without compression: faiss ``Kmeans`` (spherical, trained on at most

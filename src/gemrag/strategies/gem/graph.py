@@ -38,7 +38,7 @@ LARGE_EIGSH_NCV = 64
 """eigsh's Lanczos vectors from ``gem.ann_above`` chunks on (2.7x faster at 100k chunks: ``eigenpairs``)."""
 LARGE_EIGSH_MAXITER = 100
 """eigsh's restarts at most from ``gem.ann_above`` chunks on, then LOBPCG with a warning (``eigenpairs``): a build's
-eigenpairs take a bounded time. ``benchmarks/scale.py`` counts the restarts a real-looking graph needs."""
+eigenpairs take a bounded time. ``benchmarks/scale.py`` reports whether the cap was reached (not at 10k, 100k, 1M)."""
 
 GraphMode = Literal["dense", "sparse"]
 Matrix = NDArray[np.float64] | sp.csr_matrix
