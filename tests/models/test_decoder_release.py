@@ -11,18 +11,23 @@ collector off so that nothing but the code under test can release the decoder.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from fake_llama import FakeLlamaCppLLM, fake_decoder
-from gemrag.errors import GemragError
+from gemrag.errors import GemragError, StructuredOutputError
 from gemrag.eval.factual import FactualJudge
+from gemrag.models.base import Completion, Usage
+from gemrag.models.batch import CompletionRequest
 from gemrag.models.cache import CachedLLM
 from gemrag.models.llama_batch import DecodeRequest
 from gemrag.models.meter import UsageMeter
+from gemrag.models.ray_pool import RayLLM
+from gemrag.models.structured import complete_structured
 from gemrag.store import Store
+from gemrag.strategies.gem.prompts import UtilityQuestions
 
 BUSY = "decoder is busy"
 
@@ -68,6 +73,63 @@ def test_interleaving_two_runs_is_still_an_error(monkeypatch: pytest.MonkeyPatch
         decoder.clear()
     first.close()  # an abandoned run releases the decoder (and its slots) when closed
     assert [r.tokens for _, r in decoder.run([req(), req()])] == [[1, 1], [1, 1]]
+
+
+class OpenCounting:
+    """A batching backend that, like the llama.cpp decoder, is held by each ``complete_iter`` from its start
+    until the generator is exhausted or closed; ``open`` counts the generators holding it."""
+
+    model_id = "fake:open-counting"
+    context_window = 4096
+
+    def __init__(self, reply: str | GemragError) -> None:
+        self.reply = reply
+        self.open = 0
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
+        self.open += 1
+        try:
+            for i, _ in enumerate(requests):
+                reply = self.reply
+                yield i, reply if isinstance(reply, GemragError) else Completion(reply, None, Usage(1, 1, calls=1))
+        finally:
+            self.open -= 1
+
+
+class RayOnCounting(RayLLM):
+    """:class:`RayLLM` whose pool is an :class:`OpenCounting` backend (no Ray)."""
+
+    def __init__(self, reply: str | GemragError) -> None:
+        self.pool = OpenCounting(reply)
+
+    def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
+        return self.pool.complete_iter(requests)
+
+
+@pytest.mark.usefixtures("no_gc")
+def test_complete_structured_closes_its_batch_when_it_returns_or_raises() -> None:
+    prompt = [{"role": "user", "content": "Questions, please."}]
+    bad = OpenCounting("not json")
+    with pytest.raises(StructuredOutputError) as caught:
+        complete_structured(bad, prompt, UtilityQuestions, attempts=2)
+    assert bad.open == 0, "the raised error's traceback keeps an unclosed batch (and the backend) held"
+    del caught
+    good = OpenCounting('{"questions": ["Who?"]}')
+    assert complete_structured(good, prompt, UtilityQuestions).questions == ["Who?"]
+    assert good.open == 0
+
+
+def test_a_single_call_on_the_ray_pool_closes_its_batch() -> None:
+    prompt = [{"role": "user", "content": "Hello?"}]
+    failing = RayOnCounting(GemragError("HTTP 400"))
+    with pytest.raises(GemragError, match="HTTP 400"):
+        failing.complete(prompt)
+    assert failing.pool.open == 0
+    answering = RayOnCounting("Hi.")
+    assert answering.complete(prompt).text == "Hi." and answering.pool.open == 0
 
 
 @pytest.mark.usefixtures("no_gc")
