@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fake_llama import FakeLlamaCppLLM, fake_decoder
-from gemrag.errors import GemragError, StructuredOutputError
+from gemrag.errors import DecoderBusyError, GemragError, StructuredOutputError
 from gemrag.eval.factual import FactualJudge
 from gemrag.models.base import Completion, Usage
 from gemrag.models.batch import CompletionRequest
@@ -144,3 +144,15 @@ def test_an_unjudged_verdict_leaves_the_embedded_model_free_for_the_next_answer(
     assert judgement.f1 is None and judgement.error.startswith("StructuredOutputError")
     answer = llm.complete([{"role": "user", "content": "The next question?"}], max_tokens=3)
     assert answer.text == "not json" and answer.usage.completion_tokens == 3
+
+
+def test_a_busy_decoder_stops_the_judge_instead_of_leaving_the_answer_unjudged(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    backend = FakeLlamaCppLLM(monkeypatch, tmp_path)
+    store = Store(tmp_path / "memory")
+    live = backend.decoder().run([req(1), req(4)])  # a batch interleaved with the judge's calls: a caller's bug
+    next(live)
+    with pytest.raises(DecoderBusyError, match=BUSY):
+        FactualJudge(CachedLLM(backend, store, UsageMeter(store))).score("Why?", "Because.", "The reason.")
+    live.close()

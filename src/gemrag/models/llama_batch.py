@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from gemrag.errors import GemragError
+from gemrag.errors import DecoderBusyError, GemragError
 from gemrag.models.llama_chat import GrammarCache
 
 __all__ = [
@@ -169,7 +169,7 @@ class BatchDecoder:
 
     Not thread-safe and not re-entrant: the owner serializes calls (:class:`~gemrag.models.llama_cpp.LlamaCppLLM`
     holds its lock while a :meth:`run` is being iterated). One :meth:`run` at a time holds the decoder (contract:
-    :meth:`run`); starting another, or :meth:`clear`, while it does raises :class:`GemragError`.
+    :meth:`run`); starting another, or :meth:`clear`, while it does raises :class:`~gemrag.errors.DecoderBusyError`.
 
     Attributes:
         grammar_first: apply a greedy request's grammar to the whole vocabulary at every step, as
@@ -226,7 +226,7 @@ class BatchDecoder:
         """Forget every cached prefix (empties the KV cache).
 
         Raises:
-            GemragError: a :meth:`run` holds the decoder (see its contract).
+            DecoderBusyError: a :meth:`run` holds the decoder (see its contract).
         """
         self._check_free()
         self._lib.llama_memory_clear(self._mem, True)
@@ -234,7 +234,7 @@ class BatchDecoder:
 
     def _check_free(self) -> None:
         if self._running is not None:
-            raise GemragError(
+            raise DecoderBusyError(
                 "the llama.cpp decoder is busy (a complete_iter is still being iterated): close or exhaust it first"
             )
 
@@ -408,9 +408,9 @@ class BatchDecoder:
 
         Raises:
             ValueError: a request is empty or needs more than ``n_ctx`` tokens (the caller checks this first).
-            GemragError: ``llama_decode`` failed (the KV cache is then cleared; every request in flight is lost),
-                or another run holds the decoder (interleaved or re-entrant iteration; an abandoned run that was
-                not closed).
+            GemragError: ``llama_decode`` failed (the KV cache is then cleared; every request in flight is lost).
+            DecoderBusyError: another run holds the decoder (interleaved or re-entrant iteration, or an abandoned run
+                that was not closed); fatal (:func:`gemrag.errors.is_fatal`).
         """
         for r in requests:
             if not r.tokens or r.max_tokens < 1 or len(r.tokens) + r.max_tokens > self.n_ctx:

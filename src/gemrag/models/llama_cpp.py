@@ -365,6 +365,7 @@ class LlamaCppLLM:
 
         Raises:
             ModelCrashError: the model crashed in the child-process check.
+            DecoderBusyError: another batch of this instance still holds the decoder (not closed, or interleaved).
             GemragError: llama.cpp failed to decode a batch (every request in flight is lost).
         """
         with self._lock:
