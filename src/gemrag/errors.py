@@ -91,11 +91,19 @@ class ModelCrashError(GemragError):
     """
 
 
+class DecoderBusyError(GemragError):
+    """A model backend was called while one of its own batches still held it: a ``complete_iter`` generator that
+    was neither exhausted nor closed (:mod:`gemrag.models.batch`, the contract), or two interleaved. A programming
+    error, not a property of one item: fatal, so that it stops the run instead of being recorded as an item's
+    failure or an unjudged answer (:class:`gemrag.models.llama_batch.BatchDecoder`)."""
+
+
 #: Errors that stop a whole build: recording them per item and going on would only repeat them for every item.
 FATAL_ERRORS: tuple[type[GemragError], ...] = (
     ModelCrashError,
     ModelNotAvailableError,
     ModelIntegrityError,
+    DecoderBusyError,
     ConfigError,
     MemoryBusyError,
     ReadOnlyMemoryError,

@@ -16,8 +16,12 @@ Contract of ``complete_iter(requests)`` (backend method and module function alik
 * raises (instead of yielding) the errors that make every further call pointless: :class:`ModelCrashError`
   and any error whose :func:`gemrag.errors.is_fatal` is true;
 * results must equal (greedy) or be as valid as (sampled) those of calling ``complete`` on each request;
-* the caller may stop iterating early (``break``); a backend then abandons or finishes the requests in flight
-  without yielding them.
+* the caller may stop iterating early (``break``, ``return``, an exception); a backend then abandons or finishes the
+  requests in flight without yielding them. A caller that stops before the generator is exhausted **closes** it
+  (``with contextlib.closing(...)``, as :func:`gemrag.models.structured.complete_validated_iter` does): a backend
+  may hold a resource while its generator is suspended (the llama.cpp decoder, the backend's lock) and releases it
+  on close; a generator merely dropped while something still references it (a raised error's traceback, a
+  reference cycle) holds it until the garbage collector finalizes it, and the next call meets a busy backend.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from gemrag.errors import GemragError
+from gemrag.errors import DecoderBusyError, GemragError
 from gemrag.models.llama_chat import GrammarCache
 
 __all__ = [
@@ -168,7 +168,8 @@ class BatchDecoder:
     """Decodes :class:`DecodeRequest` s several at a time in its own llama.cpp context (module docstring).
 
     Not thread-safe and not re-entrant: the owner serializes calls (:class:`~gemrag.models.llama_cpp.LlamaCppLLM`
-    holds its lock while a :meth:`run` is being iterated).
+    holds its lock while a :meth:`run` is being iterated). One :meth:`run` at a time holds the decoder (contract:
+    :meth:`run`); starting another, or :meth:`clear`, while it does raises :class:`~gemrag.errors.DecoderBusyError`.
 
     Attributes:
         grammar_first: apply a greedy request's grammar to the whole vocabulary at every step, as
@@ -214,7 +215,7 @@ class BatchDecoder:
         self.grammars = GrammarCache(llama_cpp, self.vocab)
         self._cached: list[list[int]] = [[] for _ in range(n_seq)]
         self._busy = [False] * n_seq
-        self._running = False
+        self._running: object | None = None  # the claim of the run that holds the decoder (None: free)
         self.steps = self.batch_tokens = 0
         self.decode_seconds = 0.0
         self._one = (llama_cpp.llama_token_data * 1)()
@@ -222,11 +223,20 @@ class BatchDecoder:
         self._cand["id"] = np.arange(self.n_vocab, dtype=np.intc)
 
     def clear(self) -> None:
-        """Forget every cached prefix (empties the KV cache)."""
-        if self._running:
-            raise GemragError("the llama.cpp decoder is busy (a complete_iter is still being iterated)")
+        """Forget every cached prefix (empties the KV cache).
+
+        Raises:
+            DecoderBusyError: a :meth:`run` holds the decoder (see its contract).
+        """
+        self._check_free()
         self._lib.llama_memory_clear(self._mem, True)
         self._cached = [[] for _ in range(self.n_seq)]
+
+    def _check_free(self) -> None:
+        if self._running is not None:
+            raise DecoderBusyError(
+                "the llama.cpp decoder is busy (a complete_iter is still being iterated): close or exhaust it first"
+            )
 
     def _drop(self, slot: int) -> None:
         self._lib.llama_memory_seq_rm(self._mem, slot, -1, -1)
@@ -385,20 +395,28 @@ class BatchDecoder:
     def run(self, requests: Sequence[DecodeRequest]) -> Iterator[tuple[int, DecodeResult]]:
         """Decode every request, yielding ``(index, result)`` in completion order.
 
-        Requests start in order as slots and KV cells free up. Breaking out of the iteration abandons the
-        requests in flight (their KV cells stay cached for prefix reuse).
+        Requests start in order as slots and KV cells free up.
+
+        Who holds the decoder: the run, from the generator's first ``next`` until it has produced its last result
+        (it releases the decoder *before* yielding the results of its last step, so a consumer that takes every
+        result it asked for need not exhaust the generator), or until it is closed or raises. A consumer that stops
+        earlier must close the generator (``contextlib.closing``, or ``close()`` in a ``finally``): closing abandons
+        the requests in flight (their KV cells stay cached for prefix reuse) and releases the decoder, whereas a
+        generator merely dropped while a reference to it survives (an exception's traceback, a reference cycle)
+        keeps the decoder held until the garbage collector finalizes it. Resuming a run after it released the
+        decoder only finishes it; it never releases a later run's hold.
 
         Raises:
             ValueError: a request is empty or needs more than ``n_ctx`` tokens (the caller checks this first).
-            GemragError: ``llama_decode`` failed (the KV cache is then cleared; every request in flight is lost)
-                or the decoder is already running (re-entrant call).
+            GemragError: ``llama_decode`` failed (the KV cache is then cleared; every request in flight is lost).
+            DecoderBusyError: another run holds the decoder (interleaved or re-entrant iteration, or an abandoned run
+                that was not closed); fatal (:func:`gemrag.errors.is_fatal`).
         """
         for r in requests:
             if not r.tokens or r.max_tokens < 1 or len(r.tokens) + r.max_tokens > self.n_ctx:
                 raise ValueError(f"request of {len(r.tokens)} + {r.max_tokens} tokens does not fit n_ctx={self.n_ctx}")
-        if self._running:
-            raise GemragError("the llama.cpp decoder is busy (a complete_iter is still being iterated)")
-        self._running = True
+        self._check_free()
+        claim = self._running = object()
         queue = deque(enumerate(requests))
         jobs: list[_Job] = []
         try:
@@ -448,11 +466,15 @@ class BatchDecoder:
                 for job in done:
                     jobs.remove(job)
                     self._release(job)
+                if not queue and not jobs:  # the last step: nothing of this run is left in the decoder
+                    self._running = None
+                for job in done:
                     yield job.index, job.result
         finally:
             for job in jobs:
                 self._release(job)
-            self._running = False
+            if self._running is claim:
+                self._running = None
 
     def close(self) -> None:
         """Free the grammars, the batch and the context (the model is not freed: it belongs to the Llama)."""

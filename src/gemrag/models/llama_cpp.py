@@ -358,10 +358,14 @@ class LlamaCppLLM:
         step's time is shared among the tokens of its batch) plus its own template and detokenization time, so
         the seconds of all results add up to the wall-clock time. Greedy answers equal those of
         :meth:`complete` up to last-bit differences of batched logits (``tests/models/test_integration_llama_batch.py``
-        compares them). The instance's lock is held while the iteration runs.
+        compares them). The instance's lock is held while the generator is suspended, until it is exhausted or
+        closed, and the decoder until the last result is decoded (:meth:`BatchDecoder.run`): a caller that stops
+        early closes it (the contract of :mod:`gemrag.models.batch`), else another thread's call waits and this
+        thread's next call may meet "the llama.cpp decoder is busy".
 
         Raises:
             ModelCrashError: the model crashed in the child-process check.
+            DecoderBusyError: another batch of this instance still holds the decoder (not closed, or interleaved).
             GemragError: llama.cpp failed to decode a batch (every request in flight is lost).
         """
         with self._lock:

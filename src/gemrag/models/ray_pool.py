@@ -161,10 +161,11 @@ class RayLLM:
             GemragError: whatever the backend raised on the actor.
         """
         request = CompletionRequest(list(messages), schema, max_tokens, temperature, seed)
-        for _, result in self.complete_iter([request]):
-            if isinstance(result, GemragError):
-                raise result
-            return result
+        with contextlib.closing(self.complete_iter([request])) as results:  # closed before returning or raising
+            for _, result in results:
+                if isinstance(result, GemragError):
+                    raise result
+                return result
         raise AssertionError("unreachable: one request gives one result")
 
     def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:

@@ -227,7 +227,8 @@ def complete_structured(
     Attempt 1 is greedy (temperature 0). Each further attempt shows the model its invalid answer and the
     validation error, at a slightly higher temperature with a different seed, so the persistent cache key
     differs and a bad cached answer is never replayed forever. The one-prompt case of
-    :func:`complete_structured_iter` (one logic for both).
+    :func:`complete_structured_iter` (one logic for both); its batch is closed before this returns or raises, so
+    the backend is free for the next call (the contract of :func:`gemrag.models.batch.complete_iter`).
 
     Args:
         llm: any :class:`~gemrag.models.base.LLM` (usually the cached, metered one).
@@ -256,8 +257,11 @@ def complete_structured(
         attempts=attempts,
         first_attempt=first_attempt,
     )
-    for _, result in results:
-        if isinstance(result, GemragError):
-            raise result
-        return result
+    # Closed before the answer is returned or raised: a suspended batch left to the garbage collector would keep
+    # the backend held (the raised error's traceback references this frame, hence the generator).
+    with closing(results):
+        for _, result in results:
+            if isinstance(result, GemragError):
+                raise result
+            return result
     raise AssertionError("complete_structured_iter yielded nothing")  # pragma: no cover - one pair per prompt
