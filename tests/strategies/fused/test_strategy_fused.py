@@ -51,7 +51,7 @@ def parts(monkeypatch: pytest.MonkeyPatch) -> dict[str, Fixed]:
 
 
 def _fused(ctx: StrategyContext, **settings: Any) -> FusedStrategy:
-    return FusedStrategy(FusedConfig(parts=["part_a", "part_b"], **({"method": "rrf"} | settings)))
+    return FusedStrategy(FusedConfig(parts=["part_a", "part_b"], **({"method": "rrf", "depth": 20} | settings)))
 
 
 def test_rrf_dedups_by_passage_within_the_budget(parts: dict[str, Fixed], config: Config) -> None:
@@ -90,6 +90,31 @@ def test_score_fusion(parts: dict[str, Fixed], config: Config) -> None:
     assert hits[0].score == pytest.approx(1.0 + 8 / 13) and hits[1].score == pytest.approx(1.0)
 
 
+def test_default_window_is_each_parts_top_budget(monkeypatch: pytest.MonkeyPatch, config: Config) -> None:
+    # a dense-like part (flat cosines) and a BM25-like part (one high score, then a long low tail)
+    made = {
+        "part_a": Fixed("part_a", [("chunk", 1, 0.80), ("chunk", 2, 0.78), ("chunk", 3, 0.70), ("chunk", 4, 0.10)]),
+        "part_b": Fixed("part_b", [("chunk", 3, 20.0), ("chunk", 4, 2.0), ("chunk", 2, 1.0)]),
+    }
+    for name, part in made.items():
+        monkeypatch.setitem(registry._REGISTRY, name, registry.Registration(lambda p=part: p))
+    ctx = StrategyContext(None, None, None, config, None)  # type: ignore[arg-type]
+    window = FusedStrategy(FusedConfig(parts=["part_a", "part_b"]))
+    assert window.config.depth is None and window.config.method == "score" and not window.nested
+    hits = window.retrieve(ctx, "q", 2)
+    assert made["part_a"].asked == [2] and made["part_b"].asked == [2]
+    # min-max over each part's top 2: chunk 1: 1 + 0 (not in part_b's top 2), chunk 3: 0 + 1; a tie, part_a first
+    assert [h.node_id for h in hits] == [1, 3] and [h.score for h in hits] == [1.0, 1.0]
+    assert hits[1].meta["fused"] == {"part_b": 1}  # part_a's rank 3 for chunk 3 is outside the window
+    deep = FusedStrategy(FusedConfig(parts=["part_a", "part_b"], depth=20))
+    assert deep.nested
+    # over the whole lists: chunk 3: (0.70 - 0.10) / 0.70 + 1, chunk 1: 1 + 0 -> chunk 3 first
+    deep_hits = deep.retrieve(ctx, "q", 2)
+    assert [h.node_id for h in deep_hits] == [3, 1]
+    assert deep_hits[0].score == pytest.approx(0.6 / 0.7 + 1.0)
+    assert made["part_a"].asked[-1] == 20
+
+
 def test_build_builds_the_parts_and_config_errors(parts: dict[str, Fixed], config: Config) -> None:
     ctx = StrategyContext(None, None, None, config, None)  # type: ignore[arg-type]
     fused = _fused(ctx)
@@ -121,7 +146,9 @@ def test_fused_dense_bm25_in_a_memory(tmp_path: Path, config: Config) -> None:
         n = len(mem.store.nodes("chunk"))
         dense = mem.retrieve(question, n, strategy="dense")
         bm25 = mem.retrieve(question, n, strategy="bm25")
-        expected = reciprocal_rank_fusion([[h.node_id for h in dense], [h.node_id for h in bm25]], k=10)[:3]
+        top = (dense[:3], bm25[:3])  # the default window: each part's own top budget
+        assert n > 3 and [h.node_id for h in dense[:3]] != [h.node_id for h in bm25[:3]]
+        expected = reciprocal_rank_fusion([[h.node_id for h in hits] for hits in top], k=10)[:3]
         hits = mem.retrieve(question, 3, strategy="fused")
         assert [h.node_id for h in hits] == [i for i, _ in expected]
         assert [h.score for h in hits] == pytest.approx([s for _, s in expected])
@@ -130,8 +157,7 @@ def test_fused_dense_bm25_in_a_memory(tmp_path: Path, config: Config) -> None:
         assert FusedConfig().method == "score"  # the default: it measured better than RRF on both dev sets
         default = FusedStrategy().retrieve(mem.ctx, question, 3)
         expected_score = minmax_score_fusion(
-            [[h.node_id for h in dense], [h.node_id for h in bm25]],
-            [[h.score for h in dense], [h.score for h in bm25]],
+            [[h.node_id for h in hits] for hits in top], [[h.score for h in hits] for hits in top]
         )[:3]
         assert [(h.node_id, h.score) for h in default] == [(i, pytest.approx(s)) for i, s in expected_score]
         mem.delete("b")  # deleting a document prunes fused's (empty) build like any other
