@@ -133,6 +133,7 @@ ANY_VALUE = {
     "no_answer": "a flag",
     "per_question_corpus": "a flag",
     "no_plots": "a flag",
+    "date_hint": "a flag",
     "verify": "a flag",
     "sync": "a flag; bad only without a directory (COMBINATIONS)",
     "keep_versions": "a flag; bad only without documents (COMBINATIONS)",

@@ -1,6 +1,6 @@
-"""LoCoMo's adversarial (category 5) questions as its released evaluation asks them: two options in an order fixed
-per question id, an option letter read as its option's text, both outcomes scored by the official rule, and the
-mode recorded in ``run.json``."""
+"""LoCoMo's questions as its released evaluation asks them: category 5 with two options in an order fixed per
+question id, an option letter read as its option's text, both outcomes scored by the official rule; category 2 with
+the date hint; both recorded in ``run.json``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,14 @@ from test_eval_locomo import AnsweringLLM, locomo_file
 
 from fakes import HashEmbedder
 from gemrag.config import Config
-from gemrag.eval.adversarial import adversarial_question, option_order, options_question, read_option
+from gemrag.eval.adversarial import (
+    DATE_HINT,
+    adversarial_question,
+    asked_question,
+    option_order,
+    options_question,
+    read_option,
+)
 from gemrag.eval.categories import score_free_form
 from gemrag.eval.datasets import Question
 from gemrag.eval.loaders.locomo import NOT_MENTIONED
@@ -90,6 +97,19 @@ def test_adversarial_question_only_for_locomo_category_5_with_a_distractor() -> 
     assert adversarial_question("locomo", _q(distractor=None), "options") == ("What did she realize?", None)
     with pytest.raises(ValueError, match="options, open"):
         adversarial_question("locomo", _q(), "choice")
+
+
+def test_asked_question_appends_the_date_hint_to_locomo_category_2_only() -> None:
+    temporal = _q("2", qid="conv-26_q2")
+    assert DATE_HINT == "Use DATE of CONVERSATION to answer with an approximate date."  # LoCoMo's words, verbatim
+    assert asked_question("locomo", temporal, "options") == (f"What did she realize? {DATE_HINT}", None)
+    assert asked_question("locomo", temporal, "options", date_hint=False) == ("What did she realize?", None)
+    assert asked_question("musique", temporal, "options") == ("What did she realize?", None)
+    assert asked_question("locomo", _q("4"), "options") == ("What did she realize?", None)
+    # category 5 is unchanged by the hint: its options, as adversarial_question gives them
+    assert asked_question("locomo", _q(), "options") == adversarial_question("locomo", _q(), "options")
+    with pytest.raises(ValueError, match="options, open"):
+        asked_question("locomo", temporal, "choice")
 
 
 @pytest.mark.parametrize("qid", ["conv-26_q154", "conv-26_q156"])
@@ -169,6 +189,23 @@ def test_eval_asks_category_5_with_options_by_default(tmp_path: Path, config: Co
     assert f"Question: {asked} (b) self-care matters.\n" in prompts[0]
     assert not any("Select" in s for s in SEEN)  # retrieval gets the question as written
     assert json.loads((tmp_path / "opts" / "run.json").read_text())["adversarial"] == "options"
+    temporal = [p for p in llm.prompts if "When did Ann move?" in p]  # category 2: the date hint, as LoCoMo asks
+    assert len(temporal) == 1 and f"Question: When did Ann move? {DATE_HINT}\n" in temporal[0]
+    assert "When did Ann move?" in SEEN and not any(DATE_HINT in s for s in SEEN)  # retrieval: as written
+    assert json.loads((tmp_path / "opts" / "run.json").read_text())["date_hint"] is True
+
+
+def test_eval_without_the_date_hint_asks_category_2_as_written(tmp_path: Path, config: Config) -> None:
+    llm = AnsweringLLM()
+    res = _run(tmp_path, config, "plain", llm, date_hint=False)
+    assert not any(DATE_HINT in p for p in llm.prompts)
+    assert any("Question: When did Ann move?\n" in p for p in llm.prompts)
+    assert {r["question_id"]: r for r in res.records}["conv-t_q2"]["f1"] > 0  # "May 2023" against "7 May 2023"
+    assert "date_hint" not in json.loads((tmp_path / "plain" / "run.json").read_text())
+    from gemrag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="date_hint"):  # a directory asked otherwise is refused
+        _run(tmp_path, config, "plain", llm)
 
 
 def test_eval_open_mode_asks_the_question_as_written(tmp_path: Path, config: Config) -> None:

@@ -1,4 +1,5 @@
-"""LoCoMo's adversarial (category 5) questions asked as LoCoMo's released evaluation asks them: a two-option choice.
+"""LoCoMo's questions asked as LoCoMo's released evaluation asks them: category 5 (adversarial) as a two-option
+choice, category 2 (temporal) with its date hint.
 
 Maharana et al., "Evaluating Very Long-Term Conversational Memory of LLM Agents" (ACL 2024), section 4 and the
 released QA evaluation (https://github.com/snap-research/locomo, ``task_eval/evaluate_gpts.py`` and the other
@@ -15,6 +16,12 @@ asks the question as written (the behaviour before this module). Retrieval alway
 only the answer step sees the options (an agent strategy that answers during retrieval sees them only in the short
 form's final extraction step, :func:`gemrag.answering.shorten_prompt`).
 
+The released code also appends ``Use DATE of CONVERSATION to answer with an approximate date.`` to every
+category-2 (temporal) question before answering (``task_eval/gpt_utils.py``; its answers are dates relative to
+the sessions' dates, which every chunk here carries as ``[<session date>]``, :mod:`gemrag.eval.loaders.locomo`).
+:func:`asked_question` adds it when ``date_hint`` is on (the default of ``gemrag eval locomo``); retrieval again
+gets the question as written.
+
 Note the protocol's tell: only category-5 questions carry a "Not mentioned" option, so a model can learn that the
 option list itself marks the question as unanswerable. Scores under ``"options"`` are comparable with LoCoMo's
 published ones, not with ``"open"`` ones.
@@ -29,10 +36,21 @@ from gemrag.eval.categories import is_adversarial
 from gemrag.eval.datasets import Question
 from gemrag.eval.loaders.locomo import NOT_MENTIONED
 
-__all__ = ["ADVERSARIAL_MODES", "adversarial_question", "option_order", "options_question", "read_option"]
+__all__ = [
+    "ADVERSARIAL_MODES",
+    "DATE_HINT",
+    "adversarial_question",
+    "asked_question",
+    "option_order",
+    "options_question",
+    "read_option",
+]
 
 ADVERSARIAL_MODES = ("options", "open")
 """Values of ``gemrag eval --adversarial``: LoCoMo's two-option choice (default), or the question as written."""
+
+DATE_HINT = "Use DATE of CONVERSATION to answer with an approximate date."
+"""What LoCoMo's released evaluation appends to a category-2 (temporal) question, verbatim."""
 
 _LETTER = re.compile(r"^\(?\s*(?:option\s+)?\(?([ab])\)?\s*[.:)]?$", re.IGNORECASE)
 
@@ -100,3 +118,28 @@ def adversarial_question(kind: str, question: Question, mode: str) -> tuple[str,
         return question.question, None
     options = option_order(question.id, distractor)
     return options_question(question.question, options), options
+
+
+def asked_question(
+    kind: str, question: Question, mode: str, date_hint: bool = True
+) -> tuple[str, tuple[str, str] | None]:
+    """What the answer step asks for ``question`` under LoCoMo's released protocol: ``(text, options)``.
+
+    Args:
+        kind: the dataset kind (only ``"locomo"`` is changed).
+        question: the question (``category`` ``"2"`` or ``"5"`` are the ones changed).
+        mode: category 5, as in :func:`adversarial_question`.
+        date_hint: append :data:`DATE_HINT` to a LoCoMo category-2 question (Maharana et al., ACL 2024, released
+            ``task_eval/gpt_utils.py``).
+
+    Returns:
+        :func:`adversarial_question`'s ``(text, options)``, with ``" " + DATE_HINT`` appended to the text of a
+        LoCoMo category-2 question when ``date_hint`` is on.
+
+    Raises:
+        ValueError: ``mode`` is not one of :data:`ADVERSARIAL_MODES`.
+    """
+    text, options = adversarial_question(kind, question, mode)
+    if date_hint and kind == "locomo" and question.category == "2":
+        text = f"{text.rstrip()} {DATE_HINT}"
+    return text, options

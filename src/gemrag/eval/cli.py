@@ -158,6 +158,14 @@ def eval_command(
             "open asks the question as written.",
         ),
     ] = "options",
+    date_hint: Annotated[
+        bool,
+        Opt(
+            "--date-hint/--no-date-hint",
+            help="locomo category 2: append LoCoMo's 'Use DATE of CONVERSATION to answer with an approximate date.' "
+            "as its released evaluation does (default), or ask the question as written.",
+        ),
+    ] = True,
     per_question_corpus: Annotated[
         bool, Opt("--per-question-corpus", help="Multi-hop kinds: search each question's own paragraphs only.")
     ] = False,
@@ -245,7 +253,7 @@ def eval_command(
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
             skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
             skip |= {"--workers": workers != 1, "--merge": bool(merge), "--answer-form": answer_form != "auto"}
-            skip["--adversarial"] = adversarial != "options"
+            skip |= {"--adversarial": adversarial != "options", "--no-date-hint": not date_hint}
             opts |= {"judge_model": judge_model, "judge_base_url": judge_base_url, "sheet": sheet, "verdicts": verdicts}
             opts["memory_root"] = memory
             return acceptance_command(path, strategies, opts, skip, config=cfg, out=out, quiet=quiet)
@@ -282,6 +290,7 @@ def eval_command(
             judge=JudgeChoice(judge_model, judge_base_url),
             memory_root=memory,
             adversarial=adversarial,
+            date_hint=date_hint,
         )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")

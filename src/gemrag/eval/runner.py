@@ -36,7 +36,7 @@ from typing import Any, Literal
 from gemrag.answering import answer_question
 from gemrag.config import Config
 from gemrag.errors import ConfigError
-from gemrag.eval.adversarial import ADVERSARIAL_MODES, adversarial_question, read_option
+from gemrag.eval.adversarial import ADVERSARIAL_MODES, asked_question, read_option
 from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
 from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS, running_note, score_free_form
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
@@ -49,14 +49,7 @@ from gemrag.eval.merge import merge_outputs
 from gemrag.eval.metrics import answer_recall, recall_at_k
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.repeats import Sampling
-from gemrag.eval.report import (
-    JsonlAppender,
-    check_fingerprint,
-    read_jsonl,
-    redact_config,
-    summarize,
-    write_results,
-)
+from gemrag.eval.report import JsonlAppender, check_fingerprint, read_jsonl, redact_config, summarize, write_results
 from gemrag.eval.results import EvalResults
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
@@ -103,7 +96,7 @@ class _Runner:
         self.indexed = {(r["group"], r["strategy"]) for r in self.index}
         self.attempts = BuildAttempts(out_dir / "attempts.jsonl")
         self.short = False  # the span-answer form (run_eval's answer_form)
-        self.adversarial = "open"  # how LoCoMo's category-5 questions are asked (run_eval's adversarial)
+        self.adversarial, self.date_hint = "open", False  # how LoCoMo's category 5 and 2 are asked (run_eval's)
         self.memories = EvalMemories(out_dir)  # where the memories are (run_eval's memory_root)
 
     def run(self) -> None:
@@ -258,7 +251,7 @@ class _Runner:
                 context, rec["error"] = [], str(exc)
             rec["retrieval_seconds"] = time.perf_counter() - start
             if self.answer and rec["error"] is None:
-                asked, options = adversarial_question(self.dataset.kind, q, self.adversarial)  # retrieval: as written
+                asked, options = asked_question(self.dataset.kind, q, self.adversarial, self.date_hint)  # not retrieval
                 with self.answer_lock or nullcontext():
                     ans = answer_question(
                         mem.llm,
@@ -341,6 +334,7 @@ def run_eval(
     judge: JudgeChoice | None = None,
     memory_root: str | None = None,
     adversarial: str = "options",
+    date_hint: bool = True,
 ) -> EvalResults:
     """Evaluate ``strategies`` (and a gem ablation) on a dataset file; resumable.
 
@@ -388,6 +382,9 @@ def run_eval(
             conversation" and the distractor in an order fixed per question (an option letter alone reads as its
             text; records carry ``options`` and the raw ``reply``; ``run.json`` records ``"adversarial":
             "options"``), ``"open"`` the question as written. Other kinds: no effect.
+        date_hint: LoCoMo's category-2 questions are answered with LoCoMo's date hint appended
+            (:data:`gemrag.eval.adversarial.DATE_HINT`, as its released evaluation does; ``run.json`` records
+            ``"date_hint": true``); False asks them as written. Other kinds: no effect.
 
     Returns:
         :class:`EvalResults`; each record holds ``question_id``, ``strategy``, ``setting``, ``context`` (node
@@ -437,6 +434,7 @@ def run_eval(
     if adversarial not in ADVERSARIAL_MODES:
         raise ConfigError(f"adversarial must be one of {', '.join(ADVERSARIAL_MODES)}, not {adversarial!r}")
     adversarial = adversarial if answer and dataset.kind == "locomo" else "open"
+    date_hint = date_hint and answer and dataset.kind == "locomo"
     short = answer and (answer_form == "short" or (answer_form == "auto" and dataset.kind in SHORT_ANSWER_KINDS))
     sampling = Sampling(runs=runs, seed=seed)
     judgements, judge_backend = (judge or JudgeChoice()).setup(out, dataset.kind, free_form, config, llm_label)
@@ -446,6 +444,7 @@ def run_eval(
         "answer": answer,
         **({"answer_form": "short"} if short else {}),  # absent for the default form, as before the option existed
         **({"adversarial": "options"} if adversarial == "options" else {}),  # absent: asked as written, as before
+        **({"date_hint": True} if date_hint else {}),  # absent: category 2 asked as written, as before
         "embedder": emb.model_id,
         "llm": llm_label,
         "gem": gem,
@@ -459,6 +458,7 @@ def run_eval(
     serialize = llm is None and config.llm.provider == "llama_cpp"
     runner = _Runner(dataset, plan, out, budget, answer, workers, progress or no_progress, shared, emb, serialize)  # type: ignore[arg-type]
     runner.short, runner.sampling, runner.memories, runner.adversarial = short, sampling, memories, adversarial
+    runner.date_hint = date_hint
     runner.judge = GroupJudge(judgements, judge_backend, runner.questions)
     runner.run()
     if judgements is not None:
