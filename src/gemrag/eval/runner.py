@@ -36,18 +36,19 @@ from typing import Any, Literal
 from gemrag.answering import answer_question
 from gemrag.config import Config
 from gemrag.errors import ConfigError
-from gemrag.eval.adversarial import ADVERSARIAL_MODES, asked_question, read_option
+from gemrag.eval.adversarial import read_option
 from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
-from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS, running_note, score_free_form
+from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
-from gemrag.eval.judged import GroupJudge, JudgeChoice
+from gemrag.eval.judged import GroupJudge, JudgeChoice, Judgements
 from gemrag.eval.loading import load_dataset
 from gemrag.eval.memories import EvalMemories, group_id
 from gemrag.eval.merge import merge_outputs
 from gemrag.eval.metrics import answer_recall, recall_at_k
 from gemrag.eval.plan import RunSpec, plan_runs
+from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import JsonlAppender, check_fingerprint, read_jsonl, redact_config, summarize, write_results
 from gemrag.eval.results import EvalResults
@@ -79,6 +80,10 @@ class _Runner:
         llm: LLM,
         embedder: Embedder,
         serialize: bool,
+        protocol: AnswerProtocol,  # the answer form, LoCoMo's options and date hint
+        sampling: Sampling,  # --runs: how many answers per question, and how they are sampled
+        memories: EvalMemories,  # where the memories are (run_eval's memory_root)
+        judging: tuple[Judgements | None, LLM | None],  # the factual-correctness judge's file and backend
     ) -> None:
         self.dataset, self.runs, self.out_dir = dataset, runs, out_dir
         self.budget, self.answer, self.workers, self.progress = budget, answer, workers, progress
@@ -91,13 +96,10 @@ class _Runner:
         self.index = read_jsonl(out_dir / "index.jsonl")
         self.done = {(r["question_id"], r["strategy"], int(r.get("run", 0))) for r in self.records}
         self.questions = {q.id: q for q in dataset.questions}
-        self.sampling = Sampling()  # --runs: how many answers per question, and how they are sampled
-        self.judge = GroupJudge(None, None, self.questions)  # the factual-correctness judge (run_eval's judge)
+        self.protocol, self.sampling, self.memories = protocol, sampling, memories
+        self.judge = GroupJudge(*judging, self.questions)
         self.indexed = {(r["group"], r["strategy"]) for r in self.index}
         self.attempts = BuildAttempts(out_dir / "attempts.jsonl")
-        self.short = False  # the span-answer form (run_eval's answer_form)
-        self.adversarial, self.date_hint = "open", False  # how LoCoMo's category 5 and 2 are asked (run_eval's)
-        self.memories = EvalMemories(out_dir)  # where the memories are (run_eval's memory_root)
 
     def run(self) -> None:
         records, index = JsonlAppender(self.out_dir / "records.jsonl"), JsonlAppender(self.out_dir / "index.jsonl")
@@ -251,7 +253,7 @@ class _Runner:
                 context, rec["error"] = [], str(exc)
             rec["retrieval_seconds"] = time.perf_counter() - start
             if self.answer and rec["error"] is None:
-                asked, options = asked_question(self.dataset.kind, q, self.adversarial, self.date_hint)  # not retrieval
+                asked, options = self.protocol.asked(self.dataset.kind, q)  # not what retrieval got
                 with self.answer_lock or nullcontext():
                     ans = answer_question(
                         mem.llm,
@@ -262,7 +264,7 @@ class _Runner:
                         q.choices or None,
                         rec["retrieval_seconds"],
                         abstain=self.dataset.kind in ABSTAIN_KINDS,
-                        short=self.short,
+                        short=self.protocol.short,
                         temperature=temperature,
                         seed=seed,
                     )
@@ -429,22 +431,14 @@ def run_eval(
     gem = {k: v for k, v in config.gem.model_dump(mode="json").items() if k not in ("budget", "chunk_titles")}
     if config.gem.chunk_titles is not False:  # new memories index titles; absent = without, as before the setting
         gem["chunk_titles"] = True
-    if answer_form not in ("auto", "short", "default"):
-        raise ConfigError(f"answer_form must be auto, short or default, not {answer_form!r}")
-    if adversarial not in ADVERSARIAL_MODES:
-        raise ConfigError(f"adversarial must be one of {', '.join(ADVERSARIAL_MODES)}, not {adversarial!r}")
-    adversarial = adversarial if answer and dataset.kind == "locomo" else "open"
-    date_hint = date_hint and answer and dataset.kind == "locomo"
-    short = answer and (answer_form == "short" or (answer_form == "auto" and dataset.kind in SHORT_ANSWER_KINDS))
+    protocol = AnswerProtocol.resolve(dataset.kind, answer, answer_form, adversarial, date_hint)
     sampling = Sampling(runs=runs, seed=seed)
     judgements, judge_backend = (judge or JudgeChoice()).setup(out, dataset.kind, free_form, config, llm_label)
     fingerprint = {
         "dataset": f"{dataset.kind}:{dataset.name}",
         "budget": budget,
         "answer": answer,
-        **({"answer_form": "short"} if short else {}),  # absent for the default form, as before the option existed
-        **({"adversarial": "options"} if adversarial == "options" else {}),  # absent: asked as written, as before
-        **({"date_hint": True} if date_hint else {}),  # absent: category 2 asked as written, as before
+        **protocol.fingerprint(),  # its keys are absent at their old defaults, as before each option existed
         "embedder": emb.model_id,
         "llm": llm_label,
         "gem": gem,
@@ -456,10 +450,9 @@ def run_eval(
         merge_outputs(out, merge, fingerprint)
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
     serialize = llm is None and config.llm.provider == "llama_cpp"
-    runner = _Runner(dataset, plan, out, budget, answer, workers, progress or no_progress, shared, emb, serialize)  # type: ignore[arg-type]
-    runner.short, runner.sampling, runner.memories, runner.adversarial = short, sampling, memories, adversarial
-    runner.date_hint = date_hint
-    runner.judge = GroupJudge(judgements, judge_backend, runner.questions)
+    backends = (progress or no_progress, shared, emb, serialize)
+    judging = (judgements, judge_backend)
+    runner = _Runner(dataset, plan, out, budget, answer, workers, *backends, protocol, sampling, memories, judging)
     runner.run()
     if judgements is not None:
         judgements.attach(runner.records)

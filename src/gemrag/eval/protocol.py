@@ -1,0 +1,76 @@
+"""The answer protocol of an evaluation: the answer form and how LoCoMo's questions are asked.
+
+One frozen value, resolved once from ``run_eval``'s arguments and the dataset's kind, recorded in ``run.json`` (so a
+directory answered under another protocol is refused on resume) and read by the runner for every answer:
+
+* ``short``: answers in the form span-answer scorers (EM / token F1) expect (issue 29 item 2;
+  :func:`gemrag.answering.short_answer_prompt`), for ``answer_form="short"``, or ``"auto"`` on the kinds of
+  :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS`.
+* ``adversarial``: LoCoMo's category-5 questions as a two-option choice (``"options"``) or as written (``"open"``),
+  and ``date_hint``: LoCoMo's category-2 questions with its date hint; both as LoCoMo's released evaluation asks
+  them (Maharana et al., ACL 2024; :mod:`gemrag.eval.adversarial`). Other kinds: ``"open"`` and no hint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gemrag.errors import ConfigError
+from gemrag.eval.adversarial import ADVERSARIAL_MODES, asked_question
+from gemrag.eval.categories import SHORT_ANSWER_KINDS
+from gemrag.eval.datasets import Question
+
+__all__ = ["ANSWER_FORMS", "AnswerProtocol"]
+
+ANSWER_FORMS = ("auto", "short", "default")
+
+
+@dataclass(frozen=True)
+class AnswerProtocol:
+    """How an evaluation's questions are asked and its answers formed.
+
+    Attributes:
+        short: answer in the short span form (else the default answer prompt).
+        adversarial: ``"options"`` or ``"open"`` (LoCoMo category 5; ``"open"`` for other kinds).
+        date_hint: append LoCoMo's date hint to category-2 questions (False for other kinds).
+    """
+
+    short: bool = False
+    adversarial: str = "open"
+    date_hint: bool = False
+
+    @classmethod
+    def resolve(cls, kind: str, answer: bool, answer_form: str, adversarial: str, date_hint: bool) -> AnswerProtocol:
+        """The protocol ``run_eval`` applies to a dataset of ``kind``.
+
+        Args:
+            kind: the dataset kind (e.g. ``"locomo"``, ``"musique"``).
+            answer: False = retrieval only: nothing is asked, so the protocol is the default one.
+            answer_form: one of :data:`ANSWER_FORMS`.
+            adversarial: one of :data:`gemrag.eval.adversarial.ADVERSARIAL_MODES`; only LoCoMo's is kept.
+            date_hint: only LoCoMo's is kept.
+
+        Raises:
+            ConfigError: ``answer_form`` or ``adversarial`` is not one of the known values.
+        """
+        if answer_form not in ANSWER_FORMS:
+            raise ConfigError(f"answer_form must be auto, short or default, not {answer_form!r}")
+        if adversarial not in ADVERSARIAL_MODES:
+            raise ConfigError(f"adversarial must be one of {', '.join(ADVERSARIAL_MODES)}, not {adversarial!r}")
+        locomo = answer and kind == "locomo"
+        short = answer and (answer_form == "short" or (answer_form == "auto" and kind in SHORT_ANSWER_KINDS))
+        return cls(short=short, adversarial=adversarial if locomo else "open", date_hint=date_hint and locomo)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The protocol's ``run.json`` keys; each is absent at its old default, so older directories still resume."""
+        return {
+            **({"answer_form": "short"} if self.short else {}),
+            **({"adversarial": "options"} if self.adversarial == "options" else {}),
+            **({"date_hint": True} if self.date_hint else {}),
+        }
+
+    def asked(self, kind: str, question: Question) -> tuple[str, tuple[str, str] | None]:
+        """What the answer step asks for ``question`` (retrieval gets the question as written): ``(text, options)``
+        from :func:`gemrag.eval.adversarial.asked_question`."""
+        return asked_question(kind, question, self.adversarial, self.date_hint)
