@@ -38,9 +38,6 @@ KIND_STRATEGIES = {"covid_qa": "unweaver,dense,raptor"}
 
 Opt = typer.Option
 
-ANSWER_FORMS = ("auto", "short", "default")
-"""The values of ``--answer-form``."""
-
 
 def parse_ablation(specs: Sequence[str]) -> dict[str, list[str]]:
     """Parse ``["questions=0,1,3,5", "search=best_first,rank"]`` into ``{param: [values]}``.
@@ -218,6 +215,7 @@ def eval_command(
     from gemrag.eval.judged import JudgeChoice
     from gemrag.eval.loading import check_kind
     from gemrag.eval.memories import check_memory_root
+    from gemrag.eval.protocol import ANSWER_FORMS
     from gemrag.eval.report import markdown_report
     from gemrag.eval.runner import run_eval
     from gemrag.eval.variants import split_strategies

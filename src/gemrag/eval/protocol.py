@@ -24,6 +24,7 @@ from gemrag.eval.datasets import Question
 __all__ = ["ANSWER_FORMS", "AnswerProtocol"]
 
 ANSWER_FORMS = ("auto", "short", "default")
+"""The values of ``answer_form`` (``gemrag eval --answer-form``)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class AnswerProtocol:
             ConfigError: ``answer_form`` or ``adversarial`` is not one of the known values.
         """
         if answer_form not in ANSWER_FORMS:
-            raise ConfigError(f"answer_form must be auto, short or default, not {answer_form!r}")
+            raise ConfigError(f"answer_form must be one of {', '.join(ANSWER_FORMS)}, not {answer_form!r}")
         if adversarial not in ADVERSARIAL_MODES:
             raise ConfigError(f"adversarial must be one of {', '.join(ADVERSARIAL_MODES)}, not {adversarial!r}")
         locomo = answer and kind == "locomo"
