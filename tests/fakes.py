@@ -243,7 +243,8 @@ class ScriptedLLM:
             question = set(w for w in WORD.findall(prompt.split("Question:")[-1].lower()) if len(w) > 3)
             lines = prompt.split("Candidate facts:\n")[1].split("\n\nQuestion:")[0].splitlines()
             facts = [f for f in (json.loads(line) for line in lines) if question & set(WORD.findall(" ".join(f)))]
-            text = json.dumps({"facts": facts[:4]})
+            cap = schema["properties"]["facts"]["maxItems"] if schema else len(facts)  # the grammar's bound
+            text = json.dumps({"facts": facts[:cap]})
             return Completion(text, json.loads(text), usage)
         if "These passages share a theme" in prompt:
             firsts = [

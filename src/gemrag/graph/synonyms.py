@@ -2,7 +2,10 @@
 
 Source: HippoRAG 2 (Gutiérrez et al. 2025, "From RAG to Memory", section 3): phrase nodes whose
 embeddings have cosine >= ``synonymy_edge_sim_threshold`` (0.8) are joined by a synonym edge weighted
-by that cosine, each node keeping at most ``synonymy_edge_topk`` (100) such neighbours.
+by that cosine, each node keeping at most ``synonymy_edge_topk`` (100) such neighbours. In HippoRAG 2's code
+(``HippoRAG.add_synonymy_edges``) an entity of two or fewer alphanumeric characters looks for no neighbours, but it
+can be a longer entity's neighbour: here ``seekers`` marks the rows that look, ``eligible`` the rows that take part
+at all.
 
 Two ways to find the pairs: ``"exact"`` (block matrix products, O(n^2 d) work, bounded memory) and
 ``"hnsw"`` (faiss ``IndexHNSWFlat``, approximate, roughly O(n log n)). faiss is imported only by the
@@ -45,6 +48,7 @@ def synonym_pairs(
     method: Literal["auto", "exact", "hnsw"] = "auto",
     exact_below: int = 20000,
     eligible: ArrayLike | None = None,
+    seekers: ArrayLike | None = None,
 ) -> Pairs:
     """Each row's nearest other rows by cosine similarity, down to ``threshold`` (HippoRAG 2 section 3).
 
@@ -55,7 +59,9 @@ def synonym_pairs(
 
     The rows are normalized here to unit L2 norm (norms summed in float64, rows kept float32), so unnormalized
     input is accepted; all-zero rows are skipped (they neither get nor are neighbours), as are rows
-    with ``eligible[i]`` False.
+    with ``eligible[i]`` False. A row with ``seekers[i]`` False gets no neighbours of its own but can be another
+    row's neighbour (HippoRAG 2's rule for short entities); the caller's symmetrization then joins it to the rows
+    that found it.
 
     ``method="exact"`` computes every similarity in blocks of rows (at most 2,048 rows and 2^25
     similarities, 128 MiB, per block): O(n^2 d) work. Where a row has more than ``top_k`` candidates,
@@ -77,6 +83,7 @@ def synonym_pairs(
         method: ``"auto"``, ``"exact"`` or ``"hnsw"``.
         exact_below: ``"auto"`` switches to hnsw from this many eligible rows on.
         eligible: optional ``(n,)`` bool mask of rows that take part.
+        seekers: optional ``(n,)`` bool mask of the rows whose neighbours are returned (default: every row).
 
     Returns:
         ``(src, dst, similarity)``: ``(E,)`` int64, int64 and float32, ordered by ``src`` ascending,
@@ -84,7 +91,7 @@ def synonym_pairs(
 
     Raises:
         ValueError: ``vectors`` not 2-D or not finite; ``threshold`` outside ``[-1, 1]``;
-            ``top_k < 0``; an unknown ``method``; ``eligible`` of the wrong shape or not boolean.
+            ``top_k < 0``; an unknown ``method``; ``eligible`` or ``seekers`` of the wrong shape or not boolean.
         ImportError: ``"hnsw"`` chosen (or picked by ``"auto"``) and faiss is not installed.
     """
     x = as_matrix(vectors, "vectors")
@@ -98,10 +105,8 @@ def synonym_pairs(
     norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))  # float64 sums, no float64 copy of x
     keep = norms > 0
     if eligible is not None:
-        mask = np.asarray(eligible)
-        if mask.shape != (n,) or mask.dtype != np.bool_:
-            raise ValueError(f"eligible must be a bool array of shape ({n},), got {mask.dtype} {mask.shape}")
-        keep &= mask
+        keep &= _mask(eligible, n, "eligible")
+    seeking = None if seekers is None else _mask(seekers, n, "seekers")
     rows = np.flatnonzero(keep).astype(np.int64)
     if rows.shape[0] < 2 or top_k == 0:
         return _empty()
@@ -113,7 +118,18 @@ def synonym_pairs(
         src, dst, sim = _exact(unit, float(threshold), int(top_k))
     else:
         src, dst, sim = _hnsw(unit, float(threshold), int(top_k))
-    return rows[src], rows[dst], sim
+    src, dst = rows[src], rows[dst]
+    if seeking is not None:  # each row's list is its own, so dropping whole lists leaves the others as they were
+        sel = seeking[src]
+        src, dst, sim = src[sel], dst[sel], sim[sel]
+    return src, dst, sim
+
+
+def _mask(values: ArrayLike, n: int, name: str) -> NDArray[np.bool_]:
+    mask = np.asarray(values)
+    if mask.shape != (n,) or mask.dtype != np.bool_:
+        raise ValueError(f"{name} must be a bool array of shape ({n},), got {mask.dtype} {mask.shape}")
+    return mask
 
 
 def _empty() -> Pairs:

@@ -114,9 +114,12 @@ def test_entity_seed_weights_by_hand() -> None:
     w = entity_seed_weights([0, 1], scores, subj, obj, passages, link_top_k=5)
     # e0: mean(1.0)/1; e1: mean(1.0, 0.5)/4; e2: mean(0.5)/2; e3, e4: not in kept facts
     assert w.tolist() == pytest.approx([1.0, 0.75 / 4, 0.25, 0.0, 0.0])
-    # top 2 entities by mean fact score: e0 (1.0), e1 (0.75); e2 (0.5) loses its weight
+    # top 2 entities by weight (HippoRAG 2's rule): e0 (1.0), e2 (0.25); the hub e1 (0.1875) loses its weight
     w2 = entity_seed_weights([0, 1], scores, subj, obj, passages, link_top_k=2)
-    assert w2.tolist() == pytest.approx([1.0, 0.75 / 4, 0.0, 0.0, 0.0])
+    assert w2.tolist() == pytest.approx([1.0, 0.0, 0.25, 0.0, 0.0])
+    # by mean fact score (the earlier rule): e0 (1.0), e1 (0.75); e2 (0.5) loses its weight
+    w3 = entity_seed_weights([0, 1], scores, subj, obj, passages, link_top_k=2, rank="score")
+    assert w3.tolist() == pytest.approx([1.0, 0.75 / 4, 0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="out of range"):
         entity_seed_weights([7], scores, subj, obj, passages, 5)
     with pytest.raises(ValueError, match="link_top_k"):

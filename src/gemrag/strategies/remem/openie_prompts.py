@@ -4,8 +4,8 @@ REMem (seed ``remem-retrieval-strategies.txt``, "Default Strategy (OpenIE)") for
 2025, "From RAG to Memory", section 3): each passage costs two LLM calls, named-entity recognition first, then
 (subject, predicate, object) triples that each contain at least one of those entities, with pronouns resolved
 to the names they stand for. At query time the recognition-memory filter (HippoRAG 2 section 3, "Recognition
-Memory") shows the LLM the question and the top facts and keeps the relevant ones (at most
-:data:`MAX_RECOGNIZED`) or none.
+Memory") shows the LLM the question and the top ``linking_top_k`` facts and keeps the relevant ones (up to all of
+them, as HippoRAG 2's code keeps up to ``link_top_k`` = 5 of the filter's answer) or none.
 
 The OpenIE prompts carry one worked example (a passage written for gemrag, not taken from the papers) as a
 user turn answered by an assistant turn, and the passage comes last, so llama.cpp reuses the shared prefix from
@@ -35,8 +35,6 @@ MAX_TRIPLES = 24
 """Most triples accepted per passage."""
 MAX_ITEM_CHARS = 120
 """Longest entity name or triple element (characters)."""
-MAX_RECOGNIZED = 4
-"""Most facts the recognition filter keeps (HippoRAG 2's filter keeps up to four)."""
 
 
 class NamedEntities(BaseModel):
@@ -84,9 +82,15 @@ def triples_schema() -> dict[str, Any]:
     return {"type": "object", "properties": {"triples": _triple_array(MAX_TRIPLES)}, "required": ["triples"]}
 
 
-def recognition_schema() -> dict[str, Any]:
-    """JSON schema of :class:`RecognizedFacts`: at most :data:`MAX_RECOGNIZED` triples."""
-    return {"type": "object", "properties": {"facts": _triple_array(MAX_RECOGNIZED)}, "required": ["facts"]}
+def recognition_schema(max_facts: int) -> dict[str, Any]:
+    """JSON schema of :class:`RecognizedFacts`: at most ``max_facts`` triples (the number of candidates shown).
+
+    Raises:
+        ValueError: ``max_facts < 1``.
+    """
+    if max_facts < 1:
+        raise ValueError(f"max_facts must be >= 1, got {max_facts}")
+    return {"type": "object", "properties": {"facts": _triple_array(max_facts)}, "required": ["facts"]}
 
 
 _EXAMPLE_PASSAGE = (
@@ -142,16 +146,21 @@ def triples_prompt(passage: str, entities: Sequence[str]) -> list[Message]:
 
 def recognition_prompt(question: str, facts: Sequence[Sequence[str]]) -> list[Message]:
     """Messages asking which of ``facts`` (the top facts by embedding similarity) help answer ``question``
-    (HippoRAG 2 section 3, "Recognition Memory": keep at most :data:`MAX_RECOGNIZED`, possibly none)."""
+    (HippoRAG 2 section 3, "Recognition Memory": keep the relevant ones, possibly none).
+
+    The prompt sets no number below the candidates shown: HippoRAG 2's instruction says "up to 4", but its code
+    keeps up to ``link_top_k`` = 5 of the answer (``rerank_facts`` → ``DSPyFilter.rerank``) and one of its
+    demonstrations keeps all five candidates; gemrag follows the code. Like HippoRAG 2's instruction, it allows an
+    empty answer when nothing is relevant."""
     listed = "\n".join(json.dumps(list(f), ensure_ascii=False) for f in facts)
     return [
         {"role": "system", "content": "You select the facts that are relevant to a question."},
         {
             "role": "user",
             "content": (
-                f"Below are a question and candidate facts, one [subject, predicate, object] per line. Copy the "
-                f"facts that help answer the question, at most {MAX_RECOGNIZED}, exactly as written; reply with an "
-                "empty list if none is relevant.\n"
+                "Below are a question and candidate facts, one [subject, predicate, object] per line. Copy the "
+                "facts that help answer the question, exactly as written; reply with an empty list if none is "
+                "relevant.\n"
                 'Reply with JSON: {"facts": [["subject", "predicate", "object"], ...]}\n\n'
                 f"Candidate facts:\n{listed}\n\nQuestion: {question}"
             ),
@@ -172,20 +181,25 @@ _FEW_SHOT = [
         [["harlow dam", "supplies water to", "pellin"], ["harlow dam", "stands on", "vesna river"]],
     ),
     (
-        "When was the painter of The Grey Harbour born?",
+        "Was the painter of The Grey Harbour born before Oskar Brandt?",
         [
             ["ida lorne", "was born in", "1882"],
             ["the grey harbour", "hangs in", "the city museum"],
-            ["karl meis", "painted", "the blue mill"],
+            ["the grey harbour", "was painted by", "ida lorne"],
             ["oskar brandt", "was born in", "1879"],
             ["the city museum", "opened in", "1901"],
         ],
-        [],
+        [
+            ["the grey harbour", "was painted by", "ida lorne"],
+            ["ida lorne", "was born in", "1882"],
+            ["oskar brandt", "was born in", "1879"],
+        ],
     ),
 ]
 """Worked examples of the few-shot filter prompt, written for gemrag (not HippoRAG 2's demonstrations): a two-hop
-question keeping the facts of both hops, and a question no candidate answers (its painter is not among them),
-kept empty."""
+question keeping the facts of both hops, and a comparison keeping three facts. Like HippoRAG 2's demonstrations,
+none answers with an empty list (gemrag's earlier second example did: a question no candidate answers, kept
+empty)."""
 
 
 def recognition_prompt_few_shot(question: str, facts: Sequence[Sequence[str]]) -> list[Message]:

@@ -1,13 +1,14 @@
 """Recognition memory: the LLM keeps the relevant facts among the top candidates (HippoRAG 2, Gutiérrez et al.
 2025, section 3, "Recognition Memory"; REMem seed, "Step 2: Fact Reranking").
 
-The question and the candidate facts go to the LLM as structured output
-(:class:`~gemrag.strategies.remem.openie_prompts.RecognizedFacts`, at most four facts). Each returned fact is matched
-to a
-candidate (``filter_match``): by default as HippoRAG 2's code does (``"snap"``), each returned fact becomes the
-candidate whose text is closest to it (``difflib.get_close_matches`` with no cutoff), so a paraphrased or shortened
-copy still selects its fact — and an invented fact selects the nearest real one; ``"exact"`` (gemrag's earlier rule,
-a variant) keeps only facts equal to a candidate in their normalized elements
+The question and the candidate facts (the top ``linking_top_k``, 5 by default) go to the LLM as structured output
+(:class:`~gemrag.strategies.remem.openie_prompts.RecognizedFacts`, at most as many facts as candidates: HippoRAG 2's
+code keeps up to ``link_top_k`` of the filter's answer, ``rerank_facts`` → ``DSPyFilter.rerank``; gemrag kept at most
+four before issue 38). Each returned fact is matched to a candidate (``filter_match``): by default as HippoRAG 2's
+code does (``"snap"``), each returned fact becomes the candidate whose text is closest to it
+(``difflib.get_close_matches`` with no cutoff), so a paraphrased or shortened copy still selects its fact — and an
+invented fact selects the nearest real one; ``"exact"`` (gemrag's earlier rule, a variant) keeps only facts equal to
+a candidate in their normalized elements
 (:func:`~gemrag.graph.names.normalize_entity` of subject, predicate and object). An answer that stays malformed after
 the retries keeps no fact (the caller falls back to dense retrieval) and the error is reported, not raised.
 """
@@ -23,23 +24,25 @@ from gemrag.models.structured import complete_structured
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.remem.openie_prompts import (
     MAX_ITEM_CHARS,
-    MAX_RECOGNIZED,
     RecognizedFacts,
     recognition_prompt,
     recognition_prompt_few_shot,
     recognition_schema,
 )
 
-MAX_TOKENS = 16 + MAX_RECOGNIZED * (MAX_ITEM_CHARS + 12)
-"""Completion limit of the filter (tokens): up to four triples of three elements of at most
-:data:`~gemrag.strategies.remem.openie_prompts.MAX_ITEM_CHARS` characters (about a third as many tokens each)."""
+
+def max_tokens(n_facts: int) -> int:
+    """Completion limit of the filter (tokens) for an answer of up to ``n_facts`` triples of three elements of at
+    most :data:`~gemrag.strategies.remem.openie_prompts.MAX_ITEM_CHARS` characters (about a third as many tokens
+    each): ``16 + n_facts * (MAX_ITEM_CHARS + 12)``, 676 for five facts."""
+    return 16 + n_facts * (MAX_ITEM_CHARS + 12)
 
 
 def match_facts(
     returned: Sequence[Sequence[str]], candidates: Sequence[Sequence[str]], match: str = "snap"
 ) -> list[int]:
-    """Indices of the candidates the LLM returned, in the order returned, each once, at most
-    :data:`~gemrag.strategies.remem.openie_prompts.MAX_RECOGNIZED`.
+    """Indices of the candidates the LLM returned, in the order returned, each once (so at most
+    ``len(candidates)``, HippoRAG 2's ``link_top_k``).
 
     Args:
         returned: the facts in the LLM's answer (``[s, p, o]`` lists; with ``"exact"`` other lengths match
@@ -68,7 +71,7 @@ def match_facts(
             i = texts.index(close[0]) if close else None
         if i is not None and i not in out:
             out.append(i)
-    return out[:MAX_RECOGNIZED]
+    return out
 
 
 def recognize_facts(
@@ -95,8 +98,8 @@ def recognize_facts(
             ctx.get_llm(),
             (recognition_prompt_few_shot if few_shot else recognition_prompt)(question, candidates),
             RecognizedFacts,
-            schema=recognition_schema(),
-            max_tokens=MAX_TOKENS,
+            schema=recognition_schema(len(candidates)),
+            max_tokens=max_tokens(len(candidates)),
         )
     except StructuredOutputError as exc:
         return [], str(exc)

@@ -5,9 +5,9 @@
 Build (offline indexing):
   1. OpenIE per chunk, two LLM calls: named entities, then triples (:mod:`gemrag.strategies.remem.openie`);
   2. the graph (:mod:`gemrag.strategies.remem.fact_graph`): passage and entity nodes; fact, passage and synonym edges,
-     the
-     synonyms found by a nearest-neighbour search over the entity embeddings (:mod:`gemrag.graph.synonyms`,
-     exact below ``synonym_exact_below`` entities, HNSW above, so the cost is not quadratic at 100k entities);
+     the synonyms found by a nearest-neighbour search over the entity embeddings (:mod:`gemrag.graph.synonyms`,
+     exact below ``synonym_exact_below`` entities, HNSW above, so the cost is not quadratic at 100k entities; an
+     entity of two or fewer alphanumeric characters looks for none but may be found, ``short_synonyms``);
   3. facts embedded as their own vectors ("subject predicate object").
   Entities and facts become store nodes (kinds ``entity`` and ``fact``, with the chunks they came from as sources,
   so deleting a document deletes what only it said); the arrays (node ids, vectors, the sparse adjacency, the
@@ -15,12 +15,12 @@ Build (offline indexing):
   artefacts of the others are in the store); the graph is then reassembled from all artefacts without the LLM.
 Retrieve (online, the seed's "Retrieval Pipeline" steps 1-3):
   1. query-to-fact scores: cosine of the question to every fact, min-max normalized;
-  2. recognition memory: the top ``linking_top_k`` facts go to the LLM, which keeps up to four or none
+  2. recognition memory: the top ``linking_top_k`` facts go to the LLM, which keeps some (up to all) or none
      (:mod:`gemrag.strategies.remem.recognition`; ``recognition_filter = false`` keeps all of them: HippoRAG 2's
      ablation); no fact left -> dense passage retrieval (DPR) over the chunks;
-  3. graph search: Personalized PageRank (``damping``) seeded by the kept facts' entities and by every passage's
-     dense score times ``passage_node_weight`` (:mod:`gemrag.strategies.remem.fact_seeds`, :mod:`gemrag.graph.ppr`);
-     passages ranked by their PageRank score.
+  3. graph search: Personalized PageRank (``damping``) seeded by the kept facts' entities (the ``linking_top_k``
+     largest weights, ``seed_rank``) and by every passage's dense score times ``passage_node_weight``
+     (:mod:`gemrag.strategies.remem.fact_seeds`, :mod:`gemrag.graph.ppr`); passages ranked by their PageRank score.
 """
 
 from __future__ import annotations
@@ -68,7 +68,13 @@ class RememConfig(BaseModel):
     Attributes:
         retrieval_top_k: most passages one retrieval ranks (default 200); a retrieval returns
             ``min(budget, retrieval_top_k)``.
-        linking_top_k: facts shown to the recognition filter, and entities kept as seeds (default 5).
+        linking_top_k: facts shown to the recognition filter, most facts it keeps, and entities kept as seeds
+            (default 5).
+        seed_rank: which ``linking_top_k`` entities of the kept facts seed the walk: ``"weight"`` (default,
+            HippoRAG 2's code: the largest seed weights, mean fact score / passages naming the entity) or
+            ``"score"`` (gemrag's earlier rule: the highest mean fact scores, so a hub entity of the best fact can
+            keep a tiny weight in place of a specific one; :mod:`gemrag.strategies.remem.fact_seeds`). A
+            retrieval-time setting: no rebuild.
         damping: probability that the PageRank walk follows an edge rather than restarting at the seeds
             (default 0.5).
         passage_node_weight: factor of the passages' dense scores in the seeds (default 0.05).
@@ -80,6 +86,10 @@ class RememConfig(BaseModel):
         synonym_search: ``"auto"`` (exact below ``synonym_exact_below`` entities, else HNSW), ``"exact"`` or
             ``"hnsw"``.
         synonym_exact_below: entities below which the exact (quadratic) search is used (default 20,000).
+        short_synonyms: entities of two or fewer alphanumeric characters ("us", "1"): ``"hipporag2"`` (default,
+            HippoRAG 2's code: they look for no synonyms, but a longer entity may find one of them as its synonym)
+            or ``"none"`` (gemrag's earlier rule: they get no synonym edge at all; :mod:`gemrag.graph.synonyms`).
+            A build-time setting.
         require_entity: keep only triples naming one of the chunk's named entities (default True).
         edge_weights: ``"hipporag2"`` (default: fact and synonym edges counted in both directions, as HippoRAG 2's
             code adds them to its undirected graph, so they weigh about twice a passage edge) or ``"once"``
@@ -95,6 +105,7 @@ class RememConfig(BaseModel):
 
     retrieval_top_k: int = Field(200, ge=1)
     linking_top_k: int = Field(5, ge=1, le=100)
+    seed_rank: Literal["weight", "score"] = "weight"
     damping: float = Field(0.5, ge=0.0, lt=1.0)
     passage_node_weight: float = Field(0.05, ge=0.0)
     qa_top_k: int = Field(5, ge=1, le=200)
@@ -103,6 +114,7 @@ class RememConfig(BaseModel):
     synonymy_edge_topk: int = Field(100, ge=0, le=2047)
     synonym_search: Literal["auto", "exact", "hnsw"] = "auto"
     synonym_exact_below: int = Field(20_000, ge=0)
+    short_synonyms: Literal["hipporag2", "none"] = "hipporag2"
     require_entity: bool = True
     edge_weights: Literal["hipporag2", "once"] = "hipporag2"
     filter_match: Literal["snap", "exact"] = "snap"
@@ -213,14 +225,15 @@ class RememStrategy:
         )
         synonyms = None
         if index.entities and cfg.synonymy_edge_topk > 0:
-            eligible = np.array([alnum_length(e) > 2 for e in index.entities])
+            long = np.array([alnum_length(e) > 2 for e in index.entities])
             synonyms = synonym_pairs(
                 entity_vectors,
                 cfg.synonymy_edge_sim_threshold,
                 cfg.synonymy_edge_topk,
                 method=cfg.synonym_search,
                 exact_below=cfg.synonym_exact_below,
-                eligible=eligible,
+                eligible=long if cfg.short_synonyms == "none" else None,
+                seekers=long,
             )
         edges = fact_graph_edges(index, synonyms, cfg.edge_weights)
         W = adjacency(index.n_nodes, edges)
@@ -328,7 +341,7 @@ class RememStrategy:
                 return chunk_hits(ctx, ids.tolist(), dense[order].tolist(), {**meta, "fallback": "dpr"})
             reset = np.zeros(g.node_ids.shape[0])
             reset[g.entities] = entity_seed_weights(
-                kept, fact_scores, g.fact_subject, g.fact_object, g.entity_passages, cfg.linking_top_k
+                kept, fact_scores, g.fact_subject, g.fact_object, g.entity_passages, cfg.linking_top_k, cfg.seed_rank
             )
             reset[g.passages] = passage_seed_weights(dense, cfg.passage_node_weight)
             ppr = g.transition.pagerank(reset, cfg.damping)
