@@ -15,7 +15,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.factual import FactualJudge, claim_scores
-from gemrag.eval.judged import JudgeChoice, judges_kind
+from gemrag.eval.judged import JudgeChoice, judge_named
 from gemrag.eval.metrics import answer_recall
 from gemrag.eval.report import markdown_report
 from gemrag.eval.runner import run_eval
@@ -111,26 +111,41 @@ def test_answer_recall_finds_a_normalized_span_in_a_chunk() -> None:
     assert answer_recall([], ["five days"]) == 0.0
 
 
-def test_which_kinds_are_judged() -> None:
-    assert judges_kind("covid_qa", True, None, None)
-    assert not judges_kind("covid_qa", True, "none", None)
-    assert not judges_kind("musique", True, None, None)
-    assert judges_kind("musique", True, "qwen2.5-coder-0.5b", None)
-    assert not judges_kind("quality", False, None, None)
+def test_a_judge_runs_only_when_named() -> None:
+    assert not judge_named(None, None)  # the default: no judge, covid_qa included
+    assert not judge_named("none", None) and not judge_named(" None ", None)
+    assert judge_named("qwen2.5-coder-0.5b", None)
+    assert judge_named("gpt-4o-mini", "http://127.0.0.1:9/v1") and judge_named(None, "http://127.0.0.1:9/v1")
+
+
+def test_naming_the_evaluations_own_model_judges_with_the_memorys_llm(tmp_path: Path, config: Config) -> None:
+    label = f"{config.llm.provider}:{config.llm.model}"
+    assert JudgeChoice().setup(tmp_path, "covid_qa", True, config, label) == (None, None)  # the default
+    own, backend = JudgeChoice(config.llm.model).setup(tmp_path, "covid_qa", True, config, label)
+    assert own is not None and own.label == label and backend is None  # no second copy of the model
+    other, backend = JudgeChoice("qwen2.5-coder-0.5b").setup(tmp_path, "musique", True, config, label)
+    assert other is not None and other.label == "llama_cpp:qwen2.5-coder-0.5b" and backend is not None
+    assert JudgeChoice("none").setup(tmp_path, "covid_qa", True, config, label) == (None, None)
+
+
+def is_judge_prompt(prompt: str) -> bool:
+    """Whether a prompt is one of the factual-correctness judge's (claims or verdicts)."""
+    return "List the claims of the answer" in prompt or "is it supported by the text?" in prompt
 
 
 def test_covid_qa_eval_reports_the_judged_score_and_rerunning_costs_nothing(tmp_path: Path, config: Config) -> None:
     path, out = covid_file(tmp_path), tmp_path / "out"
     kwargs: dict[str, Any] = {"config": config, "budget": 2, "out_dir": out, "embedder": HashEmbedder(), "plots": False}
     llm = ScriptedLLM()
-    res = run_eval("covid_qa", path, ["dense", "bm25"], llm=llm, reference="dense", **kwargs)
+    judge = JudgeChoice(llm=llm)  # the evaluation's own backend, named as the judge
+    res = run_eval("covid_qa", path, ["dense", "bm25"], llm=llm, reference="dense", judge=judge, **kwargs)
     lines = [json.loads(x) for x in (out / "judgements.jsonl").read_text().splitlines()]
     assert len(lines) == 6 and {line["judge"] for line in lines} == {"fake:scripted-llm"}
     for rec in res.records:  # the record's score is its judgement's claim F1
         line = next(x for x in lines if (x["question_id"], x["strategy"]) == (rec["question_id"], rec["strategy"]))
         assert rec["judged"] == line["f1"] and line["answer"] == rec["answer"]
         assert line["f1"] == claim_scores([True] * line["tp"] + [False] * line["fp"], [False] * line["fn"]).f1
-    for rec in res.records:  # Recall@k of the answer span in the chunks of a k-node retrieval
+    for rec in res.records:  # Recall@k of the answer span in the first k chunks of the ranking
         assert rec["recall_from"] == "answer span in chunk" and rec["recall@2"] <= rec["recall@5"]
     assert any(r["recall@5"] == 1.0 for r in res.records)
     agg = res.summary.aggregates["dense"]["judged"]
@@ -139,7 +154,9 @@ def test_covid_qa_eval_reports_the_judged_score_and_rerunning_costs_nothing(tmp_
     report = markdown_report(res)
     assert "Judged % (95% CI)" in report and "Paired bootstrap vs dense (Judged)" in report
     again = ScriptedLLM()
-    rerun = run_eval("covid_qa", path, ["dense", "bm25"], llm=again, reference="dense", **kwargs)
+    rerun = run_eval(
+        "covid_qa", path, ["dense", "bm25"], llm=again, reference="dense", judge=JudgeChoice(llm=again), **kwargs
+    )
     assert again.calls == 0  # answers and judgements are on file
     assert [r["judged"] for r in rerun.records] == [r["judged"] for r in res.records]
 
@@ -171,29 +188,51 @@ def test_a_judge_for_multiple_choice_is_refused(tmp_path: Path, config: Config) 
         )
 
 
-def test_gemrag_eval_covid_qa_defaults_to_the_unweaver_papers_rows_judged(
+def test_gemrag_eval_covid_qa_judges_only_with_judge_model(
     tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`gemrag eval covid_qa FILE` with no options: unweaver (its default: unweighted PAV), dense, raptor; answer
-    recall per K, token F1 and the judged score."""
+    recall per k and token F1, no judge call and a report that says why; with --judge-model the named judge judges
+    every answer."""
     import typer
     from typer.testing import CliRunner
 
+    from gemrag.eval import judged as judged_module
     from gemrag.eval import runner as runner_module
     from gemrag.eval.cli import eval_command
 
+    evaluation, judges = ScriptedLLM(), []
+
+    def judge_backend(settings: Any, cache_dir: Any = None) -> ScriptedLLM:
+        judges.append(ScriptedLLM())
+        judges[-1].model_id = f"fake:{settings.model}"
+        return judges[-1]
+
     monkeypatch.setattr(runner_module, "build_embedder", lambda settings: HashEmbedder())
-    monkeypatch.setattr(runner_module, "build_llm", lambda settings, cache_dir=None: ScriptedLLM())
+    monkeypatch.setattr(runner_module, "build_llm", lambda settings, cache_dir=None: evaluation)
+    monkeypatch.setattr(judged_module, "build_llm", judge_backend)
     app = typer.Typer()
     app.command("eval")(eval_command)
     app.command("other")(lambda: None)  # two commands: "eval" stays a subcommand
-    out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["eval", "covid_qa", str(covid_file(tmp_path)), "--out", str(out), "--no-plots"])
+    data, out = covid_file(tmp_path), tmp_path / "out"
+    result = CliRunner().invoke(app, ["eval", "covid_qa", str(data), "--out", str(out), "--no-plots"])
     assert result.exit_code == 0, result.output
     records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
     assert sorted({r["strategy"] for r in records}) == ["dense", "raptor", "unweaver"]
-    assert all(r["recall@2"] is not None and "judged" not in r for r in records)  # judged in results, not records
+    assert all(r["recall@2"] is not None and r["f1"] is not None for r in records)
+    assert evaluation.calls > 0 and sum(is_judge_prompt(p) for p in evaluation.prompts) == 0  # no judge call
+    assert not judges and not (out / "judgements.jsonl").exists()
+    assert "Judged %" not in result.output and "Factual correctness: not judged" in result.output
+    assert "kappa 0.025" in result.output and "benchmarks/factual_agreement.py" in result.output
+    assert "judge" not in json.loads((out / "results.json").read_text())["models"]
+
+    answered = evaluation.calls  # the same directory, now judged: answers on file, only judge calls
+    named = ["--judge-model", "qwen2.5-coder-0.5b"]
+    result = CliRunner().invoke(app, ["eval", "covid_qa", str(data), "--out", str(out), "--no-plots", *named])
+    assert result.exit_code == 0, result.output
+    assert evaluation.calls == answered and len(judges) == 1  # the named judge, built once
+    judge_calls = sum(is_judge_prompt(p) for p in judges[0].prompts)
+    assert judge_calls >= 9 and judge_calls == judges[0].calls  # every one of the 9 answers judged
     judged = [json.loads(x) for x in (out / "judgements.jsonl").read_text().splitlines()]
-    assert len(judged) == 9 and all(j["f1"] is not None for j in judged)
-    row = next(line for line in result.output.splitlines() if "| unweaver |" in line)
-    assert row.count("|") > 10 and "Judged % (95% CI)" in result.output
+    assert len(judged) == 9 and {j["judge"] for j in judged} == {"llama_cpp:qwen2.5-coder-0.5b"}
+    assert "Judged % (95% CI)" in result.output and "not judged" not in result.output

@@ -8,7 +8,10 @@ import pytest
 
 from gemrag.eval.metrics import (
     accuracy,
+    answer_recall,
+    document_recall_at_k,
     exact_match,
+    first_passages,
     hard_accuracy,
     latency_percentiles,
     match_choice,
@@ -16,6 +19,7 @@ from gemrag.eval.metrics import (
     recall_at_k,
     token_f1,
 )
+from gemrag.types import Hit
 
 
 def test_accuracy() -> None:
@@ -91,6 +95,55 @@ def test_recall_at_k() -> None:
         recall_at_k(retrieved, [], 2)
     with pytest.raises(ValueError, match="k must be"):
         recall_at_k(retrieved, ["a"], 0)
+
+
+def _ranking(*nodes: tuple[str, str]) -> list[Hit]:
+    """Hits ``(kind, text)`` in rank order; a chunk's text names its document."""
+    return [Hit(i, kind, 1.0 - i / 10, text) for i, (kind, text) in enumerate(nodes)]
+
+
+def _old_recall(ranking: list[Hit], gold: list[str], k: int) -> float:
+    """The rule before issue 38: the first k *distinct* documents of the whole (deeper) ranking's chunks."""
+    return recall_at_k(list(dict.fromkeys(h.text for h in ranking if h.kind == "chunk")), gold, k)
+
+
+def test_recall_reads_the_documents_of_the_first_k_passages() -> None:
+    # document A spans three chunks: the old rule skipped A's second and third chunks and reached B and C
+    ranking = _ranking(("chunk", "A"), ("chunk", "A"), ("chunk", "A"), ("chunk", "B"), ("chunk", "C"))
+    docs = [[h.text] for h in first_passages(ranking, 2)]
+    assert docs == [["A"], ["A"]]
+    assert document_recall_at_k(docs, ["A", "B"], 2) == 0.5
+    assert _old_recall(ranking, ["A", "B"], 2) == 1.0  # the rules differ here
+    top5 = [[h.text] for h in first_passages(ranking, 5)]
+    assert document_recall_at_k(top5, ["A", "B"], 5) == 1.0
+    assert document_recall_at_k(top5, ["A", "B", "C", "D"], 5) == 0.75
+    assert _old_recall(ranking, ["C"], 2) == 0.0 and document_recall_at_k(top5, ["C"], 2) == 0.0
+
+
+def test_derived_nodes_take_no_rank_and_a_committee_is_read_as_one_ranking() -> None:
+    # a summary at rank 1 and HLGraphRAG-style relations at rank 3 are skipped: the 2 passages are B then C
+    ranking = _ranking(("summary", "about A and B"), ("chunk", "B"), ("relations", "A"), ("chunk", "C"))
+    assert [h.text for h in first_passages(ranking, 2)] == ["B", "C"]
+    assert document_recall_at_k([[h.text] for h in first_passages(ranking, 2)], ["A"], 2) == 0.0
+    # a 5-chunk committee in the order the strategy returns it: R@2 reads its first two members, as for dense
+    # (the old rule read a separately elected 2-chunk committee, here {D, E}, which the ranking does not begin with)
+    committee = _ranking(*(("chunk", d) for d in "ABCDE"))
+    assert document_recall_at_k([[h.text] for h in first_passages(committee, 2)], ["D"], 2) == 0.0
+    assert answer_recall([h.text for h in first_passages(committee, 2)], ["E"]) == 0.0
+    assert answer_recall([h.text for h in first_passages(committee, 5)], ["E"]) == 1.0
+
+
+def test_document_recall_counts_every_document_of_a_passage_and_checks_its_input() -> None:
+    # identical texts stored once: one passage stands for two dataset documents
+    assert document_recall_at_k([["A", "A2"], ["B"]], ["A2", "B"], 1) == 0.5
+    assert document_recall_at_k([[], ["B"]], ["B"], 2) == 1.0  # a passage of no known document
+    assert document_recall_at_k([], ["B"], 2) == 0.0  # nothing retrieved
+    with pytest.raises(ValueError, match="without gold"):
+        document_recall_at_k([["A"]], [], 2)
+    with pytest.raises(ValueError, match="k must be"):
+        document_recall_at_k([["A"]], ["A"], 0)
+    with pytest.raises(ValueError, match="k must be"):
+        first_passages([], 0)
 
 
 def test_latency_percentiles() -> None:

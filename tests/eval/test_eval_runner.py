@@ -511,21 +511,44 @@ def test_documents_from_a_file_keep_ids_with_commas(
         assert failed.exit_code == 2 and message in failed.output and "Traceback" not in failed.output
 
 
-def test_recall_of_a_non_nested_strategy_is_read_from_its_own_k_retrieval(tmp_path: Path, config: Config) -> None:
-    """Recall@2 of a strategy whose 2-chunk retrieval is not the prefix of its 5-chunk one (UnWeaver's PAV/CC
-    committees) comes from the 2-chunk retrieval itself: [Delta, Epsilon], not the first two of five."""
+def two_chunk_alpha_file(tmp_path: Path) -> Path:
+    """:func:`multihop_file` with Alpha two sentences long (two chunks at T = 30); gold {Alpha, Beta} and {Epsilon}."""
+    path = multihop_file(tmp_path)
+    records = json.loads(path.read_text(encoding="utf-8"))
+    for i, record in enumerate(records):
+        for paragraph in record["paragraphs"]:
+            if paragraph["title"] == "Alpha":
+                paragraph["paragraph_text"] = (
+                    "Alpha is a quiet market town on the river Lune, known for its old stone bridge and its fair. "
+                    "The bridge at Alpha was rebuilt after the great flood, and the council meets in the hall by it."
+                )
+            paragraph["is_supporting"] = paragraph["title"] in ({"Alpha", "Beta"}, {"Epsilon"})[i]
+    path.write_text(json.dumps(records), encoding="utf-8")
+    return path
+
+
+def test_recall_reads_the_documents_of_the_first_k_passages_for_every_strategy(tmp_path: Path, config: Config) -> None:
+    """One rule (issue 38): R@k counts the documents of the first k chunks of one ranking of max(B, 5) nodes. Alpha
+    spans two chunks, so a ranked strategy's first two passages are both Alpha (the old rule, the first two distinct
+    documents, gave R@2 = 1.0 for gold {Alpha, Beta}); a committee is read from its one ranking the same way (the old
+    rule elected a separate 2-chunk committee, here [Delta, Epsilon], and gave 0.0 and 1.0)."""
     res = run_eval(
         "musique",
-        multihop_file(tmp_path),
-        ["lastchunks"],
+        two_chunk_alpha_file(tmp_path),
+        ["firstchunks", "lastchunks"],
         config=config,
         budget=1,
         out_dir=tmp_path / "out",
         answer=False,
         embedder=HashEmbedder(),
     )
-    by_q = {r["question_id"]: r for r in res.records}
-    first, second = by_q["2hop__0"], by_q["2hop__1"]
-    assert first["recall_from"] == "election per k"
-    assert first["recall@2"] == 0.0 and second["recall@2"] == 1.0  # a prefix of five would give 0.5 and 0.0
-    assert first["recall@5"] == 1.0 and second["recall@5"] == 1.0
+    by = {(r["strategy"], r["question_id"]): r for r in res.records}
+    ranked = by[("firstchunks", "2hop__0")]
+    assert ranked["passages"][:2] == ["Alpha", "Beta"] and len(ranked["retrieved"]) == 5
+    assert ranked["recall_rule"] == "first k passages"
+    assert ranked["recall@2"] == 0.5 and ranked["recall@5"] == 1.0  # chunks Alpha, Alpha | Beta, Gamma, Delta
+    assert by[("firstchunks", "2hop__1")]["recall@5"] == 0.0  # Epsilon is the sixth chunk
+    committee = [by[("lastchunks", q)] for q in ("2hop__0", "2hop__1")]  # ranking: Alpha, Beta, Gamma, Delta, Epsilon
+    assert [r["recall@2"] for r in committee] == [1.0, 0.0]
+    assert [r["recall@5"] for r in committee] == [1.0, 1.0]
+    assert all("recall_from" not in r for r in res.records)  # no per-k election any more

@@ -54,12 +54,14 @@ NO_JUDGE = "none"
 #: ``judge_error`` of a reply generated with no judge.
 NOT_JUDGED = "not judged (--judge-model none)"
 DEFAULT_STRATEGIES = "hlgraph[directional=false;ranked=false],hlgraph[ranked=false],hlgraph[directional=false],hlgraph"
-"""The paper's rows (HLGraphRAG Figure 5.1): the base HLGraphRAG [SRQ, ECR] (directional labels and ranked retrieval
-off), + DW, + RR, and both; worst-expected first, so each test asks the paper's question (does the first choke
-more?). Baselines (``dense``, ``full``, ``gem``) are added with ``--strategies``."""
+"""The default rows: the paper's three (HLGraphRAG Figure 5.1), the base HLGraphRAG [SRQ, ECR] (directional labels and
+ranked retrieval off), + DW and + DW + RR, and one of ours, + RR alone (no paper row); worst-expected first, so each
+test asks the paper's question (does the first choke more?). Baselines (``dense``, ``full``, ``gem``) are added with
+``--strategies``."""
 PAPER_PAIRS = ((0, 1), (1, 3), (0, 2), (2, 3))
 """The one-sided Mann-Whitney comparisons of :data:`DEFAULT_STRATEGIES` (indices): base vs + DW and + DW vs both (the
-paper's Figure 5.5), base vs + RR and + RR vs both (the same question for ranked retrieval)."""
+paper's two tests, Figure 5.5), and two of ours, base vs + RR and + RR vs both (the same question for ranked
+retrieval)."""
 #: Sampling temperature of the in-character replies (runs differ by their seed only through it).
 REPLY_TEMPERATURE = 0.7
 #: Completion limit of one reply (tokens); CMU DoG messages are about 10-20 words.

@@ -81,7 +81,7 @@ def summarize_acceptance(
         strategies: run names in report order.
         runs: runs per strategy. meta: dataset, models and settings, copied into the result.
         pairs: ``(a, b)`` comparisons, each one-sided "a chokes more" as the paper's Appendix (default: neighbours
-            in ``strategies``; the paper's rows use :data:`gemrag.eval.acceptance.PAPER_PAIRS`).
+            in ``strategies``; the default rows use :data:`gemrag.eval.acceptance.PAPER_PAIRS`).
 
     Returns:
         ``meta`` plus ``counts`` (per strategy, one dict per run, :func:`run_counts`), ``means`` (per strategy, the

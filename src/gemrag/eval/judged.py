@@ -8,9 +8,11 @@ what is missing, and the judge's calls are cached in the memory (a changed judge
 ones stay). :meth:`Judgements.attach` copies the score into each record as ``judged`` (the claim F1, in [0, 1], None
 = unjudged) with ``judged_error``; the report's "Judged %" column and paired comparison read it.
 
-Which kinds are judged: :data:`JUDGED_KINDS` (the UnWeaver paper's COVID-QA) by default with the evaluation's LLM;
-any other free-form kind when a judge is named (``--judge-model`` / ``--judge-base-url``); none with
-``--judge-model none``.
+Which evaluations are judged: none by default. A free-form kind (COVID-QA, the UnWeaver paper's metric; any other) is
+judged only when a judge is named (``--judge-model`` / ``--judge-base-url``): the embedded models cannot judge (the
+0.5B judge agreed with hand labels at Cohen's kappa 0.025, ``benchmarks/factual_agreement.py``), and each judgement
+costs about four LLM calls per answer. A named judge equal to the evaluation's LLM judges with the memory's own
+backend (no second model is loaded). ``--judge-model none`` is accepted and judges nothing.
 """
 
 from __future__ import annotations
@@ -33,22 +35,20 @@ from gemrag.models.cache import CachedLLM
 from gemrag.models.factory import build_llm
 from gemrag.strategies.base import ProgressFactory
 
-__all__ = ["JUDGED_KINDS", "NO_JUDGE", "GroupJudge", "JudgeChoice", "Judgements", "judges_kind"]
+__all__ = ["NO_JUDGE", "GroupJudge", "JudgeChoice", "Judgements", "judge_named"]
 
-#: Kinds judged by default (the UnWeaver paper's metric on COVID-QA, section 3).
-JUDGED_KINDS = frozenset({"covid_qa"})
-#: ``--judge-model`` value that turns the judge off.
+#: ``--judge-model`` value that names no judge (as giving none).
 NO_JUDGE = "none"
 
 _Key = tuple[str, str, int, str]
 
 
-def judges_kind(kind: str, free_form: bool, judge_model: str | None, judge_base_url: str | None) -> bool:
-    """Whether an evaluation of ``kind`` is judged: a free-form kind in :data:`JUDGED_KINDS` unless the judge is
-    ``none``, any free-form kind with a named judge."""
-    if not free_form or (judge_base_url is None and (judge_model or "").strip().lower() == NO_JUDGE):
-        return False
-    return kind in JUDGED_KINDS or judge_model is not None or judge_base_url is not None
+def judge_named(judge_model: str | None, judge_base_url: str | None) -> bool:
+    """Whether ``--judge-model`` / ``--judge-base-url`` name a judge: an endpoint, or a model other than ``none``
+    (nothing is judged otherwise: the module docstring says why)."""
+    if judge_base_url is not None:
+        return True
+    return judge_model is not None and judge_model.strip().lower() != NO_JUDGE
 
 
 class Judgements:
@@ -131,8 +131,8 @@ def _key(rec: dict[str, Any], label: str) -> _Key:
 @dataclass(frozen=True)
 class JudgeChoice:
     """The factual-correctness judge of :func:`gemrag.eval.runner.run_eval`: ``model`` / ``base_url`` as
-    ``--judge-model`` / ``--judge-base-url`` (:func:`gemrag.eval.judge.judge_settings`; ``model="none"`` turns it
-    off), or ``llm``, a backend to judge with (tests inject doubles)."""
+    ``--judge-model`` / ``--judge-base-url`` (:func:`gemrag.eval.judge.judge_settings`), or ``llm``, a backend to judge
+    with (tests inject doubles). The default, and ``model="none"``, judges nothing (module docstring)."""
 
     model: str | None = None
     base_url: str | None = None
@@ -144,9 +144,7 @@ class JudgeChoice:
         Raises:
             ConfigError: ``--judge-model`` (other than none) or ``--judge-base-url`` for multiple choice.
         """
-        named = self.model is not None or self.base_url is not None
-        off = self.base_url is None and (self.model or "").strip().lower() == NO_JUDGE
-        if named and not off and not free_form:
+        if judge_named(self.model, self.base_url) and not free_form:
             given = [
                 f"{flag} {v}" for flag, v in (("--judge-model", self.model), ("--judge-base-url", self.base_url)) if v
             ]
@@ -155,23 +153,23 @@ class JudgeChoice:
     def setup(
         self, out_dir: Path, kind: str, free_form: bool, config: Config, llm_label: str
     ) -> tuple[Judgements | None, LLM | None]:
-        """The judgements file of this judge and its backend (None: the memory's own LLM judges), or
-        ``(None, None)`` when the evaluation is not judged (:func:`judges_kind`).
+        """The judgements file of this judge and its backend (None: the memory's own LLM judges, when the named
+        judge is the evaluation's LLM), or ``(None, None)`` when the evaluation is not judged: no free-form answers,
+        or no judge named (no ``model`` other than none, ``base_url`` or ``llm``).
 
         Raises:
             ConfigError: a judge named for a kind without free-form answers (multiple choice).
         """
         self.check(kind, free_form)
-        if not judges_kind(kind, free_form, self.model, self.base_url):
+        if not free_form or not (self.llm is not None or judge_named(self.model, self.base_url)):
             return None, None
-        settings = judge_settings(config, self.model, self.base_url)
-        label = f"{settings.provider}:{settings.model}" if settings else llm_label
         if self.llm is not None:
             return Judgements(out_dir, self.llm.model_id), self.llm
-        if settings is None:
-            return Judgements(out_dir, label), None
+        settings = judge_settings(config, self.model, self.base_url)
+        if settings is None or settings == config.llm:  # the evaluation's own model: judged by the memory's LLM
+            return Judgements(out_dir, llm_label), None
         backend: LLM = LazyLLM(lambda: build_llm(settings, config.cache_dir))  # type: ignore[assignment]
-        return Judgements(out_dir, label), backend
+        return Judgements(out_dir, f"{settings.provider}:{settings.model}"), backend
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@
 * :func:`normalize_answer`, :func:`exact_match`, :func:`token_f1` — SQuAD answer EM / token F1
   (Rajpurkar et al. 2016, official ``evaluate-v1.1.py``; empty-answer handling of ``evaluate-v2.0.py``).
 * :func:`recall_at_k` — passage Recall@k as defined by HippoRAG (Gutierrez et al. 2024).
+* :func:`first_passages`, :func:`document_recall_at_k` — the one Recall@k of ``gemrag eval``, the same for every
+  strategy: the gold documents among the documents of the strategy's first k retrieved passages (chunks).
 * :func:`latency_percentiles` — p50 / p95 / mean of per-question latencies.
 * :func:`match_choice` — map a model's free-text answer to a multiple-choice option.
 * :func:`says_not_available` — whether an answer declines (LoCoMo category 5, adversarial questions).
@@ -23,9 +25,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gemrag.types import Hit
+
 __all__ = [
+    "PASSAGE_KIND",
     "answer_recall",
     "accuracy",
+    "document_recall_at_k",
+    "first_passages",
     "exact_match",
     "hard_accuracy",
     "latency_percentiles",
@@ -135,6 +142,50 @@ def recall_at_k(retrieved_ids: Sequence[str], gold_ids: Sequence[str], k: int) -
     if not gold:
         raise ValueError("recall_at_k is undefined for a question without gold passages")
     return len(gold.intersection(retrieved_ids[:k])) / len(gold)
+
+
+#: The node kind that is a retrieved passage for Recall@k: a chunk of the input. Every other kind is derived
+#: (GEM's and RAPTOR's summaries, HLGraphRAG's relations, REMem's gists and turns) and takes no rank.
+PASSAGE_KIND = "chunk"
+
+
+def first_passages(ranking: Sequence[Hit], k: int) -> list[Hit]:
+    """The first ``k`` retrieved passages of a strategy's ranking: its chunk hits in rank order, derived nodes
+    (:data:`PASSAGE_KIND`) skipped, so a summary at rank 1 neither counts as a passage nor uses one of the k ranks.
+
+    This is the rule of every strategy's Recall@k in ``gemrag eval`` (:func:`document_recall_at_k`,
+    :func:`answer_recall`): one ranking per strategy and question, read the same way whether the strategy ranks
+    nodes (dense, BM25, GEM) or elects a committee (UnWeaver's PAV/CC: the committee of the ranking's size, in the
+    order the strategy returns it).
+
+    Raises:
+        ValueError: ``k < 1``.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    return [h for h in ranking if h.kind == PASSAGE_KIND][:k]
+
+
+def document_recall_at_k(passage_documents: Sequence[Sequence[str]], gold_ids: Sequence[str], k: int) -> float:
+    """Recall@k over documents: ``|gold ∩ docs(p_1) ∪ ... ∪ docs(p_k)| / |gold|``.
+
+    HippoRAG's passage Recall@k (:func:`recall_at_k`) when a passage is a chunk of a longer document: a document
+    is retrieved at k when one of the first k passages comes from it. Two chunks of one document use two of the k
+    ranks (the rule before issue 38 counted the first k *distinct* documents of a deeper list instead).
+
+    Args:
+        passage_documents: per retrieved passage, best first (e.g. :func:`first_passages`), the ids of the
+            documents it comes from (several when identical texts share one stored document; empty when unknown).
+        gold_ids: the question's gold document ids (a set).
+        k: the rank cut-off (>= 1); fewer passages than k are read as they are.
+
+    Raises:
+        ValueError: ``k < 1``, or ``gold_ids`` is empty (as :func:`recall_at_k`).
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    found = [d for docs in passage_documents[:k] for d in docs]
+    return recall_at_k(found, gold_ids, max(len(found), 1))
 
 
 def answer_recall(chunk_texts: Sequence[str], answers: Sequence[str]) -> float:

@@ -186,6 +186,14 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
 # -- markdown ----------------------------------------------------------------------------------------
 
 
+#: What the report says of free-form answers evaluated without a judge (``gemrag eval`` judges only when one is named).
+NOT_JUDGED_NOTE = (
+    " Factual correctness: not judged. A judge runs only with --judge-model (or --judge-base-url): the embedded "
+    "0.5B judge agreed with hand labels at Cohen's kappa 0.025, no better than chance "
+    "(benchmarks/factual_agreement.py, docs/results.md), and judging costs about four LLM calls per answer."
+)
+
+
 def _pct_ci(ci: dict[str, float] | None) -> str | None:
     if ci is None:
         return None
@@ -252,9 +260,11 @@ def markdown_report(results: EvalResults) -> str:
         "embedding tokens to build, summed over the memories, cache hits counted at their original cost; "
         "query tokens: mean per question (retrieval + answer); latency: retrieval only; answer s / q: mean "
         "seconds to generate an answer (LLM cache hits excluded); % summary: share of "
-        "summary nodes in the LLM's context (GEM-RAG Table III). Recall@k ranks the distinct passages of the "
-        "top max(B, 5) nodes. Index seconds: wall-clock of the first build in this output directory (a strategy "
-        "built after another reuses its cached chunk embeddings); a search/budget ablation shares gem's build.",
+        "summary nodes in the LLM's context (GEM-RAG Table III). Recall@k: the gold documents among the documents "
+        "of the first k passages (chunks) of one ranking of max(B, 5) nodes per strategy, read the same way for "
+        "every strategy, committees included; derived nodes (summaries, relations, gists) take no rank. Index "
+        "seconds: wall-clock of the first build in this output directory (a strategy built after another reuses "
+        "its cached chunk embeddings); a search/budget ablation shares gem's build.",
     ]
     if any(a["evidence_recall"] for a in aggs.values()):
         lines[-1] += (
@@ -263,8 +273,8 @@ def markdown_report(results: EvalResults) -> str:
         )
     if any("answer span" in str(r.get("recall_from")) for r in results.records):
         lines[-1] += (
-            " Here R@k is answer recall (DPR's top-k accuracy): 1 if a gold answer span occurs in one of the chunks "
-            "of a k-node retrieval (a k-chunk election for UnWeaver's PAV/CC), the gold passage being the whole paper."
+            " Here R@k is answer recall (DPR's top-k accuracy): 1 if a gold answer span occurs in one "
+            "of the first k passages, the gold passage being the whole paper."
         )
     if any(a["judged"] for a in aggs.values()):
         lines[-1] += (
@@ -272,6 +282,14 @@ def markdown_report(results: EvalResults) -> str:
             f"{results.models.get('judge', 'the LLM')}; UnWeaver section 3), over the judged answers "
             f"({sum(a['unjudged'] or 0 for a in aggs.values())} unjudged: malformed judge output)."
         )
+    earlier = sum(1 for r in results.records if r.get("recall@2") is not None and "recall_rule" not in r)
+    if earlier:  # resumed from records written before issue 38
+        lines[-1] += (
+            f" {earlier} records hold Recall@k by the earlier rule (the first k distinct documents; a k-chunk "
+            "election for committees): re-score them with benchmarks/rescore_recall.py."
+        )
+    if results.answer and "judge" not in results.models and any(a["f1"] for a in aggs.values()):
+        lines[-1] += NOT_JUDGED_NOTE
     lines += repeats_markdown(s.repeats, getattr(results, "repeats", 1))
     lines += token_markdown(s.tokens) if s.tokens else []
     lines += category_tables(s.categories, d["kind"])

@@ -46,7 +46,7 @@ from gemrag.eval.judged import GroupJudge, JudgeChoice, Judgements
 from gemrag.eval.loading import load_dataset
 from gemrag.eval.memories import EvalMemories, group_id
 from gemrag.eval.merge import merge_outputs
-from gemrag.eval.metrics import answer_recall, recall_at_k
+from gemrag.eval.metrics import PASSAGE_KIND, answer_recall, document_recall_at_k, first_passages
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
@@ -61,6 +61,9 @@ from gemrag.types import Hit
 __all__ = ["EvalResults", "JudgeChoice", "RunSpec", "plan_runs", "run_eval"]
 
 RECALL_KS = (2, 5)
+#: ``recall_rule`` of the records scored by the rule of :func:`gemrag.eval.metrics.first_passages` (records without it
+#: were scored before issue 38: the first k distinct documents of the ranking, a k-chunk election for committees).
+RECALL_RULE = "first k passages"
 #: Kinds whose Recall@k is of the gold answer span in the retrieved chunks (:func:`gemrag.eval.metrics.answer_recall`).
 ANSWER_RECALL_KINDS = frozenset({"covid_qa"})
 #: An untimed question retrieved once per strategy and memory before the timed ones (loads its structures).
@@ -174,18 +177,14 @@ class _Runner:
                 return None, []
             return question_evidence(q.gold_passages, turns, hits, spans, mem.store)
 
-        def passage_ids(hits: Sequence[Hit]) -> list[str]:
-            ids: list[str] = []
-            for h in hits:
-                if h.kind == "chunk":
-                    if h.node_id not in node_docs:
-                        doc_id = mem.store.node(h.node_id).doc_id
-                        node_docs[h.node_id] = passages.get(doc_id, []) if doc_id is not None else []
-                    ids.extend(node_docs[h.node_id])
-            return list(dict.fromkeys(ids))
+        def documents(hit: Hit) -> list[str]:  # the dataset documents a chunk hit comes from
+            if hit.node_id not in node_docs:
+                doc_id = mem.store.node(hit.node_id).doc_id
+                node_docs[hit.node_id] = passages.get(doc_id, []) if doc_id is not None else []
+            return node_docs[hit.node_id]
 
         def one(item: tuple[Question, int]) -> dict[str, Any]:
-            return self._ask(mem, tap, run, gid, item, passage_ids, evidence)
+            return self._ask(mem, tap, run, gid, item, documents, evidence)
 
         budget = int(run.setting.get("budget", self.budget))
         # Untimed warm-up: embed the questions once (cached in the memory) and load the strategy's structures,
@@ -228,7 +227,7 @@ class _Runner:
         run: RunSpec,
         gid: str,
         item: tuple[Question, int],
-        passage_ids: Callable[[Sequence[Hit]], list[str]],
+        documents: Callable[[Hit], list[str]],
         evidence: Callable[[Question, Sequence[Hit]], tuple[float | None, list[str]]],
     ) -> dict[str, Any]:
         q, run_index = item
@@ -271,33 +270,28 @@ class _Runner:
                 rec.update(answer=read_option(ans.text, options), choice=ans.choice, answer_seconds=ans.answer_seconds)
                 rec.update({"options": list(options), "reply": ans.text} if options else {})  # LoCoMo category 5
         ranked = context
-        if depth > budget and rec["error"] is None:  # a deeper list for Recall@5: not timed, not in the tokens
+        if depth > budget and rec["error"] is None:  # one deeper ranking for Recall@5: not timed, not in the tokens
             ranked = mem.retrieve(q.question, depth, strategy=run.strategy)
-        passages = passage_ids(ranked)
-        # A committee of K chunks is not a prefix of a larger one (UnWeaver's PAV/CC): Recall@k of such a strategy
-        # is read from its own k-chunk retrieval (not timed, not in the tokens), as the paper's K-chunk election.
-        nested = getattr(mem.get_strategy(run.strategy), "nested", True)
-        by_k = {
-            k: passage_ids(context if k == budget else mem.retrieve(q.question, k, strategy=run.strategy))
-            for k in RECALL_KS
-            if gold and not nested and rec["error"] is None
-        }
-        if by_k:
-            rec["recall_from"] = "election per k"
-        if spans and rec["error"] is None:  # the chunks of a k-node retrieval (an election per k if not nested)
-            hits = {k: ranked[:k] if nested else mem.retrieve(q.question, k, strategy=run.strategy) for k in RECALL_KS}
-            for k, top in hits.items():
-                rec[f"recall@{k}"] = answer_recall([h.text for h in top if h.kind == "chunk"], spans)
-            rec["recall_from"] = "answer span in chunk" + ("" if nested else ", election per k")
+        # Recall@k, one rule for every strategy (committees included): the first k passages (chunk hits; derived
+        # nodes take no rank) of this one ranking, read by metrics.first_passages.
+        rec.update({"recall_rule": RECALL_RULE} if gold or spans else {})
+        if (gold or spans) and rec["error"] is None:
+            for k in RECALL_KS:
+                top = first_passages(ranked, k)
+                if gold:
+                    rec[f"recall@{k}"] = document_recall_at_k([documents(h) for h in top], gold, k)
+                else:
+                    rec[f"recall@{k}"] = answer_recall([h.text for h in top], spans)
+            rec.update({"recall_from": "answer span in chunk"} if spans else {})
         rec["context"] = [h.node_id for h in context]
         rec["retrieved"] = [{"id": h.node_id, "kind": h.kind, "score": round(h.score, 6)} for h in ranked]
-        rec["passages"] = passages
+        rec["passages"] = list(dict.fromkeys(d for h in ranked if h.kind == PASSAGE_KIND for d in documents(h)))
         rec["summary_hits"] = sum(1 for h in context if h.kind == "summary")
         rec["context_hits"] = len(context)
         rec["tokens"] = {k: cost[k] for k in ("prompt_tokens", "completion_tokens", "embedding_tokens")}
         rec["llm_calls"], rec["llm_cached"] = cost["llm_calls"], cost["llm_cached"]
-        for k in RECALL_KS:
-            rec.setdefault(f"recall@{k}", recall_at_k(by_k.get(k, passages), gold, k) if gold else None)
+        for k in RECALL_KS:  # a failed retrieval found no gold document
+            rec.setdefault(f"recall@{k}", 0.0 if gold else None)
         # gold ids that are not documents (LoCoMo turns): evidence recall of the context (B nodes)
         recall, covered = evidence(q, context) if not gold and rec["error"] is None else (None, [])
         rec["evidence_recall"], rec["evidence_covered"] = recall, covered
@@ -345,10 +339,11 @@ def run_eval(
             passed on (e.g. ``{"per_question_corpus": True}`` for the multi-hop kinds).
         strategies: registered strategy names (may be empty when ``ablation`` is given).
         config: models and gem parameters for every memory.
-        budget: B, context nodes retrieved (timed) and given to the LLM; for questions with gold passages a
-            second, untimed retrieval of ``max(B, 5)`` nodes feeds Recall@2/@5 (a strategy whose retrievals are not
-            nested, ``strategy.nested = False``, e.g. UnWeaver's PAV/CC committees, is retrieved once per k instead:
-            Recall@k of a k-chunk election, records marked ``recall_from``).
+        budget: B, context nodes retrieved (timed) and given to the LLM; for questions with gold passages (or
+            COVID-QA's answer spans) a second, untimed retrieval of ``max(B, 5)`` nodes is the strategy's ranking
+            (the context itself when B >= 5), and Recall@k reads the documents (answer spans) of its first k
+            passages, derived nodes skipped (:func:`gemrag.eval.metrics.first_passages`): the same rule for every
+            strategy, UnWeaver's committees included (records marked ``recall_rule``).
         limit: evaluate only the first ``limit`` questions (after ``select``).
         select: ``{"documents": [ids], "per_category": n}``, passed to :meth:`Dataset.select` (a stated subset,
             e.g. one LoCoMo conversation and n questions of each category).
@@ -373,9 +368,9 @@ def run_eval(
         runs, seed: repetitions of every answer (free-form kinds; :mod:`gemrag.eval.repeats`): with ``runs > 1`` run
             ``r`` samples its answers with seed ``seed + r`` (records carry ``run`` and ``seed``), and the report
             gives each score's mean, standard deviation and min–max over the runs.
-        judge: the factual-correctness judge (:mod:`gemrag.eval.judged`, :mod:`gemrag.eval.factual`): None = the
-            default (the evaluation's LLM judges the kinds of :data:`gemrag.eval.judged.JUDGED_KINDS`);
-            :class:`JudgeChoice` names another or turns it off. Records then carry ``judged`` (claim F1 in [0, 1]).
+        judge: the factual-correctness judge (:mod:`gemrag.eval.judged`, :mod:`gemrag.eval.factual`): None (the
+            default) judges nothing, as a :class:`JudgeChoice` naming no judge; one naming a model, an endpoint or a
+            backend judges the free-form answers. Records then carry ``judged`` (claim F1 in [0, 1]).
         memory_root: None = the memories are directories under ``out_dir/memories``; a
             ``postgresql://...?schema=PREFIX`` URL = each memory is the schema ``PREFIX_<name>`` of that database
             (:mod:`gemrag.eval.memories`); records and results stay under ``out_dir``.

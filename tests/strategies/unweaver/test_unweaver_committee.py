@@ -159,8 +159,8 @@ def test_equal_ballots_tie_two_chunks_that_weights_would_separate() -> None:
 
 
 def test_a_k_committee_is_not_the_prefix_of_a_larger_one() -> None:
-    """PAV committees are not nested: the size-1 winner is not among the size-2 winners here, so Recall@1 read from
-    the size-2 committee would score a committee no election produced (what the evaluation avoids, runner.py)."""
+    """PAV committees are not nested: the size-1 winner is not among the size-2 winners here. (The evaluation reads
+    Recall@k from one committee's first k chunks all the same, the rule of every strategy: eval/metrics.py.)"""
     # chunk 0: 7 approvals (3 shared with chunk 1, 3 with chunk 2, 1 alone); chunks 1 and 2: 6 each, disjoint
     profile = [[0, 1]] * 3 + [[0, 2]] * 3 + [[1]] * 3 + [[2]] * 3 + [[0]]
     ones = [1.0] * len(profile)

@@ -106,8 +106,8 @@ class FusedStrategy:
     def nested(self) -> bool:
         """Whether the first k of a K-node retrieval are the k-node retrieval (k < K): True with a fixed
         ``depth`` (for K up to it). With the default window (each part's top ``budget``) a larger budget lets more
-        of each part's list into the fusion, so an evaluation retrieves once per k it scores
-        (:mod:`gemrag.eval.runner`)."""
+        of each part's list into the fusion. ``gemrag eval`` reads Recall@k from one ranking either way
+        (:func:`gemrag.eval.metrics.first_passages`)."""
         return self.config.depth is not None
 
     def parts(self, ctx: StrategyContext) -> list[Strategy]:

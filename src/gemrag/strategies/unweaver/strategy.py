@@ -181,7 +181,8 @@ class UnweaverStrategy:
         """Whether the first k of a K-chunk retrieval are the k-chunk retrieval (k < K). True for AV and the
         released score (top K by a per-chunk score) without alignment; False for PAV, CC and their sequential forms
         (a committee of K is not a committee of k plus more chunks, and the elected set is ranked by approval
-        score), so an evaluation elects a committee of each size it scores (:mod:`gemrag.eval.runner`)."""
+        score). ``gemrag eval`` does not elect a committee per k: Recall@k reads the first k chunks of the one
+        committee of its ranking's size, as for every strategy (:func:`gemrag.eval.metrics.first_passages`)."""
         return self.config.rule in ("av", "released") and self.config.alignment == "none"
 
     def version(self, ctx: StrategyContext) -> str:
