@@ -119,9 +119,10 @@ class IterativeStrategy:
 
     @property
     def nested(self) -> bool:
-        """Whether the first k of a K-node retrieval are the k-node retrieval: with ``merge = "interleave"`` when
-        the base's are (False until the base is constructed, the safe answer: an evaluation then retrieves once per
-        k it scores, and the cached LLM passes make that cost no new model call)."""
+        """Whether the first k of a K-node retrieval are the k-node retrieval (k < K): with ``merge = "interleave"``
+        when the base's are (the LLM reads ``read`` passages per step whatever the budget); False until the base is
+        constructed. ``gemrag eval`` reads Recall@k from one ranking either way
+        (:func:`gemrag.eval.metrics.first_passages`)."""
         made = self._base.made(self.config.base)
         return self.config.merge == "interleave" and made is not None and bool(getattr(made, "nested", True))
 
