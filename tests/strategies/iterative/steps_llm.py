@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from fakes import ScriptedLLM
 from gemrag.models.base import Completion, Message, Usage
 from gemrag.strategies.iterative.prompts import DECOMPOSE_SYSTEM, NEXT_QUERY_SYSTEM, RERANK_SYSTEM, SUB_ANSWER_SYSTEM
 
@@ -14,20 +15,17 @@ PASSES = {NEXT_QUERY_SYSTEM: "next_query", DECOMPOSE_SYSTEM: "decompose", SUB_AN
 PASSES[RERANK_SYSTEM] = "rerank"
 
 
-class StepLLM:
+class StepLLM(ScriptedLLM):
     """Replies to the iterative passes from ``replies[pass name]`` in order (a dict is sent as JSON, a str as raw
     text: malformed output); a pass without replies left gets the last one again. ``calls`` lists ``(pass name,
     the last user message)`` of every call."""
 
     def __init__(self, **replies: Sequence[dict[str, Any] | str]) -> None:
+        super().__init__()  # its model id, context window and token count; its prompts are not these
         self.model_id = "fake:step-llm"
-        self.context_window = 8192
         self.replies = {k: list(v) for k, v in replies.items()}
-        self.calls: list[tuple[str, str]] = []
+        self.calls: list[tuple[str, str]] = []  # type: ignore[assignment]  # (pass, prompt), not a count
         self.schemas: list[dict[str, Any] | None] = []
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
 
     def complete(
         self,
