@@ -92,7 +92,9 @@ def aggregate(
         in [0, 1], 95% percentile-bootstrap interval) or None when no question has it; ``latency``
         ``{p50, p95, mean}`` of retrieval seconds; ``answer_seconds`` (mean over the answers not served from the
         LLM cache, or None); ``query_tokens``
-        (mean per question of each of :data:`TOKEN_KEYS`); ``summary_share`` (summary nodes / context nodes,
+        (mean per question of each of :data:`TOKEN_KEYS`); ``retrieval_llm`` (mean per question of the timed
+        retrieval's own ``llm_calls``, ``llm_cached``, ``prompt_tokens``, ``completion_tokens``; None for records
+        without it); ``summary_share`` (summary nodes / context nodes,
         in [0, 1], None without context); ``index`` (sums over memories: ``seconds``, tokens, ``memories``,
         ``chunks``, ``summary_nodes``).
     """
@@ -107,6 +109,8 @@ def aggregate(
     out["answer_seconds"] = sum(answered) / len(answered) if answered else None
     n = max(len(records), 1)
     out["query_tokens"] = {k: sum(r["tokens"][k] for r in records) / n for k in TOKEN_KEYS}
+    spent = [r["retrieval_llm"] for r in records if r.get("retrieval_llm")]  # absent in records before it existed
+    out["retrieval_llm"] = {k: sum(c[k] for c in spent) / len(spent) for k in spent[0]} if spent else None
     hits = sum(r["context_hits"] for r in records)
     out["summary_share"] = sum(r["summary_hits"] for r in records) / hits if hits else None
     keys = ("seconds", *TOKEN_KEYS, "chunks", "summary_nodes")
@@ -208,6 +212,14 @@ def _tokens(values: dict[str, float], digits: int = 0) -> str:
     return " / ".join(f"{values[k]:,.{digits}f}" for k in TOKEN_KEYS)
 
 
+def _retrieval_calls(name: str, a: dict[str, Any]) -> str | None:
+    """Mean LLM calls of a question's retrieval, with its prompt tokens; None when no retrieval called the LLM."""
+    spent = a.get("retrieval_llm")
+    if not spent or not spent["llm_calls"]:
+        return None
+    return f"{spent['llm_calls']:.2f} ({spent['prompt_tokens']:,.0f} p)"
+
+
 def _columns(results: EvalResults) -> list[tuple[str, Callable[[str, dict[str, Any]], str | None]]]:
     models = results.models
     return [
@@ -224,6 +236,7 @@ def _columns(results: EvalResults) -> list[tuple[str, Callable[[str, dict[str, A
         ("Evidence R (95% CI)", lambda name, a: _pct_ci(a["evidence_recall"])),
         ("index tokens p / c / e", lambda name, a: _tokens(a["index"])),
         ("query tokens / q p / c / e", lambda name, a: _tokens(a["query_tokens"], 1)),
+        ("retrieval LLM calls / q", _retrieval_calls),
         ("index s", lambda name, a: f"{a['index']['seconds']:.1f}"),
         (
             "latency p50 / p95 ms",
@@ -258,7 +271,8 @@ def markdown_report(results: EvalResults) -> str:
         "",
         "Scores in %, 95% percentile-bootstrap intervals over questions. Index tokens: prompt / completion / "
         "embedding tokens to build, summed over the memories, cache hits counted at their original cost; "
-        "query tokens: mean per question (retrieval + answer); latency: retrieval only; answer s / q: mean "
+        "query tokens: mean per question (retrieval + answer); retrieval LLM calls / q: mean LLM calls (and prompt "
+        "tokens) of the retrieval alone; latency: retrieval only; answer s / q: mean "
         "seconds to generate an answer (LLM cache hits excluded); % summary: share of "
         "summary nodes in the LLM's context (GEM-RAG Table III). Recall@k: the gold documents among the documents "
         "of the first k passages (chunks) of one ranking of max(B, 5) nodes per strategy, read the same way for "

@@ -66,6 +66,8 @@ RECALL_KS = (2, 5)
 RECALL_RULE = "first k passages"
 #: Kinds whose Recall@k is of the gold answer span in the retrieved chunks (:func:`gemrag.eval.metrics.answer_recall`).
 ANSWER_RECALL_KINDS = frozenset({"covid_qa"})
+#: The LLM cost of a question's timed retrieval alone, recorded per question as ``retrieval_llm``.
+RETRIEVAL_LLM_KEYS = ("llm_calls", "llm_cached", "prompt_tokens", "completion_tokens")
 #: An untimed question retrieved once per strategy and memory before the timed ones (loads its structures).
 WARM_UP = "What is this text about?"
 
@@ -244,13 +246,14 @@ class _Runner:
         rec["run"] = run_index
         if seed is not None:
             rec["seed"] = seed
-        with tap.measure() as cost:
+        with tap.measure() as retrieval_cost:  # the retrieval's own LLM calls (remem's filter, iterative's steps)
             start = time.perf_counter()
             try:
                 context = mem.retrieve(q.question, budget, strategy=run.strategy)
             except ValueError as exc:  # e.g. an empty question in the dataset
                 context, rec["error"] = [], str(exc)
             rec["retrieval_seconds"] = time.perf_counter() - start
+        with tap.measure() as cost:
             if self.answer and rec["error"] is None:
                 asked, options = self.protocol.asked(self.dataset.kind, q)  # not what retrieval got
                 with self.answer_lock or nullcontext():
@@ -288,8 +291,13 @@ class _Runner:
         rec["passages"] = list(dict.fromkeys(d for h in ranked if h.kind == PASSAGE_KIND for d in documents(h)))
         rec["summary_hits"] = sum(1 for h in context if h.kind == "summary")
         rec["context_hits"] = len(context)
+        cost = {k: retrieval_cost[k] + cost[k] for k in cost}  # the question's whole query-time cost
         rec["tokens"] = {k: cost[k] for k in ("prompt_tokens", "completion_tokens", "embedding_tokens")}
         rec["llm_calls"], rec["llm_cached"] = cost["llm_calls"], cost["llm_cached"]
+        rec["retrieval_llm"] = {k: retrieval_cost[k] for k in RETRIEVAL_LLM_KEYS}
+        trace = next((h.meta["trace"] for h in context if "trace" in h.meta), None)
+        if trace is not None:  # a multi-step retrieval's account (iterative: its steps, queries, failures)
+            rec["trace"] = trace
         for k in RECALL_KS:  # a failed retrieval found no gold document
             rec.setdefault(f"recall@{k}", 0.0 if gold else None)
         # gold ids that are not documents (LoCoMo turns): evidence recall of the context (B nodes)
@@ -388,8 +396,12 @@ def run_eval(
         ids given to the LLM), ``retrieved`` (node id, kind, score), ``passages`` (document ids in rank
         order), ``choice`` / ``answer``, ``correct`` (multiple choice), ``em`` / ``f1`` (free form),
         ``recall@2`` / ``recall@5`` (gold passages), ``evidence_recall`` / ``evidence_covered`` (gold turn ids
-        of LoCoMo, see :mod:`gemrag.eval.evidence`; None / ``[]`` otherwise), ``tokens`` (query-phase cost),
-        ``retrieval_seconds``, ``answer_seconds``, ``summary_hits`` / ``context_hits``. Records are in question
+        of LoCoMo, see :mod:`gemrag.eval.evidence`; None / ``[]`` otherwise), ``tokens``, ``llm_calls`` and
+        ``llm_cached`` (query-phase cost: the timed retrieval and the answer), ``retrieval_llm`` (the timed
+        retrieval's own LLM cost, :data:`RETRIEVAL_LLM_KEYS`: calls, cached calls, prompt and completion tokens;
+        cache hits count their original tokens), ``trace`` (only when the context's hits carry ``meta["trace"]``,
+        e.g. ``iterative``'s steps, queries and failures), ``retrieval_seconds``, ``answer_seconds``,
+        ``summary_hits`` / ``context_hits``. Records are in question
         order whatever ``workers``. LoCoMo: category-5 answers score F1 = EM = 1 iff they decline
         (:mod:`gemrag.eval.categories`), and the answer prompt allows "not mentioned".
 

@@ -171,6 +171,7 @@ _BUILTIN = {
     "unweaver": "gemrag.strategies.unweaver.strategy",
     "hlgraph": "gemrag.strategies.hlgraph.strategy",
     "fused": "gemrag.strategies.fused.strategy",
+    "iterative": "gemrag.strategies.iterative.strategy",
 }
 """The built-in strategies: name -> the module that registers it, imported on first use."""
 _TYPED_SECTIONS = ("gem",)

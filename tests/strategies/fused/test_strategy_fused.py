@@ -14,7 +14,7 @@ from gemrag.errors import ConfigError
 from gemrag.strategies import StrategyContext, get_strategy
 from gemrag.strategies import base as registry
 from gemrag.strategies.fused import FusedConfig, FusedStrategy
-from gemrag.strategies.fused.fusion import minmax_score_fusion, reciprocal_rank_fusion
+from gemrag.strategies.platform.fusion import minmax_score_fusion, reciprocal_rank_fusion
 from gemrag.types import Hit
 from test_memory import DOC_A, DOC_B
 

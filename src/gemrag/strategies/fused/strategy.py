@@ -4,8 +4,8 @@ Hybrid retrieval as the IR literature does it: every part strategy (``[fused] pa
 retrieves its best nodes for the question (its top ``budget``: the window of the hybrid searches of Elasticsearch's
 RRF, whose ``window_size`` defaults to the request's ``size``, and Upstash's ``$rrf``, whose ``window`` defaults to
 its ``LIMIT``; or a fixed ``depth``); the lists are fused by CombSUM of min-max normalized scores
-(:func:`~gemrag.strategies.fused.fusion.minmax_score_fusion`, the default, which measured better) or by
-reciprocal-rank fusion (Cormack et al. 2009, :func:`~gemrag.strategies.fused.fusion.reciprocal_rank_fusion`); a
+(:func:`~gemrag.strategies.platform.fusion.minmax_score_fusion`, the default, which measured better) or by
+reciprocal-rank fusion (Cormack et al. 2009, :func:`~gemrag.strategies.platform.fusion.reciprocal_rank_fusion`); a
 node two parts both found is one item (deduplicated by its store node id, so a passage — a chunk — appears once
 whichever parts found it), and the best ``budget`` items are the context. Parts are reached through the registry
 (:func:`gemrag.strategies.base.get_strategy`) with their own configuration sections, so ``fused`` imports no other
@@ -26,13 +26,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gemrag.errors import ConfigError
-from gemrag.strategies.base import Strategy, StrategyContext, get_strategy, register
-from gemrag.strategies.fused.fusion import minmax_score_fusion, reciprocal_rank_fusion
+from gemrag.strategies.base import Strategy, StrategyContext, register
+from gemrag.strategies.platform.composite import PASSAGE_KINDS, NamedStrategies, hit_key, unique_hits
+from gemrag.strategies.platform.fusion import minmax_score_fusion, reciprocal_rank_fusion
 from gemrag.types import Hit
-
-PASSAGE_KINDS = frozenset({"chunk", "verbatim"})
-"""Hit kinds that are passages of the input (a chunk, a conversation turn); the others are derived texts."""
 
 
 class FusedConfig(BaseModel):
@@ -100,7 +97,7 @@ class FusedStrategy:
 
     def __init__(self, config: FusedConfig | None = None) -> None:
         self.config = config or FusedConfig()
-        self._parts: dict[str, Strategy] = {}
+        self._parts = NamedStrategies(self.config.parts, "[fused] parts")
 
     @property
     def nested(self) -> bool:
@@ -116,13 +113,7 @@ class FusedStrategy:
         Raises:
             ConfigError: a part names no registered strategy, or its section is invalid.
         """
-        for name in self.config.parts:
-            if name not in self._parts:
-                try:
-                    self._parts[name] = get_strategy(name, ctx.config)
-                except KeyError as exc:
-                    raise ConfigError(f"[fused] parts: {exc.args[0]}") from exc
-        return [self._parts[n] for n in self.config.parts]
+        return self._parts.get(ctx)
 
     def build(self, ctx: StrategyContext) -> None:
         """Build every part in order (each publishes its own generation); ``fused`` keeps no arrays of its own.
@@ -130,9 +121,7 @@ class FusedStrategy:
         Raises:
             ConfigError: a part is unknown. Whatever a part's build raises (e.g. MemoryNotIndexedError).
         """
-        for part in self.parts(ctx):
-            if getattr(part, "needs_build", True):
-                part.build(ctx)
+        self._parts.build(ctx)
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         """The fused context for ``question``.
@@ -152,8 +141,8 @@ class FusedStrategy:
             hits = part.retrieve(ctx, question, depth)
             if self.config.summaries == "drop":
                 hits = [h for h in hits if h.kind in PASSAGE_KINDS]
-            lists.append(_unique(hits))
-        rankings = [[_key(h) for h in hits] for hits in lists]
+            lists.append(unique_hits(hits))
+        rankings = [[hit_key(h) for h in hits] for hits in lists]
         if self.config.method == "rrf":
             fused = reciprocal_rank_fusion(rankings, self.config.k, self.config.weights)
         else:
@@ -162,12 +151,12 @@ class FusedStrategy:
         ranks: dict[tuple[str, int], dict[str, int]] = {}
         for name, hits in zip(self.config.parts, lists, strict=True):
             for r, h in enumerate(hits, start=1):
-                found.setdefault(_key(h), h)
-                ranks.setdefault(_key(h), {})[name] = r
+                found.setdefault(hit_key(h), h)
+                ranks.setdefault(hit_key(h), {})[name] = r
         ordered = fused
         if self.config.summaries == "beside":
             passages = [(k, s) for k, s in ordered if k[0] in PASSAGE_KINDS][:budget]
-            near = {_key(h) for hits in lists for h in hits[:budget] if h.kind not in PASSAGE_KINDS}
+            near = {hit_key(h) for hits in lists for h in hits[:budget] if h.kind not in PASSAGE_KINDS}
             chosen = passages + [(k, s) for k, s in ordered if k in near]
         else:
             chosen = ordered[:budget]
@@ -186,19 +175,3 @@ class FusedStrategy:
             "summaries": self.config.summaries,
             "part_reports": {p.name: p.report(ctx) for p in self.parts(ctx)},
         }
-
-
-def _key(hit: Hit) -> tuple[str, int]:
-    """The identity of a hit across parts: (kind, store node id); a chunk found by two parts is one item."""
-    return (hit.kind, int(hit.node_id))
-
-
-def _unique(hits: list[Hit]) -> list[Hit]:
-    """``hits`` without repeats of a node (the first, best-ranked, occurrence kept)."""
-    seen: set[tuple[str, int]] = set()
-    out = []
-    for h in hits:
-        if _key(h) not in seen:
-            seen.add(_key(h))
-            out.append(h)
-    return out

@@ -8,7 +8,10 @@
 * :mod:`~gemrag.strategies.platform.clustering`: RAPTOR's UMAP + GMM soft clustering and the k-means members of
   GEM-RAG's k-means ablation (scikit-learn, umap-learn);
 * :mod:`~gemrag.strategies.platform.conversation`: conversation turns, dates and session windows (REMem's episodic
-  strategies and the chat memory).
+  strategies and the chat memory);
+* :mod:`~gemrag.strategies.platform.composite`: strategies over strategies (other strategies reached by name, hits
+  deduplicated by node), and :mod:`~gemrag.strategies.platform.fusion` their rank-fusion math (``fused``,
+  ``iterative``).
 
 The registry itself is :mod:`gemrag.strategies.base`.
 """

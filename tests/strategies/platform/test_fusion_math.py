@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemrag.strategies.fused.fusion import minmax_score_fusion, reciprocal_rank_fusion
+from gemrag.strategies.platform.fusion import minmax_score_fusion, reciprocal_rank_fusion
 
 
 def test_rrf_by_hand() -> None:

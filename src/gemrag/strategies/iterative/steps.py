@@ -1,0 +1,198 @@
+"""The steps of one iterative retrieval: IRCoT's loop, self-ask's decomposition, RankGPT's rerank of step 1.
+
+A :class:`Search` holds what one question's retrieval spends and records: the base strategy's retrievals, the LLM
+passes counted against ``max_steps``, the failures, and the trace (the JSON-ready account the hits carry in
+``meta["trace"]`` and ``gemrag eval`` stores per question).
+
+The call budget, per question (``[iterative] max_steps``, below ``M``):
+
+* ``"ircot"``: at most M next-query passes, so at most M + 1 retrievals (the question, then one per query written);
+  a pass that says "enough", writes an empty query or one already searched ends the loop.
+* ``"decompose"``: one decomposition pass into at most M + 1 sub-questions, and one sub-answer pass per earlier
+  answer a later sub-question refers to (``#k``), all together at most M passes: with M = 2, the decomposition and
+  one sub-answer. A reference the budget cannot pay for (or whose pass failed) is filled with the text of sub-question
+  k itself, so the retrieval still sees that hop's question (recorded as ``unfilled``). M = 0 makes no call.
+* ``rerank = true`` adds one pass (the rerank of step 1), not counted in M: at most M + 1 passes in all.
+
+A pass is one structured request; with ``attempts`` > 1 a malformed answer is asked again (each attempt one model
+call in the usage meter, which ``gemrag eval`` counts as ``llm_calls``). A base strategy that spends LLM calls on
+every retrieval (``remem``'s recognition filter) spends them on every step. The question's own retrieval is always
+step 1 (in ``"decompose"`` too: a bad decomposition cannot lose the base's ranking).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gemrag.store import NodeRecord
+from gemrag.strategies.base import Strategy, StrategyContext
+from gemrag.strategies.iterative import passes
+from gemrag.strategies.iterative.merge import Step
+from gemrag.strategies.platform.common import indexed_text_of
+from gemrag.strategies.platform.composite import hit_key, unique_hits
+from gemrag.types import Hit
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip("?. ")
+
+
+@dataclass
+class Search:
+    """One question's iterative retrieval: its base, its settings, what it spent and what it recorded.
+
+    Attributes:
+        ctx: the strategy context (the cached, metered LLM; the store for the passages' indexed texts).
+        base: the base strategy.
+        depth: hits asked of the base per retrieval (>= the budget, ``read`` and the rerank depth).
+        read: passages of each step the LLM reads (the top ``read`` of the step's list).
+        max_calls: ``max_steps``, the passes the mode may spend.
+        attempts: attempts per pass (a malformed answer is asked again ``attempts - 1`` times).
+        calls: passes spent against ``max_calls`` so far; ``rerank_calls``: the rerank's (0 or 1).
+        failures: ``[{"pass", "step", "error"}]`` of the passes that gave no usable answer.
+        trace: what the mode recorded besides steps, calls and failures (``stop``, sub-questions, answers ...).
+    """
+
+    ctx: StrategyContext
+    base: Strategy
+    depth: int
+    read: int
+    max_calls: int
+    attempts: int = 1
+    calls: int = 0
+    rerank_calls: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    trace: dict[str, Any] = field(default_factory=dict)
+    _retrieved: dict[str, list[Hit]] = field(default_factory=dict)
+    _text_of: Callable[[NodeRecord], str] | None = None
+
+    def retrieve(self, query: str) -> list[Hit]:
+        """The base's top ``depth`` for ``query``, a node once; a query searched before in this question (same
+        words, case and final punctuation aside) reuses that list without asking the base again."""
+        key = _norm(query)
+        if key not in self._retrieved:
+            self._retrieved[key] = unique_hits(self.base.retrieve(self.ctx, query, self.depth))
+        return self._retrieved[key]
+
+    def texts(self, hits: list[Hit]) -> list[str]:
+        """What the LLM reads of ``hits``: a chunk's indexed text (its document's title, a newline, its text, when
+        the memory indexes titles: :func:`~gemrag.strategies.platform.common.indexed_text_of`), else the hit's text."""
+        if self._text_of is None:
+            self._text_of = indexed_text_of(self.ctx)
+        ids = [h.node_id for h in hits if h.kind == "chunk"]
+        nodes = self.ctx.store.nodes_by_id(ids) if ids else {}
+        return [self._text_of(nodes[h.node_id]) if h.kind == "chunk" and h.node_id in nodes else h.text for h in hits]
+
+    def spend(self) -> bool:
+        """Take one pass from the budget: True if one was left."""
+        if self.calls >= self.max_calls:
+            return False
+        self.calls += 1
+        return True
+
+    def fail(self, name: str, step: int, error: str | None) -> None:
+        """Record that pass ``name`` at step ``step`` (1-based) gave no usable answer."""
+        self.failures.append({"pass": name, "step": step, "error": error or "no answer"})
+
+
+def rerank_first(search: Search, question: str, step: Step, depth: int) -> None:
+    """RankGPT (Sun et al. 2023, section 3.2) on step 1: the LLM orders the base's top ``depth`` for ``question``,
+    the rest of the list follows in the base's order. A malformed answer keeps the base's order and records a
+    failure. One pass, not counted against ``max_steps``; with fewer than 2 candidates no call is made."""
+    candidates = step.hits[:depth]
+    if len(candidates) < 2:
+        return
+    search.rerank_calls += 1
+    order, error = passes.rerank(search.ctx, question, search.texts(candidates), search.attempts)
+    if order is None:
+        search.fail("rerank", 1, error)
+        return
+    step.hits = [candidates[i] for i in order] + step.hits[len(candidates) :]
+    step.info["reranked"] = [i + 1 for i in order]
+
+
+def ircot(search: Search, question: str, first: Step) -> list[Step]:
+    """IRCoT's loop (Trivedi et al. 2023, section 3): the LLM reads the passages so far and writes the next query,
+    or says they are enough; each query is retrieved and its top ``read`` passages join what the LLM reads.
+
+    Stops (``trace["stop"]``): ``"enough"``, ``"repeat"`` (an empty query or one already searched), ``"failure"``
+    (the pass gave no usable answer), ``"max_steps"`` (the budget is spent).
+
+    Returns:
+        The steps, ``first`` first.
+    """
+    steps = [first]
+    read = unique_hits(first.hits[: search.read])
+    search.trace["stop"] = "max_steps"
+    while search.spend():
+        answer, error = passes.next_query(
+            search.ctx, question, search.texts(read), [s.query for s in steps], search.attempts
+        )
+        if answer is None:
+            search.fail("next_query", len(steps) + 1, error)
+            search.trace["stop"] = "failure"
+            break
+        if answer.enough:
+            search.trace.update(stop="enough", thought=answer.thought)
+            break
+        if not answer.query or _norm(answer.query) in {_norm(s.query) for s in steps}:
+            search.trace.update(stop="repeat", thought=answer.thought, repeated=answer.query)
+            break
+        hits = search.retrieve(answer.query)
+        steps.append(Step(answer.query, hits, {"thought": answer.thought}))
+        read = unique_hits(read + hits[: search.read])
+    return steps
+
+
+def decompose(search: Search, question: str, first: Step) -> list[Step]:
+    """Self-ask (Press et al. 2023, section 3) with the decomposition written up front: the LLM splits the question
+    into at most ``max_calls + 1`` sub-questions; each is retrieved in order, its ``#k`` filled with the answer the
+    LLM reads from sub-question k's passages (one pass per answer, within the budget; module docstring).
+
+    ``trace``: ``subquestions`` (as written), ``answers`` (``{k: answer}``), ``stop`` (``"done"``, ``"failure"``
+    when the decomposition failed, ``"max_steps"`` when the budget was 0).
+
+    Returns:
+        The steps: ``first`` (the question), then one per sub-question (``info``: ``subquestion`` as written,
+        ``unfilled``: the references filled with a sub-question's text instead of its answer).
+    """
+    steps = [first]
+    if not search.spend():
+        search.trace["stop"] = "max_steps"
+        return steps
+    subquestions, error = passes.decompose(search.ctx, question, search.max_calls + 1, search.attempts)
+    if subquestions is None:
+        search.fail("decompose", 2, error)
+        search.trace["stop"] = "failure"
+        return steps
+    answers: dict[int, str] = {}
+    search.trace.update(subquestions=subquestions, answers=answers, stop="done")
+    queries: dict[int, str] = {}  # sub-question number -> the text retrieved
+    for i, written in enumerate(subquestions, start=1):
+        refs = [k for k in passes.references(written) if 1 <= k < i]
+        for k in refs:
+            if k not in answers and search.spend():
+                answer, error = passes.sub_answer(
+                    search.ctx, queries[k], search.texts(steps[k].hits[: search.read]), search.attempts
+                )
+                if answer is None:
+                    search.fail("sub_answer", k + 1, error)
+                else:
+                    answers[k] = answer
+        unfilled = [k for k in refs if k not in answers]
+        queries[i] = passes.fill(written, {k: answers.get(k, queries[k]) for k in refs})
+        info: dict[str, object] = {"subquestion": written}
+        if unfilled:
+            info["unfilled"] = unfilled
+        steps.append(Step(queries[i], search.retrieve(queries[i]), info))
+    return steps
+
+
+def step_records(steps: list[Step]) -> list[dict[str, Any]]:
+    """The steps as the trace records them: ``{"step", "query", "hits": [node ids, best first], **info}``."""
+    return [
+        {"step": n, "query": s.query, "hits": [hit_key(h)[1] for h in s.hits], **s.info}
+        for n, s in enumerate(steps, start=1)
+    ]

@@ -1,0 +1,184 @@
+"""``iterative``: retrieval in steps over any strategy, a small LLM reasoning between the retrievals.
+
+Not a seed paper's method: the field's standard forms of multi-hop retrieval at query time, over any memory.
+
+* ``mode = "ircot"`` (default; Trivedi et al. 2023, "Interleaving Retrieval with Chain-of-Thought Reasoning for
+  Knowledge-Intensive Multi-Step Questions", ACL, section 3): retrieve for the question; the LLM reads the
+  passages and writes the next query (the bridge entity, the next hop) or says they are enough; retrieve again.
+* ``mode = "decompose"`` (self-ask, Press et al. 2023, "Measuring and Narrowing the Compositionality Gap in Language
+  Models", EMNLP Findings, section 3): the LLM splits the question into sub-questions up front; each is retrieved in
+  order, a ``#k`` in it filled with the answer the LLM reads from sub-question k's passages.
+* ``rerank = true`` (RankGPT, Sun et al. 2023, "Is ChatGPT Good at Search?", EMNLP, section 3.2): the LLM orders
+  the base's top ``rerank_depth`` for the question, before the steps read it.
+
+The steps' ranked lists are merged into one context of the same budget B, a passage once
+(:mod:`~gemrag.strategies.iterative.merge`); the call budget is :mod:`~gemrag.strategies.iterative.steps`'. The base
+is any registered strategy, reached by name through the registry (``[iterative] base``, with its own section), so
+``iterative`` imports no other method. Building ``iterative`` builds the base. Every LLM pass is a structured call
+through the memory's cached LLM: the same question twice costs no new model call. Settings:
+:class:`IterativeConfig`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gemrag.errors import ConfigError
+from gemrag.strategies.base import Strategy, StrategyContext, available, register
+from gemrag.strategies.iterative.merge import Step, merge_steps
+from gemrag.strategies.iterative.steps import Search, decompose, ircot, rerank_first, step_records
+from gemrag.strategies.platform.composite import NamedStrategies
+from gemrag.types import Hit
+
+NAME = "iterative"
+_RUNNING = threading.local()
+"""Whether an ``iterative`` build or retrieval runs on this thread: entering another one means the base's chain of
+strategies (e.g. ``fused`` with ``iterative`` as a part) leads back to ``iterative``, which would never end."""
+
+
+@contextmanager
+def _no_loop() -> Iterator[None]:
+    """Run the block as this thread's one ``iterative`` build or retrieval.
+
+    Raises:
+        ConfigError: one is already running on this thread (the base leads back to ``iterative``).
+    """
+    if getattr(_RUNNING, "on", False):
+        raise ConfigError("[iterative] base: the strategies it retrieves with lead back to iterative")
+    _RUNNING.on = True
+    try:
+        yield
+    finally:
+        _RUNNING.on = False
+
+
+class IterativeConfig(BaseModel):
+    """The ``[iterative]`` configuration section.
+
+    Attributes:
+        base: the strategy retrieved at every step, by registered name (default ``"dense"``; ``fused``, ``remem``,
+            ... or a user's own; not ``iterative``). It uses its own section.
+        mode: ``"ircot"`` (the LLM writes each next query from the passages so far) or ``"decompose"`` (the LLM
+            splits the question into sub-questions up front).
+        max_steps: LLM passes per question the mode may spend (>= 0, default 2; :mod:`~.steps` defines what counts):
+            ``"ircot"`` at most ``max_steps`` next-query passes (so at most ``max_steps + 1`` retrievals);
+            ``"decompose"`` the decomposition into at most ``max_steps + 1`` sub-questions plus the sub-answer
+            passes, ``max_steps`` in all. 0: the base's ranking (reranked if ``rerank``).
+        read: passages of each step the LLM reads (>= 1, default 5), independent of the budget, so the first k
+            hits of a K-hit retrieval are the k-hit retrieval (with ``merge = "interleave"`` and a nested base).
+        merge: how the steps' lists become one context: ``"interleave"`` (default: round-robin by rank over the
+            steps, so each later step's best new passage gets into the budget) or ``"rrf"`` (reciprocal-rank fusion
+            of the steps' lists); :mod:`~gemrag.strategies.iterative.merge`.
+        rerank: reorder the base's top ``rerank_depth`` for the question by one LLM pass before the steps (RankGPT),
+            a pass not counted in ``max_steps`` (default False).
+        rerank_depth: N, the passages the rerank orders (2 to 50, default 10).
+        attempts: attempts per pass (>= 1, default 1: a malformed answer is a recorded failure, not a second call).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base: str = "dense"
+    mode: Literal["ircot", "decompose"] = "ircot"
+    max_steps: int = Field(2, ge=0, le=8)
+    read: int = Field(5, ge=1, le=20)
+    merge: Literal["interleave", "rrf"] = "interleave"
+    rerank: bool = False
+    rerank_depth: int = Field(10, ge=2, le=50)
+    attempts: int = Field(1, ge=1, le=5)
+
+    @field_validator("base")
+    @classmethod
+    def _registered(cls, base: str) -> str:
+        if base == NAME:
+            raise ValueError("iterative cannot be its own base: name the strategy it retrieves with")
+        if base not in available():
+            raise ValueError(f"unknown strategy {base!r}; choose one of {', '.join(available())}")
+        return base
+
+
+@register(NAME)
+class IterativeStrategy:
+    """Retrieval in steps over a base strategy (IRCoT or self-ask decomposition, optional RankGPT rerank), the
+    steps' hits merged into one context.
+
+    Args:
+        config: the ``[iterative]`` section (default: IRCoT over dense, 2 steps, interleaved).
+    """
+
+    name = NAME
+    config_model = IterativeConfig
+
+    def __init__(self, config: IterativeConfig | None = None) -> None:
+        self.config = config or IterativeConfig()
+        self._base = NamedStrategies([self.config.base], "[iterative] base")
+
+    @property
+    def nested(self) -> bool:
+        """Whether the first k of a K-node retrieval are the k-node retrieval (k < K): with ``merge = "interleave"``
+        when the base's are (the LLM reads ``read`` passages per step whatever the budget); False until the base is
+        constructed. ``gemrag eval`` reads Recall@k from one ranking either way
+        (:func:`gemrag.eval.metrics.first_passages`)."""
+        made = self._base.made(self.config.base)
+        return self.config.merge == "interleave" and made is not None and bool(getattr(made, "nested", True))
+
+    def base(self, ctx: StrategyContext) -> Strategy:
+        """The base strategy, constructed once with its section of ``ctx.config``.
+
+        Raises:
+            ConfigError: the base is not registered, or its section is invalid.
+        """
+        return self._base.get(ctx)[0]
+
+    def build(self, ctx: StrategyContext) -> None:
+        """Build the base (its own generation); ``iterative`` keeps no arrays of its own and spends no LLM call.
+
+        Raises:
+            ConfigError: the base is unknown, or its chain of strategies leads back to ``iterative``. Whatever the
+                base's build raises.
+        """
+        with _no_loop():
+            self._base.build(ctx)
+
+    def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
+        """The merged context of the steps for ``question``.
+
+        Returns:
+            At most ``budget`` hits best first, a node once; each is the base's hit with ``rank`` renumbered,
+            ``score`` the merged score, ``meta["iterative"]`` = ``{"step", "query", "steps"}`` (the step that placed
+            it, that step's query, every step's 1-based rank of it) and ``meta["trace"]`` the retrieval's trace
+            (the same dict on every hit): ``mode``, ``base``, ``merge``, ``calls`` (passes against ``max_steps``),
+            ``rerank_calls``, ``stop``, ``steps`` (``[{"step", "query", "hits": node ids, ...}]``), ``failures``
+            (``[{"pass", "step", "error"}]``) and, in ``"decompose"`` mode, ``subquestions`` and ``answers``.
+
+        Raises:
+            ConfigError: the base is unknown, or its chain of bases leads back to ``iterative``.
+            MemoryNotIndexedError: the base was not built. GemragError: a fatal model error.
+        """
+        with _no_loop():
+            return self._retrieve(ctx, question, budget)
+
+    def _retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
+        cfg = self.config
+        depth = max(budget, cfg.read, cfg.rerank_depth if cfg.rerank else 1)
+        search = Search(ctx, self.base(ctx), depth, cfg.read, cfg.max_steps, cfg.attempts)
+        first = Step(question, list(search.retrieve(question)))
+        if cfg.rerank:
+            rerank_first(search, question, first, cfg.rerank_depth)
+        steps = (ircot if cfg.mode == "ircot" else decompose)(search, question, first)
+        trace: dict[str, Any] = {"mode": cfg.mode, "base": cfg.base, "merge": cfg.merge, **search.trace}
+        trace |= {"calls": search.calls, "rerank_calls": search.rerank_calls, "failures": search.failures}
+        trace["steps"] = step_records(steps)
+        merged = merge_steps(steps, budget, cfg.merge)
+        for h in merged:
+            h.meta["trace"] = trace
+        return merged
+
+    def report(self, ctx: StrategyContext) -> dict[str, Any]:
+        """The settings, with the base's own report."""
+        base = self.base(ctx)
+        return {**self.config.model_dump(), "base_report": base.report(ctx)}
