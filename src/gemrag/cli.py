@@ -113,7 +113,9 @@ def index(
     """Read documents, chunk them, write utility questions, embed, build the graph and the eigentheme
     summary nodes (GEM-RAG section III.B.1). A document is identified by its source (a file's resolved path, or
     --id): a source whose text changed replaces its previous version (only its changed chunks cost LLM calls), an
-    unchanged one costs nothing; prints the added / updated / unchanged (and with --sync removed) counts.
+    unchanged one costs nothing; a source whose text another document already holds becomes another source of it
+    ("same content as ...": no chunk, no LLM call), and with --sync a moved or renamed file is a move (its
+    document stays); prints the added / updated / unchanged (and with --sync removed) counts.
     Resumable: interrupt with Ctrl-C (or kill it) and run it again. One process builds a memory at a time:
     another one gets a one-line error (exit code 2) unless --wait."""
     gem = {"chunk_tokens": chunk_tokens, "questions": questions, "eigen": eigen, "eigen_top": eigen_top}
@@ -143,6 +145,8 @@ def index(
                 directories = synced_directories(paths) if sync else []
                 added = mem.put(sources, sync=directories, keep_versions=keep_versions)
                 err.print(f"{len(sources)} document(s) read: {added.describe(removed=sync)}")
+                for note in filter(None, (c.note() for c in added.changes)):
+                    err.print(note, markup=False, highlight=False)
             report = mem.index()
     u = report.usage
     out.print(
@@ -239,7 +243,7 @@ def info(
         typer.Option(
             "--history",
             help="Show the versions of one source (its path, id, or the end of its path): when each was added and "
-            "when it was replaced, removed or deleted, with its sha256.",
+            "when it was replaced, removed, moved or deleted, with its sha256, and the sources holding its document.",
         ),
     ] = None,
     set_: SetOpt = None,
@@ -281,6 +285,9 @@ def _print_history(versions: list[dict[str, Any]], as_json: bool) -> None:
             str(v["n_chars"]), str(v["id"]), str(v["key"] or v["source"]),
         )  # fmt: skip
     out.print(table)
+    for v in versions:
+        if v["current"] and len(v.get("sources") or []) > 1:
+            out.print(f"document {v['id']} is held by {len(v['sources'])} sources: " + ", ".join(v["sources"]))
     kept = [v for v in versions if v.get("text")]
     for v in kept:
         out.print(f"[bold]version {v['version']} text[/] ({v['n_chars']} chars): {v['text'][:200]}")
@@ -294,7 +301,9 @@ def _print_stats(stats: dict[str, Any]) -> None:
     )
     for d in stats["documents"]:
         updated = f", version {d['version']} (updated)" if int(d.get("version") or 1) > 1 else ""
-        out.print(f"  [{d['id']}] {d['title']} ({d['n_chars']} chars) from {d['source']}{updated}")
+        also = [h for h in stats.get("sources", {}).get(d["id"], []) if h != d["source"]]
+        more = f"; also from {', '.join(also)}" if also else ""
+        out.print(f"  [{d['id']}] {d['title']} ({d['n_chars']} chars) from {d['source']}{updated}{more}")
     states = stats.get("strategies") or {}
     if states:
         out.print("strategies: " + "; ".join(f"{name} {state}" for name, state in states.items()))

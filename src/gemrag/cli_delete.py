@@ -40,8 +40,9 @@ def delete_command(
 ) -> None:
     """Delete DOCUMENT: its chunks, their utility questions and artefacts, the strategies' nodes made from it only,
     and their edges, in one atomic step (no LLM call); the deletion is recorded in the history (`gemrag info
-    --history`). Strategies become stale; the next `gemrag index` recomputes
-    what depended on the document, with LLM calls only for what changed (cached answers stay)."""
+    --history`). A document several sources hold (the same text at two paths) loses only the source named and
+    stays while another source holds it; its id deletes it whole. Strategies become stale; the next `gemrag index`
+    recomputes what depended on the document, with LLM calls only for what changed (cached answers stay)."""
     with cli_errors():
         cfg = load_config(config)
         location = memory_target(memory, cfg, existing=True)
@@ -50,6 +51,12 @@ def delete_command(
         report = mem.delete(document)
         states = mem.strategy_states()
     doc = report.document
+    if report.kept_by:
+        out.print(
+            f"deleted source {doc['source']} of document {doc['id']} ({doc['title']}); the document stays, held by "
+            f"{', '.join(report.kept_by)}: 0 chunks deleted, LLM calls {report.llm_calls}"
+        )
+        return
     out.print(
         f"deleted document {doc['id']} ({doc['title']}, from {doc['source']}): {report.chunks} chunks, "
         f"{report.derived_nodes} derived nodes, in {report.seconds:.2f} s; LLM calls {report.llm_calls}"

@@ -1,8 +1,8 @@
 """``gemrag demo``: GEM-RAG end to end on the shipped QuALITY story with the embedded models.
 
-Indexes ``examples/quality/lost_in_translation.txt`` (cached and resumable, so later runs reuse the
-memory), answers its 16 multiple-choice questions, prints each answer, the accuracy, and the index time,
-tokens by phase and retrieval latency.
+Indexes ``examples/quality/lost_in_translation.txt`` under the identity :data:`STORY_ID` (cached and resumable,
+so later runs reuse the memory, wherever the package is installed), answers its 16 multiple-choice questions,
+prints each answer, the accuracy, and the index time, tokens by phase and retrieval latency.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from gemrag.models.weights import default_cache_dir
 from gemrag.strategies.base import ProgressFactory
 
 STORY = "lost_in_translation"
+STORY_ID = f"quality:{STORY}"
+"""The story's identity in the demo memory (``--id``): stable wherever the package is installed, so a reinstall at
+another path (README command 2 after command 1) finds the story already indexed and spends no model call."""
 
 
 def example_dir() -> Path:
@@ -70,7 +73,7 @@ def run_demo(
         memory_dir = (config.cache_dir or default_cache_dir().parent) / f"demo-memory-{safe}"
     console.print(f"[bold]gemrag demo[/]: {story.name} ({len(questions)} questions), memory {memory_dir}")
     with Memory.open(memory_dir, config, progress=progress) as mem:
-        mem.add([story])
+        mem.add([story], id=STORY_ID)
         report = mem.index()
         console.print(
             f"index: {report.chunks} chunks, {report.summary_nodes} summary nodes, {report.seconds:.1f} s this run "

@@ -10,15 +10,20 @@ removes a document). Every strategy's build records the chunks it covers (:mod:`
   (:mod:`gemrag.strategies.platform.incremental`), the document, its chunks, their artefacts and questions, the derived
   nodes made from its chunks only, and every edge touching them. No LLM call: what depended on the deleted
   chunks (GEM's eigenvectors and the summaries whose members changed, RAPTOR's clusters) is recomputed by the
-  next ``index``, which spends LLM calls only on what changed (cached answers are reused).
+  next ``index``, which spends LLM calls only on what changed (cached answers are reused). A document held by
+  several sources (one document per content, :mod:`gemrag.source_plan`) loses only the source named: it stays
+  while another source holds it, and goes with its last source;
+* a retrieval never puts two nodes with the same text into one context (:func:`retrieve_published`): the
+  best-ranked is kept and the budget is filled with the next hits.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gemrag.errors import DamagedMemoryError, GemragError, StaleGenerationError
@@ -53,11 +58,13 @@ class DeleteReport:
     """What :meth:`gemrag.memory.Memory.delete` did.
 
     Attributes:
-        document: the deleted document (id, source, title, n_chars, chunked).
+        document: the deleted document (id, source, title, n_chars, chunked); when only one of its sources was
+            deleted, the document with that source's ``key``, ``source`` and ``title``.
         chunks: chunks deleted. derived_nodes: strategies' nodes deleted with them (made from them only).
         pruned: strategies republished without the deleted nodes. withdrawn: strategies whose build had to be
             dropped (they must be rebuilt). llm_calls: LLM calls spent (always 0: deleting needs no model).
         seconds: wall time.
+        kept_by: the sources still holding the document (empty: the document was deleted).
     """
 
     document: dict[str, Any]
@@ -67,6 +74,7 @@ class DeleteReport:
     withdrawn: list[str]
     llm_calls: int
     seconds: float
+    kept_by: list[str] = field(default_factory=list)
 
 
 def needs_build(strategy: Strategy) -> bool:
@@ -140,7 +148,8 @@ def check_ready(memory: MemoryHandle, strategy: Strategy, *, build: bool) -> Non
 
 
 def resolve_document(memory: MemoryHandle, document: int | str) -> dict[str, Any]:
-    """The one document ``document`` names: an id, or a source path / title as ``gemrag info`` lists them.
+    """The one document ``document`` names: an id, or a source path / title as ``gemrag info`` lists them (of the
+    document or of any of its further sources).
 
     Raises:
         GemragError: no document or several documents match.
@@ -154,21 +163,62 @@ def resolve_document(memory: MemoryHandle, document: int | str) -> dict[str, Any
     return matches[0]
 
 
+def resolve_source(memory: MemoryHandle, document: int | str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The document ``document`` names (:func:`resolve_document`) and, when it names one source of a document held
+    by several (its identity, exact path or title, else the end of its path), that source (a holder dict of
+    :meth:`gemrag.store.MemoryStore.holders`); None: the whole document (named by its id, or by all its sources).
+
+    Raises:
+        GemragError: no document or several documents match, or ``document`` names several but not all of the
+            sources of one document.
+    """
+    doc = resolve_document(memory, document)
+    held = memory.store.holders(int(doc["id"]))
+    ref = str(document)
+    if len(held) < 2 or ref.strip() == str(doc["id"]):
+        return doc, None
+    named: list[dict[str, Any]] = []
+    for match in (
+        lambda h: h["key"] == ref,
+        lambda h: ref in (h["source"], h["title"]),
+        lambda h: str(h["source"]).endswith(ref),
+    ):
+        named = named or [h for h in held if match(h)]
+    if len(named) == 1:
+        return doc, named[0]
+    if len(named) == len(held):
+        return doc, None
+    listed = ", ".join(str(h["source"]) for h in named)
+    raise GemragError(f"{ref!r} names {len(named)} sources of document {doc['id']}: {listed}; give its path")
+
+
 def delete_document(
     memory: MemoryHandle, document: int | str, *, keep_text: bool = False
-) -> tuple[dict[str, Any], int, int, list[str], list[str]]:
+) -> tuple[dict[str, Any], int, int, list[str], list[str], list[str]]:
     """Delete one document atomically (see the module docstring), recording it in the version history (reason
-    ``deleted``; its text too when ``keep_text``); the caller holds the build lock.
+    ``deleted``; its text too when ``keep_text``); the caller holds the build lock. When ``document`` names one
+    source of a document other sources hold too (:func:`resolve_source`), only that source goes (recorded in its
+    history); the document, its chunks and every build stay.
 
     Returns:
-        ``(document, chunks deleted, derived nodes deleted, pruned strategies, withdrawn strategies)``.
+        ``(document, chunks deleted, derived nodes deleted, pruned strategies, withdrawn strategies, sources still
+        holding the document)``.
 
     Raises:
         GemragError: no such document (or an ambiguous name).
     """
-    doc = resolve_document(memory, document)
+    doc, source = resolve_source(memory, document)
+    if source is not None:
+        store = memory.store
+        others = [h for h in store.holders(int(doc["id"])) if h["key"] != source["key"]]
+        named = {**doc, **{k: source[k] for k in ("key", "source", "title", "added_at")}}
+        with store.transaction() as c:
+            store.record_version(c, named, "deleted", keep_text=keep_text)
+            store.release_holders(c, [int(doc["id"])])
+            store.set_holders(c, int(doc["id"]), others)
+        return named, 0, 0, [], [], [str(h["source"]) for h in others]
     removal = remove_documents(memory, [(doc, "deleted")], keep_text=keep_text)
-    return doc, removal.chunks, removal.derived_nodes, removal.pruned, removal.withdrawn
+    return doc, removal.chunks, removal.derived_nodes, removal.pruned, removal.withdrawn, []
 
 
 @dataclass
@@ -212,8 +262,8 @@ def remove_documents(
     memory: MemoryHandle, documents: Sequence[tuple[dict[str, Any], str]], *, keep_text: bool = False
 ) -> Removal:
     """Remove whole documents in ONE transaction (:func:`remove_chunks`): each document's version is recorded in
-    ``document_versions`` (with its reason, ``removed`` or ``deleted``; its text when ``keep_text``), then it, its
-    chunks and the derived nodes made from its chunks only go.
+    ``document_versions`` (with its reason, ``removed`` or ``deleted``; its text when ``keep_text``; one row per
+    source when several sources hold it), then it, its chunks and the derived nodes made from its chunks only go.
 
     Args:
         documents: ``(document dict as Store.documents gives it, reason)`` pairs.
@@ -223,7 +273,9 @@ def remove_documents(
 
     def rows(c: sqlite3.Connection, derived: list[int]) -> None:
         for doc, reason in documents:
-            store.record_version(c, doc, reason, keep_text=keep_text)
+            held = store.holders(int(doc["id"]))
+            for row in [{**doc, **{k: h[k] for k in ("key", "source", "title", "added_at")}} for h in held] or [doc]:
+                store.record_version(c, row, reason, keep_text=keep_text)
         store.delete_nodes(c, derived)
         for doc, _ in documents:
             store.delete_rows(c, int(doc["id"]), [])
@@ -231,7 +283,53 @@ def remove_documents(
     return remove_chunks(memory, chunk_ids, rows)
 
 
+FILL_ROUNDS = 3
+"""Retrievals at most per question when repeated texts are dropped (:func:`retrieve_published`): the first, then up
+to two with a budget grown by the number of repeats, to fill the context with the next hits."""
+
+
+def distinct_texts(hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` without any hit whose text an earlier (better-ranked) hit already has, ranks renumbered 0, 1, ...
+
+    Two nodes with the same text (the same passage stored under two documents, a summary repeating a passage) would
+    take two places in a context for one piece of information; every retrieval goes through this
+    (:func:`retrieve_published`), whatever the strategy."""
+    seen: set[str] = set()
+    out: list[Hit] = []
+    for h in hits:
+        if h.text in seen:
+            continue
+        seen.add(h.text)
+        out.append(h if h.rank == len(out) else dataclasses.replace(h, rank=len(out)))
+    return out
+
+
 def retrieve_published(
+    ctx: StrategyContext, strategy: Strategy, question: str, budget: int, attempts: int = 3
+) -> list[Hit]:
+    """``strategy.retrieve`` on its last published generation (:func:`read_published`), without repeated texts
+    (:func:`distinct_texts`): when some were dropped and the strategy filled its budget, it is asked again with the
+    budget grown by the number dropped (at most :data:`FILL_ROUNDS` retrievals in all), so the context keeps as
+    many hits as the strategy first gave (fewer only when the memory holds fewer distinct texts).
+
+    Raises:
+        DamagedMemoryError: the published generation's files are missing or mismatched and no newer one exists.
+        StaleGenerationError: generations kept changing for all ``attempts``.
+    """
+    asked = budget
+    hits = read_published(ctx, strategy, question, asked, attempts)
+    wanted = len(hits)
+    unique = distinct_texts(hits)
+    for _ in range(FILL_ROUNDS - 1):
+        if len(unique) >= wanted or len(unique) == len(hits) or len(hits) < asked:
+            break
+        asked += len(hits) - len(unique)
+        hits = read_published(ctx, strategy, question, asked, attempts)
+        unique = distinct_texts(hits)
+    return unique[:wanted]
+
+
+def read_published(
     ctx: StrategyContext, strategy: Strategy, question: str, budget: int, attempts: int = 3
 ) -> list[Hit]:
     """``strategy.retrieve`` on its last published generation; when a newer generation is published while it is

@@ -137,7 +137,7 @@ class MemoryTools:
             change = self.memory.put([Source(Document(source, title, decode_text(text.encode(), source)), id)]).changes[
                 0
             ]
-            doc_id, created = change.doc_id, change.status != "unchanged"
+            doc_id, created = change.doc_id, change.status in ("added", "updated")
             report = self.memory.index(self.strategy)
             chunk_ids = [n.id for n in self.memory.store.nodes("chunk") if n.doc_id == doc_id]
             stored = next(d for d in self.memory.store.documents() if d["id"] == doc_id)

@@ -279,10 +279,13 @@ class Memory:
     def delete(self, document: int | str, *, wait: float | None = None) -> DeleteReport:
         """Delete a document, its chunks and everything the strategies derived from it alone, atomically and with
         no LLM call (:mod:`gemrag.lifecycle`); the strategies are then stale until the next :meth:`index`, which
-        spends LLM calls only on what changed (cached answers stay, so re-adding the document is free).
+        spends LLM calls only on what changed (cached answers stay, so re-adding the document is free). Naming one
+        source of a document other sources hold too deletes only that source (``DeleteReport.kept_by`` lists the
+        others; nothing else changes).
 
         Args:
-            document: the document's id, or its source path or title (see ``stats()["documents"]``).
+            document: the document's id, or its source path or title (see ``stats()["documents"]``); an id
+                deletes the document whatever holds it.
             wait: seconds to wait for another builder's lock (default :attr:`build_wait`).
 
         Raises:
@@ -293,9 +296,9 @@ class Memory:
         start = time.perf_counter()
         calls = self.store.llm_cache_counts()[1]  # every LLM backend call stores its answer
         with self._building(wait), self.meter.phase("index"):
-            doc, chunks, derived, pruned, withdrawn = delete_document(self, document)
+            doc, chunks, derived, pruned, withdrawn, kept_by = delete_document(self, document)
         spent = self.store.llm_cache_counts()[1] - calls
-        return DeleteReport(doc, chunks, derived, pruned, withdrawn, spent, time.perf_counter() - start)
+        return DeleteReport(doc, chunks, derived, pruned, withdrawn, spent, time.perf_counter() - start, kept_by)
 
     def strategy_states(self) -> dict[str, Any]:
         """Each strategy's build state (:class:`~gemrag.store.derived.BuildState`: built / stale / never built),
@@ -378,13 +381,18 @@ class Memory:
 
     # -- reporting -------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        """Documents, nodes, models, parameters, tokens and seconds per phase, failures and the strategy's
-        report (for GEM: the spectrum report with Remarks 2 and 3)."""
+        """Documents, the sources holding each (``sources``: document id -> source paths, primary first, for the
+        documents several sources hold), nodes, models, parameters, tokens and seconds per phase, failures and the
+        strategy's report (for GEM: the spectrum report with Remarks 2 and 3)."""
         self.meter.flush()
+        sources: dict[int, list[str]] = {}
+        for h in self.store.holders():
+            sources.setdefault(int(h["doc_id"]), []).append(str(h["source"]))
         return {
             "directory": self.store.location,
             "strategy": self.strategy.name,
             "documents": self.store.documents(),
+            "sources": {i: s for i, s in sources.items() if len(s) > 1},
             "chunks": len(self.store.nodes("chunk")),
             "summary_nodes": len(self.store.nodes("summary")),
             "models": self.store.get_meta("models", {}),

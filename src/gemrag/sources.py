@@ -17,11 +17,18 @@ Used by :class:`gemrag.memory.Memory` (``add``, ``put``, ``add_text``, ``add_doc
   questions, artefacts and derived nodes; the others are deleted with everything derived from them alone, and
   every built strategy gets a pruned generation, as a delete would. The next ``index`` spends LLM calls only on the
   new chunks (GEM also re-summarizes the eigenthemes whose members changed; RAPTOR the clusters that changed).
-* **Sync**: with ``sync`` directories, documents whose identity is a path below one of them and whose file is not
-  among the sources any more are **removed** in the same transaction (reason ``removed`` in the history).
+* **One document per content** (:mod:`gemrag.source_plan`): a source whose text is byte-identical to a live
+  document's becomes another source of that document (``same``: no new document, no chunk, no model call); with
+  ``sync``, a new file holding the text of a file gone from the directory is a **move** (``moved``: the document
+  keeps its id, chunks and artefacts; its source changes). A source whose text changed while another source still
+  holds the old text leaves that document for a new one (chunked along the old chunks, so only the changed
+  stretch costs model calls); a document no source holds any more is removed.
+* **Sync**: with ``sync`` directories, sources whose identity is a path below one of them and whose file is not
+  among the sources any more are **removed** in the same transaction (reason ``removed`` in the history); their
+  document goes with its last source.
 * **Memories from before identities** (schema < 4): a file whose resolved path equals an anonymous document's
-  source resolved the same way, or whose text and file name equal one's, *adopts* that document (it gets the
-  identity; "unchanged", or "updated" when the text differs).
+  source resolved the same way, or whose text equals one's, *adopts* that document (it gets the identity;
+  "unchanged", or "updated" when the text differs).
 """
 
 from __future__ import annotations
@@ -31,16 +38,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from gemrag.documents import chunk_new_version
 from gemrag.errors import InputError
 from gemrag.ingest import Document, expand_paths, read_document, read_stdin
 from gemrag.lifecycle import MemoryHandle, remove_chunks
+from gemrag.source_plan import HolderPlan, Status, file_key, plan_holders, read_entries
 from gemrag.store.sqlite import sha256_text
 
-Status = Literal["added", "updated", "unchanged", "removed"]
-STATUSES: tuple[Status, ...] = ("added", "updated", "unchanged", "removed")
+__all__ = ["STATUSES", "Source", "SourceChange", "SourceReport", "file_key", "put_sources", "read_sources"]
+
+STATUSES: tuple[Status, ...] = ("added", "updated", "unchanged", "same", "moved", "removed")
+_LABELS = {"same": "same content"}
+_ALWAYS_SHOWN = ("added", "updated", "unchanged")
 
 
 @dataclass(frozen=True)
@@ -57,9 +68,14 @@ class SourceChange:
 
     Attributes:
         status: ``added``, ``updated`` (its text changed: the previous version was replaced), ``unchanged`` (the
-            same text is stored) or ``removed`` (its file is gone, ``sync``).
-        doc_id: the document's id (a new version keeps its document's id; for ``removed``: the id it had).
-        source, title, key: the document's. version: 1, 2, ... the number of this version of the source.
+            same text is stored), ``same`` (its text is byte-identical to a live document's: it became another
+            source of that document), ``moved`` (it took the place of a source gone from a synced directory whose
+            document holds the same text: the document's source changed) or ``removed`` (its file is gone,
+            ``sync``; its document goes with its last source).
+        doc_id: the document's id (a new version keeps its document's id, unless another source still holds the
+            previous text; for ``removed``: the id it had).
+        source, title, key: the source's. version: 1, 2, ... the number of the document's version it holds.
+        same_as: for ``same``, the source of the document it joined. moved_from: for ``moved``, the gone source.
     """
 
     status: Status
@@ -68,6 +84,16 @@ class SourceChange:
     title: str
     key: str | None
     version: int = 1
+    same_as: str | None = None
+    moved_from: str | None = None
+
+    def note(self) -> str | None:
+        """A line for ``same`` and ``moved`` (``"b.txt: same content as a.txt (document 1)"``), else None."""
+        if self.status == "same":
+            return f"{self.source}: same content as {self.same_as} (document {self.doc_id}): no new chunk"
+        if self.status == "moved":
+            return f"{self.source}: moved from {self.moved_from} (document {self.doc_id} kept)"
+        return None
 
 
 @dataclass
@@ -75,12 +101,13 @@ class SourceReport:
     """What :meth:`gemrag.memory.Memory.put` (or ``add``) did, in input order (removals last).
 
     Attributes:
-        changes: one :class:`SourceChange` per distinct source, then one per removed document.
+        changes: one :class:`SourceChange` per distinct source, then one per removed source.
         chunks_deleted: chunks of replaced versions whose text is gone, and of removed documents, deleted.
             chunks_kept: chunks of updated documents kept as they were (same node, text, questions, artefacts).
             chunks_new: chunks of updated documents inserted (the changed stretch; new ones of unchanged text are
             answered by the LLM cache). derived_nodes: strategies' nodes deleted with the deleted chunks.
             pruned / withdrawn: strategies republished without them / dropped (must be rebuilt).
+        documents_removed: documents that went with their last source.
         seconds: wall time.
     """
 
@@ -91,6 +118,7 @@ class SourceReport:
     derived_nodes: int = 0
     pruned: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
+    documents_removed: int = 0
     seconds: float = 0.0
 
     def count(self, status: Status) -> int:
@@ -98,14 +126,16 @@ class SourceReport:
         return sum(1 for c in self.changes if c.status == status)
 
     def describe(self, *, removed: bool = False) -> str:
-        """``"1 added, 1 updated, 3 unchanged"`` (and ``", 0 removed"`` when ``removed`` or some were)."""
-        shown = [s for s in STATUSES if s != "removed" or removed or self.count("removed")]
-        return ", ".join(f"{self.count(s)} {s}" for s in shown)
+        """``"1 added, 1 updated, 3 unchanged"``, then ``", 1 same content"`` and ``", 1 moved"`` when some were,
+        and ``", 0 removed"`` when ``removed`` or some were."""
+        shown = [s for s in STATUSES if s in _ALWAYS_SHOWN or self.count(s) or (s == "removed" and removed)]
+        return ", ".join(f"{self.count(s)} {_LABELS.get(s, s)}" for s in shown)
 
     @property
     def results(self) -> list[tuple[int, bool]]:
-        """``(doc_id, created)`` per source (not removals): created is False for an unchanged source."""
-        return [(c.doc_id, c.status != "unchanged") for c in self.changes if c.status != "removed"]
+        """``(doc_id, created)`` per source (not removals): created is True when the source's text made a new
+        document or a new version (``added``, ``updated``)."""
+        return [(c.doc_id, c.status in ("added", "updated")) for c in self.changes if c.status != "removed"]
 
 
 class Memory(MemoryHandle, Protocol):
@@ -113,11 +143,6 @@ class Memory(MemoryHandle, Protocol):
     configuration (the chunk size)."""
 
     config: Any
-
-
-def file_key(path: str | Path) -> str:
-    """A file's identity: its resolved absolute path."""
-    return str(Path(path).resolve())
 
 
 def read_sources(paths: Sequence[str | Path], *, key: str | None = None, sync: bool = False) -> list[Source]:
@@ -155,18 +180,6 @@ def synced_directories(paths: Sequence[str | Path]) -> list[str]:
     return [file_key(p) for p in paths if str(p) != "-" and Path(p).is_dir()]
 
 
-def _adoptable(anonymous: list[dict[str, Any]], key: str, digest: str) -> dict[str, Any] | None:
-    """The anonymous document a file with identity ``key`` and text ``digest`` adopts (see the module docstring)."""
-    name = Path(key).name
-    for doc in anonymous:
-        source = str(doc["source"])
-        if source.startswith("<"):
-            continue
-        if file_key(source) == key or (doc["sha256"] == digest and Path(source).name == name):
-            return doc
-    return None
-
-
 def put_sources(
     memory: Memory, sources: Sequence[Source], *, sync: Sequence[str] = (), keep_versions: bool = False
 ) -> SourceReport:
@@ -174,91 +187,110 @@ def put_sources(
     build lock.
 
     Args:
-        sync: resolved directories whose documents without a source among ``sources`` are removed.
+        sync: resolved directories whose sources not among ``sources`` are removed.
         keep_versions: keep the text of replaced and removed versions in the history.
     """
     start = time.perf_counter()
     store = memory.store
-    anonymous: list[dict[str, Any]] | None = None  # read only when a new identity may adopt an old document
-    plan: list[tuple[Source, str, dict[str, Any] | None, bool]] = []  # source, sha256, previous version, adopt
-    seen: set[str] = set()
+    keyed: list[Source] = []
+    anonymous: list[Source] = []
+    order: list[tuple[bool, int]] = []  # (identified, index), in input order
     for src in sources:
-        digest = sha256_text(src.document.text)
         if src.key is None:
-            plan.append((src, digest, None, False))
-            continue
-        if src.key in seen:  # the same file named twice (a file and its directory)
-            continue
-        seen.add(src.key)
-        old = store.document_by_key(src.key)
-        if old is None and anonymous is None:
-            anonymous = [d for d in store.documents() if d["key"] is None]
-        adopt = old is None and (old := _adoptable(anonymous or [], src.key, digest)) is not None
-        if adopt and anonymous is not None:
-            anonymous.remove(old)  # type: ignore[arg-type]
-        plan.append((src, digest, old, adopt))
+            order.append((False, len(anonymous)))
+            anonymous.append(src)
+        elif src.key not in {k.key for k in keyed}:  # the same file named twice (a file and its directory): once
+            order.append((True, len(keyed)))
+            keyed.append(src)
+    digests = [sha256_text(s.document.text) for s in keyed]
+    entries = read_entries(
+        store, [(str(s.key), d, s.document.source, s.document.title) for s, d in zip(keyed, digests, strict=True)]
+    )
     prefixes = tuple(d.rstrip(os.sep) + os.sep for d in sync)
-    keyed = store.keyed_documents() if prefixes else []
-    gone = [d for d in keyed if d["key"] not in seen and d["key"].startswith(prefixes)]
-    replaced = [old for _, digest, old, _ in plan if old is not None and old["sha256"] != digest]
-    versions = {
-        int(old["id"]): _new_version(memory, old, src.document.text) for src, _, old, _ in plan if old in replaced
-    }
+    seen = {s.key for s in keyed}
+    gone = [h for h in store.holders() if str(h["key"]).startswith(prefixes) and h["key"] not in seen] if sync else []
+    plan = plan_holders(store, entries, gone)
+    text = {str(s.key): s.document.text for s in keyed}
+    versions = {doc_id: _new_version(memory, plan.docs[doc_id], text[e.key]) for doc_id, e in plan.updates.items()}
+    fresh = {t: _chunks_along(memory, nd.hint, text[nd.entry.key]) for t, nd in plan.new_docs.items()}
+    gone_chunks = [i for v in versions.values() if v is not None for i in v.gone]
+    gone_chunks += [i for old in plan.removed for i in store.document_chunk_ids(int(old["id"]))]
     report = SourceReport()
+    made: dict[int, int] = {}  # placeholder -> the new document's id
 
     def insert(c: Any) -> None:
-        for src, digest, old, adopt in plan:
-            doc, key = src.document, src.key
-            if key is None:
-                doc_id, created = store.add_document(doc.source, doc.title, doc.text)
-                status: Status = "added" if created else "unchanged"
-                report.changes.append(SourceChange(status, doc_id, doc.source, doc.title, None))
-            elif old is None:
-                doc_id = store.insert_document(c, doc.source, doc.title, doc.text, digest, key=key)
-                report.changes.append(SourceChange("added", doc_id, doc.source, doc.title, key))
-            elif old["sha256"] == digest:
-                if adopt:
-                    store.adopt_document(c, int(old["id"]), key, doc.source)
-                version = int(old["version"])
-                report.changes.append(SourceChange("unchanged", int(old["id"]), doc.source, doc.title, key, version))
-            else:
-                doc_id, version = int(old["id"]), int(old["version"]) + 1
-                if adopt:
-                    store.adopt_document(c, doc_id, key, doc.source)
-                store.update_document(c, doc_id, doc.source, doc.title, doc.text, digest, version=version)
-                plan_chunks = versions[doc_id]
-                if plan_chunks is not None:
-                    store.place_chunks(c, doc_id, plan_chunks.keep, plan_chunks.new)
-                report.changes.append(SourceChange("updated", doc_id, doc.source, doc.title, key, version))
-        for old in gone:
+        for doc_id, e in plan.updates.items():
+            version = int(plan.docs[doc_id]["version"]) + 1
+            store.update_document(c, doc_id, e.source, e.title, text[e.key], e.digest, version=version)
+            new_chunks = versions[doc_id]
+            if new_chunks is not None:
+                store.place_chunks(c, doc_id, new_chunks.keep, new_chunks.new)
+        store.release_holders(c, [i for i in plan.holders if i > 0])
+        for target, nd in plan.new_docs.items():
+            e = nd.entry
+            made[target] = store.insert_document(
+                c, e.source, e.title, text[e.key], e.digest, version=nd.version, chunks=fresh[target]
+            )
+        for target, holders in plan.holders.items():
+            store.set_holders(c, made.get(target, target), holders)
+        added = [store.add_document(s.document.source, s.document.title, s.document.text) for s in anonymous]
+        for identified, n in order:
+            if identified:
+                report.changes.append(_change(plan, n, made))
+                continue
+            (doc_id, created), doc = added[n], anonymous[n].document
             report.changes.append(
-                SourceChange("removed", int(old["id"]), old["source"], old["title"], old["key"], int(old["version"]))
+                SourceChange("added" if created else "unchanged", doc_id, doc.source, doc.title, None)
+            )
+        for h, doc_id in plan.gone:
+            report.changes.append(
+                SourceChange("removed", doc_id, h["source"], h["title"], h["key"], int(plan.docs[doc_id]["version"]))
             )
 
-    gone_chunks = [i for v in versions.values() if v is not None for i in v.gone]
-    gone_chunks += [i for old in gone for i in store.document_chunk_ids(int(old["id"]))]
-
     def rows(c: Any, derived: list[int]) -> None:
-        for old in replaced:
-            store.record_version(c, old, "replaced", keep_text=keep_versions)
-        for old in gone:
-            store.record_version(c, old, "removed", keep_text=keep_versions)
+        for doc, holder, reason in plan.leaving:
+            row = doc if holder is None else {**doc, **{k: holder[k] for k in ("key", "source", "title", "added_at")}}
+            store.record_version(c, row, reason, keep_text=keep_versions)
         store.delete_nodes(c, [*derived, *gone_chunks])
-        for old in gone:
+        for old in plan.removed:
             store.delete_rows(c, int(old["id"]), [])
         insert(c)
 
-    if replaced or gone:
+    if plan.leaving or plan.removed:
         removal = remove_chunks(memory, gone_chunks, rows)
         report.chunks_deleted, report.derived_nodes = removal.chunks, removal.derived_nodes
         report.pruned, report.withdrawn = removal.pruned, removal.withdrawn
     else:
         with store.transaction() as c:
             insert(c)
+    report.documents_removed = len(plan.removed)
     report.chunks_kept = sum(len(v.keep) for v in versions.values() if v is not None)
     report.chunks_new = sum(len(v.new) for v in versions.values() if v is not None)
+    report.chunks_new += sum(len(chunks) for chunks in fresh.values() if chunks is not None)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _change(plan: HolderPlan, n: int, made: dict[int, int]) -> SourceChange:
+    """The report line of the ``n``-th identified source of ``plan``."""
+    outcome, entry = plan.outcomes[n], plan.entries[n]
+    target = outcome.target
+    if target in plan.new_docs:
+        version = plan.new_docs[target].version
+    elif target in plan.updates:
+        version = int(plan.docs[target]["version"]) + 1
+    else:
+        version = int(plan.docs[target]["version"])
+    return SourceChange(
+        outcome.status,
+        made.get(target, target),
+        entry.source,
+        entry.title,
+        entry.key,
+        version,
+        outcome.same_as,
+        outcome.moved_from,
+    )
 
 
 @dataclass(frozen=True)
@@ -271,18 +303,36 @@ class NewChunks:
     gone: list[int]
 
 
+def _old_chunks(memory: Memory, old: dict[str, Any], text: str) -> tuple[list[Any], list[tuple[str, int]]] | None:
+    """The chunk nodes of the chunked document ``old`` (in document order) and the chunks ``(text, n_tokens)`` of
+    ``text`` cut keeping their texts (:func:`gemrag.documents.chunk_new_version`); None when ``old`` is None or
+    was not chunked."""
+    if old is None or not old["chunked"]:
+        return None
+    store = memory.store
+    old_chunks = [store.node(i) for i in store.document_chunk_ids(int(old["id"]))]  # in document order
+    chunk_tokens = int(store.get_meta("chunk_tokens") or memory.config.gem.chunk_tokens)
+    return old_chunks, chunk_new_version(text, chunk_tokens, {n.text for n in old_chunks})
+
+
+def _chunks_along(memory: Memory, hint: dict[str, Any] | None, text: str) -> list[tuple[str, int]] | None:
+    """The chunks of a new document holding ``text`` cut along the chunks of the document ``hint`` its source held
+    before (so its unchanged stretches are the same chunk texts, whose model answers are cached), or None (no
+    chunked hint: the next ``index`` chunks it)."""
+    found = _old_chunks(memory, hint, text)  # type: ignore[arg-type]
+    return None if found is None else found[1]
+
+
 def _new_version(memory: Memory, old: dict[str, Any], text: str) -> NewChunks | None:
     """The chunks of the new version ``text`` of the document ``old``, when ``old`` was chunked (else None: the new
     version is chunked by the next ``index``): chunked keeping the old chunks' texts
     (:func:`gemrag.documents.chunk_new_version`), then matched to the old chunk nodes in order — an old chunk is
     kept (same node: its questions, artefacts and derived nodes stay) when its text comes next in the new version
     after the chunks kept before it, so kept chunks never change their relative order."""
-    if not old["chunked"]:
+    found = _old_chunks(memory, old, text)
+    if found is None:
         return None
-    store = memory.store
-    old_chunks = [store.node(i) for i in store.document_chunk_ids(int(old["id"]))]  # in document order
-    chunk_tokens = int(store.get_meta("chunk_tokens") or memory.config.gem.chunk_tokens)
-    chunks = chunk_new_version(text, chunk_tokens, {n.text for n in old_chunks})
+    old_chunks, chunks = found
     keep: dict[int, int] = {}
     new: list[tuple[int, str, int]] = []
     at = 0  # the next old chunk that may be kept

@@ -89,7 +89,7 @@ def test_v3_memory_upgrades_in_place_and_adopts_its_files(
     llm = ScriptedLLM()
     with Memory.open(path, config, llm=llm, embedder=HashEmbedder()) as mem:
         store = mem.store
-        assert store.get_meta("schema_version") == SCHEMA_VERSION == 4
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 5
         assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert store.conn.execute(f"SELECT {DOC_COLUMNS} FROM documents ORDER BY id").fetchall() == old_rows
         assert [(d["key"], d["version"]) for d in store.documents()] == [(None, 1), (None, 1)]
@@ -111,9 +111,9 @@ def test_v3_memory_upgrades_in_place_and_adopts_its_files(
         assert [(c.status, c.doc_id, c.version) for c in report.changes] == [("updated", 1, 2)]
         history = store.document_history("lighthouse.txt")
         assert [(v["version"], v["reason"], v["current"]) for v in history] == [(1, "replaced", False), (2, None, True)]
-        # sha256 is no longer unique: the same text under two identities is two documents
-        mem.add_text(DOC_B, "copy of greenhouse", id="copy")
-        assert len(store.documents()) == 3
+        # the same text under another identity is another source of its document (schema 5)
+        assert mem.add_text(DOC_B, "copy of greenhouse", id="copy") == (2, False)
+        assert len(store.documents()) == 2 and [h["key"] for h in store.holders(2)][1:] == ["copy"]
 
 
 def test_a_failed_v4_upgrade_changes_nothing(

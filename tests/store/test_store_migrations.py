@@ -86,7 +86,7 @@ def test_v1_memory_opens_upgrades_and_retrieves(v1: tuple[Path, list[Hit], list[
     path, gem, dense = v1
     llm = ScriptedLLM()
     with Memory.open(path, config, llm=llm, embedder=HashEmbedder()) as mem:
-        assert mem.store.get_meta("schema_version") == SCHEMA_VERSION == 4
+        assert mem.store.get_meta("schema_version") == SCHEMA_VERSION == 5
         assert mem.store.published_generations() == {"gem": 1, "dense": 1}
         assert seen(mem.retrieve(QUESTION, 3)) == seen(gem)  # the adopted arrays, at once
         assert seen(mem.retrieve(QUESTION, 3, strategy="dense")) == seen(dense)

@@ -194,7 +194,12 @@ def create_app(
             report = memory.put(docs)
         return m.AddedDocuments(
             documents=[
-                m.Added(doc_id=c.doc_id, created=c.status != "unchanged", status=c.status, version=c.version)  # type: ignore[arg-type]
+                m.Added(
+                    doc_id=c.doc_id,
+                    created=c.status in ("added", "updated"),
+                    status=c.status,  # type: ignore[arg-type]
+                    version=c.version,
+                )
                 for c in report.changes
             ]
         )
@@ -213,7 +218,8 @@ def create_app(
     )
     def delete_document(ns: NS, document: Annotated[str, PathParam(max_length=1000)]) -> m.DeleteOut:
         """Delete a document (by id, source or title) with its chunks and what strategies derived from it alone;
-        strategies are then stale until the next index job."""
+        strategies are then stale until the next index job. A source of a document other sources hold too
+        (the same text added under two sources) is deleted alone: the document stays."""
         spaces.require(ns)
         with spaces.writing(ns, wait=WRITE_WAIT) as memory:
             matches = memory.store.find_documents(document)
@@ -221,7 +227,7 @@ def create_app(
                 raise NotFoundError(f"no document {document!r} in namespace {ns!r}")
             if len(matches) > 1:
                 raise ConflictError(f"{document!r} names {len(matches)} documents; give its id")
-            report = memory.delete(matches[0]["id"])
+            report = memory.delete(document)
         return m.DeleteOut(**asdict(report))
 
     @app.post(

@@ -49,12 +49,13 @@ class AddDocuments(Strict):
 
 class Added(BaseModel):
     """One added document: its id (kept across versions); ``created`` False when the same text was already in the
-    memory; ``status`` ``added``, ``updated`` (its identity held another text, which it replaced) or
-    ``unchanged``; ``version`` 1, 2, ... the number of this version of its source."""
+    memory; ``status`` ``added``, ``updated`` (its identity held another text, which it replaced), ``unchanged``
+    or ``same`` (its text is byte-identical to a stored document's: it became another source of that document, no
+    new chunk); ``version`` 1, 2, ... the number of this version of its source."""
 
     doc_id: int
     created: bool
-    status: Literal["added", "updated", "unchanged"] = "added"
+    status: Literal["added", "updated", "unchanged", "same", "moved"] = "added"
     version: int = 1
 
 

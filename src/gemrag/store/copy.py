@@ -36,6 +36,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "source_key",
         "version",
     ),  # fmt: skip
+    "document_sources": ("source_key", "doc_id", "source", "title", "added_at"),
     "document_versions": (
         "id",
         "doc_id",

@@ -200,18 +200,20 @@ class GraphRowsMixin:
     # -- documents --------------------------------------------------------------------------------
     def find_documents(self, ref: str) -> list[dict[str, Any]]:
         """Documents matching ``ref``: its id (digits), else its identity (a file's resolved path or a given id),
-        else its exact source path or title, else the source paths ending with ``ref``. Dicts as in
-        ``Store.documents`` (text excluded)."""
+        else its exact source path or title, else the source paths ending with ``ref`` — of the document or of
+        any of its further sources (``document_sources``). Dicts as in ``Store.documents`` (text excluded)."""
         cols = f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE "
         rows: list[Any] = []
         if ref.strip().isdigit():
             rows = self._query(cols + "id = ?", (int(ref),))
-        if not rows:
-            rows = self._query(cols + "source_key = ?", (ref,))
-        if not rows:
-            rows = self._query(cols + "source = ? OR title = ? ORDER BY id", (ref, ref))
-        if not rows:
-            rows = self._query(cols + "source LIKE ? ESCAPE '\\' ORDER BY id", (like_suffix(ref),))
+        further = " OR id IN (SELECT doc_id FROM document_sources WHERE {})"
+        for where, args in (
+            ("source_key = ?", (ref,)),
+            ("source = ? OR title = ?", (ref, ref)),
+            ("source LIKE ? ESCAPE '\\'", (like_suffix(ref),)),
+        ):
+            if not rows:
+                rows = self._query(cols + f"({where})" + further.format(where) + " ORDER BY id", (*args, *args))
         return [document_dict(r) for r in rows]
 
     def document_chunk_ids(self, doc_id: int) -> list[int]:

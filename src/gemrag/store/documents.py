@@ -8,6 +8,12 @@ transaction made by :mod:`gemrag.sources` from these pieces: the old version's r
 (``delete_nodes``), and the document row takes the new version in place (:meth:`DocumentRowsMixin.update_document`,
 same id), its surviving chunks moved to their new positions and its new chunks inserted
 (:meth:`DocumentRowsMixin.place_chunks`).
+
+One document per content (schema 5): a document is *held* by its sources: ``documents.source_key`` (its primary
+source, whose ``source`` and ``title`` the document row shows) and the rows of ``document_sources`` (further
+sources whose text is byte-identical). :meth:`DocumentRowsMixin.holders` lists them; :mod:`gemrag.sources` decides
+who holds what and rewrites a document's holders with :meth:`DocumentRowsMixin.release_holders` and
+:meth:`DocumentRowsMixin.set_holders` inside its transaction.
 """
 
 from __future__ import annotations
@@ -24,9 +30,19 @@ DOCUMENT_KEYS = ("id", "source", "title", "n_chars", "chunked", "key", "version"
 _HISTORY_COLUMNS = "doc_id, source_key, source, title, version, sha256, n_chars, added_at, ended_at, reason, text"
 _HISTORY_KEYS = ("id", "key", "source", "title", "version", "sha256", "n_chars", "added_at", "ended_at", "reason")
 
-REASONS = ("replaced", "removed", "deleted")
-"""Why a version left the memory: its source's text changed, its file was gone at ``index --sync``, or it was
-deleted (``gemrag delete``)."""
+REASONS = ("replaced", "removed", "deleted", "moved")
+"""Why a version left the memory (or left one of its sources): its source's text changed, its file was gone at
+``index --sync``, it was deleted (``gemrag delete``), or its file was gone at ``index --sync`` while a new file with
+the same text took its place (the document stays, under its new source)."""
+
+HOLDER_KEYS = ("key", "doc_id", "source", "title", "added_at", "primary")
+"""The keys of a holder dict (:meth:`DocumentRowsMixin.holders`): a source holding a document, and whether it is
+the document's primary source (``documents.source_key``) or a further one (``document_sources``)."""
+
+_HOLDERS = (
+    "SELECT source_key, id, source, title, added_at, 1 FROM documents WHERE source_key IS NOT NULL{a}"
+    " UNION ALL SELECT source_key, doc_id, source, title, added_at, 0 FROM document_sources{b}"
+)
 
 
 def document_dict(row: Sequence[Any]) -> dict[str, Any]:
@@ -45,9 +61,55 @@ class DocumentRowsMixin:
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
 
     def document_by_key(self, key: str) -> dict[str, Any] | None:
-        """The document whose identity is ``key`` (dict of :data:`DOCUMENT_KEYS`), or None."""
-        rows = self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE source_key = ?", (key,))
+        """The document held by the source ``key`` (its primary or a further source; dict of
+        :data:`DOCUMENT_KEYS`, whose ``key`` is the primary one), or None."""
+        rows = self._query(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE source_key = ?"
+            " OR id = (SELECT doc_id FROM document_sources WHERE source_key = ?)",
+            (key, key),
+        )
         return document_dict(rows[0]) if rows else None
+
+    def documents_with_text(self, sha256: str) -> list[dict[str, Any]]:
+        """The documents whose text has the digest ``sha256`` (dicts of :data:`DOCUMENT_KEYS`), by id."""
+        rows = self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE sha256 = ? ORDER BY id", (sha256,))
+        return [document_dict(r) for r in rows]
+
+    def holders(self, doc_id: int | None = None) -> list[dict[str, Any]]:
+        """The sources holding the document ``doc_id`` (None: every document), dicts of :data:`HOLDER_KEYS`: per
+        document its primary source first, then its further sources in the order they were added. An anonymous
+        document (no identity) has no primary source."""
+        where = ("", "") if doc_id is None else (" AND id = ?", " WHERE doc_id = ?")
+        args = () if doc_id is None else (doc_id, doc_id)
+        rows = self._query(_HOLDERS.format(a=where[0], b=where[1]) + " ORDER BY 2, 6 DESC, 5, 1", args)
+        return [{**dict(zip(HOLDER_KEYS, r, strict=True)), "primary": bool(r[5])} for r in rows]
+
+    def release_holders(self, c: sqlite3.Connection, doc_ids: Sequence[int]) -> None:
+        """Inside the caller's transaction: the documents ``doc_ids`` lose every source (primary and further), so
+        that :meth:`set_holders` may give the keys to other documents."""
+        c.executemany("UPDATE documents SET source_key = NULL WHERE id = ?", [(i,) for i in doc_ids])
+        c.executemany("DELETE FROM document_sources WHERE doc_id = ?", [(i,) for i in doc_ids])
+
+    def set_holders(self, c: sqlite3.Connection, doc_id: int, holders: Sequence[dict[str, Any]]) -> None:
+        """Inside the caller's transaction: the document ``doc_id`` (released by :meth:`release_holders`, or new)
+        is held by ``holders`` (dicts with ``key``, ``source``, ``title``, ``added_at``): the first is its primary
+        source (the document row takes its key and source; it keeps its title, the one its chunks were indexed
+        with), the others its further sources.
+
+        Raises:
+            ValueError: no holder given.
+            sqlite3.IntegrityError: a key still holds another document.
+        """
+        if not holders:
+            raise ValueError(f"document {doc_id} needs at least one source")
+        first = holders[0]
+        c.execute(
+            "UPDATE documents SET source_key = ?, source = ? WHERE id = ?", (first["key"], first["source"], doc_id)
+        )
+        c.executemany(
+            "INSERT INTO document_sources(source_key, doc_id, source, title, added_at) VALUES (?,?,?,?,?)",
+            [(h["key"], doc_id, h["source"], h["title"], float(h["added_at"])) for h in holders[1:]],
+        )
 
     def keyed_documents(self) -> list[dict[str, Any]]:
         """Every document that has an identity, by id."""
@@ -161,7 +223,9 @@ class DocumentRowsMixin:
     def document_history(self, ref: str) -> list[dict[str, Any]]:
         """The versions of the source ``ref`` (its identity, exact source or title, else every source ending with
         ``ref``), oldest first per source: each recorded past version (:data:`_HISTORY_KEYS`, ``text`` when it was kept,
-        ``current`` False), then the current one (``current`` True; ``ended_at``, ``reason`` and ``text`` None)."""
+        ``current`` False), then the current one (``current`` True; ``ended_at``, ``reason`` and ``text`` None; its
+        ``id``, ``version`` and ``sha256`` are those of the document the source holds, ``sources`` every source holding
+        that document, primary first)."""
         ident = "COALESCE(source_key, source)"
         idents: list[str] = []
         for where, args in (
@@ -170,8 +234,9 @@ class DocumentRowsMixin:
         ):
             rows = self._query(
                 f"SELECT {ident} FROM documents WHERE {where}"
-                f" UNION SELECT {ident} FROM document_versions WHERE {where}",
-                (*args, *args),
+                f" UNION SELECT {ident} FROM document_versions WHERE {where}"
+                f" UNION SELECT source_key FROM document_sources WHERE {where}",
+                (*args, *args, *args),
             )
             idents = sorted({str(r[0]) for r in rows})
             if idents:
@@ -182,8 +247,19 @@ class DocumentRowsMixin:
                 f"SELECT {_HISTORY_COLUMNS} FROM document_versions WHERE {ident} = ? ORDER BY id", (name,)
             ):
                 out.append({**dict(zip(_HISTORY_KEYS, row[:10], strict=True)), "text": row[10], "current": False})
-            for row in self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE {ident} = ? ORDER BY id", (name,)):
+            for row in self._query(
+                f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE {ident} = ?"
+                " OR id IN (SELECT doc_id FROM document_sources WHERE source_key = ?) ORDER BY id",
+                (name, name),
+            ):
                 doc = document_dict(row)
+                held = self.holders(int(doc["id"]))
+                mine = next((h for h in held if h["key"] == name), None)
                 current = {k: doc[k] for k in _HISTORY_KEYS if k in doc}
-                out.append({**current, "ended_at": None, "reason": None, "text": None, "current": True})
+                if mine is not None:  # the source's own path, title and time (a further source of the document)
+                    current.update(key=name, source=mine["source"], title=mine["title"], added_at=mine["added_at"])
+                sources = [h["source"] for h in held] or [doc["source"]]
+                out.append(
+                    {**current, "ended_at": None, "reason": None, "text": None, "current": True, "sources": sources}
+                )
         return out

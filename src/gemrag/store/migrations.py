@@ -4,6 +4,8 @@ Every upgrade step runs in one ``BEGIN IMMEDIATE`` transaction together with the
 kill leaves the old version (the step runs again at the next open) or the new one; two processes opening an
 old memory at once upgrade it once (the second re-reads the version inside its own transaction).
 
+Schema 4 -> 5 (one document per content: ``document_sources``) is in :mod:`gemrag.store.migrate_v5`.
+
 Schema 3 -> 4 (documents identified by their source, the history of replaced versions) is in
 :mod:`gemrag.store.migrate_v4`; it rebuilds ``documents``.
 
@@ -42,9 +44,18 @@ from gemrag.errors import GemragError
 from gemrag.store.arrays import ArrayEntry, fsync_directory
 from gemrag.store.migrate_v3 import REBUILD_META, upgrade_2_to_3
 from gemrag.store.migrate_v4 import upgrade_3_to_4
+from gemrag.store.migrate_v5 import upgrade_4_to_5
 from gemrag.store.schema import SCHEMA, SCHEMA_VERSION
 
-__all__ = ["REBUILD_META", "ensure_schema", "schema_version", "upgrade_1_to_2", "upgrade_2_to_3", "upgrade_3_to_4"]
+__all__ = [
+    "REBUILD_META",
+    "ensure_schema",
+    "schema_version",
+    "upgrade_1_to_2",
+    "upgrade_2_to_3",
+    "upgrade_3_to_4",
+    "upgrade_4_to_5",
+]
 
 GEM_AXES = {
     "node_ids": ("n",),
@@ -99,7 +110,9 @@ def ensure_schema(conn: sqlite3.Connection, directory: Path) -> int:
                     upgrade_1_to_2(conn, directory)
                 if found <= 2:
                     upgrade_2_to_3(conn, directory)
-                upgrade_3_to_4(conn)
+                if found <= 3:
+                    upgrade_3_to_4(conn)
+                upgrade_4_to_5(conn)
                 _set_version(conn, SCHEMA_VERSION)
                 broken = conn.execute("PRAGMA foreign_key_check").fetchall()
                 if broken:

@@ -99,6 +99,14 @@ PG_UPGRADES: dict[int, list[str]] = {
     added_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION NOT NULL, reason TEXT NOT NULL, text TEXT)""",
         "CREATE INDEX IF NOT EXISTS document_versions_key ON document_versions(source_key)",
     ],
+    # schema 5 (:mod:`gemrag.store.migrate_v5`): one document per content: ``document_sources``, the further
+    # sources of a document whose text another source already holds
+    5: [
+        """CREATE TABLE IF NOT EXISTS document_sources (
+    source_key TEXT PRIMARY KEY, doc_id BIGINT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    source TEXT NOT NULL, title TEXT NOT NULL, added_at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS document_sources_doc ON document_sources(doc_id)",
+    ],
 }
 """``{new version: statements}``: the steps from :data:`PG_FIRST_VERSION` up to :data:`SCHEMA_VERSION` (a new
 memory is created at :data:`PG_FIRST_VERSION` and runs them too, so every memory takes the same path)."""

@@ -23,11 +23,16 @@ upgrades older databases step by step. Version history:
    ``document_versions`` records every version that left the memory (replaced by a newer text, removed by
    ``--sync``, deleted): its source, title, sha256, length, when it was added and when it left, why, and its
    text only when the user asked to keep versions.
+5. one document per content: ``document_sources`` holds the *further* sources of a document (its identity
+   ``source_key``, its ``source`` path and ``title``, when it was added): a source whose text is byte-identical
+   (same ``sha256``) to a live document's is recorded there instead of becoming a second document.
+   ``documents.source_key`` stays the document's first (primary) source; a key names at most one document, in one
+   of the two tables. Existing memories gain the empty table (:mod:`gemrag.store.migrate_v5`).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,6 +46,10 @@ CREATE TABLE IF NOT EXISTS document_versions (
     version INTEGER NOT NULL, sha256 TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL,
     ended_at REAL NOT NULL, reason TEXT NOT NULL, text TEXT);
 CREATE INDEX IF NOT EXISTS document_versions_key ON document_versions(source_key);
+CREATE TABLE IF NOT EXISTS document_sources (
+    source_key TEXT PRIMARY KEY, doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    source TEXT NOT NULL, title TEXT NOT NULL, added_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS document_sources_doc ON document_sources(doc_id);
 CREATE TABLE IF NOT EXISTS nodes (
     id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
     doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL, text TEXT NOT NULL,
