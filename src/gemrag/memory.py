@@ -11,6 +11,8 @@ Example::
     for hit in mem.retrieve("Why was Korvin's door left unlocked?"):
         print(hit.node_id, hit.kind, round(hit.score, 3), hit.text[:80])
     print(mem.ask("Who is Korvin?").text)
+    for piece in mem.ask_stream("Who is Didyak?"):  # str pieces as the model writes, then the Answer
+        print(piece if isinstance(piece, str) else "", end="", flush=True)
 
 Concurrency: one process at a time builds a memory (adding documents and ``index`` take the directory's
 build lock; a second builder gets :class:`~gemrag.errors.MemoryBusyError`), while any number of readers
@@ -347,15 +349,25 @@ class Memory:
             MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
             ValueError: empty question, or more than 10 choices.
         """
+        before, hits, seconds = self._context(question, choices, budget, strategy, build)
+        answer = self.answer(question, hits, choices, seconds)
+        answer.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
+        return answer
+
+    def _context(
+        self, question: str, choices: Sequence[str] | None, budget: int | None, strategy: str | None, build: bool
+    ) -> tuple[Usage, list[Hit], float]:
+        """The start of an answer: the query usage before it, the retrieved hits and the retrieval's seconds.
+
+        Raises:
+            MemoryNotIndexedError, ValueError: as :meth:`ask`.
+        """
         if choices is not None and not 2 <= len(choices) <= len(LETTERS):
             raise ValueError(f"give between 2 and {len(LETTERS)} choices")
         before = self.meter.totals.get("query", Usage())
         t0 = time.perf_counter()
         hits = self.retrieve(question, budget, strategy, build=build)
-        t1 = time.perf_counter()
-        answer = self.answer(question, hits, choices, t1 - t0)
-        answer.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
-        return answer
+        return before, hits, time.perf_counter() - t0
 
     def ask_stream(
         self,
@@ -388,13 +400,8 @@ class Memory:
             ValueError: empty question, or fewer than 2 or more than 10 choices.
             GemragError: the LLM failed (raised by the generator, before or between pieces).
         """
-        if choices is not None and not 2 <= len(choices) <= len(LETTERS):
-            raise ValueError(f"give between 2 and {len(LETTERS)} choices")
-        before = self.meter.totals.get("query", Usage())
-        t0 = time.perf_counter()
-        hits = self.retrieve(question, budget, strategy, build=build)
-        retrieved = time.perf_counter() - t0
-        stream = answer_stream(self.llm, self.meter, self.store, question, hits, choices, retrieved)
+        before, hits, seconds = self._context(question, choices, budget, strategy, build)
+        stream = answer_stream(self.llm, self.meter, self.store, question, hits, choices, seconds)
 
         def streamed() -> Iterator[str | Answer]:
             with contextlib.closing(stream):
