@@ -356,6 +356,20 @@ class StreamingLLM(ScriptedLLM):
                 self.closed_early += 1
 
 
+class FailingMidway(StreamingLLM):
+    """A StreamingLLM whose stream breaks after its first piece (a server gone mid-answer)."""
+
+    def complete_stream(self, messages: Any, **kwargs: Any) -> Any:
+        stream = super().complete_stream(messages, **kwargs)
+        try:
+            yield next(stream)
+            from gemrag.errors import GemragError
+
+            raise GemragError("the stream broke")
+        finally:
+            stream.close()
+
+
 class FakeClock:
     """A clock that only moves when :meth:`sleep` is called (records every sleep): ``clock()`` is the time in
     seconds, for rate limiters under test."""

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from fakes import HashEmbedder, StreamingLLM
+from fakes import FailingMidway, HashEmbedder, StreamingLLM
 from gemrag import cli
 from gemrag.config import Config
 from gemrag.errors import MemoryNotIndexedError
@@ -185,3 +185,16 @@ def test_the_answer_streams_after_the_progress_bars_stopped(
     assert result.exit_code == 0, result.output
     assert "bar" in events and events.index("token") > max(i for i, e in enumerate(events) if e == "bar done")
     assert f"answer: {REPLY}\n" in result.output
+
+
+def test_an_llm_failing_mid_answer_is_one_error_line(memory_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    llm = FailingMidway(reply=REPLY)
+    opened = Memory.open.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        Memory,
+        "open",
+        classmethod(lambda cls, d, c=None, **kw: opened(cls, d, c, **{**kw, "llm": llm, "embedder": HashEmbedder()})),
+    )
+    result = ask(memory_dir, "--stream")
+    assert result.exit_code == 2 and "answer: The\nerror: the stream broke" in result.output
+    assert llm.closed_early == 1 and "Traceback" not in result.output

@@ -273,13 +273,16 @@ def _print_stream(stream: Iterator[str | Answer]) -> Answer:
     answer: Answer | None = None
     with contextlib.closing(stream):
         out.print("[bold]answer:[/] ", end="")
-        for item in stream:
-            if isinstance(item, str):
-                out.print(item, end="", markup=False, highlight=False, soft_wrap=True)
-            else:
-                answer = item
-        out.print()
-    assert answer is not None  # Memory.ask_stream ends with its Answer
+        try:
+            for item in stream:
+                if isinstance(item, str):
+                    out.print(item, end="", markup=False, highlight=False, soft_wrap=True)
+                else:
+                    answer = item
+        finally:
+            out.print()  # the answer's line ends, also before an error or an interruption is reported
+    if answer is None:
+        raise GemragError("the answer stream ended without its answer")
     return answer
 
 

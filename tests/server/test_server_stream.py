@@ -14,7 +14,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from fakes import HashEmbedder, StreamingLLM
+from fakes import FailingMidway, HashEmbedder, StreamingLLM
 from gemrag.config import Config
 from gemrag.memory import Memory
 from gemrag.models.openai_backend import OpenAILLM
@@ -127,3 +127,15 @@ def test_the_openapi_schema_documents_the_event_stream(root: Path, config: Confi
         spec = client.get("/openapi.json").json()
     content = spec["paths"]["/v1/namespaces/{ns}/ask"]["post"]["responses"]["200"]["content"]
     assert set(content) == {"application/json", "text/event-stream"}
+
+
+def test_a_failure_after_the_first_token_is_an_error_event(root: Path, config: Config) -> None:
+    llm = FailingMidway(reply=REPLY)
+    app = create_app(root, config, embedder=HashEmbedder(), llm=llm)
+    with TestClient(app) as client, client.stream("POST", "/v1/namespaces/ns/ask", json=ASK) as r:
+        got = list(events(r.iter_lines()))
+    assert got == [
+        ("token", {"text": "The"}),
+        ("error", {"error": "GemragError", "detail": "the stream broke", "status": 400}),
+    ]
+    assert llm.closed_early == 1
