@@ -311,6 +311,66 @@ class BatchingLLM(ScriptedLLM):
             self.closed += 1
 
 
+class StreamingLLM(ScriptedLLM):
+    """A :class:`ScriptedLLM` with its own ``complete_stream`` (the streaming capability of
+    :mod:`gemrag.models.streaming`): the scripted answer is yielded word by word (each word with the spaces before
+    it), ``delay`` seconds apart, then the :class:`Completion`. A free-form answer (the answer prompt) is ``reply``.
+
+    It records ``streams`` (streams started), ``yielded`` (pieces handed out in all), ``finished`` (streams that
+    handed out their Completion), ``closed_early`` (streams closed before their end: the generation stopped), and
+    ``events`` (``"token"`` at each piece, for ordering against other things a test records).
+    """
+
+    def __init__(self, reply: str = "Korvin is a prisoner of the Tr'en.", delay: float = 0.0) -> None:
+        super().__init__()
+        self.reply = reply
+        self.delay = delay
+        self.streams = self.yielded = self.finished = self.closed_early = 0
+        self.events: list[str] = []
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        completion = super().complete(messages, **kwargs)
+        if "Answer briefly." in messages[-1]["content"]:
+            completion.text = self.reply
+        return completion
+
+    def complete_stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0, seed: int | None = None
+    ) -> Any:
+        import time
+
+        self.streams += 1
+        completion = self.complete(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        finished = False
+        try:
+            for piece in re.findall(r"\s*\S+", completion.text):
+                if self.delay:
+                    time.sleep(self.delay)
+                self.yielded += 1
+                self.events.append("token")
+                yield piece
+            finished = True
+            self.finished += 1
+            yield completion
+        finally:
+            if not finished:
+                self.closed_early += 1
+
+
+class FailingMidway(StreamingLLM):
+    """A StreamingLLM whose stream breaks after its first piece (a server gone mid-answer)."""
+
+    def complete_stream(self, messages: Any, **kwargs: Any) -> Any:
+        stream = super().complete_stream(messages, **kwargs)
+        try:
+            yield next(stream)
+            from gemrag.errors import GemragError
+
+            raise GemragError("the stream broke")
+        finally:
+            stream.close()
+
+
 class FakeClock:
     """A clock that only moves when :meth:`sleep` is called (records every sleep): ``clock()`` is the time in
     seconds, for rate limiters under test."""

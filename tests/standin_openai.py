@@ -5,11 +5,17 @@ one thread per connection answers ``/v1/chat/completions`` after ``latency`` sec
 requests at once (a semaphore: more wait in line, as a llama.cpp server with that many slots would), with the
 unit tests' scripted answers (:class:`fakes.ScriptedLLM`). It records every request body, so repeated calls (a
 body answered twice) can be counted.
+
+A request with ``"stream": true`` is answered as the OpenAI API streams: Server-Sent Events of
+``chat.completion.chunk`` objects, one per word of the answer (``stream_delay`` seconds apart), a last chunk with
+``finish_reason``, a usage chunk when ``stream_options.include_usage`` asks for it, then ``data: [DONE]``. A client
+that closes the connection mid-answer is counted in ``aborted`` (its remaining words are not sent).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import Counter
@@ -23,17 +29,20 @@ class StandIn:
     """The server's state: the slots, what it was asked (``bodies``: request JSON -> times asked), how many were
     served at once."""
 
-    def __init__(self, slots: int, latency: float) -> None:
+    def __init__(self, slots: int, latency: float, stream_delay: float = 0.0) -> None:
         self.slots = threading.BoundedSemaphore(slots)
         self.latency = latency
+        self.stream_delay = stream_delay
+        self.streamed = 0  # streams sent to their end
+        self.aborted = 0  # streams whose client went away before their end
         self.lock = threading.Lock()
         self.bodies: Counter[str] = Counter()
         self.in_flight = 0
         self.max_in_flight = 0
         self.llm = ScriptedLLM()
 
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        """One chat completion: wait for a slot, hold it ``latency`` seconds, answer with the scripted text."""
+    def text(self, body: dict[str, Any]) -> str:
+        """The scripted answer to a chat completion request: wait for a slot, hold it ``latency`` seconds."""
         with self.lock:
             self.bodies[json.dumps(body, sort_keys=True)] += 1
         with self.slots:
@@ -43,15 +52,46 @@ class StandIn:
             time.sleep(self.latency)
             with self.lock:
                 self.in_flight -= 1
-                text = self.llm.complete(body["messages"], max_tokens=body.get("max_tokens", 256)).text
+                return self.llm.complete(body["messages"], max_tokens=body.get("max_tokens", 256)).text
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One chat completion (:meth:`text`) as the API's JSON response."""
+        text = self.text(body)
         return {
             "id": "standin",
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", "standin"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            "usage": USAGE,
         }
+
+    def chunks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """One streamed chat completion (:meth:`text`) as the API's chunks: the role, one chunk per word (with the
+        spaces before it), the finish reason, and the usage when ``stream_options.include_usage`` is set."""
+        model = body.get("model", "standin")
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            return {
+                "id": "standin",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": model,
+                "choices": [choice],
+            }
+
+        words = re.findall(r"\s*\S+", self.text(body))
+        out = [chunk({"role": "assistant", "content": ""})] + [chunk({"content": w}) for w in words]
+        out.append(chunk({}, "stop"))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            out.append({"id": "standin", "object": "chat.completion.chunk", "created": 0, "model": model,
+                        "choices": [], "usage": USAGE})  # fmt: skip
+        return out
+
+
+USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+"""The usage every answer reports."""
 
 
 def serve(state: StandIn) -> tuple[ThreadingHTTPServer, str]:
@@ -65,12 +105,37 @@ def serve(state: StandIn) -> tuple[ThreadingHTTPServer, str]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if body.get("stream"):
+                self.stream(body)
+                return
             data = json.dumps(state.answer(body)).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def stream(self, body: dict[str, Any]) -> None:
+            chunks = state.chunks(body)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")  # the body ends when the connection does
+            self.end_headers()
+            self.close_connection = True
+            try:
+                for i, chunk in enumerate(chunks):
+                    if i and state.stream_delay:
+                        time.sleep(state.stream_delay)
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                with state.lock:
+                    state.aborted += 1
+                return
+            with state.lock:
+                state.streamed += 1
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -141,6 +141,7 @@ ANY_VALUE = {
     "embedder_base_url": "an endpoint, reached only when its model is called",
     "origin": "a flag",
     "seed": "any integer >= 0 (its range is checked like every number's)",
+    "stream": "a flag (--stream/--no-stream); bad only with --json (COMBINATIONS)",
 }
 
 COMBINATIONS: list[tuple[str, dict[str, Any]]] = [
@@ -153,6 +154,7 @@ COMBINATIONS: list[tuple[str, dict[str, Any]]] = [
     ("chat", {"memory": "nowhere", "create": False}),
     ("eval", {"kind": "cmu_dog", "runs": "0"}),
     ("eval", {"runs": "2"}),  # repeated runs sample free-form answers: quality is multiple choice
+    ("ask", {"stream": True, "as_json": True}),  # --json never streams
 ]
 
 VALID: dict[str, list[Any]] = {

@@ -1,19 +1,22 @@
 """Answering a question from retrieved context: the answer prompt (GEM-RAG section III.B.2: "The LLM is then
-given this context, followed by the question"), the multiple-choice schema, and :func:`answer_question`, which
-:meth:`gemrag.memory.Memory.answer` calls."""
+given this context, followed by the question"), the multiple-choice schema, :func:`answer_question`, which
+:meth:`gemrag.memory.Memory.answer` calls, and :func:`answer_stream`, its streamed form
+(:meth:`gemrag.memory.Memory.ask_stream`)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
 from gemrag.errors import StructuredOutputError
-from gemrag.models.base import LLM, Message, Usage
+from gemrag.models.base import LLM, Completion, Message, Usage
 from gemrag.models.meter import UsageMeter
+from gemrag.models.streaming import complete_stream, pieces
 from gemrag.models.structured import complete_structured
 from gemrag.prompting import format_context
 from gemrag.reports import Answer
@@ -60,6 +63,8 @@ def answer_prompt(
 SHORT_INSTRUCTION = (
     "Answer with a short phrase of a few words, not a sentence, using the exact words of the context whenever possible."
 )
+#: Completion limit of a free-form answer (tokens; part of its cache key, so streamed and whole answers share it).
+ANSWER_MAX_TOKENS = 256
 #: Completion limit of a short answer (tokens); a longer completion is cut to its answer by :func:`short_form`.
 SHORT_MAX_TOKENS = 48
 #: An agent's answer longer than this (words) is shortened by one extraction call in the short form.
@@ -162,7 +167,7 @@ def answer_question(
         raise ValueError(f"give between 2 and {len(LETTERS)} choices")
     before = meter.totals.get("query", Usage())
     t1 = time.perf_counter()
-    agent = next((h.meta["agent_answer"] for h in hits if h.meta.get("agent_answer")), None)
+    agent = _agent_answer(hits)
     if agent is not None and not choices and (not short or len(str(agent).split()) <= SHORT_WORDS):
         return Answer(
             short_form(str(agent)) if short else str(agent), None, list(hits), retrieval_seconds, 0.0, Usage()
@@ -187,9 +192,83 @@ def answer_question(
                 choice = None
             text = choices[choice] if choice is not None else ""
         else:
-            limit = SHORT_MAX_TOKENS if short else 256
+            limit = SHORT_MAX_TOKENS if short else ANSWER_MAX_TOKENS
             completion = model.complete(messages, max_tokens=limit, temperature=temperature, seed=seed)
             text, choice = (short_form(completion.text) if short else completion.text.strip()), None
     t2 = time.perf_counter()
     spent = meter.totals.get("query", Usage()) - before
     return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent)
+
+
+def _agent_answer(hits: Sequence[Hit]) -> object | None:
+    """The answer a retrieval already produced (a hit's ``meta["agent_answer"]``), or None."""
+    return next((h.meta["agent_answer"] for h in hits if h.meta.get("agent_answer")), None)
+
+
+def answer_stream(
+    llm: Callable[[], LLM],
+    meter: UsageMeter,
+    store: MemoryStore,
+    question: str,
+    hits: Sequence[Hit],
+    choices: Sequence[str] | None = None,
+    retrieval_seconds: float = 0.0,
+    *,
+    abstain: bool = False,
+    temperature: float = 0.0,
+    seed: int | None = None,
+) -> Iterator[str | Answer]:
+    """:func:`answer_question` as a stream: the answer's text in pieces as the LLM writes them, then the
+    :class:`~gemrag.reports.Answer` (contract of the LLM's stream: :mod:`gemrag.models.streaming`).
+
+    A free-form answer is streamed with the prompt, limit and sampling of :func:`answer_question`, hence under
+    the same cache key: a cached answer streams at once (its whole text as one piece), and a streamed answer is
+    cached for a later :func:`answer_question`. Leading whitespace is not streamed, and the Answer's text is
+    stripped as :func:`answer_question` strips it. A multiple-choice answer is not streamed token by token (the
+    model writes a JSON letter, which is not the answer a reader wants to watch), nor is an agent's answer
+    (no LLM call): the chosen option's text, or the agent's answer, is yielded once, then the Answer.
+
+    Usage is metered when the LLM's stream ends (in the ``query`` phase; each ``next`` on the LLM's stream runs
+    in that phase, in whichever thread iterates), and the Answer's ``usage`` is what this answer spent. A stream
+    closed before its end (``close()``, ``contextlib.closing``) stops the generation and records nothing.
+
+    Args:
+        llm, meter, store, question, hits, choices, retrieval_seconds, abstain, temperature, seed: as
+            :func:`answer_question` (no ``short``: the span-answer form of benchmarks is not streamed).
+
+    Yields:
+        Non-empty ``str`` pieces, then one :class:`~gemrag.reports.Answer` (``text``: the whole, stripped answer).
+
+    Raises:
+        ValueError: fewer than 2 or more than 10 choices.
+        GemragError: the LLM failed (before or between pieces).
+    """
+    if choices is not None or _agent_answer(hits) is not None:
+        answer = answer_question(
+            llm, meter, store, question, hits, choices, retrieval_seconds, abstain=abstain, temperature=temperature,
+            seed=seed,
+        )  # fmt: skip
+        if answer.text:
+            yield answer.text
+        yield answer
+        return
+    messages = answer_prompt(question, [h.text for h in hits], abstain=abstain)
+    before = meter.totals.get("query", Usage())
+    t1 = time.perf_counter()
+    final: list[Completion] = []
+    stream = pieces(
+        complete_stream(llm(), messages, max_tokens=ANSWER_MAX_TOKENS, temperature=temperature, seed=seed), final
+    )
+    started = False
+    with contextlib.closing(stream):
+        while True:
+            with meter.phase("query"):
+                piece = next(stream, None)
+            if piece is None:
+                break
+            piece = piece if started else piece.lstrip()
+            if piece:
+                started = True
+                yield piece
+    spent = meter.totals.get("query", Usage()) - before
+    yield Answer(final[0].text.strip(), None, list(hits), retrieval_seconds, time.perf_counter() - t1, spent)

@@ -8,7 +8,9 @@ variables, which override the config file (see :mod:`gemrag.config`).
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -49,6 +51,7 @@ from gemrag.eval.cli import eval_command
 from gemrag.memory import Memory
 from gemrag.models.factory import check_model_settings
 from gemrag.progress import rich_progress
+from gemrag.reports import Answer
 from gemrag.sources import read_sources, synced_directories
 from gemrag.strategies import check_config
 
@@ -57,6 +60,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     cls=OneLineErrors,
+    # Help paragraphs are wrapped by typer to the terminal (rich markup mode keeps a docstring's line breaks in the
+    # command list, and takes "[hlgraph]" for a style); markdown mode also shows ``code`` as code. A literal
+    # "<name>" would be read as HTML: help texts write placeholders in capitals (DIR/NAMESPACE/).
+    rich_markup_mode="markdown",
 )
 out = Console()
 
@@ -179,7 +186,15 @@ def ask(
         bool, typer.Option("--build-missing", help="Build the strategy first if it was never built in this memory.")
     ] = False,
     set_: SetOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (never streamed).")] = False,
+    stream: Annotated[
+        bool | None,
+        typer.Option(
+            "--stream/--no-stream",
+            help="Print the answer as the model writes it (default: when standard output is a terminal). "
+            "A multiple-choice answer is printed whole.",
+        ),
+    ] = None,
     config: ConfigFile = None,
     llm_provider: LLMProvider = None,
     llm_model: LLMModel = None,
@@ -188,8 +203,12 @@ def ask(
     embedder_model: EmbModel = None,
     embedder_base_url: EmbUrl = None,
 ) -> None:
-    """Retrieve a context for QUESTION (GEM-RAG section III.B.2, Algorithm 1) and answer it. The memory must
-    exist (`gemrag index` makes it); asking changes nothing but the model caches and the usage log."""
+    """Retrieve a context for QUESTION (GEM-RAG section III.B.2, Algorithm 1) and answer it. The memory must exist
+    (`gemrag index` makes it); asking changes nothing but the model caches and the usage log.
+
+    On a terminal the answer is printed as the model writes it (--no-stream waits for the whole answer), after the
+    retrieval and any build (--build-missing shows its progress bars on standard error first), so a progress bar
+    and the answer never share the screen at once."""
     with cli_errors("ask again", also=(ValueError,)):
         cfg = build_config(
             config,
@@ -208,9 +227,15 @@ def ask(
             raise ValueError(
                 f"--choices {choices!r} gives {len(opts)} option(s); give 2 to {len(LETTERS)} separated by '|'"
             )
-        with _open(memory_target(memory, cfg, existing=True), cfg, True) as mem:
+        if as_json and stream:
+            raise ValueError("--json prints one JSON document and never streams: give --json or --stream, not both")
+        streamed = streams(stream, as_json, out.is_terminal) and opts is None and not retrieve_only
+        with _open(memory_target(memory, cfg, existing=True), cfg, not build_missing) as mem:
             if retrieve_only:
                 hits, answer = mem.retrieve(question, budget, build=build_missing), None
+            elif streamed:
+                answer = _print_stream(mem.ask_stream(question, None, budget, build=build_missing))
+                hits = answer.hits
             else:
                 answer = mem.ask(question, opts, budget, build=build_missing)
                 hits = answer.hits
@@ -223,7 +248,7 @@ def ask(
         }
         out.print_json(json.dumps(payload))
         return
-    if answer is not None:
+    if answer is not None and not streamed:
         letter = f"({'ABCDEFGHIJ'[answer.choice]}) " if answer.choice is not None else ""
         out.print(f"[bold]answer:[/] {letter}{answer.text}")
     table = Table("rank", "id", "kind", "score", "text", title="context")
@@ -231,6 +256,38 @@ def ask(
         text = h.text if show_context else (h.text[:100] + ("…" if len(h.text) > 100 else ""))
         table.add_row(str(h.rank + 1), str(h.node_id), h.kind, f"{h.score:.3f}", text)
     out.print(table)
+
+
+def streams(flag: bool | None, as_json: bool, terminal: bool) -> bool:
+    """Whether ``gemrag ask`` prints its answer as the model writes it: never with ``--json``; else as ``--stream`` /
+    ``--no-stream`` say, and without either when standard output is a terminal (``terminal``)."""
+    if as_json:
+        return False
+    return terminal if flag is None else flag
+
+
+def _print_stream(stream: Iterator[str | Answer]) -> Answer:
+    """Print ``answer: `` and each piece of ``stream`` (:meth:`Memory.ask_stream`) on standard output as it comes
+    (as plain text: no markup, no highlighting, no wrapping inserted), then a newline; closes the stream (Ctrl-C
+    stops the generation). Returns the final Answer.
+
+    Raises:
+        GemragError: the LLM failed.
+    """
+    answer: Answer | None = None
+    with contextlib.closing(stream):
+        out.print("[bold]answer:[/] ", end="")
+        try:
+            for item in stream:
+                if isinstance(item, str):
+                    out.print(item, end="", markup=False, highlight=False, soft_wrap=True)
+                else:
+                    answer = item
+        finally:
+            out.print()  # the answer's line ends, also before an error or an interruption is reported
+    if answer is None:
+        raise GemragError("the answer stream ended without its answer")
+    return answer
 
 
 @app.command()

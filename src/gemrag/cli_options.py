@@ -13,6 +13,7 @@ from gemrag.console import check_memory_target, fail, require_memory
 from gemrag.errors import GemragError
 from gemrag.store import is_postgres_url, memory_exists
 from gemrag.store.pg_connect import PgLocation
+from gemrag.strategies import available
 
 __all__ = [
     "ConfigFile",
@@ -30,6 +31,7 @@ __all__ = [
     "Wait",
     "build_config",
     "memory_target",
+    "strategy_help",
 ]
 
 MemoryDir = Annotated[
@@ -65,14 +67,18 @@ EmbProvider = Annotated[str | None, typer.Option("--embedder-provider", help="on
 EmbModel = Annotated[str | None, typer.Option("--embedder-model", help="Embedding model name (openai provider).")]
 EmbUrl = Annotated[str | None, typer.Option("--embedder-base-url", help="OpenAI-compatible endpoint for embeddings.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
-StrategyOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--strategy",
-        "-s",
-        help="gem (default), dense, bm25, raptor, full, remem, remem_gist, remem_temporal, unweaver or hlgraph.",
-    ),
-]
+
+
+def strategy_help() -> str:
+    """The help of ``--strategy``: every registered strategy (:func:`gemrag.strategies.available`, built-in ones
+    included), the configured default first, e.g. ``"gem (default), bm25, dense, ... or unweaver."``."""
+    default = Config().strategy
+    names = [default] + [n for n in available() if n != default]
+    shown = [f"{default} (default)", *names[1:]]
+    return (", ".join(shown[:-1]) + " or " + shown[-1] if len(shown) > 1 else shown[0]) + "."
+
+
+StrategyOpt = Annotated[str | None, typer.Option("--strategy", "-s", help=strategy_help())]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option(

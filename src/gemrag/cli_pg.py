@@ -21,7 +21,12 @@ from gemrag.models.weights import default_cache_dir
 out = Console()
 pg_app = typer.Typer(help="A local PostgreSQL + pgvector (the pgserver wheel) for a PostgreSQL memory.")
 
-DataDir = Annotated[Path | None, typer.Option("--dir", help="PostgreSQL's data directory (default: <cache>/postgres).")]
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--dir", help="PostgreSQL's data directory (default: postgres/ in the cache, ~/.cache/gemrag/postgres)."
+    ),
+]
 Schema = Annotated[str, typer.Option("--schema", help="The memory's schema in the printed URL.")]
 
 

@@ -61,8 +61,8 @@ def serve_command(
         typer.Option(
             "--memory",
             "-m",
-            help="Root directory: one memory per namespace, in DIR/<namespace>/; or a postgresql://...?schema=PREFIX "
-            "URL: one schema PREFIX_<namespace> per namespace, shared by every server given the URL.",
+            help="Root directory: one memory per namespace, in DIR/NAMESPACE/; or a postgresql://...?schema=PREFIX "
+            "URL: one schema PREFIX_NAMESPACE per namespace, shared by every server given the URL.",
         ),
     ],
     host: Annotated[str, typer.Option(help="Interface to listen on (default loopback only).")] = "127.0.0.1",
@@ -86,7 +86,7 @@ def serve_command(
 ) -> None:
     """Serve the memories under --memory over HTTP (FastAPI; OpenAPI at /openapi.json, docs at /docs): add
     documents, background index jobs with progress, retrieve, ask, stats, delete. Each namespace is its own
-    memory (DIR/<namespace>/); an API key reaches only the namespaces it is given. Without keys the server only
+    memory (DIR/NAMESPACE/); an API key reaches only the namespaces it is given. Without keys the server only
     listens on loopback unless --allow-open."""
     with cli_errors(resume_hint="start the server again"):
         try:

@@ -11,6 +11,8 @@ Example::
     for hit in mem.retrieve("Why was Korvin's door left unlocked?"):
         print(hit.node_id, hit.kind, round(hit.score, 3), hit.text[:80])
     print(mem.ask("Who is Korvin?").text)
+    for piece in mem.ask_stream("Who is Didyak?"):  # str pieces as the model writes, then the Answer
+        print(piece if isinstance(piece, str) else "", end="", flush=True)
 
 Concurrency: one process at a time builds a memory (adding documents and ``index`` take the directory's
 build lock; a second builder gets :class:`~gemrag.errors.MemoryBusyError`), while any number of readers
@@ -20,13 +22,14 @@ memory whose directory or database cannot be written is opened read-only automat
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from gemrag.answering import LETTERS, answer_question
+from gemrag.answering import LETTERS, answer_question, answer_stream
 from gemrag.config import Config, load_config
 from gemrag.documents import check_compatible
 from gemrag.errors import ReadOnlyMemoryError
@@ -349,15 +352,68 @@ class Memory:
             MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
             ValueError: empty question, or more than 10 choices.
         """
+        before, hits, seconds = self._context(question, choices, budget, strategy, build)
+        answer = self.answer(question, hits, choices, seconds)
+        answer.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
+        return answer
+
+    def _context(
+        self, question: str, choices: Sequence[str] | None, budget: int | None, strategy: str | None, build: bool
+    ) -> tuple[Usage, list[Hit], float]:
+        """The start of an answer: the query usage before it, the retrieved hits and the retrieval's seconds.
+
+        Raises:
+            MemoryNotIndexedError, ValueError: as :meth:`ask`.
+        """
         if choices is not None and not 2 <= len(choices) <= len(LETTERS):
             raise ValueError(f"give between 2 and {len(LETTERS)} choices")
         before = self.meter.totals.get("query", Usage())
         t0 = time.perf_counter()
         hits = self.retrieve(question, budget, strategy, build=build)
-        t1 = time.perf_counter()
-        answer = self.answer(question, hits, choices, t1 - t0)
-        answer.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
-        return answer
+        return before, hits, time.perf_counter() - t0
+
+    def ask_stream(
+        self,
+        question: str,
+        choices: Sequence[str] | None = None,
+        budget: int | None = None,
+        strategy: str | None = None,
+        *,
+        build: bool = False,
+    ) -> Iterator[str | Answer]:
+        """:meth:`ask` with the answer read as the LLM writes it: retrieves now (so a bad question or an unbuilt
+        strategy raises here, before anything is streamed), then returns a generator that yields the answer's text
+        in pieces (``str``, non-empty) and, last, the :class:`~gemrag.reports.Answer` — text, hits and usage, as
+        :meth:`ask` returns them (:func:`gemrag.answering.answer_stream`).
+
+        A cached answer streams at once (its whole text as one piece); a multiple-choice answer is not streamed
+        token by token (the chosen option's text comes as one piece). Usage is recorded when the stream ends. The
+        LLM is held while the stream is being read: read it to its Answer, or close it (``close()``, or
+        ``with contextlib.closing(mem.ask_stream(q)) as stream``) to stop the generation early, from the thread
+        that read it. Example::
+
+            for item in mem.ask_stream("Who is Korvin?"):
+                if isinstance(item, str):
+                    print(item, end="", flush=True)
+                else:
+                    print(); answer = item  # item.hits, item.usage
+
+        Raises:
+            MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
+            ValueError: empty question, or fewer than 2 or more than 10 choices.
+            GemragError: the LLM failed (raised by the generator, before or between pieces).
+        """
+        before, hits, seconds = self._context(question, choices, budget, strategy, build)
+        stream = answer_stream(self.llm, self.meter, self.store, question, hits, choices, seconds)
+
+        def streamed() -> Iterator[str | Answer]:
+            with contextlib.closing(stream):
+                for item in stream:
+                    if isinstance(item, Answer):
+                        item.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
+                    yield item
+
+        return streamed()
 
     def answer(
         self,

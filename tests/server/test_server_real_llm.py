@@ -1,10 +1,12 @@
 """``POST .../ask`` on a real ``gemrag serve`` with the real embedded models: MiniLM and the small
 Qwen2.5-Coder-0.5B GGUF via llama.cpp, built by the server from its configuration on first use (one
-multiple-choice question and one free-form question, ``dense`` retrieval)."""
+multiple-choice question and one free-form question, ``dense`` retrieval), and a free-form answer streamed as
+Server-Sent Events (issue 41)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import httpx
@@ -43,3 +45,19 @@ def test_ask_with_the_small_model(tmp_path: Path) -> None:
         assert answer["usage"]["prompt_tokens"] > 0 and answer["answer_seconds"] > 0
         free = client.post("/v1/namespaces/q/ask", json={"question": "Who is Korvin?", "budget": 3}).json()
         assert free["text"].strip() and free["usage"]["completion_tokens"] > 0
+        tokens: list[str] = []
+        final: dict | None = None
+        stream = {"question": "Where is Korvin held, and by whom?", "budget": 3, "stream": True}
+        with client.stream("POST", "/v1/namespaces/q/ask", json=stream) as r:
+            assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+            event = None
+            for line in r.iter_lines():
+                if line.startswith("event: "):
+                    event = line[len("event: ") :]
+                elif line.startswith("data: ") and event == "token":
+                    tokens.append(json.loads(line[len("data: ") :])["text"])
+                elif line.startswith("data: ") and event == "answer":
+                    final = json.loads(line[len("data: ") :])
+        assert len(tokens) >= 2 and final is not None  # token by token, then the answer event
+        assert final["text"] == "".join(tokens).strip() and final["hits"]
+        assert final["usage"]["completion_tokens"] >= len(tokens) and final["answer_seconds"] > 0

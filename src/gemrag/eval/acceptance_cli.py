@@ -69,8 +69,8 @@ VerdictsOpt = Annotated[
     Path | None,
     typer.Option(
         "--verdicts",
-        help="cmu_dog: report with the verdicts of this filled judging sheet (OUT/results-<stem>.md); "
-        "results.md keeps the LLM judge's.",
+        help="cmu_dog: report with the verdicts of this filled judging sheet (OUT/results-STEM.md, STEM: the "
+        "sheet's file name without its suffix); results.md keeps the LLM judge's.",
     ),
 ]
 

@@ -120,8 +120,8 @@ def eval_command(
             "--memory",
             "-m",
             help="postgresql://user@host:port/db?schema=PREFIX: keep each evaluation memory in its own schema "
-            "PREFIX_<memory name> of that database instead of a directory under --out/memories (records and "
-            "results stay under --out). Not read from GEMRAG_MEMORY, which names one memory.",
+            "PREFIX_NAME (NAME: the memory's name) of that database instead of a directory under --out/memories "
+            "(records and results stay under --out). Not read from GEMRAG_MEMORY, which names one memory.",
         ),
     ] = None,
     workers: Annotated[

@@ -5,7 +5,8 @@ looked up in the memory's SQLite by a sha256 of (model id, the backend's cache i
 on a miss the backend is called and the answer stored *before* it is used, so an interrupted build repeats no
 model call. :meth:`CachedLLM.complete_iter` does the same for many calls at once (the batch contract of
 :mod:`gemrag.models.batch`): hits at once, the misses as one batch to the backend, each answer cached before it
-is yielded.
+is yielded; :meth:`CachedLLM.complete_stream` for a streamed answer (:mod:`gemrag.models.streaming`): a hit is
+streamed at once, a miss piece by piece and cached (and metered) when it ends.
 
 The cache identity (:func:`gemrag.models.base.cache_identity_of`) holds what else decides an answer: for
 llama.cpp the GGUF's fingerprint, ``n_ctx``, the chat format and the default seed; for an OpenAI-compatible
@@ -30,6 +31,7 @@ from gemrag.models import batch
 from gemrag.models.base import LLM, Completion, Embedder, Message, Usage, cache_identity_of
 from gemrag.models.batch import CompletionRequest
 from gemrag.models.meter import UsageMeter
+from gemrag.models.streaming import StreamItem, complete_stream, pieces
 
 
 class LLMCacheStore(Protocol):
@@ -167,6 +169,40 @@ class CachedLLM:
                     yield i, self._cached_copy(result)
         finally:
             results.close()
+
+    def complete_stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> Iterator[StreamItem]:
+        """A streamed :meth:`complete` (contract: :mod:`gemrag.models.streaming`), under the same cache key, so a
+        streamed answer is a hit for a later :meth:`complete` and vice versa.
+
+        A hit yields its whole text as one piece, then the cached :class:`Completion` (``cached=True``, metered as
+        a hit). A miss streams the backend's pieces (:func:`gemrag.models.streaming.complete_stream`: the backend's
+        own stream, or its whole answer at once); when the backend's stream ends (and is closed), its answer is
+        stored and metered as one call *before* the final :class:`Completion` is yielded. A stream closed before
+        its end stores and meters nothing.
+
+        Raises:
+            GemragError: whatever the backend raises.
+        """
+        key = self.key(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        hit = self._hit(key)
+        if hit is not None:
+            if hit.text:
+                yield hit.text
+            yield hit
+            return
+        final: list[Completion] = []
+        yield from pieces(
+            complete_stream(self.inner, messages, max_tokens=max_tokens, temperature=temperature, seed=seed), final
+        )
+        self._save(key, final[0])
+        yield final[0]
 
     def _hit(self, key: str) -> Completion | None:
         """The cached answer of ``key`` (metered as a cache hit), or None."""

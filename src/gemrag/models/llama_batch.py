@@ -31,6 +31,7 @@ Sources: llama.cpp ``include/llama.h`` (batch, memory and sampler API), ``common
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import time
 from collections import deque
@@ -42,12 +43,14 @@ import numpy as np
 
 from gemrag.errors import DecoderBusyError, GemragError
 from gemrag.models.llama_chat import GrammarCache
+from gemrag.models.llama_slots import choose_slot, common_prefix_len
 
 __all__ = [
     "BatchDecoder",
     "DecodeRequest",
     "DecodeResult",
     "GrammarCache",
+    "Step",
     "common_prefix_len",
     "choose_slot",
 ]
@@ -114,40 +117,18 @@ class DecodeResult:
         return self.prompt_seconds + self.generation_seconds + self.sampling_seconds
 
 
-def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the longest common prefix of two token sequences (tokens)."""
-    n = min(len(a), len(b))
-    if n == 0:
-        return 0
-    x = np.asarray(a[:n], dtype=np.int64)
-    y = np.asarray(b[:n], dtype=np.int64)
-    diff = np.flatnonzero(x != y)
-    return int(diff[0]) if diff.size else n
+@dataclass
+class Step:
+    """What one ``llama_decode`` call of :meth:`BatchDecoder.run_steps` produced.
 
-
-def choose_slot(cached: Sequence[Sequence[int]], busy: Sequence[bool], prompt: Sequence[int]) -> tuple[int, int, int]:
-    """Where a new request starts: ``(slot, source, reuse)``.
-
-    ``source`` is the slot (busy or free) whose cached tokens share the longest prefix with ``prompt``, and
-    ``reuse`` that prefix's length, capped at ``len(prompt) - 1`` so that at least one prompt token is decoded
-    (its logits give the first completion token). ``slot`` is ``source`` itself when it is free (the request
-    continues in place), else the free slot holding the fewest cached tokens (the least to lose).
-
-    Raises:
-        ValueError: no slot is free, or ``prompt`` is empty.
+    Attributes:
+        tokens: ``(index, token id)`` of each token added to a request's completion (end-of-generation tokens
+            are not part of a completion), in request-slot order.
+        done: ``(index, result)`` of each request this step finished.
     """
-    if not prompt:
-        raise ValueError("empty prompt")
-    free = [i for i, b in enumerate(busy) if not b]
-    if not free:
-        raise ValueError("no free slot")
-    lengths = [common_prefix_len(c, prompt) for c in cached]
-    source = max(range(len(cached)), key=lambda i: (lengths[i], not busy[i]))
-    reuse = min(lengths[source], len(prompt) - 1)
-    if reuse <= 0:
-        return min(free, key=lambda i: len(cached[i])), -1, 0
-    slot = source if not busy[source] else min(free, key=lambda i: len(cached[i]))
-    return slot, source, reuse
+
+    tokens: list[tuple[int, int]] = field(default_factory=list)
+    done: list[tuple[int, DecodeResult]] = field(default_factory=list)
 
 
 @dataclass
@@ -412,6 +393,19 @@ class BatchDecoder:
             DecoderBusyError: another run holds the decoder (interleaved or re-entrant iteration, or an abandoned run
                 that was not closed); fatal (:func:`gemrag.errors.is_fatal`).
         """
+        with contextlib.closing(self.run_steps(requests)) as steps:
+            for step in steps:
+                yield from step.done
+
+    def run_steps(self, requests: Sequence[DecodeRequest]) -> Iterator[Step]:
+        """Decode every request as :meth:`run` does, yielding one :class:`Step` per ``llama_decode`` call: the
+        tokens it added to each request's completion (a streamed answer shows them as they come, issue 41) and the
+        requests it finished. Same contract as :meth:`run` (who holds the decoder, closing, errors); a step that
+        added no token and finished nothing is not yielded.
+
+        Raises:
+            ValueError, GemragError, DecoderBusyError: as :meth:`run`.
+        """
         for r in requests:
             if not r.tokens or r.max_tokens < 1 or len(r.tokens) + r.max_tokens > self.n_ctx:
                 raise ValueError(f"request of {len(r.tokens)} + {r.max_tokens} tokens does not fit n_ctx={self.n_ctx}")
@@ -435,6 +429,7 @@ class BatchDecoder:
                     self._cached = [[] for _ in range(self.n_seq)]
                     raise
                 done: list[_Job] = []
+                step = Step()
                 for job in jobs:
                     share = seconds * job.fed / n
                     if job.next_token is not None:
@@ -458,6 +453,7 @@ class BatchDecoder:
                         done.append(job)
                     else:
                         job.result.tokens.append(token)
+                        step.tokens.append((job.index, token))
                         if len(job.result.tokens) >= job.request.max_tokens:
                             job.result.finish_reason = "length"
                             done.append(job)
@@ -466,10 +462,11 @@ class BatchDecoder:
                 for job in done:
                     jobs.remove(job)
                     self._release(job)
+                    step.done.append((job.index, job.result))
                 if not queue and not jobs:  # the last step: nothing of this run is left in the decoder
                     self._running = None
-                for job in done:
-                    yield job.index, job.result
+                if step.tokens or step.done:
+                    yield step
         finally:
             for job in jobs:
                 self._release(job)

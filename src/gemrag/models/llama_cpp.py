@@ -8,8 +8,9 @@ A JSON schema is enforced by the GBNF grammar llama-cpp-python derives from it
 With the GGUF's own chat template (the default), completions are decoded by
 :class:`gemrag.models.llama_batch.BatchDecoder` in a context of ``n_parallel`` sequences: the KV cache keeps
 the prompts' shared prefix between calls, grammars are parsed once and checked on the chosen token only, and
-:meth:`LlamaCppLLM.complete_iter` decodes up to ``n_parallel`` requests together (issue 9). A named
-``chat_format`` keeps llama-cpp-python's ``create_chat_completion`` path.
+:meth:`LlamaCppLLM.complete_iter` decodes up to ``n_parallel`` requests together (issue 9), and
+:meth:`LlamaCppLLM.complete_stream` hands out an answer token by token (issue 41). A named ``chat_format`` keeps
+llama-cpp-python's ``create_chat_completion`` path (:mod:`gemrag.models.llama_legacy`).
 
 ``llama_cpp`` is imported lazily, and the weights are only loaded on the first call that needs them (a
 completion or :meth:`LlamaCppLLM.count_tokens`), so an instance whose answers all come from the cache
@@ -22,11 +23,11 @@ this CPU raises :class:`~gemrag.errors.ModelCrashError` with a one-line fix inst
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import dataclasses
 import hashlib
 import importlib.util
-import json
 import logging
 import os
 import threading
@@ -37,10 +38,12 @@ from typing import TYPE_CHECKING, Any
 
 from gemrag.errors import GemragError, ModelCrashError, ModelNotAvailableError
 from gemrag.models import probe
-from gemrag.models.base import Completion, Message, Usage
+from gemrag.models.base import Completion, Message
 from gemrag.models.batch import CompletionRequest, complete_one_by_one
 from gemrag.models.llama_batch import BatchDecoder, DecodeRequest, DecodeResult
 from gemrag.models.llama_chat import chat_formatter, grammar_for_schema
+from gemrag.models.llama_legacy import legacy_complete, legacy_stream, to_completion
+from gemrag.models.streaming import pieces
 from gemrag.models.weights import KNOWN_MODELS, ModelSpec, find_known_model, resolve_gguf
 
 if TYPE_CHECKING:
@@ -340,7 +343,7 @@ class LlamaCppLLM:
     def _completion(self, prompt: Sequence[int], result: DecodeResult, wants_json: bool, seconds: float) -> Completion:
         llm = self.load()
         text = llm.detokenize(result.tokens, prev_tokens=list(prompt)).decode("utf-8", errors="ignore")
-        return _to_completion(
+        return to_completion(
             {
                 "choices": [{"message": {"content": text}}],
                 "usage": {"prompt_tokens": result.prompt_tokens, "completion_tokens": len(result.tokens)},
@@ -420,40 +423,68 @@ class LlamaCppLLM:
                 request = self.prepare(CompletionRequest(messages, schema, max_tokens, temperature, seed))
                 ((_, result),) = list(decoder.run([request]))
                 return self._completion(request.tokens, result, schema is not None, time.perf_counter() - t0)
-            return self._legacy_complete(messages, schema, max_tokens, temperature, seed)
+            return legacy_complete(
+                self.load(),
+                self.model_id,
+                self.context_window,
+                messages,
+                schema,
+                max_tokens,
+                temperature,
+                self.seed if seed is None else seed,
+            )
 
-    def _legacy_complete(
+    def complete_stream(
         self,
         messages: Sequence[Message],
-        schema: dict[str, Any] | None,
-        max_tokens: int,
-        temperature: float,
-        seed: int | None,
-    ) -> Completion:
-        """``Llama.create_chat_completion`` (a named ``chat_format``), with the schema's grammar built once."""
-        from llama_cpp.llama_grammar import LlamaGrammar
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> Iterator[str | Completion]:
+        """:meth:`complete` (free text) as a stream, token by token (contract: :mod:`gemrag.models.streaming`).
 
-        kwargs: dict[str, Any] = {
-            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "seed": self.seed if seed is None else seed,
-        }
-        if schema is not None:
-            kwargs["grammar"] = LlamaGrammar.from_string(grammar_for_schema(schema), verbose=False)
-        llm = self.load()
-        t0 = time.perf_counter()
-        try:
-            response = llm.create_chat_completion(**kwargs)
-        except ValueError as e:
-            if "context window" in str(e):
-                raise GemragError(
-                    f"the prompt does not fit the context window of {self.model_id} ({self.context_window} tokens): {e}"
-                ) from e
-            raise GemragError(f"llama.cpp failed: {e}") from e
-        except RuntimeError as e:
-            raise GemragError(f"llama.cpp failed: {e}") from e
-        return _to_completion(response, schema is not None, time.perf_counter() - t0)
+        The decoder runs the one request step by step (:meth:`~gemrag.models.llama_batch.BatchDecoder.run_steps`); each
+        new token's bytes go through an incremental UTF-8 decoder, so a piece is yielded once its characters are
+        whole, then the :class:`Completion` exactly as :meth:`complete` returns it (its text: the whole completion
+        detokenized at once). The legacy path (a named ``chat_format``) streams with
+        ``create_chat_completion(stream=True)`` (:func:`gemrag.models.llama_legacy.legacy_stream`).
+
+        The lock is held from the first ``next`` until the last piece, as for :meth:`complete_iter` (and released
+        before the Completion is yielded): a caller that stops early closes the stream, which abandons the request
+        and releases the decoder; the stream is iterated and closed by one thread (the lock is re-entrant and owned
+        by it).
+
+        Raises:
+            GemragError: the prompt does not fit the context window, or llama.cpp failed.
+            DecoderBusyError: a batch of this instance still holds the decoder (not closed).
+            ModelNotAvailableError, ModelCrashError: as :meth:`load`.
+        """
+        final: list[Completion] = []
+        with self._lock:
+            decoder = self.decoder()
+            llm = self.load()
+            if decoder is None:
+                stream = legacy_stream(
+                    llm, self.model_id, self.context_window, messages, max_tokens, temperature,
+                    self.seed if seed is None else seed,
+                )  # fmt: skip
+                yield from pieces(stream, final)
+            else:
+                t0 = time.perf_counter()
+                request = self.prepare(CompletionRequest(messages, None, max_tokens, temperature, seed))
+                utf8 = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+                previous = list(request.tokens)
+                with contextlib.closing(decoder.run_steps([request])) as steps:
+                    for step in steps:
+                        for _, token in step.tokens:
+                            piece = utf8.decode(llm.detokenize([token], prev_tokens=previous))
+                            previous.append(token)
+                            if piece:
+                                yield piece
+                        for _, result in step.done:
+                            final.append(self._completion(request.tokens, result, False, time.perf_counter() - t0))
+        yield final[0]
 
     def count_tokens(self, text: str) -> int:
         """Number of tokens of ``text`` in the model's tokenizer (no BOS; special-token text not parsed).
@@ -476,25 +507,3 @@ class LlamaCppLLM:
                 if callable(close):
                     close()
                 self._llm = None
-
-
-def _to_completion(response: Any, wants_json: bool, seconds: float) -> Completion:
-    choice = response["choices"][0]
-    text = choice["message"].get("content") or ""
-    usage = response.get("usage") or {}
-    parsed: Any = None
-    if wants_json:
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = None
-    return Completion(
-        text=text,
-        parsed=parsed,
-        usage=Usage(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            seconds=seconds,
-            calls=1,
-        ),
-    )

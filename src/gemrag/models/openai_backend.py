@@ -12,6 +12,9 @@ Structured output differs between servers, hence :attr:`OpenAILLM.json_mode`:
   grammar); servers that ignore ``schema`` still return some JSON object.
 * ``"none"``: no ``response_format``; the schema is appended to the conversation as an instruction.
 
+An answer read as it is written: :meth:`OpenAILLM.complete_stream` (``stream=True``,
+:mod:`gemrag.models.openai_stream`).
+
 Many requests at once (:meth:`OpenAILLM.complete_iter`, issue 9): at most ``concurrency`` requests in flight
 (a thread pool; the ``openai`` client is thread-safe), each retried by the SDK on connection errors,
 408/409/429 and 5xx with exponential backoff (0.5 s doubling up to 8 s, minus up to 25% jitter) or the wait
@@ -52,6 +55,7 @@ from gemrag.models.openai_http import (
     make_client,
     translate_errors,
 )
+from gemrag.models.openai_stream import stream_chat
 from gemrag.models.tool_calls import canonical_call, openai_messages, openai_tools, tool_choice
 
 __all__ = [
@@ -237,6 +241,25 @@ class OpenAILLM:
         finally:
             stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
+
+    def complete_stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> Iterator[str | Completion]:
+        """:meth:`complete` (free text) as a stream, ``stream=True`` (:func:`gemrag.models.openai_stream.stream_chat`;
+        contract: :mod:`gemrag.models.streaming`). Closing it early closes the HTTP response.
+
+        Raises:
+            EndpointUnreachableError, EndpointRejectedError, GemragError: as :meth:`complete`.
+        """
+        return stream_chat(
+            self._client, self.base_url, self.model, self.timeout, self.rate_limiter, messages,
+            max_tokens=max_tokens, temperature=temperature, seed=seed,
+        )  # fmt: skip
 
     def _complete(self, request: CompletionRequest, stop: threading.Event | None) -> Completion:
         """One request (see :meth:`complete`); raises :class:`_Abandoned` instead of sending when ``stop`` is set."""

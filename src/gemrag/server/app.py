@@ -7,8 +7,8 @@ Routes (all JSON; the OpenAPI schema is at ``/openapi.json``, the interactive do
   multipart), ``GET .../documents``, ``DELETE .../documents/{document}`` (id, source or title);
 * ``POST /v1/namespaces/{ns}/index`` starts a background index job (202 with its id), ``GET .../jobs`` and
   ``GET .../jobs/{job_id}`` show its progress stages, then its report or error;
-* ``POST /v1/namespaces/{ns}/retrieve`` (question, strategy, budget -> hits), ``POST .../ask`` (LLM answer),
-  ``GET .../stats``.
+* ``POST /v1/namespaces/{ns}/retrieve`` (question, strategy, budget -> hits), ``POST .../ask`` (LLM answer; with
+  ``"stream": true`` as Server-Sent Events, :mod:`gemrag.server.streaming`), ``GET .../stats``.
 
 Keys (:mod:`gemrag.server.auth`) are sent as ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``. Endpoints are
 plain ``def`` functions: FastAPI runs them in its thread pool, and :mod:`gemrag.server.namespaces` gives each
@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, File, Security, UploadFile
+from fastapi import Depends, FastAPI, File, Request, Security, UploadFile
 from fastapi import Path as PathParam
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
@@ -34,11 +34,13 @@ from gemrag.errors import InputError
 from gemrag.ingest import Document
 from gemrag.ingest.loader import SUPPORTED_SUFFIXES, decode_text
 from gemrag.models.base import LLM, Embedder
+from gemrag.reports import Answer
 from gemrag.server import models as m
 from gemrag.server.auth import KeyRing
 from gemrag.server.errors import AuthError, ConflictError, ForbiddenError, NotFoundError, install_handlers
 from gemrag.server.jobs import JobManager
 from gemrag.server.namespaces import NAMESPACE_PATTERN, Namespaces
+from gemrag.server.streaming import SSE_RESPONSE, stream_answer
 from gemrag.sources import Source
 from gemrag.strategies import available
 from gemrag.types import Hit
@@ -268,20 +270,29 @@ def create_app(
             hits = memory.retrieve(body.question, body.budget, strategy)
         return m.Hits(hits=[_hit(h) for h in hits], seconds=time.perf_counter() - start)
 
-    @app.post("/v1/namespaces/{ns}/ask", response_model=m.AnswerOut, responses=_errors(404, 409, 503), tags=["query"])
-    def ask(ns: NS, body: m.AskRequest) -> m.AnswerOut:
-        """Retrieve context and answer with the LLM (with ``choices``: pick exactly one of them)."""
+    @app.post(
+        "/v1/namespaces/{ns}/ask",
+        response_model=m.AnswerOut,
+        responses={**_errors(404, 409, 503), **SSE_RESPONSE},
+        tags=["query"],
+    )
+    def ask(ns: NS, body: m.AskRequest, request: Request) -> Any:
+        """Retrieve context and answer with the LLM (with ``choices``: pick exactly one of them). With
+        ``"stream": true`` the answer comes as Server-Sent Events while the model writes it: ``token`` events, then
+        one ``answer`` event holding this route's JSON answer (:mod:`gemrag.server.streaming`); a client that
+        disconnects stops the generation."""
         strategy = strategy_of(body.strategy)
+        if body.stream:
+            return stream_answer(
+                spaces,
+                ns,
+                lambda memory: memory.ask_stream(body.question, body.choices, body.budget, strategy),
+                _answer_out,
+                request,
+            )
         with spaces.reading(ns) as memory:
             answer = memory.ask(body.question, body.choices, body.budget, strategy)
-        return m.AnswerOut(
-            text=answer.text,
-            choice=answer.choice,
-            hits=[_hit(h) for h in answer.hits],
-            retrieval_seconds=answer.retrieval_seconds,
-            answer_seconds=answer.answer_seconds,
-            usage=m.UsageOut(**asdict(answer.usage)),
-        )
+        return _answer_out(answer)
 
     @app.get("/v1/namespaces/{ns}/stats", response_model=dict[str, Any], responses=_errors(404), tags=["query"])
     def stats(ns: NS) -> Any:
@@ -291,6 +302,17 @@ def create_app(
             return _jsonable(memory.stats())
 
     return app
+
+
+def _answer_out(answer: Answer) -> m.AnswerOut:
+    return m.AnswerOut(
+        text=answer.text,
+        choice=answer.choice,
+        hits=[_hit(h) for h in answer.hits],
+        retrieval_seconds=answer.retrieval_seconds,
+        answer_seconds=answer.answer_seconds,
+        usage=m.UsageOut(**asdict(answer.usage)),
+    )
 
 
 def _hit(hit: Hit) -> m.HitOut:

@@ -186,6 +186,11 @@ class AskRequest(RetrieveRequest):
     """A question to answer from the memory; with ``choices`` the LLM picks exactly one."""
 
     choices: list[str] | None = Field(None, min_length=2, max_length=10)
+    stream: bool = Field(
+        False,
+        description="Answer as Server-Sent Events (text/event-stream) while the model writes: token events, then one "
+        "answer event holding the JSON answer.",
+    )
 
 
 class AnswerOut(BaseModel):

@@ -32,6 +32,7 @@ from gemrag.errors import ConfigError, GemragError
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Completion, Embedder, Message
 from gemrag.models.factory import build_embedder, build_llm
+from gemrag.models.streaming import complete_stream, pieces
 from gemrag.store.pg_connect import MAX_IDENTIFIER, PgLocation, child_schema, connect, is_postgres_url
 from gemrag.strategies.base import ProgressFactory
 
@@ -102,6 +103,16 @@ class SerialLLM:
         backend = self.backend
         with self._lock:
             return backend.complete(messages, **kwargs)
+
+    def complete_stream(self, messages: Sequence[Message], **kwargs: Any) -> Iterator[str | Completion]:
+        """The backend's stream (:func:`gemrag.models.streaming.complete_stream`), holding the lock from the first
+        ``next`` until the stream's last piece (or its close): other calls wait for a streamed answer to end (or
+        for its client to go away)."""
+        backend = self.backend
+        final: list[Completion] = []
+        with self._lock:
+            yield from pieces(complete_stream(backend, messages, **kwargs), final)
+        yield final[0]
 
     def count_tokens(self, text: str) -> int:
         """The backend's token count of ``text``."""

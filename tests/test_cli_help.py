@@ -1,0 +1,69 @@
+"""The help a user reads first (issue 41, point 5): typer wraps the command help (no line break kept inside a
+sentence), and ``--strategy``'s help names every registered strategy."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from gemrag import cli
+from gemrag.cli_options import strategy_help
+from gemrag.strategies import available
+
+runner = CliRunner()
+
+
+def help_of(*command: str, columns: int = 200) -> str:
+    result = runner.invoke(cli.app, [*command, "--help"], env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def flat(text: str) -> str:
+    """Help text with the panels' borders and every run of whitespace made one space (wrapping undone)."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+
+
+def test_command_help_is_wrapped_by_typer_not_by_the_docstring() -> None:
+    top = help_of()
+    assert "the eigentheme summary nodes" in top  # one line at 200 columns: the docstring's break is not kept
+    index = help_of("index")
+    assert "build the graph and the eigentheme summary nodes (GEM-RAG section III.B.1)" in index
+    assert "the eigentheme\n" not in index
+
+
+@pytest.mark.parametrize("command", ["ask", "index"])
+def test_strategy_help_lists_every_registered_strategy(command: str) -> None:
+    names = available()
+    assert "fused" in names
+    shown = flat(help_of(command))
+    for name in names:
+        assert re.search(rf"\b{name}\b", strategy_help())
+        assert name in shown
+    assert strategy_help().startswith("gem (default), ")
+
+
+def _commands(command: Any, path: list[str]) -> Iterator[tuple[Any, list[str]]]:
+    yield command, path
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, [*path, name])
+
+
+def _pairs(text: str) -> set[tuple[str, str]]:
+    words = re.findall(r"[A-Za-z0-9]+", text)
+    return set(zip(words, words[1:], strict=False))
+
+
+def test_every_help_text_is_shown_whole() -> None:
+    """No word of a command's or an option's help is lost to the help's markup (rich markup took ``[hlgraph]``,
+    markdown takes ``<namespace>``): every pair of neighbouring words of each help text is in the shown help."""
+    for command, path in _commands(typer.main.get_command(cli.app), []):
+        shown = _pairs(flat(help_of(*path, columns=250)))
+        texts = [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]
+        lost = [pair for text in texts for pair in _pairs(text.split("\f")[0]) if pair not in shown]
+        assert lost == [], f"gemrag {' '.join(path)} --help loses {lost[:5]}"
