@@ -8,10 +8,10 @@ https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/) and gemrag's o
 ``gemrag.strategy``, ``gemrag.memory``, node counts).
 
 The OpenTelemetry API is imported on the first span, and only if it is installed (``pip install "gemrag[otel]"``);
-without it every function here returns a do-nothing object and gemrag imports nothing more. With it but without a
-configured tracer provider the API's own no-op tracer records nothing. Nothing is sent anywhere unless the user
-configures an exporter: a program embedding gemrag sets its own tracer provider, and the ``gemrag`` command and
-server call :func:`configure_from_env`, which reads the standard ``OTEL_*`` environment variables.
+without it every function here returns a do-nothing object and gemrag imports nothing more. With it but while no
+tracer provider is set, spans are the same do-nothing object (no OpenTelemetry call). Nothing is sent anywhere
+unless the user configures an exporter: a program embedding gemrag sets its own tracer provider, and the ``gemrag``
+command and server call :func:`configure_from_env`, which reads the standard ``OTEL_*`` environment variables.
 
 This module imports nothing of gemrag (the lowest layer), so every layer may trace.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from importlib.metadata import entry_points
 from typing import Any, Protocol
 
@@ -51,7 +51,14 @@ class Span(Protocol):
 
 
 class _NoSpan:
-    """The span of a process without OpenTelemetry: every method does nothing."""
+    """The span of a process without OpenTelemetry (or without a tracer provider): every method does nothing, and as
+    a context manager it is itself."""
+
+    def __enter__(self) -> _NoSpan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
     def set_attribute(self, key: str, value: AttributeValue) -> None:
         return None
@@ -72,7 +79,7 @@ class _NoSpan:
 NO_SPAN = _NoSpan()
 _UNSET: Any = object()
 _api: Any = _UNSET  # opentelemetry.trace once imported, None when it is not installed
-_tracer: Any = None  # gemrag's tracer (the API's proxy: it follows a provider set later)
+_tracer: Any = None  # (the provider, gemrag's tracer of it)
 
 
 def _trace_api() -> Any:
@@ -87,12 +94,19 @@ def _trace_api() -> Any:
     return _api
 
 
-def _get_tracer(trace: Any) -> Any:
-    """gemrag's tracer, made once."""
+def _active_tracer() -> Any:
+    """gemrag's tracer of the global tracer provider; None without OpenTelemetry, or while no provider is set (the
+    API's proxy and no-op providers record nothing, so gemrag skips even their no-op spans)."""
     global _tracer
-    if _tracer is None:
-        _tracer = trace.get_tracer(TRACER_NAME)
-    return _tracer
+    trace = _trace_api()
+    if trace is None:
+        return None
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    if _tracer is None or _tracer[0] is not provider:
+        _tracer = (provider, provider.get_tracer(TRACER_NAME))
+    return _tracer[1]
 
 
 def _clean(attributes: Mapping[str, Any] | None) -> dict[str, AttributeValue]:
@@ -100,9 +114,10 @@ def _clean(attributes: Mapping[str, Any] | None) -> dict[str, AttributeValue]:
     return {k: v for k, v in (attributes or {}).items() if v is not None}
 
 
-@contextmanager
-def span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: str = "INTERNAL") -> Iterator[Span]:
-    """Open a span as the current one for the block (its children are the spans opened inside it).
+def span(
+    name: str, attributes: Mapping[str, Any] | None = None, *, kind: str = "INTERNAL"
+) -> AbstractContextManager[Span]:
+    """Open a span as the current one for a ``with`` block (its children are the spans opened inside it).
 
     An exception leaving the block is recorded on the span (status ERROR) and raised again.
 
@@ -111,16 +126,16 @@ def span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: str = 
         attributes: initial attributes (None values are left out).
         kind: ``"INTERNAL"``, ``"CLIENT"`` (a model call) or ``"SERVER"`` (an incoming request).
 
-    Yields:
-        The span (set more attributes on it), or a do-nothing one without OpenTelemetry.
+    Returns:
+        A context manager yielding the span (set more attributes on it); without OpenTelemetry or without a tracer
+        provider, the do-nothing :data:`NO_SPAN` (no OpenTelemetry call at all).
     """
-    trace = _trace_api()
-    if trace is None:
-        yield NO_SPAN
-        return
-    tracer = _get_tracer(trace)
-    with tracer.start_as_current_span(name, kind=getattr(trace.SpanKind, kind), attributes=_clean(attributes)) as sp:
-        yield sp
+    tracer = _active_tracer()
+    if tracer is None:
+        return NO_SPAN
+    return tracer.start_as_current_span(  # type: ignore[no-any-return]
+        name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes)
+    )
 
 
 def start_span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: str = "INTERNAL") -> Span:
@@ -133,13 +148,12 @@ def start_span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: 
         name, attributes, kind: as :func:`span`.
 
     Returns:
-        The started span, or a do-nothing one without OpenTelemetry.
+        The started span, or the do-nothing :data:`NO_SPAN` without OpenTelemetry or a tracer provider.
     """
-    trace = _trace_api()
-    if trace is None:
+    tracer = _active_tracer()
+    if tracer is None:
         return NO_SPAN
-    tracer = _get_tracer(trace)
-    return tracer.start_span(name, kind=getattr(trace.SpanKind, kind), attributes=_clean(attributes))  # type: ignore[no-any-return]
+    return tracer.start_span(name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes))  # type: ignore[no-any-return]
 
 
 def gen_ai_attributes(
