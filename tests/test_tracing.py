@@ -183,3 +183,28 @@ def test_an_unknown_exporter_is_a_one_line_warning_and_the_command_runs(
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0, run.stderr
     assert "warning: traces are off: OTEL_TRACES_EXPORTER names 'zipkin2'" in " ".join(run.stderr.split())
+
+
+def test_a_streamed_answer_is_one_ask_span_with_its_model_call_and_leaks_no_context(
+    tmp_path: Path, config: Config
+) -> None:
+    exporter = memory_exporter()
+    config.strategy = "dense"
+    with Memory.open(tmp_path / "m", config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
+        mem.add_text(STORY.read_text(encoding="utf-8")[:3000], "story")
+        mem.index()
+        exporter.clear()
+        with tracing.span("consumer"):
+            items = []
+            for item in mem.ask_stream("Why was Korvin in a cell?"):
+                with tracing.span("between"):  # the consumer's own work between two pieces
+                    items.append(item)
+    spans = exporter.get_finished_spans()
+    ask = one(spans, "gemrag.ask")
+    assert ask.attributes["gemrag.stream"] is True and ancestors(spans, ask) == ["consumer"]
+    assert ancestors(spans, one(spans, "gemrag.retrieve")) == ["gemrag.ask", "consumer"]
+    chat = one(spans, f"chat {LLM_ID}")
+    assert ancestors(spans, chat) == ["gemrag.ask", "consumer"] and chat.attributes["gemrag.stream"] is True
+    assert chat.attributes["gen_ai.usage.output_tokens"] == 5 and chat.attributes["gemrag.cache_hit"] is False
+    assert ask.attributes["gemrag.usage.completion_tokens"] == 5 == items[-1].usage.completion_tokens
+    assert {tuple(ancestors(spans, s)) for s in by_name(spans, "between")} == {("consumer",)}

@@ -364,7 +364,7 @@ class Memory:
             before, hits, seconds = self._context(question, choices, budget, strategy, build)
             answer = self.answer(question, hits, choices, seconds)
             answer.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
-            span.set_attributes(_usage_attributes(answer.usage))
+            span.set_attributes(tracing.usage_attributes(answer.usage))
         return answer
 
     def _context(
@@ -413,15 +413,29 @@ class Memory:
             ValueError: empty question, or fewer than 2 or more than 10 choices.
             GemragError: the LLM failed (raised by the generator, before or between pieces).
         """
-        before, hits, seconds = self._context(question, choices, budget, strategy, build)
+        span = tracing.start_span("gemrag.ask", {"gemrag.memory": self.store.location, "gemrag.stream": True})
+        try:
+            with tracing.current(span):  # the retrieval's spans are the ask's children
+                before, hits, seconds = self._context(question, choices, budget, strategy, build)
+        except BaseException:
+            span.end()
+            raise
         stream = answer_stream(self.llm, self.meter, self.store, question, hits, choices, seconds)
 
         def streamed() -> Iterator[str | Answer]:
-            with contextlib.closing(stream):
-                for item in stream:
-                    if isinstance(item, Answer):
-                        item.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
-                    yield item
+            try:
+                with contextlib.closing(stream):
+                    while True:
+                        with tracing.current(span):  # each step's model spans under the ask; none across a yield
+                            item = next(stream, None)
+                        if item is None:
+                            return
+                        if isinstance(item, Answer):
+                            item.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
+                            span.set_attributes(tracing.usage_attributes(item.usage))
+                        yield item
+            finally:
+                span.end()
 
         return streamed()
 
@@ -453,7 +467,7 @@ class Memory:
                 abstain=abstain,
                 short=short,
             )
-            span.set_attributes(_usage_attributes(answer.usage))
+            span.set_attributes(tracing.usage_attributes(answer.usage))
             return answer
 
     # -- reporting -------------------------------------------------------------------------------
@@ -481,14 +495,3 @@ class Memory:
             "strategy_report": self.strategy.report(self.ctx),
             "strategies": {name: state.describe() for name, state in strategy_states(self).items()},
         }
-
-
-def _usage_attributes(usage: Usage) -> dict[str, int]:
-    """A span's summed model usage (``gemrag.usage.*``: tokens, backend calls, cache hits) of a retrieval and answer."""
-    return {
-        "gemrag.usage.prompt_tokens": usage.prompt_tokens,
-        "gemrag.usage.completion_tokens": usage.completion_tokens,
-        "gemrag.usage.embedding_tokens": usage.embedding_tokens,
-        "gemrag.usage.calls": usage.calls,
-        "gemrag.usage.cached": usage.cached,
-    }

@@ -27,10 +27,12 @@ from typing import Any, Protocol
 __all__ = [
     "Span",
     "configure_from_env",
+    "current",
     "gen_ai_attributes",
     "span",
     "start_span",
     "traced_context",
+    "usage_attributes",
 ]
 
 AttributeValue = str | bool | int | float | Sequence[str] | Sequence[bool] | Sequence[int] | Sequence[float]
@@ -154,6 +156,25 @@ def start_span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: 
     if tracer is None:
         return NO_SPAN
     return tracer.start_span(name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes))  # type: ignore[no-any-return]
+
+
+def current(span: Span) -> AbstractContextManager[Any]:
+    """Make ``span`` (from :func:`start_span`) the current span for a ``with`` block without ending it, so the spans
+    opened inside are its children: for one step of a generator's work at a time, never across a ``yield``.
+
+    Args:
+        span: a started span (the do-nothing one: the block runs as it is).
+    """
+    if span is NO_SPAN or _api is None or _api is _UNSET:
+        return NO_SPAN
+    return _api.use_span(span, end_on_exit=False)  # type: ignore[no-any-return]
+
+
+def usage_attributes(usage: Any) -> dict[str, AttributeValue]:
+    """The ``gemrag.usage.*`` attributes of a summed model usage (a :class:`gemrag.models.base.Usage`: prompt,
+    completion and embedding tokens, backend calls, cache hits), e.g. of a retrieval and its answer."""
+    keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "calls", "cached")
+    return {f"gemrag.usage.{k}": int(getattr(usage, k)) for k in keys}
 
 
 def gen_ai_attributes(

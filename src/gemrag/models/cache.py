@@ -116,9 +116,7 @@ class CachedLLM:
     ) -> Completion:
         """Same contract as :meth:`LLM.complete`; a cache hit returns ``cached=True`` at no cost. Traced as one
         ``chat <model>`` span (:mod:`gemrag.tracing`: GenAI attributes, tokens, cache hit)."""
-        request = {"gen_ai.request.max_tokens": max_tokens, "gen_ai.request.temperature": temperature}
-        request["gen_ai.request.seed"] = seed
-        attributes = tracing.gen_ai_attributes("chat", self.model_id) | request
+        attributes = _request_attributes(self.model_id, max_tokens, temperature, seed)
         with tracing.span(f"chat {self.model_id}", attributes, kind="CLIENT") as span:
             key = self.key(messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed)
             result = self._hit(key)
@@ -206,24 +204,32 @@ class CachedLLM:
         a hit). A miss streams the backend's pieces (:func:`gemrag.models.streaming.complete_stream`: the backend's
         own stream, or its whole answer at once); when the backend's stream ends (and is closed), its answer is
         stored and metered as one call *before* the final :class:`Completion` is yielded. A stream closed before
-        its end stores and meters nothing.
+        its end stores and meters nothing. Traced as one ``chat <model>`` span (:mod:`gemrag.tracing`), started at the
+        first piece asked for and ended with the stream; it is not made current, so nothing leaks across a yield.
 
         Raises:
             GemragError: whatever the backend raises.
         """
-        key = self.key(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
-        hit = self._hit(key)
-        if hit is not None:
-            if hit.text:
-                yield hit.text
-            yield hit
-            return
-        final: list[Completion] = []
-        yield from pieces(
-            complete_stream(self.inner, messages, max_tokens=max_tokens, temperature=temperature, seed=seed), final
-        )
-        self._save(key, final[0])
-        yield final[0]
+        attributes = _request_attributes(self.model_id, max_tokens, temperature, seed) | {"gemrag.stream": True}
+        span = tracing.start_span(f"chat {self.model_id}", attributes, kind="CLIENT")
+        try:
+            key = self.key(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+            hit = self._hit(key)
+            if hit is not None:
+                span.set_attributes(_usage_attributes(self.model_id, hit))
+                if hit.text:
+                    yield hit.text
+                yield hit
+                return
+            final: list[Completion] = []
+            yield from pieces(
+                complete_stream(self.inner, messages, max_tokens=max_tokens, temperature=temperature, seed=seed), final
+            )
+            self._save(key, final[0])
+            span.set_attributes(_usage_attributes(self.model_id, final[0]))
+            yield final[0]
+        finally:
+            span.end()
 
     def _hit(self, key: str) -> Completion | None:
         """The cached answer of ``key`` (metered as a cache hit), or None."""
@@ -258,6 +264,16 @@ class CachedLLM:
     def count_tokens(self, text: str) -> int:
         """Delegates to the backend."""
         return self.inner.count_tokens(text)
+
+
+def _request_attributes(
+    model_id: str, max_tokens: int, temperature: float, seed: int | None
+) -> dict[str, tracing.AttributeValue]:
+    """The GenAI attributes of one chat request: the model and its sampling parameters."""
+    request = {"gen_ai.request.max_tokens": max_tokens, "gen_ai.request.temperature": temperature}
+    return (
+        tracing.gen_ai_attributes("chat", model_id) | request | ({} if seed is None else {"gen_ai.request.seed": seed})
+    )
 
 
 def _usage_attributes(model_id: str, result: Completion) -> dict[str, tracing.AttributeValue]:
