@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
+from gemrag import tracing
 from gemrag.errors import GemragError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -152,7 +153,46 @@ def usage_message(exc: Exception, args: Any = None) -> str:
 class OneLineErrors(TyperGroup):
     """The ``gemrag`` command group: usage errors (an unknown command or option, a value of the wrong type or out
     of range, a missing argument) print one ``error:`` line on stderr with exit code 2 instead of a framed usage
-    panel, and Python warnings print as one ``warning:`` line (:func:`show_warning`)."""
+    panel, and Python warnings print as one ``warning:`` line (:func:`show_warning`). Each command runs in a
+    ``gemrag <command>`` trace span (:meth:`invoke`)."""
+
+    UNTRACED = frozenset({"serve", "mcp"})
+    """Commands that serve until stopped: no span of their own (each request of ``serve`` has its span)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command named on the command line in a ``gemrag <command>`` span (:mod:`gemrag.tracing`; its
+        ``gemrag.exit_code`` when it exits with one), after setting up the exporters the ``OTEL_*`` environment
+        variables name (:func:`gemrag.tracing.configure_from_env`; a bad one is a one-line warning, and the command
+        runs without traces).
+
+        Raises:
+            typer.Exit: the command's exit (code 2 for a gemrag error, 130 on Ctrl-C; 0 is re-raised after the
+                span ends without an error).
+        """
+        try:
+            tracing.configure_from_env()
+        except ValueError as exc:
+            warnings.warn(f"traces are off: {exc}", stacklevel=1)
+        name = self._command_name(ctx)
+        if name is None or name in self.UNTRACED:
+            return super().invoke(ctx)
+        done: typer.Exit | None = None
+        with tracing.span(f"gemrag {name}", {"gemrag.command": name}) as span:
+            try:
+                return super().invoke(ctx)
+            except typer.Exit as exc:
+                span.set_attribute("gemrag.exit_code", exc.exit_code)
+                if exc.exit_code:
+                    raise
+                done = exc
+        raise done
+
+    def _command_name(self, ctx: Any) -> str | None:
+        """The name of the command the command line invokes (None: none, or not one of this group's)."""
+        protected = getattr(ctx, "_protected_args", None)  # click >= 8.2; before it, the public attribute
+        words = [*(protected if protected is not None else getattr(ctx, "protected_args", [])), *ctx.args]
+        command = self.get_command(ctx, words[0]) if words else None
+        return command.name if command is not None else None
 
     def main(  # type: ignore[override]
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
+from gemrag import tracing
 from gemrag.config import Config
 from gemrag.documents import chunk_pending, chunk_titles
 from gemrag.lifecycle import MemoryHandle, record_build
@@ -30,23 +31,51 @@ def run_index(memory: Memory, strategy: str | None) -> IndexReport:
     """Chunk the documents not chunked yet, build ``strategy`` (default: the configured one) and record the run's
     seconds, models and parameters in the memory's meta; the caller holds the build lock.
 
+    Traced (:mod:`gemrag.tracing`) as a ``gemrag.index`` span over the phases ``gemrag.index.chunk``,
+    ``gemrag.build <strategy>`` (its LLM passes and model calls below it) and ``gemrag.index.publish``, with the
+    report's counts as ``gemrag.*`` attributes.
+
     Returns:
         The report: ``new_chunks`` are the chunks the strategy's previous build did not cover (for a strategy never
         built: the chunks made by this run), ``llm_calls`` the LLM backend calls made (cache misses).
     """
+    with tracing.span("gemrag.index", {"gemrag.memory": memory.store.location}) as span:
+        report = _run_index(memory, strategy, span)
+        span.set_attributes(
+            {
+                "gemrag.documents": report.documents,
+                "gemrag.chunks": report.chunks,
+                "gemrag.chunks.new": report.new_chunks,
+                "gemrag.summary_nodes": report.summary_nodes,
+                "gemrag.llm_calls": report.llm_calls,
+                "gemrag.failures": report.failures,
+                "gen_ai.usage.input_tokens": report.usage.prompt_tokens,
+                "gen_ai.usage.output_tokens": report.usage.completion_tokens,
+                "gemrag.usage.embedding_tokens": report.usage.embedding_tokens,
+            }
+        )
+        return report
+
+
+def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> IndexReport:
     store = memory.store
     start = time.perf_counter()
     before = memory.meter.totals.get("index", Usage())
     llm_calls = store.llm_cache_counts()[1]
     store.remove_unpublished()  # rows and files of a build that was killed before publishing
     with memory.meter.phase("index"):
-        chunked = chunk_pending(store, memory.config.gem.chunk_tokens)
+        with tracing.span("gemrag.index.chunk") as phase:
+            chunked = chunk_pending(store, memory.config.gem.chunk_tokens)
+            phase.set_attribute("gemrag.chunks.made", chunked)
         chosen = memory.get_strategy(strategy)
+        span.set_attribute("gemrag.strategy", chosen.name)
         published = store.published_generation(chosen.name)
         state = store.build_state(chosen.name)
         new_chunks = chunked if state.state == "never built" else state.new_chunks
-        chosen.build(memory.ctx)
-        record_build(memory, chosen, published)
+        with tracing.span(f"gemrag.build {chosen.name}", {"gemrag.strategy": chosen.name, "gemrag.state": state.state}):
+            chosen.build(memory.ctx)
+        with tracing.span("gemrag.index.publish", {"gemrag.strategy": chosen.name}):
+            record_build(memory, chosen, published)
     seconds = time.perf_counter() - start
     store.set_meta("index_seconds", float(store.get_meta("index_seconds", 0.0)) + seconds)
     models = dict(store.get_meta("models", {}))

@@ -18,6 +18,10 @@ Concurrency: one process at a time builds a memory (adding documents and ``index
 build lock; a second builder gets :class:`~gemrag.errors.MemoryBusyError`), while any number of readers
 retrieve from the last *published* build generation, also during a build (:mod:`gemrag.store.publish`). A
 memory whose directory or database cannot be written is opened read-only automatically and still answers.
+
+Traces (:mod:`gemrag.tracing`, with OpenTelemetry installed): ``index`` opens a ``gemrag.index`` span
+(:mod:`gemrag.indexing`), ``retrieve`` a ``gemrag.retrieve``, ``answer`` a ``gemrag.answer`` and ``ask`` a
+``gemrag.ask`` over both; the model calls inside are their children (:mod:`gemrag.models.cache`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from gemrag import tracing
 from gemrag.answering import LETTERS, answer_question, answer_stream
 from gemrag.config import Config, load_config
 from gemrag.documents import check_compatible
@@ -333,8 +338,11 @@ class Memory:
         if budget < 1:
             raise ValueError("budget must be >= 1")
         check_ready(self, chosen, build=build)
-        with self.meter.phase("query"):
-            return retrieve_published(self.ctx, chosen, question, budget, self.READ_RETRIES)
+        attributes = {"gemrag.strategy": chosen.name, "gemrag.memory": self.store.location, "gemrag.budget": budget}
+        with tracing.span("gemrag.retrieve", attributes) as span, self.meter.phase("query"):
+            hits = retrieve_published(self.ctx, chosen, question, budget, self.READ_RETRIES)
+            span.set_attributes({"gemrag.hits": len(hits), "gemrag.hits.summary": sum(h.kind != "chunk" for h in hits)})
+            return hits
 
     def ask(
         self,
@@ -352,9 +360,11 @@ class Memory:
             MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
             ValueError: empty question, or more than 10 choices.
         """
-        before, hits, seconds = self._context(question, choices, budget, strategy, build)
-        answer = self.answer(question, hits, choices, seconds)
-        answer.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
+        with tracing.span("gemrag.ask", {"gemrag.memory": self.store.location}) as span:
+            before, hits, seconds = self._context(question, choices, budget, strategy, build)
+            answer = self.answer(question, hits, choices, seconds)
+            answer.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
+            span.set_attributes(tracing.usage_attributes(answer.usage))
         return answer
 
     def _context(
@@ -403,15 +413,29 @@ class Memory:
             ValueError: empty question, or fewer than 2 or more than 10 choices.
             GemragError: the LLM failed (raised by the generator, before or between pieces).
         """
-        before, hits, seconds = self._context(question, choices, budget, strategy, build)
+        span = tracing.start_span("gemrag.ask", {"gemrag.memory": self.store.location, "gemrag.stream": True})
+        try:
+            with tracing.current(span):  # the retrieval's spans are the ask's children
+                before, hits, seconds = self._context(question, choices, budget, strategy, build)
+        except BaseException:
+            span.end()
+            raise
         stream = answer_stream(self.llm, self.meter, self.store, question, hits, choices, seconds)
 
         def streamed() -> Iterator[str | Answer]:
-            with contextlib.closing(stream):
-                for item in stream:
-                    if isinstance(item, Answer):
-                        item.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
-                    yield item
+            try:
+                with contextlib.closing(stream):
+                    while True:
+                        with tracing.current(span):  # each step's model spans under the ask; none across a yield
+                            item = next(stream, None)
+                        if item is None:
+                            return
+                        if isinstance(item, Answer):
+                            item.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
+                            span.set_attributes(tracing.usage_attributes(item.usage))
+                        yield item
+            finally:
+                span.end()
 
         return streamed()
 
@@ -431,9 +455,20 @@ class Memory:
         Raises:
             ValueError: fewer than 2 or more than 10 choices.
         """
-        return answer_question(
-            self.llm, self.meter, self.store, question, hits, choices, retrieval_seconds, abstain=abstain, short=short
-        )
+        with tracing.span("gemrag.answer", {"gemrag.memory": self.store.location, "gemrag.hits": len(hits)}) as span:
+            answer = answer_question(
+                self.llm,
+                self.meter,
+                self.store,
+                question,
+                hits,
+                choices,
+                retrieval_seconds,
+                abstain=abstain,
+                short=short,
+            )
+            span.set_attributes(tracing.usage_attributes(answer.usage))
+            return answer
 
     # -- reporting -------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

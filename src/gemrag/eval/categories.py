@@ -39,7 +39,7 @@ LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4":
 ABSTAIN_KINDS = frozenset({"locomo"})
 #: Dataset kinds whose official scorers compare a short answer span with the gold (SQuAD-style EM / token F1):
 #: ``gemrag eval`` answers them with the short answer prompt by default (``--answer-form``).
-SHORT_ANSWER_KINDS = frozenset({"locomo", "musique", "hotpotqa", "2wiki", "hipporag", "covid_qa", "qasper"})
+SHORT_ANSWER_KINDS = frozenset({"locomo", "musique", "hotpotqa", "2wiki", "hipporag", "covid_qa", "qasper", "qa"})
 #: Per-question record keys averaged per category.
 CATEGORY_METRICS = ("f1", "em", "accuracy", "evidence_recall", "recall@5")
 

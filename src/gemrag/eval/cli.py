@@ -82,9 +82,34 @@ def parse_documents(value: str | None) -> list[str] | None:
     return ids
 
 
+def _joined(values: Sequence[str] | None) -> str | None:
+    """Repeated ``--documents`` values of a benchmark kind as one comma-separated list (one value: as given)."""
+    return ",".join(values) if values else None
+
+
+def _dataset_options(
+    own: bool, documents: Sequence[str] | None, memory: str | None, per_question_corpus: bool
+) -> dict[str, Any] | None:
+    """The loader options: for ``qa`` the documents' paths and memory (:mod:`gemrag.eval.loaders.qa_file`), for the
+    multi-hop kinds ``per_question_corpus``.
+
+    Raises:
+        ConfigError: ``--per-question-corpus`` with ``qa``, whose questions are all asked over every document.
+    """
+    if own:
+        if per_question_corpus:
+            raise ConfigError("--per-question-corpus: qa asks every question over all the documents")
+        return {"documents": list(documents or []), "memory": memory}
+    return {"per_question_corpus": True} if per_question_corpus else None
+
+
 def eval_command(
     kind: Annotated[
-        str, typer.Argument(help="Dataset kind: quality, qasper, musique, hotpotqa, 2wiki, covid_qa, locomo, cmu_dog.")
+        str,
+        typer.Argument(
+            help="Dataset kind: quality, qasper, musique, hotpotqa, 2wiki, covid_qa, locomo, cmu_dog, or qa (your own "
+            "questions and answers, JSONL or CSV, over --documents or --memory)."
+        ),
     ],
     path: Annotated[Path, typer.Argument(help="The dataset file.")],
     strategies: Annotated[
@@ -99,11 +124,11 @@ def eval_command(
     ] = None,
     limit: Annotated[int | None, Opt(min=1, help="Evaluate only the first N questions.")] = None,
     documents: Annotated[
-        str | None,
+        list[str] | None,
         Opt(
             "--documents",
             help="Comma-separated document ids, or @FILE with one id per line: only the questions over them "
-            "(e.g. conv-26).",
+            "(e.g. conv-26). qa: the .txt/.md files or directories the questions are about (repeatable).",
         ),
     ] = None,
     per_category: Annotated[
@@ -121,7 +146,8 @@ def eval_command(
             "-m",
             help="postgresql://user@host:port/db?schema=PREFIX: keep each evaluation memory in its own schema "
             "PREFIX_NAME (NAME: the memory's name) of that database instead of a directory under --out/memories "
-            "(records and results stay under --out). Not read from GEMRAG_MEMORY, which names one memory.",
+            "(records and results stay under --out). Not read from GEMRAG_MEMORY, which names one memory. qa: an "
+            "existing memory (directory or URL) whose documents the questions are about (read, never changed).",
         ),
     ] = None,
     workers: Annotated[
@@ -143,7 +169,7 @@ def eval_command(
         Opt(
             "--answer-form",
             help="short: a short phrase, the form span-answer scorers (EM/F1) expect; default: the default answer "
-            "prompt; auto: short for locomo, the multi-hop kinds, covid_qa and qasper.",
+            "prompt; auto: short for locomo, the multi-hop kinds, covid_qa, qasper and qa.",
         ),
     ] = "auto",
     adversarial: Annotated[
@@ -212,7 +238,9 @@ def eval_command(
     (covid_qa included) are judged only with --judge-model: then the LLM-judged factual correctness is reported
     beside token F1 (UnWeaver section 3); without it nothing is judged, as the embedded judge agreed with hand
     labels at Cohen's kappa 0.025 (benchmarks/factual_agreement.py). --runs N answers every question N times
-    (sampled, one seed per run) and reports mean ± std."""
+    (sampled, one seed per run) and reports mean ± std. qa: your own JSONL or CSV of question, answer (several: a
+    JSON list, or '|' in CSV) and optional sources and evidence, over --documents PATH or an existing --memory; a
+    malformed row is a one-line error naming its line."""
     from gemrag.eval.adversarial import ADVERSARIAL_MODES
     from gemrag.eval.judged import JudgeChoice
     from gemrag.eval.loading import check_kind
@@ -229,7 +257,8 @@ def eval_command(
             raise InputError(f"{path}: no such dataset file" if not path.exists() else f"{path}: not a file")
         if out.exists() and not out.is_dir():
             raise InputError(f"--out {out} is a file; give the output directory")
-        if memory is not None:
+        own = key == "qa"  # the user's own questions: --documents and --memory name the documents
+        if memory is not None and not own:
             check_memory_root(memory)
         if answer_form not in ANSWER_FORMS:
             raise ConfigError(f"--answer-form {answer_form!r}: use one of {', '.join(ANSWER_FORMS)}")
@@ -249,7 +278,7 @@ def eval_command(
         check_model_settings(cfg.llm, cfg.embedder)
         if kind.strip().lower() in ACCEPTANCE_KINDS:
             opts = {"budget": budget, "runs": runs, "seed": seed, "limit": limit}
-            opts["documents"] = parse_documents(documents)
+            opts["documents"] = parse_documents(_joined(documents))
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
             skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
             skip |= {"--workers": workers != 1, "--merge": bool(merge), "--answer-form": answer_form != "auto"}
@@ -272,7 +301,7 @@ def eval_command(
             budget=budget,
             limit=limit,
             select={
-                "documents": parse_documents(documents),
+                "documents": None if own else parse_documents(_joined(documents)),
                 "per_category": per_category,
             },
             workers=workers,
@@ -280,7 +309,7 @@ def eval_command(
             ablation=dict(sweeps),
             answer=not no_answer,
             progress=None if quiet else rich_progress(err),
-            dataset_options={"per_question_corpus": True} if per_question_corpus else None,
+            dataset_options=_dataset_options(own, documents, memory, per_question_corpus),
             plots=not no_plots,
             reference=reference,
             merge=merge or (),
@@ -288,7 +317,7 @@ def eval_command(
             runs=runs or 1,
             seed=seed,
             judge=JudgeChoice(judge_model, judge_base_url),
-            memory_root=memory,
+            memory_root=None if own else memory,
             adversarial=adversarial,
             date_hint=date_hint,
         )

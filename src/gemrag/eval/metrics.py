@@ -199,6 +199,17 @@ def answer_recall(chunk_texts: Sequence[str], answers: Sequence[str]) -> float:
     return float(any(f" {a} " in t for a in spans for t in texts))
 
 
+def passage_recall(chunk_texts: Sequence[str], passages: Sequence[str]) -> float:
+    """1.0 if a retrieved chunk and a gold evidence passage overlap, one holding the other, else 0.0: the passage form
+    of :func:`answer_recall` for a user's evidence passages (``gemrag eval qa``), which may be shorter than a chunk
+    (a sentence) or longer (a paragraph split over several chunks). Compared after :func:`normalize_answer`; a
+    chunk or passage that normalizes to nothing is ignored.
+    """
+    golds = [f" {p} " for p in (normalize_answer(x) for x in passages) if p]
+    texts = [f" {t} " for t in (normalize_answer(x) for x in chunk_texts) if t]
+    return float(any(g in t or t in g for g in golds for t in texts))
+
+
 def latency_percentiles(seconds: Sequence[float]) -> dict[str, float]:
     """Summarize latencies (seconds, shape ``(n,)``) as ``{"p50", "p95", "mean"}`` in seconds.
 

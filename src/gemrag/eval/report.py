@@ -285,7 +285,12 @@ def markdown_report(results: EvalResults) -> str:
             " Evidence R: share of a question's gold evidence turns whose line overlaps one of the B context "
             "nodes (summary nodes through their member chunks)."
         )
-    if any("answer span" in str(r.get("recall_from")) for r in results.records):
+    if results.dataset.get("kind") == "qa":  # the user's own questions (gemrag.eval.loaders.qa_file)
+        lines[-1] += (
+            " Here R@k is per question: of the documents its sources name; without sources, 1 if one of its evidence "
+            "passages and a chunk of a k-node retrieval overlap; without either, 1 if a gold answer occurs in one."
+        )
+    elif any("answer span" in str(r.get("recall_from")) for r in results.records):
         lines[-1] += (
             " Here R@k is answer recall (DPR's top-k accuracy): 1 if a gold answer span occurs in one "
             "of the first k passages, the gold passage being the whole paper."

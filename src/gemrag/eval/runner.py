@@ -46,7 +46,7 @@ from gemrag.eval.judged import GroupJudge, JudgeChoice, Judgements
 from gemrag.eval.loading import load_dataset
 from gemrag.eval.memories import EvalMemories, group_id
 from gemrag.eval.merge import merge_outputs
-from gemrag.eval.metrics import PASSAGE_KIND, answer_recall, document_recall_at_k, first_passages
+from gemrag.eval.metrics import PASSAGE_KIND, answer_recall, document_recall_at_k, first_passages, passage_recall
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
@@ -64,8 +64,9 @@ RECALL_KS = (2, 5)
 #: ``recall_rule`` of the records scored by the rule of :func:`gemrag.eval.metrics.first_passages` (records without it
 #: were scored before issue 38: the first k distinct documents of the ranking, a k-chunk election for committees).
 RECALL_RULE = "first k passages"
-#: Kinds whose Recall@k is of the gold answer span in the retrieved chunks (:func:`gemrag.eval.metrics.answer_recall`).
-ANSWER_RECALL_KINDS = frozenset({"covid_qa"})
+#: Kinds whose Recall@k is of the gold answer span in the retrieved chunks (:func:`gemrag.eval.metrics.answer_recall`);
+#: a question's ``metadata["evidence_passages"]`` (``eval qa``) come first (:func:`gemrag.eval.metrics.passage_recall`).
+ANSWER_RECALL_KINDS = frozenset({"covid_qa", "qa"})
 #: The LLM cost of a question's timed retrieval alone, recorded per question as ``retrieval_llm``.
 RETRIEVAL_LLM_KEYS = ("llm_calls", "llm_cached", "prompt_tokens", "completion_tokens")
 #: An untimed question retrieved once per strategy and memory before the timed ones (loads its structures).
@@ -236,8 +237,9 @@ class _Runner:
         budget = int(run.setting.get("budget", self.budget))
         # Recall@k is over documents; gold ids that are not documents (LoCoMo dialog turns) are not scored.
         gold = q.gold_passages if set(q.gold_passages) <= self.doc_ids else []
+        given = [] if gold else q.metadata.get("evidence_passages", [])  # see ANSWER_RECALL_KINDS
         spans = q.answers if self.dataset.kind in ANSWER_RECALL_KINDS and not gold and not q.choices else []
-        depth = max(budget, *RECALL_KS) if gold or spans else budget
+        depth = max(budget, *RECALL_KS) if gold or spans or given else budget
         rec: dict[str, Any] = dict.fromkeys(("choice", "answer", "correct", "em", "f1", "answer_seconds", "error"))
         rec.update(question_id=q.id, strategy=run.name, base_strategy=run.strategy, setting=run.setting, group=gid)
         rec.update(category=q.category, difficult=q.difficult, budget=budget, gold_index=q.gold_index)
@@ -277,15 +279,18 @@ class _Runner:
             ranked = mem.retrieve(q.question, depth, strategy=run.strategy)
         # Recall@k, one rule for every strategy (committees included): the first k passages (chunk hits; derived
         # nodes take no rank) of this one ranking, read by metrics.first_passages.
-        rec.update({"recall_rule": RECALL_RULE} if gold or spans else {})
-        if (gold or spans) and rec["error"] is None:
+        rec.update({"recall_rule": RECALL_RULE} if gold or spans or given else {})
+        if (gold or spans or given) and rec["error"] is None:
             for k in RECALL_KS:
                 top = first_passages(ranked, k)
                 if gold:
                     rec[f"recall@{k}"] = document_recall_at_k([documents(h) for h in top], gold, k)
+                elif given:
+                    rec[f"recall@{k}"] = passage_recall([h.text for h in top], given)
                 else:
                     rec[f"recall@{k}"] = answer_recall([h.text for h in top], spans)
-            rec.update({"recall_from": "answer span in chunk"} if spans else {})
+            found = "evidence passage and chunk overlap" if given else "answer span in chunk"
+            rec.update({"recall_from": found} if spans or given else {})
         rec["context"] = [h.node_id for h in context]
         rec["retrieved"] = [{"id": h.node_id, "kind": h.kind, "score": round(h.score, 6)} for h in ranked]
         rec["passages"] = list(dict.fromkeys(d for h in ranked if h.kind == PASSAGE_KIND for d in documents(h)))
@@ -372,7 +377,7 @@ def run_eval(
         answer_form: ``"short"`` answers free-form questions in the form span-answer benchmarks score (a short
             phrase: :func:`gemrag.answering.short_answer_prompt`, agents' answers shortened), ``"default"`` with the
             default answer prompt, ``"auto"`` (default) short for the kinds of
-            :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS` (LoCoMo, the multi-hop kinds, COVID-QA, Qasper).
+            :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS` (LoCoMo, the multi-hop kinds, COVID-QA, Qasper, qa).
         runs, seed: repetitions of every answer (free-form kinds; :mod:`gemrag.eval.repeats`): with ``runs > 1`` run
             ``r`` samples its answers with seed ``seed + r`` (records carry ``run`` and ``seed``), and the report
             gives each score's mean, standard deviation and min–max over the runs.

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from gemrag import tracing
 from gemrag.errors import GemragError
 from gemrag.models import batch
 from gemrag.models.base import LLM, Completion, Embedder, Message, Usage, cache_identity_of
@@ -113,14 +114,19 @@ class CachedLLM:
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> Completion:
-        """Same contract as :meth:`LLM.complete`; a cache hit returns ``cached=True`` at no cost."""
-        key = self.key(messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed)
-        hit = self._hit(key)
-        if hit is not None:
-            return hit
-        result = self.inner.complete(messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed)
-        self._save(key, result)
-        return result
+        """Same contract as :meth:`LLM.complete`; a cache hit returns ``cached=True`` at no cost. Traced as one
+        ``chat <model>`` span (:mod:`gemrag.tracing`: GenAI attributes, tokens, cache hit)."""
+        attributes = _request_attributes(self.model_id, max_tokens, temperature, seed)
+        with tracing.span(f"chat {self.model_id}", attributes, kind="CLIENT") as span:
+            key = self.key(messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed)
+            result = self._hit(key)
+            if result is None:
+                result = self.inner.complete(
+                    messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed
+                )
+                self._save(key, result)
+            span.set_attributes(_usage_attributes(self.model_id, result))
+            return result
 
     def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
         """Complete many requests (the contract of :mod:`gemrag.models.batch`), answering from the cache first.
@@ -130,7 +136,8 @@ class CachedLLM:
         answer stored in the cache *before* it is yielded and metered as one call. Identical requests are sent
         once: the first index gets the backend's answer, the others the cached copy (as a later :meth:`complete`
         would). Keys are those of :meth:`complete`, so a batched answer is a hit for a later single call and vice
-        versa. A per-request error is yielded and not cached.
+        versa. A per-request error is yielded and not cached. The batch of misses is traced as one ``chat <model>``
+        span (:mod:`gemrag.tracing`) with the summed tokens and the requests asked, sent and answered.
 
         Args:
             requests: n requests.
@@ -155,6 +162,10 @@ class CachedLLM:
         if not misses:
             return
         keys = list(misses)
+        attributes = tracing.gen_ai_attributes("chat", self.model_id)
+        attributes |= {"gemrag.batch.requests": len(requests), "gemrag.batch.sent": len(keys)}
+        span = tracing.start_span(f"chat {self.model_id}", attributes, kind="CLIENT")  # the misses' one batch
+        spent, answered = Usage(), 0
         results = batch.complete_iter(self.inner, [requests[misses[k][0]] for k in keys])
         try:
             for j, result in results:
@@ -164,11 +175,19 @@ class CachedLLM:
                         yield i, result
                     continue
                 self._save(keys[j], result)
+                spent, answered = spent + result.usage, answered + 1
                 yield first, result
                 for i in copies:
                     yield i, self._cached_copy(result)
         finally:
             results.close()
+            span.set_attributes(
+                tracing.gen_ai_attributes(
+                    "chat", self.model_id, input_tokens=spent.prompt_tokens, output_tokens=spent.completion_tokens
+                )
+                | {"gemrag.batch.answered": answered}
+            )
+            span.end()
 
     def complete_stream(
         self,
@@ -185,24 +204,32 @@ class CachedLLM:
         a hit). A miss streams the backend's pieces (:func:`gemrag.models.streaming.complete_stream`: the backend's
         own stream, or its whole answer at once); when the backend's stream ends (and is closed), its answer is
         stored and metered as one call *before* the final :class:`Completion` is yielded. A stream closed before
-        its end stores and meters nothing.
+        its end stores and meters nothing. Traced as one ``chat <model>`` span (:mod:`gemrag.tracing`), started at the
+        first piece asked for and ended with the stream; it is not made current, so nothing leaks across a yield.
 
         Raises:
             GemragError: whatever the backend raises.
         """
-        key = self.key(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
-        hit = self._hit(key)
-        if hit is not None:
-            if hit.text:
-                yield hit.text
-            yield hit
-            return
-        final: list[Completion] = []
-        yield from pieces(
-            complete_stream(self.inner, messages, max_tokens=max_tokens, temperature=temperature, seed=seed), final
-        )
-        self._save(key, final[0])
-        yield final[0]
+        attributes = _request_attributes(self.model_id, max_tokens, temperature, seed) | {"gemrag.stream": True}
+        span = tracing.start_span(f"chat {self.model_id}", attributes, kind="CLIENT")
+        try:
+            key = self.key(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+            hit = self._hit(key)
+            if hit is not None:
+                span.set_attributes(_usage_attributes(self.model_id, hit))
+                if hit.text:
+                    yield hit.text
+                yield hit
+                return
+            final: list[Completion] = []
+            yield from pieces(
+                complete_stream(self.inner, messages, max_tokens=max_tokens, temperature=temperature, seed=seed), final
+            )
+            self._save(key, final[0])
+            span.set_attributes(_usage_attributes(self.model_id, final[0]))
+            yield final[0]
+        finally:
+            span.end()
 
     def _hit(self, key: str) -> Completion | None:
         """The cached answer of ``key`` (metered as a cache hit), or None."""
@@ -239,6 +266,28 @@ class CachedLLM:
         return self.inner.count_tokens(text)
 
 
+def _request_attributes(
+    model_id: str, max_tokens: int, temperature: float, seed: int | None
+) -> dict[str, tracing.AttributeValue]:
+    """The GenAI attributes of one chat request: the model and its sampling parameters."""
+    request = {"gen_ai.request.max_tokens": max_tokens, "gen_ai.request.temperature": temperature}
+    return (
+        tracing.gen_ai_attributes("chat", model_id) | request | ({} if seed is None else {"gen_ai.request.seed": seed})
+    )
+
+
+def _usage_attributes(model_id: str, result: Completion) -> dict[str, tracing.AttributeValue]:
+    """The GenAI attributes of one answered call: its tokens (a cache hit's: the original call's) and the cache hit."""
+    usage = result.usage
+    return tracing.gen_ai_attributes(
+        "chat",
+        model_id,
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens,
+        cache_hit=result.cached,
+    )
+
+
 class CachedEmbedder:
     """An :class:`Embedder` whose vectors are cached per text in the store and metered.
 
@@ -270,14 +319,20 @@ class CachedEmbedder:
         return cache_key({"model": self.model_id, "identity": self._identity, "text": text})
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed texts, computing only those not cached.
+        """Embed texts, computing only those not cached. Traced as one ``embeddings <model>`` span
+        (:mod:`gemrag.tracing`: GenAI attributes, the tokens embedded, a cache hit when nothing was computed).
 
         Returns:
             Array ``(len(texts), dim)`` float32 with L2-normalized rows, in input order.
         """
+        with tracing.span(f"embeddings {self.model_id}", {"gemrag.embed.texts": len(texts)}, kind="CLIENT") as span:
+            return self._embed(texts, span)
+
+    def _embed(self, texts: Sequence[str], span: tracing.Span) -> np.ndarray:
         keys = [self.key(t) for t in texts]
         found = self.store.get_embeddings(self.model_id, list(dict.fromkeys(keys)))
         missing = [i for i, k in enumerate(keys) if k not in found]
+        tokens = 0
         if missing:
             unique = list(dict.fromkeys(keys[i] for i in missing))
             first = {keys[i]: i for i in reversed(missing)}
@@ -289,10 +344,16 @@ class CachedEmbedder:
             self.dim = int(vectors.shape[1])
             self.store.put_embeddings(self.model_id, zip(unique, vectors, strict=True))
             found.update(zip(unique, vectors, strict=True))
-            used = Usage(embedding_tokens=self.inner.tokens_used - before, seconds=seconds)
+            tokens = self.inner.tokens_used - before
+            used = Usage(embedding_tokens=tokens, seconds=seconds)
             self.meter.record("embed", self.model_id, used, cached=False)
         if len(missing) < len(texts):
             self.meter.record("embed", self.model_id, Usage(), cached=True)
+        hit = not missing and bool(texts)
+        span.set_attributes(
+            tracing.gen_ai_attributes("embeddings", self.model_id, input_tokens=tokens, cache_hit=hit)
+            | {"gemrag.embed.computed": len(missing)}
+        )
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)

@@ -12,7 +12,8 @@ Routes (all JSON; the OpenAPI schema is at ``/openapi.json``, the interactive do
 
 Keys (:mod:`gemrag.server.auth`) are sent as ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``. Endpoints are
 plain ``def`` functions: FastAPI runs them in its thread pool, and :mod:`gemrag.server.namespaces` gives each
-its own Memory, so retrievals go on while an index job runs.
+its own Memory, so retrievals go on while an index job runs. Each request is a trace span continuing the caller's
+W3C ``traceparent`` (:mod:`gemrag.server.trace_context`).
 """
 
 import json
@@ -36,6 +37,7 @@ from gemrag.ingest.loader import SUPPORTED_SUFFIXES, decode_text
 from gemrag.models.base import LLM, Embedder
 from gemrag.reports import Answer
 from gemrag.server import models as m
+from gemrag.server import trace_context
 from gemrag.server.auth import KeyRing
 from gemrag.server.errors import AuthError, ConflictError, ForbiddenError, NotFoundError, install_handlers
 from gemrag.server.jobs import JobManager
@@ -103,6 +105,7 @@ def create_app(
     )
     app.state.namespaces, app.state.jobs = spaces, jobs
     install_handlers(app)
+    trace_context.install(app)  # each request a span continuing the caller's traceparent
 
     def caller(
         bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],

@@ -20,6 +20,7 @@ __all__ = [
     "fail",
     "opt_str",
     "read_json",
+    "read_json_lines",
     "read_records",
     "read_text",
     "req_dict",
@@ -98,6 +99,16 @@ def _iter_json_lines(path: Path, text: str) -> Iterator[Record]:
         except json.JSONDecodeError as exc:
             raise _json_error(path, exc, line_offset=number - 1) from exc
         yield Record(value, f"{path.name}, line {number}")
+
+
+def read_json_lines(path: Path) -> list[Record]:
+    """Read a JSON Lines file: one value per non-blank line, each :class:`Record` naming its 1-based line (also
+    for a file of one line, which :func:`read_records` would read as one JSON document).
+
+    Raises:
+        InputError: unreadable file or a line that is not JSON, naming the file and line.
+    """
+    return list(_iter_json_lines(path, read_text(path)))
 
 
 def read_records(path: Path, *, unwrap_list: bool = True) -> tuple[list[Record], bool]:

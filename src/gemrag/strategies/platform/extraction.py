@@ -36,6 +36,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from gemrag import tracing
 from gemrag.errors import GemragError
 from gemrag.models.base import LLM, Completion, Message
 from gemrag.models.structured import complete_validated_iter, validate_json, validate_text
@@ -144,6 +145,7 @@ def run_extraction(
     in_order: bool = False,
 ) -> ExtractionReport:
     """Run one LLM pass over ``items`` (module docstring): ask, validate, save or record the failure of each.
+    Traced (:mod:`gemrag.tracing`) as one ``gemrag.pass <description>`` span over the pass's LLM batches.
 
     Args:
         ctx: the strategy context (its LLM, loaded only when there are items, and its progress factory).
@@ -176,7 +178,11 @@ def run_extraction(
         if not completion.cached:
             made[0] += completion.usage.completion_tokens
 
-    with ctx.progress(extraction.description, len(items)) as bar:
+    attributes = {"gemrag.pass": extraction.description, "gemrag.items": len(items)}
+    with (
+        tracing.span(f"gemrag.pass {extraction.description}", attributes) as span,
+        ctx.progress(extraction.description, len(items)) as bar,
+    ):
         advance = token_advance(bar)
         for start in range(0, len(items), batch_size):
             part = items[start : start + batch_size]
@@ -191,6 +197,8 @@ def run_extraction(
                     report.completion_tokens += made[0]
                     advance(1, made[0])
                     made[0] = 0
+        span.set_attributes({"gemrag.saved": report.saved, "gemrag.failed": report.failed})
+        span.set_attribute("gemrag.completion_tokens.generated", report.completion_tokens)
     return report
 
 
