@@ -81,7 +81,8 @@ class BM25Strategy:
     name = "bm25"
     config_model = BM25Config
     reads_titles = True
-    """Indexes ``title\ntext`` by default (measured better with titles: docs/results.md)."""
+    """Indexes ``title\ntext`` by default (measured with and without titles: docs/results.md, "Chunk titles and
+    ``fused``")."""
 
     def __init__(self, config: BM25Config | None = None) -> None:
         self.config = config or BM25Config()

@@ -7,11 +7,11 @@ A memory records once whether its chunks have their document's title available (
 ``extract_artifacts``):
 
 * by default as its paper does, the class attribute ``reads_titles`` (:func:`gemrag.strategies.base.title_default`):
-  dense, bm25 and remem read titles (HippoRAG 2 indexes ``title\\ntext`` passages; BM25 and dense measured better
-  with them, docs/results.md); gem, unweaver, hlgraph and raptor do not (GEM-RAG section III.B.1, UnWeaver section 2,
-  HLGraphRAG section 3 and RAPTOR section 3 extract from and embed the chunk alone). ``fused`` has no choice of its
-  own: each part reads as it does alone. ``full``, ``remem_gist`` and ``remem_temporal`` index no chunk text (the
-  LLM reads the chunks, the gists are written from conversation turns), so they read no title;
+  dense, bm25 and remem read titles (HippoRAG 2 indexes ``title\\ntext`` passages; BM25 and dense were measured with
+  and without them, docs/results.md); gem, unweaver, hlgraph and raptor do not (GEM-RAG section III.B.1, UnWeaver
+  section 2, HLGraphRAG section 3 and RAPTOR section 3 extract from and embed the chunk alone). ``fused`` has no
+  choice of its own: each part reads as it does alone. ``full``, ``remem_gist`` and ``remem_temporal`` index no chunk
+  text (the LLM reads the chunks, the gists are written from conversation turns), so they read no title;
 * the setting ``read_titles`` of the strategy's section overrides it (:class:`gemrag.config.ReadTitles`);
 * a strategy already built keeps what its build read, unless the setting says otherwise: every build records its
   decision as ``read_titles`` in its manifest's params (``common.build_params``), and a build made before this
