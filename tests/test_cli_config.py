@@ -49,3 +49,27 @@ def test_an_invalid_value_is_a_one_line_error(tmp_path: Path, monkeypatch: pytes
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(cli.app, ["config", "--set", "remem.edge_weights=thrice"])
     assert result.exit_code == 2 and "edge_weights" in result.output
+
+
+def test_every_strategy_says_whether_it_reads_chunk_titles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(cli.app, ["config", "--origin", "--set", "unweaver.read_titles=true"])
+    assert result.exit_code == 0, result.output
+    sections: dict[str, list[str]] = {}
+    for line in result.output.splitlines():
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), [])
+        elif line and sections:
+            current.append(line)
+
+    def titles_line(section: str) -> str:
+        return next(line for line in sections[section] if "read_titles" in line)
+
+    for name in ("gem", "hlgraph", "raptor"):  # their papers read the chunk alone
+        assert titles_line(name).startswith("# read_titles = (unset: false, as the method's paper")
+    for name in ("dense", "bm25", "remem"):  # HippoRAG 2's title + text passages
+        assert titles_line(name).startswith("# read_titles = (unset: true, as the method's paper")
+    assert titles_line("unweaver") == "read_titles = true  # --set"
+    assert not any("read_titles" in line for line in sections["full"])  # reads no indexed text
+    assert "# chunk_titles = (unset: what the memory records; true for a new memory)  # default" in sections["gem"]
+    assert tomllib.loads(runner.invoke(cli.app, ["config"]).output)["unweaver"].get("read_titles") is None

@@ -24,7 +24,8 @@ from gemrag.errors import GemragError, MemoryNotIndexedError
 from gemrag.lifecycle import StaleStrategyWarning
 from gemrag.strategies import register
 from gemrag.strategies.base import StrategyContext
-from gemrag.strategies.platform.common import chunk_hits, chunk_nodes, indexed_text_of, load_published, publish_arrays
+from gemrag.strategies.platform.common import chunk_hits, chunk_nodes, load_published, publish_arrays
+from gemrag.strategies.platform.titles import indexed_text_of
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 from gemrag.types import Hit
 
@@ -77,7 +78,7 @@ def test_adding_a_document_costs_llm_calls_for_its_chunks_only(memory_at: Memory
         doc_id, _ = mem.add_text(docs[-1], "last part")
         assert mem.store.build_state("gem").describe().startswith("stale: ")
         report = mem.index()
-        text_of = indexed_text_of(mem.ctx)  # the prompt holds a chunk's document title, then its text
+        text_of = indexed_text_of(mem.ctx, titles=False)  # GEM's prompt holds the chunk's text alone (its paper)
         new_chunks = {text_of(n) for n in mem.store.nodes("chunk") if n.doc_id == doc_id}
         assert report.new_chunks == len(new_chunks)
         prompts = llm.prompts[before:]
@@ -141,7 +142,7 @@ def test_delete_leaves_the_memory_equal_to_one_built_without_the_document(
         before = len(llm.prompts)
         mem.add_text(docs[2], "part 2")  # re-adding it: its chunks' questions come from the LLM cache
         build_all(mem)
-        text_of = indexed_text_of(mem.ctx)
+        text_of = indexed_text_of(mem.ctx, titles=False)
         chunk_texts = {text_of(n) for n in mem.store.nodes("chunk")}
         assert not [
             p

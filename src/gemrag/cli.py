@@ -364,6 +364,10 @@ def _print_stats(stats: dict[str, Any]) -> None:
     states = stats.get("strategies") or {}
     if states:
         out.print("strategies: " + "; ".join(f"{name} {state}" for name, state in states.items()))
+    titles = stats.get("titles") or {}
+    if titles:
+        read = ", ".join(f"{name} {'title + text' if on else 'text'}" for name, on in titles.items())
+        out.print(f"chunks read as: {read}")
     out.print(f"models: {stats['models']}")
     out.print(f"parameters: {stats['params']}")
     out.print(f"index time (all runs): {stats['index_seconds']:.1f} s")

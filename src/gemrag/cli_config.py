@@ -21,7 +21,8 @@ from pydantic import BaseModel
 from gemrag.config import Config, find_config_file, load_config, parse_sets
 from gemrag.console import cli_errors
 from gemrag.strategies import available
-from gemrag.strategies.base import check_config, strategy_config
+from gemrag.strategies.base import check_config, strategy_config, title_default
+from gemrag.strategies.platform.titles import READ_TITLES
 
 ORIGINS = ("default", "gemrag.toml", "GEMRAG_*", "--set")
 """Where a value can come from, lowest precedence first (the file is named by its path in the output)."""
@@ -92,12 +93,25 @@ def effective_settings(config: Config) -> dict[str, dict[str, Any] | Any]:
     return out
 
 
+def unset_note(path: tuple[str, ...]) -> str:
+    """What an unset (None) setting means, shown in place of its value: for a strategy's ``read_titles``, its paper's
+    choice (:func:`gemrag.strategies.base.title_default`); for ``gem.chunk_titles``, the memory's record."""
+    if len(path) == 2 and path[1] == READ_TITLES:
+        default = title_default(path[0])
+        shown = _toml_value(bool(default))
+        return f"(unset: {shown}, as the method's paper; an index already built keeps what it read)"
+    if path == ("gem", "chunk_titles"):
+        return "(unset: what the memory records; true for a new memory)"
+    return "(unset)"
+
+
 def render(settings: Mapping[str, Any], origin_of: Any = None) -> str:
     """``settings`` (:func:`effective_settings`) as TOML; with ``origin_of(path) -> str`` each line ends with
-    ``# <origin>``. A value that is None (unset) is written as a comment."""
+    ``# <origin>``. A value that is None (unset) is written as a comment saying what it means (:func:`unset_note`),
+    so a strategy's ``read_titles`` line says whether the method reads the chunks' titles."""
 
     def line(key: str, value: Any, path: tuple[str, ...]) -> str:
-        text = f"# {key} = (unset)" if value is None else f"{key} = {_toml_value(value)}"
+        text = f"# {key} = {unset_note(path)}" if value is None else f"{key} = {_toml_value(value)}"
         return f"{text}  # {origin_of(path)}" if origin_of else text
 
     lines = [line(k, v, (k,)) for k, v in settings.items() if not isinstance(v, Mapping)]

@@ -153,18 +153,38 @@ class EmbedderSettings(BaseModel):
     max_retries: int = Field(2, ge=0)
 
 
-class GemSettings(BaseModel):
-    """GEM-RAG parameters (paper section IV.E defaults).
+class ReadTitles(BaseModel):
+    """The title setting of every strategy that reads the chunks' text (a base of their section models, and of
+    :class:`GemSettings`): whether the strategy reads a chunk as its document's title, a newline and its text.
+
+    Attributes:
+        read_titles: None (default): as the strategy's paper, its class attribute ``reads_titles`` (dense, bm25 and
+            remem read titles, as HippoRAG 2 indexes ``title\ntext`` passages; gem, unweaver, hlgraph and raptor do
+            not, their papers extract from the chunk alone: docs/papers.md, "Which method reads what"), except that
+            a strategy already built keeps what its build read (an older memory's indexes stay as they were).
+            True/False: read titles or not, whatever the paper or the build did (a build that read the other way is
+            redone: its extractions, questions or vectors of the other input are not reused). Titles exist only
+            where the memory records them (``gem.chunk_titles``): True in a memory without them is an error
+            (:func:`gemrag.strategies.platform.titles.strategy_reads_titles`).
+    """
+
+    read_titles: bool | None = None
+
+
+class GemSettings(ReadTitles):
+    """GEM-RAG parameters (paper section IV.E defaults). ``read_titles`` (:class:`ReadTitles`): GEM reads titles
+    only when set to true (the paper's utility questions and chunk vectors are of the chunk alone, section III.B.1).
 
     Attributes:
         chunk_tokens: T, tokens per chunk (embedder tokenizer), default 100.
-        chunk_titles: put the document's title on a line before every chunk's *indexed text* (what is embedded,
-            what BM25 indexes, what OpenIE, utility questions, entity descriptions and HLGraphRAG facts are
-            extracted from), as HippoRAG 2 indexes ``title\ntext`` passages (contextual chunk headers); the chunk's
-            own text (the context given to the LLM, the evidence offsets) is unchanged. Default None: the memory's
-            recorded value, and True for a new memory (on by default). A memory records the value it was first
-            chunked with and keeps it (a memory chunked before this setting existed records False); giving the other
-            value for a memory with chunks is an error.
+        chunk_titles: whether this memory's chunks have their document's title available to the strategies: a
+            strategy that reads titles (:class:`ReadTitles`) reads a chunk as ``title\ntext`` (what it embeds,
+            indexes or extracts from), as HippoRAG 2 indexes passages (contextual chunk headers); the chunk's own
+            text (the context given to the LLM, the evidence offsets) is unchanged. False: no strategy reads titles
+            in this memory. Default None: the memory's recorded value, and True for a new memory. A memory records
+            the value it was first chunked with and keeps it (a memory chunked before this setting existed records
+            False); giving the other value for a memory with chunks is an error. Which strategy reads them is each
+            strategy's own ``read_titles`` (GEM's: ``gem.read_titles``, default False, as the paper).
         questions: m, utility questions per chunk (0 = compare chunk embeddings directly), default 5.
         eigen: k, eigenvectors that become summary nodes, default 2.
         eigen_top: e, top components of each eigenvector summarized together, default 5.

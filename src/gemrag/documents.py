@@ -3,9 +3,9 @@ were made and embedded the way this configuration would (chunk size, embedder).
 
 Used by :class:`gemrag.memory.Memory`. A chunk is ~``chunk_tokens`` MiniLM tokens cut at sentence boundaries
 (:func:`gemrag.ingest.chunk_text`; GEM-RAG section III.B.1 chunks a document into passages of T tokens). A chunk's
-stored text is the passage itself; whether strategies index it with its document's title (``gem.chunk_titles``) is
-recorded once per memory (:func:`record_titles`) and applied where they read it
-(:func:`gemrag.strategies.platform.common.indexed_text_of`).
+stored text is the passage itself; whether its document's title is available to the strategies (``gem.chunk_titles``)
+is recorded once per memory (:func:`record_titles`), and each strategy decides whether it reads it
+(:mod:`gemrag.strategies.platform.titles`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from gemrag.config import GemSettings
 from gemrag.errors import IncompatibleMemoryError
 from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk, rechunk_text
 from gemrag.store import MemoryStore
-from gemrag.strategies.platform.common import TITLES_META
+from gemrag.strategies.platform.titles import TITLES_META
 
 
 def chunk_pending(store: MemoryStore, chunk_tokens: int) -> int:
@@ -54,7 +54,8 @@ def chunk_new_version(text: str, chunk_tokens: int, keep: Collection[str]) -> li
 
 def check_compatible(store: MemoryStore, embedder_id: str, gem: GemSettings) -> None:
     """Refuse a memory built with another embedder or chunk size; record the embedder of a new memory and whether
-    its chunks are indexed with their document's title (unless the store is read-only; see :func:`record_titles`).
+    its chunks have their document's title available to the strategies (unless the store is read-only; see
+    :func:`record_titles`).
 
     Args:
         gem: the settings whose ``chunk_tokens`` and ``chunk_titles`` (None: the memory's record) apply.
@@ -83,13 +84,13 @@ def check_compatible(store: MemoryStore, embedder_id: str, gem: GemSettings) -> 
 
 
 def record_titles(store: MemoryStore, titles: bool | None) -> None:
-    """Record ``chunk_titles`` in the memory (:data:`~gemrag.strategies.platform.common.TITLES_META`): a memory
+    """Record ``chunk_titles`` in the memory (:data:`~gemrag.strategies.platform.titles.TITLES_META`): a memory
     without chunks takes ``titles`` (None: True); a memory with chunks keeps what it records, and one chunked before
     the setting existed (nothing recorded) records False, so its embeddings, indexes and cached LLM calls stay valid.
     A read-only store records nothing (absent reads as False).
 
     Raises:
-        IncompatibleMemoryError: ``titles`` is given (not None) and the memory's chunks were indexed with the other
+        IncompatibleMemoryError: ``titles`` is given (not None) and the memory's chunks were recorded with the other
             value.
     """
     recorded = store.get_meta(TITLES_META)
@@ -97,7 +98,7 @@ def record_titles(store: MemoryStore, titles: bool | None) -> None:
         kept = bool(recorded)
         if titles is not None and kept != titles:
             raise IncompatibleMemoryError(
-                f"this memory's chunks were indexed {'with' if kept else 'without'} their document titles, but "
+                f"this memory's chunks were recorded {'with' if kept else 'without'} their document titles, but "
                 f"gem.chunk_titles={str(titles).lower()} was given; drop the setting or use a new memory directory"
             )
         if recorded is None and not store.readonly:
@@ -109,5 +110,6 @@ def record_titles(store: MemoryStore, titles: bool | None) -> None:
 
 
 def chunk_titles(store: MemoryStore) -> bool:
-    """Whether this memory's chunks are indexed with their document's title (what :func:`record_titles` recorded)."""
+    """Whether this memory's chunks have their document's title available to the strategies (what
+    :func:`record_titles` recorded)."""
     return bool(store.get_meta(TITLES_META, False))

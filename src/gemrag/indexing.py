@@ -16,6 +16,7 @@ from gemrag.lifecycle import MemoryHandle, record_build
 from gemrag.models.base import Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.reports import IndexReport
+from gemrag.strategies.platform.titles import READ_TITLES
 
 
 class Memory(MemoryHandle, Protocol):
@@ -83,7 +84,8 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
     if memory._llm is not None:
         models["llm"] = memory._llm.model_id
     store.set_meta("models", models)
-    store.set_meta("params", memory.config.gem.model_dump() | {"chunk_titles": chunk_titles(store)})
+    gem = memory.config.gem.model_dump(exclude={READ_TITLES})  # what GEM read is its build's: stats()["titles"]
+    store.set_meta("params", gem | {"chunk_titles": chunk_titles(store)})
     used = memory.meter.totals.get("index", Usage()) - before
     return IndexReport(
         len(store.documents()),

@@ -59,6 +59,7 @@ from gemrag.store.lock import BuildLockHolder
 from gemrag.strategies import StrategyContext, check_config, get_strategy
 from gemrag.strategies.base import ProgressFactory, Strategy, no_progress
 from gemrag.strategies.platform.common import LLM_MODEL_KEY
+from gemrag.strategies.platform.titles import build_titles
 from gemrag.types import Hit
 
 
@@ -473,8 +474,10 @@ class Memory:
     # -- reporting -------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         """Documents, the sources holding each (``sources``: document id -> source paths, primary first, for the
-        documents several sources hold), nodes, models, parameters, tokens and seconds per phase, failures and the
-        strategy's report (for GEM: the spectrum report with Remarks 2 and 3)."""
+        documents several sources hold), nodes, models, parameters, tokens and seconds per phase, failures, the
+        strategy's report (for GEM: the spectrum report with Remarks 2 and 3), every strategy's build state and, as
+        ``titles``, whether each built strategy that reads chunk text read the chunks' titles (name -> bool,
+        :func:`gemrag.strategies.platform.titles.build_titles`)."""
         self.meter.flush()
         sources: dict[int, list[str]] = {}
         for h in self.store.holders():
@@ -494,4 +497,5 @@ class Memory:
             "failures": self.store.failures(),
             "strategy_report": self.strategy.report(self.ctx),
             "strategies": {name: state.describe() for name, state in strategy_states(self).items()},
+            "titles": build_titles(self.store, sorted(self.store.published_generations())),
         }

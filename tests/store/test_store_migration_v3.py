@@ -29,7 +29,8 @@ QUESTION = "Who gave Amos a silver medal for his courage?"
 
 def make_v2_memory(source: Path, target: Path) -> None:
     """A schema-2 memory in ``target`` holding what the (schema-3) memory ``source`` holds for gem and dense,
-    plus a schema-2 RAPTOR build (its tree in the manifest's metadata)."""
+    plus a schema-2 RAPTOR build (its tree in the manifest's metadata). Its meta holds no title record: schemas before
+    4 predate chunk titles (issue 29), so an older memory reads none (and GEM's questions are of the chunk text)."""
     target.mkdir()
     for path in source.glob("*.g*.*.npy"):
         shutil.copy(path, target / path.name)
@@ -49,7 +50,8 @@ def make_v2_memory(source: Path, target: Path) -> None:
         INSERT INTO usage SELECT * FROM src.usage;
         INSERT INTO failures SELECT * FROM src.failures;
         INSERT INTO builds SELECT strategy, generation, published_at, arrays, paths, meta FROM src.builds;
-        INSERT INTO meta SELECT * FROM src.meta WHERE key != 'schema_version';
+        INSERT INTO meta SELECT * FROM src.meta
+            WHERE key NOT IN ('schema_version', 'chunk_titles', 'gem_questions_titles');
         """
     )
     tree = {"node_ids": [1, -1], "layers": [0, 1], "n_tokens": [5, 3], "summaries": [{"text": "s"}], "digest": "x"}

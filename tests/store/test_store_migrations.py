@@ -36,7 +36,8 @@ def seen(hits: list[Hit]) -> list[tuple[int, str, str, float]]:
 
 
 def make_v1_memory(source: Path, target: Path) -> None:
-    """A schema-1 memory in ``target`` holding what the (schema-2) memory ``source`` holds."""
+    """A schema-1 memory in ``target`` holding what the (schema-2) memory ``source`` holds, without a title record
+    (schema 1 predates chunk titles, issue 29)."""
     target.mkdir()
     conn = sqlite3.connect(target / "memory.sqlite")
     conn.executescript(V1_SCHEMA)
@@ -52,7 +53,8 @@ def make_v1_memory(source: Path, target: Path) -> None:
         INSERT INTO llm_cache SELECT key, model, response, created FROM src.llm_cache;
         INSERT INTO usage SELECT * FROM src.usage;
         INSERT INTO failures SELECT * FROM src.failures;
-        INSERT INTO meta SELECT * FROM src.meta WHERE key != 'schema_version';
+        INSERT INTO meta SELECT * FROM src.meta
+        WHERE key NOT IN ('schema_version', 'chunk_titles', 'gem_questions_titles');
         """
     )
     spectrum = json.loads(conn.execute("SELECT meta FROM src.builds WHERE strategy = 'gem'").fetchone()[0])["spectrum"]

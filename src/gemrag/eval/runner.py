@@ -52,6 +52,7 @@ from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import JsonlAppender, check_fingerprint, read_jsonl, redact_config, summarize, write_results
 from gemrag.eval.results import EvalResults
+from gemrag.eval.titles import check_titles, pin_titles, title_free_fingerprint
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.factory import build_embedder, build_llm
@@ -419,7 +420,7 @@ def run_eval(
     started = time.perf_counter()
     if budget < 1 or workers < 1 or (limit is not None and limit < 0) or runs < 1 or seed < 0:
         raise ConfigError("budget, workers and runs must be >= 1, limit and seed >= 0")
-    plan = plan_runs(strategies, ablation, config)
+    plan = pin_titles(plan_runs(strategies, ablation, config))  # every strategy's read_titles explicit
     if reference is not None and reference not in [r.name for r in plan]:
         raise ConfigError(f"--reference {reference!r} is not one of the runs: {', '.join(r.name for r in plan)}")
     dataset = load_dataset(kind, path, **(dataset_options or {}))
@@ -440,9 +441,6 @@ def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     emb = embedder or build_embedder(config.embedder)
     llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
-    gem = {k: v for k, v in config.gem.model_dump(mode="json").items() if k not in ("budget", "chunk_titles")}
-    if config.gem.chunk_titles is not False:  # new memories index titles; absent = without, as before the setting
-        gem["chunk_titles"] = True
     protocol = AnswerProtocol.resolve(dataset.kind, answer, answer_form, adversarial, date_hint)
     sampling = Sampling(runs=runs, seed=seed)
     judgements, judge_backend = (judge or JudgeChoice()).setup(out, dataset.kind, free_form, config, llm_label)
@@ -453,11 +451,11 @@ def run_eval(
         **protocol.fingerprint(),  # its keys are absent at their old defaults, as before each option existed
         "embedder": emb.model_id,
         "llm": llm_label,
-        "gem": gem,
-        **({"sections": config.sections} if config.sections else {}),  # other strategies' settings
+        **title_free_fingerprint(config),  # gem's and the other strategies' settings; read_titles: titles.json
         **sampling.fingerprint(),
     }
     check_fingerprint(out, fingerprint)
+    check_titles(out, plan, merge or ())  # what each run read, run by run
     if merge:
         merge_outputs(out, merge, fingerprint)
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))

@@ -224,6 +224,18 @@ def config_model(name: str) -> type[BaseModel] | None:
     return _registration(name).config_model
 
 
+def title_default(name: str) -> bool | None:
+    """Whether strategy ``name`` reads chunk titles by default: its class attribute ``reads_titles``, set after its
+    paper's input (docs/papers.md, "Which method reads what"); None: it reads no indexed chunk text (``full``,
+    ``remem_gist``, ``fused``, whose parts decide for themselves, or a strategy that does not say).
+
+    Raises:
+        UnknownStrategyError: no strategy has that name (a ConfigError and a KeyError).
+    """
+    value = getattr(_registration(name).factory, "reads_titles", None)
+    return None if value is None else bool(value)
+
+
 def validate_section(name: str, model: type[BaseModel], raw: dict[str, Any]) -> BaseModel:
     """Validate the raw section ``[name]`` against ``model``.
 

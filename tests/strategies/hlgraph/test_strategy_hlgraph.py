@@ -20,6 +20,7 @@ from gemrag.lifecycle import StaleStrategyWarning
 from gemrag.models.base import Completion, Usage
 from gemrag.strategies.hlgraph.facts import passive_voice, strip_object
 from gemrag.strategies.hlgraph.prompts import EXTRACTION_VERSION, ChunkMemory
+from gemrag.strategies.platform.titles import title_version
 
 DOCS = [
     "John pushes Selena. John loves Selena.",
@@ -49,7 +50,8 @@ def test_build_stores_artefacts_nodes_both_voices_and_several_relations_per_edge
     with built(memory_at("m"), cfg(), llm) as mem:
         chunks = mem.store.nodes("chunk")
         assert len(chunks) == 3 and llm.calls == 3  # one extraction call per chunk
-        answers = mem.store.artifacts("hlgraph", "memory", ChunkMemory, EXTRACTION_VERSION)
+        version = title_version(mem.ctx, EXTRACTION_VERSION, False)  # from the chunk text alone, as the paper
+        answers = mem.store.artifacts("hlgraph", "memory", ChunkMemory, version)
         assert set(answers) == {c.id for c in chunks}
         subjects, events, relations = by_text(mem, "subject"), by_text(mem, "event"), by_text(mem, "relation")
         assert {"John", "Selena", "Harbor Town", "Mira Holt", "Tarnow"} <= set(subjects)

@@ -28,8 +28,8 @@ from gemrag.progress import rich_progress
 from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.gem.utility_questions import PHASE
-from gemrag.strategies.platform.common import indexed_text_of
 from gemrag.strategies.platform.extraction import BATCH_SIZE, Extraction, extract_artifacts, run_extraction
+from gemrag.strategies.platform.titles import indexed_text_of
 from gemrag.strategies.raptor.strategy import RaptorParams, RaptorStrategy
 from test_memory import DOC_A, DOC_B
 
@@ -159,26 +159,29 @@ def test_user_artefacts_through_the_pipeline_resume_after_an_interruption(tmp_pa
     with chunked(tmp_path / "m", config, NamesLLM(interrupt_after=6)) as (mem, chunks):
         assert len(chunks) > 8
         with pytest.raises(KeyboardInterrupt):  # the backend dies inside the second batch of 4
-            extract_artifacts(mem.ctx, chunks, NAMES, strategy="mine", kind="names", version="v1", batch_size=4)
+            extract_artifacts(
+                mem.ctx, chunks, NAMES, strategy="mine", kind="names", version="v1", titles=False, batch_size=4
+            )
         assert len(mem.store.artifacts("mine", "names", Names, "v1")) == 4  # the first batch, committed
         llm = NamesLLM()
         report = extract_artifacts(
-            with_llm(mem, llm), chunks, NAMES, strategy="mine", kind="names", version="v1", batch_size=4
+            with_llm(mem, llm), chunks, NAMES, strategy="mine", kind="names", version="v1", titles=False, batch_size=4
         )
         assert report.items == report.saved == len(chunks) - 4 == llm.calls
         got = mem.store.artifacts("mine", "names", Names, "v1")
         assert set(got) == {c.id for c in chunks}
         amos = next(c for c in chunks if "Amos Reed" in c.text)
         assert "Amos" in got[amos.id].names and "Reed" in got[amos.id].names
-        assert extract_artifacts(mem.ctx, chunks, NAMES, strategy="mine", kind="names", version="v1").items == 0
-        again = extract_artifacts(mem.ctx, chunks, NAMES, strategy="mine", kind="names", version="v2")
+        plain = {"strategy": "mine", "kind": "names", "titles": False}
+        assert extract_artifacts(mem.ctx, chunks, NAMES, version="v1", **plain).items == 0
+        again = extract_artifacts(mem.ctx, chunks, NAMES, version="v2", **plain)
         assert again.saved == len(chunks) and llm.calls == len(chunks) - 4  # new version; same prompt: cache hits
 
 
 def test_failed_artefacts_are_recorded_and_retried_boundedly(tmp_path: Path, config: Config) -> None:
     llm = NamesLLM(bad="puffins")
     with chunked(tmp_path / "m", config, llm) as (mem, chunks):
-        args = {"strategy": "mine", "kind": "names", "version": "v1", "retries": 1}
+        args = {"strategy": "mine", "kind": "names", "version": "v1", "titles": False, "retries": 1}
         first = extract_artifacts(mem.ctx, chunks, NAMES, **args)
         assert (first.failed, first.saved) == (1, len(chunks) - 1)
         puffin = next(c for c in chunks if "puffins" in c.text)
@@ -258,8 +261,8 @@ def test_backend_errors_are_recorded_per_item_and_fatal_ones_stop_the_pass(tmp_p
             return super().complete(messages, **kw)
 
     with chunked(tmp_path / "m", config, Flaky()) as (mem, chunks):
-        report = extract_artifacts(mem.ctx, chunks, NAMES, strategy="mine", kind="names", version="v1")
-        text_of = indexed_text_of(mem.ctx)  # what the prompt holds: DOC_B's chunks carry its title "garden"
+        report = extract_artifacts(mem.ctx, chunks, NAMES, strategy="mine", kind="names", version="v1", titles=True)
+        text_of = indexed_text_of(mem.ctx, titles=True)  # the prompt holds DOC_B's title "garden" on its chunks
         failed = [c.id for c in chunks if "greenhouse" in text_of(c) or "garden" in text_of(c)]
         assert failed and report.failed == len(failed) and report.saved == len(chunks) - len(failed)
         rows = mem.store.failures()
@@ -267,7 +270,9 @@ def test_backend_errors_are_recorded_per_item_and_fatal_ones_stop_the_pass(tmp_p
         crashing = NamesLLM(crash_after=3, crash=ModelCrashError("llama.cpp crashed"))
         longer = dataclasses.replace(NAMES, max_tokens=65)  # other requests: no cache hits
         with pytest.raises(ModelCrashError):
-            extract_artifacts(with_llm(mem, crashing), chunks, longer, strategy="mine", kind="other", version="v1")
+            extract_artifacts(
+                with_llm(mem, crashing), chunks, longer, strategy="mine", kind="other", version="v1", titles=True
+            )
         assert len(mem.store.artifacts("mine", "other", Names, "v1")) == 3 and len(mem.store.failures()) == len(rows)
 
 

@@ -181,8 +181,8 @@ def test_validation_errors_name_section_and_field(tmp_path: Path, monkeypatch: p
     monkeypatch.delenv("GEMRAG_RAPTOR__THRESHOLD")
     with pytest.raises(ConfigError, match=r"bm25\.method"):
         check_config(load_config(None, None, ["bm25.method=okapi"]))
-    with pytest.raises(ConfigError, match=r"strategy 'dense' has no settings"):
-        check_config(load_config(None, None, ["dense.top=3"]))
+    with pytest.raises(ConfigError, match=r"\[dense\] has no setting 'top'; .* 'dense' are read_titles"):
+        check_config(load_config(None, None, ["dense.top=3"]))  # dense's one setting: whether it reads titles
     # typos outside strategy sections are caught when the file is read
     with pytest.raises(ConfigError, match=r"\[gem\] has no setting 'budgte'"):
         load_config(None, None, ["gem.budgte=3"])
@@ -277,7 +277,8 @@ def test_builtin_sections_reach_bm25_and_full(tmp_path: Path) -> None:
         assert (retriever.k1, retriever.b, retriever.method) == (1.2, 0.5, "robertson")
         assert mem.get_strategy("full").report(mem.ctx)["reserve_tokens"] == 1000
         manifest = mem.store.build_state("bm25")  # the build records bm25's own section, not GEM's
-        assert manifest.params == BM25Config(k1=1.2, b=0.5, method="robertson").model_dump(mode="json")
+        expected = BM25Config(k1=1.2, b=0.5, method="robertson").model_dump(mode="json")
+        assert manifest.params == expected | {"read_titles": True}  # and what it read (its default: titles)
 
 
 def test_raptor_builds_with_its_section(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,7 +22,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import DamagedMemoryError, GemragError, MemoryNotIndexedError
-from gemrag.strategies.platform.common import indexed_text_of
+from gemrag.strategies.platform.titles import indexed_text_of
 from gemrag.strategies.raptor.strategy import RaptorParams, RaptorStrategy
 
 CHUNK_TOKENS = 100
@@ -88,7 +88,7 @@ def tree_of(mem: Memory) -> dict[str, Any]:
 
 def node_texts(mem: Memory) -> tuple[list[int], list[str], list[int]]:
     tree = tree_of(mem)
-    text_of = indexed_text_of(mem.ctx)  # what is embedded: a chunk's document title, then its text
+    text_of = indexed_text_of(mem.ctx, titles=False)  # what is embedded: a chunk's text alone (RAPTOR's default)
     texts = [text_of(mem.store.node(i)) for i in tree["node_ids"]]
     return tree["node_ids"], texts, tree["n_tokens"]
 

@@ -50,7 +50,9 @@ def test_build_extracts_once_per_chunk_and_merges_equivalent_names(memory_at: Me
     with built(memory_at("m"), unweaver_config(), llm) as mem:
         chunks = mem.store.nodes("chunk")
         assert len(chunks) == 4 and llm.calls == 4  # one extraction call per chunk, no shortening needed
-        artefacts = mem.store.artifacts("unweaver", "entities", ChunkEntities, ENTITIES_VERSION)
+        version = mem.get_strategy("unweaver").version(mem.ctx)  # ENTITIES_VERSION, from the chunk text alone
+        assert version == f"{ENTITIES_VERSION}+untitled"
+        artefacts = mem.store.artifacts("unweaver", "entities", ChunkEntities, version)
         assert set(artefacts) == {c.id for c in chunks}
         classes = classes_by_name(mem)
         # "The Lantern Festival" (chunks 2 and 3, one with a leading article in the fake's capitalized run)

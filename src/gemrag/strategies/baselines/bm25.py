@@ -1,6 +1,7 @@
 """``bm25``: lexical retrieval with Okapi BM25 (Robertson & Zaragoza 2009), a baseline for the graph methods.
 
-Chunks (their indexed text: the document's title, then the text, with ``gem.chunk_titles``) and questions are
+Chunks (their indexed text: by default the document's title, then the text, ``bm25.read_titles``:
+:mod:`gemrag.strategies.platform.titles`) and questions are
 tokenized with ``bm25s.tokenize`` (lower case, the scikit-learn word pattern ``\\b\\w\\w+\\b``, bm25s' English
 stopword list, no stemming) and scored with ``bm25s.BM25`` (settings: the ``[bm25]`` section, :class:`BM25Config`;
 default bm25s' Lucene variant, k1 = 1.5, b = 0.75). Retrieval returns
@@ -18,20 +19,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from gemrag.config import ReadTitles
 from gemrag.store import NodeRecord, Published
 from gemrag.store.publish import KEEP_COVERS, Publication
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.platform.common import (
     chunk_hits,
     chunk_nodes,
-    indexed_text_of,
     load_published,
     require,
     top_k,
     write_publication,
 )
+from gemrag.strategies.platform.titles import indexed_text_of, strategy_reads_titles
 from gemrag.types import Hit
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ def tokenize(texts: list[str]) -> list[list[str]]:
     return bm25s.tokenize(texts, stopwords=STOPWORDS, return_ids=False, show_progress=False)  # type: ignore[return-value]
 
 
-class BM25Config(BaseModel):
+class BM25Config(ReadTitles):
     """The ``[bm25]`` configuration section: Okapi BM25's free parameters (Robertson & Zaragoza 2009, "The
     Probabilistic Relevance Framework: BM25 and Beyond", section 3, the BM25 weight), defaults as bm25s'.
 
@@ -58,6 +60,7 @@ class BM25Config(BaseModel):
         b: document-length normalization, 0 (none) to 1 (full); default 0.75 (the usual value).
         method: bm25s' variant of the formula: ``lucene`` (default), ``robertson``, ``atire``, ``bm25l`` or
             ``bm25+`` (Kamphuis et al. 2020, "Which BM25 Do You Mean?").
+        read_titles: index a chunk with its document's title (:class:`~gemrag.config.ReadTitles`; default: yes).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -77,6 +80,9 @@ class BM25Strategy:
 
     name = "bm25"
     config_model = BM25Config
+    reads_titles = True
+    """Indexes ``title\ntext`` by default (measured with and without titles: docs/results.md, "Chunk titles and
+    ``fused``")."""
 
     def __init__(self, config: BM25Config | None = None) -> None:
         self.config = config or BM25Config()
@@ -100,7 +106,7 @@ class BM25Strategy:
         import bm25s
 
         retriever = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
-        text_of = indexed_text_of(ctx)  # title + text when the memory records chunk_titles
+        text_of = indexed_text_of(ctx, titles=strategy_reads_titles(ctx, self.name))
         retriever.index(tokenize([text_of(c) for c in chunks]), show_progress=False)
         path = ctx.store.artifact_path(self.name, generation, INDEX_DIR)
         path.mkdir()

@@ -6,7 +6,8 @@ most similar chunks to the prompt, up to a specific budget": the top-B chunks by
 Build publishes a generation of two arrays, ``node_ids`` ((n,) int64 chunk ids) and ``vectors`` ((n, d)
 float32 ``E(CHUNK_i)``), as ``dense.g<generation>.*.npy`` (:mod:`gemrag.store.publish`); the vectors come from
 the memory's embedding cache, so a memory GEM already indexed costs no new embedding. Re-run ``index`` for
-this strategy after adding documents.
+this strategy after adding documents. A chunk is embedded as its document's title and its text (``title\ntext``,
+as HippoRAG 2's dense passage retrieval; ``dense.read_titles``, :mod:`gemrag.strategies.platform.titles`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from pydantic import ConfigDict
 
+from gemrag.config import ReadTitles
 from gemrag.graph.ann import unit_rows32
 from gemrag.store import Published
 from gemrag.strategies.base import StrategyContext, register
@@ -26,6 +29,7 @@ from gemrag.strategies.platform.common import (
     prompt_vector,
     publish_arrays,
 )
+from gemrag.strategies.platform.titles import strategy_reads_titles
 from gemrag.types import Hit
 
 PREFIX = "dense"
@@ -39,11 +43,29 @@ def _prepared(published: Published) -> tuple[int, np.ndarray, np.ndarray, np.nda
     return published.generation, np.asarray(published.arrays["node_ids"]), vectors, unit_rows32(vectors)
 
 
+class DenseConfig(ReadTitles):
+    """The ``[dense]`` configuration section: only ``read_titles`` (:class:`~gemrag.config.ReadTitles`; default:
+    read them)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
 @register("dense")
 class DenseStrategy:
-    """Top-B chunks by cosine similarity of the question's embedding to the chunks' (the paper's "Embed")."""
+    """Top-B chunks by cosine similarity of the question's embedding to the chunks' (the paper's "Embed").
+
+    Args:
+        config: the ``[dense]`` section (default: chunks embedded with their titles).
+    """
 
     name = "dense"
+    config_model = DenseConfig
+    reads_titles = True
+    """Embeds ``title\ntext`` by default, as HippoRAG 2's passages (measured with and without titles:
+    docs/results.md, "Chunk titles and ``fused``")."""
+
+    def __init__(self, config: DenseConfig | None = None) -> None:
+        self.config = config or DenseConfig()
 
     def build(self, ctx: StrategyContext) -> None:
         """Embed every chunk (cached) and publish ``node_ids`` / ``vectors`` as a new generation.
@@ -51,7 +73,7 @@ class DenseStrategy:
         Raises:
             MemoryNotIndexedError: the memory holds no chunks.
         """
-        ids, vectors = chunk_ids_and_vectors(ctx)
+        ids, vectors = chunk_ids_and_vectors(ctx, titles=strategy_reads_titles(ctx, self.name))
         generation = ctx.store.begin_build(PREFIX)
         publish_arrays(ctx, PREFIX, generation, {"node_ids": ids, "vectors": vectors}, axes=AXES, search=["vectors"])
 

@@ -10,6 +10,9 @@ Build (section III.B.1):
      (``summaries.py``). S and the eigenpairs are computed once per build, dense or, above
      ``gem.sparse_above`` chunks, as a kNN graph with Lanczos (``graph.py``);
   5. the spectrum report (Remarks 2 and 3).
+  Steps 1 and 2 read a chunk as its text alone, as the paper's Q(CHUNK_i, m) and E(CHUNK_i); ``gem.read_titles =
+  true`` reads ``title\ntext`` instead (:mod:`gemrag.strategies.platform.titles`), and a change of that choice
+  regenerates the utility questions, as a change of m does.
 Retrieve (section III.B.2, Algorithm 1): embed the prompt, q* = argmax_q SIM(v_p, v_q), then best-first
 search from q*'s node until the budget B is filled (``search="best_first"``), or the literal Algorithm 1
 ranking (``search="rank"``).
@@ -50,10 +53,14 @@ from gemrag.strategies.platform.common import (
     publish_arrays,
 )
 from gemrag.strategies.platform.incremental import gem_prune
+from gemrag.strategies.platform.titles import memory_titles, strategy_reads_titles
 from gemrag.types import Hit
 
 EDGES_PER_NODE = 10
 NOT_INDEXED = "this memory has no GEM graph yet: run `gemrag index` first"
+QUESTIONS_TITLES_META = "gem_questions_titles"
+"""The memory's ``meta`` key recording whether the stored utility questions were written from ``title\ntext`` (absent:
+written before GEM chose, so as the memory's ``chunk_titles`` record)."""
 
 
 @dataclass
@@ -139,7 +146,7 @@ class LoadedGem:
 
 
 def node_graph_inputs(
-    ctx: StrategyContext, node_ids: list[int], build: tuple[str, int] | None = None
+    ctx: StrategyContext, node_ids: list[int], build: tuple[str, int] | None = None, *, titles: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Embeddings for the given nodes and their utility questions.
 
@@ -147,13 +154,15 @@ def node_graph_inputs(
         ctx: the strategy context.
         node_ids: store ids of the nodes, in matrix order.
         build: the builder's view ``(strategy, generation)`` whose new nodes' questions count (None: published).
+        titles: embed a chunk as its document's title and its text (``gem.read_titles``); else its text, v_i =
+            E(CHUNK_i) of section III.B.1.
 
     Returns:
         ``(node_vectors (N,d) float32, question_vectors (M,d) float32 = v_ij, owner (M,) int64,
         question_ids (M,) int64)``.
     """
     index = {nid: i for i, nid in enumerate(node_ids)}
-    node_vectors = embed_node_ids(ctx, node_ids)
+    node_vectors = embed_node_ids(ctx, node_ids, titles=titles)
     rows = [(qid, index[nid], text) for qid, nid, text in ctx.store.questions(build=build) if nid in index]
     owner = np.array([r[1] for r in rows], dtype=np.int64)
     question_ids = np.array([r[0] for r in rows], dtype=np.int64)
@@ -166,6 +175,8 @@ class GemStrategy:
     """GEM-RAG as a :class:`~gemrag.strategies.base.Strategy` (paper section III.B, Algorithm 1)."""
 
     name = "gem"
+    reads_titles = False
+    """Questions and vectors of the chunk alone by default (section III.B.1: Q(CHUNK_i, m), E(CHUNK_i))."""
 
     def build(self, ctx: StrategyContext) -> None:
         """Generate utility questions, build the graph and the eigentheme summary nodes, publish generation g.
@@ -181,11 +192,8 @@ class GemStrategy:
         """
         cfg = ctx.config.gem
         timings: dict[str, float] = dict(ctx.store.get_meta("gem_phase_seconds", {}))
-        if ctx.store.get_meta("gem_questions_m") != cfg.questions:
-            with ctx.store.transaction():
-                if ctx.store.get_meta("gem_questions_m") is not None:
-                    ctx.store.reset_questions()
-                ctx.store.set_meta("gem_questions_m", cfg.questions)
+        titles = strategy_reads_titles(ctx, self.name)
+        self._keep_questions(ctx, cfg.questions, titles)
 
         chunks = sorted(ctx.store.nodes("chunk"), key=document_order)  # reading order, also after an update
         if not chunks:
@@ -194,13 +202,13 @@ class GemStrategy:
         view = (self.name, generation)
         t0 = time.perf_counter()
         generate_utility_questions(
-            ctx, nodes_needing_questions(ctx, chunks), cfg.questions, dedupe=cfg.dedupe_questions
+            ctx, nodes_needing_questions(ctx, chunks), cfg.questions, titles=titles, dedupe=cfg.dedupe_questions
         )
         timings["utility_questions"] = timings.get("utility_questions", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
         chunk_ids = [n.id for n in chunks]
-        vectors, qvectors, owner, _ = node_graph_inputs(ctx, chunk_ids, view)
+        vectors, qvectors, owner, _ = node_graph_inputs(ctx, chunk_ids, view, titles=titles)
         timings["embed"] = timings.get("embed", 0.0) + time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -226,7 +234,7 @@ class GemStrategy:
 
         t0 = time.perf_counter()
         all_ids = chunk_ids + [n.id for n in ctx.store.nodes("summary", strategy=self.name, build=view)]
-        vectors, qvectors, owner, qids = node_graph_inputs(ctx, all_ids, view)
+        vectors, qvectors, owner, qids = node_graph_inputs(ctx, all_ids, view, titles=titles)
         # S over all nodes = the chunk block computed above + the summary nodes' rows and columns.
         S = extend_similarity(
             S,
@@ -251,6 +259,22 @@ class GemStrategy:
         )
         timings["graph"] += time.perf_counter() - t0
         ctx.store.set_meta("gem_phase_seconds", timings)
+
+    @staticmethod
+    def _keep_questions(ctx: StrategyContext, m: int, titles: bool) -> None:
+        """Forget the stored utility questions when they were written for another m or from the other input
+        (with or without titles), and record what the questions to come are written for."""
+        asked_titles = ctx.store.get_meta(QUESTIONS_TITLES_META)
+        if asked_titles is None:
+            asked_titles = memory_titles(ctx.store)
+        asked_m = ctx.store.get_meta("gem_questions_m")
+        if asked_m == m and asked_titles == titles and ctx.store.get_meta(QUESTIONS_TITLES_META) is not None:
+            return
+        with ctx.store.transaction():
+            if asked_m is not None and (asked_m != m or asked_titles != titles):
+                ctx.store.reset_questions()
+            ctx.store.set_meta("gem_questions_m", m)
+            ctx.store.set_meta(QUESTIONS_TITLES_META, titles)
 
     def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
         """The published graph without the nodes in ``gone`` (a deleted document's chunks and the summary nodes

@@ -155,5 +155,6 @@ def build_eigentheme_summaries(
         label=lambda item: f"eigentheme {item[0] + 1}",
     )
     own = ctx.store.nodes("summary", strategy=strategy, build=(strategy, generation))
-    generate_utility_questions(ctx, own, cfg.questions, dedupe=cfg.dedupe_questions)
+    # a summary node is no chunk of a document: it has no title to read
+    generate_utility_questions(ctx, own, cfg.questions, titles=False, dedupe=cfg.dedupe_questions)
     return created

@@ -33,8 +33,8 @@ from gemrag.strategies.gem.prompts import (
     utility_questions_schema,
 )
 from gemrag.strategies.platform import extraction
-from gemrag.strategies.platform.common import indexed_text_of
 from gemrag.strategies.platform.extraction import Extraction, run_extraction
+from gemrag.strategies.platform.titles import indexed_text_of
 
 QUESTION_FAILED = -1
 """``questions_done`` of a node whose questions failed (set by ``Store.fail_questions``)."""
@@ -133,7 +133,7 @@ def questions_for_text(ctx: StrategyContext, text: str, m: int, *, retry: int = 
 
 
 def generate_utility_questions(
-    ctx: StrategyContext, nodes: Sequence[NodeRecord], m: int, *, dedupe: bool = False
+    ctx: StrategyContext, nodes: Sequence[NodeRecord], m: int, *, titles: bool, dedupe: bool = False
 ) -> None:
     """Generate and store m questions for each node (GEM-RAG section III.B.1) through the extraction pipeline
     (:func:`gemrag.strategies.platform.extraction.run_extraction`: batched, cached, committed per node, with a progress
@@ -148,6 +148,8 @@ def generate_utility_questions(
         nodes: nodes whose questions are not done yet (pending, or failed and retried: see
             :func:`nodes_needing_questions`).
         m: questions per node (0 marks the nodes done with no questions: the chunk-embedding ablation; no LLM).
+        titles: the prompt shows a chunk as its document's title and its text (``gem.read_titles``; default false:
+            the paper's Q(CHUNK_i, m) reads the chunk alone).
         dedupe: drop repeated questions (``gem.dedupe_questions``; :func:`kept_questions`).
 
     Raises:
@@ -162,7 +164,7 @@ def generate_utility_questions(
     tries = failed_tries(ctx) if any(n.questions_done == QUESTION_FAILED for n in nodes) else Counter()
     retry = {n.id: tries[n.id] if n.questions_done == QUESTION_FAILED else 0 for n in nodes}
     spec = questions_extraction(m)
-    text_of = indexed_text_of(ctx)  # a chunk's document title, then its text (gem.chunk_titles)
+    text_of = indexed_text_of(ctx, titles=titles)
     run_extraction(
         ctx,
         nodes,

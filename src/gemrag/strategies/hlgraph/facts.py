@@ -37,6 +37,7 @@ from gemrag.strategies.hlgraph.prompts import (
     extraction_schema,
 )
 from gemrag.strategies.platform.extraction import Extraction, ExtractionReport, extract_artifacts
+from gemrag.strategies.platform.titles import title_version
 
 OWNER = "hlgraph"
 KIND = "memory"
@@ -155,16 +156,19 @@ def extraction() -> Extraction[NodeRecord]:
 
 
 def run_extraction_pass(
-    ctx: StrategyContext, chunks: Sequence[NodeRecord]
+    ctx: StrategyContext, chunks: Sequence[NodeRecord], *, titles: bool
 ) -> tuple[dict[int, ChunkMemory], ExtractionReport]:
-    """Extract the chunks that lack an artefact of :data:`~gemrag.strategies.hlgraph.prompts.EXTRACTION_VERSION`,
-    then return every chunk's artefact (chunk id -> answer; chunks whose extraction failed are absent).
+    """Extract the chunks that lack an artefact of :data:`~gemrag.strategies.hlgraph.prompts.EXTRACTION_VERSION`
+    from this input (``titles``: each chunk's document title and text, ``hlgraph.read_titles``; else the chunk alone,
+    as the paper: :func:`~gemrag.strategies.platform.titles.title_version`), then return every chunk's artefact
+    (chunk id -> answer; chunks whose extraction failed are absent).
 
     Raises:
         GemragError: a fatal one (the artefacts committed before it stay).
     """
-    report = extract_artifacts(ctx, chunks, extraction(), strategy=OWNER, kind=KIND, version=EXTRACTION_VERSION)
-    answers = ctx.store.artifacts(OWNER, KIND, ChunkMemory, EXTRACTION_VERSION, [c.id for c in chunks])
+    version = title_version(ctx, EXTRACTION_VERSION, titles)
+    report = extract_artifacts(ctx, chunks, extraction(), strategy=OWNER, kind=KIND, version=version, titles=titles)
+    answers = ctx.store.artifacts(OWNER, KIND, ChunkMemory, version, [c.id for c in chunks])
     return answers, report
 
 

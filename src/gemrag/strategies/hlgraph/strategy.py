@@ -4,7 +4,9 @@ Information", section 3 "Design"): who did what to whom, why and when, in an ass
 Build (section 3, "Encoding"):
   1. one LLM call per chunk through the extraction pipeline lists the subjects, the subject relations (meaning,
      object 1, object 2) (SRQ) and the events (event, object 1, object 2, why) with a time frame (CR), each
-     relation and event with its passive voice (:mod:`gemrag.strategies.hlgraph.facts`; artefacts, resumable);
+     relation and event with its passive voice (:mod:`gemrag.strategies.hlgraph.facts`; artefacts, resumable), from
+     the chunk's text alone as the paper (``hlgraph.read_titles = true``: with its document's title,
+     :mod:`gemrag.strategies.platform.titles`);
   2. the AssociationGraph (:mod:`gemrag.strategies.hlgraph.association`): subject and event nodes embedded with the
      memory's
      embedder (the paper: all-MiniLM-L6-v2, gemrag's default too); every fact stored in both directions with the
@@ -34,8 +36,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from gemrag.config import ReadTitles
 from gemrag.errors import GemragError, StructuredOutputError, is_fatal
 from gemrag.models.structured import complete_structured
 from gemrag.store import Published
@@ -55,6 +58,7 @@ from gemrag.strategies.platform.common import (
     publish_arrays,
 )
 from gemrag.strategies.platform.incremental import referencing_prune
+from gemrag.strategies.platform.titles import strategy_reads_titles
 from gemrag.types import Hit
 
 NAME = "hlgraph"
@@ -66,7 +70,7 @@ its participants."""
 IDEAS_MAX_TOKENS = 16 + MAX_IDEAS * (MAX_ITEM_CHARS // 3 + 4)
 
 
-class HLGraphConfig(BaseModel):
+class HLGraphConfig(ReadTitles):
     """HLGraphRAG's settings, the ``[hlgraph]`` configuration section (``GEMRAG_HLGRAPH__<FIELD>``,
     ``--set hlgraph.<field>=``).
 
@@ -85,6 +89,8 @@ class HLGraphConfig(BaseModel):
             ``"rule"`` (:func:`gemrag.strategies.hlgraph.facts.passive_voice` always).
         source_chunks: chunks stating the retrieved relations added after them (default 0: the collected graph
             knowledge only, as the paper gives the model; 3 was gemrag's earlier default, kept as a variant).
+        read_titles: extract from a chunk's document title and text (:class:`~gemrag.config.ReadTitles`; default:
+            the chunk alone, as the paper). Needs ``index`` again (a new extraction).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -155,6 +161,8 @@ class HLGraphStrategy:
     """HLGraphRAG: the association graph of subjects and events and its (ranked) depth-first retrieval."""
 
     name = NAME
+    reads_titles = False
+    """Subjects and events of the chunk alone by default (section 3, "Encoding")."""
 
     def __init__(self, config: HLGraphConfig | None = None) -> None:
         self.config = config or HLGraphConfig()
@@ -175,9 +183,10 @@ class HLGraphStrategy:
         cfg = self.config
         chunks = chunk_nodes(ctx)
         generation = ctx.store.begin_build(NAME)
-        answers, _ = run_extraction_pass(ctx, chunks)
+        titles = strategy_reads_titles(ctx, NAME)
+        answers, _ = run_extraction_pass(ctx, chunks, titles=titles)
         asm = assemble([c.id for c in chunks], answers, routing=cfg.routing, passive=cfg.passive)
-        d = int(chunk_ids_and_vectors(ctx, chunks[:1])[1].shape[1])
+        d = int(chunk_ids_and_vectors(ctx, chunks[:1], titles=titles)[1].shape[1])
         node_vectors = ctx.embedder.embed([n.text for n in asm.nodes]) if asm.nodes else np.zeros((0, d), np.float32)
         node_ids, fact_ids = _store_nodes(ctx, generation, asm)
         rows: list[tuple[int, int, str, str, int, int, float]] = []  # (o1, o2, label, passive, role, fact, weight)
@@ -360,7 +369,7 @@ class HLGraphStrategy:
         return chunk_hits(ctx, ranked, [float(counts[c]) for c in ranked], common)
 
     def _dense(self, ctx: StrategyContext, question: str, budget: int, common: dict[str, Any]) -> list[Hit]:
-        ids, vectors = chunk_ids_and_vectors(ctx)
+        ids, vectors = chunk_ids_and_vectors(ctx, titles=strategy_reads_titles(ctx, NAME))
         order, scores = cosine_ranking(prompt_vector(ctx, question), vectors, budget)
         return chunk_hits(ctx, ids[order].tolist(), scores.tolist(), {**common, "fallback": "dense"})
 

@@ -4,6 +4,8 @@
   (batches, structured output, resume, failures);
 * :mod:`~gemrag.strategies.platform.common`: chunk nodes and their vectors, cosine top-k, build parameters, and
   publishing / loading a build's arrays through the store;
+* :mod:`~gemrag.strategies.platform.titles`: whether a strategy reads a chunk with its document's title (its paper's
+  choice, its ``read_titles`` setting, what its build recorded) and the chunk's indexed text;
 * :mod:`~gemrag.strategies.platform.incremental`: pruning a published build after a document is deleted;
 * :mod:`~gemrag.strategies.platform.clustering`: RAPTOR's UMAP + GMM soft clustering and the k-means members of
   GEM-RAG's k-means ablation (scikit-learn, umap-learn);

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
@@ -30,7 +29,8 @@ from gemrag.store import NodeRecord, Published
 from gemrag.store.arrays import Matrix
 from gemrag.store.migrations import REBUILD_META
 from gemrag.store.publish import Edges, Publication
-from gemrag.strategies.base import StrategyContext, strategy_config
+from gemrag.strategies.base import StrategyContext, strategy_config, title_default
+from gemrag.strategies.platform.titles import READ_TITLES, indexed_text_of, strategy_reads_titles
 from gemrag.strategies.platform.vector_index import approximate_rows, index_artifact
 from gemrag.types import Hit
 
@@ -54,37 +54,9 @@ def chunk_nodes(ctx: StrategyContext) -> list[NodeRecord]:
     return chunks
 
 
-TITLES_META = "chunk_titles"
-"""The memory's ``meta`` key recording whether chunks are indexed with their document's title (``gem.chunk_titles``;
-absent or false: without)."""
-UNTITLED = frozenset({"", "text", "stdin"})
-"""Titles that name no subject (the defaults of ``Memory.add_text`` and of standard input): never put before a chunk."""
-
-
-def indexed_text_of(ctx: StrategyContext) -> Callable[[NodeRecord], str]:
-    """``node -> its indexed text``: for a chunk of a memory that records ``chunk_titles``, its document's title, a
-    newline, and its text (HippoRAG 2's ``title\ntext`` passages); for every other node, or a title in
-    :data:`UNTITLED`, the node's text. The titles are read once, when this is called."""
-    if not ctx.store.get_meta(TITLES_META, False):
-        return lambda node: node.text
-    titles = {int(d["id"]): str(d["title"] or "").strip() for d in ctx.store.documents()}
-
-    def text_of(node: NodeRecord) -> str:
-        title = titles.get(node.doc_id, "") if node.kind == "chunk" and node.doc_id is not None else ""
-        return node.text if title in UNTITLED else f"{title}\n{node.text}"
-
-    return text_of
-
-
-def indexed_nodes(ctx: StrategyContext, nodes: Sequence[NodeRecord]) -> list[NodeRecord]:
-    """Copies of ``nodes`` whose ``text`` is their indexed text (:func:`indexed_text_of`), for the extraction
-    passes that read ``node.text``; ids and everything else unchanged."""
-    text_of = indexed_text_of(ctx)
-    return [dataclasses.replace(n, text=text_of(n)) for n in nodes]
-
-
-def embed_node_ids(ctx: StrategyContext, node_ids: Sequence[int]) -> NDArray[np.float32]:
-    """``E(indexed text)`` of the given store nodes (:func:`indexed_text_of`), through the memory's cached embedder.
+def embed_node_ids(ctx: StrategyContext, node_ids: Sequence[int], *, titles: bool) -> NDArray[np.float32]:
+    """``E(indexed text)`` of the given store nodes (:func:`~gemrag.strategies.platform.titles.indexed_text_of`: a
+    chunk's title and text with ``titles``, the calling strategy's decision), through the memory's cached embedder.
 
     Returns:
         ``(len(node_ids), d)`` float32, unit rows.
@@ -92,19 +64,21 @@ def embed_node_ids(ctx: StrategyContext, node_ids: Sequence[int]) -> NDArray[np.
     Raises:
         KeyError: a node id is not in the store.
     """
-    text_of = indexed_text_of(ctx)
+    text_of = indexed_text_of(ctx, titles=titles)
     return ctx.embedder.embed([text_of(ctx.store.node(int(i))) for i in node_ids])
 
 
 def chunk_ids_and_vectors(
-    ctx: StrategyContext, chunks: Sequence[NodeRecord] | None = None
+    ctx: StrategyContext, chunks: Sequence[NodeRecord] | None = None, *, titles: bool
 ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
-    """All chunk ids and their vectors ``v_i = E(CHUNK_i)`` (of the chunks' indexed text, :func:`indexed_text_of`),
-    in store order.
+    """All chunk ids and their vectors ``v_i = E(CHUNK_i)`` (of the chunks' indexed text,
+    :func:`~gemrag.strategies.platform.titles.indexed_text_of`), in store order.
 
     Args:
         ctx: the strategy context.
         chunks: the chunks if already loaded (default: :func:`chunk_nodes`).
+        titles: whether the calling strategy reads titles
+            (:func:`~gemrag.strategies.platform.titles.strategy_reads_titles`).
 
     Returns:
         ``(ids (n,) int64, vectors (n, d) float32 unit rows)``.
@@ -114,7 +88,7 @@ def chunk_ids_and_vectors(
     """
     nodes = list(chunks) if chunks is not None else chunk_nodes(ctx)
     ids = np.array([n.id for n in nodes], dtype=np.int64)
-    text_of = indexed_text_of(ctx)
+    text_of = indexed_text_of(ctx, titles=titles)
     return ids, ctx.embedder.embed([text_of(n) for n in nodes])
 
 
@@ -212,16 +186,22 @@ T = TypeVar("T")
 
 def build_params(ctx: StrategyContext, strategy: str) -> dict[str, Any]:
     """Strategy ``strategy``'s validated configuration section as JSON values, for its manifest (``{}`` for a
-    strategy without settings, or a name no strategy is registered under).
+    strategy without settings, or a name no strategy is registered under); for a strategy that reads chunk text,
+    ``read_titles`` is what this build read (a bool,
+    :func:`~gemrag.strategies.platform.titles.strategy_reads_titles`), so later builds and ``gemrag info`` know it.
 
     Raises:
         ConfigError: the section is invalid (checked when the memory opened, so not in practice).
     """
     try:
         section = strategy_config(strategy, ctx.config)
+        reads_chunk_text = title_default(strategy) is not None
     except KeyError:
         return {}
-    return section.model_dump(mode="json") if section is not None else {}
+    params = section.model_dump(mode="json") if section is not None else {}
+    if reads_chunk_text:
+        params[READ_TITLES] = strategy_reads_titles(ctx, strategy)
+    return params
 
 
 def build_models(ctx: StrategyContext) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from gemrag.models.base import LLM, Completion, Message
 from gemrag.models.structured import complete_validated_iter, validate_json, validate_text
 from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext, token_advance
-from gemrag.strategies.platform.common import indexed_nodes
+from gemrag.strategies.platform.titles import indexed_nodes
 
 I = TypeVar("I")  # noqa: E741 - an item
 R = TypeVar("R")
@@ -215,6 +215,7 @@ def extract_artifacts(
     strategy: str,
     kind: str,
     version: str,
+    titles: bool,
     phase: str | None = None,
     retries: int = RETRIES,
     batch_size: int = BATCH_SIZE,
@@ -230,11 +231,15 @@ def extract_artifacts(
     Args:
         ctx: the strategy context.
         nodes: the nodes to cover (usually the chunks), in order; the prompt sees each chunk's indexed text
-            (:func:`~gemrag.strategies.platform.common.indexed_nodes`: its document's title, then its text).
+            (:func:`~gemrag.strategies.platform.titles.indexed_nodes`: with ``titles``, its document's title, then its
+            text; else its text).
         extraction: the pass; ``output_type`` must be set (artefacts are pydantic values) and its
             ``first_attempt`` is replaced as above.
         strategy: the owning strategy's name. kind: the artefact kind (e.g. ``"triples"``).
-        version: the prompt version stamped on each artefact.
+        version: the prompt version stamped on each artefact (one version per input: see
+            :func:`~gemrag.strategies.platform.titles.title_version`).
+        titles: whether the owning strategy reads titles
+            (:func:`~gemrag.strategies.platform.titles.strategy_reads_titles`).
         phase: the ``failures`` phase (default ``"index/<strategy>/<kind>@<version>"``: a new version starts
             with fresh tries).
         retries: later builds that retry a failed node (0: never).
@@ -252,7 +257,7 @@ def extract_artifacts(
     phase = phase or f"index/{strategy}/{kind}@{version}"
     missing = set(ctx.store.missing_artifacts(strategy, kind, version, [n.id for n in nodes]))
     tries = failed_tries(ctx, phase) if missing else Counter()
-    todo = indexed_nodes(ctx, [n for n in nodes if n.id in missing and tries[n.id] <= retries])  # title + text
+    todo = indexed_nodes(ctx, [n for n in nodes if n.id in missing and tries[n.id] <= retries], titles=titles)
     numbered = dataclasses.replace(extraction, first_attempt=lambda n: tries[n.id] * extraction.attempts)
     return run_extraction(
         ctx,

@@ -2,7 +2,9 @@
 Abstractive Processing for Tree-Organized Retrieval"; GEM-RAG paper section IV, Tables I and II).
 
 Build (RAPTOR section 3, and the authors' ``cluster_tree_builder.py``):
-  leaves (layer 0) are the memory's chunks with their embeddings; while a layer has more than
+  leaves (layer 0) are the memory's chunks with their embeddings (of the chunk's text alone, as RAPTOR embeds its
+  chunks; ``raptor.read_titles = true``: of its document's title and text, :mod:`gemrag.strategies.platform.titles`;
+  the summaries read the chunks' text either way); while a layer has more than
   ``reduction_dim + 1`` nodes (RAPTOR's stop rule) and at most ``max_layers`` times, the layer's vectors
   are clustered (:func:`gemrag.strategies.platform.clustering.raptor_clusters`: UMAP, Gaussian mixture with k by BIC,
   soft assignment with threshold 0.1, global then local clustering, re-clustering of clusters whose texts
@@ -37,8 +39,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from gemrag.config import ReadTitles
 from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.platform.clustering import RANDOM_SEED, Reducer, raptor_clusters
@@ -52,6 +55,7 @@ from gemrag.strategies.platform.common import (
     require,
 )
 from gemrag.strategies.platform.extraction import summarize_each
+from gemrag.strategies.platform.titles import READ_TITLES, built_titles, strategy_reads_titles
 from gemrag.strategies.raptor.prompts import raptor_summary_prompt
 from gemrag.strategies.raptor.tree import CHILD, STRATEGY, SUMMARY, RaptorTree
 from gemrag.strategies.raptor.update import CHILDREN_KEY, TreeState, ordered_children, should_rebuild, update_tree
@@ -61,7 +65,7 @@ PROMPT_OVERHEAD = 64
 """LLM tokens of the summary prompt besides the cluster's texts (instructions and chat template)."""
 
 
-class RaptorConfig(BaseModel):
+class RaptorConfig(ReadTitles):
     """RAPTOR's settings, the ``[raptor]`` configuration section (``GEMRAG_RAPTOR__<FIELD>``,
     ``--set raptor.<field>=...``). Sources: Sarthi et al. 2024, "RAPTOR: Recursive Abstractive Processing for
     Tree-Organized Retrieval" (ICLR 2024), section 3 ("Methods": "Clustering Algorithm", "Model-Based
@@ -93,6 +97,8 @@ class RaptorConfig(BaseModel):
             build exceed this fraction of the chunks it covers. Default 0.25 (gemrag's choice).
         reducer: Python only (not a configuration key): the dimension reduction; None = UMAP with the cosine
             metric, as the authors' code. Tests inject a cheap one.
+        read_titles: embed a chunk as its document's title and its text (:class:`~gemrag.config.ReadTitles`;
+            default: its text, as RAPTOR). A change re-clusters the tree.
 
     The collapsed-tree budget is not a RAPTOR setting: every strategy gets ``budget x gem.chunk_tokens``
     tokens (module docstring).
@@ -119,8 +125,10 @@ class RaptorConfig(BaseModel):
 
 
 def tree_settings(params: dict[str, Any]) -> dict[str, Any]:
-    """The settings that shape a tree (:meth:`RaptorConfig.as_dict` without those of incremental updates)."""
-    return {k: v for k, v in params.items() if k not in ("incremental", "rebuild_fraction")}
+    """The settings that shape a tree (:meth:`RaptorConfig.as_dict` without those of incremental updates, and without
+    ``read_titles``, whose decision the build's manifest records:
+    :func:`~gemrag.strategies.platform.titles.built_titles`)."""
+    return {k: v for k, v in params.items() if k not in ("incremental", "rebuild_fraction", READ_TITLES)}
 
 
 RaptorParams = RaptorConfig
@@ -137,6 +145,8 @@ class RaptorStrategy:
 
     name = "raptor"
     config_model = RaptorConfig
+    reads_titles = False
+    """Leaves embedded from the chunk alone by default (section 3: the chunks are embedded with SBERT)."""
 
     def __init__(self, config: RaptorConfig | None = None) -> None:
         self.config = self.params = config or RaptorConfig()
@@ -154,9 +164,11 @@ class RaptorStrategy:
         p = self.params
         require("sklearn", *(["umap"] if p.reducer is None else []), strategy=self.name)
         chunks = chunk_nodes(ctx)
-        ids, vectors = chunk_ids_and_vectors(ctx, chunks)
+        titles = strategy_reads_titles(ctx, self.name)
+        ids, vectors = chunk_ids_and_vectors(ctx, chunks, titles=titles)
         generation = ctx.store.begin_build(STRATEGY)
-        if p.incremental and self._update(ctx, generation, chunks, vectors):
+        same_input = built_titles(ctx.store, STRATEGY) == titles  # a tree over the other input is re-clustered
+        if p.incremental and same_input and self._update(ctx, generation, chunks, vectors):
             return
         generation = ctx.store.begin_build(STRATEGY)  # drops what an abandoned update wrote
         tree = RaptorTree(ids.tolist(), [0] * len(chunks), [c.n_tokens for c in chunks], vectors)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.platform.extraction import Extraction, ExtractionReport, extract_artifacts
+from gemrag.strategies.platform.titles import title_version
 from gemrag.strategies.remem.fact_graph import Triple, clean_triples
 from gemrag.strategies.remem.openie_prompts import (
     MAX_ENTITIES,
@@ -101,7 +102,9 @@ def _dedupe(names: Sequence[str]) -> list[str]:
     return out
 
 
-def run_openie(ctx: StrategyContext, chunks: Sequence[NodeRecord], *, require_entity: bool = True) -> OpenIEResult:
+def run_openie(
+    ctx: StrategyContext, chunks: Sequence[NodeRecord], *, require_entity: bool = True, titles: bool
+) -> OpenIEResult:
     """Both OpenIE passes for the chunks that lack their artefacts, then every chunk's cleaned triples.
 
     Args:
@@ -109,6 +112,8 @@ def run_openie(ctx: StrategyContext, chunks: Sequence[NodeRecord], *, require_en
         chunks: the chunk nodes, in graph order.
         require_entity: keep only triples naming one of the chunk's entities
             (:func:`~gemrag.strategies.remem.fact_graph.clean_triples`).
+        titles: both passes read a chunk as its document's title and its text (``remem.read_titles``); the
+            artefacts of each input have their own version (:func:`~gemrag.strategies.platform.titles.title_version`).
 
     Returns:
         The cleaned triples of every chunk and the passes' counts.
@@ -116,11 +121,14 @@ def run_openie(ctx: StrategyContext, chunks: Sequence[NodeRecord], *, require_en
     Raises:
         GemragError: a fatal one (the artefacts committed before it stay).
     """
-    ner_report = extract_artifacts(ctx, chunks, ner_extraction(), strategy=OWNER, kind=NER_KIND, version=NER_VERSION)
+    ner_version, triples_version = (title_version(ctx, v, titles) for v in (NER_VERSION, TRIPLES_VERSION))
+    ner_report = extract_artifacts(
+        ctx, chunks, ner_extraction(), strategy=OWNER, kind=NER_KIND, version=ner_version, titles=titles
+    )
     ids = [c.id for c in chunks]
     entities = {
         nid: _dedupe(v.named_entities)
-        for nid, v in ctx.store.artifacts(OWNER, NER_KIND, NamedEntities, NER_VERSION, ids).items()
+        for nid, v in ctx.store.artifacts(OWNER, NER_KIND, NamedEntities, ner_version, ids).items()
     }
     with_entities = [c for c in chunks if c.id in entities]
     facts_report = extract_artifacts(
@@ -129,9 +137,10 @@ def run_openie(ctx: StrategyContext, chunks: Sequence[NodeRecord], *, require_en
         triples_extraction(entities),
         strategy=OWNER,
         kind=TRIPLES_KIND,
-        version=TRIPLES_VERSION,
+        version=triples_version,
+        titles=titles,
     )
-    raw = ctx.store.artifacts(OWNER, TRIPLES_KIND, Triples, TRIPLES_VERSION, ids)
+    raw = ctx.store.artifacts(OWNER, TRIPLES_KIND, Triples, triples_version, ids)
     cleaned: dict[int, list[Triple]] = {}
     dropped = 0
     for nid in ids:

@@ -9,6 +9,8 @@ Build (offline indexing):
      exact below ``synonym_exact_below`` entities, HNSW above, so the cost is not quadratic at 100k entities; an
      entity of two or fewer alphanumeric characters looks for none but may be found, ``short_synonyms``);
   3. facts embedded as their own vectors ("subject predicate object").
+  OpenIE and the passage vectors read a chunk as its document's title and its text, as HippoRAG 2 indexes
+  ``title\ntext`` passages (``remem.read_titles = false``: the text alone; :mod:`gemrag.strategies.platform.titles`).
   Entities and facts become store nodes (kinds ``entity`` and ``fact``, with the chunks they came from as sources,
   so deleting a document deletes what only it said); the arrays (node ids, vectors, the sparse adjacency, the
   facts) are published as one generation. Adding documents costs LLM calls for the new chunks only (the
@@ -30,8 +32,9 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from gemrag.config import ReadTitles
 from gemrag.graph.names import alnum_length
 from gemrag.graph.ppr import TransitionMatrix
 from gemrag.graph.synonyms import synonym_pairs
@@ -50,6 +53,7 @@ from gemrag.strategies.platform.common import (
     publish_arrays,
 )
 from gemrag.strategies.platform.incremental import referencing_prune
+from gemrag.strategies.platform.titles import strategy_reads_titles
 from gemrag.strategies.remem.fact_graph import EdgeLists, adjacency, fact_graph_edges, index_facts
 from gemrag.strategies.remem.fact_seeds import entity_seed_weights, passage_seed_weights, top_indices
 from gemrag.strategies.remem.openie import run_openie
@@ -61,7 +65,7 @@ PASSAGE, ENTITY = 0, 1
 """Values of the ``node_kind`` array."""
 
 
-class RememConfig(BaseModel):
+class RememConfig(ReadTitles):
     """REMem's settings, the ``[remem]`` configuration section (``GEMRAG_REMEM__<FIELD>``, ``--set remem.<field>=``).
     Names and defaults are the seed's ("Configuration Parameters") and HippoRAG 2's.
 
@@ -99,6 +103,8 @@ class RememConfig(BaseModel):
             elements only; :mod:`gemrag.strategies.remem.recognition`).
         filter_prompt: ``"few-shot"`` (default: two worked examples before the question, as HippoRAG 2's filter
             prompt is few-shot; the examples are gemrag's own) or ``"zero-shot"`` (gemrag's earlier prompt).
+        read_titles: OpenIE and passage vectors of a chunk's document title and text
+            (:class:`~gemrag.config.ReadTitles`; default: yes, as HippoRAG 2's ``title\ntext`` passages).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -193,6 +199,8 @@ class RememStrategy:
     """REMem's default (``openie``) strategy: facts, recognition memory and Personalized PageRank."""
 
     name = NAME
+    reads_titles = True
+    """OpenIE and passage vectors of ``title\ntext`` by default, as HippoRAG 2 indexes its passages."""
 
     def __init__(self, config: RememConfig | None = None) -> None:
         self.config = config or RememConfig()
@@ -215,8 +223,9 @@ class RememStrategy:
         cfg = self.config
         chunks = chunk_nodes(ctx)
         generation = ctx.store.begin_build(NAME)
-        openie = run_openie(ctx, chunks, require_entity=cfg.require_entity)
-        chunk_ids, passage_vectors = chunk_ids_and_vectors(ctx, chunks)
+        titles = strategy_reads_titles(ctx, NAME)
+        openie = run_openie(ctx, chunks, require_entity=cfg.require_entity, titles=titles)
+        chunk_ids, passage_vectors = chunk_ids_and_vectors(ctx, chunks, titles=titles)
         index = index_facts([openie.triples[int(c)] for c in chunk_ids])
         d = passage_vectors.shape[1]
         entity_vectors = ctx.embedder.embed(index.entities) if index.entities else np.zeros((0, d), np.float32)

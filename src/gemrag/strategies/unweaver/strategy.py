@@ -4,7 +4,8 @@
 Build (offline):
   1. one LLM call per chunk extracts ``(name, description)`` pairs, descriptions from that chunk only
      (:mod:`gemrag.strategies.unweaver.prompts`), through the extraction pipeline (artefacts of kind ``"entities"``:
-     cached, resumable, failures recorded and retried);
+     cached, resumable, failures recorded and retried); the prompt holds the chunk's text alone, as the paper's
+     (``unweaver.read_titles = true``: its document's title too, :mod:`gemrag.strategies.platform.titles`);
   2. entities are grouped into equivalence classes by normalized name
      (:mod:`gemrag.strategies.unweaver.entity_classes`);
      with ``semantic_merge`` also classes whose representatives' cosine is at least ``semantic_threshold``;
@@ -31,8 +32,9 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from gemrag.config import ReadTitles
 from gemrag.graph.synonyms import synonym_pairs
 from gemrag.store import NodeRecord, Published
 from gemrag.store.publish import Publication
@@ -48,6 +50,7 @@ from gemrag.strategies.platform.common import (
 )
 from gemrag.strategies.platform.extraction import Extraction, extract_artifacts
 from gemrag.strategies.platform.incremental import pruned_publication, take
+from gemrag.strategies.platform.titles import strategy_reads_titles, title_version
 from gemrag.strategies.unweaver.alignment import fairness_allocation, least_squares_alignment, relevance_weights
 from gemrag.strategies.unweaver.ballots import Ballots, approval_ballots
 from gemrag.strategies.unweaver.committee import elect, require_abcvoting
@@ -78,7 +81,7 @@ def extraction_max_tokens(cap: int) -> int:
     return 16 + cap * (MAX_NAME_CHARS + MAX_DESCRIPTION_CHARS) // 4 if cap > 0 else UNBOUNDED_MAX_TOKENS
 
 
-class UnweaverConfig(BaseModel):
+class UnweaverConfig(ReadTitles):
     """UnWeaver's settings, the ``[unweaver]`` section (``GEMRAG_UNWEAVER__<FIELD>``, ``--set unweaver.<field>=``).
 
     Attributes:
@@ -105,6 +108,8 @@ class UnweaverConfig(BaseModel):
             None (default) sizes the cap by the chunk, ``max(12, gem.chunk_tokens // 8)``; 0 sets none (the paper's
             "no limit"; the completion limit, 4,096 tokens, still ends the list); n caps at n. The cap is part of
             the artefact version, so changing it re-extracts.
+        read_titles: extract from a chunk's document title and text (:class:`~gemrag.config.ReadTitles`; default:
+            the chunk alone, as the paper). Part of the artefact version too.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -167,6 +172,8 @@ class UnweaverStrategy:
     """UnWeaver: entity equivalence classes and approval-based committee elections over chunks."""
 
     name = NAME
+    reads_titles = False
+    """Entities of the chunk alone by default (section 2: the ideas a chunk contains)."""
 
     def __init__(self, config: UnweaverConfig | None = None) -> None:
         self.config = config or UnweaverConfig()
@@ -186,8 +193,9 @@ class UnweaverStrategy:
         return self.config.rule in ("av", "released") and self.config.alignment == "none"
 
     def version(self, ctx: StrategyContext) -> str:
-        """The artefact version of this configuration's extraction (its entity cap)."""
-        return entities_version(entity_cap(self.config.max_entities, ctx.config.gem.chunk_tokens))
+        """The artefact version of this configuration's extraction (its entity cap, and whether it reads titles)."""
+        version = entities_version(entity_cap(self.config.max_entities, ctx.config.gem.chunk_tokens))
+        return title_version(ctx, version, strategy_reads_titles(ctx, NAME))
 
     def _classes(self, ctx: StrategyContext, chunks: list[NodeRecord]) -> tuple[EntityClasses, list[Representative]]:
         """Extraction artefacts -> classes and representatives (semantic merging when configured)."""
@@ -219,8 +227,9 @@ class UnweaverStrategy:
         chunks = chunk_nodes(ctx)
         generation = ctx.store.begin_build(NAME)
         cap = entity_cap(self.config.max_entities, ctx.config.gem.chunk_tokens)
+        titles, version = strategy_reads_titles(ctx, NAME), self.version(ctx)
         report = extract_artifacts(
-            ctx, chunks, extraction(cap), strategy=NAME, kind=ENTITIES_KIND, version=self.version(ctx)
+            ctx, chunks, extraction(cap), strategy=NAME, kind=ENTITIES_KIND, version=version, titles=titles
         )
         classes, reps = self._classes(ctx, chunks)
         chunk_ids = np.array([c.id for c in chunks], dtype=np.int64)
@@ -249,7 +258,7 @@ class UnweaverStrategy:
             "chunks": len(chunks),
             "classes": len(reps),
             "entities": int(sum(len(m) for m in classes.members)),
-            "extracted_chunks": len(ctx.store.artifacts(NAME, ENTITIES_KIND, ChunkEntities, self.version(ctx))),
+            "extracted_chunks": len(ctx.store.artifacts(NAME, ENTITIES_KIND, ChunkEntities, version)),
             "entity_cap": cap,
             "failed_this_build": report.failed,
             "shortened": sum(r.shortened == "llm" for r in reps),
