@@ -12,6 +12,18 @@ SOURCE_NODES = "source_nodes"
 """Key of a hit's ``meta`` listing the store node ids whose recorded sources its text was made from, when that is
 not the hit's own node (``hlgraph``'s ``"relations"`` hit: the facts it renders as sentences)."""
 
+SAME_TEXT = "same_text"
+"""Key of a hit's ``meta`` listing the nodes of lower-ranked hits with the same text that a retrieval dropped
+(:func:`gemrag.lifecycle.distinct_texts`; each named by :func:`provenance_nodes`): the hit stands for their sources
+too, so its provenance names every document the text came from."""
+
+
+def provenance_nodes(hit: Hit) -> list[int]:
+    """The store nodes whose sources a hit's text stands for: ``meta[SOURCE_NODES]`` when given, else the hit's own
+    node (a chunk: itself; a derived node: its recorded sources)."""
+    named = hit.meta.get(SOURCE_NODES)
+    return [int(i) for i in named] if isinstance(named, list) else [int(hit.node_id)]
+
 
 @dataclass(frozen=True)
 class DocumentRef:
