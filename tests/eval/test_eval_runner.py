@@ -252,13 +252,18 @@ def test_recall_on_passage_ids_and_free_form_scores(tmp_path: Path, config: Conf
     assert second["recall@2"] == 0.0 and second["recall@5"] == 1.0  # gold {Epsilon}
     # musique is a span-answer kind: the short form keeps the completion's answer line, without its full stop
     assert first["answer"] == "A free-form answer" and first["em"] == 0.0 and first["f1"] == 0.0
+    # cited answers (issue 39): scored without the marker; the cited passage is Alpha, gold for q0 only
+    assert first["cited_answer"] == "A free-form answer [1]" and first["cited"] == [1]
+    assert (first["citation_recall"], first["citation_precision"]) == (1.0, 1.0)
+    assert (second["citation_recall"], second["citation_precision"]) == (0.0, 0.0)
     assert json.loads((out / "run.json").read_text())["answer_form"] == "short"
     agg = res.summary.aggregates["firstchunks"]
     assert agg["recall@2"]["mean"] == 0.25 and agg["recall@5"]["mean"] == 1.0
-    assert agg["accuracy"] is None and agg["f1"]["mean"] == 0.0
+    assert agg["accuracy"] is None and agg["f1"]["mean"] == 0.0 and agg["citation_recall"]["mean"] == 0.5
     assert len(list((out / "memories").iterdir())) == 1  # one shared corpus = one memory
     md = (out / "results.md").read_text()
     assert "R@2" in md and "R@5 (95% CI)" in md and "F1 (95% CI)" in md and "Acc (95% CI)" not in md
+    assert "Citation R (95% CI)" in md and "Citation P (95% CI)" in md
 
 
 def test_retrieval_only_loads_no_llm(tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
