@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from fakes import HashEmbedder, ScriptedLLM
-from gemrag.config import Config
+from gemrag.config import AnswerSettings, Config
 from gemrag.errors import ConfigError, InputError
 from gemrag.eval import runner as runner_module
 from gemrag.eval.cli import eval_command, parse_ablation, parse_documents
@@ -257,6 +257,19 @@ def test_recall_on_passage_ids_and_free_form_scores(tmp_path: Path, config: Conf
     assert (first["citation_recall"], first["citation_precision"]) == (1.0, 1.0)
     assert (second["citation_recall"], second["citation_precision"]) == (0.0, 0.0)
     assert json.loads((out / "run.json").read_text())["answer_form"] == "short"
+    assert json.loads((out / "run.json").read_text())["cite"] is True  # cited and uncited answers never mix
+    uncited = config.model_copy(update={"answer": AnswerSettings(cite=False)})
+    with pytest.raises(ConfigError, match="differs in cite"):
+        run_eval(
+            "musique",
+            multihop_file(tmp_path),
+            ["firstchunks"],
+            config=uncited,
+            budget=1,
+            out_dir=out,
+            llm=ScriptedLLM(),
+            embedder=HashEmbedder(),
+        )
     agg = res.summary.aggregates["firstchunks"]
     assert agg["recall@2"]["mean"] == 0.25 and agg["recall@5"]["mean"] == 1.0
     assert agg["accuracy"] is None and agg["f1"]["mean"] == 0.0 and agg["citation_recall"]["mean"] == 0.5
