@@ -11,7 +11,8 @@ turn (:mod:`gemrag.eval.evidence`). Per question with gold evidence and a genera
 
 The report averages both per strategy with bootstrap intervals (:data:`gemrag.eval.report.METRICS`). This follows
 the citation recall / precision of ALCE (Gao et al., EMNLP 2023, "Enabling Large Language Models to Generate Text
-with Citations", section 2.3), with gold-passage membership in place of ALCE's NLI entailment judge.
+with Citations", its citation-quality evaluation), with gold-passage membership in place of ALCE's NLI entailment
+judge, and per answer rather than per statement.
 """
 
 from __future__ import annotations
