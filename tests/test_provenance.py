@@ -12,8 +12,10 @@ from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
+from gemrag.lifecycle import distinct_texts
 from gemrag.provenance import describe_hits, passage_label, source_label, with_provenance
-from gemrag.types import SOURCE_NODES, Hit, Provenance
+from gemrag.store.rows import sha256_text
+from gemrag.types import SAME_TEXT, SOURCE_NODES, Hit, Provenance
 from test_memory import DOC_A, DOC_B
 
 QUESTION = "Who gave Amos a silver medal for his courage?"
@@ -147,3 +149,37 @@ def test_described_nodes_are_json_and_a_vanished_node_has_no_passage(tmp_path: P
             and first["titles"] == ["lighthouse"]
         )
         assert nodes[2].passages == [] and nodes[2].documents == [] and source_label(Provenance()) == "—"
+
+
+def test_a_hit_kept_for_others_with_its_text_names_their_documents_too(memory_at: MemoryAt, config: Config) -> None:
+    """Two documents holding the same text (as a memory written before schema 5 may): the retrieval keeps one hit
+    for the text (lifecycle.distinct_texts), and its provenance names both documents' passages."""
+    with open_memory(memory_at(), config) as mem:
+        store = mem.store
+        with store.transaction() as c:
+            for key in ("/greenhouse.txt", "/copy.txt"):
+                store.insert_document(c, key, key[1:-4], DOC_B, sha256_text(DOC_B), key=key)
+            store.insert_document(c, "/lighthouse.txt", "lighthouse", DOC_A, sha256_text(DOC_A), key="/lighthouse.txt")
+        mem.index("dense")
+        hits = mem.retrieve("What grows in the greenhouse?", 6, strategy="dense")
+        assert len({h.text for h in hits}) == len(hits)  # no text twice in the context
+        twins = [h for h in hits if h.meta.get(SAME_TEXT)]
+        assert twins  # DOC_B's chunks are stored twice, once per document
+        for hit in twins:
+            assert hit.provenance is not None
+            assert {p.document.source for p in hit.provenance.passages} == {"/greenhouse.txt", "/copy.txt"}
+            assert {p.chunk_id for p in hit.provenance.passages} == {hit.node_id, *hit.meta[SAME_TEXT]}  # type: ignore[misc]
+            for p in hit.provenance.passages:  # each passage's span slices its own document to the text
+                text = store.document_text(p.document.id)
+                assert " ".join(text[p.start : p.end].split()) == hit.text  # type: ignore[index]
+        [described] = [n for n in describe_hits(store, twins[:1], "dense")]
+        assert len(described.documents) == 2 and len(described.chunk_ids) == 2
+
+
+def test_distinct_texts_names_the_dropped_nodes_on_the_kept_hit() -> None:
+    relations = Hit(9, "relations", 0.5, "same", 2, {SOURCE_NODES: [40, 41]})
+    kept = distinct_texts(
+        [Hit(1, "chunk", 0.9, "same"), Hit(2, "chunk", 0.8, "other", 1), Hit(3, "chunk", 0.7, "same", 2), relations]
+    )
+    assert [(h.node_id, h.rank) for h in kept] == [(1, 0), (2, 1)]
+    assert kept[0].meta == {SAME_TEXT: [3, 40, 41]} and kept[1].meta == {}
