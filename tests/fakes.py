@@ -137,6 +137,14 @@ def _agent_call(messages: Sequence[Message], schema: dict[str, Any] | None) -> d
     return {"tool": "output_answer", "arguments": {"answer": first.group(1)[:80] if first else "not found"}}
 
 
+def _nearest_passage(prompt: str, text: str) -> int:
+    """The number ``n`` of the context passage ``[n] ...`` of an answer prompt sharing most words with ``text``."""
+    context = prompt.split("Context:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+    passages = re.findall(r"^\[(\d+)\] (.*)$", context, flags=re.M)
+    words = set(WORD.findall(text.lower()))
+    return int(max(passages, key=lambda p: len(words & set(WORD.findall(p[1].lower()))))[0]) if passages else 1
+
+
 class ScriptedLLM:
     """Answers gemrag's prompts deterministically; ``fail`` decides which calls return malformed output.
 
@@ -144,11 +152,13 @@ class ScriptedLLM:
     triples link the first two names of each sentence; the recognition filter keeps the candidate facts sharing a
     word of more than three letters with the question; summaries are the passages' first sentences
     (RAPTOR's: the first 8 words of each node, cut at ``max_tokens`` words); multiple-choice answers pick the
-    option sharing most words with the context; REMem gists name each turn's speaker and first words (facts dated
-    the session day), and the gist agent retrieves once over the gists, then answers with the first result;
-    UnWeaver's entities are the capitalized names, each described by the sentences naming it, and a shortened
-    description is the first sentence; HLGraphRAG's extraction links the first two names of each sentence, its main
-    ideas are the question's names; the ``gemrag chat`` character replies with its first memory.
+    option sharing most words with the context (citing: and the passage sharing most words with it); free-form
+    answers are "A free-form answer." ("A free-form answer [1]." when the prompt asks to cite the passages); REMem
+    gists name each turn's speaker and first words (facts dated the session day), and the gist agent retrieves once
+    over the gists, then answers with the first result; UnWeaver's entities are the capitalized names, each described
+    by the sentences naming it, and a shortened description is the first sentence; HLGraphRAG's extraction links the
+    first two names of each sentence, its main ideas are the question's names; the ``gemrag chat`` character replies
+    with its first memory.
     """
 
     def __init__(self, fail: Callable[[int, str], bool] | None = None, interrupt_after: int | None = None) -> None:
@@ -259,9 +269,14 @@ class ScriptedLLM:
         if "Options:" in prompt:
             ctx = set(WORD.findall(prompt.split("Question:")[0].lower()))
             opts = re.findall(r"^([A-J])\. (.*)$", prompt, flags=re.M)
-            best = max(opts, key=lambda o: len(ctx & set(WORD.findall(o[1].lower()))))[0]
-            text = json.dumps({"answer": best})
+            best, option = max(opts, key=lambda o: len(ctx & set(WORD.findall(o[1].lower()))))
+            reply: dict[str, Any] = {"answer": best}
+            if schema and "passages" in schema.get("properties", {}):  # a cited choice: the passage nearest the option
+                reply["passages"] = [_nearest_passage(prompt, option)]
+            text = json.dumps(reply)
             return Completion(text, json.loads(text), usage)
+        if "cite the passages" in prompt.lower() and "[1]" in prompt:  # a cited answer names the first passage
+            return Completion("A free-form answer [1].", None, usage)
         return Completion("A free-form answer.", None, usage)
 
 

@@ -102,17 +102,21 @@ def test_when_gemrag_ask_streams(flag: bool | None, as_json: bool, terminal: boo
     assert cli.streams(flag, as_json, terminal) is expected
 
 
+def open_with_fakes(monkeypatch: pytest.MonkeyPatch, llm: StreamingLLM) -> StreamingLLM:
+    """Every ``Memory.open`` (the CLI's) gets ``llm`` and the hash embedder (the progress factory kept)."""
+    opened = Memory.open.__func__  # type: ignore[attr-defined]
+
+    def with_fakes(cls: type[Memory], directory: Any, config: Any = None, **kwargs: Any) -> Memory:
+        return opened(cls, directory, config, **{"llm": llm, "embedder": HashEmbedder(), **kwargs})
+
+    monkeypatch.setattr(Memory, "open", classmethod(with_fakes))
+    return llm
+
+
 @pytest.fixture
 def fake_cli(monkeypatch: pytest.MonkeyPatch, memory_dir: Path) -> StreamingLLM:
     """``gemrag ask`` opening its memory with a StreamingLLM and the hash embedder (the progress factory kept)."""
-    llm = StreamingLLM(reply=REPLY)
-    opened = Memory.open.__func__  # type: ignore[attr-defined]
-
-    def open_with_fakes(cls: type[Memory], directory: Any, config: Any = None, **kwargs: Any) -> Memory:
-        return opened(cls, directory, config, **{"llm": llm, "embedder": HashEmbedder(), **kwargs})
-
-    monkeypatch.setattr(Memory, "open", classmethod(open_with_fakes))
-    return llm
+    return open_with_fakes(monkeypatch, StreamingLLM(reply=REPLY))
 
 
 SMALL_CHUNKS = ["--set", "gem.chunk_tokens=30"]  # the chunk size of the `config` fixture's memories

@@ -135,3 +135,38 @@ def test_mcp_says_when_it_creates_a_memory(tmp_path: Path, monkeypatch: pytest.M
     )
     result = runner.invoke(cli.app, ["mcp", "--memory", "typo"])
     assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_ask_shows_sources_and_cites_in_json_and_in_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_at: MemoryAt
+) -> None:
+    """Issue 39: every hit of `ask --json` names its document, source and span (its slice is the passage), the
+    answer lists the passages it cites, and the table has a source column with the sources under the answer."""
+    from fakes import HashEmbedder, ScriptedLLM
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    monkeypatch.setattr("gemrag.memory.build_llm", lambda settings, cache_dir=None: ScriptedLLM())
+    m = str(memory_at("m"))
+    text = "The keeper is Ansel.\n\nThe   boat comes on Mondays.\n"
+    (tmp_path / "note.txt").write_text(text)
+    assert runner.invoke(cli.app, ["index", "note.txt", "--memory", m, "--strategy", "dense", "-q"]).exit_code == 0
+    base = ["ask", "Who is the keeper?", "--memory", m, "-s", "dense", "--budget", "2"]
+    result = runner.invoke(cli.app, [*base, "--retrieve-only", "--json"])
+    assert result.exit_code == 0, result.output
+    retrieved = json.loads(result.stdout)
+    assert retrieved["answer"] is None and retrieved["strategy"] == "dense"
+    for hit in retrieved["context"]:
+        [passage] = hit["passages"]
+        assert passage["document"]["title"] == "note" and passage["document"]["source"] == str(tmp_path / "note.txt")
+        assert " ".join(text[passage["start"] : passage["end"]].split()) == hit["text"]
+    result = runner.invoke(cli.app, [*base, "--json"])
+    answered = json.loads(result.stdout)
+    assert answered["answer"] == "A free-form answer [1]." and answered["cited"] == [1]
+    assert answered["citations"][0]["marker"] == 1 and answered["citations"][0]["passages"]
+    assert answered["context"] == retrieved["context"] and answered["dropped_citations"] == 0
+    result = runner.invoke(cli.app, base)
+    shown = " ".join(result.stdout.split())
+    first = retrieved["context"][0]["passages"][0]
+    assert "sources: [1] note.txt #" in shown and "source" in shown
+    assert f"[{first['start']}:{first['end']})" in shown

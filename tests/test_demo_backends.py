@@ -21,7 +21,8 @@ from gemrag import cli
 
 
 def run_demo(location: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
-    """The demo's printed answer lines and the prompts its model received."""
+    """The demo's printed answer lines (each with the line of passages it rests on) and the prompts its model
+    received."""
     llm = ScriptedLLM()  # keeps every prompt it was sent
     monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
     monkeypatch.setattr("gemrag.memory.build_llm", lambda settings, cache_dir=None: llm)
@@ -29,7 +30,9 @@ def run_demo(location: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str],
         cli.app, ["demo", "--memory", location, "--limit", "3", "-q", "--set", "gem.chunk_tokens=100"]
     )
     assert result.exit_code == 0, result.output
-    answers = [line.strip() for line in result.stdout.splitlines() if re.match(r"\s*answer [A-D-], gold", line)]
+    answers = [
+        line.strip() for line in result.stdout.splitlines() if re.match(r"\s*(answer [A-D-], gold|rests on:)", line)
+    ]
     return answers, llm.prompts
 
 
@@ -43,5 +46,8 @@ def test_demo_on_postgresql_answers_as_on_sqlite(
         pg_answers, pg_prompts = run_demo(schema_url(postgres_url, schema), monkeypatch)
     finally:
         drop_schemas(postgres_url, [schema])
-    assert len(sqlite_answers) == 3 and pg_answers == sqlite_answers
+    assert len(sqlite_answers) == 6 and pg_answers == sqlite_answers
+    # each answer with the passage it rests on (issue 39): a chunk of the story, its number and character span
+    rests = sqlite_answers[1::2]
+    assert all(re.match(r"rests on: \[\d\] lost_in_translation\.txt #\d+ \[\d+:\d+\)", line) for line in rests), rests
     assert len(sqlite_prompts) > 3 and pg_prompts == sqlite_prompts

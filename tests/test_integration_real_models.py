@@ -78,3 +78,22 @@ def test_ask_multiple_choice_and_cache(memory: Memory) -> None:
     assert first.usage.prompt_tokens > 0
     again = memory.ask("What is the name of the Tr'en who came to visit Korvin in his cell?", options)
     assert again.choice == first.choice and again.usage.calls == 0 and again.usage.cached >= 1
+
+
+def test_cited_answers_with_the_small_model(memory: Memory) -> None:
+    """Issue 39 with the real 0.5B model: a free-form answer's markers all name context passages (the others were
+    dropped and counted), a cited choice still parses its letter (the passages are decoded after it, within the
+    schema's maxItems), and every cited hit names its document and span."""
+    from gemrag.prompting import parse_citations
+
+    free = memory.ask("Who gave Korvin lessons in the local language every night?")
+    assert parse_citations(free.text, len(free.hits)).dropped == 0 and free.dropped_citations >= 0
+    assert all(1 <= n <= len(free.hits) for n in free.cited)
+    options = ["Didyak", "Korvin", "Schoenherr", "the Ruler"]
+    choice = memory.ask("What is the name of the Tr'en who came to visit Korvin in his cell?", options)
+    assert choice.choice in range(4) and choice.text == options[choice.choice]
+    assert all(1 <= n <= len(choice.hits) for n in choice.cited)
+    for hit in free.citations + choice.citations:
+        assert hit.provenance is not None and hit.provenance.passages
+        passage = hit.provenance.passages[0]
+        assert passage.document.title == "lost in translation (opening)" and passage.start is not None

@@ -66,6 +66,9 @@ def test_recall_ranks_the_matching_text_first_with_provenance(tools: MemoryTools
     best, other = result.hits
     assert best.titles == ["orchard"] and best.document_ids == [2] and best.text == ORCHARD
     assert best.kind == "chunk" and best.chunk_ids == [best.node_id]
+    [passage] = best.passages  # the chunk's document (id, title, source, version) and its span
+    assert passage.document == best.documents[0] and (passage.document.id, passage.document.version) == (2, 1)
+    assert ORCHARD[passage.start : passage.end] == ORCHARD and passage.ordinal == 0
     assert best.score > other.score
     direct = tools.memory.retrieve("Who grows pear in the orchard behind the mill?", 2, "dense")
     assert [(h.node_id, h.score) for h in direct] == [(h.node_id, h.score) for h in result.hits]
@@ -74,8 +77,12 @@ def test_recall_ranks_the_matching_text_first_with_provenance(tools: MemoryTools
 def test_ask_answers_with_its_context(tools: MemoryTools) -> None:
     tools.remember(LIGHTHOUSE, title="lighthouse")
     result = tools.ask("What colour is the tower painted?", budget=1)
-    assert result.answer == "A free-form answer."  # the scripted LLM's free-form answer
+    assert result.answer == "A free-form answer [1]."  # the scripted LLM's free-form answer, citing passage 1
     assert [h.titles for h in result.context] == [["lighthouse"]]
+    assert result.cited == [1] and result.dropped_citations == 0
+    [cited] = result.citations
+    assert cited.marker == 1 and cited.node_id == result.context[0].node_id
+    assert cited.passages[0].document.title == "lighthouse" and cited.passages[0].end == len(LIGHTHOUSE)
     assert result.retrieval_seconds >= 0 and result.answer_seconds >= 0
 
 
@@ -114,6 +121,8 @@ def test_mcp_tools_in_process(tools: MemoryTools) -> None:
             assert zero.is_error
             answered = await client.call_tool("ask", {"question": "Who sells cider?"})
             assert not answered.is_error and answered.structured_content["context"][0]["titles"] == ["orchard"]
+            [cited] = answered.structured_content["citations"]
+            assert cited["marker"] == 1 and cited["passages"][0]["document"]["title"] == "orchard"
 
     anyio.run(run)
 

@@ -1,7 +1,16 @@
 """Answering a question from retrieved context: the answer prompt (GEM-RAG section III.B.2: "The LLM is then
 given this context, followed by the question"), the multiple-choice schema, :func:`answer_question`, which
 :meth:`gemrag.memory.Memory.answer` calls, and :func:`answer_stream`, its streamed form
-(:meth:`gemrag.memory.Memory.ask_stream`)."""
+(:meth:`gemrag.memory.Memory.ask_stream`).
+
+Cited answers (``cite=True``; the setting ``[answer] cite``, on by default): the context passages are numbered
+``[1]..[n]`` as always (:func:`gemrag.prompting.format_context`) and the prompt asks the model to name the passages it
+uses with ``[n]`` markers (free form), or to list their numbers in a ``passages`` field next to the option letter
+(multiple choice); :func:`gemrag.prompting.parse_citations` reads them, and the answer carries the cited numbers and
+the count of markers that named no passage (:class:`~gemrag.reports.Answer`). A streamed answer is cited the same
+way: its pieces show the markers as the model writes them, and its final Answer is read from the whole completion
+(dropped markers removed from its text, and counted). With ``cite=False`` every prompt is the one of earlier releases,
+so their LLM cache keys hold."""
 
 from __future__ import annotations
 
@@ -18,7 +27,7 @@ from gemrag.models.base import LLM, Completion, Message, Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.models.streaming import complete_stream, pieces
 from gemrag.models.structured import complete_structured
-from gemrag.prompting import format_context
+from gemrag.prompting import CITE_INSTRUCTION, format_context, parse_citations
 from gemrag.reports import Answer
 from gemrag.store import MemoryStore
 from gemrag.types import Hit
@@ -27,9 +36,11 @@ LETTERS = "ABCDEFGHIJ"
 
 
 class ChoiceAnswer(BaseModel):
-    """Structured output of the multiple-choice answer prompt: one option letter."""
+    """Structured output of the multiple-choice answer prompt: one option letter, and (citing) the numbers of the
+    context passages the choice rests on."""
 
     answer: str
+    passages: list[int] = []
 
 
 #: Last instruction of a free-form answer prompt; with ``abstain=True`` the model may decline instead of guessing.
@@ -38,25 +49,33 @@ ABSTAIN = "If the context does not contain the answer, say that it is not mentio
 
 
 def answer_prompt(
-    question: str, context: Sequence[str], choices: Sequence[str] | None = None, *, abstain: bool = False
+    question: str,
+    context: Sequence[str],
+    choices: Sequence[str] | None = None,
+    *,
+    abstain: bool = False,
+    cite: bool = False,
 ) -> list[Message]:
     """Messages with the retrieved context followed by the question (and lettered options, if any).
 
     ``abstain`` (free-form only): tell the model to say the answer is not mentioned when the context lacks it,
     instead of guessing — for datasets with unanswerable questions (LoCoMo category 5, Maharana et al. 2024).
-    The default prompt is unchanged, so the LLM cache keys of other evaluations stay the same.
+    ``cite``: ask for ``[n]`` markers naming the passages used (free form), or for their numbers in the JSON's
+    ``passages`` (multiple choice). The default prompt is unchanged, so the LLM cache keys of other evaluations
+    stay the same.
     """
     system = "Answer questions about a document using the context passages retrieved from it."
     user = f"Context:\n{format_context(context)}\n\nQuestion: {question}\n"
     if choices:
         options = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
         letters = ", ".join(LETTERS[: len(choices)])
+        cited = ' and whose "passages" lists the numbers of the context passages it rests on' if cite else ""
         user += (
             f"Options:\n{options}\n\nWhich option is correct according to the context? Think about each "
-            f'option, then reply with JSON whose "answer" is one letter from {letters}.'
+            f'option, then reply with JSON whose "answer" is one letter from {letters}{cited}.'
         )
     else:
-        user += f"\nAnswer briefly. {ABSTAIN if abstain else GUESS}"
+        user += f"\nAnswer briefly. {CITE_INSTRUCTION + ' ' if cite else ''}{ABSTAIN if abstain else GUESS}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -65,13 +84,17 @@ SHORT_INSTRUCTION = (
 )
 #: Completion limit of a free-form answer (tokens; part of its cache key, so streamed and whole answers share it).
 ANSWER_MAX_TOKENS = 256
+SHORT_CITE = "After the phrase, cite the passages it comes from by their numbers in brackets, e.g. [2]."
+"""What the short answer prompt asks when citing (``cite=True``)."""
 #: Completion limit of a short answer (tokens); a longer completion is cut to its answer by :func:`short_form`.
 SHORT_MAX_TOKENS = 48
 #: An agent's answer longer than this (words) is shortened by one extraction call in the short form.
 SHORT_WORDS = 6
 
 
-def short_answer_prompt(question: str, context: Sequence[str], *, abstain: bool = False) -> list[Message]:
+def short_answer_prompt(
+    question: str, context: Sequence[str], *, abstain: bool = False, cite: bool = False
+) -> list[Message]:
     """The answer prompt of span-answer benchmarks: the context, the question, and a request for a short phrase in
     the words of the context — the form their official scorers (SQuAD-style EM and token F1) expect. It follows
     LoCoMo's QA prompt (Maharana et al. 2024, ``task_eval``: "write an answer in the form of a short phrase ...
@@ -79,10 +102,12 @@ def short_answer_prompt(question: str, context: Sequence[str], *, abstain: bool 
     concise ``Answer:``. A separate prompt: :func:`answer_prompt`'s messages, hence its cache keys, are unchanged.
 
     ``abstain``: say the answer is not mentioned when the context lacks it (LoCoMo category 5's scorer accepts
-    "not mentioned").
+    "not mentioned"). ``cite``: ask for ``[n]`` markers after the phrase (:data:`SHORT_CITE`).
     """
     system = "Answer questions about a document using the context passages retrieved from it."
     last = ABSTAIN if abstain else GUESS
+    if cite:
+        last = f"{SHORT_CITE} {last}"
     user = f"Context:\n{format_context(context)}\n\nQuestion: {question}\n\n{SHORT_INSTRUCTION} {last}\nShort answer:"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -117,13 +142,20 @@ def short_form(text: str) -> str:
     return line[:-1].rstrip() if line.endswith(".") and not line.endswith("..") else line
 
 
-def choice_schema(n_choices: int) -> dict[str, Any]:
-    """JSON schema restricting the answer to one of the first ``n_choices`` letters."""
-    return {
+def choice_schema(n_choices: int, n_passages: int = 0) -> dict[str, Any]:
+    """JSON schema restricting the answer to one of the first ``n_choices`` letters; with ``n_passages`` > 0 (a cited
+    answer) also ``passages``, at most ``n_passages`` passage numbers (each one of ``1..n_passages``), after the
+    letter (so a grammar decodes the letter first, from the same prompt prefix)."""
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {"answer": {"type": "string", "enum": list(LETTERS[:n_choices])}},
         "required": ["answer"],
     }
+    if n_passages > 0:
+        numbers = {"type": "integer", "enum": list(range(1, n_passages + 1))}
+        schema["properties"]["passages"] = {"type": "array", "items": numbers, "maxItems": n_passages}
+        schema["required"] = ["answer", "passages"]
+    return schema
 
 
 def answer_question(
@@ -137,6 +169,7 @@ def answer_question(
     *,
     abstain: bool = False,
     short: bool = False,
+    cite: bool = False,
     temperature: float = 0.0,
     seed: int | None = None,
 ) -> Answer:
@@ -151,6 +184,10 @@ def answer_question(
     ``short`` (free-form only): the benchmark form for span-answer datasets — :func:`short_answer_prompt`, the
     completion cut to its answer (:func:`short_form`), and an agent's answer longer than :data:`SHORT_WORDS` words
     shortened by one :func:`shorten_prompt` call (the final extraction step).
+
+    ``cite``: a cited answer (module docstring): the prompt asks for the passages used, and the answer's ``cited``
+    and ``dropped_citations`` report them (a free-form answer's markers are read from the whole completion, before
+    the short form cuts it). Nothing is cited from an empty context or by an agent's answer.
 
     Args:
         llm: returns the LLM to answer with (called only when an LLM call is needed).
@@ -168,6 +205,9 @@ def answer_question(
     before = meter.totals.get("query", Usage())
     t1 = time.perf_counter()
     agent = _agent_answer(hits)
+    cite = cite and bool(hits)
+    cited: list[int] = []
+    dropped = 0
     if agent is not None and not choices and (not short or len(str(agent).split()) <= SHORT_WORDS):
         return Answer(
             short_form(str(agent)) if short else str(agent), None, list(hits), retrieval_seconds, 0.0, Usage()
@@ -175,18 +215,26 @@ def answer_question(
     if agent is not None and not choices:
         messages = shorten_prompt(question, str(agent), abstain=abstain)
     elif short and not choices:
-        messages = short_answer_prompt(question, [h.text for h in hits], abstain=abstain)
+        messages = short_answer_prompt(question, [h.text for h in hits], abstain=abstain, cite=cite)
     else:
-        messages = answer_prompt(question, [h.text for h in hits], choices, abstain=abstain)
+        messages = answer_prompt(question, [h.text for h in hits], choices, abstain=abstain, cite=cite)
     model = llm()
     with meter.phase("query"):
         if choices:
+            n_passages = len(hits) if cite else 0
             try:
                 parsed = complete_structured(
-                    model, messages, ChoiceAnswer, schema=choice_schema(len(choices)), max_tokens=16
+                    model,
+                    messages,
+                    ChoiceAnswer,
+                    schema=choice_schema(len(choices), n_passages),
+                    max_tokens=16 + 4 * n_passages,
                 )
                 letter = parsed.answer.strip().upper()[:1]
                 choice = LETTERS.index(letter) if letter and letter in LETTERS[: len(choices)] else None
+                if cite:
+                    cited = sorted({n for n in parsed.passages if 1 <= n <= len(hits)})
+                    dropped = sum(1 for n in parsed.passages if not 1 <= n <= len(hits))
             except StructuredOutputError as exc:
                 store.record_failure("query/answer", None, f"{question[:80]}: {exc}")
                 choice = None
@@ -194,10 +242,14 @@ def answer_question(
         else:
             limit = SHORT_MAX_TOKENS if short else ANSWER_MAX_TOKENS
             completion = model.complete(messages, max_tokens=limit, temperature=temperature, seed=seed)
-            text, choice = (short_form(completion.text) if short else completion.text.strip()), None
+            raw = completion.text
+            if cite:
+                found = parse_citations(raw, len(hits))
+                raw, cited, dropped = found.text, found.cited, found.dropped
+            text, choice = (short_form(raw) if short else raw.strip()), None
     t2 = time.perf_counter()
     spent = meter.totals.get("query", Usage()) - before
-    return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent)
+    return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent, cited, dropped)
 
 
 def _agent_answer(hits: Sequence[Hit]) -> object | None:
@@ -215,6 +267,7 @@ def answer_stream(
     retrieval_seconds: float = 0.0,
     *,
     abstain: bool = False,
+    cite: bool = False,
     temperature: float = 0.0,
     seed: int | None = None,
 ) -> Iterator[str | Answer]:
@@ -232,12 +285,18 @@ def answer_stream(
     in that phase, in whichever thread iterates), and the Answer's ``usage`` is what this answer spent. A stream
     closed before its end (``close()``, ``contextlib.closing``) stops the generation and records nothing.
 
+    ``cite``: as :func:`answer_question`, with the same prompt (hence cache key). The pieces are the model's raw
+    text, ``[n]`` markers included as they are written (a marker that names no passage is streamed too); the final
+    Answer is read from the whole completion (:func:`gemrag.prompting.parse_citations`): its ``text`` without the
+    dropped markers, its ``cited`` and ``dropped_citations`` as :func:`answer_question` gives them.
+
     Args:
-        llm, meter, store, question, hits, choices, retrieval_seconds, abstain, temperature, seed: as
+        llm, meter, store, question, hits, choices, retrieval_seconds, abstain, cite, temperature, seed: as
             :func:`answer_question` (no ``short``: the span-answer form of benchmarks is not streamed).
 
     Yields:
-        Non-empty ``str`` pieces, then one :class:`~gemrag.reports.Answer` (``text``: the whole, stripped answer).
+        Non-empty ``str`` pieces, then one :class:`~gemrag.reports.Answer` (``text``: the whole, stripped answer,
+        dropped markers removed).
 
     Raises:
         ValueError: fewer than 2 or more than 10 choices.
@@ -245,14 +304,15 @@ def answer_stream(
     """
     if choices is not None or _agent_answer(hits) is not None:
         answer = answer_question(
-            llm, meter, store, question, hits, choices, retrieval_seconds, abstain=abstain, temperature=temperature,
-            seed=seed,
+            llm, meter, store, question, hits, choices, retrieval_seconds, abstain=abstain, cite=cite,
+            temperature=temperature, seed=seed,
         )  # fmt: skip
         if answer.text:
             yield answer.text
         yield answer
         return
-    messages = answer_prompt(question, [h.text for h in hits], abstain=abstain)
+    cite = cite and bool(hits)
+    messages = answer_prompt(question, [h.text for h in hits], abstain=abstain, cite=cite)
     before = meter.totals.get("query", Usage())
     t1 = time.perf_counter()
     final: list[Completion] = []
@@ -271,4 +331,7 @@ def answer_stream(
                 started = True
                 yield piece
     spent = meter.totals.get("query", Usage()) - before
-    yield Answer(final[0].text.strip(), None, list(hits), retrieval_seconds, time.perf_counter() - t1, spent)
+    found = parse_citations(final[0].text, len(hits)) if cite else None
+    text, cited, dropped = (found.text, found.cited, found.dropped) if found else (final[0].text, [], 0)
+    seconds = time.perf_counter() - t1
+    yield Answer(text.strip(), None, list(hits), retrieval_seconds, seconds, spent, cited, dropped)

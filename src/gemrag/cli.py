@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from gemrag.answering import LETTERS
@@ -51,6 +52,7 @@ from gemrag.eval.cli import eval_command
 from gemrag.memory import Memory
 from gemrag.models.factory import check_model_settings
 from gemrag.progress import rich_progress
+from gemrag.provenance import cited_sources, describe_answer, describe_hits, source_label
 from gemrag.reports import Answer
 from gemrag.sources import read_sources, synced_directories
 from gemrag.strategies import check_config
@@ -203,12 +205,17 @@ def ask(
     embedder_model: EmbModel = None,
     embedder_base_url: EmbUrl = None,
 ) -> None:
-    """Retrieve a context for QUESTION (GEM-RAG section III.B.2, Algorithm 1) and answer it. The memory must exist
-    (`gemrag index` makes it); asking changes nothing but the model caches and the usage log.
+    """Retrieve a context for QUESTION (GEM-RAG section III.B.2, Algorithm 1) and answer it, citing the context
+    passages the answer rests on ([n] markers; the sources are listed under the answer; `--set answer.cite=false`
+    turns citing off). The context table's source column names where each node comes from: document, chunk number
+    and character span [start:end). The memory must exist (`gemrag index` makes it); asking changes nothing but the
+    model caches and the usage log.
 
     On a terminal the answer is printed as the model writes it (--no-stream waits for the whole answer), after the
     retrieval and any build (--build-missing shows its progress bars on standard error first), so a progress bar
-    and the answer never share the screen at once."""
+    and the answer never share the screen at once. A streamed answer shows its [n] markers as the model writes
+    them, also one naming no context passage; the sources under it count such markers as dropped, as they are
+    under a whole answer (whose text has them removed)."""
     with cli_errors("ask again", also=(ValueError,)):
         cfg = build_config(
             config,
@@ -239,22 +246,36 @@ def ask(
             else:
                 answer = mem.ask(question, opts, budget, build=build_missing)
                 hits = answer.hits
-    if as_json:
-        payload = {
-            "answer": answer.text if answer else None,
-            "choice": answer.choice if answer else None,
-            "retrieval_seconds": answer.retrieval_seconds if answer else None,
-            "context": [{"id": h.node_id, "kind": h.kind, "score": h.score, "text": h.text} for h in hits],
-        }
-        out.print_json(json.dumps(payload))
-        return
-    if answer is not None and not streamed:
-        letter = f"({'ABCDEFGHIJ'[answer.choice]}) " if answer.choice is not None else ""
-        out.print(f"[bold]answer:[/] {letter}{answer.text}")
-    table = Table("rank", "id", "kind", "score", "text", title="context")
+            if as_json:
+                name = mem.strategy.name
+                payload: dict[str, Any] = (
+                    describe_answer(mem.store, answer, name).model_dump(mode="json")
+                    if answer is not None
+                    else {
+                        "answer": None,
+                        "choice": None,
+                        "retrieval_seconds": None,
+                        "strategy": name,
+                        "context": [n.model_dump(mode="json") for n in describe_hits(mem.store, hits, name)],
+                    }
+                )
+                out.print_json(json.dumps(payload))
+                return
+    if answer is not None:
+        if not streamed:
+            letter = f"({'ABCDEFGHIJ'[answer.choice]}) " if answer.choice is not None else ""
+            out.print(f"[bold]answer:[/] {escape(letter + answer.text)}")
+        sources = cited_sources(answer)
+        if sources:
+            out.print("[bold]sources:[/]")
+            for line in sources:
+                out.print(f"  {escape(line)}")
+    table = Table("rank", "id", "kind", "score", "source", "text", title="context")
     for h in hits:
         text = h.text if show_context else (h.text[:100] + ("…" if len(h.text) > 100 else ""))
-        table.add_row(str(h.rank + 1), str(h.node_id), h.kind, f"{h.score:.3f}", text)
+        table.add_row(
+            str(h.rank + 1), str(h.node_id), h.kind, f"{h.score:.3f}", escape(source_label(h.provenance)), escape(text)
+        )
     out.print(table)
 
 

@@ -72,7 +72,7 @@ def _env_tree(environ: Mapping[str, str]) -> dict[str, Any]:
 
 
 def effective_settings(config: Config) -> dict[str, dict[str, Any] | Any]:
-    """Every setting in effect: the top-level ones, then the typed sections (llm, embedder, gem), then each
+    """Every setting in effect: the top-level ones, then the typed sections (llm, embedder, gem, answer), then each
     registered strategy's section validated by its own model (its defaults filled in). Strategies without settings
     are left out.
 
@@ -82,7 +82,7 @@ def effective_settings(config: Config) -> dict[str, dict[str, Any] | Any]:
     """
     check_config(config)
     out: dict[str, Any] = {k: getattr(config, k) for k in ("strategy", "cache_dir", "progress")}
-    for name in ("llm", "embedder", "gem"):
+    for name in ("llm", "embedder", "gem", "answer"):
         out[name] = getattr(config, name).model_dump()
     for name in available():
         if name in out:

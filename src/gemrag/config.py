@@ -15,6 +15,9 @@ Example ``gemrag.toml``::
     [gem]
     budget = 4
 
+    [answer]
+    cite = true               # answers name the passages they use, [1]..[n]
+
     [raptor]                  # any strategy's own section, validated by that strategy's model
     summary_tokens = 200
 
@@ -171,6 +174,19 @@ class ReadTitles(BaseModel):
     read_titles: bool | None = None
 
 
+class AnswerSettings(BaseModel):
+    """How answers are generated (``[answer]``).
+
+    Attributes:
+        cite: answers name the context passages they use (default True): the prompt asks for ``[n]`` markers
+            (multiple choice: the passages' numbers beside the option letter), and an answer lists the cited
+            passages with their sources and spans (:mod:`gemrag.answering`). False gives the prompts of earlier
+            releases (and their cached answers), e.g. to measure what citing costs.
+    """
+
+    cite: bool = True
+
+
 class GemSettings(ReadTitles):
     """GEM-RAG parameters (paper section IV.E defaults). ``read_titles`` (:class:`ReadTitles`): GEM reads titles
     only when set to true (the paper's utility questions and chunk vectors are of the chunk alone, section III.B.1).
@@ -245,6 +261,7 @@ class Config(BaseSettings):
         strategy: the retrieval strategy name (``gem`` is the default).
         llm, embedder, gem: see :class:`LLMSettings`, :class:`EmbedderSettings`, :class:`GemSettings` (GEM's
             own section, typed here because the memory's chunking and default budget read it too).
+        answer: see :class:`AnswerSettings` (whether answers cite their passages).
         cache_dir: where joined model weights are kept (default ``~/.cache/gemrag``).
         progress: show progress bars.
         memory: the memory the command line uses when ``--memory`` is not given (``GEMRAG_MEMORY``, or ``memory =
@@ -260,6 +277,7 @@ class Config(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     gem: GemSettings = Field(default_factory=GemSettings)
+    answer: AnswerSettings = Field(default_factory=AnswerSettings)
     cache_dir: Path | None = None
     progress: bool = True
     memory: str | None = None
@@ -267,8 +285,8 @@ class Config(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _no_unknown_keys(cls, data: Any) -> Any:
-        """Reject a key the typed sections (``llm``, ``embedder``, ``gem``) do not have: their models would ignore
-        it silently, so a typo such as ``gem.budgte`` would change nothing."""
+        """Reject a key the typed sections (``llm``, ``embedder``, ``gem``, ``answer``) do not have: their models would
+        ignore it silently, so a typo such as ``gem.budgte`` would change nothing."""
         if not isinstance(data, Mapping):
             return data
         for name, field in cls.model_fields.items():
@@ -453,8 +471,8 @@ def load_config(
         sets: ``--set`` items, ``section.key=value`` (:func:`parse_sets`).
 
     Raises:
-        ConfigError: the file is missing or malformed, a value is invalid, a typed section (llm, embedder, gem)
-            has an unknown key, a top-level key is neither a setting nor a table, or a ``--set`` is malformed.
+        ConfigError: the file is missing or malformed, a value is invalid, a typed section (llm, embedder, gem,
+            answer) has an unknown key, a top-level key is neither a setting nor a table, or a ``--set`` is malformed.
     """
     toml_path = _find_config_file(config_file)
     explicit = _deep_merge(_deep_drop_none(overrides or {}), parse_sets(sets or []))

@@ -2,7 +2,9 @@
 
 Indexes ``examples/quality/lost_in_translation.txt`` under the identity :data:`STORY_ID` (cached and resumable,
 so later runs reuse the memory, wherever the package is installed), answers its 16 multiple-choice questions,
-prints each answer, the accuracy, and the index time, tokens by phase and retrieval latency.
+prints each answer with the passages it rests on (the context passages the model cited beside its choice, when
+``[answer] cite`` is on, the default: chunk number and character span in the story), the accuracy, and the index
+time, tokens by phase and retrieval latency.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from gemrag.answering import LETTERS
 from gemrag.config import Config
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
 from gemrag.models.weights import default_cache_dir
+from gemrag.provenance import cited_sources
 from gemrag.strategies.base import ProgressFactory
 
 STORY = "lost_in_translation"
@@ -92,6 +96,9 @@ def run_demo(
             console.print(
                 f"{mark} Q{i}: {q['question']}\n    answer {picked}, gold {LETTERS[gold]}: {q['options'][gold][:90]}"
             )
+            sources = cited_sources(ans)
+            if sources:
+                console.print("    rests on: " + escape("; ".join(sources)))
         stats = mem.stats()
     n = len(questions)
     console.print(f"[bold]accuracy: {correct}/{n} = {correct / n:.1%}[/]")

@@ -20,7 +20,8 @@ from gemrag.strategies.platform.titles import TITLES_META
 
 
 def chunk_pending(store: MemoryStore, chunk_tokens: int) -> int:
-    """Chunk every stored document that has no chunks yet (one transaction per document).
+    """Chunk every stored document that has no chunks yet (one transaction per document), each chunk stored with
+    its character span in the document's text (as the chunker cut it).
 
     Args:
         chunk_tokens: the chunk size T (MiniLM tokens).
@@ -36,7 +37,9 @@ def chunk_pending(store: MemoryStore, chunk_tokens: int) -> int:
     created = 0
     for doc_id, text in pending:
         chunks = chunk_text(text, tokenizer, chunk_tokens)
-        store.add_chunks(doc_id, [(normalize_chunk(c.text), c.n_tokens) for c in chunks])
+        store.add_chunks(
+            doc_id, [(normalize_chunk(c.text), c.n_tokens) for c in chunks], [(c.start, c.end) for c in chunks]
+        )
         created += len(chunks)
     return created
 

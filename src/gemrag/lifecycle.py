@@ -34,7 +34,7 @@ from gemrag.strategies import available
 from gemrag.strategies.base import Strategy, StrategyContext
 from gemrag.strategies.platform.common import build_models, not_indexed
 from gemrag.strategies.platform.incremental import prune_strategy
-from gemrag.types import Hit
+from gemrag.types import SAME_TEXT, Hit, provenance_nodes
 
 
 class MemoryHandle(Protocol):
@@ -293,15 +293,27 @@ def distinct_texts(hits: Sequence[Hit]) -> list[Hit]:
 
     Two nodes with the same text (the same passage stored under two documents, a summary repeating a passage) would
     take two places in a context for one piece of information; every retrieval goes through this
-    (:func:`retrieve_published`), whatever the strategy."""
-    seen: set[str] = set()
+    (:func:`retrieve_published`), whatever the strategy. The kept hit lists the dropped ones' nodes in
+    ``meta[SAME_TEXT]`` (:data:`gemrag.types.SAME_TEXT`), so its provenance keeps their sources
+    (:func:`gemrag.provenance.with_provenance`)."""
+    first: dict[str, int] = {}
     out: list[Hit] = []
     for h in hits:
-        if h.text in seen:
+        at = first.get(h.text)
+        if at is not None:
+            kept = out[at]
+            same = [*_same_text(kept), *provenance_nodes(h), *_same_text(h)]
+            out[at] = dataclasses.replace(kept, meta={**kept.meta, SAME_TEXT: list(dict.fromkeys(same))})
             continue
-        seen.add(h.text)
+        first[h.text] = len(out)
         out.append(h if h.rank == len(out) else dataclasses.replace(h, rank=len(out)))
     return out
+
+
+def _same_text(hit: Hit) -> list[int]:
+    """The nodes a hit already stands for beside its own (``meta[SAME_TEXT]``)."""
+    named = hit.meta.get(SAME_TEXT)
+    return [int(i) for i in named] if isinstance(named, list) else []
 
 
 def retrieve_published(

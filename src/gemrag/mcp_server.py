@@ -7,9 +7,11 @@ install the ``mcp`` extra). ``gemrag mcp --memory DIR`` (:mod:`gemrag.cli_mcp`) 
 * ``remember(text, title?)``: add the text as a document and index it incrementally with the server's strategy
   (only the new chunks are embedded / sent to the LLM; cached work is reused), returning the document id and
   what was indexed (:class:`RememberResult`).
-* ``recall(question, budget?, strategy?)``: the retrieved nodes with scores and provenance, as structured output
-  (:class:`RecallResult`, each node a :class:`~gemrag.provenance.RetrievedNode`).
-* ``ask(question, budget?, strategy?)``: the LLM's answer and the context it was given (:class:`AskResult`).
+* ``recall(question, budget?, strategy?)``: the retrieved nodes with scores and provenance (documents, and the
+  chunks each node was made from with their character spans), as structured output (:class:`RecallResult`, each
+  node a :class:`~gemrag.provenance.RetrievedNode`).
+* ``ask(question, budget?, strategy?)``: the LLM's answer, the context it was given and the passages it cites
+  (:class:`AskResult`).
 
 Bad input (empty text or question, a budget below 1, an unknown strategy, a memory not indexed yet, a memory
 another process is building) comes back as a tool error with a one-line message (``isError: true``), never as
@@ -31,7 +33,7 @@ from gemrag.errors import ConfigError, GemragError, InputError
 from gemrag.ingest import Document
 from gemrag.ingest.loader import decode_text
 from gemrag.memory import Memory
-from gemrag.provenance import RetrievedNode, describe_hits, retrieve_nodes
+from gemrag.provenance import CitedNode, RetrievedNode, describe_answer, retrieve_nodes
 from gemrag.sources import Source
 from gemrag.strategies.base import available
 
@@ -86,13 +88,18 @@ class RecallResult(BaseModel):
 
 
 class AskResult(BaseModel):
-    """What ``ask`` answered: ``answer`` (the LLM's text), the ``context`` nodes it was given (in that order), and
-    the seconds spent retrieving and generating."""
+    """What ``ask`` answered: ``answer`` (the LLM's text, its ``[n]`` markers naming context passages), the
+    ``context`` nodes it was given (in that order), the passages it rests on (``cited``: the numbers ``n``;
+    ``citations``: those nodes with their provenance; ``dropped_citations``: markers naming no passage, removed),
+    and the seconds spent retrieving and generating."""
 
     question: str
     answer: str
     strategy: str
     context: list[RetrievedNode]
+    cited: list[int] = []
+    dropped_citations: int = 0
+    citations: list[CitedNode] = []
     retrieval_seconds: float
     answer_seconds: float
 
@@ -178,14 +185,8 @@ class MemoryTools:
         name = self._resolve(strategy, budget)
         with self._lock:
             answer = self.memory.ask(question, None, budget, name)
-            return AskResult(
-                question=question,
-                answer=answer.text,
-                strategy=name,
-                context=describe_hits(self.memory.store, answer.hits, name),
-                retrieval_seconds=answer.retrieval_seconds,
-                answer_seconds=answer.answer_seconds,
-            )
+            described = describe_answer(self.memory.store, answer, name)
+            return AskResult(question=question, **described.model_dump(exclude={"choice"}))
 
     def _resolve(self, strategy: str | None, budget: int | None) -> str:
         """The strategy to use (checked), after checking ``budget`` (Memory.retrieve takes 0 as "default").

@@ -10,7 +10,12 @@ Example::
     mem.index()
     for hit in mem.retrieve("Why was Korvin's door left unlocked?"):
         print(hit.node_id, hit.kind, round(hit.score, 3), hit.text[:80])
-    print(mem.ask("Who is Korvin?").text)
+        for p in hit.provenance.passages:  # the chunks it was made from, with their documents and spans
+            print("   ", p.document.source, p.ordinal, p.start, p.end)
+    answer = mem.ask("Who is Korvin?")
+    print(answer.text)  # with [n] markers naming the context passages it rests on
+    for hit in answer.citations:
+        print(hit.rank + 1, hit.provenance.documents[0].title if hit.provenance.documents else "?")
     for piece in mem.ask_stream("Who is Didyak?"):  # str pieces as the model writes, then the Answer
         print(piece if isinstance(piece, str) else "", end="", flush=True)
 
@@ -52,6 +57,7 @@ from gemrag.models.base import LLM, Embedder, Usage
 from gemrag.models.cache import CachedEmbedder, CachedLLM
 from gemrag.models.factory import build_embedder, build_llm, check_model_settings
 from gemrag.models.meter import UsageMeter
+from gemrag.provenance import with_provenance
 from gemrag.reports import Answer, IndexReport
 from gemrag.sources import Source, SourceReport, put_sources, read_sources, synced_directories
 from gemrag.store import MemoryStore, is_postgres_url, memory_writable, open_store
@@ -326,6 +332,11 @@ class Memory:
         A strategy built before documents were added or deleted still answers, with one
         :class:`~gemrag.lifecycle.StaleStrategyWarning` (stderr); ``build=True`` builds a strategy never built.
 
+        Returns:
+            The hits, best first, each with its :class:`~gemrag.types.Provenance`: the chunks it was made from (itself
+            for a chunk), each with its document (id, title, source, version), ordinal and character span in that
+            version's text (:func:`gemrag.provenance.with_provenance`).
+
         Raises:
             MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
             DamagedMemoryError: the published generation's files are missing or do not match its manifest.
@@ -341,7 +352,9 @@ class Memory:
         check_ready(self, chosen, build=build)
         attributes = {"gemrag.strategy": chosen.name, "gemrag.memory": self.store.location, "gemrag.budget": budget}
         with tracing.span("gemrag.retrieve", attributes) as span, self.meter.phase("query"):
-            hits = retrieve_published(self.ctx, chosen, question, budget, self.READ_RETRIES)
+            hits = with_provenance(
+                self.store, retrieve_published(self.ctx, chosen, question, budget, self.READ_RETRIES)
+            )
             span.set_attributes({"gemrag.hits": len(hits), "gemrag.hits.summary": sum(h.kind != "chunk" for h in hits)})
             return hits
 
@@ -355,7 +368,9 @@ class Memory:
         build: bool = False,
     ) -> Answer:
         """Retrieve context and answer; with ``choices``, the LLM picks exactly one option (``build``: see
-        :meth:`retrieve`).
+        :meth:`retrieve`). With ``[answer] cite`` (the default) the answer names the context passages it rests on:
+        ``[n]`` markers in its text, ``Answer.cited`` / ``Answer.citations`` (each cited hit with its provenance) and
+        ``Answer.dropped_citations`` (markers naming no passage, removed).
 
         Raises:
             MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
@@ -394,8 +409,11 @@ class Memory:
     ) -> Iterator[str | Answer]:
         """:meth:`ask` with the answer read as the LLM writes it: retrieves now (so a bad question or an unbuilt
         strategy raises here, before anything is streamed), then returns a generator that yields the answer's text
-        in pieces (``str``, non-empty) and, last, the :class:`~gemrag.reports.Answer` — text, hits and usage, as
-        :meth:`ask` returns them (:func:`gemrag.answering.answer_stream`).
+        in pieces (``str``, non-empty) and, last, the :class:`~gemrag.reports.Answer` — text, hits (with their
+        provenance), usage and citations (``cited``, ``dropped_citations``, ``citations``), as :meth:`ask` returns
+        them (:func:`gemrag.answering.answer_stream`). Citing, the pieces are the model's raw text, ``[n]`` markers
+        as it writes them, also one that names no passage; the Answer's text has that one removed and counted in
+        ``dropped_citations``.
 
         A cached answer streams at once (its whole text as one piece); a multiple-choice answer is not streamed
         token by token (the chosen option's text comes as one piece). Usage is recorded when the stream ends. The
@@ -421,7 +439,9 @@ class Memory:
         except BaseException:
             span.end()
             raise
-        stream = answer_stream(self.llm, self.meter, self.store, question, hits, choices, seconds)
+        stream = answer_stream(
+            self.llm, self.meter, self.store, question, hits, choices, seconds, cite=self.config.answer.cite
+        )
 
         def streamed() -> Iterator[str | Answer]:
             try:
@@ -451,7 +471,8 @@ class Memory:
         short: bool = False,
     ) -> Answer:
         """Answer ``question`` from a given context: :func:`gemrag.answering.answer_question` with this memory's
-        LLM, meter and store (``abstain``, ``short`` — the span-answer form —, an agent's answer, choices: there).
+        LLM, meter and store, citing the passages used when ``config.answer.cite`` (``abstain``, ``short`` — the
+        span-answer form —, an agent's answer, choices, citations: there).
 
         Raises:
             ValueError: fewer than 2 or more than 10 choices.
@@ -467,6 +488,7 @@ class Memory:
                 retrieval_seconds,
                 abstain=abstain,
                 short=short,
+                cite=self.config.answer.cite,
             )
             span.set_attributes(tracing.usage_attributes(answer.usage))
             return answer

@@ -1,26 +1,34 @@
-"""Where each retrieved node comes from: its document(s) and chunks, as one record per hit.
+"""Where each retrieved node comes from, as one description every surface uses.
 
-The surfaces that hand retrieval results to other programs (the MCP server :mod:`gemrag.mcp_server`, the
-LangChain and LlamaIndex retrievers in :mod:`gemrag.adapters`) all describe a :class:`~gemrag.types.Hit` the
-same way, with :func:`describe_hits`: the hit's score, rank, kind and text plus the chunk ids it stands for and
-the documents (id and title) those chunks belong to (:func:`retrieve_nodes` retrieves and describes in one call).
-A chunk stands for itself; a node a strategy derived (a GEM-RAG eigentheme summary, a RAPTOR summary, a REMem
-entity or fact, a gist) stands for the chunks its build recorded as its sources (``node_sources``).
+:func:`with_provenance` gives each :class:`~gemrag.types.Hit` its :class:`~gemrag.types.Provenance`: the chunks it
+was made from, each with its document (id, title, source, version), its ordinal among the document's chunks and
+its character span ``[start, end)`` in that version's text. A chunk stands for itself; a node a strategy derived
+(a GEM-RAG eigentheme summary, a RAPTOR summary, a REMem gist, fact or turn, an UnWeaver class) stands for the
+chunks its build recorded as its sources (the store's ``node_sources``); a hit whose text was made from other
+nodes names them in ``meta[SOURCE_NODES]`` (HLGraphRAG's relations: the facts rendered) and stands for their
+sources; a hit kept for several with the same text (:func:`gemrag.lifecycle.distinct_texts` drops the others and
+names their nodes in ``meta[SAME_TEXT]``) stands for the sources of all of them. :meth:`gemrag.memory.Memory.retrieve`
+calls it on every retrieval (a few small store queries, no model call).
+
+The surfaces that hand results to other programs describe a hit as a :class:`RetrievedNode` (:func:`describe_hits`):
+``gemrag ask --json``, the HTTP server, the MCP server (:mod:`gemrag.mcp_server`) and the LangChain and LlamaIndex
+retrievers (:mod:`gemrag.adapters`); an answer's cited passages as :class:`CitedNode` (:func:`describe_answer`).
+People read a hit's sources as one line (:func:`source_label`, the CLI's context table and ``gemrag demo``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from pathlib import PurePath
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from gemrag.reports import Answer
 from gemrag.store import MemoryStore
-from gemrag.types import Hit
-
-if TYPE_CHECKING:
-    from gemrag.memory import Memory
+from gemrag.types import SAME_TEXT, DocumentRef, Hit, Passage, Provenance, provenance_nodes
 
 
 class RetrievedNode(BaseModel):
@@ -28,16 +36,19 @@ class RetrievedNode(BaseModel):
 
     Attributes:
         node_id: the node's id in the memory's store (int).
-        kind: ``"chunk"``, ``"summary"``, ``"verbatim"`` or ``"gist"`` (see :class:`~gemrag.types.Hit`).
+        kind: ``"chunk"``, ``"summary"``, ``"verbatim"``, ``"gist"`` or ``"relations"`` (see
+            :class:`~gemrag.types.Hit`).
         score: the strategy's score (float, higher is better within one retrieval; its scale depends on the
             strategy, see :attr:`gemrag.types.Hit.score`).
-        rank: 0-based position in the retrieved context.
+        rank: 0-based position in the retrieved context (an answer's marker ``[n]`` names rank ``n - 1``).
         text: the node's text as given to the LLM.
         strategy: the strategy that retrieved it.
-        chunk_ids: the chunk ids the node stands for (itself for a chunk, its recorded sources otherwise;
-            empty when a derived node recorded none).
-        document_ids: the documents of those chunks, ascending.
-        titles: those documents' titles, in the order of ``document_ids``.
+        documents: the documents the node was made from (id, title, source, version), by id.
+        passages: the chunks the node was made from (itself for a chunk), each with its document, ordinal and
+            character span ``[start, end)`` in that document version's text (:class:`~gemrag.types.Passage`);
+            empty when a derived node recorded none.
+        chunk_ids, document_ids, titles: the ids of ``passages``, and the ids and titles of ``documents`` (the
+            fields of earlier releases, kept for their users).
         meta: the strategy's own details of the hit (e.g. the matched utility question), JSON-safe.
     """
 
@@ -47,6 +58,8 @@ class RetrievedNode(BaseModel):
     rank: int
     text: str
     strategy: str
+    documents: list[DocumentRef] = Field(default_factory=list)
+    passages: list[Passage] = Field(default_factory=list)
     chunk_ids: list[int] = Field(default_factory=list)
     document_ids: list[int] = Field(default_factory=list)
     titles: list[str] = Field(default_factory=list)
@@ -54,41 +67,98 @@ class RetrievedNode(BaseModel):
 
     def metadata(self) -> dict[str, Any]:
         """Every field but ``text``, as a JSON-safe dict (the metadata a framework's document or node carries)."""
-        return self.model_dump(exclude={"text"})
+        return self.model_dump(mode="json", exclude={"text"})
 
 
-def describe_hits(store: MemoryStore, hits: Sequence[Hit], strategy: str) -> list[RetrievedNode]:
-    """Describe retrieved hits with their chunks and documents (a few small store queries, no model call).
+class CitedNode(RetrievedNode):
+    """A context node an answer cites: ``marker`` is the number ``n`` of its ``[n]`` markers (its rank + 1)."""
+
+    marker: int
+
+
+class DescribedAnswer(BaseModel):
+    """An answer with the passages it rests on, JSON-serialisable (``gemrag ask --json``, MCP ``ask``).
+
+    Attributes:
+        answer: the answer's text (cited passages marked ``[n]``; for multiple choice the chosen option's text).
+        choice: 0-based index of the chosen option (multiple choice), else None.
+        cited: the context numbers ``n`` the answer cites, ascending.
+        dropped_citations: markers naming no context passage, removed from the text.
+        citations: the cited context nodes, in ``cited`` order, each with its provenance.
+        context: every context node the LLM was given, in that order.
+        retrieval_seconds, answer_seconds: wall time of retrieving and of answering (seconds).
+    """
+
+    answer: str
+    choice: int | None
+    strategy: str
+    cited: list[int]
+    dropped_citations: int
+    citations: list[CitedNode]
+    context: list[RetrievedNode]
+    retrieval_seconds: float
+    answer_seconds: float
+
+
+def _nodes(hit: Hit) -> list[int]:
+    """The store nodes a hit stands for (see the module docstring): its own (:func:`~gemrag.types.provenance_nodes`)
+    and those of the hits with the same text a retrieval dropped for it (``meta[SAME_TEXT]``)."""
+    same = hit.meta.get(SAME_TEXT)
+    return [*provenance_nodes(hit), *([int(i) for i in same] if isinstance(same, list) else [])]
+
+
+def with_provenance(store: MemoryStore, hits: Sequence[Hit]) -> list[Hit]:
+    """The hits with their :class:`~gemrag.types.Provenance` (two or three store queries, no model call).
 
     Args:
         store: the memory's store the hits were retrieved from.
+        hits: the hits, in retrieval order.
+
+    Returns:
+        The same hits in the same order, each with ``provenance`` set (a node of a generation replaced since gets
+        an empty one: its rows are gone).
+    """
+    nodes = [_nodes(h) for h in hits]
+    # a node stands for itself when it is a chunk (store.passages finds it) and for its recorded sources otherwise
+    wanted = sorted({n for ns in nodes for n in ns})
+    sources = store.node_sources(wanted) if wanted else {}
+    members = [sorted({c for n in ns for c in (n, *sources.get(n, []))}) for ns in nodes]
+    passages = store.passages(sorted({c for m in members for c in m}))
+    out = []
+    for hit, chunks in zip(hits, members, strict=True):
+        found = sorted((passages[c] for c in chunks if c in passages), key=lambda p: (p.document.id, p.ordinal))
+        out.append(replace(hit, provenance=Provenance(tuple(found))))
+    return out
+
+
+def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(json.dumps(meta, default=str)))
+
+
+def describe_hits(store: MemoryStore | None, hits: Sequence[Hit], strategy: str) -> list[RetrievedNode]:
+    """Describe retrieved hits with their provenance (:func:`with_provenance` for hits that lack it).
+
+    Args:
+        store: the memory's store the hits were retrieved from; None when every hit carries its provenance (as
+            every hit of :meth:`gemrag.memory.Memory.retrieve`, ``ask`` and ``ask_stream`` does), so no store is
+            read (e.g. after the memory was closed).
         hits: the hits, in retrieval order.
         strategy: the name of the strategy that retrieved them.
 
     Returns:
         One :class:`RetrievedNode` per hit, same order.
+
+    Raises:
+        ValueError: ``store`` is None and a hit lacks its provenance.
     """
-    titles = {int(d["id"]): str(d["title"]) for d in store.documents()}
-    derived = [h.node_id for h in hits if h.kind != "chunk"]
-    sources = store.node_sources(derived) if derived else {}
-    doc_of: dict[int, int | None] = {}
-
-    def document_of(node_id: int) -> int | None:
-        if node_id not in doc_of:
-            try:
-                doc_of[node_id] = store.node(node_id).doc_id
-            except KeyError:  # a node of a generation replaced since: no provenance, the hit itself stands
-                doc_of[node_id] = None
-        return doc_of[node_id]
-
+    if any(h.provenance is None for h in hits):
+        if store is None:
+            raise ValueError("a hit lacks its provenance and no store was given to find it")
+        hits = with_provenance(store, hits)
     out = []
     for hit in hits:
-        chunk_ids = [int(hit.node_id)] if hit.kind == "chunk" else sources.get(int(hit.node_id), [])
-        own = document_of(int(hit.node_id))  # a verbatim turn carries its document too
-        docs = {d for d in (document_of(c) for c in chunk_ids) if d is not None}
-        if own is not None:
-            docs.add(own)
-        document_ids = sorted(docs)
+        prov = hit.provenance or Provenance()
+        documents = list(prov.documents)
         out.append(
             RetrievedNode(
                 node_id=int(hit.node_id),
@@ -97,17 +167,53 @@ def describe_hits(store: MemoryStore, hits: Sequence[Hit], strategy: str) -> lis
                 rank=int(hit.rank),
                 text=hit.text,
                 strategy=strategy,
-                chunk_ids=chunk_ids,
-                document_ids=document_ids,
-                titles=[titles.get(d, "") for d in document_ids],
-                meta=json.loads(json.dumps(hit.meta, default=str)),
+                documents=documents,
+                passages=list(prov.passages),
+                chunk_ids=[p.chunk_id for p in prov.passages],
+                document_ids=[d.id for d in documents],
+                titles=[d.title for d in documents],
+                meta=_jsonable(hit.meta),
             )
         )
     return out
 
 
+def describe_answer(store: MemoryStore | None, answer: Answer, strategy: str) -> DescribedAnswer:
+    """An answer with its context and cited passages, each described by :func:`describe_hits`.
+
+    Args:
+        store: the memory's store (None: see :func:`describe_hits`). answer: what
+            :meth:`gemrag.memory.Memory.ask` (or the last item of ``ask_stream``) returned.
+        strategy: the strategy that retrieved the context.
+    """
+    context = describe_hits(store, answer.hits, strategy)
+    citations = [CitedNode(marker=n, **context[n - 1].model_dump()) for n in answer.cited]
+    return DescribedAnswer(
+        answer=answer.text,
+        choice=answer.choice,
+        strategy=strategy,
+        cited=list(answer.cited),
+        dropped_citations=answer.dropped_citations,
+        citations=citations,
+        context=context,
+        retrieval_seconds=answer.retrieval_seconds,
+        answer_seconds=answer.answer_seconds,
+    )
+
+
+class _Retriever(Protocol):
+    """What :func:`retrieve_nodes` needs of a memory (:class:`gemrag.memory.Memory` is one)."""
+
+    store: MemoryStore
+
+    @property
+    def strategy(self) -> Any: ...  # noqa: ANN401 - the memory's configured strategy (its ``name``)
+
+    def retrieve(self, question: str, budget: int | None = None, strategy: str | None = None) -> list[Hit]: ...
+
+
 def retrieve_nodes(
-    memory: Memory, question: str, budget: int | None = None, strategy: str | None = None
+    memory: _Retriever, question: str, budget: int | None = None, strategy: str | None = None
 ) -> list[RetrievedNode]:
     """:meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>` then :func:`describe_hits`.
 
@@ -127,3 +233,49 @@ def retrieve_nodes(
     """
     name = strategy or memory.strategy.name
     return describe_hits(memory.store, memory.retrieve(question, budget, name), name)
+
+
+def document_name(document: DocumentRef) -> str:
+    """A short name of a document for people: its file name when its source is a path, else its source (or its
+    title when the source is a placeholder such as ``<text>``)."""
+    source = document.source
+    if source.startswith("<") or not source.strip():
+        return document.title
+    name = PurePath(source).name
+    return name or source
+
+
+def passage_label(passage: Passage) -> str:
+    """One passage for people: ``"story.txt #3 [120:480)"`` (document name, version when > 1, chunk ordinal, span)."""
+    version = f" v{passage.document.version}" if passage.document.version > 1 else ""
+    span = f" [{passage.start}:{passage.end})" if passage.start is not None else ""
+    return f"{document_name(passage.document)}{version} #{passage.ordinal}{span}"
+
+
+def source_label(provenance: Provenance | None) -> str:
+    """A hit's sources in one line: its first passage (:func:`passage_label`), and ``+k`` for the others; ``"—"``
+    when it has none."""
+    if provenance is None or not provenance.passages:
+        return "—"
+    first, more = provenance.passages[0], len(provenance.passages) - 1
+    return passage_label(first) + (f" +{more}" if more else "")
+
+
+def cited_sources(answer: Answer, limit: int = 3) -> list[str]:
+    """The passages an answer rests on, one line per cited context node: ``"[2] story.txt #3 [120:480)"`` (a
+    derived node: its first ``limit`` passages and ``+k more``), then a line counting dropped markers, if any."""
+    lines = []
+    for n, hit in zip(answer.cited, answer.citations, strict=True):
+        passages = hit.provenance.passages if hit.provenance is not None else ()
+        if not passages:
+            lines.append(f"[{n}] node {hit.node_id} ({hit.kind}): no recorded source")
+            continue
+        shown = "; ".join(passage_label(p) for p in passages[:limit])
+        more = len(passages) - limit
+        lines.append(f"[{n}] {shown}" + (f"; +{more} more" if more > 0 else ""))
+    if answer.dropped_citations:
+        k = answer.dropped_citations
+        lines.append(
+            f"({k} marker{'s' if k != 1 else ''} named no context passage and {'were' if k != 1 else 'was'} dropped)"
+        )
+    return lines

@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from fakes import HashEmbedder, ScriptedLLM
-from gemrag.config import Config
+from gemrag.config import AnswerSettings, Config
 from gemrag.errors import ConfigError, InputError
 from gemrag.eval import runner as runner_module
 from gemrag.eval.cli import eval_command, parse_ablation, parse_documents
@@ -233,16 +233,8 @@ def test_resume_after_interrupt_and_rerun_costs_nothing(tmp_path: Path, config: 
 
 def test_recall_on_passage_ids_and_free_form_scores(tmp_path: Path, config: Config) -> None:
     out = tmp_path / "out"
-    res = run_eval(
-        "musique",
-        multihop_file(tmp_path),
-        ["firstchunks"],
-        config=config,
-        budget=1,
-        out_dir=out,
-        llm=ScriptedLLM(),
-        embedder=HashEmbedder(),
-    )
+    common: dict[str, Any] = {"budget": 1, "out_dir": out, "llm": ScriptedLLM(), "embedder": HashEmbedder()}
+    res = run_eval("musique", multihop_file(tmp_path), ["firstchunks"], config=config, **common)
     by_q = {r["question_id"]: r for r in res.records}
     first, second = by_q["2hop__0"], by_q["2hop__1"]
     # firstchunks returns corpus order; Recall@k retrieves max(B, 5) = 5 nodes, the answer sees B = 1
@@ -252,13 +244,22 @@ def test_recall_on_passage_ids_and_free_form_scores(tmp_path: Path, config: Conf
     assert second["recall@2"] == 0.0 and second["recall@5"] == 1.0  # gold {Epsilon}
     # musique is a span-answer kind: the short form keeps the completion's answer line, without its full stop
     assert first["answer"] == "A free-form answer" and first["em"] == 0.0 and first["f1"] == 0.0
+    # cited answers (issue 39): scored without the marker; the cited passage is Alpha, gold for q0 only
+    assert first["cited_answer"] == "A free-form answer [1]" and first["cited"] == [1]
+    assert (first["citation_recall"], first["citation_precision"]) == (1.0, 1.0)
+    assert (second["citation_recall"], second["citation_precision"]) == (0.0, 0.0)
     assert json.loads((out / "run.json").read_text())["answer_form"] == "short"
+    assert json.loads((out / "run.json").read_text())["cite"] is True  # cited and uncited answers never mix
+    uncited = config.model_copy(update={"answer": AnswerSettings(cite=False)})
+    with pytest.raises(ConfigError, match="differs in cite"):
+        run_eval("musique", multihop_file(tmp_path), ["firstchunks"], config=uncited, **common)
     agg = res.summary.aggregates["firstchunks"]
     assert agg["recall@2"]["mean"] == 0.25 and agg["recall@5"]["mean"] == 1.0
-    assert agg["accuracy"] is None and agg["f1"]["mean"] == 0.0
+    assert agg["accuracy"] is None and agg["f1"]["mean"] == 0.0 and agg["citation_recall"]["mean"] == 0.5
     assert len(list((out / "memories").iterdir())) == 1  # one shared corpus = one memory
     md = (out / "results.md").read_text()
     assert "R@2" in md and "R@5 (95% CI)" in md and "F1 (95% CI)" in md and "Acc (95% CI)" not in md
+    assert "Citation R (95% CI)" in md and "Citation P (95% CI)" in md
 
 
 def test_retrieval_only_loads_no_llm(tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -72,6 +72,10 @@ def test_add_index_retrieve_delete(server: tuple[httpx.Client, Path]) -> None:
     assert [h["rank"] for h in hits] == [0, 1, 2]
     assert hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"] and -1.0 <= hits[2]["score"] <= 1.0
     assert all(h["kind"] == "chunk" and isinstance(h["meta"], dict) for h in hits)
+    [passage] = hits[0]["passages"]  # provenance (issue 39): the chunk's document and its span in the text
+    assert hits[0]["documents"] == [passage["document"]] and passage["document"]["title"] == "garden"
+    assert passage["chunk_id"] == hits[0]["node_id"] and hits[0]["strategy"] == "dense"
+    assert " ".join(DOC_B[passage["start"] : passage["end"]].split()) == hits[0]["text"]
 
     stats = client.get("/v1/namespaces/notes/stats").json()
     assert [d["title"] for d in stats["documents"]] == ["lighthouse", "garden"] and stats["chunks"] == report["chunks"]
@@ -109,12 +113,18 @@ def test_upload_files_then_ask(server: tuple[httpx.Client, Path]) -> None:
     index(client, "up")
     r = client.post("/v1/namespaces/up/ask", json={"question": "Who lit the lamp?", "budget": 2, **DENSE})
     assert r.status_code == 200, r.text
-    assert r.json()["text"] == "A free-form answer." and len(r.json()["hits"]) == 2  # the scripted LLM's answer
+    body = r.json()
+    assert body["text"] == "A free-form answer [1]." and len(body["hits"]) == 2  # the scripted LLM cites [1]
+    assert body["cited"] == [1] and body["dropped_citations"] == 0
+    [cited] = body["citations"]
+    assert cited["marker"] == 1 and cited["node_id"] == body["hits"][0]["node_id"]
+    assert cited["passages"] == body["hits"][0]["passages"] and cited["passages"][0]["document"]["source"]
     choice = client.post(
         "/v1/namespaces/up/ask",
         json={"question": "What ate the aphids?", "choices": ["ladybirds", "owls"], **DENSE},
     ).json()
     assert choice["choice"] == 0 and choice["text"] == "ladybirds"
+    assert len(choice["cited"]) == 1 and "ladybirds" in choice["citations"][0]["text"]  # the passage it rests on
 
 
 def test_re_adding_a_source_replaces_it(server: tuple[httpx.Client, Path]) -> None:

@@ -54,8 +54,9 @@ def make_v3_memory(source: Path, target: Path) -> None:
     ]
     conn.execute(f"INSERT INTO documents SELECT {DOC_COLUMNS} FROM src.documents")
     conn.execute("UPDATE documents SET source = title || '.txt'")  # as given on the command line, relative
-    for table in tables:
-        conn.execute(f"INSERT INTO {table} SELECT * FROM src.{table}")
+    for table in tables:  # the columns schema 3 has (a newer source has more, e.g. schema 6's chunk spans)
+        columns = ", ".join(str(r[1]) for r in conn.execute(f"PRAGMA main.table_info({table})"))
+        conn.execute(f"INSERT INTO {table}({columns}) SELECT {columns} FROM src.{table}")
     conn.execute("INSERT INTO meta SELECT * FROM src.meta WHERE key != 'schema_version'")
     conn.execute("INSERT INTO meta VALUES ('schema_version', '3')")
     conn.commit()
@@ -89,7 +90,7 @@ def test_v3_memory_upgrades_in_place_and_adopts_its_files(
     llm = ScriptedLLM()
     with Memory.open(path, config, llm=llm, embedder=HashEmbedder()) as mem:
         store = mem.store
-        assert store.get_meta("schema_version") == SCHEMA_VERSION == 5
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 6
         assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert store.conn.execute(f"SELECT {DOC_COLUMNS} FROM documents ORDER BY id").fetchall() == old_rows
         assert [(d["key"], d["version"]) for d in store.documents()] == [(None, 1), (None, 1)]

@@ -36,8 +36,11 @@ class GemragRetriever(BaseRetriever):
     synchronous retrieval in an executor). Each retrieved node becomes a ``Document`` whose ``page_content`` is
     the node's text and whose ``metadata`` is :meth:`RetrievedNode.metadata
     <gemrag.provenance.RetrievedNode.metadata>`: ``score`` (the strategy's score, float, higher is better),
-    ``rank``, ``node_id``, ``kind``, ``strategy``, ``chunk_ids``, ``document_ids``, ``titles`` and the strategy's
-    ``meta``; ``Document.id`` is ``"gemrag:<node_id>"``. Documents come best first.
+    ``rank``, ``node_id``, ``kind``, ``strategy``, ``documents`` (each a dict of ``id``, ``title``, ``source``,
+    ``version``), ``passages`` (the chunks the node was made from, each a dict of ``chunk_id``, ``document``,
+    ``ordinal`` and its character span ``start``/``end`` in that document version's text), ``chunk_ids``,
+    ``document_ids``, ``titles`` and the strategy's ``meta``; ``Document.id`` is ``"gemrag:<node_id>"``. Documents
+    come best first.
 
     Attributes:
         memory: an open :class:`~gemrag.memory.Memory` whose strategy has been built (``index``).

@@ -35,7 +35,9 @@ class GemragRetriever(BaseRetriever):
     best first: ``score`` is the strategy's score (float, higher is better within one retrieval), the
     ``TextNode``'s ``id_`` is ``"gemrag:<node_id>"``, its ``text`` the node's text and its ``metadata``
     :meth:`RetrievedNode.metadata <gemrag.provenance.RetrievedNode.metadata>` (``score``, ``rank``,
-    ``node_id``, ``kind``, ``strategy``, ``chunk_ids``, ``document_ids``, ``titles``, ``meta``). The metadata is
+    ``node_id``, ``kind``, ``strategy``, ``documents`` and ``passages`` (the chunks the node was made from, each with
+    its document and character span ``start``/``end`` in that document version's text), ``chunk_ids``,
+    ``document_ids``, ``titles``, ``meta``). The metadata is
     excluded from the text LlamaIndex gives an LLM or an embedder, which see the node's text only.
 
     Args:

@@ -6,11 +6,11 @@ LoCoMo (Maharana et al., ACL 2024) gives each question the ids of its evidence t
 span ``metadata["turns"][i]["start"/"end"]`` written by :mod:`gemrag.eval.loaders.locomo`) overlaps the span
 of at least one retrieved chunk of that document, at the retrieval depth given to the LLM (the budget B).
 
-Chunk spans: the store keeps no chunk offsets (a chunk's text is the chunker's span with whitespace runs
-collapsed to single spaces, :func:`gemrag.documents.chunk_pending`), so :func:`locate_chunks`
-finds each chunk in the document text again: an exact search in the document with whitespace collapsed the
-same way, starting where the previous chunk (in document order) ended, mapped back to original offsets.
-Node texts, the store and every cache key are left untouched.
+Chunk spans: the turn offsets refer to the dataset's document text, so :func:`~gemrag.ingest.spans.locate_chunks`
+finds each chunk in that text again (an exact search with whitespace collapsed the way the store collapses chunk
+texts, starting where the previous chunk in document order ended, mapped back to original offsets) instead of
+trusting the spans the store records in the stored text. Node texts, the store and every cache key are left
+untouched.
 
 Non-chunk hits (summary nodes) count through the chunks they summarize when they name them: ``members``
 (GEM's eigentheme summaries) or ``children`` (RAPTOR, followed down through lower-layer summaries) in the
@@ -19,20 +19,17 @@ hit's ``meta`` or the stored node's ``meta``. A node naming neither covers nothi
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from gemrag.ingest.spans import Span, locate_chunks
 from gemrag.types import Hit
 
 __all__ = ["ChunkSpans", "evidence_recall", "gold_turn_spans", "locate_chunks", "member_chunks", "question_evidence"]
 
-_WORD = re.compile(r"\S+")
 #: Keys of a summary node's meta that list the node ids it was made from.
 MEMBER_KEYS = ("members", "children")
-
-Span = tuple[int, int]
 
 
 class _Node(Protocol):
@@ -47,51 +44,6 @@ class _Node(Protocol):
 class _Store(Protocol):
     def node(self, node_id: int) -> _Node: ...
     def nodes(self, kind: str | None = None) -> Sequence[_Node]: ...
-
-
-def _collapse(text: str) -> tuple[str, list[int]]:
-    """``text`` with whitespace runs collapsed to one space (ends trimmed), and for each of its characters
-    the offset of the original character it stands for (a collapsed space: the first whitespace of its run)."""
-    parts: list[str] = []
-    where: list[int] = []
-    for m in _WORD.finditer(text):
-        if parts:
-            parts.append(" ")
-            where.append(where[-1] + 1)
-        parts.append(m.group(0))
-        where.extend(range(m.start(), m.end()))
-    return "".join(parts), where
-
-
-def locate_chunks(document: str, chunks: Sequence[str]) -> list[Span | None]:
-    """Character spans ``[start, end)`` in ``document`` of ``chunks`` (texts in document order).
-
-    A chunk is matched with whitespace runs collapsed on both sides (the store's chunk texts are collapsed), as
-    an exact substring searched from the end of the previous located chunk, so repeated lines map to
-    successive occurrences; a chunk not found there is searched from the start. A chunk found nowhere (its
-    document was edited) gets ``None``.
-
-    Returns:
-        One span (or None) per chunk, offsets into ``document``.
-    """
-    flat, where = _collapse(document)
-    spans: list[Span | None] = []
-    pos = 0
-    for text in chunks:
-        needle = " ".join(text.split())
-        if not needle:
-            spans.append(None)
-            continue
-        at = flat.find(needle, pos)
-        if at < 0:
-            at = flat.find(needle)
-        if at < 0:
-            spans.append(None)
-            continue
-        end = at + len(needle)
-        spans.append((where[at], where[end - 1] + 1))
-        pos = end
-    return spans
 
 
 class ChunkSpans:

@@ -49,6 +49,8 @@ METRICS = {
     "recall@5": "R@5",
     "recall@2": "R@2",
     "evidence_recall": "EvR",
+    "citation_recall": "CitR",
+    "citation_precision": "CitP",
     "em": "EM",
     "hard_accuracy": "HARD Acc",
     "judged": "Judged",
@@ -234,6 +236,8 @@ def _columns(results: EvalResults) -> list[tuple[str, Callable[[str, dict[str, A
         ("R@2", lambda name, a: _pct(a["recall@2"])),
         ("R@5 (95% CI)", lambda name, a: _pct_ci(a["recall@5"])),
         ("Evidence R (95% CI)", lambda name, a: _pct_ci(a["evidence_recall"])),
+        ("Citation R (95% CI)", lambda name, a: _pct_ci(a["citation_recall"])),
+        ("Citation P (95% CI)", lambda name, a: _pct_ci(a["citation_precision"])),
         ("index tokens p / c / e", lambda name, a: _tokens(a["index"])),
         ("query tokens / q p / c / e", lambda name, a: _tokens(a["query_tokens"], 1)),
         ("retrieval LLM calls / q", _retrieval_calls),
@@ -284,6 +288,12 @@ def markdown_report(results: EvalResults) -> str:
         lines[-1] += (
             " Evidence R: share of a question's gold evidence turns whose line overlaps one of the B context "
             "nodes (summary nodes through their member chunks)."
+        )
+    if any(a["citation_recall"] for a in aggs.values()):
+        lines[-1] += (
+            " Citation R / P (cited answers, ALCE's citation recall and precision with gold passages as the judge): "
+            "R = 1 if a passage the answer cites contains gold evidence (a gold document, or for LoCoMo a gold turn), "
+            "P = share of cited passages that do (questions citing nothing are left out of P)."
         )
     if results.dataset.get("kind") == "qa":  # the user's own questions (gemrag.eval.loaders.qa_file)
         lines[-1] += (

@@ -39,6 +39,7 @@ from gemrag.errors import ConfigError
 from gemrag.eval.adversarial import read_option
 from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
 from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
+from gemrag.eval.citations import citation_record, gold_judge, plain_answer
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
@@ -187,8 +188,11 @@ class _Runner:
                 node_docs[hit.node_id] = passages.get(doc_id, []) if doc_id is not None else []
             return node_docs[hit.node_id]
 
+        def gold_of(q: Question) -> Callable[[Hit], bool] | None:
+            return gold_judge(q.gold_passages, self.doc_ids, passages, lambda hits: evidence(q, hits))
+
         def one(item: tuple[Question, int]) -> dict[str, Any]:
-            return self._ask(mem, tap, run, gid, item, documents, evidence)
+            return self._ask(mem, tap, run, gid, item, documents, evidence, gold_of)
 
         budget = int(run.setting.get("budget", self.budget))
         # Untimed warm-up: embed the questions once (cached in the memory) and load the strategy's structures,
@@ -233,6 +237,7 @@ class _Runner:
         item: tuple[Question, int],
         documents: Callable[[Hit], list[str]],
         evidence: Callable[[Question, Sequence[Hit]], tuple[float | None, list[str]]],
+        gold_of: Callable[[Question], Callable[[Hit], bool] | None],
     ) -> dict[str, Any]:
         q, run_index = item
         budget = int(run.setting.get("budget", self.budget))
@@ -270,11 +275,16 @@ class _Runner:
                         rec["retrieval_seconds"],
                         abstain=self.dataset.kind in ABSTAIN_KINDS,
                         short=self.protocol.short,
+                        cite=mem.config.answer.cite,
                         temperature=temperature,
                         seed=seed,
                     )
-                rec.update(answer=read_option(ans.text, options), choice=ans.choice, answer_seconds=ans.answer_seconds)
-                rec.update({"options": list(options), "reply": ans.text} if options else {})  # LoCoMo category 5
+                plain = plain_answer(ans)  # scored without its citation markers
+                rec.update(answer=read_option(plain, options), choice=ans.choice, answer_seconds=ans.answer_seconds)
+                rec.update({"options": list(options), "reply": plain} if options else {})  # LoCoMo category 5
+                if mem.config.answer.cite:
+                    rec["cited_answer"] = ans.text
+                    rec.update(citation_record(ans, gold_of(q)))
         ranked = context
         if depth > budget and rec["error"] is None:  # one deeper ranking for Recall@5: not timed, not in the tokens
             ranked = mem.retrieve(q.question, depth, strategy=run.strategy)
@@ -407,8 +417,9 @@ def run_eval(
         retrieval's own LLM cost, :data:`RETRIEVAL_LLM_KEYS`: calls, cached calls, prompt and completion tokens;
         cache hits count their original tokens), ``trace`` (only when the context's hits carry ``meta["trace"]``,
         e.g. ``iterative``'s steps, queries and failures), ``retrieval_seconds``, ``answer_seconds``,
-        ``summary_hits`` / ``context_hits``. Records are in question
-        order whatever ``workers``. LoCoMo: category-5 answers score F1 = EM = 1 iff they decline
+        ``summary_hits`` / ``context_hits``; citing (``[answer] cite``) also ``cited_answer`` and the fields of
+        :func:`gemrag.eval.citations.citation_record` (``answer`` is scored without markers). Records are in
+        question order whatever ``workers``. LoCoMo: category-5 answers score F1 = EM = 1 iff they decline
         (:mod:`gemrag.eval.categories`), and the answer prompt allows "not mentioned".
 
     Raises:
@@ -449,6 +460,7 @@ def run_eval(
         "budget": budget,
         "answer": answer,
         **protocol.fingerprint(),  # its keys are absent at their old defaults, as before each option existed
+        **({"cite": True} if answer and config.answer.cite else {}),  # cited answers (absent: the old prompts)
         "embedder": emb.model_id,
         "llm": llm_label,
         **title_free_fingerprint(config),  # gem's and the other strategies' settings; read_titles: titles.json

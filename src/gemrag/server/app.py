@@ -19,7 +19,7 @@ W3C ``traceparent`` (:mod:`gemrag.server.trace_context`).
 import json
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -34,7 +34,9 @@ from gemrag.config import Config
 from gemrag.errors import InputError
 from gemrag.ingest import Document
 from gemrag.ingest.loader import SUPPORTED_SUFFIXES, decode_text
+from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
+from gemrag.provenance import describe_hits
 from gemrag.reports import Answer
 from gemrag.server import models as m
 from gemrag.server import trace_context
@@ -266,12 +268,14 @@ def create_app(
 
     @app.post("/v1/namespaces/{ns}/retrieve", response_model=m.Hits, responses=_errors(404, 409, 503), tags=["query"])
     def retrieve(ns: NS, body: m.RetrieveRequest) -> m.Hits:
-        """The context for a question: at most ``budget`` nodes with their scores, text and metadata."""
+        """The context for a question: at most ``budget`` nodes with their scores, text, metadata and provenance
+        (documents, and the chunks they were made from with their character spans)."""
         strategy = strategy_of(body.strategy)
         start = time.perf_counter()
         with spaces.reading(ns) as memory:
-            hits = memory.retrieve(body.question, body.budget, strategy)
-        return m.Hits(hits=[_hit(h) for h in hits], seconds=time.perf_counter() - start)
+            found = memory.retrieve(body.question, body.budget, strategy)
+            name = strategy or memory.strategy.name
+        return m.Hits(hits=_hits(found, name), seconds=time.perf_counter() - start)
 
     @app.post(
         "/v1/namespaces/{ns}/ask",
@@ -280,22 +284,25 @@ def create_app(
         tags=["query"],
     )
     def ask(ns: NS, body: m.AskRequest, request: Request) -> Any:
-        """Retrieve context and answer with the LLM (with ``choices``: pick exactly one of them). With
-        ``"stream": true`` the answer comes as Server-Sent Events while the model writes it: ``token`` events, then
-        one ``answer`` event holding this route's JSON answer (:mod:`gemrag.server.streaming`); a client that
-        disconnects stops the generation."""
+        """Retrieve context and answer with the LLM (with ``choices``: pick exactly one of them), citing the context
+        passages the answer rests on (``citations``) when the server's ``[answer] cite`` is on (the default). With
+        ``"stream": true`` the answer comes as Server-Sent Events while the model writes it: ``token`` events (the
+        model's raw text, ``[n]`` markers as written), then one ``answer`` event holding this route's JSON answer,
+        citations and provenance included (:mod:`gemrag.server.streaming`); a client that disconnects stops the
+        generation."""
         strategy = strategy_of(body.strategy)
         if body.stream:
-            return stream_answer(
-                spaces,
-                ns,
-                lambda memory: memory.ask_stream(body.question, body.choices, body.budget, strategy),
-                _answer_out,
-                request,
-            )
+            names: list[str] = []  # the strategy that answers, known once the stream's thread opened the memory
+
+            def start(memory: Memory) -> Iterator[str | Answer]:
+                names.append(strategy or memory.strategy.name)
+                return memory.ask_stream(body.question, body.choices, body.budget, strategy)
+
+            return stream_answer(spaces, ns, start, lambda answer: _answer_out(answer, names[0]), request)
         with spaces.reading(ns) as memory:
             answer = memory.ask(body.question, body.choices, body.budget, strategy)
-        return _answer_out(answer)
+            name = strategy or memory.strategy.name
+        return _answer_out(answer, name)
 
     @app.get("/v1/namespaces/{ns}/stats", response_model=dict[str, Any], responses=_errors(404), tags=["query"])
     def stats(ns: NS) -> Any:
@@ -307,25 +314,27 @@ def create_app(
     return app
 
 
-def _answer_out(answer: Answer) -> m.AnswerOut:
+def _hits(hits: Sequence[Hit], strategy: str) -> list[m.HitOut]:
+    """The hits as the API returns them: :func:`gemrag.provenance.describe_hits` of hits that carry their provenance
+    (as :meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>`, ``ask`` and ``ask_stream`` give them; no store
+    query, so a streamed answer is described after its memory was closed), meta made JSON-safe."""
+    return [m.HitOut(**{**n.model_dump(), "meta": _jsonable(n.meta)}) for n in describe_hits(None, hits, strategy)]
+
+
+def _answer_out(answer: Answer, strategy: str) -> m.AnswerOut:
+    """The answer as the API returns it, whole or as a stream's final ``answer`` event: its context with provenance
+    (:func:`_hits`) and the cited context nodes."""
+    hits = _hits(answer.hits, strategy)
     return m.AnswerOut(
         text=answer.text,
         choice=answer.choice,
-        hits=[_hit(h) for h in answer.hits],
+        hits=hits,
+        cited=list(answer.cited),
+        dropped_citations=answer.dropped_citations,
+        citations=[m.CitedHitOut(marker=n, **hits[n - 1].model_dump()) for n in answer.cited],
         retrieval_seconds=answer.retrieval_seconds,
         answer_seconds=answer.answer_seconds,
         usage=m.UsageOut(**asdict(answer.usage)),
-    )
-
-
-def _hit(hit: Hit) -> m.HitOut:
-    return m.HitOut(
-        node_id=hit.node_id,
-        kind=hit.kind,
-        score=float(hit.score),
-        text=hit.text,
-        rank=hit.rank,
-        meta=_jsonable(hit.meta),
     )
 
 

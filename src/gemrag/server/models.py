@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from gemrag.provenance import RetrievedNode
 
 DEFAULT_SOURCE = "<http>"
 """The source of a document given without one (such a document has no identity unless it has an id)."""
@@ -163,16 +165,18 @@ class RetrieveRequest(Strict):
     budget: int | None = Field(None, ge=1, le=1000, description="At most this many nodes (default: the strategy's).")
 
 
-class HitOut(BaseModel):
-    """One retrieved node (:class:`gemrag.types.Hit`): ``score`` is the strategy's score (higher is better within
-    one retrieval; its scale depends on the strategy), ``rank`` the 0-based position."""
+class HitOut(RetrievedNode):
+    """One retrieved node (:class:`gemrag.types.Hit`) with its provenance, as every surface describes it
+    (:class:`gemrag.provenance.RetrievedNode`): ``score`` is the strategy's score (higher is better within one
+    retrieval; its scale depends on the strategy), ``rank`` the 0-based position; ``documents`` (id, title, source,
+    version) and ``passages`` (each chunk the node was made from: its document, ordinal and character span
+    ``[start, end)`` in that document version's text) say where it comes from."""
 
-    node_id: int
-    kind: str
-    score: float
-    text: str
-    rank: int
-    meta: dict[str, Any]
+
+class CitedHitOut(HitOut):
+    """A context node the answer cites: ``marker`` is the ``n`` of its ``[n]`` markers (its rank + 1)."""
+
+    marker: int
 
 
 class Hits(BaseModel):
@@ -194,11 +198,17 @@ class AskRequest(RetrieveRequest):
 
 
 class AnswerOut(BaseModel):
-    """The answer (``choice``: 0-based index of the picked option, or None), with the evidence it was given."""
+    """The answer (``choice``: 0-based index of the picked option, or None), with the evidence it was given and the
+    passages it rests on: ``cited`` (the context numbers ``n`` its ``[n]`` markers name, ascending), ``citations``
+    (those context nodes with their provenance) and ``dropped_citations`` (markers naming no context passage,
+    removed from ``text``)."""
 
     text: str
     choice: int | None
     hits: list[HitOut]
+    cited: list[int] = Field(default_factory=list)
+    dropped_citations: int = 0
+    citations: list[CitedHitOut] = Field(default_factory=list)
     retrieval_seconds: float
     answer_seconds: float
     usage: UsageOut

@@ -51,7 +51,20 @@ TABLES: dict[str, tuple[str, ...]] = {
         "reason",
         "text",
     ),  # fmt: skip
-    "nodes": ("id", "kind", "doc_id", "ord", "text", "n_tokens", "questions_done", "meta", "strategy", "generation"),
+    "nodes": (
+        "id",
+        "kind",
+        "doc_id",
+        "ord",
+        "text",
+        "n_tokens",
+        "questions_done",
+        "meta",
+        "strategy",
+        "generation",
+        "span_start",
+        "span_end",
+    ),  # fmt: skip
     "questions": ("id", "node_id", "ord", "text"),
     "node_sources": ("node_id", "chunk_id"),
     "edges": ("strategy", "kind", "generation", "src", "dst", "weight"),

@@ -23,6 +23,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from gemrag.store.migrate_v6 import relocate_chunk_spans
+
 DOCUMENT_COLUMNS = "id, source, title, n_chars, chunked, source_key, version, added_at, sha256"
 DOCUMENT_KEYS = ("id", "source", "title", "n_chars", "chunked", "key", "version", "added_at", "sha256")
 """The columns of a document row (its text excluded) and the keys of the dict :func:`document_dict` makes."""
@@ -145,7 +147,7 @@ class DocumentRowsMixin:
         chunks: Sequence[tuple[str, int]] | None = None,
     ) -> int:
         """Inside the caller's transaction: insert a document (and its chunks ``(text, n_tokens)`` when given, which
-        marks it chunked) and return its new id.
+        marks it chunked, with their spans in the text) and return its new id.
 
         Raises:
             sqlite3.IntegrityError: another document already has the identity ``key``.
@@ -161,6 +163,7 @@ class DocumentRowsMixin:
                 "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens) VALUES ('chunk', ?, ?, ?, ?)",
                 [(doc_id, i, t, n) for i, (t, n) in enumerate(chunks)],
             )
+            relocate_chunk_spans(c, [doc_id])
         return doc_id
 
     def update_document(
@@ -177,15 +180,17 @@ class DocumentRowsMixin:
     def place_chunks(
         self, c: sqlite3.Connection, doc_id: int, keep: dict[int, int], new: Sequence[tuple[int, str, int]]
     ) -> None:
-        """Inside the caller's transaction: the chunks of a document's new version: the kept chunk nodes ``keep``
-        (node id -> new position) move to their positions, the ``new`` chunks ``(position, text, n_tokens)`` are
-        inserted (the caller deleted the others)."""
+        """Inside the caller's transaction, after :meth:`update_document`: the chunks of a document's new version:
+        the kept chunk nodes ``keep`` (node id -> new position) move to their positions, the ``new`` chunks
+        ``(position, text, n_tokens)`` are inserted (the caller deleted the others), and every chunk of the document
+        gets its span in the new text (:func:`gemrag.store.migrate_v6.relocate_chunk_spans`)."""
         c.executemany("UPDATE nodes SET ord = ? WHERE id = ? AND doc_id = ?", [(o, i, doc_id) for i, o in keep.items()])
         c.executemany(
             "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens) VALUES ('chunk', ?, ?, ?, ?)",
             [(doc_id, o, t, n) for o, t, n in new],
         )
         c.execute("UPDATE documents SET chunked = 1 WHERE id = ?", (doc_id,))
+        relocate_chunk_spans(c, [doc_id])
 
     def adopt_document(self, c: sqlite3.Connection, doc_id: int, key: str, source: str) -> None:
         """Inside the caller's transaction: give an anonymous document the identity ``key`` (and ``source``)."""

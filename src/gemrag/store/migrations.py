@@ -4,6 +4,9 @@ Every upgrade step runs in one ``BEGIN IMMEDIATE`` transaction together with the
 kill leaves the old version (the step runs again at the next open) or the new one; two processes opening an
 old memory at once upgrade it once (the second re-reads the version inside its own transaction).
 
+Schema 5 -> 6 (every chunk's character span in its document's text, found again from the stored texts) is in
+:mod:`gemrag.store.migrate_v6`.
+
 Schema 4 -> 5 (one document per content: ``document_sources``) is in :mod:`gemrag.store.migrate_v5`.
 
 Schema 3 -> 4 (documents identified by their source, the history of replaced versions) is in
@@ -45,6 +48,7 @@ from gemrag.store.arrays import ArrayEntry, fsync_directory
 from gemrag.store.migrate_v3 import REBUILD_META, upgrade_2_to_3
 from gemrag.store.migrate_v4 import upgrade_3_to_4
 from gemrag.store.migrate_v5 import upgrade_4_to_5
+from gemrag.store.migrate_v6 import upgrade_5_to_6
 from gemrag.store.schema import SCHEMA, SCHEMA_VERSION
 
 __all__ = [
@@ -55,6 +59,7 @@ __all__ = [
     "upgrade_2_to_3",
     "upgrade_3_to_4",
     "upgrade_4_to_5",
+    "upgrade_5_to_6",
 ]
 
 GEM_AXES = {
@@ -112,7 +117,9 @@ def ensure_schema(conn: sqlite3.Connection, directory: Path) -> int:
                     upgrade_2_to_3(conn, directory)
                 if found <= 3:
                     upgrade_3_to_4(conn)
-                upgrade_4_to_5(conn)
+                if found <= 4:
+                    upgrade_4_to_5(conn)
+                upgrade_5_to_6(conn)
                 _set_version(conn, SCHEMA_VERSION)
                 broken = conn.execute("PRAGMA foreign_key_check").fetchall()
                 if broken:

@@ -15,9 +15,11 @@ or old memory at once create or upgrade it once.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from gemrag.errors import GemragError
+from gemrag.store.migrate_v6 import pg_upgrade_5_to_6
 from gemrag.store.schema import SCHEMA_VERSION
 
 PG_FIRST_VERSION = 3
@@ -85,7 +87,7 @@ CREATE TABLE IF NOT EXISTS build_arrays (
     data BYTEA NOT NULL, PRIMARY KEY (strategy, generation, name, part));
 """
 
-PG_UPGRADES: dict[int, list[str]] = {
+PG_UPGRADES: dict[int, list[str | Callable[[Any], None]]] = {
     # schema 4 (:mod:`gemrag.store.migrate_v4`): documents identified by their source (``source_key``, ``version``;
     # ``sha256`` no longer UNIQUE), and ``document_versions``, the history of the versions that left the memory
     4: [
@@ -107,9 +109,12 @@ PG_UPGRADES: dict[int, list[str]] = {
     source TEXT NOT NULL, title TEXT NOT NULL, added_at DOUBLE PRECISION NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS document_sources_doc ON document_sources(doc_id)",
     ],
+    # schema 6 (:mod:`gemrag.store.migrate_v6`): every chunk's character span in its document's text
+    6: [pg_upgrade_5_to_6],
 }
-"""``{new version: statements}``: the steps from :data:`PG_FIRST_VERSION` up to :data:`SCHEMA_VERSION` (a new
-memory is created at :data:`PG_FIRST_VERSION` and runs them too, so every memory takes the same path)."""
+"""``{new version: steps}``: the steps from :data:`PG_FIRST_VERSION` up to :data:`SCHEMA_VERSION` (a new memory is
+created at :data:`PG_FIRST_VERSION` and runs them too, so every memory takes the same path). A step is an SQL
+statement, or a function run with the raw psycopg connection (a data change written in Python)."""
 
 
 def _version(conn: Any, schema: str) -> int | None:
@@ -157,6 +162,9 @@ def ensure_schema(conn: Any, schema: str) -> int:
         version = found or PG_FIRST_VERSION
         for step in range(version + 1, SCHEMA_VERSION + 1):
             for statement in PG_UPGRADES[step]:
-                conn.execute(statement)
+                if callable(statement):
+                    statement(conn)
+                else:
+                    conn.execute(statement)
             conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (json.dumps(step),))
     return found or 0

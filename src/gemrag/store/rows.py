@@ -17,8 +17,12 @@ from typing import Any
 
 from gemrag.store.documents import DOCUMENT_COLUMNS, document_dict
 from gemrag.store.schema import visible_node
+from gemrag.types import DocumentRef, Passage
 
-_NODE_COLUMNS = "n.id, n.kind, n.doc_id, n.ord, n.text, n.n_tokens, n.questions_done, n.meta, n.strategy, n.generation"
+_NODE_COLUMNS = (
+    "n.id, n.kind, n.doc_id, n.ord, n.text, n.n_tokens, n.questions_done, n.meta, n.strategy, n.generation,"
+    " n.span_start, n.span_end"
+)
 
 
 def sha256_text(text: str) -> str:
@@ -39,6 +43,8 @@ class NodeRecord:
         meta: JSON-decoded extra fields (e.g. a summary's eigenvalue and member node ids).
         strategy: the strategy that derived the node (None for chunks).
         generation: the build generation that derived it (None for chunks).
+        start, end: a chunk's character span ``[start, end)`` in its document's current text (None for derived
+            nodes, and for a chunk whose span is unknown; see :class:`gemrag.types.Passage`).
     """
 
     id: int
@@ -51,10 +57,12 @@ class NodeRecord:
     meta: dict[str, Any]
     strategy: str | None = None
     generation: int | None = None
+    start: int | None = None
+    end: int | None = None
 
 
 def _node(r: Sequence[Any]) -> NodeRecord:
-    return NodeRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8], r[9])
+    return NodeRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8], r[9], r[10], r[11])
 
 
 class RowsMixin:
@@ -111,12 +119,30 @@ class RowsMixin:
         """``(doc_id, text)`` of documents not yet split into chunks."""
         return [(int(r[0]), str(r[1])) for r in self._query("SELECT id, text FROM documents WHERE chunked = 0")]
 
-    def add_chunks(self, doc_id: int, chunks: Sequence[tuple[str, int]]) -> None:
-        """Store a document's chunks ``(text, n_tokens)`` and mark it chunked, in one transaction."""
+    def add_chunks(
+        self, doc_id: int, chunks: Sequence[tuple[str, int]], spans: Sequence[tuple[int, int] | None] | None = None
+    ) -> None:
+        """Store a document's chunks ``(text, n_tokens)`` and mark it chunked, in one transaction.
+
+        Args:
+            spans: each chunk's character span ``[start, end)`` in the document's text, as the chunker cut it (None:
+                unknown spans, stored as NULL).
+
+        Raises:
+            ValueError: ``spans`` and ``chunks`` differ in length.
+        """
+        given = list(spans) if spans is not None else [None] * len(chunks)
+        if len(given) != len(chunks):
+            raise ValueError(f"{len(chunks)} chunks but {len(given)} spans")
+        rows = [
+            (doc_id, i, t, n, s[0] if s else None, s[1] if s else None)
+            for i, ((t, n), s) in enumerate(zip(chunks, given, strict=True))
+        ]
         with self.transaction() as c:
             c.executemany(
-                "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens) VALUES ('chunk', ?, ?, ?, ?)",
-                [(doc_id, i, t, n) for i, (t, n) in enumerate(chunks)],
+                "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens, span_start, span_end)"
+                " VALUES ('chunk', ?, ?, ?, ?, ?, ?)",
+                rows,
             )
             c.execute("UPDATE documents SET chunked = 1 WHERE id = ?", (doc_id,))
 
@@ -169,6 +195,24 @@ class RowsMixin:
         missing = [i for i in wanted if i not in found]
         if missing:
             raise KeyError(missing[0])
+        return found
+
+    def passages(self, chunk_ids: Sequence[int]) -> dict[int, Passage]:
+        """The chunks ``chunk_ids`` with their documents and spans (:class:`gemrag.types.Passage`), in one query per
+        500 ids: ``{chunk id: Passage}``; an id that names no chunk (a derived node, a deleted chunk) is left out."""
+        wanted = list(dict.fromkeys(int(i) for i in chunk_ids))
+        found: dict[int, Passage] = {}
+        for lo in range(0, len(wanted), 500):
+            part = wanted[lo : lo + 500]
+            marks = ",".join("?" * len(part))
+            for row in self._query(
+                "SELECT n.id, n.ord, n.span_start, n.span_end, d.id, d.title, d.source, d.version"
+                f" FROM nodes n JOIN documents d ON d.id = n.doc_id WHERE n.kind = 'chunk' AND n.id IN ({marks})",
+                part,
+            ):
+                document = DocumentRef(int(row[4]), str(row[5]), str(row[6]), int(row[7]))
+                start, end = (int(row[2]), int(row[3])) if row[2] is not None and row[3] is not None else (None, None)
+                found[int(row[0])] = Passage(int(row[0]), document, int(row[1]), start, end)
         return found
 
     def add_summary_node(

@@ -28,11 +28,14 @@ upgrades older databases step by step. Version history:
    (same ``sha256``) to a live document's is recorded there instead of becoming a second document.
    ``documents.source_key`` stays the document's first (primary) source; a key names at most one document, in one
    of the two tables. Existing memories gain the empty table (:mod:`gemrag.store.migrate_v5`).
+6. chunk spans: ``nodes.span_start`` / ``nodes.span_end``, a chunk's character span ``[start, end)`` in its
+   document's current text (NULL for derived nodes, and for a chunk the upgrade could not find in its text), the
+   position a hit's provenance gives (:mod:`gemrag.store.migrate_v6`).
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,7 +57,7 @@ CREATE TABLE IF NOT EXISTS nodes (
     id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
     doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL, text TEXT NOT NULL,
     n_tokens INTEGER NOT NULL, questions_done INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
-    strategy TEXT, generation INTEGER);
+    strategy TEXT, generation INTEGER, span_start INTEGER, span_end INTEGER);
 CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind);
 CREATE INDEX IF NOT EXISTS nodes_build ON nodes(strategy, generation);
 CREATE TABLE IF NOT EXISTS questions (

@@ -59,7 +59,7 @@ from gemrag.strategies.platform.common import (
 )
 from gemrag.strategies.platform.incremental import referencing_prune
 from gemrag.strategies.platform.titles import strategy_reads_titles
-from gemrag.types import Hit
+from gemrag.types import SOURCE_NODES, Hit
 
 NAME = "hlgraph"
 SUBJECT, EVENT = 0, 1
@@ -281,7 +281,8 @@ class HLGraphStrategy:
         Returns:
             At most ``budget`` hits: first one ``"relations"`` hit per main idea that reached a relation (text:
             the sentences, one per line; ``node_id``: the idea's start node; ``score``: the idea's cosine to it;
-            ``meta``: ``idea``, ``nodes`` (store ids collected, in order), ``facts`` (store ids rendered)), then up
+            ``meta``: ``idea``, ``nodes`` (store ids collected, in order), ``facts`` (store ids rendered; also under
+            :data:`~gemrag.types.SOURCE_NODES`, what the hit's provenance reads)), then up
             to ``source_chunks`` ``"chunk"`` hits, the chunks stating most of the rendered facts first (``score``:
             how many; with no fact rendered, the chunks of the collected nodes). Every hit's ``meta`` has
             ``ideas`` (and ``ideas_error`` when the split failed). An empty graph, or one where nothing was
@@ -313,6 +314,7 @@ class HLGraphStrategy:
                 order += facts
                 if sentences:
                     meta = {**common, "idea": idea, "nodes": [int(g.node_ids[u]) for u in walk.nodes], "facts": facts}
+                    meta[SOURCE_NODES] = facts  # its provenance: the chunks these facts were extracted from
                     hits.append(Hit(int(g.node_ids[start]), "relations", similarity, "\n".join(sentences), 0, meta))
             hits = hits[:budget]
             room = min(cfg.source_chunks, budget - len(hits))

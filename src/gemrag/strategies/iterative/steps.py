@@ -32,6 +32,7 @@ from gemrag.strategies.iterative import passes
 from gemrag.strategies.iterative.merge import Step
 from gemrag.strategies.platform.common import indexed_text_of
 from gemrag.strategies.platform.composite import hit_key, unique_hits
+from gemrag.strategies.platform.titles import memory_titles
 from gemrag.types import Hit
 
 
@@ -78,9 +79,10 @@ class Search:
 
     def texts(self, hits: list[Hit]) -> list[str]:
         """What the LLM reads of ``hits``: a chunk's indexed text (its document's title, a newline, its text, when
-        the memory indexes titles: :func:`~gemrag.strategies.platform.common.indexed_text_of`), else the hit's text."""
+        the memory has titles, as before titles were chosen per strategy:
+        :func:`~gemrag.strategies.platform.titles.indexed_text_of`), else the hit's text."""
         if self._text_of is None:
-            self._text_of = indexed_text_of(self.ctx)
+            self._text_of = indexed_text_of(self.ctx, titles=memory_titles(self.ctx.store))
         ids = [h.node_id for h in hits if h.kind == "chunk"]
         nodes = self.ctx.store.nodes_by_id(ids) if ids else {}
         return [self._text_of(nodes[h.node_id]) if h.kind == "chunk" and h.node_id in nodes else h.text for h in hits]
