@@ -158,7 +158,7 @@ def test_incompatible_embedder_and_chunk_size(tmp_path: Path, config: Config) ->
         mem.index()
     with pytest.raises(IncompatibleMemoryError, match="embedder"):
         open_memory(tmp_path / "m", config, ScriptedLLM(), HashEmbedder(model_id="fake:other"))
-    other = config.model_copy(update={"gem": config.gem.model_copy(update={"chunk_tokens": 200})})
+    other = config.model_copy(update={"memory": config.memory.model_copy(update={"chunk_tokens": 200})})
     with pytest.raises(IncompatibleMemoryError, match="chunked with 30 tokens"):
         open_memory(tmp_path / "m", other, ScriptedLLM())
 

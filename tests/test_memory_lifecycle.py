@@ -64,7 +64,7 @@ def answers(mem: Memory, strategy: str) -> list[list[str]]:
 
 @pytest.fixture
 def lifecycle_config(config: Config) -> Config:
-    return config.model_copy(update={"gem": config.gem.model_copy(update={"chunk_tokens": 40})})
+    return config.model_copy(update={"memory": config.memory.model_copy(update={"chunk_tokens": 40})})
 
 
 def test_adding_a_document_costs_llm_calls_for_its_chunks_only(memory_at: MemoryAt, lifecycle_config: Config) -> None:
@@ -98,7 +98,7 @@ def test_delete_leaves_the_memory_equal_to_one_built_without_the_document(
     # with the title "part i" in every chunk's indexed text the hash embeddings of this toy corpus form one cluster
     # before the delete and four layers after it, so the comparison would test the clustering, not the delete.
     lifecycle_config = lifecycle_config.model_copy(
-        update={"gem": lifecycle_config.gem.model_copy(update={"chunk_titles": False})}
+        update={"memory": lifecycle_config.memory.model_copy(update={"chunk_titles": False})}
     )
     docs = documents()
     llm = ScriptedLLM()

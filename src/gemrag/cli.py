@@ -100,7 +100,9 @@ def index(
             help="Keep the text of replaced and removed versions in the history (`gemrag info --history SOURCE`).",
         ),
     ] = False,
-    chunk_tokens: Annotated[int | None, typer.Option(min=1, help="T: tokens per chunk (default 100).")] = None,
+    chunk_tokens: Annotated[
+        int | None, typer.Option(min=1, help="T: tokens per chunk (memory.chunk_tokens, default 100).")
+    ] = None,
     questions: Annotated[int | None, typer.Option(min=0, help="m: utility questions per chunk (default 5).")] = None,
     eigen: Annotated[int | None, typer.Option(min=0, help="k: eigenvectors summarized (default 2).")] = None,
     eigen_top: Annotated[int | None, typer.Option(min=1, help="e: top components per eigenvector (default 5).")] = None,
@@ -125,7 +127,7 @@ def index(
     document stays); prints the added / updated / unchanged (and with --sync removed) counts.
     Resumable: interrupt with Ctrl-C (or kill it) and run it again. One process builds a memory at a time:
     another one gets a one-line error (exit code 2) unless --wait."""
-    gem = {"chunk_tokens": chunk_tokens, "questions": questions, "eigen": eigen, "eigen_top": eigen_top}
+    gem = {"questions": questions, "eigen": eigen, "eigen_top": eigen_top}
     with cli_errors():
         if not paths and (doc_id is not None or sync or keep_versions):
             raise InputError("--id, --sync and --keep-versions apply to the documents given: name them (PATHS)")
@@ -143,6 +145,7 @@ def index(
             embedder_model=embedder_model,
             embedder_base_url=embedder_base_url,
             llm_ray=ray,
+            memory_overrides={"chunk_tokens": chunk_tokens},
         )
         location = memory_target(memory, cfg, existing=False)
         sources = read_sources(paths, key=doc_id, sync=sync) if paths else []  # every file checked first
@@ -172,7 +175,7 @@ def ask(
     budget: Annotated[
         int | None,
         typer.Option(
-            min=1, help="B: context nodes to retrieve (default: gem.budget, 4; for remem: remem.qa_top_k, 5)."
+            min=1, help="B: context nodes to retrieve (default: memory.budget, 4; for remem: remem.qa_top_k, 5)."
         ),
     ] = None,
     choices: Annotated[str | None, typer.Option(help="Multiple-choice options separated by '|'.")] = None,

@@ -75,7 +75,7 @@ def view_command(
             if question is not None:
                 # nothing is chunked here: the memory's own chunk size, so no --config is needed just for it
                 if chunked is not None:
-                    cfg = cfg.model_copy(update={"gem": cfg.gem.model_copy(update={"chunk_tokens": chunked})})
+                    cfg = cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"chunk_tokens": chunked})})
                 with Memory.open(location, cfg, readonly=True) as mem:
                     name = mem.get_strategy(name).name
                     path = retrieval_path(question, name, mem.retrieve(question, budget, strategy=name))

@@ -2,7 +2,7 @@
 
 Precedence (highest first): explicit overrides (CLI flags or keyword arguments) > environment variables
 (``GEMRAG_`` prefix, ``__`` between levels, e.g. ``GEMRAG_LLM__PROVIDER=openai``,
-``GEMRAG_GEM__BUDGET=6``) > the TOML file (``--config FILE``, else ``$GEMRAG_CONFIG``, else
+``GEMRAG_MEMORY__BUDGET=6``) > the TOML file (``--config FILE``, else ``$GEMRAG_CONFIG``, else
 ``./gemrag.toml`` when present) > defaults.
 
 Example ``gemrag.toml``::
@@ -12,13 +12,16 @@ Example ``gemrag.toml``::
     base_url = "http://127.0.0.1:8080/v1"
     model = "qwen2.5"
 
-    [gem]
+    [memory]                  # the memory's own settings (gemrag.memory_settings)
     budget = 4
+
+    [gem]
+    questions = 5
 
     [raptor]                  # any strategy's own section, validated by that strategy's model
     summary_tokens = 200
 
-Strategy sections: besides ``llm``, ``embedder`` and ``gem`` (typed fields of :class:`Config`), every
+Strategy sections: besides ``llm``, ``embedder``, ``memory`` and ``gem`` (typed fields of :class:`Config`), every
 top-level table names a strategy and holds that strategy's settings, kept raw here (this layer does not
 know the strategies) and validated by the strategy's own pydantic model when the strategy is constructed
 (:func:`gemrag.strategies.base.get_strategy`) or the configuration is checked against the registry
@@ -28,7 +31,9 @@ memory). So a section naming no registered strategy (a typo such as ``[raptr]``)
 strategies register after :func:`load_config` runs. The same sections come from ``GEMRAG_<SECTION>__<KEY>``
 variables (``GEMRAG_RAPTOR__SUMMARY_TOKENS=200``) and ``--set section.key=value`` flags; both values are read
 with TOML semantics (:func:`parse_value`: ``200`` is an int, ``0.5`` a float, ``true`` a bool, ``[1, 2]`` a
-list, a bare word a string; quote a string that looks like a number: ``'"123"'``).
+list, a bare word a string; quote a string that looks like a number: ``'"123"'``). The memory's old keys in ``[gem]``
+(``chunk_tokens``, ``budget``, ``chunk_titles``) still work in every layer, with a one-line deprecation warning
+(:func:`gemrag.memory_settings.move_deprecated`).
 """
 
 from __future__ import annotations
@@ -43,12 +48,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from gemrag.errors import ConfigError
+from gemrag.memory_settings import MemorySettings, move_deprecated
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -164,7 +171,7 @@ class ReadTitles(BaseModel):
             a strategy already built keeps what its build read (an older memory's indexes stay as they were).
             True/False: read titles or not, whatever the paper or the build did (a build that read the other way is
             redone: its extractions, questions or vectors of the other input are not reused). Titles exist only
-            where the memory records them (``gem.chunk_titles``): True in a memory without them is an error
+            where the memory records them (``memory.chunk_titles``): True in a memory without them is an error
             (:func:`gemrag.strategies.platform.titles.strategy_reads_titles`).
     """
 
@@ -172,23 +179,14 @@ class ReadTitles(BaseModel):
 
 
 class GemSettings(ReadTitles):
-    """GEM-RAG parameters (paper section IV.E defaults). ``read_titles`` (:class:`ReadTitles`): GEM reads titles
+    """GEM-RAG parameters (paper section IV.E defaults; the chunk size T and the budget B are the memory's,
+    :class:`~gemrag.memory_settings.MemorySettings`). ``read_titles`` (:class:`ReadTitles`): GEM reads titles
     only when set to true (the paper's utility questions and chunk vectors are of the chunk alone, section III.B.1).
 
     Attributes:
-        chunk_tokens: T, tokens per chunk (embedder tokenizer), default 100.
-        chunk_titles: whether this memory's chunks have their document's title available to the strategies: a
-            strategy that reads titles (:class:`ReadTitles`) reads a chunk as ``title\ntext`` (what it embeds,
-            indexes or extracts from), as HippoRAG 2 indexes passages (contextual chunk headers); the chunk's own
-            text (the context given to the LLM, the evidence offsets) is unchanged. False: no strategy reads titles
-            in this memory. Default None: the memory's recorded value, and True for a new memory. A memory records
-            the value it was first chunked with and keeps it (a memory chunked before this setting existed records
-            False); giving the other value for a memory with chunks is an error. Which strategy reads them is each
-            strategy's own ``read_titles`` (GEM's: ``gem.read_titles``, default False, as the paper).
         questions: m, utility questions per chunk (0 = compare chunk embeddings directly), default 5.
         eigen: k, eigenvectors that become summary nodes, default 2.
         eigen_top: e, top components of each eigenvector summarized together, default 5.
-        budget: B, context nodes returned by retrieval, default 4 (about 400 tokens).
         search: ``"best_first"`` (section III.B.2), ``"rank"`` (literal Algorithm 1) or ``"fused"`` (no
             graph walk: top-B by ``max(cos(v_p, v_u), max_j cos(v_p, v_uj))``, an ablation measuring what the
             walk adds).
@@ -221,12 +219,9 @@ class GemSettings(ReadTitles):
             on; stored questions stay as they are.
     """
 
-    chunk_tokens: int = Field(100, ge=16, le=2000)
-    chunk_titles: bool | None = None
     questions: int = Field(5, ge=0, le=20)
     eigen: int = Field(2, ge=0, le=64)
     eigen_top: int = Field(5, ge=1, le=100)
-    budget: int = Field(4, ge=1, le=200)
     search: Literal["best_first", "rank", "fused"] = "best_first"
     members: Literal["spectral", "kmeans"] = "spectral"
     summary_words: int = Field(80, ge=10, le=1000)
@@ -238,17 +233,34 @@ class GemSettings(ReadTitles):
     dedupe_questions: bool = False
 
 
+_OWN_ENV = ("memory", "gem")
+"""Sections whose ``GEMRAG_*`` variables :func:`_own_env` reads rather than pydantic-settings: ``GEMRAG_MEMORY`` is a
+string (the memory's location) while ``[memory]`` is a table, and ``[gem]``'s old keys move to ``[memory]``."""
+
+
+class _TypedEnv(EnvSettingsSource):
+    """pydantic-settings' ``GEMRAG_*`` source for the typed settings except :data:`_OWN_ENV`."""
+
+    def prepare_field_value(self, field_name: str, field: Any, value: Any, value_is_complex: bool) -> Any:
+        """None (not set here) for the sections of :data:`_OWN_ENV`, else pydantic-settings' value."""
+        if field_name in _OWN_ENV:
+            return None
+        return super().prepare_field_value(field_name, field, value, value_is_complex)
+
+
 class Config(BaseSettings):
     """All of gemrag's settings.
 
     Attributes:
         strategy: the retrieval strategy name (``gem`` is the default).
         llm, embedder, gem: see :class:`LLMSettings`, :class:`EmbedderSettings`, :class:`GemSettings` (GEM's
-            own section, typed here because the memory's chunking and default budget read it too).
+            own section).
+        memory: the memory's settings, :class:`~gemrag.memory_settings.MemorySettings`: its location (the memory
+            the command line uses when ``--memory`` is not given: ``GEMRAG_MEMORY``, ``memory = "..."`` or
+            ``[memory] location = "..."`` in ``gemrag.toml``; a directory or
+            ``postgresql://user@host:port/db?schema=NAME``), chunk size, default budget and chunk titles.
         cache_dir: where joined model weights are kept (default ``~/.cache/gemrag``).
         progress: show progress bars.
-        memory: the memory the command line uses when ``--memory`` is not given (``GEMRAG_MEMORY``, or ``memory =
-            "..."`` in ``gemrag.toml``): a directory, or ``postgresql://user@host:port/db?schema=NAME``.
 
     Any other top-level key must be a table: a strategy's section, kept as a raw dict (:attr:`sections`) until
     the strategy's own model validates it (module docstring).
@@ -260,17 +272,32 @@ class Config(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     gem: GemSettings = Field(default_factory=GemSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     cache_dir: Path | None = None
     progress: bool = True
-    memory: str | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The keyword arguments over the ``GEMRAG_*`` variables of the typed settings; :func:`load_config` reads
+        the others (:data:`_OWN_ENV`, the strategy sections) and the TOML file."""
+        return (init_settings, _TypedEnv(settings_cls))
 
     @model_validator(mode="before")
     @classmethod
     def _no_unknown_keys(cls, data: Any) -> Any:
         """Reject a key the typed sections (``llm``, ``embedder``, ``gem``) do not have: their models would ignore
-        it silently, so a typo such as ``gem.budgte`` would change nothing."""
+        it silently, so a typo such as ``gem.budgte`` would change nothing. First the shorthand ``memory = "DIR"``
+        becomes ``[memory] location`` and the memory's old keys in ``[gem]`` move to ``[memory]`` (with a warning)."""
         if not isinstance(data, Mapping):
             return data
+        data = move_deprecated(data, "the configuration")
         for name, field in cls.model_fields.items():
             model, given = field.annotation, data.get(name)
             if isinstance(model, type) and issubclass(model, BaseModel) and isinstance(given, Mapping):
@@ -444,21 +471,30 @@ def load_config(
 
     Precedence, lowest first: defaults < the TOML file < ``GEMRAG_*`` variables < ``overrides`` < ``sets``;
     strategy sections merge key by key across these layers. Strategy sections are only checked to be tables
-    here: the strategies' own models validate them later (module docstring).
+    here: the strategies' own models validate them later (module docstring). The memory's old keys in ``[gem]``
+    move to ``[memory]`` layer by layer, with a one-line :class:`~gemrag.memory_settings.DeprecatedSettingWarning`
+    (:func:`~gemrag.memory_settings.move_deprecated`).
 
     Args:
         config_file: a TOML file; None looks at ``$GEMRAG_CONFIG`` then ``./gemrag.toml``.
-        overrides: nested dict of explicit values (e.g. ``{"gem": {"budget": 6}}``); ``None`` values are
+        overrides: nested dict of explicit values (e.g. ``{"memory": {"budget": 6}}``); ``None`` values are
             ignored so unset CLI flags do not mask lower layers.
         sets: ``--set`` items, ``section.key=value`` (:func:`parse_sets`).
 
     Raises:
-        ConfigError: the file is missing or malformed, a value is invalid, a typed section (llm, embedder, gem)
-            has an unknown key, a top-level key is neither a setting nor a table, or a ``--set`` is malformed.
+        ConfigError: the file is missing or malformed, a value is invalid, a typed section (llm, embedder, memory,
+            gem) has an unknown key, a top-level key is neither a setting nor a table, a ``--set`` is malformed, or
+            one layer gives a memory setting under its old and its new key with different values.
     """
     toml_path = _find_config_file(config_file)
-    explicit = _deep_merge(_deep_drop_none(overrides or {}), parse_sets(sets or []))
-    init = _deep_merge(env_sections(os.environ, list(Config.model_fields)), explicit)
+    try:
+        toml = tomllib.loads(toml_path.read_text(encoding="utf-8")) if toml_path is not None else {}
+    except (OSError, ValueError) as exc:  # a malformed file: tomllib.TOMLDecodeError is a ValueError
+        raise ConfigError(f"invalid configuration file {toml_path}: {exc}") from exc
+    toml = move_deprecated(toml, str(toml_path))
+    env = move_deprecated(_own_env(os.environ), "the environment", "env")
+    given = move_deprecated(_deep_drop_none(overrides or {}), "the overrides")
+    init = _deep_merge(_deep_merge(env, given), move_deprecated(parse_sets(sets or []), "--set", "set"))
 
     class _Config(Config):
         @classmethod
@@ -470,31 +506,37 @@ def load_config(
             dotenv_settings: PydanticBaseSettingsSource,
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
-            sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-            if toml_path is not None:
-                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
-            return tuple(sources)
+            return (init_settings, _TypedEnv(settings_cls), InitSettingsSource(settings_cls, init_kwargs=toml))
 
     try:
         built = _Config(**init)
         return Config.model_validate(built.model_dump())
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration: {describe_errors(exc)}") from exc
-    except ValueError as exc:  # malformed TOML surfaces as a ValueError subclass
-        raise ConfigError(f"invalid configuration file {toml_path}: {exc}") from exc
+
+
+def _own_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The strategy sections and the :data:`_OWN_ENV` sections given by ``GEMRAG_*`` variables
+    (:func:`env_sections`), with ``GEMRAG_MEMORY`` as ``memory.location``."""
+    typed = [name for name in Config.model_fields if name not in _OWN_ENV]
+    out = env_sections(environ, typed)
+    location = next((v for k, v in environ.items() if k.upper() == "GEMRAG_MEMORY"), None)
+    if location:
+        out["memory"] = {"location": location, **out.get("memory", {})}
+    return out
 
 
 def memory_location(option: str | Path | None, config: Config) -> str:
     """The memory a command works on: ``--memory`` when given, else the configuration's ``memory``
-    (``GEMRAG_MEMORY`` or ``memory = "..."`` in ``gemrag.toml``).
+    (``config.memory.location``: ``GEMRAG_MEMORY``, or ``memory = "..."`` in ``gemrag.toml``).
 
     Raises:
         ConfigError: neither names a memory.
     """
     if option is not None and str(option):
         return str(option)
-    if config.memory:
-        return config.memory
+    if config.memory.location:
+        return config.memory.location
     raise ConfigError(
         'no memory given: pass --memory DIR (or a postgresql:// URL), set GEMRAG_MEMORY, or put memory = "..." '
         "in gemrag.toml"

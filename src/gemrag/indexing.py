@@ -66,7 +66,7 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
     store.remove_unpublished()  # rows and files of a build that was killed before publishing
     with memory.meter.phase("index"):
         with tracing.span("gemrag.index.chunk") as phase:
-            chunked = chunk_pending(store, memory.config.gem.chunk_tokens)
+            chunked = chunk_pending(store, memory.config.memory.chunk_tokens)
             phase.set_attribute("gemrag.chunks.made", chunked)
         chosen = memory.get_strategy(strategy)
         span.set_attribute("gemrag.strategy", chosen.name)
@@ -85,7 +85,8 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
         models["llm"] = memory._llm.model_id
     store.set_meta("models", models)
     gem = memory.config.gem.model_dump(exclude={READ_TITLES})  # what GEM read is its build's: stats()["titles"]
-    store.set_meta("params", gem | {"chunk_titles": chunk_titles(store)})
+    chunking = {"chunk_tokens": memory.config.memory.chunk_tokens, "budget": memory.config.memory.budget}
+    store.set_meta("params", chunking | gem | {"chunk_titles": chunk_titles(store)})  # the keys of before [memory]
     used = memory.meter.totals.get("index", Usage()) - before
     return IndexReport(
         len(store.documents()),

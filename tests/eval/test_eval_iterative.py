@@ -36,7 +36,9 @@ def test_records_carry_the_retrievals_llm_cost_and_trace(tmp_path: Path, config:
             {"thought": "", "enough": True, "query": ""},
         ]
     )
-    cfg = load_config(None, {"gem": config.gem.model_dump(), "iterative": {"max_steps": 2}})
+    cfg = load_config(
+        None, {"memory": config.memory.model_dump(), "gem": config.gem.model_dump(), "iterative": {"max_steps": 2}}
+    )
     res = run_eval(
         "musique",
         multihop_file(tmp_path),

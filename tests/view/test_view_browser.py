@@ -113,7 +113,7 @@ def test_view_in_chromium(browser: Any, tmp_path: Path, config: Config) -> None:
 
 def test_remem_graph_in_chromium(browser: Any, tmp_path: Path, config: Config) -> None:
     # `config`: the fixture isolates the environment (no GEMRAG_* variables, cwd = tmp_path)
-    cfg = load_config(None, {"gem": {"chunk_tokens": 40}, "strategy": "remem"})
+    cfg = load_config(None, {"memory": {"chunk_tokens": 40}, "strategy": "remem"})
     with Memory.open(tmp_path / "r", cfg, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         for doc in REMEM_DOCS:
             mem.add_text(doc)

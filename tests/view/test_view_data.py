@@ -150,7 +150,7 @@ def test_auto_threshold_and_backbone() -> None:
 
 # -- other strategies' graphs ------------------------------------------------------------------------------------
 def test_remem_graph(tmp_path: Path, config: Config) -> None:
-    cfg = load_config(None, {"gem": {"chunk_tokens": 40}, "strategy": "remem"})
+    cfg = load_config(None, {"memory": {"chunk_tokens": 40}, "strategy": "remem"})
     with Memory.open(tmp_path / "r", cfg, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         for doc in REMEM_DOCS:
             mem.add_text(doc)

@@ -133,7 +133,12 @@ def test_build_builds_the_parts_and_config_errors(parts: dict[str, Fixed], confi
 
 def test_fused_dense_bm25_in_a_memory(tmp_path: Path, config: Config) -> None:
     cfg = load_config(
-        None, {"gem": config.gem.model_dump(), "fused": {"parts": ["dense", "bm25"], "method": "rrf", "k": 10}}
+        None,
+        {
+            "memory": config.memory.model_dump(),
+            "gem": config.gem.model_dump(),
+            "fused": {"parts": ["dense", "bm25"], "method": "rrf", "k": 10},
+        },
     )
     with Memory.open(tmp_path / "m", cfg, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         mem.add_text(DOC_A, title="a")

@@ -32,7 +32,7 @@ QUESTION = "Where was the director of the film Blue River born?"
 
 
 def _memory(tmp_path: Path, config: Config, llm: StepLLM, **settings: Any) -> Memory:
-    cfg = load_config(None, {"gem": config.gem.model_dump() | {"chunk_tokens": 60}, "iterative": settings})
+    cfg = load_config(None, {"memory": {"chunk_tokens": 60}, "gem": config.gem.model_dump(), "iterative": settings})
     mem = Memory.open(tmp_path / "m", cfg, llm=llm, embedder=HashEmbedder())
     for title, text in DOCS.items():
         mem.add_text(text, title=title)

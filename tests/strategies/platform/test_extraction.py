@@ -41,7 +41,9 @@ def open_memory(path: Path, config: Config, llm: ScriptedLLM) -> Memory:
 
 
 def with_gem(config: Config, **gem: object) -> Config:
-    return config.model_copy(update={"gem": config.gem.model_copy(update=gem)})
+    memory = {k: gem.pop(k) for k in ("chunk_tokens", "budget", "chunk_titles") if k in gem}  # [memory]'s
+    gem_settings, memory_settings = config.gem.model_copy(update=gem), config.memory.model_copy(update=memory)
+    return config.model_copy(update={"gem": gem_settings, "memory": memory_settings})
 
 
 def puffins_fail(i: int, prompt: str) -> bool:

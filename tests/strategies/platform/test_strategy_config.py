@@ -160,9 +160,9 @@ def test_strategy_section_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_set_reaches_typed_sections_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GEMRAG_GEM__BUDGET", "6")
-    cfg = load_config(None, {"gem": {"search": "fused"}}, ["gem.budget=9", "gem.search=rank", "llm.n_ctx=8192"])
-    assert (cfg.gem.budget, cfg.gem.search, cfg.llm.n_ctx) == (9, "rank", 8192)
+    monkeypatch.setenv("GEMRAG_MEMORY__BUDGET", "6")
+    cfg = load_config(None, {"gem": {"search": "fused"}}, ["memory.budget=9", "gem.search=rank", "llm.n_ctx=8192"])
+    assert (cfg.memory.budget, cfg.gem.search, cfg.llm.n_ctx) == (9, "rank", 8192)
     assert strategy_config("gem", cfg) is cfg.gem
     assert cfg.sections == {}
 
@@ -300,7 +300,7 @@ def test_raptor_builds_with_its_section(tmp_path: Path, monkeypatch: pytest.Monk
         "raptor.summary_tokens=4",
         "raptor.cluster_tokens=600",
     ]
-    cfg = load_config(None, {"gem": {"chunk_tokens": 30, "questions": 0, "eigen": 0}}, sets)
+    cfg = load_config(None, {"memory": {"chunk_tokens": 30}, "gem": {"questions": 0, "eigen": 0}}, sets)
     llm = ScriptedLLM()
     with open_memory(tmp_path / "mem", cfg, llm) as mem:
         strategy = mem.get_strategy("raptor")

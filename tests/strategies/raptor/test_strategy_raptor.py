@@ -46,7 +46,7 @@ def module_config() -> Iterator[Config]:
         for var in list(__import__("os").environ):
             if var.startswith("GEMRAG_"):
                 mp.delenv(var, raising=False)
-        yield load_config(None, {"gem": {"chunk_tokens": CHUNK_TOKENS, "questions": 0, "eigen": 0}})
+        yield load_config(None, {"memory": {"chunk_tokens": CHUNK_TOKENS}, "gem": {"questions": 0, "eigen": 0}})
 
 
 def open_memory(path: str | Path, config: Config, llm: ScriptedLLM | None = None) -> Memory:
