@@ -275,7 +275,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "file.txt").write_text("A perfectly fine document. It has two sentences.\n")
     (root / "other.txt").write_text("Another fine document.\n")
     (root / "binary.bin").write_bytes(b"\x00\x01\x02binary")
-    (root / "good.toml").write_text("[gem]\nbudget = 3\n")
+    (root / "good.toml").write_text("[memory]\nbudget = 3\n")
     (root / "bad.toml").write_text("[gem\nbudget = \n")
     (root / "keys.toml").write_text('"k-1" = ["*"]\n')
     (root / "data.jsonl").write_text(json.dumps(QUALITY) + "\n")

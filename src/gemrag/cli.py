@@ -215,7 +215,7 @@ def ask(
     with cli_errors("ask again", also=(ValueError,)):
         cfg = build_config(
             config,
-            {"budget": budget, "search": search},
+            {"search": search},
             strategy,
             set_,
             llm_provider=llm_provider,
@@ -224,6 +224,7 @@ def ask(
             embedder_provider=embedder_provider,
             embedder_model=embedder_model,
             embedder_base_url=embedder_base_url,
+            memory_overrides={"budget": budget},
         )
         opts = [c.strip() for c in choices.split("|")] if choices is not None else None
         if opts is not None and not 2 <= len(opts) <= len(LETTERS):

@@ -106,7 +106,7 @@ def _get(tree: Mapping[str, Any], path: Sequence[str]) -> Any:
 
 
 def effective_settings(config: Config) -> dict[str, dict[str, Any] | Any]:
-    """Every setting in effect: the top-level ones, then the typed sections (memory, llm, embedder, gem), then each
+    """Every setting in effect: the top-level ones, then the typed sections (memory, llm, embedder), then each
     registered strategy's section validated by its own model (its defaults filled in). Strategies without settings
     are left out.
 
@@ -116,7 +116,7 @@ def effective_settings(config: Config) -> dict[str, dict[str, Any] | Any]:
     """
     check_config(config)
     out: dict[str, Any] = {k: getattr(config, k) for k in ("strategy", "cache_dir", "progress")}
-    for name in ("memory", "llm", "embedder", "gem"):
+    for name in ("memory", "llm", "embedder"):
         out[name] = getattr(config, name).model_dump()
     for name in available():
         if name in out:

@@ -21,7 +21,7 @@ Example ``gemrag.toml``::
     [raptor]                  # any strategy's own section, validated by that strategy's model
     summary_tokens = 200
 
-Strategy sections: besides ``llm``, ``embedder``, ``memory`` and ``gem`` (typed fields of :class:`Config`), every
+Strategy sections: besides ``llm``, ``embedder`` and ``memory`` (typed fields of :class:`Config`), every
 top-level table names a strategy and holds that strategy's settings, kept raw here (this layer does not
 know the strategies) and validated by the strategy's own pydantic model when the strategy is constructed
 (:func:`gemrag.strategies.base.get_strategy`) or the configuration is checked against the registry
@@ -161,8 +161,9 @@ class EmbedderSettings(BaseModel):
 
 
 class ReadTitles(BaseModel):
-    """The title setting of every strategy that reads the chunks' text (a base of their section models, and of
-    :class:`GemSettings`): whether the strategy reads a chunk as its document's title, a newline and its text.
+    """The title setting of every strategy that reads the chunks' text (a base of their section models, GEM's
+    :class:`gemrag.strategies.gem.settings.GemSettings` too): whether the strategy reads a chunk as its document's
+    title, a newline and its text.
 
     Attributes:
         read_titles: None (default): as the strategy's paper, its class attribute ``reads_titles`` (dense, bm25 and
@@ -178,64 +179,9 @@ class ReadTitles(BaseModel):
     read_titles: bool | None = None
 
 
-class GemSettings(ReadTitles):
-    """GEM-RAG parameters (paper section IV.E defaults; the chunk size T and the budget B are the memory's,
-    :class:`~gemrag.memory_settings.MemorySettings`). ``read_titles`` (:class:`ReadTitles`): GEM reads titles
-    only when set to true (the paper's utility questions and chunk vectors are of the chunk alone, section III.B.1).
-
-    Attributes:
-        questions: m, utility questions per chunk (0 = compare chunk embeddings directly), default 5.
-        eigen: k, eigenvectors that become summary nodes, default 2.
-        eigen_top: e, top components of each eigenvector summarized together, default 5.
-        search: ``"best_first"`` (section III.B.2), ``"rank"`` (literal Algorithm 1) or ``"fused"`` (no
-            graph walk: top-B by ``max(cos(v_p, v_u), max_j cos(v_p, v_uj))``, an ablation measuring what the
-            walk adds).
-        members: how summary nodes pick their e members: ``"spectral"`` (the top e components of each of
-            the top k eigenvectors, section III.B.1) or ``"kmeans"`` (the e chunks nearest each of k
-            k-means centroids of the chunk vectors: Table I, "GEM-RAG (k-Means)").
-        summary_words: length limit of a summary node (words).
-        skip_trivial: drop the first eigenpair (lambda_1 = 1, whose eigenvector is the degree/Perron vector
-            D^(1/2) 1: the most central chunks, not a theme) when choosing the k summary eigenvectors, and take
-            the next k. Default False, as in the paper (section III.B.1, "Building the Summary Nodes": the top
-            k eigenvectors by |lambda|); see benchmarks/first_eigenvector.py for what it changes.
-        graph: ``"dense"`` (the paper's complete graph: N x N float64 S, L and W; full eigendecomposition),
-            ``"sparse"`` (k-nearest-neighbour S as scipy CSR, Lanczos ``eigsh`` for the top eigenpairs, CSR W;
-            not in the paper) or ``"auto"`` (default: sparse when the memory has more than ``sparse_above``
-            chunks).
-        sparse_above: chunk count above which ``graph="auto"`` goes sparse, default 2000: a dense N x N
-            float64 matrix is 32 MB at N = 2000 (several are alive during a build) and 800 MB at 10,000, and
-            the dense eigendecomposition is O(N^3); below 2000 the dense build takes seconds.
-        knn: neighbours per node of the sparse graph (the union of every node's ``knn`` strongest links),
-            default 32: enough that each chunk keeps its strongest links and the graph stays connected, while S,
-            L and W hold O(N * knn) entries (under 1% of the complete graph's at N = 10,000).
-        ann_above: chunk count from which the sparse graph's neighbours are found through a faiss HNSW index
-            (approximate; :mod:`gemrag.graph.knn_ann`) instead of every pair of chunks, and retrieval ranks utility
-            questions through one (:mod:`gemrag.strategies.gem.ann_search`); default 20000 (at 20k the exact
-            kNN graph takes ~30 s on 2 cores and grows as N^2, the approximate one as ~N log N; recall and
-            agreement are measured in ``benchmarks/scale.py``). 0 = always approximate on the sparse path.
-        dedupe_questions: drop a node's repeated utility questions (default False: the paper sums the edge weight
-            over the m questions the LLM wrote, a repeated one twice, III.B.1; True: gemrag's earlier rule, which
-            left such a node fewer than m questions and lighter edges). Applies to questions generated from now
-            on; stored questions stay as they are.
-    """
-
-    questions: int = Field(5, ge=0, le=20)
-    eigen: int = Field(2, ge=0, le=64)
-    eigen_top: int = Field(5, ge=1, le=100)
-    search: Literal["best_first", "rank", "fused"] = "best_first"
-    members: Literal["spectral", "kmeans"] = "spectral"
-    summary_words: int = Field(80, ge=10, le=1000)
-    skip_trivial: bool = False
-    graph: Literal["auto", "dense", "sparse"] = "auto"
-    sparse_above: int = Field(2000, ge=0)
-    knn: int = Field(32, ge=1, le=1000)
-    ann_above: int = Field(20000, ge=0)
-    dedupe_questions: bool = False
-
-
-_OWN_ENV = ("memory", "gem")
+_OWN_ENV = ("memory",)
 """Sections whose ``GEMRAG_*`` variables :func:`_own_env` reads rather than pydantic-settings: ``GEMRAG_MEMORY`` is a
-string (the memory's location) while ``[memory]`` is a table, and ``[gem]``'s old keys move to ``[memory]``."""
+string (the memory's location) while ``[memory]`` is a table."""
 
 
 class _TypedEnv(EnvSettingsSource):
@@ -253,8 +199,8 @@ class Config(BaseSettings):
 
     Attributes:
         strategy: the retrieval strategy name (``gem`` is the default).
-        llm, embedder, gem: see :class:`LLMSettings`, :class:`EmbedderSettings`, :class:`GemSettings` (GEM's
-            own section).
+        llm, embedder: see :class:`LLMSettings`, :class:`EmbedderSettings`. GEM's ``[gem]`` is a strategy section
+            like every other (:class:`gemrag.strategies.gem.settings.GemSettings`).
         memory: the memory's settings, :class:`~gemrag.memory_settings.MemorySettings`: its location (the memory
             the command line uses when ``--memory`` is not given: ``GEMRAG_MEMORY``, ``memory = "..."`` or
             ``[memory] location = "..."`` in ``gemrag.toml``; a directory or
@@ -271,7 +217,6 @@ class Config(BaseSettings):
     strategy: str = "gem"
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
-    gem: GemSettings = Field(default_factory=GemSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     cache_dir: Path | None = None
     progress: bool = True
@@ -292,12 +237,16 @@ class Config(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _no_unknown_keys(cls, data: Any) -> Any:
-        """Reject a key the typed sections (``llm``, ``embedder``, ``gem``) do not have: their models would ignore
-        it silently, so a typo such as ``gem.budgte`` would change nothing. First the shorthand ``memory = "DIR"``
-        becomes ``[memory] location`` and the memory's old keys in ``[gem]`` move to ``[memory]`` (with a warning)."""
+        """Reject a key the typed sections (``llm``, ``embedder``, ``memory``) do not have: their models would ignore
+        it silently, so a typo such as ``memory.budgte`` would change nothing. First the shorthand ``memory = "DIR"``
+        becomes ``[memory] location``, the memory's old keys in ``[gem]`` move to ``[memory]`` (with a warning), and a
+        strategy section given as its model (``gem=GemSettings(...)``) becomes its table."""
         if not isinstance(data, Mapping):
             return data
         data = move_deprecated(data, "the configuration")
+        data = {
+            k: v.model_dump() if isinstance(v, BaseModel) and k not in cls.model_fields else v for k, v in data.items()
+        }
         for name, field in cls.model_fields.items():
             model, given = field.annotation, data.get(name)
             if isinstance(model, type) and issubclass(model, BaseModel) and isinstance(given, Mapping):
@@ -322,11 +271,11 @@ class Config(BaseSettings):
 
     @property
     def sections(self) -> dict[str, dict[str, Any]]:
-        """The strategy sections other than the typed ``gem`` one, by name, as raw (unvalidated) dicts."""
+        """The strategy sections, by name, as raw (unvalidated) dicts."""
         return {name: dict(value) for name, value in (self.model_extra or {}).items()}
 
     def section(self, name: str) -> dict[str, Any]:
-        """The raw settings of the section ``name`` (``{}`` when absent; a typed section such as ``gem`` as its
+        """The raw settings of the section ``name`` (``{}`` when absent; a typed section such as ``llm`` as its
         dumped values)."""
         if name in type(self).model_fields:
             value = getattr(self, name)
@@ -482,9 +431,9 @@ def load_config(
         sets: ``--set`` items, ``section.key=value`` (:func:`parse_sets`).
 
     Raises:
-        ConfigError: the file is missing or malformed, a value is invalid, a typed section (llm, embedder, memory,
-            gem) has an unknown key, a top-level key is neither a setting nor a table, a ``--set`` is malformed, or
-            one layer gives a memory setting under its old and its new key with different values.
+        ConfigError: the file is missing or malformed, a value is invalid, a typed section (llm, embedder, memory) has
+            an unknown key, a top-level key is neither a setting nor a table, a ``--set`` is malformed, or one layer
+            gives a memory setting under its old and its new key with different values.
     """
     toml_path = _find_config_file(config_file)
     try:

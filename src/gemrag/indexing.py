@@ -16,6 +16,7 @@ from gemrag.lifecycle import MemoryHandle, record_build
 from gemrag.models.base import Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.reports import IndexReport
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.platform.titles import READ_TITLES
 
 
@@ -84,7 +85,9 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
     if memory._llm is not None:
         models["llm"] = memory._llm.model_id
     store.set_meta("models", models)
-    gem = memory.config.gem.model_dump(exclude={READ_TITLES})  # what GEM read is its build's: stats()["titles"]
+    gem = gem_settings(memory.config).model_dump(
+        exclude={READ_TITLES}
+    )  # what GEM read is its build's: stats()["titles"]
     chunking = {"chunk_tokens": memory.config.memory.chunk_tokens, "budget": memory.config.memory.budget}
     store.set_meta("params", chunking | gem | {"chunk_titles": chunk_titles(store)})  # the keys of before [memory]
     used = memory.meter.totals.get("index", Usage()) - before

@@ -9,11 +9,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gemrag.config import Config, GemSettings
+from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.variants import strategy_variant
 from gemrag.memory_settings import MemorySettings
 from gemrag.strategies import available, check_config
+from gemrag.strategies.gem.settings import GemSettings, gem_settings
 
 __all__ = ["RETRIEVAL_ONLY", "RunSpec", "plan_runs"]
 
@@ -65,12 +66,13 @@ def plan_runs(strategies: Sequence[str], ablation: dict[str, list[Any]] | None, 
         section, model = ("memory", MemorySettings) if param in MEMORY_PARAMS else ("gem", GemSettings)
         for raw in values:
             try:
-                settings = model.model_validate({**getattr(config, section).model_dump(), param: raw})
+                current = config.memory if section == "memory" else gem_settings(config)
+                settings = model.model_validate({**current.model_dump(), param: raw})
             except ValidationError as exc:
                 raise ConfigError(f"invalid ablation value {param}={raw!r}: {exc.errors()[0]['msg']}") from exc
             value = getattr(settings, param)
             suffix = "" if param in RETRIEVAL_ONLY else f"-{param}-{value}"
-            cfg = config.model_copy(update={section: settings})
+            cfg = config.model_copy(update={section: settings if section == "memory" else settings.model_dump()})
             runs.append(RunSpec(f"gem[{param}={value}]", "gem", {param: value}, cfg, suffix))
     if not runs:
         raise ConfigError("nothing to evaluate: give at least one strategy or an ablation")
