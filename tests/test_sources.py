@@ -34,7 +34,7 @@ STRATEGIES = ("gem", "dense", "bm25", "raptor", "full", "remem", "unweaver", "hl
 def update_config(config: Config) -> Config:
     """Small chunks (40 tokens); RAPTOR rebuilt from scratch here (its incremental rule has its own test)."""
     data = config.model_dump()
-    data["gem"]["chunk_tokens"] = 40
+    data["memory"]["chunk_tokens"] = 40
     return Config.model_validate({**data, "raptor": {"incremental": False}})
 
 
