@@ -49,9 +49,9 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
-    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from gemrag.errors import ConfigError
@@ -443,25 +443,16 @@ def load_config(
     toml = move_deprecated(toml, str(toml_path))
     env = move_deprecated(_own_env(os.environ), "the environment", "env")
     given = move_deprecated(_deep_drop_none(overrides or {}), "the overrides")
-    init = _deep_merge(_deep_merge(env, given), move_deprecated(parse_sets(sets or []), "--set", "set"))
-
-    class _Config(Config):
-        @classmethod
-        def settings_customise_sources(
-            cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            return (init_settings, _TypedEnv(settings_cls), InitSettingsSource(settings_cls, init_kwargs=toml))
-
+    sets_given = move_deprecated(parse_sets(sets or []), "--set", "set")
     try:
-        built = _Config(**init)
-        return Config.model_validate(built.model_dump())
+        merged: dict[str, Any] = {}
+        for layer in (toml, _TypedEnv(Config)(), env, given, sets_given):  # lowest precedence first, tables merged
+            merged = _deep_merge(merged, layer)
+        return Config(**merged)
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration: {describe_errors(exc)}") from exc
+    except SettingsError as exc:  # a GEMRAG_* variable pydantic-settings cannot read (malformed JSON)
+        raise ConfigError(f"invalid configuration: {exc}") from exc
 
 
 def _own_env(environ: Mapping[str, str]) -> dict[str, Any]:
