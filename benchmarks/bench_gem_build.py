@@ -54,8 +54,8 @@ def run_one(n_chunks: int, graph: str = "auto") -> dict[str, Any]:
     from fakes import HashEmbedder, ScriptedLLM
     from gemrag import Memory, load_config
 
-    gem = {"chunk_tokens": 100, "questions": 5, "eigen": 2, "eigen_top": 5, "graph": graph}
-    cfg = load_config(None, {"gem": gem})
+    gem = {"questions": 5, "eigen": 2, "eigen_top": 5, "graph": graph}
+    cfg = load_config(None, {"memory": {"chunk_tokens": 100}, "gem": gem})
     with tempfile.TemporaryDirectory() as tmp:
         with Memory.open(Path(tmp) / "mem", cfg, llm=ScriptedLLM(), embedder=HashEmbedder(dim=384)) as mem:
             for i, text in enumerate(corpus(n_chunks)):

@@ -58,7 +58,7 @@ class ConcurrentLLM(SlowLLM):
 
 
 def build(llm: ScriptedLLM, text: str) -> tuple[float, int, Any]:
-    config = load_config(None, {"gem": {"chunk_tokens": 100, "questions": 5, "eigen": 2}})
+    config = load_config(None, {"memory": {"chunk_tokens": 100}, "gem": {"questions": 5, "eigen": 2}})
     with tempfile.TemporaryDirectory() as tmp, Memory.open(tmp, config, llm=llm, embedder=HashEmbedder()) as mem:
         mem.add_text(text, "story")
         start = time.perf_counter()

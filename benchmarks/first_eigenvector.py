@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 
 from gemrag import Memory, load_config
-from gemrag.config import Config, GemSettings
+from gemrag.config import Config
 from gemrag.graph.similarity import utility_question_vectors
 from gemrag.strategies.gem.graph import chunk_graph, eigen_selection
+from gemrag.strategies.gem.settings import GemSettings, gem_settings
 from gemrag.strategies.gem.summaries import summary_members
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,10 +89,12 @@ def dev_story_spectra(config: Config) -> list[dict[str, Any]]:
     with Memory.open(Path("/tmp/b/dev-embed-cache"), config) as mem:  # only for its embedding cache
         for line in DEV.read_text(encoding="utf-8").splitlines():
             story = json.loads(line)
-            texts = [" ".join(c.text.split()) for c in chunk_text(story["article"], tokenizer, config.gem.chunk_tokens)]
+            texts = [
+                " ".join(c.text.split()) for c in chunk_text(story["article"], tokenizer, config.memory.chunk_tokens)
+            ]
             vectors = mem.embedder.embed(texts)
             empty = np.zeros((0, vectors.shape[1]), np.float32)
-            row = spectra(vectors, empty, np.zeros(0, np.int64), config.gem)
+            row = spectra(vectors, empty, np.zeros(0, np.int64), gem_settings(config))
             row["title"] = story.get("title_guess", "")[:40]
             out.append(row)
     return out
@@ -99,7 +102,7 @@ def dev_story_spectra(config: Config) -> list[dict[str, Any]]:
 
 def with_skip(config: Config, skip: bool) -> Config:
     """``config`` with ``gem.skip_trivial = skip``."""
-    return config.model_copy(update={"gem": config.gem.model_copy(update={"skip_trivial": skip})})
+    return config.model_copy(update={"gem": gem_settings(config).model_copy(update={"skip_trivial": skip})})
 
 
 def contexts(copy: Path, config: Config, skip: bool) -> dict[str, Any]:
@@ -171,7 +174,7 @@ def main() -> None:
     figures: dict[str, Any] = {}
 
     with Memory.open(args.memory, config, progress=None) as mem:
-        demo = memory_spectra(mem, config.gem)
+        demo = memory_spectra(mem, gem_settings(config))
     figures["demo"] = demo
     print(f"demo story: {demo['n']} chunks, {demo['questions']} utility questions; top |λ|: {demo['top_eigenvalues']}")
     ids = demo["chunk_ids"]

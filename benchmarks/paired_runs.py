@@ -1,5 +1,5 @@
 """Paired bootstrap of one metric between two ``gemrag eval`` output directories: the same questions and runs
-(strategies) evaluated twice under different settings (e.g. ``--set gem.chunk_titles=false`` against the default,
+(strategies) evaluated twice under different settings (e.g. ``--set memory.chunk_titles=false`` against the default,
 or ``--answer-form default`` against ``short``), which one evaluation cannot hold (its fingerprint is one setting).
 
     python benchmarks/paired_runs.py BEFORE_DIR AFTER_DIR --metric recall@5 [--metric f1 ...]

@@ -145,8 +145,8 @@ def main() -> None:
         llm["json_mode"] = args.json_mode
     if args.ray_actors:
         llm |= {"ray": "local", "ray_actors": args.ray_actors, "ray_actor_concurrency": args.actor_concurrency}
-    gem = {"chunk_tokens": 100, "questions": 5, "eigen": 2, "eigen_top": 5}
-    cfg = load_config(None, {"llm": llm, "gem": gem, "progress": False})
+    gem = {"questions": 5, "eigen": 2, "eigen_top": 5}
+    cfg = load_config(None, {"llm": llm, "memory": {"chunk_tokens": 100}, "gem": gem, "progress": False})
     docs = excerpt(args.chunks) if args.endpoint else corpus(args.chunks)
     with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "mem", cfg, embedder=HashEmbedder()) as mem:
         for i, text in enumerate(docs):

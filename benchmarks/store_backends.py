@@ -131,10 +131,10 @@ def gem_graph(V: np.ndarray, m: int, args: argparse.Namespace) -> tuple[dict[str
     """GEM's graph over the chunks with stand-in utility questions (no summary nodes), as ``GemStrategy.build``
     computes it (``chunk_graph``, ``adjacency_matrix``, the inverted lists above ``gem.ann_above``), and its
     seconds."""
-    from gemrag.config import GemSettings
     from gemrag.graph.ann import coarse_partition, list_count
     from gemrag.graph.laplacian import adjacency_matrix
     from gemrag.strategies.gem.graph import chunk_graph, graph_mode
+    from gemrag.strategies.gem.settings import GemSettings
 
     rng = np.random.default_rng(11)
     n = V.shape[0]
@@ -164,11 +164,12 @@ def write_memory(
     from gemrag.store.rows import sha256_text
     from gemrag.strategies import get_strategy
     from gemrag.strategies.gem.search import top_k_edges
+    from gemrag.strategies.gem.settings import gem_settings
     from gemrag.strategies.gem.strategy import EDGES_PER_NODE, GemGraph
 
     table = dict(zip(texts, V, strict=True)) | queries
     m = int(graph["Q"].shape[0] // len(texts))
-    cfg = load_config(None, {"strategy": "gem", "gem": {"questions": m, "chunk_titles": False}})
+    cfg = load_config(None, {"strategy": "gem", "memory": {"chunk_titles": False}, "gem": {"questions": m}})
     mem = Memory.open(location, cfg, llm=NoLLM(), embedder=LookupEmbedder(table))  # type: ignore[arg-type]
     store = mem.store
     store.set_meta("chunk_tokens", 100)
@@ -187,7 +188,7 @@ def write_memory(
     if graph["lists"] is not None:
         g.list_centroids, g.question_list = graph["lists"]
     src, dst, weight = top_k_edges(graph["W"], min(EDGES_PER_NODE, len(chunk_ids) - 1))
-    meta = {"spectrum": graph["spectrum"], "questions_m": cfg.gem.questions, "graph": graph["mode"]}
+    meta = {"spectrum": graph["spectrum"], "questions_m": gem_settings(cfg).questions, "graph": graph["mode"]}
     g.publish(mem.ctx, generation, meta, (chunk_ids[src], chunk_ids[dst], weight))
     return mem
 

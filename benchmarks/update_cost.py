@@ -37,7 +37,7 @@ def open_memory(directory: Path, fake: bool) -> Any:
     from gemrag import Memory
     from gemrag.config import load_config
 
-    config = load_config(None, {"gem": {"chunk_tokens": 100, "questions": 5, "eigen": 2, "eigen_top": 5}})
+    config = load_config(None, {"memory": {"chunk_tokens": 100}, "gem": {"questions": 5, "eigen": 2, "eigen_top": 5}})
     if fake:
         sys.path.insert(0, str(REPO / "tests"))
         from fakes import HashEmbedder, ScriptedLLM

@@ -40,7 +40,7 @@ def config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Config:
         if var.startswith("GEMRAG_"):
             monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
-    return load_config(None, {"gem": {"chunk_tokens": 30, "questions": 3, "eigen": 2, "eigen_top": 3}})
+    return load_config(None, {"memory": {"chunk_tokens": 30}, "gem": {"questions": 3, "eigen": 2, "eigen_top": 3}})
 
 
 @pytest.fixture

@@ -119,7 +119,7 @@ def fake_cli(monkeypatch: pytest.MonkeyPatch, memory_dir: Path) -> StreamingLLM:
     return open_with_fakes(monkeypatch, StreamingLLM(reply=REPLY))
 
 
-SMALL_CHUNKS = ["--set", "gem.chunk_tokens=30"]  # the chunk size of the `config` fixture's memories
+SMALL_CHUNKS = ["--set", "memory.chunk_tokens=30"]  # the chunk size of the `config` fixture's memories
 
 
 def plain(output: str) -> str:

@@ -25,7 +25,7 @@ FILLER = [f"Tell me about the weather on day {i} at the harbour." for i in range
 @pytest.fixture
 def config(config: Config) -> Config:
     """The shared test config with the default chunk size (T = 100): one chunk per short exchange."""
-    return config.model_copy(update={"gem": config.gem.model_copy(update={"chunk_tokens": 100})})
+    return config.model_copy(update={"memory": config.memory.model_copy(update={"chunk_tokens": 100})})
 
 
 class RecordingLLM(ScriptedLLM):

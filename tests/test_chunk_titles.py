@@ -1,6 +1,6 @@
-"""Chunk titles: a memory records whether its chunks have their document's title (``gem.chunk_titles``), each strategy
-reads them as its paper does (dense, bm25, remem: ``title\\ntext``; gem, unweaver, hlgraph, raptor: the text alone)
-unless its ``read_titles`` says otherwise, the stored text is unchanged, every build records what it read, and a
+"""Chunk titles: a memory records whether its chunks have their document's title (``memory.chunk_titles``), each
+strategy reads them as its paper does (dense, bm25, remem: ``title\\ntext``; gem, unweaver, hlgraph, raptor: the text
+alone) unless its ``read_titles`` says otherwise, the stored text is unchanged, every build records what it read, and a
 build made before that choice existed keeps reading titles until an explicit setting rebuilds it (issues 29, 38)."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import IncompatibleMemoryError
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.gem.strategy import QUESTIONS_TITLES_META
 from gemrag.strategies.platform.titles import READ_TITLES, TITLES_META
 from gemrag.strategies.raptor.strategy import RaptorParams, RaptorStrategy
@@ -38,9 +39,14 @@ class RecordingEmbedder(HashEmbedder):
         return super().embed(texts)
 
 
-def _config(config: Config, gem: dict[str, Any] | None = None, **sections: dict[str, Any]) -> Config:
-    base = config.gem.model_dump(exclude={"chunk_titles", READ_TITLES})
-    return load_config(None, {"gem": {**base, **(gem or {})}, **sections})
+def _config(
+    config: Config, gem: dict[str, Any] | None = None, memory: dict[str, Any] | None = None, **sections: dict[str, Any]
+) -> Config:
+    base, chunks = (
+        gem_settings(config).model_dump(exclude={READ_TITLES}),
+        config.memory.model_dump(exclude={"chunk_titles"}),
+    )
+    return load_config(None, {"memory": {**chunks, **(memory or {})}, "gem": {**base, **(gem or {})}, **sections})
 
 
 def _with_setting(config: Config, strategy: str, value: bool | None) -> Config:
@@ -179,7 +185,7 @@ def test_an_older_build_keeps_reading_titles_until_a_setting_rebuilds_it(tmp_pat
 
 
 def test_read_titles_needs_a_memory_with_titles(tmp_path: Path, config: Config) -> None:
-    off = _config(config, {"chunk_titles": False})
+    off = _config(config, memory={"chunk_titles": False})
     with Memory.open(tmp_path / "m", off, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         mem.add_text(DOC_A, title=TITLE)
         mem.index(strategy="dense")
@@ -193,7 +199,7 @@ def test_read_titles_needs_a_memory_with_titles(tmp_path: Path, config: Config) 
 
 
 def test_switched_off_and_recorded(tmp_path: Path, config: Config) -> None:
-    off = _config(config, {"chunk_titles": False})
+    off = _config(config, memory={"chunk_titles": False})
     emb = HashEmbedder()
     with Memory.open(tmp_path / "m", off, llm=ScriptedLLM(), embedder=emb) as mem:
         mem.add_text(DOC_A, title=TITLE)
@@ -206,7 +212,7 @@ def test_switched_off_and_recorded(tmp_path: Path, config: Config) -> None:
     with Memory.open(tmp_path / "m", config, llm=ScriptedLLM(), embedder=emb) as mem:
         assert mem.store.get_meta(TITLES_META) is False
     with pytest.raises(IncompatibleMemoryError, match="without their document titles"):
-        Memory.open(tmp_path / "m", _config(config, {"chunk_titles": True}), llm=ScriptedLLM(), embedder=emb)
+        Memory.open(tmp_path / "m", _config(config, memory={"chunk_titles": True}), llm=ScriptedLLM(), embedder=emb)
 
 
 def test_a_memory_chunked_before_the_setting_keeps_working(tmp_path: Path, config: Config) -> None:

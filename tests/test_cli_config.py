@@ -71,5 +71,5 @@ def test_every_strategy_says_whether_it_reads_chunk_titles(tmp_path: Path, monke
         assert titles_line(name).startswith("# read_titles = (unset: true, as the method's paper")
     assert titles_line("unweaver") == "read_titles = true  # --set"
     assert not any("read_titles" in line for line in sections["full"])  # reads no indexed text
-    assert "# chunk_titles = (unset: what the memory records; true for a new memory)  # default" in sections["gem"]
+    assert "# chunk_titles = (unset: what the memory records; true for a new memory)  # default" in sections["memory"]
     assert tomllib.loads(runner.invoke(cli.app, ["config"]).output)["unweaver"].get("read_titles") is None

@@ -83,7 +83,7 @@ EVAL_ROOT = [
 BAD: dict[str, list[Any]] = {
     "config": ["missing.toml", "bad.toml"],
     "strategy": ["nosuch"],
-    "set_": ["nosuch.key=1", "gem.nosuch=1", "gem.budget=0", "noequals"],
+    "set_": ["nosuch.key=1", "gem.nosuch=1", "memory.budget=0", "noequals"],
     "sets": ["nosuch.key=1", "gem.nosuch=1", "noequals"],
     "llm_provider": ["nosuch"],
     "ray": ["nosuch", "host:port"],
@@ -161,8 +161,8 @@ VALID: dict[str, list[Any]] = {
     "quiet": [True],
     "as_json": [True],
     "strategy": ["dense", "bm25"],
-    "set_": ["gem.budget=3", "bm25.k1=1.2"],
-    "sets": ["gem.budget=3"],
+    "set_": ["memory.budget=3", "bm25.k1=1.2"],
+    "sets": ["memory.budget=3"],
     "config": ["good.toml"],
     "llm_provider": ["llama_cpp"],
     "llm_model": ["qwen2.5-coder-0.5b"],
@@ -266,7 +266,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("template")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id=ONNX_ID))
-        with Memory.open(root / "mem", load_config(None, {"gem": {"chunk_tokens": 100}}), llm=ScriptedLLM()) as mem:
+        with Memory.open(root / "mem", load_config(None, {"memory": {"chunk_tokens": 100}}), llm=ScriptedLLM()) as mem:
             mem.add_text("Amos lit the lamp of the lighthouse every night.", "lighthouse")
             mem.index("dense")
     (root / "empty-dir").mkdir()
@@ -275,7 +275,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "file.txt").write_text("A perfectly fine document. It has two sentences.\n")
     (root / "other.txt").write_text("Another fine document.\n")
     (root / "binary.bin").write_bytes(b"\x00\x01\x02binary")
-    (root / "good.toml").write_text("[gem]\nbudget = 3\n")
+    (root / "good.toml").write_text("[memory]\nbudget = 3\n")
     (root / "bad.toml").write_text("[gem\nbudget = \n")
     (root / "keys.toml").write_text('"k-1" = ["*"]\n')
     (root / "data.jsonl").write_text(json.dumps(QUALITY) + "\n")

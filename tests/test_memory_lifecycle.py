@@ -24,6 +24,7 @@ from gemrag.errors import GemragError, MemoryNotIndexedError
 from gemrag.lifecycle import StaleStrategyWarning
 from gemrag.strategies import register
 from gemrag.strategies.base import StrategyContext
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.platform.common import chunk_hits, chunk_nodes, load_published, publish_arrays
 from gemrag.strategies.platform.titles import indexed_text_of
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
@@ -64,7 +65,7 @@ def answers(mem: Memory, strategy: str) -> list[list[str]]:
 
 @pytest.fixture
 def lifecycle_config(config: Config) -> Config:
-    return config.model_copy(update={"gem": config.gem.model_copy(update={"chunk_tokens": 40})})
+    return config.model_copy(update={"memory": config.memory.model_copy(update={"chunk_tokens": 40})})
 
 
 def test_adding_a_document_costs_llm_calls_for_its_chunks_only(memory_at: MemoryAt, lifecycle_config: Config) -> None:
@@ -87,7 +88,7 @@ def test_adding_a_document_costs_llm_calls_for_its_chunks_only(memory_at: Memory
         summary_texts = {n.text for n in mem.store.nodes("summary", strategy="gem")}
         assert len(question_passages) + len(summaries) == len(prompts) == report.llm_calls > 0
         assert new_chunks <= set(question_passages) <= new_chunks | summary_texts  # its chunks, changed summaries
-        assert len(summaries) <= lifecycle_config.gem.eigen
+        assert len(summaries) <= gem_settings(lifecycle_config).eigen
         assert mem.store.build_state("gem").state == "built"
 
 
@@ -98,7 +99,7 @@ def test_delete_leaves_the_memory_equal_to_one_built_without_the_document(
     # with the title "part i" in every chunk's indexed text the hash embeddings of this toy corpus form one cluster
     # before the delete and four layers after it, so the comparison would test the clustering, not the delete.
     lifecycle_config = lifecycle_config.model_copy(
-        update={"gem": lifecycle_config.gem.model_copy(update={"chunk_titles": False})}
+        update={"memory": lifecycle_config.memory.model_copy(update={"chunk_titles": False})}
     )
     docs = documents()
     llm = ScriptedLLM()
@@ -134,7 +135,8 @@ def test_delete_leaves_the_memory_equal_to_one_built_without_the_document(
             calls = llm.calls
             mem.index(s)
             spent[s] = llm.calls - calls
-        assert spent["gem"] <= 2 * lifecycle_config.gem.eigen  # changed summaries and their questions, no chunk
+        # changed summaries and their questions, no chunk
+        assert spent["gem"] <= 2 * gem_settings(lifecycle_config).eigen
         assert spent["dense"] == spent["bm25"] == 0
         assert spent["raptor"] <= len(mem.store.nodes("summary", strategy="raptor"))  # its re-clustered summaries
         for s in STRATEGIES:

@@ -34,7 +34,7 @@ STRATEGIES = ("gem", "dense", "bm25", "raptor", "full", "remem", "unweaver", "hl
 def update_config(config: Config) -> Config:
     """Small chunks (40 tokens); RAPTOR rebuilt from scratch here (its incremental rule has its own test)."""
     data = config.model_dump()
-    data["gem"]["chunk_tokens"] = 40
+    data["memory"]["chunk_tokens"] = 40
     return Config.model_validate({**data, "raptor": {"incremental": False}})
 
 
@@ -118,7 +118,7 @@ def test_raptor_incremental_update_follows_its_rule(tmp_path: Path, memory_at: M
     # a title prefix can send it to another layer-1 cluster, which the rule also allows but this test's
     # expectation (the old chunk's clusters alone are dirty) does not cover.
     update_config = update_config.model_copy(
-        update={"gem": update_config.gem.model_copy(update={"chunk_titles": False})}
+        update={"memory": update_config.memory.model_copy(update={"chunk_titles": False})}
     )
     with open_memory(memory_at("m"), update_config, llm, **raptor) as mem:
         mem.add([folder])

@@ -31,7 +31,7 @@ KEEPER = "The keeper is Ansel."
 @pytest.fixture
 def small_chunks(config: Config) -> Config:
     """Chunks of 40 tokens, so that a document of 150 words has several."""
-    return config.model_copy(update={"gem": config.gem.model_copy(update={"chunk_tokens": 40})})
+    return config.model_copy(update={"memory": config.memory.model_copy(update={"chunk_tokens": 40})})
 
 
 @pytest.fixture
@@ -280,7 +280,7 @@ def test_the_demo_names_its_story_by_a_stable_id(
         monkeypatch.setattr(demo, "example_dir", lambda where=where: where)
         calls = doubles.calls
         result = invoke(
-            "demo", "--memory", str(tmp_path / "demo"), "--limit", "2", "-q", "--set", "gem.chunk_tokens=100"
+            "demo", "--memory", str(tmp_path / "demo"), "--limit", "2", "-q", "--set", "memory.chunk_tokens=100"
         )
         answers.append([line.strip() for line in result.stdout.splitlines() if "gold" in line])
         spent = doubles.calls - calls

@@ -73,8 +73,8 @@ def test_gemrag_ask_stream_prints_the_sources_under_the_streamed_text(
 ) -> None:
     llm = open_with_fakes(monkeypatch, StreamingLLM(reply=REPLY))
     argv = ["ask", QUESTION, "--memory", str(memory_dir), "--strategy", "dense", "--budget", "3"]
-    streamed = CliRunner().invoke(cli.app, [*argv, "--set", "gem.chunk_tokens=30", "--stream"])
-    whole = CliRunner().invoke(cli.app, [*argv, "--set", "gem.chunk_tokens=30", "--no-stream"])
+    streamed = CliRunner().invoke(cli.app, [*argv, "--set", "memory.chunk_tokens=30", "--stream"])
+    whole = CliRunner().invoke(cli.app, [*argv, "--set", "memory.chunk_tokens=30", "--no-stream"])
     assert streamed.exit_code == 0 and whole.exit_code == 0, streamed.output + whole.output
     assert llm.streams == 1 and f"answer: {REPLY}\n" in streamed.output and f"answer: {CLEAN}\n" in whole.output
 

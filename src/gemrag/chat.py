@@ -122,7 +122,7 @@ class ChatSession:
         description: optional persona description (background, manner) for the prompt.
         user: the user's name in the stored exchanges (same rules as ``persona``).
         strategy: any registered strategy (default :data:`DEFAULT_STRATEGY`).
-        budget: memories recalled per turn (default: the strategy's default budget, else ``gem.budget``).
+        budget: memories recalled per turn (default: the strategy's default budget, else ``memory.budget``).
         index_every: index after this many stored exchanges (>= 1; module docstring, step 4).
         history: recent exchanges shown verbatim in the prompt (>= 0).
         max_tokens: longest reply (tokens). temperature: sampling temperature of the reply.
@@ -249,7 +249,7 @@ class ChatSession:
             return []
         if not needs_build(chosen) and not self.memory.store.documents():
             return []
-        budget = self.budget or getattr(chosen, "default_budget", None) or self.memory.config.gem.budget
+        budget = self.budget or getattr(chosen, "default_budget", None) or self.memory.config.memory.budget
         shown = {c for e in self.window() for c in self.memory.store.document_chunk_ids(e.doc_id)}
         with warnings.catch_warnings():  # exchanges waiting for the next index are shown verbatim instead
             warnings.simplefilter("ignore", StaleStrategyWarning)

@@ -102,7 +102,9 @@ def index(
             help="Keep the text of replaced and removed versions in the history (`gemrag info --history SOURCE`).",
         ),
     ] = False,
-    chunk_tokens: Annotated[int | None, typer.Option(min=1, help="T: tokens per chunk (default 100).")] = None,
+    chunk_tokens: Annotated[
+        int | None, typer.Option(min=1, help="T: tokens per chunk (memory.chunk_tokens, default 100).")
+    ] = None,
     questions: Annotated[int | None, typer.Option(min=0, help="m: utility questions per chunk (default 5).")] = None,
     eigen: Annotated[int | None, typer.Option(min=0, help="k: eigenvectors summarized (default 2).")] = None,
     eigen_top: Annotated[int | None, typer.Option(min=1, help="e: top components per eigenvector (default 5).")] = None,
@@ -127,7 +129,7 @@ def index(
     document stays); prints the added / updated / unchanged (and with --sync removed) counts.
     Resumable: interrupt with Ctrl-C (or kill it) and run it again. One process builds a memory at a time:
     another one gets a one-line error (exit code 2) unless --wait."""
-    gem = {"chunk_tokens": chunk_tokens, "questions": questions, "eigen": eigen, "eigen_top": eigen_top}
+    gem = {"questions": questions, "eigen": eigen, "eigen_top": eigen_top}
     with cli_errors():
         if not paths and (doc_id is not None or sync or keep_versions):
             raise InputError("--id, --sync and --keep-versions apply to the documents given: name them (PATHS)")
@@ -145,6 +147,7 @@ def index(
             embedder_model=embedder_model,
             embedder_base_url=embedder_base_url,
             llm_ray=ray,
+            memory_overrides={"chunk_tokens": chunk_tokens},
         )
         location = memory_target(memory, cfg, existing=False)
         sources = read_sources(paths, key=doc_id, sync=sync) if paths else []  # every file checked first
@@ -174,7 +177,7 @@ def ask(
     budget: Annotated[
         int | None,
         typer.Option(
-            min=1, help="B: context nodes to retrieve (default: gem.budget, 4; for remem: remem.qa_top_k, 5)."
+            min=1, help="B: context nodes to retrieve (default: memory.budget, 4; for remem: remem.qa_top_k, 5)."
         ),
     ] = None,
     choices: Annotated[str | None, typer.Option(help="Multiple-choice options separated by '|'.")] = None,
@@ -219,7 +222,7 @@ def ask(
     with cli_errors("ask again", also=(ValueError,)):
         cfg = build_config(
             config,
-            {"budget": budget, "search": search},
+            {"search": search},
             strategy,
             set_,
             llm_provider=llm_provider,
@@ -228,6 +231,7 @@ def ask(
             embedder_provider=embedder_provider,
             embedder_model=embedder_model,
             embedder_base_url=embedder_base_url,
+            memory_overrides={"budget": budget},
         )
         opts = [c.strip() for c in choices.split("|")] if choices is not None else None
         if opts is not None and not 2 <= len(opts) <= len(LETTERS):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from gemrag.config import Config, find_config_file, load_config, parse_sets
 from gemrag.console import cli_errors
+from gemrag.memory_settings import deprecated_key
 from gemrag.strategies import available
 from gemrag.strategies.base import check_config, strategy_config, title_default
 from gemrag.strategies.platform.titles import READ_TITLES
@@ -54,25 +55,58 @@ def _has(tree: Mapping[str, Any], path: Sequence[str]) -> bool:
     return True
 
 
-def _env_tree(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The keys set by ``GEMRAG_<SECTION>__<KEY>`` (and top-level ``GEMRAG_<KEY>``) variables, values omitted."""
-    out: dict[str, Any] = {}
-    for name in environ:
-        if not name.startswith("GEMRAG_") or name == "GEMRAG_CONFIG":
-            continue
-        path = name[len("GEMRAG_") :].lower().split("__")
-        node = out
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                break
-        else:
-            node[path[-1]] = True
-    return out
+def _spellings(path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
+    """The keys that set ``path`` in a layer, each with a note: the key itself, then its deprecated old key
+    (:func:`gemrag.memory_settings.deprecated_key`), and for ``memory.location`` the shorthand ``memory = "..."``."""
+    keys: list[tuple[tuple[str, ...], str]] = [(path, "")]
+    old = deprecated_key(path)
+    if old is not None:
+        keys.append((old, f"deprecated {'.'.join(old)}: use {'.'.join(path)}"))
+    if path == ("memory", "location"):
+        keys.append((("memory",), ""))
+    return keys
+
+
+def origin_function(
+    file_tree: Mapping[str, Any], file_name: str | None, environ: Mapping[str, str], set_tree: Mapping[str, Any]
+) -> Callable[[tuple[str, ...]], str]:
+    """``origin_of(path) -> str``: where the value of ``path`` came from, the highest layer that set it (``--set``,
+    the ``GEMRAG_*`` variable by name, the file, else ``default``), naming a deprecated key when the layer used one
+    (``GEMRAG_GEM__BUDGET (deprecated gem.budget: use memory.budget)``)."""
+    upper = {name.upper() for name in environ}
+
+    def env_name(key: tuple[str, ...]) -> str:
+        return "GEMRAG_" + "__".join(x.upper() for x in key)
+
+    def value_in(tree: Mapping[str, Any], key: tuple[str, ...]) -> bool:
+        return _has(tree, key) and not isinstance(_get(tree, key), Mapping)
+
+    layers: list[Callable[[tuple[str, ...]], str | None]] = [
+        lambda key: "--set" if value_in(set_tree, key) else None,
+        lambda key: env_name(key) if env_name(key) in upper else None,
+        lambda key: file_name if file_name is not None and value_in(file_tree, key) else None,
+    ]
+
+    def origin_of(path: tuple[str, ...]) -> str:
+        for layer in layers:
+            for key, note in _spellings(path):
+                found = layer(key)
+                if found is not None:
+                    return found + (f" ({note})" if note else "")
+        return "default"
+
+    return origin_of
+
+
+def _get(tree: Mapping[str, Any], path: Sequence[str]) -> Any:
+    node: Any = tree
+    for part in path:
+        node = node[part]
+    return node
 
 
 def effective_settings(config: Config) -> dict[str, dict[str, Any] | Any]:
-    """Every setting in effect: the top-level ones, then the typed sections (llm, embedder, gem, answer), then each
+    """Every setting in effect: the top-level ones, then the typed sections (memory, llm, embedder, answer), then each
     registered strategy's section validated by its own model (its defaults filled in). Strategies without settings
     are left out.
 
@@ -82,7 +116,7 @@ def effective_settings(config: Config) -> dict[str, dict[str, Any] | Any]:
     """
     check_config(config)
     out: dict[str, Any] = {k: getattr(config, k) for k in ("strategy", "cache_dir", "progress")}
-    for name in ("llm", "embedder", "gem", "answer"):
+    for name in ("memory", "llm", "embedder", "answer"):
         out[name] = getattr(config, name).model_dump()
     for name in available():
         if name in out:
@@ -95,13 +129,15 @@ def effective_settings(config: Config) -> dict[str, dict[str, Any] | Any]:
 
 def unset_note(path: tuple[str, ...]) -> str:
     """What an unset (None) setting means, shown in place of its value: for a strategy's ``read_titles``, its paper's
-    choice (:func:`gemrag.strategies.base.title_default`); for ``gem.chunk_titles``, the memory's record."""
+    choice (:func:`gemrag.strategies.base.title_default`); for ``memory.chunk_titles``, the memory's record."""
     if len(path) == 2 and path[1] == READ_TITLES:
         default = title_default(path[0])
         shown = _toml_value(bool(default))
         return f"(unset: {shown}, as the method's paper; an index already built keeps what it read)"
-    if path == ("gem", "chunk_titles"):
+    if path == ("memory", "chunk_titles"):
         return "(unset: what the memory records; true for a new memory)"
+    if path == ("memory", "location"):
+        return "(unset: give --memory)"
     return "(unset)"
 
 
@@ -147,15 +183,6 @@ def config_command(
         if origin:
             path = find_config_file(config)
             file_tree = tomllib.loads(path.read_text(encoding="utf-8")) if path else {}
-            env_tree, set_tree = _env_tree(os.environ), parse_sets(set_ or [])
-
-            def origin_of(p: tuple[str, ...]) -> str:
-                if _has(set_tree, p):
-                    return "--set"
-                if _has(env_tree, p):
-                    return "GEMRAG_" + "__".join(x.upper() for x in p)
-                if path is not None and _has(file_tree, p):
-                    return str(path)
-                return "default"
+            origin_of = origin_function(file_tree, str(path) if path else None, os.environ, parse_sets(set_ or []))
 
         typer.echo(render(settings, origin_of), nl=False)

@@ -95,10 +95,12 @@ def build_config(
     gem: dict[str, Any] | None = None,
     strategy: str | None = None,
     sets: list[str] | None = None,
+    memory_overrides: dict[str, Any] | None = None,
     **model_flags: str | None,
 ) -> Config:
-    """The configuration of a command: the file, ``GEMRAG_*`` variables, the model and strategy flags and ``gem``
-    options given (None: not given), then ``--set`` (see :func:`gemrag.config.load_config`).
+    """The configuration of a command: the file, ``GEMRAG_*`` variables, the model and strategy flags, the ``gem``
+    options and the ``[memory]`` options (``memory_overrides``: ``--chunk-tokens``) given (None: not given), then
+    ``--set`` (see :func:`gemrag.config.load_config`).
 
     Raises:
         ConfigError: the file or a value is invalid (one line, naming it).
@@ -117,6 +119,7 @@ def build_config(
             "base_url": model_flags.get("embedder_base_url"),
         },
         "gem": gem or {},
+        "memory": memory_overrides or {},
     }
     return load_config(config_file, overrides, sets)
 

@@ -20,6 +20,7 @@ from gemrag.errors import ConfigError, InputError
 from gemrag.memory import Memory
 from gemrag.store import is_postgres_url, open_store
 from gemrag.strategies import available
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.view import RetrievalPath, retrieval_path, view_data, write_html
 
 out = Console()
@@ -75,11 +76,11 @@ def view_command(
             if question is not None:
                 # nothing is chunked here: the memory's own chunk size, so no --config is needed just for it
                 if chunked is not None:
-                    cfg = cfg.model_copy(update={"gem": cfg.gem.model_copy(update={"chunk_tokens": chunked})})
+                    cfg = cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"chunk_tokens": chunked})})
                 with Memory.open(location, cfg, readonly=True) as mem:
                     name = mem.get_strategy(name).name
                     path = retrieval_path(question, name, mem.retrieve(question, budget, strategy=name))
-            data = view_data(store, name, min_weight=min_weight, gem_settings=cfg.gem, path=path)
+            data = view_data(store, name, min_weight=min_weight, gem_settings=gem_settings(cfg), path=path)
         finally:
             store.close()
         target = write_html(

@@ -2,7 +2,7 @@
 
 Precedence (highest first): explicit overrides (CLI flags or keyword arguments) > environment variables
 (``GEMRAG_`` prefix, ``__`` between levels, e.g. ``GEMRAG_LLM__PROVIDER=openai``,
-``GEMRAG_GEM__BUDGET=6``) > the TOML file (``--config FILE``, else ``$GEMRAG_CONFIG``, else
+``GEMRAG_MEMORY__BUDGET=6``) > the TOML file (``--config FILE``, else ``$GEMRAG_CONFIG``, else
 ``./gemrag.toml`` when present) > defaults.
 
 Example ``gemrag.toml``::
@@ -12,8 +12,11 @@ Example ``gemrag.toml``::
     base_url = "http://127.0.0.1:8080/v1"
     model = "qwen2.5"
 
-    [gem]
+    [memory]                  # the memory's own settings (gemrag.memory_settings)
     budget = 4
+
+    [gem]
+    questions = 5
 
     [answer]
     cite = true               # answers name the passages they use, [1]..[n]
@@ -21,7 +24,7 @@ Example ``gemrag.toml``::
     [raptor]                  # any strategy's own section, validated by that strategy's model
     summary_tokens = 200
 
-Strategy sections: besides ``llm``, ``embedder`` and ``gem`` (typed fields of :class:`Config`), every
+Strategy sections: besides ``llm``, ``embedder`` and ``memory`` (typed fields of :class:`Config`), every
 top-level table names a strategy and holds that strategy's settings, kept raw here (this layer does not
 know the strategies) and validated by the strategy's own pydantic model when the strategy is constructed
 (:func:`gemrag.strategies.base.get_strategy`) or the configuration is checked against the registry
@@ -31,7 +34,9 @@ memory). So a section naming no registered strategy (a typo such as ``[raptr]``)
 strategies register after :func:`load_config` runs. The same sections come from ``GEMRAG_<SECTION>__<KEY>``
 variables (``GEMRAG_RAPTOR__SUMMARY_TOKENS=200``) and ``--set section.key=value`` flags; both values are read
 with TOML semantics (:func:`parse_value`: ``200`` is an int, ``0.5`` a float, ``true`` a bool, ``[1, 2]`` a
-list, a bare word a string; quote a string that looks like a number: ``'"123"'``).
+list, a bare word a string; quote a string that looks like a number: ``'"123"'``). The memory's old keys in ``[gem]``
+(``chunk_tokens``, ``budget``, ``chunk_titles``) still work in every layer, with a one-line deprecation warning
+(:func:`gemrag.memory_settings.move_deprecated`).
 """
 
 from __future__ import annotations
@@ -46,12 +51,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
+    SettingsError,
 )
 
 from gemrag.errors import ConfigError
+from gemrag.memory_settings import MemorySettings, move_deprecated
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -157,8 +164,9 @@ class EmbedderSettings(BaseModel):
 
 
 class ReadTitles(BaseModel):
-    """The title setting of every strategy that reads the chunks' text (a base of their section models, and of
-    :class:`GemSettings`): whether the strategy reads a chunk as its document's title, a newline and its text.
+    """The title setting of every strategy that reads the chunks' text (a base of their section models, GEM's
+    :class:`gemrag.strategies.gem.settings.GemSettings` too): whether the strategy reads a chunk as its document's
+    title, a newline and its text.
 
     Attributes:
         read_titles: None (default): as the strategy's paper, its class attribute ``reads_titles`` (dense, bm25 and
@@ -167,7 +175,7 @@ class ReadTitles(BaseModel):
             a strategy already built keeps what its build read (an older memory's indexes stay as they were).
             True/False: read titles or not, whatever the paper or the build did (a build that read the other way is
             redone: its extractions, questions or vectors of the other input are not reused). Titles exist only
-            where the memory records them (``gem.chunk_titles``): True in a memory without them is an error
+            where the memory records them (``memory.chunk_titles``): True in a memory without them is an error
             (:func:`gemrag.strategies.platform.titles.strategy_reads_titles`).
     """
 
@@ -187,71 +195,19 @@ class AnswerSettings(BaseModel):
     cite: bool = True
 
 
-class GemSettings(ReadTitles):
-    """GEM-RAG parameters (paper section IV.E defaults). ``read_titles`` (:class:`ReadTitles`): GEM reads titles
-    only when set to true (the paper's utility questions and chunk vectors are of the chunk alone, section III.B.1).
+_OWN_ENV = ("memory",)
+"""Sections whose ``GEMRAG_*`` variables :func:`_own_env` reads rather than pydantic-settings: ``GEMRAG_MEMORY`` is a
+string (the memory's location) while ``[memory]`` is a table."""
 
-    Attributes:
-        chunk_tokens: T, tokens per chunk (embedder tokenizer), default 100.
-        chunk_titles: whether this memory's chunks have their document's title available to the strategies: a
-            strategy that reads titles (:class:`ReadTitles`) reads a chunk as ``title\ntext`` (what it embeds,
-            indexes or extracts from), as HippoRAG 2 indexes passages (contextual chunk headers); the chunk's own
-            text (the context given to the LLM, the evidence offsets) is unchanged. False: no strategy reads titles
-            in this memory. Default None: the memory's recorded value, and True for a new memory. A memory records
-            the value it was first chunked with and keeps it (a memory chunked before this setting existed records
-            False); giving the other value for a memory with chunks is an error. Which strategy reads them is each
-            strategy's own ``read_titles`` (GEM's: ``gem.read_titles``, default False, as the paper).
-        questions: m, utility questions per chunk (0 = compare chunk embeddings directly), default 5.
-        eigen: k, eigenvectors that become summary nodes, default 2.
-        eigen_top: e, top components of each eigenvector summarized together, default 5.
-        budget: B, context nodes returned by retrieval, default 4 (about 400 tokens).
-        search: ``"best_first"`` (section III.B.2), ``"rank"`` (literal Algorithm 1) or ``"fused"`` (no
-            graph walk: top-B by ``max(cos(v_p, v_u), max_j cos(v_p, v_uj))``, an ablation measuring what the
-            walk adds).
-        members: how summary nodes pick their e members: ``"spectral"`` (the top e components of each of
-            the top k eigenvectors, section III.B.1) or ``"kmeans"`` (the e chunks nearest each of k
-            k-means centroids of the chunk vectors: Table I, "GEM-RAG (k-Means)").
-        summary_words: length limit of a summary node (words).
-        skip_trivial: drop the first eigenpair (lambda_1 = 1, whose eigenvector is the degree/Perron vector
-            D^(1/2) 1: the most central chunks, not a theme) when choosing the k summary eigenvectors, and take
-            the next k. Default False, as in the paper (section III.B.1, "Building the Summary Nodes": the top
-            k eigenvectors by |lambda|); see benchmarks/first_eigenvector.py for what it changes.
-        graph: ``"dense"`` (the paper's complete graph: N x N float64 S, L and W; full eigendecomposition),
-            ``"sparse"`` (k-nearest-neighbour S as scipy CSR, Lanczos ``eigsh`` for the top eigenpairs, CSR W;
-            not in the paper) or ``"auto"`` (default: sparse when the memory has more than ``sparse_above``
-            chunks).
-        sparse_above: chunk count above which ``graph="auto"`` goes sparse, default 2000: a dense N x N
-            float64 matrix is 32 MB at N = 2000 (several are alive during a build) and 800 MB at 10,000, and
-            the dense eigendecomposition is O(N^3); below 2000 the dense build takes seconds.
-        knn: neighbours per node of the sparse graph (the union of every node's ``knn`` strongest links),
-            default 32: enough that each chunk keeps its strongest links and the graph stays connected, while S,
-            L and W hold O(N * knn) entries (under 1% of the complete graph's at N = 10,000).
-        ann_above: chunk count from which the sparse graph's neighbours are found through a faiss HNSW index
-            (approximate; :mod:`gemrag.graph.knn_ann`) instead of every pair of chunks, and retrieval ranks utility
-            questions through one (:mod:`gemrag.strategies.gem.ann_search`); default 20000 (at 20k the exact
-            kNN graph takes ~30 s on 2 cores and grows as N^2, the approximate one as ~N log N; recall and
-            agreement are measured in ``benchmarks/scale.py``). 0 = always approximate on the sparse path.
-        dedupe_questions: drop a node's repeated utility questions (default False: the paper sums the edge weight
-            over the m questions the LLM wrote, a repeated one twice, III.B.1; True: gemrag's earlier rule, which
-            left such a node fewer than m questions and lighter edges). Applies to questions generated from now
-            on; stored questions stay as they are.
-    """
 
-    chunk_tokens: int = Field(100, ge=16, le=2000)
-    chunk_titles: bool | None = None
-    questions: int = Field(5, ge=0, le=20)
-    eigen: int = Field(2, ge=0, le=64)
-    eigen_top: int = Field(5, ge=1, le=100)
-    budget: int = Field(4, ge=1, le=200)
-    search: Literal["best_first", "rank", "fused"] = "best_first"
-    members: Literal["spectral", "kmeans"] = "spectral"
-    summary_words: int = Field(80, ge=10, le=1000)
-    skip_trivial: bool = False
-    graph: Literal["auto", "dense", "sparse"] = "auto"
-    sparse_above: int = Field(2000, ge=0)
-    knn: int = Field(32, ge=1, le=1000)
-    ann_above: int = Field(20000, ge=0)
-    dedupe_questions: bool = False
+class _TypedEnv(EnvSettingsSource):
+    """pydantic-settings' ``GEMRAG_*`` source for the typed settings except :data:`_OWN_ENV`."""
+
+    def prepare_field_value(self, field_name: str, field: Any, value: Any, value_is_complex: bool) -> Any:
+        """None (not set here) for the sections of :data:`_OWN_ENV`, else pydantic-settings' value."""
+        if field_name in _OWN_ENV:
+            return None
+        return super().prepare_field_value(field_name, field, value, value_is_complex)
 
 
 class Config(BaseSettings):
@@ -259,13 +215,15 @@ class Config(BaseSettings):
 
     Attributes:
         strategy: the retrieval strategy name (``gem`` is the default).
-        llm, embedder, gem: see :class:`LLMSettings`, :class:`EmbedderSettings`, :class:`GemSettings` (GEM's
-            own section, typed here because the memory's chunking and default budget read it too).
+        llm, embedder: see :class:`LLMSettings`, :class:`EmbedderSettings`. GEM's ``[gem]`` is a strategy section
+            like every other (:class:`gemrag.strategies.gem.settings.GemSettings`).
+        memory: the memory's settings, :class:`~gemrag.memory_settings.MemorySettings`: its location (the memory
+            the command line uses when ``--memory`` is not given: ``GEMRAG_MEMORY``, ``memory = "..."`` or
+            ``[memory] location = "..."`` in ``gemrag.toml``; a directory or
+            ``postgresql://user@host:port/db?schema=NAME``), chunk size, default budget and chunk titles.
         answer: see :class:`AnswerSettings` (whether answers cite their passages).
         cache_dir: where joined model weights are kept (default ``~/.cache/gemrag``).
         progress: show progress bars.
-        memory: the memory the command line uses when ``--memory`` is not given (``GEMRAG_MEMORY``, or ``memory =
-            "..."`` in ``gemrag.toml``): a directory, or ``postgresql://user@host:port/db?schema=NAME``.
 
     Any other top-level key must be a table: a strategy's section, kept as a raw dict (:attr:`sections`) until
     the strategy's own model validates it (module docstring).
@@ -276,19 +234,37 @@ class Config(BaseSettings):
     strategy: str = "gem"
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
-    gem: GemSettings = Field(default_factory=GemSettings)
     answer: AnswerSettings = Field(default_factory=AnswerSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     cache_dir: Path | None = None
     progress: bool = True
-    memory: str | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The keyword arguments over the ``GEMRAG_*`` variables of the typed settings; :func:`load_config` reads
+        the others (:data:`_OWN_ENV`, the strategy sections) and the TOML file."""
+        return (init_settings, _TypedEnv(settings_cls))
 
     @model_validator(mode="before")
     @classmethod
     def _no_unknown_keys(cls, data: Any) -> Any:
-        """Reject a key the typed sections (``llm``, ``embedder``, ``gem``, ``answer``) do not have: their models would
-        ignore it silently, so a typo such as ``gem.budgte`` would change nothing."""
+        """Reject a key the typed sections (``llm``, ``embedder``, ``memory``, ``answer``) do not have: their models
+        would ignore it silently, so a typo such as ``memory.budgte`` would change nothing. First the shorthand
+        ``memory = "DIR"`` becomes ``[memory] location``, the memory's old keys in ``[gem]`` move to ``[memory]`` (with
+        a warning), and a strategy section given as its model (``gem=GemSettings(...)``) becomes its table."""
         if not isinstance(data, Mapping):
             return data
+        data = move_deprecated(data, "the configuration")
+        data = {
+            k: v.model_dump() if isinstance(v, BaseModel) and k not in cls.model_fields else v for k, v in data.items()
+        }
         for name, field in cls.model_fields.items():
             model, given = field.annotation, data.get(name)
             if isinstance(model, type) and issubclass(model, BaseModel) and isinstance(given, Mapping):
@@ -313,11 +289,11 @@ class Config(BaseSettings):
 
     @property
     def sections(self) -> dict[str, dict[str, Any]]:
-        """The strategy sections other than the typed ``gem`` one, by name, as raw (unvalidated) dicts."""
+        """The strategy sections, by name, as raw (unvalidated) dicts."""
         return {name: dict(value) for name, value in (self.model_extra or {}).items()}
 
     def section(self, name: str) -> dict[str, Any]:
-        """The raw settings of the section ``name`` (``{}`` when absent; a typed section such as ``gem`` as its
+        """The raw settings of the section ``name`` (``{}`` when absent; a typed section such as ``llm`` as its
         dumped values)."""
         if name in type(self).model_fields:
             value = getattr(self, name)
@@ -462,57 +438,64 @@ def load_config(
 
     Precedence, lowest first: defaults < the TOML file < ``GEMRAG_*`` variables < ``overrides`` < ``sets``;
     strategy sections merge key by key across these layers. Strategy sections are only checked to be tables
-    here: the strategies' own models validate them later (module docstring).
+    here: the strategies' own models validate them later (module docstring). The memory's old keys in ``[gem]``
+    move to ``[memory]`` layer by layer, with a one-line :class:`~gemrag.memory_settings.DeprecatedSettingWarning`
+    (:func:`~gemrag.memory_settings.move_deprecated`).
 
     Args:
         config_file: a TOML file; None looks at ``$GEMRAG_CONFIG`` then ``./gemrag.toml``.
-        overrides: nested dict of explicit values (e.g. ``{"gem": {"budget": 6}}``); ``None`` values are
+        overrides: nested dict of explicit values (e.g. ``{"memory": {"budget": 6}}``); ``None`` values are
             ignored so unset CLI flags do not mask lower layers.
         sets: ``--set`` items, ``section.key=value`` (:func:`parse_sets`).
 
     Raises:
-        ConfigError: the file is missing or malformed, a value is invalid, a typed section (llm, embedder, gem,
-            answer) has an unknown key, a top-level key is neither a setting nor a table, or a ``--set`` is malformed.
+        ConfigError: the file is missing or malformed, a value is invalid, a typed section (llm, embedder, memory,
+            answer) has
+            an unknown key, a top-level key is neither a setting nor a table, a ``--set`` is malformed, or one layer
+            gives a memory setting under its old and its new key with different values.
     """
     toml_path = _find_config_file(config_file)
-    explicit = _deep_merge(_deep_drop_none(overrides or {}), parse_sets(sets or []))
-    init = _deep_merge(env_sections(os.environ, list(Config.model_fields)), explicit)
-
-    class _Config(Config):
-        @classmethod
-        def settings_customise_sources(
-            cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-            if toml_path is not None:
-                sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
-            return tuple(sources)
-
     try:
-        built = _Config(**init)
-        return Config.model_validate(built.model_dump())
+        toml = tomllib.loads(toml_path.read_text(encoding="utf-8")) if toml_path is not None else {}
+    except (OSError, ValueError) as exc:  # a malformed file: tomllib.TOMLDecodeError is a ValueError
+        raise ConfigError(f"invalid configuration file {toml_path}: {exc}") from exc
+    toml = move_deprecated(toml, str(toml_path))
+    env = move_deprecated(_own_env(os.environ), "the environment", "env")
+    given = move_deprecated(_deep_drop_none(overrides or {}), "the overrides")
+    sets_given = move_deprecated(parse_sets(sets or []), "--set", "set")
+    try:
+        merged: dict[str, Any] = {}
+        for layer in (toml, _TypedEnv(Config)(), env, given, sets_given):  # lowest precedence first, tables merged
+            merged = _deep_merge(merged, layer)
+        return Config(**merged)
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration: {describe_errors(exc)}") from exc
-    except ValueError as exc:  # malformed TOML surfaces as a ValueError subclass
-        raise ConfigError(f"invalid configuration file {toml_path}: {exc}") from exc
+    except SettingsError as exc:  # a GEMRAG_* variable pydantic-settings cannot read (malformed JSON)
+        raise ConfigError(f"invalid configuration: {exc}") from exc
+
+
+def _own_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The strategy sections and the :data:`_OWN_ENV` sections given by ``GEMRAG_*`` variables
+    (:func:`env_sections`), with ``GEMRAG_MEMORY`` as ``memory.location``."""
+    typed = [name for name in Config.model_fields if name not in _OWN_ENV]
+    out = env_sections(environ, typed)
+    location = next((v for k, v in environ.items() if k.upper() == "GEMRAG_MEMORY"), None)
+    if location:
+        out["memory"] = {"location": location, **out.get("memory", {})}
+    return out
 
 
 def memory_location(option: str | Path | None, config: Config) -> str:
     """The memory a command works on: ``--memory`` when given, else the configuration's ``memory``
-    (``GEMRAG_MEMORY`` or ``memory = "..."`` in ``gemrag.toml``).
+    (``config.memory.location``: ``GEMRAG_MEMORY``, or ``memory = "..."`` in ``gemrag.toml``).
 
     Raises:
         ConfigError: neither names a memory.
     """
     if option is not None and str(option):
         return str(option)
-    if config.memory:
-        return config.memory
+    if config.memory.location:
+        return config.memory.location
     raise ConfigError(
         'no memory given: pass --memory DIR (or a postgresql:// URL), set GEMRAG_MEMORY, or put memory = "..." '
         "in gemrag.toml"

@@ -3,18 +3,18 @@ were made and embedded the way this configuration would (chunk size, embedder).
 
 Used by :class:`gemrag.memory.Memory`. A chunk is ~``chunk_tokens`` MiniLM tokens cut at sentence boundaries
 (:func:`gemrag.ingest.chunk_text`; GEM-RAG section III.B.1 chunks a document into passages of T tokens). A chunk's
-stored text is the passage itself; whether its document's title is available to the strategies (``gem.chunk_titles``)
-is recorded once per memory (:func:`record_titles`), and each strategy decides whether it reads it
-(:mod:`gemrag.strategies.platform.titles`).
+stored text is the passage itself; whether its document's title is available to the strategies
+(``memory.chunk_titles``) is recorded once per memory (:func:`record_titles`), and each strategy decides whether it
+reads it (:mod:`gemrag.strategies.platform.titles`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
-from gemrag.config import GemSettings
 from gemrag.errors import IncompatibleMemoryError
 from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk, rechunk_text
+from gemrag.memory_settings import MemorySettings
 from gemrag.store import MemoryStore
 from gemrag.strategies.platform.titles import TITLES_META
 
@@ -55,20 +55,21 @@ def chunk_new_version(text: str, chunk_tokens: int, keep: Collection[str]) -> li
     return [(normalize_chunk(c.text), c.n_tokens) for c in chunks]
 
 
-def check_compatible(store: MemoryStore, embedder_id: str, gem: GemSettings) -> None:
+def check_compatible(store: MemoryStore, embedder_id: str, memory: MemorySettings) -> None:
     """Refuse a memory built with another embedder or chunk size; record the embedder of a new memory and whether
     its chunks have their document's title available to the strategies (unless the store is read-only; see
     :func:`record_titles`).
 
     Args:
-        gem: the settings whose ``chunk_tokens`` and ``chunk_titles`` (None: the memory's record) apply.
+        memory: the memory's settings (``[memory]``), whose ``chunk_tokens`` and ``chunk_titles`` (None: the
+            memory's record) apply.
 
     Raises:
         IncompatibleMemoryError: the memory records another embedder, has chunks of another size, or was chunked
             with the other ``chunk_titles`` value than the one given.
     """
-    chunk_tokens = gem.chunk_tokens
-    record_titles(store, gem.chunk_titles)
+    chunk_tokens = memory.chunk_tokens
+    record_titles(store, memory.chunk_titles)
     recorded = store.get_meta("embedder")
     if recorded is None:
         if not store.readonly:
@@ -102,7 +103,7 @@ def record_titles(store: MemoryStore, titles: bool | None) -> None:
         if titles is not None and kept != titles:
             raise IncompatibleMemoryError(
                 f"this memory's chunks were recorded {'with' if kept else 'without'} their document titles, but "
-                f"gem.chunk_titles={str(titles).lower()} was given; drop the setting or use a new memory directory"
+                f"memory.chunk_titles={str(titles).lower()} was given; drop the setting or use a new memory directory"
             )
         if recorded is None and not store.readonly:
             store.set_meta(TITLES_META, False)

@@ -16,6 +16,7 @@ from gemrag.lifecycle import MemoryHandle, record_build
 from gemrag.models.base import Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.reports import IndexReport
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.platform.titles import READ_TITLES
 
 
@@ -66,7 +67,7 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
     store.remove_unpublished()  # rows and files of a build that was killed before publishing
     with memory.meter.phase("index"):
         with tracing.span("gemrag.index.chunk") as phase:
-            chunked = chunk_pending(store, memory.config.gem.chunk_tokens)
+            chunked = chunk_pending(store, memory.config.memory.chunk_tokens)
             phase.set_attribute("gemrag.chunks.made", chunked)
         chosen = memory.get_strategy(strategy)
         span.set_attribute("gemrag.strategy", chosen.name)
@@ -84,8 +85,11 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
     if memory._llm is not None:
         models["llm"] = memory._llm.model_id
     store.set_meta("models", models)
-    gem = memory.config.gem.model_dump(exclude={READ_TITLES})  # what GEM read is its build's: stats()["titles"]
-    store.set_meta("params", gem | {"chunk_titles": chunk_titles(store)})
+    gem = gem_settings(memory.config).model_dump(
+        exclude={READ_TITLES}
+    )  # what GEM read is its build's: stats()["titles"]
+    chunking = {"chunk_tokens": memory.config.memory.chunk_tokens, "budget": memory.config.memory.budget}
+    store.set_meta("params", chunking | gem | {"chunk_titles": chunk_titles(store)})  # the keys of before [memory]
     used = memory.meter.totals.get("index", Usage()) - before
     return IndexReport(
         len(store.documents()),

@@ -101,7 +101,7 @@ class Memory:
         self._llm: LLM | None = None
         base_embedder = embedder or build_embedder(config.embedder)
         self.embedder = CachedEmbedder(base_embedder, store, self.meter)
-        check_compatible(store, self.embedder.model_id, config.gem)  # chunk size and titles, the embedder
+        check_compatible(store, self.embedder.model_id, config.memory)  # chunk size and titles, the embedder
         check_config(config)  # every strategy section names a registered strategy and is valid for its model
         self.strategy = get_strategy(config.strategy, config)
         self._strategies = {self.strategy.name: self.strategy}
@@ -325,7 +325,7 @@ class Memory:
         self, question: str, budget: int | None = None, strategy: str | None = None, *, build: bool = False
     ) -> list[Hit]:
         """The context for ``question``: at most ``budget`` nodes (default: the strategy's ``default_budget`` if it
-        has one, e.g. REMem's ``qa_top_k``, else ``config.gem.budget``), from
+        has one, e.g. REMem's ``qa_top_k``, else ``config.memory.budget``), from
         ``strategy`` (default: the configured one, which must have been built by :meth:`index`).
 
         Answers from the strategy's last published generation, also while another process builds the next one.
@@ -346,7 +346,7 @@ class Memory:
             raise ValueError("the question is empty")
         chosen = self.get_strategy(strategy)
         if budget is None:
-            budget = getattr(chosen, "default_budget", None) or self.config.gem.budget
+            budget = getattr(chosen, "default_budget", None) or self.config.memory.budget
         if budget < 1:
             raise ValueError("budget must be >= 1")
         check_ready(self, chosen, build=build)

@@ -311,7 +311,7 @@ def _old_chunks(memory: Memory, old: dict[str, Any], text: str) -> tuple[list[An
         return None
     store = memory.store
     old_chunks = [store.node(i) for i in store.document_chunk_ids(int(old["id"]))]  # in document order
-    chunk_tokens = int(store.get_meta("chunk_tokens") or memory.config.gem.chunk_tokens)
+    chunk_tokens = int(store.get_meta("chunk_tokens") or memory.config.memory.chunk_tokens)
     return old_chunks, chunk_new_version(text, chunk_tokens, {n.text for n in old_chunks})
 
 

@@ -16,6 +16,7 @@ from test_eval_runner import multihop_file
 from fakes import HashEmbedder
 from gemrag.config import Config, load_config
 from gemrag.eval.runner import run_eval
+from gemrag.strategies.gem.settings import gem_settings
 from paths import REPO
 
 
@@ -36,7 +37,10 @@ def test_records_carry_the_retrievals_llm_cost_and_trace(tmp_path: Path, config:
             {"thought": "", "enough": True, "query": ""},
         ]
     )
-    cfg = load_config(None, {"gem": config.gem.model_dump(), "iterative": {"max_steps": 2}})
+    cfg = load_config(
+        None,
+        {"memory": config.memory.model_dump(), "gem": gem_settings(config).model_dump(), "iterative": {"max_steps": 2}},
+    )
     res = run_eval(
         "musique",
         multihop_file(tmp_path),

@@ -12,14 +12,16 @@ import typer
 from typer.testing import CliRunner
 
 from fakes import HashEmbedder, ScriptedLLM
-from gemrag.config import AnswerSettings, Config
+from gemrag.config import AnswerSettings, Config, load_config
 from gemrag.errors import ConfigError, InputError
 from gemrag.eval import runner as runner_module
 from gemrag.eval.cli import eval_command, parse_ablation, parse_documents
 from gemrag.eval.runner import run_eval
+from gemrag.memory_settings import DeprecatedSettingWarning
 from gemrag.models.base import Completion, Message
 from gemrag.strategies import register
 from gemrag.strategies.base import StrategyContext
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.types import Hit
 
 LIGHTHOUSE = (
@@ -553,3 +555,29 @@ def test_recall_reads_the_documents_of_the_first_k_passages_for_every_strategy(t
     assert [r["recall@2"] for r in committee] == [1.0, 0.0]
     assert [r["recall@5"] for r in committee] == [1.0, 1.0]
     assert all("recall_from" not in r for r in res.records)  # no per-k election any more
+
+
+#: The ``gem`` entry of ``run.json`` as written before ``[memory]`` existed (issue 40) for the ``config`` fixture:
+#: the memory's chunk size inside it, the budget left out, ``chunk_titles`` true for a new memory.
+OLD_GEM_FINGERPRINT = {
+    "chunk_tokens": 30, "questions": 3, "eigen": 2, "eigen_top": 3, "search": "best_first", "members": "spectral",
+    "summary_words": 80, "skip_trivial": False, "graph": "auto", "sparse_above": 2000, "knn": 32, "ann_above": 20000,
+    "dedupe_questions": False, "chunk_titles": True,
+}  # fmt: skip
+
+
+def test_an_output_directory_written_before_the_memory_section_resumes(tmp_path: Path, config: Config) -> None:
+    """The memory's settings moved from ``[gem]`` to ``[memory]`` without changing the ``run.json`` fingerprint:
+    a directory evaluated with the old keys resumes with the new ones, recomputing nothing."""
+    path, out = quality_file(tmp_path), tmp_path / "out"
+    kwargs: dict[str, Any] = {"budget": 2, "plots": False, "embedder": HashEmbedder(), "out_dir": out}
+    with pytest.warns(DeprecatedSettingWarning, match=r"\[gem\] chunk_tokens .* use \[memory\] chunk_tokens"):
+        old = load_config(None, {"gem": {**gem_settings(config).model_dump(), "chunk_tokens": 30}})
+    first = run_eval("quality", path, ["dense"], config=old, llm=ScriptedLLM(), **kwargs)
+    assert json.loads((out / "run.json").read_text())["gem"] == OLD_GEM_FINGERPRINT
+    new = load_config(None, {"memory": {"chunk_tokens": 30}, "gem": gem_settings(config).model_dump()})
+    llm = ScriptedLLM()
+    again = run_eval("quality", path, ["dense"], config=new, llm=llm, **kwargs)
+    assert llm.calls == 0 and again.summary.aggregates == first.summary.aggregates
+    with pytest.raises(ConfigError, match="another configuration.*gem"):  # the chunk size is still in it
+        run_eval("quality", path, ["dense"], config=load_config(None, {"memory": {"chunk_tokens": 40}}), **kwargs)

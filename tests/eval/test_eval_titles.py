@@ -18,10 +18,13 @@ from gemrag.errors import ConfigError
 from gemrag.eval.plan import plan_runs
 from gemrag.eval.runner import run_eval
 from gemrag.eval.titles import FILE, check_titles, pin_titles, run_titles, title_free_fingerprint
+from gemrag.strategies.gem.settings import gem_settings
 
 
 def _config(config: Config, **sections: Any) -> Config:
-    return load_config(None, {"gem": config.gem.model_dump(), **sections})
+    return load_config(
+        None, {"memory": config.memory.model_dump(), "gem": gem_settings(config).model_dump(), **sections}
+    )
 
 
 def _records(directory: Path, *runs: str) -> Path:
@@ -43,19 +46,24 @@ def test_runs_read_as_their_papers_with_every_choice_pinned(config: Config) -> N
     plain = [r for r in runs if "[" not in r.name]
     assert len({r.config.model_dump_json() for r in plain}) == 1  # they still share one opened memory
     pinned = plain[0].config
-    assert pinned.gem.read_titles is False and pinned.section("hlgraph")["read_titles"] is False
+    assert gem_settings(pinned).read_titles is False and pinned.section("hlgraph")["read_titles"] is False
     assert pinned.section("remem")["read_titles"] is True and pinned.section("bm25")["read_titles"] is True
 
 
 def test_a_memory_without_titles_pins_nothing(config: Config) -> None:
-    off = load_config(None, {"gem": {**config.gem.model_dump(), "chunk_titles": False}})
+    off = load_config(
+        None,
+        {"memory": {**config.memory.model_dump(), "chunk_titles": False}, "gem": gem_settings(config).model_dump()},
+    )
     runs = pin_titles(plan_runs(["dense", "gem"], None, off))
     assert [run_titles(r) for r in runs] == [{"dense": False}, {"gem": False}]
     assert all(r.config == off for r in runs)
 
 
 def test_the_fingerprint_leaves_read_titles_to_the_run_by_run_file(config: Config) -> None:
-    chosen = _config(config, gem={**config.gem.model_dump(), "read_titles": True}, unweaver={"read_titles": True})
+    chosen = _config(
+        config, gem={**gem_settings(config).model_dump(), "read_titles": True}, unweaver={"read_titles": True}
+    )
     assert title_free_fingerprint(chosen) == title_free_fingerprint(config)
     assert "sections" not in title_free_fingerprint(chosen)  # a section with read_titles only is no section
     other = _config(config, unweaver={"read_titles": True, "rule": "av"})
@@ -71,7 +79,9 @@ def test_an_older_directory_continues_only_the_runs_that_read_as_before(tmp_path
     recorded = json.loads((out / FILE).read_text())
     assert recorded == {"bm25": {"bm25": True}, "dense": {"dense": True}}  # gem's old reading is unknown
     (out / FILE).unlink()
-    as_before = load_config(None, {"gem": {**config.gem.model_dump(), "read_titles": True}})
+    as_before = load_config(
+        None, {"memory": config.memory.model_dump(), "gem": {**gem_settings(config).model_dump(), "read_titles": True}}
+    )
     check_titles(out, pin_titles(plan_runs(["gem", "dense"], None, as_before)))  # the fix the message names
     assert json.loads((out / FILE).read_text())["gem"] == {"gem": True}
     with pytest.raises(ConfigError, match="'gem' read chunks as gem title"):
@@ -85,7 +95,9 @@ def test_a_merge_source_of_the_other_input_is_refused(tmp_path: Path, config: Co
         check_titles(tmp_path / name, plan)  # a new output directory: its runs' reading recorded
     _records(tmp_path / "a", "gem")  # gem from the chunk text alone
     _records(tmp_path / "c", "dense")
-    other = load_config(None, {"gem": {**config.gem.model_dump(), "read_titles": True}})
+    other = load_config(
+        None, {"memory": config.memory.model_dump(), "gem": {**gem_settings(config).model_dump(), "read_titles": True}}
+    )
     with pytest.raises(ConfigError, match=re.escape(str(tmp_path / "a"))):
         check_titles(tmp_path / "b", pin_titles(plan_runs(["gem"], None, other)), [tmp_path / "a"])
     check_titles(tmp_path / "b", runs, [tmp_path / "a", tmp_path / "c"])  # the sources' runs carried over

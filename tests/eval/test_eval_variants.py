@@ -12,6 +12,7 @@ from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.runner import plan_runs, run_eval
 from gemrag.eval.variants import split_strategies, strategy_variant
+from gemrag.strategies.gem.settings import gem_settings
 
 
 def test_split_keeps_commas_inside_brackets() -> None:
@@ -26,10 +27,10 @@ def test_variant_changes_only_its_section(config: Config) -> None:
         {"recognition_filter": False, "damping": 0.3},
     )
     assert cfg.section("remem") == setting and config.section("remem") == {}
-    assert cfg.gem == config.gem
+    assert gem_settings(cfg) == gem_settings(config)
     assert strategy_variant("remem", config) is None
     gem = strategy_variant("gem[search=rank]", config)
-    assert gem is not None and gem[3].gem.search == "rank"
+    assert gem is not None and gem_settings(gem[3]).search == "rank"
     for bad, message in [("remem[dampng=0.3]", "dampng"), ("remem[damping=2]", "damping"), ("remem[]", "nothing")]:
         with pytest.raises(ConfigError, match=message):
             strategy_variant(bad, config)

@@ -44,7 +44,7 @@ def config(url: str, ray: str | None) -> object:
     llm = {"provider": "openai", "model": "standin", "base_url": url, "api_key": "x", "concurrency": 4}
     if ray:
         llm |= {"ray": ray, "ray_actors": ACTORS, "ray_actor_concurrency": PER_ACTOR}
-    return load_config(None, {"llm": llm, "gem": {"chunk_tokens": 16}, "progress": False})
+    return load_config(None, {"llm": llm, "memory": {"chunk_tokens": 16}, "progress": False})
 
 
 def build(path: Path, cfg: object) -> Memory:

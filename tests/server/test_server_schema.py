@@ -34,7 +34,7 @@ EXAMPLES = 20
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    cfg = load_config(None, {"strategy": "dense", "gem": {"chunk_tokens": 30}})
+    cfg = load_config(None, {"strategy": "dense", "memory": {"chunk_tokens": 30}})
     app = create_app(
         tmp_path_factory.mktemp("schema") / "root",
         cfg,

@@ -35,7 +35,7 @@ def test_copy_keeps_counts_and_retrieval(direction: str, tmp_path: Path, postgre
     first, second, third = (tmp_path / "a", pg_a, tmp_path / "c") if direction.startswith("sqlite") else (
         pg_a, tmp_path / "b", pg_b)  # fmt: skip
     try:
-        cfg = config.model_copy(update={"gem": config.gem.model_copy(update={"chunk_tokens": 40})})
+        cfg = config.model_copy(update={"memory": config.memory.model_copy(update={"chunk_tokens": 40})})
         with open_memory(first, cfg, ScriptedLLM()) as mem:
             for i, d in enumerate(documents(4)):
                 mem.add_text(d, f"part {i}")

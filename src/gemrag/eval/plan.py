@@ -9,15 +9,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gemrag.config import Config, GemSettings
+from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.variants import strategy_variant
+from gemrag.memory_settings import MemorySettings
 from gemrag.strategies import available, check_config
+from gemrag.strategies.gem.settings import GemSettings, gem_settings
 
 __all__ = ["RETRIEVAL_ONLY", "RunSpec", "plan_runs"]
 
 #: gem parameters that change only retrieval: their ablation settings reuse the group's base memory.
 RETRIEVAL_ONLY = frozenset({"search", "budget"})
+#: the memory's settings an ablation may sweep as before they left ``[gem]`` (run names stay ``gem[chunk_tokens=..]``).
+MEMORY_PARAMS = ("chunk_tokens", "budget", "chunk_titles")
 
 
 @dataclass(frozen=True)
@@ -55,19 +59,20 @@ def plan_runs(strategies: Sequence[str], ablation: dict[str, list[Any]] | None, 
         if base not in known:
             raise ConfigError(f"unknown strategy {base!r}; available: {', '.join(known)}")
         runs.append(RunSpec(variant[0], base, variant[2], variant[3]) if variant else RunSpec(name, name, {}, config))
+    known_params = [*GemSettings.model_fields, *MEMORY_PARAMS]
     for param, values in (ablation or {}).items():
-        if param not in GemSettings.model_fields:
-            raise ConfigError(
-                f"unknown gem parameter {param!r} for --ablation; known: {', '.join(GemSettings.model_fields)}"
-            )
+        if param not in known_params:
+            raise ConfigError(f"unknown gem parameter {param!r} for --ablation; known: {', '.join(known_params)}")
+        section, model = ("memory", MemorySettings) if param in MEMORY_PARAMS else ("gem", GemSettings)
         for raw in values:
             try:
-                gem = GemSettings.model_validate({**config.gem.model_dump(), param: raw})
+                current = config.memory if section == "memory" else gem_settings(config)
+                settings = model.model_validate({**current.model_dump(), param: raw})
             except ValidationError as exc:
                 raise ConfigError(f"invalid ablation value {param}={raw!r}: {exc.errors()[0]['msg']}") from exc
-            value = getattr(gem, param)
+            value = getattr(settings, param)
             suffix = "" if param in RETRIEVAL_ONLY else f"-{param}-{value}"
-            cfg = config.model_copy(update={"gem": gem})
+            cfg = config.model_copy(update={section: settings if section == "memory" else settings.model_dump()})
             runs.append(RunSpec(f"gem[{param}={value}]", "gem", {param: value}, cfg, suffix))
     if not runs:
         raise ConfigError("nothing to evaluate: give at least one strategy or an ablation")

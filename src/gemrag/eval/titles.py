@@ -9,7 +9,7 @@ and keeps its records of one input apart from the other's:
   ``--memory postgresql://`` schema shared with another output directory) is rebuilt, not extended;
 * :func:`check_titles` keeps ``out_dir/titles.json``, ``{run name: {strategy: read titles}}``, and refuses to continue
   a run, or to merge (``--merge``) one, whose records were made from the other input. An output directory written
-  before runs recorded this read titles in every strategy exactly when ``gem.chunk_titles`` was on, so its runs
+  before runs recorded this read titles in every strategy exactly when ``memory.chunk_titles`` was on, so its runs
   that now read otherwise are refused, naming the ``--set`` that continues them as they were;
 * :func:`title_free_fingerprint` leaves ``read_titles`` out of the ``run.json`` fingerprint (``gem`` and the strategy
   sections), since the file above compares it run by run: adding a run of another input to an output directory
@@ -30,6 +30,7 @@ from gemrag.eval.plan import RunSpec
 from gemrag.eval.report import read_jsonl
 from gemrag.strategies import available, strategy_config
 from gemrag.strategies.base import title_default
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.platform.titles import READ_TITLES
 
 FILE = "titles.json"
@@ -37,8 +38,8 @@ FILE = "titles.json"
 
 
 def _titles_on(config: Config) -> bool:
-    """Whether the evaluation's memories have titles (``gem.chunk_titles``; unset: on, as a new memory)."""
-    return config.gem.chunk_titles is not False
+    """Whether the evaluation's memories have titles (``memory.chunk_titles``; unset: on, as a new memory)."""
+    return config.memory.chunk_titles is not False
 
 
 def _setting(name: str, config: Config) -> bool | None:
@@ -93,11 +94,11 @@ def pin_titles(runs: Sequence[RunSpec]) -> list[RunSpec]:
 def title_free_fingerprint(config: Config) -> dict[str, Any]:
     """The fingerprint's ``gem`` (without ``budget``; ``chunk_titles`` true unless switched off, absent when off as
     before the setting existed) and ``sections`` (absent when empty) entries, both without ``read_titles``."""
-    skip = ("budget", "chunk_titles", READ_TITLES)
-    gem = {k: v for k, v in config.gem.model_dump(mode="json").items() if k not in skip}
+    gem = {"chunk_tokens": config.memory.chunk_tokens}  # the memory's, in ``gem`` as before [memory] existed
+    gem |= {k: v for k, v in gem_settings(config).model_dump(mode="json").items() if k != READ_TITLES}
     if _titles_on(config):  # new memories index titles; absent = without, as before the setting
         gem["chunk_titles"] = True
-    sections = {name: {k: v for k, v in s.items() if k != READ_TITLES} for name, s in config.sections.items()}
+    sections = {n: {k: v for k, v in s.items() if k != READ_TITLES} for n, s in config.sections.items() if n != "gem"}
     sections = {name: s for name, s in sections.items() if s}
     return {"gem": gem, **({"sections": sections} if sections else {})}
 

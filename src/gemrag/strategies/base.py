@@ -26,8 +26,9 @@ validated ``[mine]`` section of the configuration as its one positional argument
 
 ``[mine]`` in the TOML file, ``GEMRAG_MINE__TOP=5`` and ``--set mine.top=5`` then reach ``Mine(config)``
 (:func:`get_strategy`; :class:`~gemrag.memory.Memory` passes its configuration). A strategy without a model
-is constructed with no argument and must have no section. GEM's section is the typed ``Config.gem``
-(:class:`~gemrag.config.GemSettings`), which the GEM strategy reads as ``ctx.config.gem``. Register a user
+is constructed with no argument and must have no section. GEM registers the same way (``[gem]``,
+:class:`~gemrag.strategies.gem.settings.GemSettings`); what every method shares (chunk size, default budget, chunk
+titles) is the memory's, ``ctx.config.memory`` (:class:`~gemrag.memory_settings.MemorySettings`). Register a user
 strategy before opening a memory: :func:`check_config` (run by ``Memory``) rejects a section that names no
 registered strategy, so a typo such as ``[raptr]`` is an error, not an ignored section.
 """
@@ -174,8 +175,6 @@ _BUILTIN = {
     "iterative": "gemrag.strategies.iterative.strategy",
 }
 """The built-in strategies: name -> the module that registers it, imported on first use."""
-_TYPED_SECTIONS = ("gem",)
-"""Strategies whose section is a typed field of :class:`~gemrag.config.Config` rather than a raw table."""
 
 
 def register(name: str, config: type[BaseModel] | None = None) -> Callable[[S], S]:
@@ -189,7 +188,7 @@ def register(name: str, config: type[BaseModel] | None = None) -> Callable[[S], 
         ValueError: ``name`` is a top-level setting of :class:`~gemrag.config.Config` (such as ``llm``).
         TypeError: the config model is not a pydantic model class.
     """
-    if name in Config.model_fields and name not in _TYPED_SECTIONS:
+    if name in Config.model_fields:
         raise ValueError(f"{name!r} cannot name a strategy: it is a top-level configuration setting")
 
     def deco(cls: S) -> S:
@@ -262,15 +261,13 @@ def validate_section(name: str, model: type[BaseModel], raw: dict[str, Any]) -> 
 
 def strategy_config(name: str, config: Config | None = None) -> BaseModel | None:
     """The validated configuration of strategy ``name`` from ``config`` (defaults when ``config`` is None or
-    has no ``[name]`` section); None for a strategy without settings. For ``gem``: ``config.gem``.
+    has no ``[name]`` section); None for a strategy without settings.
 
     Raises:
         UnknownStrategyError: no strategy has that name (a ConfigError and a KeyError).
         ConfigError: the section is invalid, or it is given for a strategy that has no settings.
     """
     model = config_model(name)
-    if name in _TYPED_SECTIONS and config is not None:
-        return getattr(config, name)  # type: ignore[no-any-return]
     raw = config.section(name) if config is not None else {}
     if model is None:
         if raw:

@@ -15,8 +15,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gemrag.config import GemSettings
 from gemrag.store import MemoryStore, NodeRecord
+from gemrag.strategies.gem.settings import GemSettings
 from gemrag.types import Hit
 from gemrag.view.themes import GemThemes, gem_themes
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from gemrag.config import GemSettings
 from gemrag.errors import GemragError
 from gemrag.store import MemoryStore
 from gemrag.strategies.gem.graph import chunk_graph
+from gemrag.strategies.gem.settings import GemSettings
 
 __all__ = ["GemThemes", "chunk_eigenvectors", "dominant_themes", "gem_themes"]
 

@@ -14,6 +14,7 @@ from gemrag.errors import ConfigError
 from gemrag.strategies import StrategyContext, get_strategy
 from gemrag.strategies import base as registry
 from gemrag.strategies.fused import FusedConfig, FusedStrategy
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.platform.fusion import minmax_score_fusion, reciprocal_rank_fusion
 from gemrag.types import Hit
 from test_memory import DOC_A, DOC_B
@@ -133,7 +134,12 @@ def test_build_builds_the_parts_and_config_errors(parts: dict[str, Fixed], confi
 
 def test_fused_dense_bm25_in_a_memory(tmp_path: Path, config: Config) -> None:
     cfg = load_config(
-        None, {"gem": config.gem.model_dump(), "fused": {"parts": ["dense", "bm25"], "method": "rrf", "k": 10}}
+        None,
+        {
+            "memory": config.memory.model_dump(),
+            "gem": gem_settings(config).model_dump(),
+            "fused": {"parts": ["dense", "bm25"], "method": "rrf", "k": 10},
+        },
     )
     with Memory.open(tmp_path / "m", cfg, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         mem.add_text(DOC_A, title="a")

@@ -82,7 +82,7 @@ def test_memory_with_the_partition_retrieves_as_without_it(tmp_path: Path, confi
         assert "question_list" in arrays and "list_centroids" in arrays
         assert "question_list" not in exact.store.load_published("gem").arrays
         for search in ("best_first", "rank"):
-            exact.config.gem.search = ann.config.gem.search = search
+            exact.get_strategy("gem").config.search = ann.get_strategy("gem").config.search = search  # type: ignore[attr-defined]
             for prompt in PROMPTS:
                 he, ha = exact.retrieve(prompt, budget=4), ann.retrieve(prompt, budget=4)
                 assert [h.text for h in ha] == [h.text for h in he]

@@ -18,11 +18,12 @@ import gemrag.graph.similarity as similarity
 from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
-from gemrag.config import Config, GemSettings
+from gemrag.config import Config
 from gemrag.graph.laplacian import normalized_laplacian, symmetrize
 from gemrag.graph.similarity import knn_similarity_matrix, similarity_matrix
 from gemrag.graph.spectrum import eigenpairs, select_eigenthemes, spectrum_report
 from gemrag.strategies.gem.graph import eigen_selection, graph_mode
+from gemrag.strategies.gem.settings import GemSettings, gem_settings
 from gemrag.strategies.gem.summaries import summary_members
 from gemrag.strategies.gem.utility_questions import QUESTION_RETRIES
 from paths import REPO
@@ -37,7 +38,9 @@ PROMPTS = [
 
 
 def with_gem(config: Config, **gem: object) -> Config:
-    return config.model_copy(update={"gem": config.gem.model_copy(update=gem)})
+    memory = {k: gem.pop(k) for k in ("chunk_tokens", "budget", "chunk_titles") if k in gem}  # [memory]'s
+    gem_part, memory_part = gem_settings(config).model_copy(update=gem), config.memory.model_copy(update=memory)
+    return config.model_copy(update={"gem": gem_part, "memory": memory_part})
 
 
 def open_memory(path: str | Path, config: Config, llm: ScriptedLLM | None = None) -> Memory:
@@ -94,7 +97,7 @@ def test_s_and_the_eigendecomposition_are_computed_once(
         mem.index()
         n = len(mem.store.nodes("chunk"))
         big_n = n + len(mem.store.nodes("summary"))
-    assert n > 11 and big_n == n + cfg.gem.eigen  # eigsh (10 eigenpairs < n - 1) is exercised
+    assert n > 11 and big_n == n + gem_settings(cfg).eigen  # eigsh (10 eigenpairs < n - 1) is exercised
     # the chunk block once (the kNN path forms S[B, B] and S[B, B]^T of its single block: 2 n^2), then only the
     # summary nodes' rows and columns; the old code formed S again over all N nodes (another N^2)
     chunk_block = n * n if graph == "dense" else 2 * n * n
@@ -164,7 +167,7 @@ def test_sparse_memory_agrees_with_dense_memory(tmp_path: Path, config: Config) 
         assert not sp.issparse(W_dense) and sp.issparse(W_sparse)  # stored and loaded as a scipy.sparse matrix
         np.testing.assert_allclose(W_sparse.toarray(), W_dense, atol=1e-12)  # k >= n - 1: the same graph
         for search in ("best_first", "rank", "fused"):
-            dense.config.gem.search = sparse.config.gem.search = search
+            dense.get_strategy("gem").config.search = sparse.get_strategy("gem").config.search = search  # type: ignore[attr-defined]
             for prompt in PROMPTS:
                 hd, hs = dense.retrieve(prompt, budget=4), sparse.retrieve(prompt, budget=4)
                 assert [h.text for h in hd] == [h.text for h in hs]

@@ -11,15 +11,18 @@ from pydantic import ValidationError
 
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
-from gemrag.config import Config, GemSettings
+from gemrag.config import Config
 from gemrag.graph.laplacian import normalized_laplacian, symmetrize
 from gemrag.graph.similarity import similarity_matrix
+from gemrag.strategies.gem.settings import GemSettings, gem_settings
 from gemrag.strategies.gem.summaries import summary_members
 from test_memory import DOC_A, DOC_B
 
 
 def with_gem(config: Config, **gem: object) -> Config:
-    return config.model_copy(update={"gem": config.gem.model_copy(update=gem)})
+    memory = {k: gem.pop(k) for k in ("chunk_tokens", "budget", "chunk_titles") if k in gem}  # [memory]'s
+    gem_part, memory_part = gem_settings(config).model_copy(update=gem), config.memory.model_copy(update=memory)
+    return config.model_copy(update={"gem": gem_part, "memory": memory_part})
 
 
 def open_memory(path: Path, config: Config, llm: ScriptedLLM | None = None) -> Memory:
@@ -71,14 +74,14 @@ def test_kmeans_summary_nodes_in_a_memory(tmp_path: Path, config: Config) -> Non
         mem.index()
         chunks = mem.store.nodes("chunk")
         summaries = mem.store.nodes("summary")
-        assert len(summaries) == cfg.gem.eigen and mem.store.questions() == []
+        assert len(summaries) == gem_settings(cfg).eigen and mem.store.questions() == []
         # by hand: k-means (same seed) on the chunk vectors; members = the e chunks nearest each centroid
         X = HashEmbedder().embed([c.text for c in chunks])
-        km = KMeans(n_clusters=cfg.gem.eigen, n_init=10, random_state=0).fit(X)
+        km = KMeans(n_clusters=gem_settings(cfg).eigen, n_init=10, random_state=0).fit(X)
         dist = km.transform(X)
         by_size = np.argsort(-np.bincount(km.labels_), kind="stable")
         for node, centroid in zip(summaries, by_size, strict=True):
-            nearest = np.argsort(dist[:, centroid], kind="stable")[: cfg.gem.eigen_top]
+            nearest = np.argsort(dist[:, centroid], kind="stable")[: gem_settings(cfg).eigen_top]
             assert node.meta["members"] == sorted(chunks[i].id for i in nearest)
             assert "eigenvalue" not in node.meta
         hits = mem.retrieve(summaries[0].text, 2)

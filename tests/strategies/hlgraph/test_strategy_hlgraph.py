@@ -30,7 +30,7 @@ DOCS = [
 
 
 def cfg(**hlgraph: Any) -> Config:
-    return load_config(None, {"gem": {"chunk_tokens": 40}, "strategy": "hlgraph", "hlgraph": hlgraph})
+    return load_config(None, {"memory": {"chunk_tokens": 40}, "strategy": "hlgraph", "hlgraph": hlgraph})
 
 
 def built(path: Path, config: Config, llm: Any = None, docs: list[str] = DOCS) -> Memory:

@@ -16,6 +16,7 @@ from gemrag import Memory, cli
 from gemrag.config import Config, load_config
 from gemrag.errors import ConfigError
 from gemrag.strategies import get_strategy
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.iterative import IterativeConfig, IterativeStrategy
 from gemrag.strategies.iterative.merge import Step, merge_steps
 from gemrag.strategies.iterative.passes import fill, references, rerank_order
@@ -32,7 +33,9 @@ QUESTION = "Where was the director of the film Blue River born?"
 
 
 def _memory(tmp_path: Path, config: Config, llm: StepLLM, **settings: Any) -> Memory:
-    cfg = load_config(None, {"gem": config.gem.model_dump() | {"chunk_tokens": 60}, "iterative": settings})
+    cfg = load_config(
+        None, {"memory": {"chunk_tokens": 60}, "gem": gem_settings(config).model_dump(), "iterative": settings}
+    )
     mem = Memory.open(tmp_path / "m", cfg, llm=llm, embedder=HashEmbedder())
     for title, text in DOCS.items():
         mem.add_text(text, title=title)

@@ -20,6 +20,7 @@ from gemrag.strategies import base
 from gemrag.strategies.base import StrategyContext, check_config, get_strategy, register, strategy_config
 from gemrag.strategies.baselines.bm25 import BM25Config
 from gemrag.strategies.baselines.full import FullConfig
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.raptor import strategy as raptor_module
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 from gemrag.types import Hit
@@ -160,11 +161,11 @@ def test_strategy_section_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_set_reaches_typed_sections_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GEMRAG_GEM__BUDGET", "6")
-    cfg = load_config(None, {"gem": {"search": "fused"}}, ["gem.budget=9", "gem.search=rank", "llm.n_ctx=8192"])
-    assert (cfg.gem.budget, cfg.gem.search, cfg.llm.n_ctx) == (9, "rank", 8192)
-    assert strategy_config("gem", cfg) is cfg.gem
-    assert cfg.sections == {}
+    monkeypatch.setenv("GEMRAG_MEMORY__BUDGET", "6")
+    cfg = load_config(None, {"gem": {"search": "fused"}}, ["memory.budget=9", "gem.search=rank", "llm.n_ctx=8192"])
+    assert (cfg.memory.budget, gem_settings(cfg).search, cfg.llm.n_ctx) == (9, "rank", 8192)
+    assert strategy_config("gem", cfg) == gem_settings(cfg)
+    assert cfg.sections == {"gem": {"search": "rank"}}  # GEM's section is a strategy section like every other
 
 
 # -- validation errors -----------------------------------------------------------------------------------------------
@@ -185,7 +186,9 @@ def test_validation_errors_name_section_and_field(tmp_path: Path, monkeypatch: p
         check_config(load_config(None, None, ["dense.top=3"]))  # dense's one setting: whether it reads titles
     # typos outside strategy sections are caught when the file is read
     with pytest.raises(ConfigError, match=r"\[gem\] has no setting 'budgte'"):
-        load_config(None, None, ["gem.budgte=3"])
+        check_config(load_config(None, None, ["gem.budgte=3"]))  # a strategy section, checked like every other
+    with pytest.raises(ConfigError, match=r"\[memory\] has no setting 'budgte'"):
+        load_config(None, None, ["memory.budgte=3"])
     with pytest.raises(ConfigError, match=r"unknown setting 'progres'"):
         load_config(None, None, ["progres=false"])
     toml = tmp_path / "typo.toml"
@@ -300,7 +303,7 @@ def test_raptor_builds_with_its_section(tmp_path: Path, monkeypatch: pytest.Monk
         "raptor.summary_tokens=4",
         "raptor.cluster_tokens=600",
     ]
-    cfg = load_config(None, {"gem": {"chunk_tokens": 30, "questions": 0, "eigen": 0}}, sets)
+    cfg = load_config(None, {"memory": {"chunk_tokens": 30}, "gem": {"questions": 0, "eigen": 0}}, sets)
     llm = ScriptedLLM()
     with open_memory(tmp_path / "mem", cfg, llm) as mem:
         strategy = mem.get_strategy("raptor")
@@ -354,7 +357,7 @@ def test_cli_set_reaches_the_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         result = runner.invoke(cli.app, [*args, "--set", "gem.search=rank"])
         assert result.exit_code == 2 and "stopped by the test" in result.output, result.output
         assert captured[-1].sections["raptor"] == {"summary_tokens": 50, "threshold": 0.3}
-        assert captured[-1].gem.search == "rank"
+        assert gem_settings(captured[-1]).search == "rank"
         assert get_strategy("raptor", captured[-1]).config.summary_tokens == 50  # type: ignore[attr-defined]
     # errors are one line, exit code 2, naming the problem
     result = runner.invoke(cli.app, ["info", "--memory", str(tmp_path / "mem"), "--set", "raptr.summary_tokens=5"])

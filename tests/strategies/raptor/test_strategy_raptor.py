@@ -22,6 +22,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import DamagedMemoryError, GemragError, MemoryNotIndexedError
+from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.platform.titles import indexed_text_of
 from gemrag.strategies.raptor.strategy import RaptorParams, RaptorStrategy
 
@@ -46,7 +47,7 @@ def module_config() -> Iterator[Config]:
         for var in list(__import__("os").environ):
             if var.startswith("GEMRAG_"):
                 mp.delenv(var, raising=False)
-        yield load_config(None, {"gem": {"chunk_tokens": CHUNK_TOKENS, "questions": 0, "eigen": 0}})
+        yield load_config(None, {"memory": {"chunk_tokens": CHUNK_TOKENS}, "gem": {"questions": 0, "eigen": 0}})
 
 
 def open_memory(path: str | Path, config: Config, llm: ScriptedLLM | None = None) -> Memory:
@@ -168,7 +169,7 @@ def test_deeper_tree_links_summaries_of_summaries(memory_at: MemoryAt, module_co
 
 def test_coexists_with_gem_and_rebuilds_from_the_cache(memory_at: MemoryAt, module_config: Config) -> None:
     cfg = module_config.model_copy(
-        update={"gem": module_config.gem.model_copy(update={"questions": 1, "eigen": 2, "eigen_top": 3})}
+        update={"gem": gem_settings(module_config).model_copy(update={"questions": 1, "eigen": 2, "eigen_top": 3})}
     )
     llm = ScriptedLLM()
     with open_memory(memory_at("m"), cfg, llm) as mem:

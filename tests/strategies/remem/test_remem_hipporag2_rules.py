@@ -74,7 +74,7 @@ def test_the_strategy_passes_seed_rank_and_config_shows_it(
 
     monkeypatch.setattr(remem_strategy, "entity_seed_weights", spy)
     for rank in ("weight", "score"):
-        config = load_config(None, {"gem": {"chunk_tokens": 40}, "remem": {"seed_rank": rank}})
+        config = load_config(None, {"memory": {"chunk_tokens": 40}, "remem": {"seed_rank": rank}})
         with Memory.open(memory_at(rank), config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
             for doc in DOCS:
                 mem.add_text(doc)
@@ -168,7 +168,7 @@ def test_the_build_passes_the_short_synonym_rule(
         return synonym_pairs(*args, **kwargs)
 
     monkeypatch.setattr(remem_strategy, "synonym_pairs", spy)
-    config = load_config(None, {"gem": {"chunk_tokens": 40}, "remem": {"short_synonyms": rule}})
+    config = load_config(None, {"memory": {"chunk_tokens": 40}, "remem": {"short_synonyms": rule}})
     with Memory.open(tmp_path / rule, config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         mem.add_text(DOCS[0])
         mem.index(strategy="remem")

@@ -30,7 +30,7 @@ DOCS = [
 
 @pytest.fixture
 def remem_config(config: Config) -> Config:
-    return load_config(None, {"gem": {"chunk_tokens": 40}, "strategy": "remem"})
+    return load_config(None, {"memory": {"chunk_tokens": 40}, "strategy": "remem"})
 
 
 def open_memory(path: str | Path, config: Config, llm: Any = None) -> Memory:
@@ -138,7 +138,7 @@ def test_no_recognized_fact_falls_back_to_dense_retrieval(
     """An empty answer, or (with ``filter_match = "exact"``) an invented fact, keeps no fact: dense retrieval."""
     llm = NoFactLLM(facts)
     section = {"filter_match": match}
-    config = load_config(None, {"gem": {"chunk_tokens": 40}, "strategy": "remem", "remem": section})
+    config = load_config(None, {"memory": {"chunk_tokens": 40}, "strategy": "remem", "remem": section})
     with built(memory_at("m"), config, llm) as mem:
         mem.index(strategy="dense")
         question = "Where did the father of Alma Reyes die?"
@@ -151,7 +151,7 @@ def test_no_recognized_fact_falls_back_to_dense_retrieval(
 
 
 def test_without_the_recognition_filter_the_top_facts_seed_the_walk(memory_at: MemoryAt, config: Config) -> None:
-    cfg = load_config(None, {"gem": {"chunk_tokens": 40}, "remem": {"recognition_filter": False}})
+    cfg = load_config(None, {"memory": {"chunk_tokens": 40}, "remem": {"recognition_filter": False}})
     llm = NoFactLLM()
     with built(memory_at("m"), cfg, llm) as mem:
         hits = mem.retrieve("Where did the father of Alma Reyes die?", 3, strategy="remem")
@@ -288,7 +288,7 @@ def test_the_recognition_prompt_is_few_shot_by_default_and_zero_shot_on_request(
 
     for prompt, size in (("few-shot", len(few)), ("zero-shot", len(zero))):
         config = load_config(
-            None, {"gem": {"chunk_tokens": 40}, "strategy": "remem", "remem": {"filter_prompt": prompt}}
+            None, {"memory": {"chunk_tokens": 40}, "strategy": "remem", "remem": {"filter_prompt": prompt}}
         )
         with built(tmp_path / prompt, config, Counting([])) as mem:
             mem.retrieve("Where did the father of Alma Reyes die?", 2)

@@ -34,7 +34,7 @@ DOCS = [
 
 
 def make_config(**section: Any) -> Config:
-    return load_config(None, {"gem": {"chunk_tokens": 30}, "strategy": NAME, NAME: section})
+    return load_config(None, {"memory": {"chunk_tokens": 30}, "strategy": NAME, NAME: section})
 
 
 def built(path: Path, config: Config, llm: Any = None) -> Memory:

@@ -29,7 +29,7 @@ def test_is_temporal_and_question_range() -> None:
 
 
 def built(path: Path, llm: ScriptedLLM, **section: object) -> Memory:
-    cfg = load_config(None, {"gem": {"chunk_tokens": 30}, "strategy": NAME, NAME: section})
+    cfg = load_config(None, {"memory": {"chunk_tokens": 30}, "strategy": NAME, NAME: section})
     mem = Memory.open(path, cfg, llm=llm, embedder=HashEmbedder())
     for doc in DOCS:
         mem.add_text(doc)

@@ -30,7 +30,7 @@ DOCS = [
 
 
 def unweaver_config(**section: Any) -> Config:
-    return load_config(None, {"gem": {"chunk_tokens": 40}, "strategy": "unweaver", "unweaver": section})
+    return load_config(None, {"memory": {"chunk_tokens": 40}, "strategy": "unweaver", "unweaver": section})
 
 
 def built(path: Path, config: Config, llm: Any = None) -> Memory:

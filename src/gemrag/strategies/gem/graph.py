@@ -24,11 +24,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from gemrag.config import GemSettings
 from gemrag.graph.knn_ann import approximate_knn_similarity_matrix
 from gemrag.graph.laplacian import normalized_laplacian, symmetrize
 from gemrag.graph.similarity import knn_similarity_matrix, similarity_matrix
 from gemrag.graph.spectrum import SpectrumReport, eigenpairs, select_eigenthemes, spectrum_report
+from gemrag.strategies.gem.settings import GemSettings
 
 REPORT_TOP = 10
 """Eigenvalues in the spectrum report (``gemrag info``)."""

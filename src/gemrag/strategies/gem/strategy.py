@@ -41,6 +41,7 @@ from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.gem.ann_search import AnnPreparedGraph
 from gemrag.strategies.gem.graph import Matrix, chunk_graph, eigen_selection, graph_mode
 from gemrag.strategies.gem.search import PreparedGraph, top_k_edges
+from gemrag.strategies.gem.settings import GemSettings
 from gemrag.strategies.gem.summaries import MIN_NODES, build_eigentheme_summaries
 from gemrag.strategies.gem.utility_questions import generate_utility_questions, nodes_needing_questions
 from gemrag.strategies.platform.common import (
@@ -170,13 +171,17 @@ def node_graph_inputs(
     return node_vectors, utility_question_vectors(q_emb, node_vectors, owner), owner, question_ids
 
 
-@register("gem")
+@register("gem", config=GemSettings)
 class GemStrategy:
-    """GEM-RAG as a :class:`~gemrag.strategies.base.Strategy` (paper section III.B, Algorithm 1)."""
+    """GEM-RAG as a :class:`~gemrag.strategies.base.Strategy` (paper section III.B, Algorithm 1), constructed with
+    its validated ``[gem]`` section (:class:`~gemrag.strategies.gem.settings.GemSettings`) like every method."""
 
     name = "gem"
     reads_titles = False
     """Questions and vectors of the chunk alone by default (section III.B.1: Q(CHUNK_i, m), E(CHUNK_i))."""
+
+    def __init__(self, config: GemSettings | None = None) -> None:
+        self.config = config or GemSettings()
 
     def build(self, ctx: StrategyContext) -> None:
         """Generate utility questions, build the graph and the eigentheme summary nodes, publish generation g.
@@ -190,7 +195,7 @@ class GemStrategy:
         Raises:
             MemoryNotIndexedError: the memory holds no chunks.
         """
-        cfg = ctx.config.gem
+        cfg = self.config
         timings: dict[str, float] = dict(ctx.store.get_meta("gem_phase_seconds", {}))
         titles = strategy_reads_titles(ctx, self.name)
         self._keep_questions(ctx, cfg.questions, titles)
@@ -228,6 +233,7 @@ class GemStrategy:
             chunk_vectors=vectors,
             generation=generation,
             eigen=eigen,
+            settings=cfg,
         )
         timings["summaries"] = timings.get("summaries", 0.0) + time.perf_counter() - t0
         del L, eigen
@@ -323,7 +329,7 @@ class GemStrategy:
             if len(loaded.graph.node_ids) == 0:
                 return []
             prepared = loaded.prepared
-            search = ctx.config.gem.search
+            search = self.config.search
             if search == "fused":
                 order, scores = prepared.fused(v_p, budget)
             elif search == "rank":

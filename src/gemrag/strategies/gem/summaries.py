@@ -21,6 +21,7 @@ import numpy as np
 from gemrag.graph.spectrum import eigenpairs, select_eigenthemes, theme_members
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.gem.prompts import summary_prompt
+from gemrag.strategies.gem.settings import GemSettings
 from gemrag.strategies.gem.utility_questions import generate_utility_questions
 from gemrag.strategies.platform.clustering import kmeans_members
 from gemrag.strategies.platform.common import count_tokens, require
@@ -101,6 +102,7 @@ def build_eigentheme_summaries(
     generation: int,
     strategy: str = "gem",
     eigen: Eigen | None = None,
+    settings: GemSettings | None = None,
 ) -> list[int]:
     """Create generation ``generation``'s summary nodes: one per eigentheme (or k-means theme, see ``gem.members``).
 
@@ -115,6 +117,8 @@ def build_eigentheme_summaries(
         generation: the build generation the nodes belong to (from ``store.begin_build``).
         strategy: the building strategy (the nodes' namespace).
         eigen: L's eigenpairs, already computed by the caller (see :func:`summary_members`).
+        settings: GEM's settings (``members``, ``skip_trivial``, ``summary_words``, ``questions``,
+            ``dedupe_questions``); None: the defaults.
 
     Returns:
         The new summary node ids, in theme order. Summaries whose member texts did not change cost no LLM call
@@ -127,7 +131,7 @@ def build_eigentheme_summaries(
     k = min(k, n)
     if k == 0 or n < MIN_NODES:
         return []
-    cfg = ctx.config.gem
+    cfg = settings or GemSettings()
     if cfg.members == "kmeans":
         require("sklearn", strategy="gem (members='kmeans')")
     found = summary_members(L, chunk_vectors, k, top_e, cfg.members, eigen=eigen, skip_trivial=cfg.skip_trivial)

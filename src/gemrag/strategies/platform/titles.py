@@ -1,6 +1,6 @@
 """Chunk titles per method: whether a strategy reads a chunk as ``title\\ntext`` or as its text alone (issue 38).
 
-A memory records once whether its chunks have their document's title available (``gem.chunk_titles``,
+A memory records once whether its chunks have their document's title available (``memory.chunk_titles``,
 :data:`TITLES_META`, :func:`gemrag.documents.record_titles`). Each strategy then decides whether it reads them
 (:func:`strategy_reads_titles`), and passes its decision to every platform function that reads the chunks' text
 (:func:`indexed_text_of`, :func:`indexed_nodes`, ``embed_node_ids``, ``chunk_ids_and_vectors``,
@@ -34,7 +34,7 @@ from gemrag.strategies.base import StrategyContext, strategy_config, title_defau
 
 TITLES_META = "chunk_titles"
 """The memory's ``meta`` key recording whether its chunks have their document's title available to the strategies
-(``gem.chunk_titles``; absent or false: no strategy reads titles)."""
+(``memory.chunk_titles``; absent or false: no strategy reads titles)."""
 READ_TITLES = "read_titles"
 """The setting of a strategy's section (:class:`gemrag.config.ReadTitles`) and the key of a build's manifest params
 recording what the build read (a bool)."""
@@ -78,7 +78,7 @@ def strategy_reads_titles(ctx: StrategyContext, strategy: str) -> bool:
     if setting is not None:
         if setting and not available:
             raise IncompatibleMemoryError(
-                f"{strategy}.read_titles = true, but this memory's chunks have no titles (gem.chunk_titles = false, "
+                f"{strategy}.read_titles = true, but this memory's chunks have no titles (memory.chunk_titles = false, "
                 "or chunked before titles existed): drop the setting or index into a new memory directory"
             )
         return bool(setting)

@@ -100,7 +100,7 @@ class RaptorConfig(ReadTitles):
         read_titles: embed a chunk as its document's title and its text (:class:`~gemrag.config.ReadTitles`;
             default: its text, as RAPTOR). A change re-clusters the tree.
 
-    The collapsed-tree budget is not a RAPTOR setting: every strategy gets ``budget x gem.chunk_tokens``
+    The collapsed-tree budget is not a RAPTOR setting: every strategy gets ``budget x memory.chunk_tokens``
     tokens (module docstring).
     """
 
@@ -331,7 +331,7 @@ class RaptorStrategy:
 
     def _collapsed(self, ctx: StrategyContext, v_p: np.ndarray, budget: int) -> list[Hit]:
         tree = self._tree(ctx)
-        limit = budget * ctx.config.gem.chunk_tokens
+        limit = budget * ctx.config.memory.chunk_tokens
         # every node holds at least one token, so at most limit + 1 rows are looked at (the last one does not fit)
         generation = ctx.store.published_generation(self.name) or 0
         rows, sims = nearest(ctx, (self.name, generation), "vectors", tree.vectors, v_p, limit + 1)

@@ -105,7 +105,7 @@ class UnweaverConfig(ReadTitles):
             highest-priced candidate chunks instead of the election.
         chunk_budget: ``c_i``, each chunk's budget of idea strength (eq. 16; default 1.0).
         max_entities: most entities one extraction may list (:func:`~gemrag.strategies.unweaver.prompts.entity_cap`):
-            None (default) sizes the cap by the chunk, ``max(12, gem.chunk_tokens // 8)``; 0 sets none (the paper's
+            None (default) sizes the cap by the chunk, ``max(12, memory.chunk_tokens // 8)``; 0 sets none (the paper's
             "no limit"; the completion limit, 4,096 tokens, still ends the list); n caps at n. The cap is part of
             the artefact version, so changing it re-extracts.
         read_titles: extract from a chunk's document title and text (:class:`~gemrag.config.ReadTitles`; default:
@@ -194,7 +194,7 @@ class UnweaverStrategy:
 
     def version(self, ctx: StrategyContext) -> str:
         """The artefact version of this configuration's extraction (its entity cap, and whether it reads titles)."""
-        version = entities_version(entity_cap(self.config.max_entities, ctx.config.gem.chunk_tokens))
+        version = entities_version(entity_cap(self.config.max_entities, ctx.config.memory.chunk_tokens))
         return title_version(ctx, version, strategy_reads_titles(ctx, NAME))
 
     def _classes(self, ctx: StrategyContext, chunks: list[NodeRecord]) -> tuple[EntityClasses, list[Representative]]:
@@ -226,7 +226,7 @@ class UnweaverStrategy:
         require_abcvoting(self.config.rule)
         chunks = chunk_nodes(ctx)
         generation = ctx.store.begin_build(NAME)
-        cap = entity_cap(self.config.max_entities, ctx.config.gem.chunk_tokens)
+        cap = entity_cap(self.config.max_entities, ctx.config.memory.chunk_tokens)
         titles, version = strategy_reads_titles(ctx, NAME), self.version(ctx)
         report = extract_artifacts(
             ctx, chunks, extraction(cap), strategy=NAME, kind=ENTITIES_KIND, version=version, titles=titles
