@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gemrag.eval.citations import citation_record, citation_scores, gold_judge, plain_answer
+from gemrag.eval.citations import citation_record, citation_scores, gold_judge, plain_answer, span_judge
 from gemrag.reports import Answer
 from gemrag.types import DocumentRef, Hit, Passage, Provenance
 
@@ -54,3 +54,17 @@ def test_the_record_of_a_cited_answer() -> None:
     assert rec == {"cited": [2, 3], "dropped_citations": 1, "citation_recall": 1.0, "citation_precision": 0.5}
     assert citation_record(answer, None)["citation_recall"] is None
     assert plain_answer(answer) == "Beta and Gamma."
+
+
+def test_span_questions_judge_a_cited_passage_as_their_recall_does() -> None:
+    """COVID-QA and ``eval qa``: the gold passage is the whole document, so a cited node is gold when its text holds a
+    gold answer span (normalized, whole words), or overlaps a given evidence passage."""
+    judge = span_judge(["the ACE2 receptor"], [])
+    assert judge is not None
+    holds = Hit(1, "chunk", 1.0, "The virus binds the ACE2 receptor, as shown.", 0)
+    lacks = Hit(2, "chunk", 1.0, "The ACE2 gene is expressed in the lung.", 0)
+    assert judge(holds) and not judge(lacks)
+    assert span_judge(["", "  "], []) is None  # no answer to find: not scored
+    by_evidence = span_judge(["ACE2"], ["It binds ACE2 strongly in cell culture."])
+    assert by_evidence is not None and not by_evidence(holds)  # the evidence passages decide when given
+    assert by_evidence(Hit(3, "chunk", 1.0, "Results: it binds ACE2 strongly in cell culture.", 0))

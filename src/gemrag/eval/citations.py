@@ -4,7 +4,9 @@ An answer cites context passages (``Answer.cited``: its ``[n]`` markers, or the 
 lists). A cited passage is *gold* when it contains gold evidence: for datasets whose gold passages are documents
 (COVID-QA, MuSiQue, ...), when one of the documents it was made from (its provenance, :class:`gemrag.types.Passage`)
 is a gold passage; for LoCoMo, whose gold evidence is dialog turns, when the chunks it stands for overlap a gold
-turn (:mod:`gemrag.eval.evidence`). Per question with gold evidence and a generated answer:
+turn (:mod:`gemrag.eval.evidence`); for the kinds whose gold passage is the whole document (COVID-QA, ``eval qa``),
+the rule of their Recall@k: the cited node's text holds a gold answer span, or overlaps a given evidence passage
+(:func:`span_judge`). Per question with gold evidence and a generated answer:
 
 * ``citation_recall``: 1 when the cited passages contain a gold one, else 0 (an answer citing nothing scores 0);
 * ``citation_precision``: the share of cited passages that are gold (None when nothing is cited).
@@ -20,11 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from gemrag.eval.metrics import answer_recall, passage_recall
 from gemrag.prompting import strip_citations
 from gemrag.reports import Answer
 from gemrag.types import Hit
 
-__all__ = ["citation_record", "citation_scores", "gold_judge", "plain_answer"]
+__all__ = ["citation_record", "citation_scores", "gold_judge", "plain_answer", "span_judge"]
 
 
 def citation_scores(gold: Sequence[bool]) -> tuple[float, float | None]:
@@ -73,6 +76,26 @@ def gold_judge(
     if evidence([])[0] is None:  # no gold id is a turn of the question's documents
         return None
     return lambda hit: bool(evidence([hit])[1])  # gold turns (LoCoMo): a cited node covering one
+
+
+def span_judge(answers: Sequence[str], evidence_passages: Sequence[str]) -> Callable[[Hit], bool] | None:
+    """Whether a cited node contains gold evidence where the gold passage is the whole document (COVID-QA, ``eval qa``):
+    by the same rule as those kinds' Recall@k, so that citation recall reads like answer recall.
+
+    Args:
+        answers: the question's gold answers (spans of its document).
+        evidence_passages: the user's evidence passages (``eval qa``); when given they decide instead of the answers.
+
+    Returns:
+        A predicate on hits: the hit's text overlaps an evidence passage
+        (:func:`gemrag.eval.metrics.passage_recall`), or else holds a gold answer span after normalization
+        (:func:`gemrag.eval.metrics.answer_recall`); None when neither answers nor passages are given.
+    """
+    if evidence_passages:
+        return lambda hit: passage_recall([hit.text], evidence_passages) > 0
+    if not any(a.strip() for a in answers):
+        return None
+    return lambda hit: answer_recall([hit.text], answers) > 0
 
 
 def citation_record(answer: Answer, is_gold: Callable[[Hit], bool] | None) -> dict[str, Any]:

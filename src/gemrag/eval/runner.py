@@ -39,7 +39,7 @@ from gemrag.errors import ConfigError
 from gemrag.eval.adversarial import read_option
 from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
 from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
-from gemrag.eval.citations import citation_record, gold_judge, plain_answer
+from gemrag.eval.citations import citation_record, gold_judge, plain_answer, span_judge
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
@@ -189,6 +189,9 @@ class _Runner:
             return node_docs[hit.node_id]
 
         def gold_of(q: Question) -> Callable[[Hit], bool] | None:
+            gold_documents = bool(q.gold_passages) and set(q.gold_passages) <= self.doc_ids
+            if self.dataset.kind in ANSWER_RECALL_KINDS and not q.choices and not gold_documents:
+                return span_judge(q.answers, q.metadata.get("evidence_passages", []))  # as their Recall@k
             return gold_judge(q.gold_passages, self.doc_ids, passages, lambda hits: evidence(q, hits))
 
         def one(item: tuple[Question, int]) -> dict[str, Any]:
