@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from gemrag.eval.loading import load_dataset
-from gemrag.eval.metrics import answer_recall, document_recall_at_k, first_passages
+from gemrag.eval.metrics import RECALL_KS, RECALL_RULE, recall_at_ks
 from gemrag.eval.report import read_jsonl
-from gemrag.eval.runner import RECALL_KS, RECALL_RULE
 from gemrag.store import open_store
 from gemrag.types import Hit
 
@@ -73,18 +72,14 @@ def rescore(
         return None
     ranking = memory.ranking(record)
     gold = record.get("gold_passages") or []
+    docs = lambda hit: memory.docs.get(hit.node_id, [])  # noqa: E731
     if gold and set(gold) <= memory.documents:
-        return {
-            f"recall@{k}": document_recall_at_k(
-                [memory.docs.get(h.node_id, []) for h in first_passages(ranking, k)], gold, k
-            )
-            for k in RECALL_KS
-        }
+        return recall_at_ks(ranking, RECALL_KS, docs, gold=gold)
     if "answer span" in str(record.get("recall_from")):
         spans = (answers or {}).get(str(record["question_id"]))
         if spans is None:
             return None
-        return {f"recall@{k}": answer_recall([h.text for h in first_passages(ranking, k)], spans) for k in RECALL_KS}
+        return recall_at_ks(ranking, RECALL_KS, docs, answers=spans)
     return None
 
 

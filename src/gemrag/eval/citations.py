@@ -22,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from gemrag.eval.datasets import Question
 from gemrag.eval.metrics import answer_recall, passage_recall
 from gemrag.prompting import strip_citations
 from gemrag.reports import Answer
 from gemrag.types import Hit
 
-__all__ = ["citation_record", "citation_scores", "gold_judge", "plain_answer", "span_judge"]
+__all__ = ["citation_record", "citation_scores", "gold_judge", "plain_answer", "question_judge", "span_judge"]
 
 
 def citation_scores(gold: Sequence[bool]) -> tuple[float, float | None]:
@@ -96,6 +97,22 @@ def span_judge(answers: Sequence[str], evidence_passages: Sequence[str]) -> Call
     if not any(a.strip() for a in answers):
         return None
     return lambda hit: answer_recall([hit.text], answers) > 0
+
+
+def question_judge(
+    question: Question,
+    documents: Collection[str],
+    passages: Mapping[int, Sequence[str]],
+    evidence: Callable[[Sequence[Hit]], tuple[float | None, list[str]]],
+    spans: bool,
+) -> Callable[[Hit], bool] | None:
+    """The gold-evidence predicate of one question: :func:`span_judge` for a span question (``spans``: a kind whose
+    Recall@k reads answer spans, COVID-QA or ``eval qa``) without gold documents, else :func:`gold_judge` (arguments
+    as there). None when the question has no gold evidence."""
+    gold_documents = bool(question.gold_passages) and set(question.gold_passages) <= set(documents)
+    if spans and not gold_documents:
+        return span_judge(question.answers, question.metadata.get("evidence_passages", []))
+    return gold_judge(question.gold_passages, documents, passages, evidence)
 
 
 def citation_record(answer: Answer, is_gold: Callable[[Hit], bool] | None) -> dict[str, Any]:

@@ -21,18 +21,31 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from gemrag.types import Hit
 
+#: The k of every evaluation's Recall@k (:func:`recall_at_ks`).
+RECALL_KS = (2, 5)
+#: ``recall_rule`` of the records scored by the rule of :func:`gemrag.eval.metrics.first_passages` (records without it
+#: were scored before issue 38: the first k distinct documents of the ranking, a k-chunk election for committees).
+RECALL_RULE = "first k passages"
+#: Kinds whose Recall@k is of the gold answer span in the retrieved chunks (:func:`gemrag.eval.metrics.answer_recall`);
+#: a question's ``metadata["evidence_passages"]`` (``eval qa``) come first (:func:`gemrag.eval.metrics.passage_recall`).
+ANSWER_RECALL_KINDS = frozenset({"covid_qa", "qa"})
+
 __all__ = [
+    "ANSWER_RECALL_KINDS",
+    "RECALL_KS",
+    "RECALL_RULE",
     "PASSAGE_KIND",
     "answer_recall",
     "accuracy",
     "document_recall_at_k",
     "first_passages",
+    "recall_at_ks",
     "exact_match",
     "hard_accuracy",
     "latency_percentiles",
@@ -208,6 +221,43 @@ def passage_recall(chunk_texts: Sequence[str], passages: Sequence[str]) -> float
     golds = [f" {p} " for p in (normalize_answer(x) for x in passages) if p]
     texts = [f" {t} " for t in (normalize_answer(x) for x in chunk_texts) if t]
     return float(any(g in t or t in g for g in golds for t in texts))
+
+
+def recall_at_ks(
+    ranking: Sequence[Hit],
+    ks: Sequence[int],
+    documents: Callable[[Hit], Sequence[str]],
+    gold: Sequence[str] = (),
+    evidence: Sequence[str] = (),
+    answers: Sequence[str] = (),
+) -> dict[str, float]:
+    """``{"recall@k": value}`` for each k: the one Recall@k rule of every strategy (issue 38), read from the first k
+    passages of one ranking (:func:`first_passages`).
+
+    Args:
+        ranking: the strategy's hits in rank order (max(B, 5) nodes in the evaluation).
+        ks: the k values, each >= 1.
+        documents: a chunk hit -> the dataset documents it comes from.
+        gold: gold document ids (:func:`document_recall_at_k`); they decide when given.
+        evidence: else the user's evidence passages (:func:`passage_recall`, ``eval qa``).
+        answers: else the gold answer spans (:func:`answer_recall`, COVID-QA).
+
+    Returns:
+        One value in [0, 1] per k; empty when none of ``gold``, ``evidence``, ``answers`` is given.
+
+    Raises:
+        ValueError: a k below 1.
+    """
+    out: dict[str, float] = {}
+    for k in ks if gold or evidence or answers else ():
+        top = first_passages(ranking, k)
+        if gold:
+            out[f"recall@{k}"] = document_recall_at_k([list(documents(h)) for h in top], gold, k)
+        elif evidence:
+            out[f"recall@{k}"] = passage_recall([h.text for h in top], evidence)
+        else:
+            out[f"recall@{k}"] = answer_recall([h.text for h in top], answers)
+    return out
 
 
 def latency_percentiles(seconds: Sequence[float]) -> dict[str, float]:

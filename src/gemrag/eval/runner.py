@@ -39,7 +39,7 @@ from gemrag.errors import ConfigError
 from gemrag.eval.adversarial import read_option
 from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
 from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
-from gemrag.eval.citations import citation_record, gold_judge, plain_answer, span_judge
+from gemrag.eval.citations import citation_record, plain_answer, question_judge
 from gemrag.eval.costs import CostTap, LazyLLM, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
@@ -47,7 +47,7 @@ from gemrag.eval.judged import GroupJudge, JudgeChoice, Judgements
 from gemrag.eval.loading import load_dataset
 from gemrag.eval.memories import EvalMemories, group_id
 from gemrag.eval.merge import merge_outputs
-from gemrag.eval.metrics import PASSAGE_KIND, answer_recall, document_recall_at_k, first_passages, passage_recall
+from gemrag.eval.metrics import ANSWER_RECALL_KINDS, PASSAGE_KIND, RECALL_KS, RECALL_RULE, recall_at_ks
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
@@ -62,13 +62,6 @@ from gemrag.types import Hit
 
 __all__ = ["EvalResults", "JudgeChoice", "RunSpec", "plan_runs", "run_eval"]
 
-RECALL_KS = (2, 5)
-#: ``recall_rule`` of the records scored by the rule of :func:`gemrag.eval.metrics.first_passages` (records without it
-#: were scored before issue 38: the first k distinct documents of the ranking, a k-chunk election for committees).
-RECALL_RULE = "first k passages"
-#: Kinds whose Recall@k is of the gold answer span in the retrieved chunks (:func:`gemrag.eval.metrics.answer_recall`);
-#: a question's ``metadata["evidence_passages"]`` (``eval qa``) come first (:func:`gemrag.eval.metrics.passage_recall`).
-ANSWER_RECALL_KINDS = frozenset({"covid_qa", "qa"})
 #: The LLM cost of a question's timed retrieval alone, recorded per question as ``retrieval_llm``.
 RETRIEVAL_LLM_KEYS = ("llm_calls", "llm_cached", "prompt_tokens", "completion_tokens")
 #: An untimed question retrieved once per strategy and memory before the timed ones (loads its structures).
@@ -189,10 +182,8 @@ class _Runner:
             return node_docs[hit.node_id]
 
         def gold_of(q: Question) -> Callable[[Hit], bool] | None:
-            gold_documents = bool(q.gold_passages) and set(q.gold_passages) <= self.doc_ids
-            if self.dataset.kind in ANSWER_RECALL_KINDS and not q.choices and not gold_documents:
-                return span_judge(q.answers, q.metadata.get("evidence_passages", []))  # as their Recall@k
-            return gold_judge(q.gold_passages, self.doc_ids, passages, lambda hits: evidence(q, hits))
+            spans = self.dataset.kind in ANSWER_RECALL_KINDS and not q.choices  # judged as their Recall@k
+            return question_judge(q, self.doc_ids, passages, lambda hits: evidence(q, hits), spans)
 
         def one(item: tuple[Question, int]) -> dict[str, Any]:
             return self._ask(mem, tap, run, gid, item, documents, evidence, gold_of)
@@ -295,14 +286,7 @@ class _Runner:
         # nodes take no rank) of this one ranking, read by metrics.first_passages.
         rec.update({"recall_rule": RECALL_RULE} if gold or spans or given else {})
         if (gold or spans or given) and rec["error"] is None:
-            for k in RECALL_KS:
-                top = first_passages(ranked, k)
-                if gold:
-                    rec[f"recall@{k}"] = document_recall_at_k([documents(h) for h in top], gold, k)
-                elif given:
-                    rec[f"recall@{k}"] = passage_recall([h.text for h in top], given)
-                else:
-                    rec[f"recall@{k}"] = answer_recall([h.text for h in top], spans)
+            rec.update(recall_at_ks(ranked, RECALL_KS, documents, gold, given, spans))
             found = "evidence passage and chunk overlap" if given else "answer span in chunk"
             rec.update({"recall_from": found} if spans or given else {})
         rec["context"] = [h.node_id for h in context]
