@@ -34,6 +34,7 @@ from gemrag.strategies import available
 from gemrag.strategies.base import Strategy, StrategyContext
 from gemrag.strategies.platform.common import build_models, not_indexed
 from gemrag.strategies.platform.incremental import prune_strategy
+from gemrag.strategies.platform.titles import build_titles
 from gemrag.types import SAME_TEXT, Hit, provenance_nodes
 
 
@@ -364,3 +365,33 @@ def read_published(
             if attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def memory_stats(memory: MemoryHandle, strategy: Strategy) -> dict[str, Any]:
+    """What :meth:`gemrag.memory.Memory.stats` reports: the memory's documents, the sources holding each (``sources``:
+    document id -> source paths, primary first, for the documents several sources hold), chunk and summary counts,
+    models, parameters, index seconds, tokens per phase, failures, ``strategy``'s own report (GEM: the spectrum report
+    with Remarks 2 and 3), every strategy's build state (:func:`strategy_states`) and ``titles``: whether each built
+    strategy that reads chunk text read the chunks' titles (name -> bool,
+    :func:`gemrag.strategies.platform.titles.build_titles`)."""
+    store = memory.store
+    sources: dict[int, list[str]] = {}
+    for h in store.holders():
+        sources.setdefault(int(h["doc_id"]), []).append(str(h["source"]))
+    return {
+        "directory": store.location,
+        "strategy": strategy.name,
+        "documents": store.documents(),
+        "sources": {i: s for i, s in sources.items() if len(s) > 1},
+        "chunks": len(store.nodes("chunk")),
+        "summary_nodes": len(store.nodes("summary")),
+        "models": store.get_meta("models", {}),
+        "params": store.get_meta("params", {}),
+        "chunk_tokens": store.get_meta("chunk_tokens"),
+        "index_seconds": store.get_meta("index_seconds", 0.0),
+        "usage_by_phase": store.usage_by_phase(),
+        "failures": store.failures(),
+        "strategy_report": strategy.report(memory.ctx),
+        "strategies": {name: state.describe() for name, state in strategy_states(memory).items()},
+        "titles": build_titles(store, sorted(store.published_generations())),
+    }

@@ -50,6 +50,7 @@ from gemrag.lifecycle import (
     DeleteReport,
     check_ready,
     delete_document,
+    memory_stats,
     retrieve_published,
     strategy_states,
 )
@@ -65,7 +66,6 @@ from gemrag.store.lock import BuildLockHolder
 from gemrag.strategies import StrategyContext, check_config, get_strategy
 from gemrag.strategies.base import ProgressFactory, Strategy, no_progress
 from gemrag.strategies.platform.common import LLM_MODEL_KEY
-from gemrag.strategies.platform.titles import build_titles
 from gemrag.types import Hit
 
 
@@ -501,23 +501,4 @@ class Memory:
         ``titles``, whether each built strategy that reads chunk text read the chunks' titles (name -> bool,
         :func:`gemrag.strategies.platform.titles.build_titles`)."""
         self.meter.flush()
-        sources: dict[int, list[str]] = {}
-        for h in self.store.holders():
-            sources.setdefault(int(h["doc_id"]), []).append(str(h["source"]))
-        return {
-            "directory": self.store.location,
-            "strategy": self.strategy.name,
-            "documents": self.store.documents(),
-            "sources": {i: s for i, s in sources.items() if len(s) > 1},
-            "chunks": len(self.store.nodes("chunk")),
-            "summary_nodes": len(self.store.nodes("summary")),
-            "models": self.store.get_meta("models", {}),
-            "params": self.store.get_meta("params", {}),
-            "chunk_tokens": self.store.get_meta("chunk_tokens"),
-            "index_seconds": self.store.get_meta("index_seconds", 0.0),
-            "usage_by_phase": self.store.usage_by_phase(),
-            "failures": self.store.failures(),
-            "strategy_report": self.strategy.report(self.ctx),
-            "strategies": {name: state.describe() for name, state in strategy_states(self).items()},
-            "titles": build_titles(self.store, sorted(self.store.published_generations())),
-        }
+        return memory_stats(self, self.strategy)
