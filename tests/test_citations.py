@@ -13,7 +13,14 @@ import pytest
 
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
-from gemrag.answering import answer_prompt, answer_question, choice_schema, short_answer_prompt
+from gemrag.answering import (
+    answer_prompt,
+    answer_question,
+    answer_stream,
+    choice_schema,
+    markers_only,
+    short_answer_prompt,
+)
 from gemrag.config import Config, load_config
 from gemrag.models.base import Completion, Message, Usage
 from gemrag.models.meter import UsageMeter
@@ -149,3 +156,40 @@ def test_memory_ask_cites_by_default_and_the_setting_turns_it_off(tmp_path: Path
     with Memory.open(tmp_path / "m", off, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         answer = mem.ask("Who gave Amos a silver medal?", strategy="dense")
         assert answer.text == "A free-form answer." and answer.cited == [] and cited_sources(answer) == []
+
+
+class _TwoReplies(ReplyLLM):
+    """First reply ``first``, every later one ``then``."""
+
+    def __init__(self, first: str, then: str) -> None:
+        super().__init__(first)
+        self.then = then
+
+    def complete(self, messages: Any, *, schema: Any = None, **kw: Any) -> Completion:
+        done = super().complete(messages, schema=schema, **kw)
+        self.reply = self.then
+        return done
+
+
+@pytest.mark.parametrize("short", [True, False])
+def test_an_answer_that_is_only_a_marker_is_asked_again_without_citing(short: bool) -> None:
+    llm = _TwoReplies("[2].", "Ansel Brandt")
+    answer = answer_question(lambda: llm, UsageMeter(), _Store(), "Who?", HITS, cite=True, short=short)  # type: ignore[arg-type]
+    assert answer.text == "Ansel Brandt" and answer.cited == [2] and answer.citations == [HITS[1]]
+    assert len(llm.seen) == 2 and "cite" not in llm.seen[1][0][1]["content"].lower()
+    once = ReplyLLM("Ansel Brandt [2].")  # an answer with words is not asked again
+    answer_question(lambda: once, UsageMeter(), _Store(), "Who?", HITS, cite=True, short=short)  # type: ignore[arg-type]
+    assert len(once.seen) == 1
+
+
+def test_markers_only() -> None:
+    assert markers_only("[2]") and markers_only(" [1, 3]. ") and markers_only("[1][2]")
+    assert not markers_only("Ansel [1]") and not markers_only("") and not markers_only("2020")
+
+
+def test_a_streamed_answer_that_is_only_a_marker_is_asked_again() -> None:
+    llm = _TwoReplies("[1]", "Ansel Brandt")
+    out = list(answer_stream(lambda: llm, UsageMeter(), _Store(), "Who?", HITS, cite=True))  # type: ignore[arg-type]
+    *texts, answer = out
+    assert "".join(texts).split() == ["[1]", "Ansel", "Brandt"]  # what the reader saw, the marker then the answer
+    assert answer.text == "Ansel Brandt" and answer.cited == [1] and len(llm.seen) == 2

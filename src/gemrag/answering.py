@@ -9,8 +9,9 @@ uses with ``[n]`` markers (free form), or to list their numbers in a ``passages`
 (multiple choice); :func:`gemrag.prompting.parse_citations` reads them, and the answer carries the cited numbers and
 the count of markers that named no passage (:class:`~gemrag.reports.Answer`). A streamed answer is cited the same
 way: its pieces show the markers as the model writes them, and its final Answer is read from the whole completion
-(dropped markers removed from its text, and counted). With ``cite=False`` every prompt is the one of earlier releases,
-so their LLM cache keys hold."""
+(dropped markers removed from its text, and counted). An answer that is only markers (a small model's ``"[2]"``)
+is asked once more without citing (:func:`markers_only`). With ``cite=False`` every prompt is the one of earlier
+releases, so their LLM cache keys hold."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from gemrag.models.base import LLM, Completion, Message, Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.models.streaming import complete_stream, pieces
 from gemrag.models.structured import complete_structured
-from gemrag.prompting import CITE_INSTRUCTION, format_context, parse_citations
+from gemrag.prompting import CITE_INSTRUCTION, format_context, parse_citations, strip_citations
 from gemrag.reports import Answer
 from gemrag.store import MemoryStore
 from gemrag.types import Hit
@@ -187,7 +188,9 @@ def answer_question(
 
     ``cite``: a cited answer (module docstring): the prompt asks for the passages used, and the answer's ``cited``
     and ``dropped_citations`` report them (a free-form answer's markers are read from the whole completion, before
-    the short form cuts it). Nothing is cited from an empty context or by an agent's answer.
+    the short form cuts it). Nothing is cited from an empty context or by an agent's answer. A free-form reply
+    that is only markers is asked again with the uncited prompt (:func:`markers_only`; two LLM calls for that
+    question): its text is the second reply's, its ``cited`` the first reply's.
 
     Args:
         llm: returns the LLM to answer with (called only when an LLM call is needed).
@@ -246,10 +249,24 @@ def answer_question(
             if cite:
                 found = parse_citations(raw, len(hits))
                 raw, cited, dropped = found.text, found.cited, found.dropped
+                if markers_only(raw):
+                    uncited = (short_answer_prompt if short else answer_prompt)(
+                        question, [h.text for h in hits], abstain=abstain
+                    )
+                    raw = model.complete(uncited, max_tokens=limit, temperature=temperature, seed=seed).text
             text, choice = (short_form(raw) if short else raw.strip()), None
     t2 = time.perf_counter()
     spent = meter.totals.get("query", Usage()) - before
     return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent, cited, dropped)
+
+
+def markers_only(text: str) -> bool:
+    """True when a cited answer is nothing but its markers (``"[2]"``, ``"[1, 3]."``): small models, asked to cite
+    after a short phrase, sometimes write only the marker. Such an answer is asked again with the uncited prompt
+    (one more LLM call, cached like any other) and keeps the passages the first reply named; an empty answer is
+    not markers-only (nothing was cited)."""
+    stripped = strip_citations(text)
+    return text.strip() != "" and not stripped.strip(" \t\n.,;:!?\"'*")
 
 
 def _agent_answer(hits: Sequence[Hit]) -> object | None:
@@ -333,5 +350,12 @@ def answer_stream(
     spent = meter.totals.get("query", Usage()) - before
     found = parse_citations(final[0].text, len(hits)) if cite else None
     text, cited, dropped = (found.text, found.cited, found.dropped) if found else (final[0].text, [], 0)
+    if cite and markers_only(text):
+        uncited = answer_prompt(question, [h.text for h in hits], abstain=abstain)
+        with meter.phase("query"):
+            text = llm().complete(uncited, max_tokens=ANSWER_MAX_TOKENS, temperature=temperature, seed=seed).text
+        if text.strip():
+            yield "\n" + text.strip()
+        spent = meter.totals.get("query", Usage()) - before
     seconds = time.perf_counter() - t1
     yield Answer(text.strip(), None, list(hits), retrieval_seconds, seconds, spent, cited, dropped)
