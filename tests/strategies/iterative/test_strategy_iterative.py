@@ -110,11 +110,23 @@ def test_ircot_steps_in_order_merged_within_the_budget(opened: Any) -> None:
 
 def test_stop_rule_and_call_budget(opened: Any) -> None:
     enough = StepLLM(next_query=[{"thought": "", "enough": True, "query": "ignored"}])
-    mem = opened(enough)
+    mem = opened(enough, min_steps=0)
     hits = mem.retrieve(QUESTION, 3, strategy="iterative")
-    assert enough.passes() == ["next_query"]  # "enough" ends the loop: one call, one retrieval
+    assert enough.passes() == ["next_query"]  # trusted "enough" ends the loop: one call, one retrieval
     assert _ids(hits) == _ids(mem.retrieve(QUESTION, 3, strategy="dense"))
     assert hits[0].meta["trace"]["stop"] == "enough" and len(hits[0].meta["trace"]["steps"]) == 1
+
+    # by default (min_steps = 1) the first pass's "enough" is overruled: its thought (no query written) is
+    # retrieved, as IRCoT retrieves with each chain-of-thought sentence; the second pass's "enough" is trusted
+    eager_stop = [
+        {"thought": "Blue River was directed by Jane Roe.", "enough": True, "query": ""},
+        {"thought": "", "enough": True, "query": "ignored"},
+    ]
+    overruled = StepLLM(next_query=eager_stop)
+    trace = opened(overruled).retrieve(QUESTION, 3, strategy="iterative")[0].meta["trace"]
+    assert overruled.passes() == ["next_query", "next_query"] and trace["overruled"] == 1
+    assert [s["query"] for s in trace["steps"]] == [QUESTION, "Blue River was directed by Jane Roe."]
+    assert trace["stop"] == "enough" and trace["calls"] == 2
 
     eager = StepLLM(next_query=[{"thought": "", "enough": False, "query": f"query {i}"} for i in range(9)])
     hits = opened(eager, max_steps=3).retrieve(QUESTION, 4, strategy="iterative")
@@ -258,6 +270,7 @@ def test_config_errors_are_clear(tmp_path: Path, config: Config) -> None:
         "base": "dense",
         "mode": "ircot",
         "max_steps": 2,
+        "min_steps": 1,
         "read": 5,
         "merge": "interleave",
         "rerank": False,

@@ -7,7 +7,9 @@ passes counted against ``max_steps``, the failures, and the trace (the JSON-read
 The call budget, per question (``[iterative] max_steps``, below ``M``):
 
 * ``"ircot"``: at most M next-query passes, so at most M + 1 retrievals (the question, then one per query written);
-  a pass that says "enough", writes an empty query or one already searched ends the loop.
+  a pass that says "enough", writes an empty query or one already searched ends the loop, except that "enough" is
+  not trusted in the first ``min_steps`` passes (``[iterative] min_steps``, default 1): the pass's query, or its
+  thought when it wrote none, is retrieved instead, as IRCoT retrieves with each chain-of-thought sentence.
 * ``"decompose"``: one decomposition pass into at most M + 1 sub-questions, and one sub-answer pass per earlier
   answer a later sub-question refers to (``#k``), all together at most M passes: with M = 2, the decomposition and
   one sub-answer. A reference the budget cannot pay for (or whose pass failed) is filled with the text of sub-question
@@ -51,6 +53,7 @@ class Search:
         read: passages of each step the LLM reads (the top ``read`` of the step's list).
         max_calls: ``max_steps``, the passes the mode may spend.
         attempts: attempts per pass (a malformed answer is asked again ``attempts - 1`` times).
+        min_calls: ``min_steps``, the first passes whose "enough" is not trusted (IRCoT mode).
         calls: passes spent against ``max_calls`` so far; ``rerank_calls``: the rerank's (0 or 1).
         failures: ``[{"pass", "step", "error"}]`` of the passes that gave no usable answer.
         trace: what the mode recorded besides steps, calls and failures (``stop``, sub-questions, answers ...).
@@ -62,6 +65,7 @@ class Search:
     read: int
     max_calls: int
     attempts: int = 1
+    min_calls: int = 0
     calls: int = 0
     rerank_calls: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
@@ -120,7 +124,10 @@ def ircot(search: Search, question: str, first: Step) -> list[Step]:
     or says they are enough; each query is retrieved and its top ``read`` passages join what the LLM reads.
 
     Stops (``trace["stop"]``): ``"enough"``, ``"repeat"`` (an empty query or one already searched), ``"failure"``
-    (the pass gave no usable answer), ``"max_steps"`` (the budget is spent).
+    (the pass gave no usable answer), ``"max_steps"`` (the budget is spent). "Enough" said in one of the first
+    ``search.min_calls`` passes does not stop the loop: the pass's query (its thought when the query is empty) is
+    retrieved, as IRCoT retrieves with every chain-of-thought sentence (section 3), and ``trace["overruled"]``
+    counts such passes. The 0.5B said "enough" after its first read in 29 of 30 MuSiQue questions.
 
     Returns:
         The steps, ``first`` first.
@@ -136,14 +143,18 @@ def ircot(search: Search, question: str, first: Step) -> list[Step]:
             search.fail("next_query", len(steps) + 1, error)
             search.trace["stop"] = "failure"
             break
-        if answer.enough:
+        query = answer.query
+        if answer.enough and search.calls <= search.min_calls:
+            query = answer.query.strip() or answer.thought.strip()
+            search.trace["overruled"] = search.trace.get("overruled", 0) + 1
+        elif answer.enough:
             search.trace.update(stop="enough", thought=answer.thought)
             break
-        if not answer.query or _norm(answer.query) in {_norm(s.query) for s in steps}:
-            search.trace.update(stop="repeat", thought=answer.thought, repeated=answer.query)
+        if not query or _norm(query) in {_norm(s.query) for s in steps}:
+            search.trace.update(stop="repeat", thought=answer.thought, repeated=query)
             break
-        hits = search.retrieve(answer.query)
-        steps.append(Step(answer.query, hits, {"thought": answer.thought}))
+        hits = search.retrieve(query)
+        steps.append(Step(query, hits, {"thought": answer.thought}))
         read = unique_hits(read + hits[: search.read])
     return steps
 

@@ -69,6 +69,9 @@ class IterativeConfig(BaseModel):
             ``"ircot"`` at most ``max_steps`` next-query passes (so at most ``max_steps + 1`` retrievals);
             ``"decompose"`` the decomposition into at most ``max_steps + 1`` sub-questions plus the sub-answer
             passes, ``max_steps`` in all. 0: the base's ranking (reranked if ``rerank``).
+        min_steps: IRCoT mode: in the first ``min_steps`` next-query passes (0 to ``max_steps``, default 1) the model's
+            "enough" is overruled and its query, or its thought, retrieved (:func:`~.steps.ircot`): small models
+            say "enough" after one read (the 0.5B in 29 of 30 MuSiQue questions). 0 trusts every "enough".
         read: passages of each step the LLM reads (>= 1, default 5), independent of the budget, so the first k
             hits of a K-hit retrieval are the k-hit retrieval (with ``merge = "interleave"`` and a nested base).
         merge: how the steps' lists become one context: ``"interleave"`` (default: round-robin by rank over the
@@ -85,6 +88,7 @@ class IterativeConfig(BaseModel):
     base: str = "dense"
     mode: Literal["ircot", "decompose"] = "ircot"
     max_steps: int = Field(2, ge=0, le=8)
+    min_steps: int = Field(1, ge=0, le=8)
     read: int = Field(5, ge=1, le=20)
     merge: Literal["interleave", "rrf"] = "interleave"
     rerank: bool = False
@@ -165,7 +169,7 @@ class IterativeStrategy:
     def _retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         cfg = self.config
         depth = max(budget, cfg.read, cfg.rerank_depth if cfg.rerank else 1)
-        search = Search(ctx, self.base(ctx), depth, cfg.read, cfg.max_steps, cfg.attempts)
+        search = Search(ctx, self.base(ctx), depth, cfg.read, cfg.max_steps, cfg.attempts, min(cfg.min_steps, cfg.max_steps))
         first = Step(question, list(search.retrieve(question)))
         if cfg.rerank:
             rerank_first(search, question, first, cfg.rerank_depth)
