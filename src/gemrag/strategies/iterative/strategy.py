@@ -169,7 +169,9 @@ class IterativeStrategy:
     def _retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         cfg = self.config
         depth = max(budget, cfg.read, cfg.rerank_depth if cfg.rerank else 1)
-        search = Search(ctx, self.base(ctx), depth, cfg.read, cfg.max_steps, cfg.attempts, min(cfg.min_steps, cfg.max_steps))
+        search = Search(
+            ctx, self.base(ctx), depth, cfg.read, cfg.max_steps, cfg.attempts, min(cfg.min_steps, cfg.max_steps)
+        )
         first = Step(question, list(search.retrieve(question)))
         if cfg.rerank:
             rerank_first(search, question, first, cfg.rerank_depth)
