@@ -18,12 +18,12 @@ import pytest
 
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag.errors import ModelIntegrityError
-from gemrag.models import llama_cpp as llama_mod
 from gemrag.models import onnx_embedder as onnx_mod
 from gemrag.models.base import LLM, Embedder, cache_identity_of
 from gemrag.models.cache import CachedEmbedder, CachedLLM, cache_key
+from gemrag.models.llama import backend as llama_mod
+from gemrag.models.llama.weights import KNOWN_MODELS
 from gemrag.models.meter import UsageMeter
-from gemrag.models.weights import KNOWN_MODELS
 from gemrag.store import Store
 
 MSGS = [{"role": "user", "content": "Who is Didyak?"}]
@@ -105,7 +105,7 @@ def test_fingerprint_hashes_only_the_head(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_openai_json_mode_is_in_the_key() -> None:
     pytest.importorskip("openai")
-    from gemrag.models.openai_backend import OpenAILLM
+    from gemrag.models.openai.backend import OpenAILLM
 
     def make(mode: str, window: int = 8192) -> OpenAILLM:
         url = "http://127.0.0.1:9/v1"
