@@ -117,8 +117,7 @@ def _doctor_llm(cfg: Config, verify: bool, timeout: float | None) -> bool:
 
     from gemrag.models import factory
     from gemrag.models.llama import probe
-    from gemrag.models.llama.backend import gguf_fingerprint
-    from gemrag.models.llama.weights import KNOWN_MODELS, find_known_model, resolve_gguf
+    from gemrag.models.llama.weights import KNOWN_MODELS, find_known_model, gguf_fingerprint, resolve_gguf
 
     try:
         if cfg.llm.provider == "openai":

@@ -26,7 +26,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import dataclasses
-import hashlib
 import importlib.util
 import logging
 import os
@@ -43,7 +42,7 @@ from gemrag.models.llama import probe
 from gemrag.models.llama.batch import BatchDecoder, DecodeRequest, DecodeResult
 from gemrag.models.llama.chat import chat_formatter, grammar_for_schema
 from gemrag.models.llama.legacy import legacy_complete, legacy_stream, to_completion
-from gemrag.models.llama.weights import KNOWN_MODELS, ModelSpec, find_known_model, resolve_gguf
+from gemrag.models.llama.weights import KNOWN_MODELS, find_known_model, gguf_fingerprint, resolve_gguf
 from gemrag.models.streaming import pieces
 
 if TYPE_CHECKING:
@@ -56,32 +55,9 @@ log = logging.getLogger(__name__)
 #: The model used when none is named.
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 INSTALL_HINT = "pip install 'gemrag[local]'"
-#: Bytes at the start of a GGUF file hashed for its fingerprint (the header, metadata and first tensors).
-FINGERPRINT_BYTES = 16 * 1024 * 1024
 #: Context (tokens) of the ``Llama`` object when the decoder does the work: it then only holds the weights,
 #: the tokenizer and the chat template, so its own KV cache is kept small.
 HOLDER_N_CTX = 512
-_fingerprints: dict[tuple[str, int, int], str] = {}
-
-
-def gguf_fingerprint(path: Path, spec: ModelSpec | None = None) -> str:
-    """A GGUF file's identity for cache keys: ``"sha256:<hex>"`` for a known model (its published sha256),
-    else ``"head-sha256:<hex of the first 16 MiB>:<size in bytes>"``.
-
-    The head hash is computed once per (path, size, mtime) in a process (about 20 ms).
-
-    Raises:
-        OSError: the file cannot be read.
-    """
-    if spec is not None:
-        return f"sha256:{spec.sha256}"
-    st = path.stat()
-    memo = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if memo not in _fingerprints:
-        with open(path, "rb") as f:
-            head = hashlib.sha256(f.read(FINGERPRINT_BYTES)).hexdigest()
-        _fingerprints[memo] = f"head-sha256:{head}:{st.st_size}"
-    return _fingerprints[memo]
 
 
 def _llama_installed() -> bool:

@@ -135,7 +135,7 @@ class ProbeRequest:
         n_ctx: context window (tokens). n_threads: CPU threads (None = llama.cpp's default).
         n_batch: prompt batch size (tokens). n_gpu_layers: layers offloaded to a GPU (0 = none, -1 = all).
         chat_format: a llama-cpp-python chat format, None = the GGUF's template. seed: sampling seed.
-        fingerprint: the GGUF's identity (see :func:`gemrag.models.llama.backend.gguf_fingerprint`); only used in
+        fingerprint: the GGUF's identity (see :func:`gemrag.models.llama.weights.gguf_fingerprint`); only used in
             the cache key.
     """
 
