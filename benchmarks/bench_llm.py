@@ -143,8 +143,8 @@ def grammar_costs(llm: Any, reqs: list[Any]) -> dict[str, float]:
     import llama_cpp
     from llama_cpp.llama_grammar import LlamaGrammar
 
-    from gemrag.models.llama_batch import GrammarCache
-    from gemrag.models.llama_chat import grammar_for_schema
+    from gemrag.models.llama.batch import GrammarCache
+    from gemrag.models.llama.chat import grammar_for_schema
 
     schema_json = json.dumps(reqs[0].schema)
     t0 = time.perf_counter()
@@ -251,7 +251,7 @@ PARALLEL = (1, 2, 4, 8)  # --parallel
 
 
 def batched(model: str, reqs: list[Any], n_threads: int | None) -> list[str]:
-    from gemrag.models.llama_cpp import LlamaCppLLM
+    from gemrag.models.llama.backend import LlamaCppLLM
 
     rows = []
     reference: dict[int, str] = {}
@@ -285,7 +285,7 @@ def batched(model: str, reqs: list[Any], n_threads: int | None) -> list[str]:
 
 def contention(model: str, reqs: list[Any]) -> None:
     """One call with n_threads = 2 and 1 while a busy-looping child process holds one core."""
-    from gemrag.models.llama_cpp import LlamaCppLLM
+    from gemrag.models.llama.backend import LlamaCppLLM
 
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -307,7 +307,7 @@ def contention(model: str, reqs: list[Any]) -> None:
 
 
 def run_model(model: str, n_calls: int, n_batch_calls: int, n_threads: int | None, with_contention: bool) -> None:
-    from gemrag.models.llama_cpp import LlamaCppLLM
+    from gemrag.models.llama.backend import LlamaCppLLM
 
     texts = chunks(max(n_calls, n_batch_calls) + 1)
     reqs = requests(texts)

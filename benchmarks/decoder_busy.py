@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from gemrag.errors import GemragError, StructuredOutputError
     from gemrag.models.cache import CachedLLM
-    from gemrag.models.llama_cpp import LlamaCppLLM
+    from gemrag.models.llama.backend import LlamaCppLLM
     from gemrag.models.meter import UsageMeter
     from gemrag.models.structured import complete_structured
     from gemrag.store import Store

@@ -108,7 +108,7 @@ def with_skip(config: Config, skip: bool) -> Config:
 def contexts(copy: Path, config: Config, skip: bool) -> dict[str, Any]:
     """Rebuild ``copy`` with ``gem.skip_trivial = skip``: the summary members and each demo question's retrieved
     context (node ids; summaries by their members). Costs LLM calls only for summaries not in the cache."""
-    from gemrag.demo import load_example
+    from gemrag.cli.demo import load_example
 
     story, questions = load_example()
     with Memory.open(copy, with_skip(config, skip), progress=None) as mem:
@@ -125,7 +125,7 @@ def contexts(copy: Path, config: Config, skip: bool) -> dict[str, Any]:
 def answers(copy: Path, config: Config, skip: bool, which: list[int]) -> dict[int, bool]:
     """Rebuild ``copy`` with ``gem.skip_trivial = skip`` (cached) and answer the demo questions ``which``
     (0-based); True where the answer is the gold option. Identical prompts are answered from the LLM cache."""
-    from gemrag.demo import load_example
+    from gemrag.cli.demo import load_example
 
     _, questions = load_example()
     with Memory.open(copy, with_skip(config, skip), progress=None) as mem:

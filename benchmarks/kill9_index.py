@@ -58,7 +58,7 @@ def child_cli(argv: list[str]) -> None:
     """Run ``gemrag <argv>`` with the stand-in models injected (the ``--fake`` child)."""
     sys.path.insert(0, str(REPO / "tests"))
     from fakes import HashEmbedder, ScriptedLLM
-    from gemrag import cli
+    from gemrag.cli import main as cli  # the module, whose _open is replaced
     from gemrag.memory import Memory
 
     log = Path(os.environ["KILL9_CALL_LOG"])

@@ -1,5 +1,5 @@
-"""A stand-in for the llama.cpp C API that :class:`gemrag.models.llama_batch.BatchDecoder` calls, and a
-:class:`gemrag.models.llama_cpp.LlamaCppLLM` wired to it: the real decoder loop, slots, grammars-as-handles and
+"""A stand-in for the llama.cpp C API that :class:`gemrag.models.llama.batch.BatchDecoder` calls, and a
+:class:`gemrag.models.llama.backend.LlamaCppLLM` wired to it: the real decoder loop, slots, grammars-as-handles and
 locks, with no model (unit tests of the decoder's life cycle: who holds it, who releases it).
 
 The fake model's vocabulary has :data:`N_VOCAB` tokens; token 0 ends a generation, and every logits row favours
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from gemrag.models.llama_batch import BatchDecoder
-from gemrag.models.llama_cpp import LlamaCppLLM
+from gemrag.models.llama.backend import LlamaCppLLM
+from gemrag.models.llama.batch import BatchDecoder
 
 N_VOCAB = 8
 

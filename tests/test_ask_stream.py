@@ -16,7 +16,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from fakes import FailingMidway, HashEmbedder, StreamingLLM
-from gemrag import cli
+from gemrag.cli import main as cli  # the module: its helpers (streams) and globals (out) are patched
 from gemrag.config import Config
 from gemrag.errors import MemoryNotIndexedError
 from gemrag.memory import Memory

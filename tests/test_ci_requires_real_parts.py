@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gemrag.models.weights import KNOWN_MODELS
+from gemrag.models.llama.weights import KNOWN_MODELS
 
 TESTS = Path(__file__).resolve().parent
 HIDDEN = ["llama_cpp"] + [p for spec in KNOWN_MODELS.values() for p in spec.packages]

@@ -309,14 +309,14 @@ def sandbox(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         "gemrag.memory.answer_question",
         "gemrag.lifecycle.remove_chunks",  # deleting
         "gemrag.memory.Memory.stats",
-        "gemrag.demo.run_demo",
+        "gemrag.cli.demo.run_demo",
         "gemrag.eval.runner.build_embedder",
         "gemrag.eval.acceptance.run_acceptance",
-        "gemrag.cli_chat.ChatSession",
-        "gemrag.cli_view.write_html",
+        "gemrag.cli.chat.ChatSession",
+        "gemrag.cli.view.write_html",
         "gemrag.mcp_server.create_server",
         "uvicorn.run",
-        "gemrag.cli_doctor._doctor_build",
+        "gemrag.cli.doctor._doctor_build",
     ):
         monkeypatch.setattr(target, guard(target))
     try:

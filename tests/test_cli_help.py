@@ -12,7 +12,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from gemrag import cli
-from gemrag.cli_options import strategy_help
+from gemrag.cli.options import strategy_help
 from gemrag.strategies import available
 from gemrag.strategies.base import _BUILTIN as BUILTIN
 

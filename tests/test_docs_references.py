@@ -119,7 +119,7 @@ def test_the_checker_finds_references_and_rejects_broken_ones(tmp_path: Path) ->
         assert why is not None and message in why, (path, name, why)
 
 
-@pytest.mark.parametrize("line", ["`eval/metrics.py:first_passages`", "`eval/runner.py:_Runner._ask`"])
+@pytest.mark.parametrize("line", ["`eval/metrics.py:first_passages`", "`eval/group_runner.py:GroupRunner._ask`"])
 def test_references_this_issue_relies_on_resolve(line: str) -> None:
     ((path, name),) = references(line)
     assert unresolved(path, name) is None

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gemrag import Memory, load_config
-from gemrag.models.llama_cpp import DEFAULT_MODEL
-from gemrag.models.weights import KNOWN_MODELS
+from gemrag.models.llama.backend import DEFAULT_MODEL
+from gemrag.models.llama.weights import KNOWN_MODELS
 from realparts import require_real
 
 pytestmark = pytest.mark.integration

@@ -294,7 +294,8 @@ def test_user_strategy_survives_gem_rebuilds_and_deletes_cleanly(keyword_memory:
 
 
 def test_cli_delete_prints_what_it_did(keyword_memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemrag import cli, cli_delete
+    from gemrag import cli
+    from gemrag.cli import delete as cli_delete
 
     store = keyword_memory.store
     directory, config = getattr(store, "url", None) or getattr(store, "directory", None), keyword_memory.config

@@ -270,7 +270,7 @@ def test_the_demo_names_its_story_by_a_stable_id(
 ) -> None:
     """README command 1, then command 2 (an editable reinstall: the story at another path), then `gemrag demo`:
     the second demo finds its story already indexed (0 LLM calls) and answers as the first."""
-    import gemrag.demo as demo
+    import gemrag.cli.demo as demo
 
     shipped = demo.example_dir()
     answers = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,30 @@ def test_a_streamed_answer_is_one_ask_span_with_its_model_call_and_leaks_no_cont
     assert chat.attributes["gen_ai.usage.output_tokens"] == 5 and chat.attributes["gemrag.cache_hit"] is False
     assert ask.attributes["gemrag.usage.completion_tokens"] == 5 == items[-1].usage.completion_tokens
     assert {tuple(ancestors(spans, s)) for s in by_name(spans, "between")} == {("consumer",)}
+
+
+def test_each_within_makes_the_span_current_per_step_and_ends_it_when_closed_early() -> None:
+    """:func:`gemrag.tracing.each_within`: every step's spans are children of the span, none across a yield; closing
+    the stream early closes the work it reads and ends the span (as ``ask_stream`` relies on)."""
+    exporter = memory_exporter()
+    closed: list[bool] = []
+
+    def work() -> Iterator[int]:
+        try:
+            for i in range(5):
+                with tracing.span(f"step {i}"):
+                    pass
+                yield i
+        finally:
+            closed.append(True)
+
+    seen: list[int] = []
+    outer = tracing.start_span("outer")
+    stream = tracing.each_within(outer, work(), seen.append)
+    assert next(stream) == 0 and next(stream) == 1
+    with tracing.span("between"):  # the consumer's own work: not under the span
+        pass
+    stream.close()
+    spans = exporter.get_finished_spans()
+    assert closed == [True] and seen == [0, 1] and [s.name for s in by_name(spans, "outer")] == ["outer"]
+    assert ancestors(spans, one(spans, "step 1")) == ["outer"] and ancestors(spans, one(spans, "between")) == []

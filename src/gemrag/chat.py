@@ -1,7 +1,7 @@
 """A character chat over a memory (``gemrag chat``; HLGraphRAG, Zeng, section 1 and section 4 "Autonomous Testing
 Driver": a character AI recalls what was said long ago through its RAG memory).
 
-:class:`ChatSession` is the Python API; :mod:`gemrag.cli_chat` only reads lines and prints replies. Each turn:
+:class:`ChatSession` is the Python API; :mod:`gemrag.cli.chat` only reads lines and prints replies. Each turn:
 
 1. **recall**: the user's message is the query of :meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>` on the
    session's strategy (any registered one; ``hlgraph`` by default), at most ``budget`` hits; hits that are

@@ -89,7 +89,7 @@ def cli_errors(
     hint on how to resume (finished work is always saved before an interrupt can lose it).
 
     That includes :class:`~gemrag.errors.ModelCrashError`: a native crash of the local model is caught by the
-    child-process check (:mod:`gemrag.models.probe`) and reported like any other error, never as a bare
+    child-process check (:mod:`gemrag.models.llama.probe`) and reported like any other error, never as a bare
     ``Segmentation fault``.
 
     Args:

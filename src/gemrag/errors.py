@@ -87,7 +87,7 @@ class ModelCrashError(GemragError):
 
     Raised instead of letting a native crash (SIGSEGV, SIGILL...) kill gemrag with a bare ``Segmentation fault``;
     the message is one line naming the cause and the fix (usually a portable rebuild of llama-cpp-python, see
-    :mod:`gemrag.models.probe`). The CLI prints it and exits with code 2.
+    :mod:`gemrag.models.llama.probe`). The CLI prints it and exits with code 2.
     """
 
 
@@ -95,7 +95,7 @@ class DecoderBusyError(GemragError):
     """A model backend was called while one of its own batches still held it: a ``complete_iter`` generator that
     was neither exhausted nor closed (:mod:`gemrag.models.batch`, the contract), or two interleaved. A programming
     error, not a property of one item: fatal, so that it stops the run instead of being recorded as an item's
-    failure or an unjudged answer (:class:`gemrag.models.llama_batch.BatchDecoder`)."""
+    failure or an unjudged answer (:class:`gemrag.models.llama.batch.BatchDecoder`)."""
 
 
 #: Errors that stop a whole build: recording them per item and going on would only repeat them for every item.

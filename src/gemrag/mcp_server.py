@@ -1,7 +1,7 @@
 """An MCP server over one memory: the tools ``remember``, ``recall`` and ``ask`` (Model Context Protocol).
 
 Built on the official ``mcp`` Python SDK (its :class:`~mcp.server.mcpserver.MCPServer`, formerly FastMCP;
-install the ``mcp`` extra). ``gemrag mcp --memory DIR`` (:mod:`gemrag.cli_mcp`) serves it over stdio, so an agent
+install the ``mcp`` extra). ``gemrag mcp --memory DIR`` (:mod:`gemrag.cli.mcp`) serves it over stdio, so an agent
 (Claude Desktop, an IDE, any MCP client) can write to and read from a long-term graph memory:
 
 * ``remember(text, title?)``: add the text as a document and index it incrementally with the server's strategy

@@ -31,7 +31,6 @@ Traces (:mod:`gemrag.tracing`, with OpenTelemetry installed): ``index`` opens a 
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -443,22 +442,12 @@ class Memory:
             self.llm, self.meter, self.store, question, hits, choices, seconds, cite=self.config.answer.cite
         )
 
-        def streamed() -> Iterator[str | Answer]:
-            try:
-                with contextlib.closing(stream):
-                    while True:
-                        with tracing.current(span):  # each step's model spans under the ask; none across a yield
-                            item = next(stream, None)
-                        if item is None:
-                            return
-                        if isinstance(item, Answer):
-                            item.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
-                            span.set_attributes(tracing.usage_attributes(item.usage))
-                        yield item
-            finally:
-                span.end()
+        def finish(item: str | Answer) -> None:
+            if isinstance(item, Answer):
+                item.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
+                span.set_attributes(tracing.usage_attributes(item.usage))
 
-        return streamed()
+        return tracing.each_within(span, stream, finish)  # each step's model spans under the ask
 
     def answer(
         self,

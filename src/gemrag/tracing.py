@@ -19,15 +19,16 @@ This module imports nothing of gemrag (the lowest layer), so every layer may tra
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib.metadata import entry_points
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "Span",
     "configure_from_env",
     "current",
+    "each_within",
     "gen_ai_attributes",
     "span",
     "start_span",
@@ -168,6 +169,36 @@ def current(span: Span) -> AbstractContextManager[Any]:
     if span is NO_SPAN or _api is None or _api is _UNSET:
         return NO_SPAN
     return _api.use_span(span, end_on_exit=False)  # type: ignore[no-any-return]
+
+
+T = TypeVar("T")
+_END = object()
+
+
+def each_within(span: Span, items: Iterator[T], each: Callable[[T], None] | None = None) -> Iterator[T]:
+    """Yield the items of ``items`` with ``span`` current while each one is produced (:func:`current`, so the spans
+    opened by that step are its children; never across a ``yield``), and end ``span`` when the items end, fail, or
+    this generator is closed (which first closes ``items`` when it can be closed).
+
+    Args:
+        span: a started span (:func:`start_span`), ended here.
+        items: the work, one item per step (e.g. an answer's text pieces, then the answer).
+        each: called with every item before it is yielded (e.g. to set attributes from the last one).
+    """
+    try:
+        while True:
+            with current(span):
+                item = next(items, _END)
+            if item is _END:
+                return
+            if each is not None:
+                each(item)  # type: ignore[arg-type]
+            yield item  # type: ignore[misc]
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+        span.end()
 
 
 def usage_attributes(usage: Any) -> dict[str, AttributeValue]:

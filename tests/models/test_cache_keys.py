@@ -18,12 +18,13 @@ import pytest
 
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag.errors import ModelIntegrityError
-from gemrag.models import llama_cpp as llama_mod
 from gemrag.models import onnx_embedder as onnx_mod
 from gemrag.models.base import LLM, Embedder, cache_identity_of
 from gemrag.models.cache import CachedEmbedder, CachedLLM, cache_key
+from gemrag.models.llama import backend as llama_mod
+from gemrag.models.llama import weights
+from gemrag.models.llama.weights import KNOWN_MODELS
 from gemrag.models.meter import UsageMeter
-from gemrag.models.weights import KNOWN_MODELS
 from gemrag.store import Store
 
 MSGS = [{"role": "user", "content": "Who is Didyak?"}]
@@ -91,21 +92,21 @@ def test_known_model_fingerprint_is_its_published_sha256(tmp_path: Path) -> None
     spec = KNOWN_MODELS["qwen2.5-coder-0.5b"]
     path = tmp_path / "x.gguf"
     path.write_bytes(b"GGUF")
-    assert llama_mod.gguf_fingerprint(path, spec) == f"sha256:{spec.sha256}"
+    assert weights.gguf_fingerprint(path, spec) == f"sha256:{spec.sha256}"
 
 
 def test_fingerprint_hashes_only_the_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(llama_mod, "FINGERPRINT_BYTES", 8)
+    monkeypatch.setattr(weights, "FINGERPRINT_BYTES", 8)
     a, b = tmp_path / "a.gguf", tmp_path / "b.gguf"
     a.write_bytes(b"GGUF0000tail-a")
     b.write_bytes(b"GGUF0000tail-b")
-    assert llama_mod.gguf_fingerprint(a).split(":")[1] == llama_mod.gguf_fingerprint(b).split(":")[1]
-    assert llama_mod.gguf_fingerprint(a).endswith(":14")
+    assert weights.gguf_fingerprint(a).split(":")[1] == weights.gguf_fingerprint(b).split(":")[1]
+    assert weights.gguf_fingerprint(a).endswith(":14")
 
 
 def test_openai_json_mode_is_in_the_key() -> None:
     pytest.importorskip("openai")
-    from gemrag.models.openai_backend import OpenAILLM
+    from gemrag.models.openai.backend import OpenAILLM
 
     def make(mode: str, window: int = 8192) -> OpenAILLM:
         url = "http://127.0.0.1:9/v1"

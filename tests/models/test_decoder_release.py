@@ -22,7 +22,7 @@ from gemrag.eval.factual import FactualJudge
 from gemrag.models.base import Completion, Usage
 from gemrag.models.batch import CompletionRequest
 from gemrag.models.cache import CachedLLM
-from gemrag.models.llama_batch import DecodeRequest
+from gemrag.models.llama.batch import DecodeRequest
 from gemrag.models.meter import UsageMeter
 from gemrag.models.ray_pool import RayLLM
 from gemrag.models.structured import complete_structured

@@ -1,4 +1,4 @@
-"""The client-side rate limiter of HTTP backends (:mod:`gemrag.models.http_limits`), on a fake clock."""
+"""The client-side rate limiter of HTTP backends (:mod:`gemrag.models.openai.limits`), on a fake clock."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from fakes import FakeClock
 from gemrag.errors import ConfigError
-from gemrag.models.http_limits import RateLimiter
+from gemrag.models.openai.limits import RateLimiter
 
 
 def limiter(clock: FakeClock, rpm: int | None = None, tpm: int | None = None, **kw: float) -> RateLimiter:

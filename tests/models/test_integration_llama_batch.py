@@ -14,7 +14,7 @@ from gemrag.ingest.chunker import chunk_text
 from gemrag.ingest.tokenizer import minilm_tokenizer
 from gemrag.models.base import Completion
 from gemrag.models.batch import CompletionRequest
-from gemrag.models.llama_cpp import LlamaCppLLM
+from gemrag.models.llama.backend import LlamaCppLLM
 from gemrag.strategies.gem.prompts import MAX_QUESTION_CHARS, utility_questions_prompt, utility_questions_schema
 from paths import REPO
 from realparts import require_real

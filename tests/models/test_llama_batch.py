@@ -10,7 +10,7 @@ import pytest
 
 from gemrag.config import load_config
 from gemrag.errors import ConfigError, GemragError
-from gemrag.models.llama_batch import GrammarCache, choose_slot, common_prefix_len
+from gemrag.models.llama.batch import GrammarCache, choose_slot, common_prefix_len
 from gemrag.strategies.gem.prompts import utility_questions_schema
 
 needs_llama = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python missing")
@@ -93,7 +93,7 @@ def test_grammar_cache_reports_a_grammar_llama_cpp_rejects() -> None:
 
 @needs_llama
 def test_grammar_for_schema_is_built_once_per_schema() -> None:
-    from gemrag.models.llama_chat import _gbnf_for, grammar_for_schema
+    from gemrag.models.llama.chat import _gbnf_for, grammar_for_schema
 
     _gbnf_for.cache_clear()
     first = grammar_for_schema(utility_questions_schema(5))
@@ -107,7 +107,7 @@ def test_grammar_for_schema_is_built_once_per_schema() -> None:
 def test_grammar_for_schema_falls_back_to_any_json_like_response_format() -> None:
     from llama_cpp import llama_grammar
 
-    from gemrag.models.llama_chat import grammar_for_schema
+    from gemrag.models.llama.chat import grammar_for_schema
 
     assert grammar_for_schema({"$ref": "#/definitions/missing"}) == llama_grammar.JSON_GBNF
 

@@ -11,7 +11,7 @@ import pytest
 
 from gemrag.errors import GemragError, ModelNotAvailableError
 from gemrag.models.base import LLM
-from gemrag.models.llama_cpp import LlamaCppLLM
+from gemrag.models.llama.backend import LlamaCppLLM
 from realparts import require_real
 
 pytestmark = pytest.mark.integration

@@ -23,13 +23,13 @@ import pytest
 from fakes import FakeClock
 from gemrag.errors import GemragError, is_fatal
 from gemrag.models.batch import CompletionRequest, complete_iter, supports_batches
-from gemrag.models.http_limits import RateLimiter
-from gemrag.models.openai_backend import (
+from gemrag.models.openai.backend import (
     EndpointRejectedError,
     EndpointUnreachableError,
     OpenAIEmbedder,
     OpenAILLM,
 )
+from gemrag.models.openai.limits import RateLimiter
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"echo": {"type": "string"}}, "required": ["echo"]}
 

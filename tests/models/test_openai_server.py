@@ -32,9 +32,9 @@ import pytest
 from gemrag.errors import ConfigError, GemragError, ModelNotAvailableError
 from gemrag.models.base import LLM, Completion, Embedder
 from gemrag.models.batch import CompletionRequest
+from gemrag.models.llama.weights import resolve_gguf
 from gemrag.models.onnx_embedder import OnnxMiniLMEmbedder
-from gemrag.models.openai_backend import OpenAIEmbedder, OpenAILLM
-from gemrag.models.weights import resolve_gguf
+from gemrag.models.openai.backend import OpenAIEmbedder, OpenAILLM
 from realparts import require_real
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gemrag.models.openai_backend import OpenAILLM
+from gemrag.models.openai.backend import OpenAILLM
 from gemrag.models.tool_calls import canonical_call, openai_messages, openai_tools, tool_choice
 from gemrag.strategies.remem.agent import ToolHit, run_agent
 from gemrag.strategies.remem.agent_prompts import ANSWER, FACT, LEXICAL, SEMANTIC, TOOLS, tool_call_schema

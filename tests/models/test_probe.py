@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from fakes import HashEmbedder
 from gemrag import cli
 from gemrag.errors import ModelCrashError
-from gemrag.models import llama_cpp as llama_mod
-from gemrag.models import probe
-from gemrag.models.probe import ProbeRequest, ProbeResult
+from gemrag.models.llama import backend as llama_mod
+from gemrag.models.llama import probe
+from gemrag.models.llama.probe import ProbeRequest, ProbeResult
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from gemrag import cli
 from gemrag.errors import ModelNotAvailableError
-from gemrag.models import probe
-from gemrag.models.llama_cpp import LlamaCppLLM
+from gemrag.models.llama import probe
+from gemrag.models.llama.backend import LlamaCppLLM
 from realparts import require_real
 
 pytestmark = pytest.mark.integration

@@ -17,9 +17,9 @@ from fakes import ScriptedLLM, StreamingLLM
 from gemrag.errors import GemragError
 from gemrag.models.base import Completion, Message
 from gemrag.models.cache import CachedLLM
-from gemrag.models.llama_legacy import legacy_complete, legacy_stream
+from gemrag.models.llama.legacy import legacy_complete, legacy_stream
 from gemrag.models.meter import UsageMeter
-from gemrag.models.openai_backend import OpenAILLM
+from gemrag.models.openai.backend import OpenAILLM
 from gemrag.models.streaming import complete_stream, pieces
 from gemrag.store import Store
 from standin_openai import USAGE, StandIn, serve

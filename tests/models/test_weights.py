@@ -1,4 +1,4 @@
-"""Unit tests of gemrag.models.weights with small fake part files (no real model needed)."""
+"""Unit tests of gemrag.models.llama.weights with small fake part files (no real model needed)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from gemrag.errors import ConfigError, ModelIntegrityError, ModelNotAvailableError
-from gemrag.models import weights
-from gemrag.models.weights import KNOWN_MODELS, ModelSpec, join_parts, resolve_gguf
+from gemrag.models.llama import weights
+from gemrag.models.llama.weights import KNOWN_MODELS, ModelSpec, join_parts, resolve_gguf
 from realparts import require_real
 
 

@@ -16,7 +16,7 @@ import uvicorn
 from typer.testing import CliRunner
 
 from gemrag import cli
-from gemrag.cli_serve import is_loopback
+from gemrag.cli.serve import is_loopback
 from paths import REPO
 from serverhelp import free_port
 

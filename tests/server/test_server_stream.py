@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from fakes import FailingMidway, HashEmbedder, StreamingLLM
 from gemrag.config import Config
 from gemrag.memory import Memory
-from gemrag.models.openai_backend import OpenAILLM
+from gemrag.models.openai.backend import OpenAILLM
 from gemrag.server import create_app
 from serverhelp import running
 from standin_openai import USAGE, StandIn, serve

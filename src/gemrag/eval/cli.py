@@ -1,7 +1,7 @@
 """``gemrag eval``: every strategy side by side on a dataset, with the paper's tables and plots.
 
-Registered in :mod:`gemrag.cli` with ``app.command("eval")(eval_command)``. This module does not import
-:mod:`gemrag.cli` (that module imports this one), so its option types are declared here.
+Registered in :mod:`gemrag.cli.main` with ``app.command("eval")(eval_command)``. This module does not import
+:mod:`gemrag.cli.main` (that module imports this one), so its option types are declared here.
 """
 
 from __future__ import annotations

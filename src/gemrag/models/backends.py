@@ -19,7 +19,7 @@ def build_backend(settings: LLMSettings, cache_dir: Path | None = None) -> LLM:
         ConfigError: the settings are incomplete (e.g. no model name for an HTTP endpoint).
     """
     if settings.provider == "llama_cpp":
-        from gemrag.models.llama_cpp import LlamaCppLLM
+        from gemrag.models.llama.backend import LlamaCppLLM
 
         models_dir = (cache_dir / "models") if cache_dir else None
         return LlamaCppLLM(
@@ -30,7 +30,7 @@ def build_backend(settings: LLMSettings, cache_dir: Path | None = None) -> LLM:
             n_parallel=settings.n_parallel,
             cache_dir=models_dir,
         )
-    from gemrag.models.openai_backend import OpenAILLM
+    from gemrag.models.openai.backend import OpenAILLM
 
     if not settings.model:
         raise ConfigError("the openai LLM provider needs a model name (--llm-model or GEMRAG_LLM__MODEL)")

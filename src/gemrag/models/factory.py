@@ -38,7 +38,7 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
         from gemrag.models.onnx_embedder import OnnxMiniLMEmbedder
 
         return OnnxMiniLMEmbedder()
-    from gemrag.models.openai_backend import OpenAIEmbedder
+    from gemrag.models.openai.backend import OpenAIEmbedder
 
     if not settings.model:
         raise ConfigError("the openai embedder provider needs a model name (--embedder-model)")
@@ -67,7 +67,7 @@ def check_model_settings(llm: LLMSettings | None, embedder: EmbedderSettings | N
     Raises:
         ConfigError: a model name that is not accepted (the message names it and what is accepted).
     """
-    from gemrag.models.weights import KNOWN_MODELS
+    from gemrag.models.llama.weights import KNOWN_MODELS
 
     if llm is not None and llm.provider == "llama_cpp" and llm.model not in KNOWN_MODELS:
         path = Path(llm.model).expanduser()

@@ -3,8 +3,8 @@ one.
 
 A user waiting for an answer wants to read it as the model writes it (issue 41): a backend that can hand out its
 text piece by piece — the embedded llama.cpp model token by token
-(:meth:`gemrag.models.llama_cpp.LlamaCppLLM.complete_stream`), an OpenAI-compatible server with ``stream=True``
-(:meth:`gemrag.models.openai_backend.OpenAILLM.complete_stream`) — implements the optional method
+(:meth:`gemrag.models.llama.backend.LlamaCppLLM.complete_stream`), an OpenAI-compatible server with ``stream=True``
+(:meth:`gemrag.models.openai.backend.OpenAILLM.complete_stream`) — implements the optional method
 ``complete_stream``; :func:`complete_stream` here uses it when present and otherwise calls
 :meth:`~gemrag.models.base.LLM.complete` and yields its whole text at once, so test doubles and third-party backends
 work unchanged. Like ``complete_iter`` (:mod:`gemrag.models.batch`), the method is not part of the

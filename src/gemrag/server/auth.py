@@ -3,7 +3,7 @@
 A :class:`KeyRing` maps keys to namespaces; ``"*"`` in a key's list means every namespace. A request without a
 known key gets 401, a known key used on a namespace it may not use gets 403 (:mod:`gemrag.server.app`). Keys
 are compared in constant time (:func:`hmac.compare_digest`). With no keyring at all the server is open (the CLI
-then binds to loopback, see :mod:`gemrag.cli_serve`).
+then binds to loopback, see :mod:`gemrag.cli.serve`).
 
 Key file (JSON or TOML, chosen by the suffix ``.json`` / ``.toml``), one entry per key::
 

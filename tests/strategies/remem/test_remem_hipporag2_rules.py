@@ -14,7 +14,7 @@ import pytest
 from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
-from gemrag.cli_config import effective_settings
+from gemrag.cli.config import effective_settings
 from gemrag.config import load_config
 from gemrag.graph import synonym_pairs
 from gemrag.models.base import Completion, Usage

@@ -49,7 +49,7 @@ def utility_questions_prompt(chunk: str, m: int) -> list[Message]:
 
     The chunk comes last: everything before it (system message, instructions, JSON hint) is the same for every
     chunk of a build, so llama.cpp keeps it in its KV cache and each call pays only for its chunk's tokens
-    (:mod:`gemrag.models.llama_batch`). Changing this text (or its order) changes the LLM cache keys.
+    (:mod:`gemrag.models.llama.batch`). Changing this text (or its order) changes the LLM cache keys.
     """
     return [
         {

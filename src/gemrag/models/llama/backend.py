@@ -6,17 +6,17 @@ A JSON schema is enforced by the GBNF grammar llama-cpp-python derives from it
 (``LlamaGrammar.from_json_schema``), built once per schema (:func:`grammar_for_schema`).
 
 With the GGUF's own chat template (the default), completions are decoded by
-:class:`gemrag.models.llama_batch.BatchDecoder` in a context of ``n_parallel`` sequences: the KV cache keeps
+:class:`gemrag.models.llama.batch.BatchDecoder` in a context of ``n_parallel`` sequences: the KV cache keeps
 the prompts' shared prefix between calls, grammars are parsed once and checked on the chosen token only, and
 :meth:`LlamaCppLLM.complete_iter` decodes up to ``n_parallel`` requests together (issue 9), and
 :meth:`LlamaCppLLM.complete_stream` hands out an answer token by token (issue 41). A named ``chat_format`` keeps
-llama-cpp-python's ``create_chat_completion`` path (:mod:`gemrag.models.llama_legacy`).
+llama-cpp-python's ``create_chat_completion`` path (:mod:`gemrag.models.llama.legacy`).
 
 ``llama_cpp`` is imported lazily, and the weights are only loaded on the first call that needs them (a
 completion or :meth:`LlamaCppLLM.count_tokens`), so an instance whose answers all come from the cache
 costs nothing.
 
-Before the first in-process load, the model is run once in a child process (:mod:`gemrag.models.probe`;
+Before the first in-process load, the model is run once in a child process (:mod:`gemrag.models.llama.probe`;
 cached after it succeeds, skipped with ``GEMRAG_SKIP_MODEL_PROBE=1``), so a llama.cpp build that crashes on
 this CPU raises :class:`~gemrag.errors.ModelCrashError` with a one-line fix instead of killing the process.
 """
@@ -26,7 +26,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import dataclasses
-import hashlib
 import importlib.util
 import logging
 import os
@@ -37,14 +36,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gemrag.errors import GemragError, ModelCrashError, ModelNotAvailableError
-from gemrag.models import probe
 from gemrag.models.base import Completion, Message
 from gemrag.models.batch import CompletionRequest, complete_one_by_one
-from gemrag.models.llama_batch import BatchDecoder, DecodeRequest, DecodeResult
-from gemrag.models.llama_chat import chat_formatter, grammar_for_schema
-from gemrag.models.llama_legacy import legacy_complete, legacy_stream, to_completion
+from gemrag.models.llama import probe
+from gemrag.models.llama.batch import BatchDecoder, DecodeRequest, DecodeResult
+from gemrag.models.llama.chat import chat_formatter, grammar_for_schema
+from gemrag.models.llama.legacy import legacy_complete, legacy_stream, to_completion
+from gemrag.models.llama.weights import KNOWN_MODELS, find_known_model, gguf_fingerprint, resolve_gguf
 from gemrag.models.streaming import pieces
-from gemrag.models.weights import KNOWN_MODELS, ModelSpec, find_known_model, resolve_gguf
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -56,32 +55,9 @@ log = logging.getLogger(__name__)
 #: The model used when none is named.
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 INSTALL_HINT = "pip install 'gemrag[local]'"
-#: Bytes at the start of a GGUF file hashed for its fingerprint (the header, metadata and first tensors).
-FINGERPRINT_BYTES = 16 * 1024 * 1024
 #: Context (tokens) of the ``Llama`` object when the decoder does the work: it then only holds the weights,
 #: the tokenizer and the chat template, so its own KV cache is kept small.
 HOLDER_N_CTX = 512
-_fingerprints: dict[tuple[str, int, int], str] = {}
-
-
-def gguf_fingerprint(path: Path, spec: ModelSpec | None = None) -> str:
-    """A GGUF file's identity for cache keys: ``"sha256:<hex>"`` for a known model (its published sha256),
-    else ``"head-sha256:<hex of the first 16 MiB>:<size in bytes>"``.
-
-    The head hash is computed once per (path, size, mtime) in a process (about 20 ms).
-
-    Raises:
-        OSError: the file cannot be read.
-    """
-    if spec is not None:
-        return f"sha256:{spec.sha256}"
-    st = path.stat()
-    memo = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if memo not in _fingerprints:
-        with open(path, "rb") as f:
-            head = hashlib.sha256(f.read(FINGERPRINT_BYTES)).hexdigest()
-        _fingerprints[memo] = f"head-sha256:{head}:{st.st_size}"
-    return _fingerprints[memo]
 
 
 def _llama_installed() -> bool:
@@ -129,7 +105,7 @@ class LlamaCppLLM:
         """Resolve the weights (joining a known model's parts on first use); the model loads lazily.
 
         Args:
-            model: a known model name (see :data:`gemrag.models.weights.KNOWN_MODELS`) or a GGUF path.
+            model: a known model name (see :data:`gemrag.models.llama.weights.KNOWN_MODELS`) or a GGUF path.
             n_ctx: context window in tokens.
             n_threads: CPU threads, for generation and for reading the prompt alike; default ``os.cpu_count()``.
             n_batch: prompt-processing batch size (tokens).
@@ -138,7 +114,7 @@ class LlamaCppLLM:
             seed: sampling seed used when a call gives none (so that sampled answers are reproducible).
             chat_format: a llama-cpp-python chat format name; ``None`` uses the GGUF's own chat template.
             cache_dir: where known models are joined; default
-                :func:`gemrag.models.weights.default_cache_dir`.
+                :func:`gemrag.models.llama.weights.default_cache_dir`.
             verify: re-hash an already joined known model.
             preload: load the weights now instead of on first use (after the child-process check).
 
@@ -211,7 +187,7 @@ class LlamaCppLLM:
         }
 
     def probe_request(self) -> probe.ProbeRequest:
-        """The child-process check (:mod:`gemrag.models.probe`) of this model with its load parameters."""
+        """The child-process check (:mod:`gemrag.models.llama.probe`) of this model with its load parameters."""
         return probe.ProbeRequest(
             model_path=str(self.model_path),
             label=self.name,
@@ -238,7 +214,7 @@ class LlamaCppLLM:
     def load(self) -> Llama:
         """Load the weights (once) and return the ``llama_cpp.Llama``.
 
-        The first load runs the model once in a child process (:func:`gemrag.models.probe.ensure_model_runs`).
+        The first load runs the model once in a child process (:func:`gemrag.models.llama.probe.ensure_model_runs`).
 
         Raises:
             ModelNotAvailableError: llama-cpp-python cannot be imported.
@@ -444,11 +420,11 @@ class LlamaCppLLM:
     ) -> Iterator[str | Completion]:
         """:meth:`complete` (free text) as a stream, token by token (contract: :mod:`gemrag.models.streaming`).
 
-        The decoder runs the one request step by step (:meth:`~gemrag.models.llama_batch.BatchDecoder.run_steps`); each
+        The decoder runs the one request step by step (:meth:`~gemrag.models.llama.batch.BatchDecoder.run_steps`); each
         new token's bytes go through an incremental UTF-8 decoder, so a piece is yielded once its characters are
         whole, then the :class:`Completion` exactly as :meth:`complete` returns it (its text: the whole completion
         detokenized at once). The legacy path (a named ``chat_format``) streams with
-        ``create_chat_completion(stream=True)`` (:func:`gemrag.models.llama_legacy.legacy_stream`).
+        ``create_chat_completion(stream=True)`` (:func:`gemrag.models.llama.legacy.legacy_stream`).
 
         The lock is held from the first ``next`` until the last piece, as for :meth:`complete_iter` (and released
         before the Completion is yielded): a caller that stops early closes the stream, which abandons the request

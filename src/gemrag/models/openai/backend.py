@@ -13,13 +13,13 @@ Structured output differs between servers, hence :attr:`OpenAILLM.json_mode`:
 * ``"none"``: no ``response_format``; the schema is appended to the conversation as an instruction.
 
 An answer read as it is written: :meth:`OpenAILLM.complete_stream` (``stream=True``,
-:mod:`gemrag.models.openai_stream`).
+:mod:`gemrag.models.openai.stream`).
 
 Many requests at once (:meth:`OpenAILLM.complete_iter`, issue 9): at most ``concurrency`` requests in flight
 (a thread pool; the ``openai`` client is thread-safe), each retried by the SDK on connection errors,
 408/409/429 and 5xx with exponential backoff (0.5 s doubling up to 8 s, minus up to 25% jitter) or the wait
 the server's ``Retry-After``/``retry-after-ms`` header asks for (up to 120 s), ``max_retries`` times; and an
-optional client-side limit of requests and tokens per minute (:class:`~gemrag.models.http_limits.RateLimiter`)
+optional client-side limit of requests and tokens per minute (:class:`~gemrag.models.openai.limits.RateLimiter`)
 shared by all the threads of one backend instance. The SDK's retry loop is used as is: it already does
 backoff, jitter and ``Retry-After``; our own loop would only duplicate it. One consequence: the rate limiter
 counts a request once, before it is sent; the SDK's retries of it are not counted again (a 429 is the
@@ -46,8 +46,7 @@ import numpy as np
 from gemrag.errors import ConfigError, GemragError, is_fatal
 from gemrag.models.base import Completion, Message, Usage
 from gemrag.models.batch import CompletionRequest
-from gemrag.models.http_limits import RateLimiter
-from gemrag.models.openai_http import (
+from gemrag.models.openai.http import (
     PLACEHOLDER_API_KEY,
     EndpointRejectedError,
     EndpointUnreachableError,
@@ -55,7 +54,8 @@ from gemrag.models.openai_http import (
     make_client,
     translate_errors,
 )
-from gemrag.models.openai_stream import stream_chat
+from gemrag.models.openai.limits import RateLimiter
+from gemrag.models.openai.stream import stream_chat
 from gemrag.models.tool_calls import canonical_call, openai_messages, openai_tools, tool_choice
 
 __all__ = [
@@ -96,7 +96,7 @@ class OpenAILLM:
         max_retries: SDK retries per request (connection errors, 408/409/429, 5xx).
         concurrency: the most requests :meth:`complete_iter` keeps in flight.
         rate_limiter: the requests/tokens-per-minute limit every request of this instance waits for
-            (:class:`~gemrag.models.http_limits.RateLimiter`; inactive when neither limit is set).
+            (:class:`~gemrag.models.openai.limits.RateLimiter`; inactive when neither limit is set).
     """
 
     def __init__(
@@ -250,7 +250,7 @@ class OpenAILLM:
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> Iterator[str | Completion]:
-        """:meth:`complete` (free text) as a stream, ``stream=True`` (:func:`gemrag.models.openai_stream.stream_chat`;
+        """:meth:`complete` (free text) as a stream, ``stream=True`` (:func:`gemrag.models.openai.stream.stream_chat`;
         contract: :mod:`gemrag.models.streaming`). Closing it early closes the HTTP response.
 
         Raises:

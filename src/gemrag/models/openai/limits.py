@@ -76,7 +76,7 @@ class RateLimiter:
     Attributes:
         requests_per_minute: the request limit (None: unlimited).
         tokens_per_minute: the token limit (None: unlimited); a request's tokens are what the caller estimates
-            (for :class:`~gemrag.models.openai_backend.OpenAILLM`: the prompt's estimate plus ``max_tokens``).
+            (for :class:`~gemrag.models.openai.backend.OpenAILLM`: the prompt's estimate plus ``max_tokens``).
         waited: total seconds callers were told to wait so far (float).
     """
 

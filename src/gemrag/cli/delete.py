@@ -1,6 +1,6 @@
-"""``gemrag delete``: remove a document from a memory (registered in :mod:`gemrag.cli`).
+"""``gemrag delete``: remove a document from a memory (registered in :mod:`gemrag.cli.main`).
 
-This module does not import :mod:`gemrag.cli` (that module imports this one), so its option types are declared
+This module does not import :mod:`gemrag.cli.main` (that module imports this one), so its option types are declared
 here.
 """
 
@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from gemrag.cli_options import memory_target
+from gemrag.cli.options import memory_target
 from gemrag.config import load_config
 from gemrag.console import cli_errors
 from gemrag.memory import Memory

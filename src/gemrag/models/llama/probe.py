@@ -2,7 +2,7 @@
 
 A llama.cpp built for another CPU (llama-cpp-python's default ``-march=native`` build, an AVX-512/AMX wheel
 from pip's cache) dies with SIGSEGV or SIGILL inside ``decode``, which kills the whole Python process with a
-bare ``Segmentation fault``. Before the first in-process load, :class:`gemrag.models.llama_cpp.LlamaCppLLM`
+bare ``Segmentation fault``. Before the first in-process load, :class:`gemrag.models.llama.backend.LlamaCppLLM`
 therefore calls :func:`ensure_model_runs`: a child process loads the GGUF and runs one short chat completion
 and one JSON-schema constrained completion (:func:`run_probe`). Its outcome is a :class:`ProbeResult` — ok,
 crashed (killed by a signal: SIGSEGV, SIGILL, SIGBUS, SIGABRT...), failed (a Python exception) or timed out —
@@ -17,10 +17,10 @@ Environment variables:
 * ``GEMRAG_SKIP_MODEL_PROBE=1`` — skip the check (for builds known to work); a crash then kills the process.
 * ``GEMRAG_MODEL_PROBE_TIMEOUT=SECONDS`` — how long the child may take (default 300 s).
 
-The child runs :mod:`gemrag.models.probe_child` by path (``python -X faulthandler -c <bootstrap>
+The child runs :mod:`gemrag.models.llama.probe_child` by path (``python -X faulthandler -c <bootstrap>
 probe_child.py TARGET REQUEST``): it imports only the standard library (and ``llama_cpp``), so it starts in
 milliseconds. A *target* (``"module:function"`` or ``"/path/file.py:function"``) is the code the child runs;
-tests pass one that kills itself with SIGSEGV. :mod:`gemrag.models.llama_build` reads the CPU features
+tests pass one that kills itself with SIGSEGV. :mod:`gemrag.models.llama.build` reads the CPU features
 llama.cpp was compiled with and those of this CPU, which name the cause of a crash.
 """
 
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from gemrag.models import probe_child
-from gemrag.models.llama_build import (
+from gemrag.models.llama import probe_child
+from gemrag.models.llama.build import (
     CPUINFO_FLAG,
     LLAMA_CPP_PIN,
     NON_PORTABLE_PREFIXES,
@@ -63,7 +63,7 @@ from gemrag.models.llama_build import (
     parse_cpu_features,
     signal_name,
 )
-from gemrag.models.probe_child import DEFAULT_TARGET, MARKER
+from gemrag.models.llama.probe_child import DEFAULT_TARGET, MARKER
 
 __all__ = [
     "CPUINFO_FLAG",
@@ -94,7 +94,7 @@ __all__ = [
     "signal_name",
 ]
 
-log = logging.getLogger("gemrag.models.probe")
+log = logging.getLogger("gemrag.models.llama.probe")
 
 SKIP_ENV = "GEMRAG_SKIP_MODEL_PROBE"
 TIMEOUT_ENV = "GEMRAG_MODEL_PROBE_TIMEOUT"
@@ -135,7 +135,7 @@ class ProbeRequest:
         n_ctx: context window (tokens). n_threads: CPU threads (None = llama.cpp's default).
         n_batch: prompt batch size (tokens). n_gpu_layers: layers offloaded to a GPU (0 = none, -1 = all).
         chat_format: a llama-cpp-python chat format, None = the GGUF's template. seed: sampling seed.
-        fingerprint: the GGUF's identity (see :func:`gemrag.models.llama_cpp.gguf_fingerprint`); only used in
+        fingerprint: the GGUF's identity (see :func:`gemrag.models.llama.weights.gguf_fingerprint`); only used in
             the cache key.
     """
 
@@ -301,7 +301,7 @@ def ensure_model_runs(
     Args:
         request: what to load and how.
         cache_dir: the model cache directory; results go to ``<cache_dir>/model-checks/<key>.json``. Default
-            :func:`gemrag.models.weights.default_cache_dir`.
+            :func:`gemrag.models.llama.weights.default_cache_dir`.
         timeout: seconds the child may take; default ``$GEMRAG_MODEL_PROBE_TIMEOUT`` or 300.
 
     Returns:
@@ -311,7 +311,7 @@ def ensure_model_runs(
         ModelCrashError: the child crashed, failed or timed out; the message is :attr:`ProbeResult.message`.
     """
     from gemrag.errors import ModelCrashError
-    from gemrag.models.weights import default_cache_dir
+    from gemrag.models.llama.weights import default_cache_dir
 
     if skip_requested():
         return None

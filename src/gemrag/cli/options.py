@@ -1,5 +1,5 @@
-"""The command line's shared option types and configuration helper (used by :mod:`gemrag.cli` and the
-``cli_<name>`` modules; it imports neither, so that every command module can use it)."""
+"""The command line's shared option types and configuration helper (used by :mod:`gemrag.cli.main` and the
+command modules beside it; it imports neither, so that every command module can use it)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from gemrag.answering import LETTERS
 from gemrag.config import Config
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
-from gemrag.models.weights import default_cache_dir
+from gemrag.models.llama.weights import default_cache_dir
 from gemrag.provenance import cited_sources
 from gemrag.strategies.base import ProgressFactory
 
@@ -39,7 +39,7 @@ def example_dir() -> Path:
         GemragError: the example files are not installed.
     """
     packaged = resources.files("gemrag").joinpath("examples/quality")
-    candidates = [Path(str(packaged)), Path(__file__).resolve().parents[2] / "examples" / "quality"]
+    candidates = [Path(str(packaged)), Path(__file__).resolve().parents[3] / "examples" / "quality"]
     for c in candidates:
         if (c / f"{STORY}.txt").is_file():
             return c

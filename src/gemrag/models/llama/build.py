@@ -4,7 +4,7 @@ llama-cpp-python's default build compiles llama.cpp with ``-march=native`` (``GG
 with AVX-512/AMX produced a library that crashes in ``decode``; gemrag installs a portable build instead
 (``requirements.txt``, flags :data:`PORTABLE_CMAKE_ARGS`). This module reads what a build was compiled with
 (``llama_print_system_info``, in a child process so a broken library cannot kill the caller), what this CPU
-offers (``/proc/cpuinfo``), and names what the first lacks from the second. :mod:`gemrag.models.probe` uses it
+offers (``/proc/cpuinfo``), and names what the first lacks from the second. :mod:`gemrag.models.llama.probe` uses it
 to explain a crash; ``tests/models/test_llama_build.py`` uses it to check the installed build is portable.
 """
 

@@ -1,6 +1,6 @@
-"""``gemrag serve``: the HTTP server (:mod:`gemrag.server`) under uvicorn (registered in :mod:`gemrag.cli`).
+"""``gemrag serve``: the HTTP server (:mod:`gemrag.server`) under uvicorn (registered in :mod:`gemrag.cli.main`).
 
-Needs the ``serve`` extra (FastAPI, uvicorn, python-multipart). This module does not import :mod:`gemrag.cli`
+Needs the ``serve`` extra (FastAPI, uvicorn, python-multipart). This module does not import :mod:`gemrag.cli.main`
 (that module imports this one), so its option types are declared here.
 """
 

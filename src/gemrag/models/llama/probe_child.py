@@ -1,6 +1,6 @@
-"""The child's side of the model check (:mod:`gemrag.models.probe`): standard library and ``llama_cpp`` only.
+"""The child's side of the model check (:mod:`gemrag.models.llama.probe`): standard library and ``llama_cpp`` only.
 
-The parent runs this file by path through :data:`gemrag.models.probe.BOOT` (not as an installed module, so
+The parent runs this file by path through :data:`gemrag.models.llama.probe.BOOT` (not as an installed module, so
 that it starts in milliseconds and a ``./llama_cpp`` in the working directory cannot shadow the real one) and
 reads the lines it prints that start with :data:`MARKER`: ``{"event": "phase" | "build" | "error" | "done",
 ...}``. The phases (start, import, load, chat, json, close) tell the parent where a native crash happened.

@@ -1,6 +1,6 @@
-"""``gemrag mcp``: serve a memory to MCP clients over stdio (registered in :mod:`gemrag.cli`).
+"""``gemrag mcp``: serve a memory to MCP clients over stdio (registered in :mod:`gemrag.cli.main`).
 
-This module does not import :mod:`gemrag.cli` (that module imports this one), so its option types are declared
+This module does not import :mod:`gemrag.cli.main` (that module imports this one), so its option types are declared
 here. The MCP SDK is imported only when the command runs, so the CLI works without the ``mcp`` extra.
 """
 
@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from gemrag.cli_options import memory_target
+from gemrag.cli.options import memory_target
 from gemrag.config import load_config
 from gemrag.console import cli_errors, err, fail
 from gemrag.errors import GemragError

@@ -12,6 +12,9 @@ and two processes joining at the same time cannot corrupt each other (on POSIX a
 second one wait and reuse the first one's result).
 
 The part packages are located with :func:`importlib.util.find_spec`; they are never imported.
+
+:func:`gguf_fingerprint` is a GGUF file's identity in the LLM cache keys (a known model's published sha256, else a
+hash of the file's head and its size).
 """
 
 from __future__ import annotations
@@ -31,11 +34,13 @@ from gemrag.errors import ConfigError, GemragError, ModelIntegrityError, ModelNo
 
 __all__ = [
     "BLOCK_SIZE",
+    "FINGERPRINT_BYTES",
     "GGUF_MAGIC",
     "KNOWN_MODELS",
     "ModelSpec",
     "default_cache_dir",
     "find_known_model",
+    "gguf_fingerprint",
     "join_parts",
     "part_paths",
     "resolve_gguf",
@@ -50,6 +55,9 @@ BLOCK_SIZE = 8 * 1024 * 1024
 GGUF_MAGIC = b"GGUF"
 #: Environment variable overriding the directory joined models are cached in.
 CACHE_ENV = "GEMRAG_CACHE_DIR"
+#: Bytes at the start of a GGUF file hashed for its fingerprint (the header, metadata and first tensors).
+FINGERPRINT_BYTES = 16 * 1024 * 1024
+_fingerprints: dict[tuple[str, int, int], str] = {}
 
 
 @dataclass(frozen=True)
@@ -261,6 +269,26 @@ def join_parts(
             tmp.unlink()
         raise
     return dest
+
+
+def gguf_fingerprint(path: Path, spec: ModelSpec | None = None) -> str:
+    """A GGUF file's identity for cache keys: ``"sha256:<hex>"`` for a known model (its published sha256),
+    else ``"head-sha256:<hex of the first 16 MiB>:<size in bytes>"``.
+
+    The head hash is computed once per (path, size, mtime) in a process (about 20 ms).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    if spec is not None:
+        return f"sha256:{spec.sha256}"
+    st = path.stat()
+    memo = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if memo not in _fingerprints:
+        with open(path, "rb") as f:
+            head = hashlib.sha256(f.read(FINGERPRINT_BYTES)).hexdigest()
+        _fingerprints[memo] = f"head-sha256:{head}:{st.st_size}"
+    return _fingerprints[memo]
 
 
 def find_known_model(path: Path) -> ModelSpec | None:

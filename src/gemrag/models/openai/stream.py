@@ -1,10 +1,10 @@
 """A streamed chat completion from an OpenAI-compatible server (``stream=True``): the streaming capability of
-:class:`gemrag.models.openai_backend.OpenAILLM` (contract: :mod:`gemrag.models.streaming`).
+:class:`gemrag.models.openai.backend.OpenAILLM` (contract: :mod:`gemrag.models.streaming`).
 
 The server sends the answer as Server-Sent Events of ``chat.completion.chunk`` objects; the SDK turns them into
 chunk objects whose ``choices[0].delta.content`` is the next piece of text. The request asks for
 ``stream_options={"include_usage": True}`` (OpenAI, vLLM, llama.cpp's ``llama-server``, Ollama), so the last chunk
-carries the usage; a server that sends none has it estimated (:func:`gemrag.models.openai_http.estimate_tokens`).
+carries the usage; a server that sends none has it estimated (:func:`gemrag.models.openai.http.estimate_tokens`).
 Closing the stream closes the HTTP response, so the server sees the client go and stops generating.
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from gemrag.models.base import Completion, Message, Usage
-from gemrag.models.http_limits import RateLimiter
-from gemrag.models.openai_http import estimate_tokens, translate_errors
+from gemrag.models.openai.http import estimate_tokens, translate_errors
+from gemrag.models.openai.limits import RateLimiter
 
 __all__ = ["stream_chat"]
 
@@ -49,7 +49,7 @@ def stream_chat(
 
     Raises:
         EndpointUnreachableError, EndpointRejectedError, GemragError: as
-            :meth:`gemrag.models.openai_backend.OpenAILLM.complete`, also for a stream broken mid-answer.
+            :meth:`gemrag.models.openai.backend.OpenAILLM.complete`, also for a stream broken mid-answer.
     """
     msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
     kwargs: dict[str, Any] = {

@@ -1,7 +1,8 @@
-"""``gemrag chat``: talk with a character whose long-term memory is a gemrag memory (registered in :mod:`gemrag.cli`).
+"""``gemrag chat``: talk with a character whose long-term memory is a gemrag memory (registered in
+:mod:`gemrag.cli.main`).
 
 The session logic is :class:`gemrag.chat.ChatSession`; this module reads lines, prints replies and reports errors.
-It does not import :mod:`gemrag.cli` (that module imports this one), so its option types are declared here.
+It does not import :mod:`gemrag.cli.main` (that module imports this one), so its option types are declared here.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gemrag.chat import DEFAULT_STRATEGY, ChatSession, check_name
-from gemrag.cli_options import memory_target
+from gemrag.cli.options import memory_target
 from gemrag.config import load_config
 from gemrag.console import cli_errors, err, fail
 from gemrag.errors import ConfigError

@@ -19,13 +19,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemrag.answering import LETTERS
-from gemrag.cli_chat import chat_command
-from gemrag.cli_config import config_command
-from gemrag.cli_copy import copy_command
-from gemrag.cli_delete import delete_command
-from gemrag.cli_doctor import doctor_command
-from gemrag.cli_mcp import mcp_command
-from gemrag.cli_options import (
+from gemrag.cli.chat import chat_command
+from gemrag.cli.config import config_command
+from gemrag.cli.copy import copy_command
+from gemrag.cli.delete import delete_command
+from gemrag.cli.doctor import doctor_command
+from gemrag.cli.mcp import mcp_command
+from gemrag.cli.options import (
     ConfigFile,
     EmbModel,
     EmbProvider,
@@ -42,9 +42,9 @@ from gemrag.cli_options import (
     build_config,
     memory_target,
 )
-from gemrag.cli_pg import pg_app
-from gemrag.cli_serve import serve_command
-from gemrag.cli_view import view_command
+from gemrag.cli.pg import pg_app
+from gemrag.cli.serve import serve_command
+from gemrag.cli.view import view_command
 from gemrag.config import Config, load_config
 from gemrag.console import OneLineErrors, cli_errors, err
 from gemrag.errors import GemragError, InputError
@@ -462,7 +462,7 @@ def demo(
 ) -> None:
     """The main job on the shipped QuALITY story: index it (cached after the first run), answer all of its
     multiple-choice questions with the embedded models, print each answer and the accuracy."""
-    from gemrag.demo import run_demo
+    from gemrag.cli.demo import run_demo
 
     with cli_errors("run `gemrag demo` again to resume"):
         cfg = build_config(config, None, None, set_, llm_model=llm_model)

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from gemrag.console import cli_errors
 from gemrag.errors import GemragError
-from gemrag.models.weights import default_cache_dir
+from gemrag.models.llama.weights import default_cache_dir
 
 out = Console()
 pg_app = typer.Typer(help="A local PostgreSQL + pgvector (the pgserver wheel) for a PostgreSQL memory.")

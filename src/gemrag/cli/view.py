@@ -1,7 +1,7 @@
 """``gemrag view``: write a memory's graph as one self-contained offline HTML page (registered in
-:mod:`gemrag.cli`; the page is built by :mod:`gemrag.view`).
+:mod:`gemrag.cli.main`; the page is built by :mod:`gemrag.view`).
 
-This module does not import :mod:`gemrag.cli` (that module imports this one), so its option types are declared
+This module does not import :mod:`gemrag.cli.main` (that module imports this one), so its option types are declared
 here.
 """
 
@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from gemrag.cli_options import memory_target
+from gemrag.cli.options import memory_target
 from gemrag.config import load_config
 from gemrag.console import cli_errors
 from gemrag.errors import ConfigError, InputError

@@ -1,4 +1,4 @@
-"""``gemrag copy SRC DST``: copy a memory between locations and backends (registered in :mod:`gemrag.cli`)."""
+"""``gemrag copy SRC DST``: copy a memory between locations and backends (registered in :mod:`gemrag.cli.main`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from gemrag.cli_options import memory_target
+from gemrag.cli.options import memory_target
 from gemrag.console import cli_errors, fail
 from gemrag.errors import GemragError
 from gemrag.store.copy import copy_memory

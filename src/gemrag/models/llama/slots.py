@@ -1,6 +1,6 @@
-"""Prefix reuse of the llama.cpp batch decoder (:mod:`gemrag.models.llama_batch`): which slot a new request starts
+"""Prefix reuse of the llama.cpp batch decoder (:mod:`gemrag.models.llama.batch`): which slot a new request starts
 in and how much of its prompt the KV cache already holds. Pure functions on token ids, re-exported by
-:mod:`gemrag.models.llama_batch`.
+:mod:`gemrag.models.llama.batch`.
 
 Source: llama.cpp ``tools/server`` (a slot is picked by the longest common prefix of its cached tokens).
 """

@@ -1,8 +1,8 @@
-"""``gemrag doctor``: is this installation able to run? (registered in :mod:`gemrag.cli`).
+"""``gemrag doctor``: is this installation able to run? (registered in :mod:`gemrag.cli.main`).
 
 Versions, the CPU features llama.cpp was built with and the CPU's, a real embedding, the configured LLM's weights and
-a fresh run of the LLM in a child process. This module does not import :mod:`gemrag.cli` (that module imports this
-one); its option types come from :mod:`gemrag.cli_options`.
+a fresh run of the LLM in a child process. This module does not import :mod:`gemrag.cli.main` (that module imports this
+one); its option types come from :mod:`gemrag.cli.options`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from gemrag.cli_options import (
+from gemrag.cli.options import (
     ConfigFile,
     EmbModel,
     EmbProvider,
@@ -49,7 +49,7 @@ def _doctor_error(message: str) -> None:
 def _doctor_build(needed: bool) -> bool:
     """Print llama-cpp-python's version and compiled CPU features, and the CPU's; False when it is needed but
     missing or broken."""
-    from gemrag.models import probe
+    from gemrag.models.llama import probe
 
     flags = probe.cpu_flags()
     wanted = list(dict.fromkeys(probe.CPUINFO_FLAG.values()))
@@ -115,9 +115,9 @@ def _doctor_llm(cfg: Config, verify: bool, timeout: float | None) -> bool:
     """Describe the configured LLM and run it: a fresh child-process check (llama.cpp) or one tiny request."""
     import time
 
-    from gemrag.models import factory, probe
-    from gemrag.models.llama_cpp import gguf_fingerprint
-    from gemrag.models.weights import KNOWN_MODELS, find_known_model, resolve_gguf
+    from gemrag.models import factory
+    from gemrag.models.llama import probe
+    from gemrag.models.llama.weights import KNOWN_MODELS, find_known_model, gguf_fingerprint, resolve_gguf
 
     try:
         if cfg.llm.provider == "openai":

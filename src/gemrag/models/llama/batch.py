@@ -1,6 +1,6 @@
 """Several completions decoded together in one llama.cpp context, with prompt-prefix reuse and cached grammars.
 
-This is the decoding engine of :class:`gemrag.models.llama_cpp.LlamaCppLLM` (issue 9, points 2 and 3). It works
+This is the decoding engine of :class:`gemrag.models.llama.backend.LlamaCppLLM` (issue 9, points 2 and 3). It works
 on token ids; the chat template, tokenization and text are the backend's job.
 
 * **Batched decoding.** The context is created with ``n_seq_max = n_seq`` and a unified KV cache
@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from gemrag.errors import DecoderBusyError, GemragError
-from gemrag.models.llama_chat import GrammarCache
-from gemrag.models.llama_slots import choose_slot, common_prefix_len
+from gemrag.models.llama.chat import GrammarCache
+from gemrag.models.llama.slots import choose_slot, common_prefix_len
 
 __all__ = [
     "BatchDecoder",
@@ -148,7 +148,7 @@ class _Job:
 class BatchDecoder:
     """Decodes :class:`DecodeRequest` s several at a time in its own llama.cpp context (module docstring).
 
-    Not thread-safe and not re-entrant: the owner serializes calls (:class:`~gemrag.models.llama_cpp.LlamaCppLLM`
+    Not thread-safe and not re-entrant: the owner serializes calls (:class:`~gemrag.models.llama.backend.LlamaCppLLM`
     holds its lock while a :meth:`run` is being iterated). One :meth:`run` at a time holds the decoder (contract:
     :meth:`run`); starting another, or :meth:`clear`, while it does raises :class:`~gemrag.errors.DecoderBusyError`.
 

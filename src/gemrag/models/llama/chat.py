@@ -1,8 +1,8 @@
-"""Chat template and grammar helpers of the llama.cpp backend (:mod:`gemrag.models.llama_cpp`).
+"""Chat template and grammar helpers of the llama.cpp backend (:mod:`gemrag.models.llama.backend`).
 
 Both reproduce what llama-cpp-python's ``Llama.create_chat_completion`` does (``Llama.__init__`` builds a
 ``Jinja2ChatFormatter`` from the GGUF's ``tokenizer.chat_template``; ``response_format`` becomes a grammar through
-``LlamaGrammar.from_json_schema``), so the batch decoder (:mod:`gemrag.models.llama_batch`) sees the same prompt
+``LlamaGrammar.from_json_schema``), so the batch decoder (:mod:`gemrag.models.llama.batch`) sees the same prompt
 tokens and grammar; the grammar is built once per schema instead of once per call.
 """
 

@@ -1,9 +1,9 @@
-"""llama-cpp-python's own chat path of the llama.cpp backend (:mod:`gemrag.models.llama_cpp`): taken with a named
+"""llama-cpp-python's own chat path of the llama.cpp backend (:mod:`gemrag.models.llama.backend`): taken with a named
 ``chat_format`` (or a GGUF without a chat template), where ``Llama.create_chat_completion`` applies the format and
 decodes one request at a time, instead of gemrag's batch decoder.
 
 :func:`legacy_complete` is one completion (a JSON schema becomes the GBNF grammar built once per schema,
-:func:`gemrag.models.llama_chat.grammar_for_schema`); :func:`legacy_stream` the same completion as a stream
+:func:`gemrag.models.llama.chat.grammar_for_schema`); :func:`legacy_stream` the same completion as a stream
 (``create_chat_completion(stream=True)``, contract: :mod:`gemrag.models.streaming`); :func:`to_completion` turns
 an OpenAI-style response dict (llama-cpp-python's, or the decoder's result dressed as one) into a
 :class:`~gemrag.models.base.Completion`.
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from gemrag.errors import GemragError
 from gemrag.models.base import Completion, Message, Usage
-from gemrag.models.llama_chat import grammar_for_schema
+from gemrag.models.llama.chat import grammar_for_schema
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -1,6 +1,6 @@
-"""The ``openai`` SDK client and its errors, shared by :class:`~gemrag.models.openai_backend.OpenAILLM` and
-:class:`~gemrag.models.openai_backend.OpenAIEmbedder`: the client factory, the translation of SDK exceptions
-into :class:`~gemrag.errors.GemragError` (which of them are fatal: :mod:`gemrag.models.openai_backend`), and the
+"""The ``openai`` SDK client and its errors, shared by :class:`~gemrag.models.openai.backend.OpenAILLM` and
+:class:`~gemrag.models.openai.backend.OpenAIEmbedder`: the client factory, the translation of SDK exceptions
+into :class:`~gemrag.errors.GemragError` (which of them are fatal: :mod:`gemrag.models.openai.backend`), and the
 tokenizer-free token estimate.
 """
 
