@@ -195,7 +195,7 @@ def test_rank_mode_is_algorithm1(tmp_path: Path, config: Config) -> None:
 
 def test_import_caches_copies_llm_and_embeddings(tmp_path: Path, config: Config) -> None:
     from gemrag.errors import GemragError
-    from gemrag.store.sqlite import Store
+    from gemrag.store.sqlite.store import Store
 
     a = Store(tmp_path / "a")
     a.put_llm("k1", "m", {"text": "one"})

@@ -18,9 +18,9 @@ import pytest
 from backends import drop_schemas, new_schema, schema_url
 from gemrag.errors import GemragError, MemoryBusyError, ReadOnlyMemoryError
 from gemrag.store import Store, is_postgres_url, open_store
-from gemrag.store.dialect import returns_id, to_postgres
-from gemrag.store.pg_connect import MAX_IDENTIFIER, PgLocation, child_schema
-from gemrag.store.postgres import PostgresStore
+from gemrag.store.postgres.connect import MAX_IDENTIFIER, PgLocation, child_schema
+from gemrag.store.postgres.dialect import returns_id, to_postgres
+from gemrag.store.postgres.store import PostgresStore
 from gemrag.store.schema import SCHEMA_VERSION
 
 
@@ -97,8 +97,8 @@ def test_a_schema_3_memory_upgrades_to_schema_4(url: str, monkeypatch: pytest.Mo
     """PG_UPGRADES[4] on a memory written at schema 3: its documents keep their ids and become anonymous version 1;
     the same text may then be stored under two identities, and replaced versions go to ``document_versions``."""
     with monkeypatch.context() as patch:
-        patch.setattr("gemrag.store.pg_schema.SCHEMA_VERSION", 3)
-        patch.setattr("gemrag.store.postgres.SCHEMA_VERSION", 3)
+        patch.setattr("gemrag.store.postgres.schema.SCHEMA_VERSION", 3)
+        patch.setattr("gemrag.store.postgres.store.SCHEMA_VERSION", 3)
         old = open_store(url)
         with old.transaction() as c:  # a row as gemrag wrote it at schema 3
             doc_id = c.execute(

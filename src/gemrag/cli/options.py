@@ -12,7 +12,7 @@ from gemrag.config import Config, load_config, memory_location
 from gemrag.console import check_memory_target, fail, require_memory
 from gemrag.errors import GemragError
 from gemrag.store import is_postgres_url, memory_exists
-from gemrag.store.pg_connect import PgLocation
+from gemrag.store.postgres.connect import PgLocation
 from gemrag.strategies import available
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Every evaluation memory has a name, ``<dataset>-<group>[-<param>-<value>]`` (``cmu_dog-<movie>`` for the acceptance
 test). By default it is the directory ``out_dir/memories/<name>``. Given ``--memory postgresql://...?schema=PREFIX``,
-it is instead the schema :func:`~gemrag.store.pg_connect.child_schema` ``(PREFIX, name, distinct=True)`` of that
+it is instead the schema :func:`~gemrag.store.postgres.connect.child_schema` ``(PREFIX, name, distinct=True)`` of that
 database (``PREFIX_<name lower-cased, other characters as _>_<8 hex of its SHA-1>``, at most 63 characters), the
 mapping ``gemrag serve`` uses for its namespaces. Records, results, ``index.jsonl`` and ``attempts.jsonl`` stay
 under ``out_dir`` either way, and they name a memory by its name, so they do not depend on the backend.
@@ -21,7 +21,7 @@ from gemrag.errors import ConfigError, GemragError
 from gemrag.eval.datasets import QuestionGroup
 from gemrag.memory import Memory
 from gemrag.store import is_postgres_url, memory_exists
-from gemrag.store.pg_connect import MAX_PREFIX, PgLocation, connect
+from gemrag.store.postgres.connect import MAX_PREFIX, PgLocation, connect
 
 __all__ = ["EvalMemories", "check_memory_root", "group_id"]
 

@@ -33,7 +33,7 @@ from gemrag.memory import Memory
 from gemrag.models.base import LLM, Completion, Embedder, Message
 from gemrag.models.factory import build_embedder, build_llm
 from gemrag.models.streaming import complete_stream, pieces
-from gemrag.store.pg_connect import MAX_IDENTIFIER, PgLocation, child_schema, connect, is_postgres_url
+from gemrag.store.postgres.connect import MAX_IDENTIFIER, PgLocation, child_schema, connect, is_postgres_url
 from gemrag.strategies.base import ProgressFactory
 
 PG_POOL = 2

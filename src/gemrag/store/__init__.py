@@ -2,24 +2,23 @@
 the default), or one PostgreSQL schema (``postgresql://...?schema=NAME``).
 
 :class:`MemoryStore` (``base.py``) is the interface both backends implement; :func:`open_store` (``open.py``) opens
-either by location. :class:`Store` (``sqlite.py``) is the SQLite database, :class:`~gemrag.store.postgres.PostgresStore`
-(``postgres.py``, with ``pg_*.py``) the PostgreSQL one; ``rows.py`` holds the rows both share and ``dialect.py``
-translates their SQL for PostgreSQL; ``publish.py`` publishes a strategy's build atomically as a
-numbered generation; ``lock.py`` is the exclusive build lock; ``migrations.py`` upgrades older memories;
-``connection.py`` opens the database (read-write or read-only) and names SQLite's errors; ``caches.py`` holds
+either by location. :class:`Store` (``sqlite/``) is the SQLite database,
+:class:`~gemrag.store.postgres.store.PostgresStore` (``postgres/``) the PostgreSQL one; ``rows.py`` holds the rows
+both share; ``publish.py`` publishes a strategy's build atomically as a
+numbered generation; ``lock.py`` is the exclusive build lock; ``caches.py`` holds
 the LLM and embedding caches; ``arrays.py`` writes and checks array files (``.npy``, scipy.sparse ``.npz``);
 ``derived.py`` holds strategies' own nodes, edges, sources and build states; ``artifacts.py`` their per-node
 LLM artefacts.
 """
 
 from gemrag.store.base import MemoryStore
-from gemrag.store.connection import memory_writable
 from gemrag.store.derived import BuildState
 from gemrag.store.lock import BuildLock
 from gemrag.store.open import location_exists, memory_exists, open_store
-from gemrag.store.pg_connect import is_postgres_url
+from gemrag.store.postgres.connect import is_postgres_url
 from gemrag.store.publish import KEEP_COVERS, ArrayEntry, Manifest, Publication, Published
-from gemrag.store.sqlite import NodeRecord, Store
+from gemrag.store.sqlite.connection import memory_writable
+from gemrag.store.sqlite.store import NodeRecord, Store
 
 __all__ = [
     "KEEP_COVERS",

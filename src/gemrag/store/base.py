@@ -2,15 +2,15 @@
 
 :class:`MemoryStore` is the base of both backends:
 
-* :class:`gemrag.store.sqlite.Store`: one memory = one directory (``memory.sqlite`` + generation-named array
+* :class:`gemrag.store.sqlite.store.Store`: one memory = one directory (``memory.sqlite`` + generation-named array
   files), the embedded default;
-* :class:`gemrag.store.postgres.PostgresStore`: one memory = one PostgreSQL schema (every row and every array of
+* :class:`gemrag.store.postgres.store.PostgresStore`: one memory = one PostgreSQL schema (every row and every array of
   a build in the database, the build lock a PostgreSQL advisory lock).
 
 The shared behaviour is written once in the mixins (:mod:`~gemrag.store.rows`, :mod:`~gemrag.store.caches`,
 :mod:`~gemrag.store.derived`, :mod:`~gemrag.store.documents`, :mod:`~gemrag.store.artifacts`,
 :mod:`~gemrag.store.publish`), whose SQL is SQLite's dialect, run as it is on SQLite and translated by
-:mod:`gemrag.store.dialect` on PostgreSQL. A backend supplies the connection side: :meth:`transaction`,
+:mod:`gemrag.store.postgres.dialect` on PostgreSQL. A backend supplies the connection side: :meth:`transaction`,
 :meth:`snapshot`, ``_query``, ``_best_effort``, :meth:`close`, :attr:`location`, :meth:`build_lock`, and where its
 arrays live (files, or database rows)."""
 
@@ -35,7 +35,7 @@ from gemrag.store.vectors import exact_nearest
 
 class BuildLockLike(Protocol):
     """A memory's exclusive build lock (:class:`gemrag.store.lock.BuildLock`, or the PostgreSQL advisory lock of
-    :mod:`gemrag.store.pg_lock`)."""
+    :mod:`gemrag.store.postgres.lock`)."""
 
     @property
     def held(self) -> bool:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gemrag.store.base import MemoryStore
-from gemrag.store.connection import DEFAULT_BUSY_TIMEOUT, memory_writable
-from gemrag.store.pg_connect import is_postgres_url
+from gemrag.store.postgres.connect import is_postgres_url
+from gemrag.store.sqlite.connection import DEFAULT_BUSY_TIMEOUT, memory_writable
 
 Location = str | Path
 """A memory directory, or ``postgresql://user@host:port/db?schema=NAME``."""
@@ -32,10 +32,10 @@ def open_store(
         GemragError: the location holds no usable memory, or the server cannot be reached.
     """
     if is_postgres_url(str(location)) and not isinstance(location, Path):
-        from gemrag.store.postgres import PostgresStore
+        from gemrag.store.postgres.store import PostgresStore
 
         return PostgresStore(str(location), readonly=bool(readonly), busy_timeout=busy_timeout, pool_size=pool_size)
-    from gemrag.store.sqlite import Store
+    from gemrag.store.sqlite.store import Store
 
     if readonly is None:
         readonly = not memory_writable(Path(location))
@@ -58,8 +58,8 @@ def memory_exists(location: Location) -> bool:
         GemragError: the PostgreSQL server cannot be reached, or psycopg is missing.
     """
     if is_postgres_url(str(location)) and not isinstance(location, Path):
-        from gemrag.store.pg_connect import PgLocation, connect
-        from gemrag.store.pg_schema import schema_version
+        from gemrag.store.postgres.connect import PgLocation, connect
+        from gemrag.store.postgres.schema import schema_version
 
         loc = PgLocation.parse(str(location))
         conn = connect(loc.conninfo, loc.schema, loc.display, readonly=True)

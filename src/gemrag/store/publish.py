@@ -66,7 +66,7 @@ LEGACY_FILES = frozenset(
     [f"gem_{n}.npy" for n in ("node_ids", "node_vectors", "question_vectors", "question_owner", "question_ids")]
     + ["gem_weights.npy", "dense_node_ids.npy", "dense_vectors.npy", "raptor_vectors.npy", "bm25"]
 )
-"""Unversioned artefacts of schema 1 (see :mod:`gemrag.store.migrations`); removed by the first builder."""
+"""Unversioned artefacts of schema 1 (see :mod:`gemrag.store.sqlite.migrations`); removed by the first builder."""
 
 crash_hook: Callable[[str], None] | None = None
 """Tests only: called with the name of each step of writing and publishing (``write:<name>``,

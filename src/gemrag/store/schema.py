@@ -1,6 +1,6 @@
 """The SQL schema of a memory's ``memory.sqlite`` (version :data:`SCHEMA_VERSION`).
 
-The version is recorded in the ``meta`` table under ``schema_version``; :mod:`gemrag.store.migrations`
+The version is recorded in the ``meta`` table under ``schema_version``; :mod:`gemrag.store.sqlite.migrations`
 upgrades older databases step by step. Version history:
 
 1. the first release: ``meta``, ``documents``, ``nodes``, ``questions``, ``embeddings``, ``edges``,
@@ -27,7 +27,7 @@ upgrades older databases step by step. Version history:
    ``source_key``, its ``source`` path and ``title``, when it was added): a source whose text is byte-identical
    (same ``sha256``) to a live document's is recorded there instead of becoming a second document.
    ``documents.source_key`` stays the document's first (primary) source; a key names at most one document, in one
-   of the two tables. Existing memories gain the empty table (:mod:`gemrag.store.migrate_v5`).
+   of the two tables. Existing memories gain the empty table (:mod:`gemrag.store.sqlite.migrate_v5`).
 6. chunk spans: ``nodes.span_start`` / ``nodes.span_end``, a chunk's character span ``[start, end)`` in its
    document's current text (NULL for derived nodes, and for a chunk the upgrade could not find in its text), the
    position a hit's provenance gives (:mod:`gemrag.store.migrate_v6`).

@@ -28,11 +28,11 @@ from typing import Any
 
 from gemrag.errors import GemragError, ReadOnlyMemoryError
 from gemrag.store.base import MemoryStore
-from gemrag.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, translate
 from gemrag.store.lock import BuildLock
-from gemrag.store.migrations import ensure_schema, schema_version
 from gemrag.store.rows import NodeRecord, sha256_text
 from gemrag.store.schema import SCHEMA_VERSION
+from gemrag.store.sqlite.connection import DEFAULT_BUSY_TIMEOUT, open_connection, translate
+from gemrag.store.sqlite.migrations import ensure_schema, schema_version
 
 __all__ = ["NodeRecord", "Store", "sha256_text"]
 
