@@ -10,7 +10,8 @@ from pathlib import Path
 
 from gemrag.store.base import MemoryStore
 from gemrag.store.postgres.connect import is_postgres_url
-from gemrag.store.sqlite.connection import DEFAULT_BUSY_TIMEOUT, memory_writable
+from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT
+from gemrag.store.sqlite.connection import memory_writable
 
 Location = str | Path
 """A memory directory, or ``postgresql://user@host:port/db?schema=NAME``."""

@@ -36,8 +36,7 @@ from gemrag.store.postgres.generations import PgGenerationsMixin
 from gemrag.store.postgres.lock import PgBuildLock
 from gemrag.store.postgres.schema import ensure_schema, schema_version
 from gemrag.store.postgres.vectors import PgVectorsMixin
-from gemrag.store.schema import SCHEMA_VERSION
-from gemrag.store.sqlite.connection import DEFAULT_BUSY_TIMEOUT
+from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT, SCHEMA_VERSION
 
 
 class _Cursor:

@@ -19,9 +19,7 @@ import time
 from pathlib import Path
 
 from gemrag.errors import DatabaseLockedError, GemragError, ReadOnlyMemoryError
-
-DEFAULT_BUSY_TIMEOUT = 5.0
-"""Seconds a connection waits for another connection's write lock before giving up."""
+from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT
 
 WAL_RETRY_SECONDS = 0.02
 """Pause between attempts to switch a database into WAL mode while another connection holds it."""

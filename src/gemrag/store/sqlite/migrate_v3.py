@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gemrag.store.schema import SCHEMA
+from gemrag.store.sqlite.schema import SCHEMA
 
 REBUILD_META = "schema1_not_adopted"
 

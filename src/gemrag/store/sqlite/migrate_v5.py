@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from gemrag.store.schema import SCHEMA
+from gemrag.store.sqlite.schema import SCHEMA
 
 
 def upgrade_4_to_5(conn: sqlite3.Connection) -> None:

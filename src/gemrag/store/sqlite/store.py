@@ -30,8 +30,8 @@ from gemrag.errors import GemragError, ReadOnlyMemoryError
 from gemrag.store.base import MemoryStore
 from gemrag.store.lock import BuildLock
 from gemrag.store.rows import NodeRecord, sha256_text
-from gemrag.store.schema import SCHEMA_VERSION
-from gemrag.store.sqlite.connection import DEFAULT_BUSY_TIMEOUT, open_connection, translate
+from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT, SCHEMA_VERSION
+from gemrag.store.sqlite.connection import open_connection, translate
 from gemrag.store.sqlite.migrations import ensure_schema, schema_version
 
 __all__ = ["NodeRecord", "Store", "sha256_text"]
