@@ -17,8 +17,8 @@ import pytest
 
 from backends import drop_schemas, new_schema, schema_url
 from gemrag.errors import GemragError, MemoryBusyError, ReadOnlyMemoryError
-from gemrag.store import Store, is_postgres_url, open_store
-from gemrag.store.postgres.connect import MAX_IDENTIFIER, PgLocation, child_schema
+from gemrag.store import Store, import_caches, open_store
+from gemrag.store.postgres.connect import MAX_IDENTIFIER, PgLocation, child_schema, is_postgres_url
 from gemrag.store.postgres.dialect import returns_id, to_postgres
 from gemrag.store.postgres.store import PostgresStore
 from gemrag.store.schema import SCHEMA_VERSION
@@ -214,8 +214,8 @@ def test_caches_are_imported_from_a_directory_memory(url: str, tmp_path: Path) -
     source.put_embeddings("emb", [("e", np.arange(3, dtype=np.float32))])
     source.close()
     store = open_store(url)
-    assert store.import_caches(tmp_path / "src") == (1, 1)
-    assert store.import_caches(tmp_path / "src") == (0, 0)  # entries already here are kept
+    assert import_caches(store, tmp_path / "src") == (1, 1)
+    assert import_caches(store, tmp_path / "src") == (0, 0)  # entries already here are kept
     assert store.get_llm("k") == {"text": "cached"}
     np.testing.assert_array_equal(store.get_embeddings("emb", ["e"])["e"], np.arange(3, dtype=np.float32))
     store.close()

@@ -12,12 +12,22 @@ LLM artefacts.
 """
 
 from gemrag.store.base import MemoryStore
+from gemrag.store.copy import copy_memory, import_caches
 from gemrag.store.derived import BuildState
 from gemrag.store.lock import BuildLock
-from gemrag.store.open import location_exists, memory_exists, open_store
-from gemrag.store.postgres.connect import is_postgres_url
+from gemrag.store.open import (
+    Location,
+    MemoryRoot,
+    as_location,
+    describe_location,
+    location_exists,
+    location_name,
+    location_problem,
+    memory_exists,
+    memory_root,
+    open_store,
+)
 from gemrag.store.publish import KEEP_COVERS, ArrayEntry, Manifest, Publication, Published
-from gemrag.store.sqlite.connection import memory_writable
 from gemrag.store.sqlite.store import NodeRecord, Store
 
 __all__ = [
@@ -25,15 +35,22 @@ __all__ = [
     "ArrayEntry",
     "BuildLock",
     "BuildState",
+    "Location",
     "Manifest",
+    "MemoryRoot",
     "MemoryStore",
     "NodeRecord",
     "Publication",
     "Published",
     "Store",
-    "is_postgres_url",
+    "as_location",
+    "copy_memory",
+    "describe_location",
+    "import_caches",
     "location_exists",
+    "location_name",
+    "location_problem",
     "memory_exists",
-    "memory_writable",
+    "memory_root",
     "open_store",
 ]

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from gemrag.errors import GemragError
+from gemrag.errors import GemragError, ReadOnlyMemoryError
 from gemrag.store.base import MemoryStore
-from gemrag.store.open import Location, open_store
+from gemrag.store.open import Location, as_location, describe_location, location_exists, open_store
 from gemrag.store.publish_types import Publication
 
 TABLES: dict[str, tuple[str, ...]] = {
@@ -212,3 +212,57 @@ def _reset_identities(dst: MemoryStore, c: Any) -> None:
             f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1,"
             " false)"
         )
+
+
+def import_caches(store: MemoryStore, other: Location) -> tuple[int, int]:
+    """Copy another memory's LLM responses and embeddings into ``store``'s caches (entries already there are kept).
+
+    Used by ``gemrag eval`` so that an ablation memory (same documents, another parameter) answers the model calls it
+    shares with its base memory from the cache. Any backends: ``other`` is opened read-only.
+
+    Args:
+        store: the memory to fill (writable).
+        other: another memory (a directory or a PostgreSQL URL).
+
+    Returns:
+        ``(llm_rows, embedding_rows)`` inserted (ints).
+
+    Raises:
+        GemragError: ``other`` is not a gemrag memory, or is ``store`` itself.
+        ReadOnlyMemoryError: ``store`` is read-only.
+    """
+    if store.readonly:
+        raise ReadOnlyMemoryError(f"the memory {store.location} is open read-only")
+    shown = describe_location(other)
+    if not location_exists(other) or _same_place(shown, store.location):
+        raise GemragError(f"{shown} is not another gemrag memory")
+    try:
+        source = open_store(other, readonly=True)
+    except GemragError as exc:
+        raise GemragError(f"cannot read the caches of {shown}: {exc}") from exc
+    try:
+        with source.snapshot():
+            llm = source._query("SELECT key, model, response, created FROM llm_cache")
+            emb = source._query("SELECT key, model, dim, vector FROM embeddings")
+    finally:
+        source.close()
+    added = [0, 0]
+    with store.transaction() as c:
+        for i, (target, rows) in enumerate(
+            (
+                ("llm_cache(key, model, response, created)", llm),
+                ("embeddings(key, model, dim, vector)", [(k, m, d, bytes(v)) for k, m, d, v in emb]),
+            )
+        ):
+            marks = ",".join("?" * (target.count(",") + 1))
+            for row in rows:
+                added[i] += c.execute(f"INSERT OR IGNORE INTO {target} VALUES ({marks})", tuple(row)).rowcount
+    return added[0], added[1]
+
+
+def _same_place(a: str, b: str) -> bool:
+    """True when two stores' locations name one memory (directories compared resolved)."""
+    la, lb = as_location(a), as_location(b)
+    if isinstance(la, Path) and isinstance(lb, Path):
+        return la.resolve() == lb.resolve()
+    return la == lb

@@ -40,6 +40,9 @@ from __future__ import annotations
 
 SCHEMA_VERSION = 6
 
+REBUILD_META = "schema1_not_adopted"
+"""``meta`` key: the strategies whose schema-1 arrays an upgrade did not adopt (they must be built again)."""
+
 DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a connection waits for another connection's write lock (SQLite) or rows (PostgreSQL) before
 :class:`~gemrag.errors.DatabaseLockedError`."""

@@ -46,6 +46,8 @@ def open_connection(path: Path, *, readonly: bool, busy_timeout: float = DEFAULT
             return _probe(_connect(uri, busy_timeout))
         except sqlite3.OperationalError:
             pass  # no -shm/-wal and a read-only directory: the file cannot change, read it as immutable
+        except sqlite3.DatabaseError as exc:  # not a database at all
+            raise GemragError(f"cannot read {path}: {exc}") from exc
         try:
             return _probe(_connect(uri + "&immutable=1", busy_timeout))
         except sqlite3.DatabaseError as exc:
