@@ -11,29 +11,23 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gemrag.errors import DatabaseLockedError
+from gemrag.store.parts import Connection
 
 
 class CachesMixin:
     """LLM and embedding caches on :class:`gemrag.store.Store` (needs its connection and transactions)."""
 
-    directory: Path
-    path: Path
     readonly: bool
-    conn: sqlite3.Connection
-    _lock: threading.RLock
 
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...  # provided by Store
+    def transaction(self) -> AbstractContextManager[Connection]: ...  # provided by Store
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
     def _best_effort(self, write: Callable[[], None]) -> None: ...  # provided by Store
 
