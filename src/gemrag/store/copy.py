@@ -22,74 +22,13 @@ from gemrag.errors import GemragError, ReadOnlyMemoryError
 from gemrag.store.base import MemoryStore
 from gemrag.store.open import Location, as_location, describe_location, location_exists, open_store
 from gemrag.store.publish_types import Publication
+from gemrag.store.schema import TABLES as SCHEMA_TABLES
 
-TABLES: dict[str, tuple[str, ...]] = {
-    "documents": (
-        "id",
-        "source",
-        "sha256",
-        "title",
-        "text",
-        "n_chars",
-        "added_at",
-        "chunked",
-        "source_key",
-        "version",
-    ),  # fmt: skip
-    "document_sources": ("source_key", "doc_id", "source", "title", "added_at"),
-    "document_versions": (
-        "id",
-        "doc_id",
-        "source_key",
-        "source",
-        "title",
-        "version",
-        "sha256",
-        "n_chars",
-        "added_at",
-        "ended_at",
-        "reason",
-        "text",
-    ),  # fmt: skip
-    "nodes": (
-        "id",
-        "kind",
-        "doc_id",
-        "ord",
-        "text",
-        "n_tokens",
-        "questions_done",
-        "meta",
-        "strategy",
-        "generation",
-        "span_start",
-        "span_end",
-    ),  # fmt: skip
-    "questions": ("id", "node_id", "ord", "text"),
-    "node_sources": ("node_id", "chunk_id"),
-    "edges": ("strategy", "kind", "generation", "src", "dst", "weight"),
-    "artifacts": ("strategy", "kind", "node_id", "version", "data", "created"),
-    "build_chunks": ("strategy", "chunk_id"),
-    "embeddings": ("key", "model", "dim", "vector"),
-    "llm_cache": ("key", "model", "response", "created", "writes"),
-    "usage": (
-        "id",
-        "at",
-        "phase",
-        "kind",
-        "model",
-        "prompt_tokens",
-        "completion_tokens",
-        "embedding_tokens",
-        "seconds",
-        "cached",
-    ),  # fmt: skip
-    "failures": ("id", "at", "phase", "node_id", "message"),
-}
-"""The copied tables (in foreign-key order) and their columns, the same on both backends. ``meta`` is copied
+TABLES: dict[str, tuple[str, ...]] = {t.name: t.columns for t in SCHEMA_TABLES if t.copied}
+"""The copied tables (in foreign-key order) and their columns (:data:`gemrag.store.schema.TABLES`). ``meta`` is copied
 too, except ``schema_version``; ``builds`` are re-published (see the module docstring)."""
 
-ID_TABLES = ("documents", "document_versions", "nodes", "questions", "usage", "failures")
+ID_TABLES = tuple(t.name for t in SCHEMA_TABLES if t.copied and t.generated_id)
 
 SEARCH_META = "vector_search"
 """Manifest ``meta`` key naming a build's searchable arrays (set by ``strategies/platform/common.py``)."""
