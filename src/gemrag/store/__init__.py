@@ -14,6 +14,7 @@ LLM artefacts.
 from gemrag.store.base import MemoryStore
 from gemrag.store.copy import copy_memory, import_caches
 from gemrag.store.derived import BuildState
+from gemrag.store.files import FileArraysMixin
 from gemrag.store.lock import BuildLock
 from gemrag.store.open import (
     Location,
@@ -28,13 +29,14 @@ from gemrag.store.open import (
     open_store,
 )
 from gemrag.store.publish import KEEP_COVERS, ArrayEntry, Manifest, Publication, Published
-from gemrag.store.sqlite.store import NodeRecord, Store
+from gemrag.store.sqlite.store import NodeRecord, SqliteRows, Store
 
 __all__ = [
     "KEEP_COVERS",
     "ArrayEntry",
     "BuildLock",
     "BuildState",
+    "FileArraysMixin",
     "Location",
     "Manifest",
     "MemoryRoot",
@@ -42,6 +44,7 @@ __all__ = [
     "NodeRecord",
     "Publication",
     "Published",
+    "SqliteRows",
     "Store",
     "as_location",
     "copy_memory",
