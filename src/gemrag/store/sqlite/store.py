@@ -215,18 +215,8 @@ class SqliteRows(MemoryStore):
 
 
 class Store(FileArraysMixin, SqliteRows):
-    """A memory directory's SQLite database plus its published arrays, as files in the same directory.
-
-    Args:
-        directory: the memory directory; created when missing (unless ``readonly``).
-        readonly: open without writing anything (see the module docstring).
-        busy_timeout: seconds to wait for another connection's write lock before
-            :class:`~gemrag.errors.DatabaseLockedError`.
-
-    Raises:
-        GemragError: the directory is not a gemrag memory (a file, not a database, a newer schema; read-only:
-            missing, or an older schema that must be upgraded by a writable open first).
-    """
+    """A memory directory's SQLite database plus its published arrays, as files in the same directory (arguments
+    and errors: those of :class:`SqliteRows`)."""
 
     @property
     def arrays_directory(self) -> Path:  # type: ignore[override]
