@@ -207,7 +207,7 @@ def latencies(mem: Any, strategy: str, questions: list[str], budget: int) -> lis
 
 def disk_mb(location: str) -> float:
     """MB of a memory: its directory, or every relation of its schema (indexes and TOAST included)."""
-    from gemrag.store.pg_connect import PgLocation, connect, is_postgres_url
+    from gemrag.store.postgres.connect import PgLocation, connect, is_postgres_url
 
     if not is_postgres_url(location):
         return sum(f.stat().st_size for f in Path(location).rglob("*") if f.is_file()) / 2**20

@@ -74,7 +74,7 @@ def drop_schemas(base: str, schemas: list[str]) -> None:
         return
     import psycopg
 
-    from gemrag.store.pg_connect import PgLocation
+    from gemrag.store.postgres.connect import PgLocation
 
     with psycopg.connect(PgLocation.parse(base).conninfo, autocommit=True) as conn:
         for schema in schemas:
@@ -87,7 +87,7 @@ def overwrite_array(store: object, strategy: str, generation: int, name: str, ar
     import numpy as np
     import scipy.sparse as sp
 
-    from gemrag.store.pg_generations import array_bytes
+    from gemrag.store.postgres.generations import array_bytes
 
     manifest = store.manifest(strategy)  # type: ignore[attr-defined]
     assert manifest is not None and manifest.generation == generation

@@ -1,7 +1,9 @@
-"""The layout of docs/architecture.md holds (issue 24): no import cycle anywhere in ``src/gemrag``, imports point down
-the layers, and no method's package imports another method's. Checked by import-linter with the contracts in
-pyproject.toml (``[tool.importlinter]``); the second test proves the checker fails on a cycle, on a copy of the
-package with one import added."""
+"""The layout of docs/architecture.md holds (issues 24, 40): no import cycle anywhere in ``src/gemrag``, imports point
+down the layers, no method's package imports another method's, and the two store backends (``store/sqlite/``,
+``store/postgres/``) never import each other. Checked by import-linter with the contracts in pyproject.toml
+(``[tool.importlinter]``); further tests prove the checker fails on a cycle and on one backend importing the other, on
+a copy of the package with one import added. Outside ``store/`` nothing imports a backend or asks which one a memory
+has (:mod:`gemrag.store.open` chooses)."""
 
 from __future__ import annotations
 
@@ -31,12 +33,41 @@ def test_contracts_kept() -> None:
     assert "0 broken" in run.stdout
 
 
-def test_a_cycle_breaks_the_contract(tmp_path: Path) -> None:
+def _with_import(tmp_path: Path, module: str, imported: str) -> Path:
+    """A copy of the package and pyproject.toml under ``tmp_path`` with ``import imported`` added to ``module`` (a
+    path under ``src/gemrag``); returns the copy's ``src``."""
     shutil.copytree(REPO / "src" / "gemrag", tmp_path / "src" / "gemrag")
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    update = tmp_path / "src" / "gemrag" / "strategies" / "raptor" / "update.py"
-    update.write_text(update.read_text(encoding="utf-8") + "\nimport gemrag.strategies.raptor.strategy  # noqa\n")
-    run = _lint(tmp_path / "src", tmp_path)
+    target = tmp_path / "src" / "gemrag" / module
+    target.write_text(target.read_text(encoding="utf-8") + f"\nimport {imported}  # noqa\n")
+    return tmp_path / "src"
+
+
+def test_a_cycle_breaks_the_contract(tmp_path: Path) -> None:
+    src = _with_import(tmp_path, "strategies/raptor/update.py", "gemrag.strategies.raptor.strategy")
+    run = _lint(src, tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "No cycles are allowed in gemrag.strategies.raptor" in run.stdout
     assert ".update -> .strategy" in run.stdout
+
+
+def test_one_backend_importing_the_other_breaks_the_contract(tmp_path: Path) -> None:
+    src = _with_import(tmp_path, "store/postgres/store.py", "gemrag.store.sqlite.store")
+    run = _lint(src, tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Store backends: sqlite and postgres never import each other BROKEN" in run.stdout
+
+
+def test_nothing_outside_the_store_knows_its_backends() -> None:
+    package = REPO / "src" / "gemrag"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if (package / "store") in path.parents:
+            continue
+        text = path.read_text(encoding="utf-8")
+        found += [
+            f"{path.relative_to(package)}: {word}"
+            for word in ("gemrag.store.sqlite", "gemrag.store.postgres", "is_postgres_url")
+            if word in text
+        ]
+    assert found == []

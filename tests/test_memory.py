@@ -195,7 +195,7 @@ def test_rank_mode_is_algorithm1(tmp_path: Path, config: Config) -> None:
 
 def test_import_caches_copies_llm_and_embeddings(tmp_path: Path, config: Config) -> None:
     from gemrag.errors import GemragError
-    from gemrag.store.sqlite import Store
+    from gemrag.store import Store, import_caches
 
     a = Store(tmp_path / "a")
     a.put_llm("k1", "m", {"text": "one"})
@@ -203,16 +203,19 @@ def test_import_caches_copies_llm_and_embeddings(tmp_path: Path, config: Config)
     a.close()
     b = Store(tmp_path / "b")
     b.put_llm("k1", "m", {"text": "kept"})  # an entry already there wins
-    assert b.import_caches(tmp_path / "a") == (0, 1)
+    assert import_caches(b, tmp_path / "a") == (0, 1)
     assert b.get_llm("k1") == {"text": "kept"}
     assert b.get_embeddings("e", ["v1"])["v1"].tolist() == [1.0, 1.0, 1.0]
     c = Store(tmp_path / "c")
-    assert c.import_caches(tmp_path / "a") == (1, 1) and c.get_llm("k1") == {"text": "one"}
+    assert import_caches(c, tmp_path / "a") == (1, 1) and c.get_llm("k1") == {"text": "one"}
     with pytest.raises(GemragError, match="not another gemrag memory"):
-        c.import_caches(tmp_path / "missing")
-    (tmp_path / "junk.sqlite").write_bytes(b"not a database at all" * 50)
+        import_caches(c, tmp_path / "missing")
+    with pytest.raises(GemragError, match="not another gemrag memory"):
+        import_caches(c, tmp_path / "c")  # itself
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "memory.sqlite").write_bytes(b"not a database at all" * 50)
     with pytest.raises(GemragError, match="cannot read the caches"):
-        c.import_caches(tmp_path / "junk.sqlite")
+        import_caches(c, tmp_path / "junk")
     assert c.get_llm("k1") == {"text": "one"}  # nothing lost
 
 

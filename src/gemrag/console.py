@@ -11,7 +11,6 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -21,8 +20,6 @@ from typer.core import TyperGroup
 
 from gemrag import tracing
 from gemrag.errors import GemragError
-
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 # click's exception classes, found through typer's public BadParameter (typer vendors click in recent versions)
 _USAGE_CLASSES = {c.__name__: c for c in typer.BadParameter.__mro__}
@@ -40,45 +37,6 @@ def fail(exc: BaseException) -> None:
     """
     err.print(Text.assemble(("error: ", "bold red"), one_line(str(exc))), soft_wrap=True)
     raise typer.Exit(2)
-
-
-def require_memory(memory: Path, hint: str = "") -> None:
-    """Stop with one ``error:`` line (exit code 2) unless ``memory`` is a memory directory (it holds an SQLite
-    ``memory.sqlite``): the read commands (``ask``, ``info``, ``view``, ``delete``) never create a memory.
-
-    Args:
-        hint: what to do instead (default: index documents into it first).
-
-    Raises:
-        typer.Exit: code 2 when it is not.
-    """
-    db = memory / "memory.sqlite"
-    try:
-        with open(db, "rb") as fh:
-            ok = db.is_file() and fh.read(len(SQLITE_HEADER)) in (SQLITE_HEADER, b"")  # SQLite takes an empty file
-    except OSError:
-        ok = False
-    if not ok:
-        what = "no memory.sqlite" if not db.exists() else "its memory.sqlite is not a readable SQLite database"
-        fail(
-            GemragError(
-                f"{memory} is not a gemrag memory ({what}); "
-                + (hint or f"create one with `gemrag index FILE --memory {memory}`")
-            )
-        )
-
-
-def check_memory_target(memory: Path) -> None:
-    """Stop with one ``error:`` line (exit code 2) unless ``memory`` can hold a memory: a missing directory (it
-    will be created), or a directory with no ``memory.sqlite`` or a real one.
-
-    Raises:
-        typer.Exit: code 2 when ``memory`` is a file, or its ``memory.sqlite`` is not an SQLite database.
-    """
-    if memory.exists() and not memory.is_dir():
-        fail(GemragError(f"{memory} exists and is not a directory; give a memory directory"))
-    if (memory / "memory.sqlite").exists():
-        require_memory(memory)
 
 
 @contextmanager

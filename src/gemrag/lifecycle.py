@@ -20,7 +20,6 @@ removes a document). Every strategy's build records the chunks it covers (:mod:`
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any, Protocol
 from gemrag.errors import DamagedMemoryError, GemragError, StaleGenerationError
 from gemrag.store import MemoryStore
 from gemrag.store.derived import BuildState
+from gemrag.store.parts import Connection
 from gemrag.store.publish import Publication
 from gemrag.strategies import available
 from gemrag.strategies.base import Strategy, StrategyContext
@@ -233,7 +233,7 @@ class Removal:
 
 
 def remove_chunks(
-    memory: MemoryHandle, chunk_ids: Sequence[int], rows: Callable[[sqlite3.Connection, list[int]], None]
+    memory: MemoryHandle, chunk_ids: Sequence[int], rows: Callable[[Connection, list[int]], None]
 ) -> Removal:
     """Delete chunks in ONE transaction with a pruned generation of every built strategy (no LLM call; the caller
     holds the build lock): the derived nodes made from these chunks only are found, each built strategy's published
@@ -272,7 +272,7 @@ def remove_documents(
     store = memory.store
     chunk_ids = [c for doc, _ in documents for c in store.document_chunk_ids(int(doc["id"]))]
 
-    def rows(c: sqlite3.Connection, derived: list[int]) -> None:
+    def rows(c: Connection, derived: list[int]) -> None:
         for doc, reason in documents:
             held = store.holders(int(doc["id"]))
             for row in [{**doc, **{k: h[k] for k in ("key", "source", "title", "added_at")}} for h in held] or [doc]:

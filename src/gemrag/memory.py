@@ -60,7 +60,7 @@ from gemrag.models.meter import UsageMeter
 from gemrag.provenance import with_provenance
 from gemrag.reports import Answer, IndexReport
 from gemrag.sources import Source, SourceReport, put_sources, read_sources, synced_directories
-from gemrag.store import MemoryStore, is_postgres_url, memory_writable, open_store
+from gemrag.store import MemoryStore, open_store
 from gemrag.store.lock import BuildLockHolder
 from gemrag.strategies import StrategyContext, check_config, get_strategy
 from gemrag.strategies.base import ProgressFactory, Strategy, no_progress
@@ -150,8 +150,6 @@ class Memory:
         check_config(config)  # before anything is created: a bad configuration leaves no empty memory behind
         check_model_settings(None if llm else config.llm, None if embedder else config.embedder)
         embedder = embedder or build_embedder(config.embedder)
-        if readonly is None:
-            readonly = False if is_postgres_url(directory) else not memory_writable(Path(directory))
         store = open_store(directory, readonly=readonly, pool_size=pool_size)
         try:
             return cls(store, config, llm=llm, embedder=embedder, progress=progress)

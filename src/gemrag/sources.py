@@ -45,7 +45,7 @@ from gemrag.errors import InputError
 from gemrag.ingest import Document, expand_paths, read_document, read_stdin
 from gemrag.lifecycle import MemoryHandle, remove_chunks
 from gemrag.source_plan import HolderPlan, Status, file_key, plan_holders, read_entries
-from gemrag.store.sqlite import sha256_text
+from gemrag.store.rows import sha256_text
 
 __all__ = ["STATUSES", "Source", "SourceChange", "SourceReport", "file_key", "put_sources", "read_sources"]
 

@@ -19,7 +19,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag.config import Config
 from gemrag.eval.memories import EvalMemories
 from gemrag.eval.runner import run_eval
-from gemrag.store.pg_connect import PgLocation, child_schema
+from gemrag.store.postgres.connect import PgLocation, child_schema
 
 UTILITY = "questions that this passage answers"
 """A phrase of gem's utility-question prompt."""

@@ -131,8 +131,8 @@ def test_an_older_postgres_memory_gains_its_chunk_spans_at_the_upgrade(
     cut = chunk_text(DOC, minilm_tokenizer(), 16)
     try:
         with monkeypatch.context() as patch:
-            patch.setattr("gemrag.store.pg_schema.SCHEMA_VERSION", version)
-            patch.setattr("gemrag.store.postgres.SCHEMA_VERSION", version)
+            patch.setattr("gemrag.store.postgres.schema.SCHEMA_VERSION", version)
+            patch.setattr("gemrag.store.postgres.store.SCHEMA_VERSION", version)
             old = open_store(url)
             with old.transaction() as c:  # rows as gemrag wrote them at schema 4 or 5
                 doc_id = old.insert_document(c, "a.txt", "a", DOC, "0" * 64)

@@ -1,4 +1,4 @@
-"""Opening a memory's database while another connection or process holds it (gemrag.store.connection)."""
+"""Opening a memory's database while another connection or process holds it (gemrag.store.sqlite.connection)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from gemrag.errors import DatabaseLockedError
 from gemrag.store import Store
-from gemrag.store.connection import open_connection
+from gemrag.store.sqlite.connection import open_connection
 
 
 def _hold_write_lock(path: Path) -> sqlite3.Connection:

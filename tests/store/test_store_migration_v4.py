@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import gemrag.store.migrations as migrations
+import gemrag.store.sqlite.migrations as migrations
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config

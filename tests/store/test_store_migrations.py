@@ -2,7 +2,7 @@
 
 The fixture is a schema-1 memory made the way schema-1 gemrag made it: the exact schema-1 DDL below (copied
 from ``store/sqlite.py`` as released), rows of a real build, and ``gem_*.npy`` / ``dense_*.npy`` files.
-Policy (see ``gemrag.store.migrations``): arrays that pass the consistency checks are adopted as generation 1
+Policy (see ``gemrag.store.sqlite.migrations``): arrays that pass the consistency checks are adopted as generation 1
 and retrieval works at once; arrays that fail them are not trusted and retrieval asks for ``gemrag index``,
 which rebuilds from the cached LLM answers (no LLM call).
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import gemrag.store.migrations as migrations
+import gemrag.store.sqlite.migrations as migrations
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config

@@ -17,10 +17,10 @@ import pytest
 
 from backends import drop_schemas, new_schema, schema_url
 from gemrag.errors import GemragError, MemoryBusyError, ReadOnlyMemoryError
-from gemrag.store import Store, is_postgres_url, open_store
-from gemrag.store.dialect import returns_id, to_postgres
-from gemrag.store.pg_connect import MAX_IDENTIFIER, PgLocation, child_schema
-from gemrag.store.postgres import PostgresStore
+from gemrag.store import Store, import_caches, open_store
+from gemrag.store.postgres.connect import MAX_IDENTIFIER, PgLocation, child_schema, is_postgres_url
+from gemrag.store.postgres.dialect import returns_id, to_postgres
+from gemrag.store.postgres.store import PostgresStore
 from gemrag.store.schema import SCHEMA_VERSION
 
 
@@ -97,8 +97,8 @@ def test_a_schema_3_memory_upgrades_to_schema_4(url: str, monkeypatch: pytest.Mo
     """PG_UPGRADES[4] on a memory written at schema 3: its documents keep their ids and become anonymous version 1;
     the same text may then be stored under two identities, and replaced versions go to ``document_versions``."""
     with monkeypatch.context() as patch:
-        patch.setattr("gemrag.store.pg_schema.SCHEMA_VERSION", 3)
-        patch.setattr("gemrag.store.postgres.SCHEMA_VERSION", 3)
+        patch.setattr("gemrag.store.postgres.schema.SCHEMA_VERSION", 3)
+        patch.setattr("gemrag.store.postgres.store.SCHEMA_VERSION", 3)
         old = open_store(url)
         with old.transaction() as c:  # a row as gemrag wrote it at schema 3
             doc_id = c.execute(
@@ -214,8 +214,8 @@ def test_caches_are_imported_from_a_directory_memory(url: str, tmp_path: Path) -
     source.put_embeddings("emb", [("e", np.arange(3, dtype=np.float32))])
     source.close()
     store = open_store(url)
-    assert store.import_caches(tmp_path / "src") == (1, 1)
-    assert store.import_caches(tmp_path / "src") == (0, 0)  # entries already here are kept
+    assert import_caches(store, tmp_path / "src") == (1, 1)
+    assert import_caches(store, tmp_path / "src") == (0, 0)  # entries already here are kept
     assert store.get_llm("k") == {"text": "cached"}
     np.testing.assert_array_equal(store.get_embeddings("emb", ["e"])["e"], np.arange(3, dtype=np.float32))
     store.close()

@@ -12,12 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import gemrag.memory
+import gemrag.store.open
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
 from gemrag.errors import GemragError, ReadOnlyMemoryError
 from gemrag.store import Store
+from gemrag.store.sqlite.connection import memory_writable
 from test_memory import DOC_A
 
 QUESTION = "Who gave Amos a silver medal for his courage?"
@@ -94,7 +95,7 @@ def test_read_only_directory_still_answers(
     path, hits = read_only_dir
     before = snapshot_dir(path)
     if os.geteuid() == 0:  # root ignores file modes: make the writability check see what a user would
-        monkeypatch.setattr(gemrag.memory, "memory_writable", lambda directory: False)
+        monkeypatch.setattr(gemrag.store.open, "memory_writable", lambda directory: False)
     with Memory.open(path, config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:  # read-only by itself
         assert mem.readonly
         assert [(h.node_id, h.text, h.score) for h in mem.retrieve(QUESTION, 3)] == hits
@@ -104,11 +105,11 @@ def test_read_only_directory_still_answers(
 
 def test_writability_check(tmp_path: Path, built: tuple[Path, list]) -> None:
     path, _ = built
-    assert gemrag.memory.memory_writable(path) and gemrag.memory.memory_writable(tmp_path / "new")
+    assert memory_writable(path) and memory_writable(tmp_path / "new")
     if os.geteuid() != 0:
         db = path / "memory.sqlite"
         db.chmod(0o444)
         try:
-            assert not gemrag.memory.memory_writable(path)
+            assert not memory_writable(path)
         finally:
             db.chmod(0o644)

@@ -11,7 +11,7 @@ import pytest
 
 from backends import MemoryAt, new_schema, schema_url
 from gemrag.store import open_store
-from gemrag.store.pg_vectors import PgvectorMissingWarning
+from gemrag.store.postgres.vectors import PgvectorMissingWarning
 from gemrag.strategies.platform.common import cosine_ranking
 
 N, D, K = 3000, 64, 10
@@ -119,7 +119,7 @@ def test_without_the_extension_privilege_a_memory_works_with_numpy_search(postgr
     working memory, one warning, and numpy search."""
     import psycopg
 
-    from gemrag.store.pg_connect import PgLocation
+    from gemrag.store.postgres.connect import PgLocation
 
     admin = PgLocation.parse(postgres_url).conninfo
     database, role = f"nopgv{os.getpid()}", f"plain{os.getpid()}"

@@ -9,10 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from gemrag.config import Config, load_config, memory_location
-from gemrag.console import check_memory_target, fail, require_memory
+from gemrag.console import fail
 from gemrag.errors import GemragError
-from gemrag.store import is_postgres_url, memory_exists
-from gemrag.store.pg_connect import PgLocation
+from gemrag.store import location_problem
 from gemrag.strategies import available
 
 __all__ = [
@@ -144,17 +143,7 @@ def memory_target(option: str | Path | None, config: Config | None, *, existing:
             ``error:`` line); GemragError: the PostgreSQL server cannot be reached.
     """
     location = str(option) if option is not None and str(option) else memory_location(option, config or Config())
-    if is_postgres_url(location):
-        if existing and not memory_exists(location):
-            shown = PgLocation.parse(location).display
-            fail(
-                GemragError(
-                    f"{shown} holds no gemrag memory; "
-                    + (hint or f"create one with `gemrag index FILE --memory '{shown}'`")
-                )
-            )
-    elif existing:
-        require_memory(Path(location), hint)
-    else:
-        check_memory_target(Path(location))
+    problem = location_problem(location, existing=existing, hint=hint)
+    if problem is not None:
+        fail(GemragError(problem))
     return location

@@ -16,8 +16,8 @@ import typer
 
 from gemrag.config import load_config
 from gemrag.console import cli_errors, err
-from gemrag.errors import ConfigError
-from gemrag.store import is_postgres_url
+from gemrag.errors import ConfigError, GemragError
+from gemrag.store import as_location, memory_root
 from gemrag.strategies import check_config
 
 __all__ = ["serve_command"]
@@ -97,8 +97,10 @@ def serve_command(
             from gemrag.server import KeyRing, create_app, load_key_file
         except ImportError as exc:
             raise ConfigError(f"gemrag serve needs the serve extra: pip install 'gemrag[serve]' ({exc})") from None
-        if not is_postgres_url(memory) and Path(memory).exists() and not Path(memory).is_dir():
-            raise ConfigError(f"--memory {memory} is not a directory; give the directory of the namespaces' memories")
+        try:
+            memory_root(as_location(memory))
+        except GemragError as exc:
+            raise ConfigError(f"--memory {exc}") from None
         grants: dict[str, list[str]] = load_key_file(api_keys) if api_keys else {}
         if api_key is not None and not api_key.strip():
             raise ConfigError("--api-key is empty; give a key (or none, for a loopback server without keys)")
@@ -113,7 +115,7 @@ def serve_command(
         cfg = load_config(config, {"strategy": strategy} if strategy else None)
         check_config(cfg)
         check_port(host, port)
-        app = create_app(memory if is_postgres_url(memory) else Path(memory), cfg, keys=keys)
+        app = create_app(as_location(memory), cfg, keys=keys)
     if keys is None:
         err.print(
             f"[yellow]no API keys configured:[/] anyone who can reach {host}:{port} can use every namespace"

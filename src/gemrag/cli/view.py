@@ -18,7 +18,7 @@ from gemrag.config import load_config
 from gemrag.console import cli_errors
 from gemrag.errors import ConfigError, InputError
 from gemrag.memory import Memory
-from gemrag.store import is_postgres_url, open_store
+from gemrag.store import location_name, open_store
 from gemrag.strategies import available
 from gemrag.strategies.gem.settings import gem_settings
 from gemrag.view import RetrievalPath, retrieval_path, view_data, write_html
@@ -86,7 +86,7 @@ def view_command(
         target = write_html(
             data,
             output,
-            f"gemrag memory · {Path(location).name if not is_postgres_url(location) else location} · {name}",
+            f"gemrag memory · {location_name(location)} · {name}",
         )
     out.print(
         f"wrote {target}: {len(data.nodes)} nodes, {len(data.edges)} of {data.edges_total} edges "

@@ -301,7 +301,7 @@ def run_acceptance(
             (:func:`gemrag.eval.judging_sheet.write_sheet`).
         verdicts: report with the verdicts of this filled sheet instead of the LLM judge's
             (:mod:`gemrag.eval.judging_sheet`), into ``results-<file stem>.{json,md}``; ``results.md`` is kept.
-        memory_root: None = the memories are directories under ``out_dir/memories``; a
+        memory_root: None = the memories are directories under ``out_dir/memories``; a directory = under it; a
             ``postgresql://...?schema=PREFIX`` URL = schemas ``PREFIX_<name>`` (:mod:`gemrag.eval.memories`).
 
     Returns:

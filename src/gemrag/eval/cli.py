@@ -144,8 +144,9 @@ def eval_command(
         Opt(
             "--memory",
             "-m",
-            help="postgresql://user@host:port/db?schema=PREFIX: keep each evaluation memory in its own schema "
-            "PREFIX_NAME (NAME: the memory's name) of that database instead of a directory under --out/memories "
+            help="A directory, or postgresql://user@host:port/db?schema=PREFIX: keep each evaluation memory there "
+            "(DIR/NAME, or the schema PREFIX_NAME of that database; NAME: the memory's name) instead of under "
+            "--out/memories "
             "(records and results stay under --out). Not read from GEMRAG_MEMORY, which names one memory. qa: an "
             "existing memory (directory or URL) whose documents the questions are about (read, never changed).",
         ),

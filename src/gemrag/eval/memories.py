@@ -1,11 +1,13 @@
-"""Where ``gemrag eval`` keeps its memories: directories under ``--out`` (SQLite, the default) or PostgreSQL schemas.
+"""Where ``gemrag eval`` keeps its memories: directories under ``--out`` (the default), under another directory, or
+PostgreSQL schemas (:func:`gemrag.store.memory_root`).
 
 Every evaluation memory has a name, ``<dataset>-<group>[-<param>-<value>]`` (``cmu_dog-<movie>`` for the acceptance
-test). By default it is the directory ``out_dir/memories/<name>``. Given ``--memory postgresql://...?schema=PREFIX``,
-it is instead the schema :func:`~gemrag.store.pg_connect.child_schema` ``(PREFIX, name, distinct=True)`` of that
-database (``PREFIX_<name lower-cased, other characters as _>_<8 hex of its SHA-1>``, at most 63 characters), the
-mapping ``gemrag serve`` uses for its namespaces. Records, results, ``index.jsonl`` and ``attempts.jsonl`` stay
-under ``out_dir`` either way, and they name a memory by its name, so they do not depend on the backend.
+test). By default it is the directory ``out_dir/memories/<name>``. Given ``--memory DIR``, it is ``DIR/<name>``;
+given ``--memory postgresql://...?schema=PREFIX``, it is a schema of that database: ``PREFIX_<name lower-cased, other
+characters as _>_<8 hex of its SHA-1>``, at most 63 characters (names differing only in case or punctuation stay
+distinct), the mapping ``gemrag serve`` uses for its namespaces. Records, results, ``index.jsonl`` and
+``attempts.jsonl`` stay under ``out_dir`` either way, and they name a memory by its name, so they do not depend on
+where the memories are.
 """
 
 from __future__ import annotations
@@ -15,13 +17,11 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
 
 from gemrag.errors import ConfigError, GemragError
 from gemrag.eval.datasets import QuestionGroup
 from gemrag.memory import Memory
-from gemrag.store import is_postgres_url, memory_exists
-from gemrag.store.pg_connect import MAX_PREFIX, PgLocation, connect
+from gemrag.store import Location, MemoryRoot, describe_location, import_caches, memory_root
 
 __all__ = ["EvalMemories", "check_memory_root", "group_id"]
 
@@ -38,78 +38,63 @@ def group_id(group: QuestionGroup) -> str:
     return slug
 
 
-def check_memory_root(url: str) -> PgLocation:
-    """Check ``gemrag eval --memory``: a PostgreSQL URL naming the schema prefix of the evaluation's memories
-    (checked without connecting).
+def check_memory_root(root: Location) -> MemoryRoot:
+    """Check ``gemrag eval --memory``: where the evaluation's memories go, one per name (checked without
+    connecting): a directory (memories ``ROOT/<name>``) or a PostgreSQL URL naming the schema prefix of their
+    schemas (``postgresql://user@host:port/db?schema=PREFIX``, memories ``PREFIX_<name>``).
 
     Returns:
-        The parsed URL (its ``schema`` is the prefix).
+        The root (see :func:`gemrag.store.memory_root`).
 
     Raises:
-        ConfigError: not a ``postgresql://`` URL, a malformed one (bad port), no ``schema=`` parameter, or a
-            prefix that is not a lower-case SQL identifier of at most 44 characters (one line, naming the value).
+        ConfigError: a file, a malformed URL (bad port), a URL without ``schema=``, or a prefix that is not a
+            lower-case SQL identifier of at most 44 characters (one line, naming the value).
     """
-    shown = url.split("@")[-1] if is_postgres_url(url) else url
-    if not is_postgres_url(url):
-        raise ConfigError(
-            f"--memory {url!r}: give a postgresql://user@host:port/db?schema=PREFIX URL (one schema PREFIX_<memory> "
-            "per evaluation memory); without --memory the memories are directories under --out"
-        )
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a port that is not a number in 0-65535
-        location = PgLocation.parse(url)
-    except (ValueError, GemragError) as exc:
-        raise ConfigError(f"--memory {shown!r} is not a valid PostgreSQL URL: {exc}") from None
-    if not any(key == "schema" for key, _ in parse_qsl(parts.query, keep_blank_values=True)):
-        raise ConfigError(f"--memory {shown!r} names no schema: add ?schema=PREFIX (memories go to PREFIX_<name>)")
-    if len(location.schema) > MAX_PREFIX:
-        raise ConfigError(
-            f"--memory {shown!r}: the schema prefix {location.schema!r} is longer than {MAX_PREFIX} characters"
-        )
-    return location
+        shown = describe_location(root)
+    except GemragError:
+        shown = str(root).split("@")[-1]
+    try:
+        return memory_root(root, require_prefix=True)
+    except GemragError as exc:
+        raise ConfigError(f"--memory {shown!r}: {exc}") from None
 
 
 class EvalMemories:
     """The memories of one evaluation, by name.
 
     Args:
-        out_dir: the evaluation's output directory (SQLite memories go to ``out_dir/memories/<name>``).
-        root: None (SQLite), or a ``postgresql://...?schema=PREFIX`` URL (one schema per memory).
+        out_dir: the evaluation's output directory (by default the memories go to ``out_dir/memories/<name>``).
+        root: None (the default), or where the memories go instead (see :func:`check_memory_root`).
 
     Raises:
         ConfigError: a bad ``root`` (see :func:`check_memory_root`).
     """
 
-    def __init__(self, out_dir: Path, root: str | None = None) -> None:
+    def __init__(self, out_dir: Path, root: Location | None = None) -> None:
         self.out_dir = out_dir
-        self.root = check_memory_root(root) if root is not None else None
+        self.root = check_memory_root(root) if root is not None else memory_root(out_dir / "memories")
 
-    def location(self, name: str) -> Path | str:
+    def location(self, name: str) -> Location:
         """The memory ``name``'s location: its directory, or its PostgreSQL URL (not created)."""
-        if self.root is None:
-            return self.out_dir / "memories" / name
         return self.root.child(name, distinct=True)
 
     def exists(self, name: str) -> bool:
-        """True when the memory ``name`` has been created (a ``memory.sqlite``, or a schema with gemrag's tables).
+        """True when the memory ``name`` has been created.
 
         Raises:
             GemragError: the PostgreSQL server cannot be reached.
         """
-        if self.root is None:
-            return (self.out_dir / "memories" / name / "memory.sqlite").is_file()
-        return memory_exists(self.location(name))
+        return self.root.exists(name, distinct=True)
 
     def check_server(self) -> None:
-        """Connect once to the PostgreSQL server (nothing for SQLite), so that an unreachable server is a one-line
+        """Reach the root's server once (nothing for a directory), so that an unreachable server is a one-line
         error before anything is built or written.
 
         Raises:
             GemragError: the server cannot be reached or refuses the login.
         """
-        if self.root is not None:
-            connect(self.root.conninfo, "public", self.root.display).close()
+        self.root.check()
 
     def seed_caches(self, mem: Memory, name: str, siblings: Iterable[str]) -> None:
         """Copy the LLM and embedding caches of the existing memories named ``siblings`` (other than ``name``) into
@@ -122,4 +107,4 @@ class EvalMemories:
         """
         for sibling in dict.fromkeys(siblings):
             if sibling != name and self.exists(sibling):
-                mem.store.import_caches(self.location(sibling))
+                import_caches(mem.store, self.location(sibling))

@@ -119,7 +119,7 @@ def run_eval(
         judge: the factual-correctness judge (:mod:`gemrag.eval.judged`, :mod:`gemrag.eval.factual`): None (the
             default) judges nothing, as a :class:`JudgeChoice` naming no judge; one naming a model, an endpoint or a
             backend judges the free-form answers. Records then carry ``judged`` (claim F1 in [0, 1]).
-        memory_root: None = the memories are directories under ``out_dir/memories``; a
+        memory_root: None = the memories are directories under ``out_dir/memories``; a directory = under it; a
             ``postgresql://...?schema=PREFIX`` URL = each memory is the schema ``PREFIX_<name>`` of that database
             (:mod:`gemrag.eval.memories`); records and results stay under ``out_dir``.
         adversarial: how LoCoMo's category-5 questions are answered (:mod:`gemrag.eval.adversarial`): ``"options"``

@@ -33,7 +33,7 @@ from gemrag.memory import Memory
 from gemrag.models.base import LLM, Completion, Embedder, Message
 from gemrag.models.factory import build_embedder, build_llm
 from gemrag.models.streaming import complete_stream, pieces
-from gemrag.store.pg_connect import MAX_IDENTIFIER, PgLocation, child_schema, connect, is_postgres_url
+from gemrag.store import Location, MemoryRoot, memory_root
 from gemrag.strategies.base import ProgressFactory
 
 PG_POOL = 2
@@ -125,7 +125,8 @@ class Namespaces:
     """The memories under one root directory, one per namespace.
 
     Args:
-        root: the directory holding one memory directory per namespace (created when missing).
+        root: the directory holding one memory directory per namespace (created when missing), or a PostgreSQL
+            URL whose schema prefixes the namespaces' schemas (see :func:`gemrag.store.memory_root`).
         pool: read-only memories kept open per namespace between requests (more are opened under load and
             closed afterwards).
         config: the configuration every namespace's memory is opened with.
@@ -141,16 +142,12 @@ class Namespaces:
         llm: LLM | None = None,
         pool: int = 8,
     ) -> None:
-        self.url = str(root) if is_postgres_url(str(root)) and not isinstance(root, Path) else None
-        self.root = Path(".") if self.url else Path(root)
-        self._pg = PgLocation.parse(self.url) if self.url else None
-        if self.url is None:
-            try:
-                self.root.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ConfigError(
-                    f"cannot use {self.root} as the root of the namespaces: {exc.strerror or exc}"
-                ) from None
+        try:
+            self.root: MemoryRoot = memory_root(root)
+            self.root.create()
+        except (OSError, GemragError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise ConfigError(f"cannot use {root} as the root of the namespaces: {reason}") from None
         self.config = config
         self._embedder = embedder
         self.llm = SerialLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
@@ -166,41 +163,17 @@ class Namespaces:
                 self._embedder = build_embedder(self.config.embedder)
             return self._embedder
 
-    def path(self, namespace: str) -> Path | str:
+    def path(self, namespace: str) -> Location:
         """The memory location of ``namespace`` (not created): its directory, or its PostgreSQL URL.
 
         Raises:
-            ValueError: an invalid namespace name.
+            ValueError: an invalid namespace name, or one too long for the root (a PostgreSQL schema name).
         """
-        check_namespace(namespace)
-        if self._pg is not None:
-            return self._pg.with_schema(self._schema(namespace))
-        return self.root / namespace
-
-    def _schema(self, namespace: str) -> str:
-        assert self._pg is not None
-        if len(self._pg.schema) + 1 + len(namespace) > MAX_IDENTIFIER:  # unhashed, so that list() can name it
-            raise ValueError(f"namespace {namespace!r} is too long for a PostgreSQL schema name (63 characters)")
-        return child_schema(self._pg.schema, namespace)
-
-    def _pg_schemas(self) -> list[str]:
-        """The schemas of the database holding a gemrag memory (a ``meta`` table)."""
-        assert self._pg is not None
-        conn = connect(self._pg.conninfo, "public", self._pg.display)
-        try:
-            rows = conn.execute(
-                "SELECT table_schema FROM information_schema.tables WHERE table_name = 'meta' AND table_schema LIKE %s",
-                (self._pg.schema.replace("_", "\\_") + "\\_%",),
-            ).fetchall()
-        finally:
-            conn.close()
-        return [str(r[0]) for r in rows]
+        return self.root.child(check_namespace(namespace))
 
     def exists(self, namespace: str) -> bool:
         """True when ``namespace`` holds a memory."""
-        if self._pg is not None:
-            return self._schema(check_namespace(namespace)) in self._pg_schemas()
-        return (self.root / check_namespace(namespace) / "memory.sqlite").is_file()
+        return self.root.exists(check_namespace(namespace))
 
     def require(self, namespace: str) -> None:
         """Check that ``namespace`` holds a memory.
@@ -213,10 +186,7 @@ class Namespaces:
 
     def names(self) -> list[str]:
         """The namespaces holding a memory, sorted."""
-        if self._pg is not None:
-            skip = len(self._pg.schema) + 1
-            return sorted(s[skip:] for s in self._pg_schemas() if _NAME.fullmatch(s[skip:]))
-        return sorted(p.name for p in self.root.iterdir() if _NAME.fullmatch(p.name) and self.exists(p.name))
+        return [name for name in self.root.names() if _NAME.fullmatch(name)]
 
     def open(self, namespace: str, *, readonly: bool, progress: ProgressFactory | None = None) -> Memory:
         """A new Memory on ``namespace`` with the shared backends (the caller closes it).

@@ -1,40 +1,63 @@
 """Persistence: one memory = one directory holding ``memory.sqlite`` plus generation-named ``.npy`` arrays (SQLite,
 the default), or one PostgreSQL schema (``postgresql://...?schema=NAME``).
 
-:class:`MemoryStore` (``base.py``) is the interface both backends implement; :func:`open_store` (``open.py``) opens
-either by location. :class:`Store` (``sqlite.py``) is the SQLite database, :class:`~gemrag.store.postgres.PostgresStore`
-(``postgres.py``, with ``pg_*.py``) the PostgreSQL one; ``rows.py`` holds the rows both share and ``dialect.py``
-translates their SQL for PostgreSQL; ``publish.py`` publishes a strategy's build atomically as a
-numbered generation; ``lock.py`` is the exclusive build lock; ``migrations.py`` upgrades older memories;
-``connection.py`` opens the database (read-write or read-only) and names SQLite's errors; ``caches.py`` holds
-the LLM and embedding caches; ``arrays.py`` writes and checks array files (``.npy``, scipy.sparse ``.npz``);
-``derived.py`` holds strategies' own nodes, edges, sources and build states; ``artifacts.py`` their per-node
-LLM artefacts.
+A store is assembled from parts (``parts.py``: database, rows, build arrays, vector search, caches, build lock);
+:class:`MemoryStore` (``base.py``) is their composition. Each backend is a folder: ``sqlite/`` (:class:`Store` =
+:class:`SqliteRows` + :class:`FileArraysMixin`, the arrays as files) and ``postgres/`` (``PostgresStore``), which
+never import each other. :func:`open_store` and the other functions of ``open.py`` are the one place that chooses a
+backend by location; nothing outside this package asks which one a memory has.
+
+Neutral code lives here, above the backends: ``schema.py`` (the schema version, the table list, which nodes a reader
+sees), ``rows.py``, ``documents.py``, ``derived.py`` and ``artifacts.py`` (the rows, SQL written once in SQLite's
+dialect), ``caches.py`` (the LLM and embedding caches), ``publish.py`` (build generations published atomically),
+``files.py`` (build arrays as files), ``arrays.py`` (writing and checking ``.npy`` / ``.npz``), ``vectors.py`` (exact
+nearest-neighbour search), ``lock.py`` (the file build lock), ``copy.py`` (copying memories and caches between
+locations and backends).
 """
 
 from gemrag.store.base import MemoryStore
-from gemrag.store.connection import memory_writable
+from gemrag.store.copy import copy_memory, import_caches
 from gemrag.store.derived import BuildState
+from gemrag.store.files import FileArraysMixin
 from gemrag.store.lock import BuildLock
-from gemrag.store.open import location_exists, memory_exists, open_store
-from gemrag.store.pg_connect import is_postgres_url
+from gemrag.store.open import (
+    Location,
+    MemoryRoot,
+    as_location,
+    describe_location,
+    location_exists,
+    location_name,
+    location_problem,
+    memory_exists,
+    memory_root,
+    open_store,
+)
 from gemrag.store.publish import KEEP_COVERS, ArrayEntry, Manifest, Publication, Published
-from gemrag.store.sqlite import NodeRecord, Store
+from gemrag.store.sqlite.store import NodeRecord, SqliteRows, Store
 
 __all__ = [
     "KEEP_COVERS",
     "ArrayEntry",
     "BuildLock",
     "BuildState",
+    "FileArraysMixin",
+    "Location",
     "Manifest",
+    "MemoryRoot",
     "MemoryStore",
     "NodeRecord",
     "Publication",
     "Published",
+    "SqliteRows",
     "Store",
-    "is_postgres_url",
+    "as_location",
+    "copy_memory",
+    "describe_location",
+    "import_caches",
     "location_exists",
+    "location_name",
+    "location_problem",
     "memory_exists",
-    "memory_writable",
+    "memory_root",
     "open_store",
 ]

@@ -14,7 +14,6 @@ The store knows no strategy: ``strategy`` and ``kind`` are names (``[A-Za-z0-9_-
 from __future__ import annotations
 
 import re
-import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -23,6 +22,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from gemrag.errors import DamagedMemoryError
+from gemrag.store.parts import Connection
 
 M = TypeVar("M", bound=BaseModel)
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -38,7 +38,7 @@ def _check(strategy: str, kind: str) -> None:
 class ArtifactsMixin:
     """Artefact rows on :class:`gemrag.store.Store` (needs its transactions and queries)."""
 
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...  # provided by Store
+    def transaction(self) -> AbstractContextManager[Connection]: ...  # provided by Store
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
 
     def put_artifact(self, strategy: str, kind: str, node_id: int, value: BaseModel, version: str) -> None:
@@ -51,7 +51,7 @@ class ArtifactsMixin:
 
         Raises:
             ValueError: a bad strategy or kind name.
-            sqlite3.IntegrityError: no node has that id.
+            IntegrityError (the database's): no node has that id.
             ReadOnlyMemoryError: the store is read-only.
         """
         self.put_artifacts(strategy, kind, [(node_id, value)], version)

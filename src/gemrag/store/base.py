@@ -1,25 +1,28 @@
 """The store interface: what the rest of gemrag calls on a memory, whatever database holds it.
 
-:class:`MemoryStore` is the base of both backends:
+:class:`MemoryStore` is the composition of the parts of :mod:`gemrag.store.parts` (database, rows, build arrays,
+vector search, caches, build lock), and the base of both backends:
 
-* :class:`gemrag.store.sqlite.Store`: one memory = one directory (``memory.sqlite`` + generation-named array
-  files), the embedded default;
-* :class:`gemrag.store.postgres.PostgresStore`: one memory = one PostgreSQL schema (every row and every array of
-  a build in the database, the build lock a PostgreSQL advisory lock).
+* :class:`gemrag.store.sqlite.store.Store`: one memory = one directory (``memory.sqlite`` + generation-named array
+  files), the embedded default: the SQLite database part (:class:`~gemrag.store.sqlite.store.SqliteRows`) with the
+  arrays on the file system (:class:`~gemrag.store.files.FileArraysMixin`);
+* :class:`gemrag.store.postgres.store.PostgresStore`: one memory = one PostgreSQL schema (every row and every array
+  of a build in the database, vector search in pgvector, the build lock a PostgreSQL advisory lock).
 
 The shared behaviour is written once in the mixins (:mod:`~gemrag.store.rows`, :mod:`~gemrag.store.caches`,
 :mod:`~gemrag.store.derived`, :mod:`~gemrag.store.documents`, :mod:`~gemrag.store.artifacts`,
 :mod:`~gemrag.store.publish`), whose SQL is SQLite's dialect, run as it is on SQLite and translated by
-:mod:`gemrag.store.dialect` on PostgreSQL. A backend supplies the connection side: :meth:`transaction`,
-:meth:`snapshot`, ``_query``, ``_best_effort``, :meth:`close`, :attr:`location`, :meth:`build_lock`, and where its
-arrays live (files, or database rows)."""
+:mod:`gemrag.store.postgres.dialect` on PostgreSQL. A backend supplies the database part: :meth:`transaction`,
+:meth:`snapshot`, ``_query``, ``_best_effort``, :meth:`close`, :attr:`location`, :meth:`build_lock`, and an arrays
+storage part (files, or database rows). ``examples/custom_store.py`` assembles a store from other parts."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,27 +31,13 @@ from gemrag.store.artifacts import ArtifactsMixin
 from gemrag.store.caches import CachesMixin
 from gemrag.store.derived import GraphRowsMixin
 from gemrag.store.documents import DocumentRowsMixin
+from gemrag.store.parts import BuildLockLike, Connection
 from gemrag.store.publish import GenerationsMixin
+from gemrag.store.publish_types import Published
 from gemrag.store.rows import RowsMixin
 from gemrag.store.vectors import exact_nearest
 
-
-class BuildLockLike(Protocol):
-    """A memory's exclusive build lock (:class:`gemrag.store.lock.BuildLock`, or the PostgreSQL advisory lock of
-    :mod:`gemrag.store.pg_lock`)."""
-
-    @property
-    def held(self) -> bool:
-        """True while this object holds the lock."""
-        ...
-
-    def acquire(self, wait: float = 0.0) -> None:
-        """Take the lock, waiting up to ``wait`` seconds. Raises MemoryBusyError when another holder keeps it."""
-        ...
-
-    def release(self) -> None:
-        """Release the lock (no-op when not held)."""
-        ...
+__all__ = ["BuildLockLike", "MemoryStore"]
 
 
 class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, DocumentRowsMixin, RowsMixin, ABC):
@@ -75,8 +64,13 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
     def close(self) -> None:
         """Run deferred cache writes and close the connection(s)."""
 
+    @property
     @abstractmethod
-    def transaction(self) -> AbstractContextManager[Any]:
+    def in_snapshot(self) -> bool:
+        """True inside :meth:`snapshot` (in the thread that holds it)."""
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[Connection]:
         """A nestable write transaction (all or nothing); yields a connection with ``execute``/``executemany``."""
 
     @abstractmethod
@@ -141,3 +135,30 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
     @abstractmethod
     def _best_effort(self, write: Callable[[], None]) -> None:
         """Run a cache or log write that must never fail the caller (skipped on a read-only store)."""
+
+    # -- the arrays storage part (files: gemrag.store.files; database rows: gemrag.store.postgres.generations) ----
+    @abstractmethod
+    def load_published(self, strategy: str, *, mmap: bool = True) -> Published | None:
+        """The strategy's published build, checked against its manifest; None when it was never built."""
+
+    @abstractmethod
+    def write_array(
+        self, strategy: str, generation: int, name: str, array: Any, axes: Sequence[str] | None = None
+    ) -> Any:
+        """Store one array of an unpublished build; returns its manifest entry (:class:`~gemrag.store.ArrayEntry`)."""
+
+    @abstractmethod
+    def artifact_path(self, strategy: str, generation: int, name: str) -> Path:
+        """Where a build creates an artefact that is not an array (publish it after :meth:`sync_path`)."""
+
+    @abstractmethod
+    def sync_path(self, path: Path) -> None:
+        """Make an artefact made under :meth:`artifact_path` durable (fsync, or stored in the database)."""
+
+    @abstractmethod
+    def withdraw(self, strategy: str) -> None:
+        """Remove a strategy's published build (manifest, nodes, edges, chunk list, arrays)."""
+
+    @abstractmethod
+    def stale_files(self, strategy: str | None = None) -> Iterator[Path]:
+        """Files no published build names (none for a store keeping its arrays in the database)."""

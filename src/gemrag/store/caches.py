@@ -11,29 +11,23 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gemrag.errors import DatabaseLockedError, GemragError, ReadOnlyMemoryError
+from gemrag.errors import DatabaseLockedError
+from gemrag.store.parts import Connection
 
 
 class CachesMixin:
     """LLM and embedding caches on :class:`gemrag.store.Store` (needs its connection and transactions)."""
 
-    directory: Path
-    path: Path
     readonly: bool
-    conn: sqlite3.Connection
-    _lock: threading.RLock
 
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...  # provided by Store
+    def transaction(self) -> AbstractContextManager[Connection]: ...  # provided by Store
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
     def _best_effort(self, write: Callable[[], None]) -> None: ...  # provided by Store
 
@@ -91,46 +85,3 @@ class CachesMixin:
         """``(keys, backend calls)`` of the LLM cache: calls > keys means some LLM call was repeated."""
         keys, writes = self._query("SELECT COUNT(*), COALESCE(SUM(writes), 0) FROM llm_cache")[0]
         return int(keys), int(writes)
-
-    def import_caches(self, other: str | Path) -> tuple[int, int]:
-        """Copy another memory's LLM responses and embeddings into this memory's caches.
-
-        Entries already here are kept. Used by ``gemrag eval`` so that a gem ablation memory (same documents,
-        another parameter) answers the model calls it shares with its base memory from the cache.
-
-        Args:
-            other: another memory directory (or its ``memory.sqlite``), of any schema version.
-
-        Returns:
-            ``(llm_rows, embedding_rows)`` inserted (ints).
-
-        Raises:
-            GemragError: ``other`` is not a gemrag memory.
-            ReadOnlyMemoryError: this store is read-only.
-        """
-        path = Path(other)
-        path = path / "memory.sqlite" if path.is_dir() else path
-        if not path.is_file() or path.resolve() == self.path.resolve():
-            raise GemragError(f"{other} is not another gemrag memory")
-        if self.readonly:
-            raise ReadOnlyMemoryError(f"the memory {self.directory} is open read-only")
-        with self._lock:
-            try:
-                self.conn.execute("ATTACH DATABASE ? AS other", (str(path),))
-            except sqlite3.DatabaseError as exc:
-                raise GemragError(f"cannot read the caches of {other}: {exc}") from exc
-            try:
-                with self.transaction() as c:
-                    llm = c.execute(
-                        "INSERT OR IGNORE INTO main.llm_cache(key, model, response, created)"
-                        " SELECT key, model, response, created FROM other.llm_cache"
-                    ).rowcount
-                    emb = c.execute(
-                        "INSERT OR IGNORE INTO main.embeddings(key, model, dim, vector)"
-                        " SELECT key, model, dim, vector FROM other.embeddings"
-                    ).rowcount
-            except sqlite3.DatabaseError as exc:
-                raise GemragError(f"cannot read the caches of {other}: {exc}") from exc
-            finally:
-                self.conn.execute("DETACH DATABASE other")
-        return int(llm), int(emb)

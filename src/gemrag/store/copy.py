@@ -18,78 +18,17 @@ from typing import Any
 
 import numpy as np
 
-from gemrag.errors import GemragError
+from gemrag.errors import GemragError, ReadOnlyMemoryError
 from gemrag.store.base import MemoryStore
-from gemrag.store.open import Location, open_store
+from gemrag.store.open import Location, as_location, describe_location, location_exists, open_store
 from gemrag.store.publish_types import Publication
+from gemrag.store.schema import TABLES as SCHEMA_TABLES
 
-TABLES: dict[str, tuple[str, ...]] = {
-    "documents": (
-        "id",
-        "source",
-        "sha256",
-        "title",
-        "text",
-        "n_chars",
-        "added_at",
-        "chunked",
-        "source_key",
-        "version",
-    ),  # fmt: skip
-    "document_sources": ("source_key", "doc_id", "source", "title", "added_at"),
-    "document_versions": (
-        "id",
-        "doc_id",
-        "source_key",
-        "source",
-        "title",
-        "version",
-        "sha256",
-        "n_chars",
-        "added_at",
-        "ended_at",
-        "reason",
-        "text",
-    ),  # fmt: skip
-    "nodes": (
-        "id",
-        "kind",
-        "doc_id",
-        "ord",
-        "text",
-        "n_tokens",
-        "questions_done",
-        "meta",
-        "strategy",
-        "generation",
-        "span_start",
-        "span_end",
-    ),  # fmt: skip
-    "questions": ("id", "node_id", "ord", "text"),
-    "node_sources": ("node_id", "chunk_id"),
-    "edges": ("strategy", "kind", "generation", "src", "dst", "weight"),
-    "artifacts": ("strategy", "kind", "node_id", "version", "data", "created"),
-    "build_chunks": ("strategy", "chunk_id"),
-    "embeddings": ("key", "model", "dim", "vector"),
-    "llm_cache": ("key", "model", "response", "created", "writes"),
-    "usage": (
-        "id",
-        "at",
-        "phase",
-        "kind",
-        "model",
-        "prompt_tokens",
-        "completion_tokens",
-        "embedding_tokens",
-        "seconds",
-        "cached",
-    ),  # fmt: skip
-    "failures": ("id", "at", "phase", "node_id", "message"),
-}
-"""The copied tables (in foreign-key order) and their columns, the same on both backends. ``meta`` is copied
+TABLES: dict[str, tuple[str, ...]] = {t.name: t.columns for t in SCHEMA_TABLES if t.copied}
+"""The copied tables (in foreign-key order) and their columns (:data:`gemrag.store.schema.TABLES`). ``meta`` is copied
 too, except ``schema_version``; ``builds`` are re-published (see the module docstring)."""
 
-ID_TABLES = ("documents", "document_versions", "nodes", "questions", "usage", "failures")
+ID_TABLES = tuple(t.name for t in SCHEMA_TABLES if t.copied and t.generated_id)
 
 SEARCH_META = "vector_search"
 """Manifest ``meta`` key naming a build's searchable arrays (set by ``strategies/platform/common.py``)."""
@@ -212,3 +151,57 @@ def _reset_identities(dst: MemoryStore, c: Any) -> None:
             f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1,"
             " false)"
         )
+
+
+def import_caches(store: MemoryStore, other: Location) -> tuple[int, int]:
+    """Copy another memory's LLM responses and embeddings into ``store``'s caches (entries already there are kept).
+
+    Used by ``gemrag eval`` so that an ablation memory (same documents, another parameter) answers the model calls it
+    shares with its base memory from the cache. Any backends: ``other`` is opened read-only.
+
+    Args:
+        store: the memory to fill (writable).
+        other: another memory (a directory or a PostgreSQL URL).
+
+    Returns:
+        ``(llm_rows, embedding_rows)`` inserted (ints).
+
+    Raises:
+        GemragError: ``other`` is not a gemrag memory, or is ``store`` itself.
+        ReadOnlyMemoryError: ``store`` is read-only.
+    """
+    if store.readonly:
+        raise ReadOnlyMemoryError(f"the memory {store.location} is open read-only")
+    shown = describe_location(other)
+    if not location_exists(other) or _same_place(shown, store.location):
+        raise GemragError(f"{shown} is not another gemrag memory")
+    try:
+        source = open_store(other, readonly=True)
+    except GemragError as exc:
+        raise GemragError(f"cannot read the caches of {shown}: {exc}") from exc
+    try:
+        with source.snapshot():
+            llm = source._query("SELECT key, model, response, created FROM llm_cache")
+            emb = source._query("SELECT key, model, dim, vector FROM embeddings")
+    finally:
+        source.close()
+    added = [0, 0]
+    with store.transaction() as c:
+        for i, (target, rows) in enumerate(
+            (
+                ("llm_cache(key, model, response, created)", llm),
+                ("embeddings(key, model, dim, vector)", [(k, m, d, bytes(v)) for k, m, d, v in emb]),
+            )
+        ):
+            marks = ",".join("?" * (target.count(",") + 1))
+            for row in rows:
+                added[i] += c.execute(f"INSERT OR IGNORE INTO {target} VALUES ({marks})", tuple(row)).rowcount
+    return added[0], added[1]
+
+
+def _same_place(a: str, b: str) -> bool:
+    """True when two stores' locations name one memory (directories compared resolved)."""
+    la, lb = as_location(a), as_location(b)
+    if isinstance(la, Path) and isinstance(lb, Path):
+        return la.resolve() == lb.resolve()
+    return la == lb

@@ -16,7 +16,6 @@ Nothing here knows a strategy by name.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 
 from gemrag.store.documents import DOCUMENT_COLUMNS, document_dict, like_suffix
+from gemrag.store.parts import Connection
 
 CHUNK = "chunk"
 """The kind of the memory's chunks (shared by every strategy; a strategy's own nodes use other kinds)."""
@@ -80,7 +80,7 @@ def _batches(ids: Sequence[int]) -> Iterable[list[int]]:
 class GraphRowsMixin:
     """Derived nodes, edges, sources and build states on :class:`gemrag.store.Store`."""
 
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...  # provided by Store
+    def transaction(self) -> AbstractContextManager[Connection]: ...  # provided by Store
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
     def published_generation(self, strategy: str) -> int | None: ...  # provided by GenerationsMixin
 
@@ -220,14 +220,14 @@ class GraphRowsMixin:
         """Ids of a document's chunks, in document order."""
         return [int(r[0]) for r in self._query("SELECT id FROM nodes WHERE doc_id = ? ORDER BY ord", (doc_id,))]
 
-    def delete_rows(self, c: sqlite3.Connection, doc_id: int, nodes: Sequence[int]) -> None:
+    def delete_rows(self, c: Connection, doc_id: int, nodes: Sequence[int]) -> None:
         """Inside the caller's transaction: delete the derived ``nodes``, the document ``doc_id`` and its chunks,
         every edge touching them and their failure rows (artefacts, questions and sources go by cascade).
         Cached LLM answers and embeddings stay, so adding the document again costs no model call."""
         self.delete_nodes(c, [*nodes, *self.document_chunk_ids(doc_id)])
         c.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
-    def delete_nodes(self, c: sqlite3.Connection, nodes: Sequence[int]) -> None:
+    def delete_nodes(self, c: Connection, nodes: Sequence[int]) -> None:
         """Inside the caller's transaction: delete ``nodes`` (chunks or derived nodes), every edge touching them and
         their failure rows (artefacts, questions and sources go by cascade)."""
         for part in _batches(list(nodes)):

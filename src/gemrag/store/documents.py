@@ -18,12 +18,12 @@ who holds what and rewrites a document's holders with :meth:`DocumentRowsMixin.r
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from gemrag.store.migrate_v6 import relocate_chunk_spans
+from gemrag.store.parts import Connection
 
 DOCUMENT_COLUMNS = "id, source, title, n_chars, chunked, source_key, version, added_at, sha256"
 DOCUMENT_KEYS = ("id", "source", "title", "n_chars", "chunked", "key", "version", "added_at", "sha256")
@@ -86,13 +86,13 @@ class DocumentRowsMixin:
         rows = self._query(_HOLDERS.format(a=where[0], b=where[1]) + " ORDER BY 2, 6 DESC, 5, 1", args)
         return [{**dict(zip(HOLDER_KEYS, r, strict=True)), "primary": bool(r[5])} for r in rows]
 
-    def release_holders(self, c: sqlite3.Connection, doc_ids: Sequence[int]) -> None:
+    def release_holders(self, c: Connection, doc_ids: Sequence[int]) -> None:
         """Inside the caller's transaction: the documents ``doc_ids`` lose every source (primary and further), so
         that :meth:`set_holders` may give the keys to other documents."""
         c.executemany("UPDATE documents SET source_key = NULL WHERE id = ?", [(i,) for i in doc_ids])
         c.executemany("DELETE FROM document_sources WHERE doc_id = ?", [(i,) for i in doc_ids])
 
-    def set_holders(self, c: sqlite3.Connection, doc_id: int, holders: Sequence[dict[str, Any]]) -> None:
+    def set_holders(self, c: Connection, doc_id: int, holders: Sequence[dict[str, Any]]) -> None:
         """Inside the caller's transaction: the document ``doc_id`` (released by :meth:`release_holders`, or new)
         is held by ``holders`` (dicts with ``key``, ``source``, ``title``, ``added_at``): the first is its primary
         source (the document row takes its key and source; it keeps its title, the one its chunks were indexed
@@ -100,7 +100,7 @@ class DocumentRowsMixin:
 
         Raises:
             ValueError: no holder given.
-            sqlite3.IntegrityError: a key still holds another document.
+            IntegrityError (the database's): a key still holds another document.
         """
         if not holders:
             raise ValueError(f"document {doc_id} needs at least one source")
@@ -136,7 +136,7 @@ class DocumentRowsMixin:
 
     def insert_document(
         self,
-        c: sqlite3.Connection,
+        c: Connection,
         source: str,
         title: str,
         text: str,
@@ -150,7 +150,7 @@ class DocumentRowsMixin:
         marks it chunked, with their spans in the text) and return its new id.
 
         Raises:
-            sqlite3.IntegrityError: another document already has the identity ``key``.
+            IntegrityError (the database's): another document already has the identity ``key``.
         """
         cur = c.execute(
             "INSERT INTO documents(source, sha256, title, text, n_chars, added_at, chunked, source_key, version)"
@@ -167,7 +167,7 @@ class DocumentRowsMixin:
         return doc_id
 
     def update_document(
-        self, c: sqlite3.Connection, doc_id: int, source: str, title: str, text: str, sha256: str, *, version: int
+        self, c: Connection, doc_id: int, source: str, title: str, text: str, sha256: str, *, version: int
     ) -> None:
         """Inside the caller's transaction: make the document ``doc_id`` hold a new version of its source (same id
         and identity; ``added_at`` now). Its chunks are changed by :meth:`place_chunks`."""
@@ -178,7 +178,7 @@ class DocumentRowsMixin:
         )
 
     def place_chunks(
-        self, c: sqlite3.Connection, doc_id: int, keep: dict[int, int], new: Sequence[tuple[int, str, int]]
+        self, c: Connection, doc_id: int, keep: dict[int, int], new: Sequence[tuple[int, str, int]]
     ) -> None:
         """Inside the caller's transaction, after :meth:`update_document`: the chunks of a document's new version:
         the kept chunk nodes ``keep`` (node id -> new position) move to their positions, the ``new`` chunks
@@ -192,13 +192,11 @@ class DocumentRowsMixin:
         c.execute("UPDATE documents SET chunked = 1 WHERE id = ?", (doc_id,))
         relocate_chunk_spans(c, [doc_id])
 
-    def adopt_document(self, c: sqlite3.Connection, doc_id: int, key: str, source: str) -> None:
+    def adopt_document(self, c: Connection, doc_id: int, key: str, source: str) -> None:
         """Inside the caller's transaction: give an anonymous document the identity ``key`` (and ``source``)."""
         c.execute("UPDATE documents SET source_key = ?, source = ? WHERE id = ?", (key, source, doc_id))
 
-    def record_version(
-        self, c: sqlite3.Connection, doc: dict[str, Any], reason: str, *, keep_text: bool = False
-    ) -> None:
+    def record_version(self, c: Connection, doc: dict[str, Any], reason: str, *, keep_text: bool = False) -> None:
         """Inside the caller's transaction, before the document's rows are deleted: record the version ``doc`` (a
         dict of :data:`DOCUMENT_KEYS`) in ``document_versions``, with its text when ``keep_text``.
 

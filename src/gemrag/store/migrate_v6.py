@@ -7,9 +7,9 @@ model call): each document's chunks, in order, are searched in its text with whi
 NULL. The same function places the spans of a document's chunks after its text was replaced
 (:meth:`gemrag.store.documents.DocumentRowsMixin.place_chunks`: kept chunks move, new ones are inserted).
 
-Both backends run it: SQLite inside :func:`gemrag.store.migrations.ensure_schema`'s transaction, PostgreSQL as a
-step of :data:`gemrag.store.pg_schema.PG_UPGRADES` ``[6]`` (``ALTER TABLE nodes ADD COLUMN ...`` then the same filling,
-with psycopg's ``%s`` placeholders).
+Both backends run it: SQLite inside :func:`gemrag.store.sqlite.migrations.ensure_schema`'s transaction,
+PostgreSQL as a step of :data:`gemrag.store.postgres.schema.PG_UPGRADES` ``[6]`` (``ALTER TABLE nodes ADD COLUMN
+...`` then the same filling, with psycopg's ``%s`` placeholders).
 """
 
 from __future__ import annotations

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Mapping
 
 from gemrag.errors import GemragError
+from gemrag.store.parts import Connection
 from gemrag.store.publish_types import KEEP_COVERS, Edges, Publication
 
 
-def withdraw_rows(c: sqlite3.Connection, strategy: str) -> None:
+def withdraw_rows(c: Connection, strategy: str) -> None:
     c.execute("DELETE FROM builds WHERE strategy = ?", (strategy,))
     c.execute("DELETE FROM nodes WHERE strategy = ? AND generation IS NOT NULL", (strategy,))
     c.execute("DELETE FROM edges WHERE strategy = ?", (strategy,))
@@ -26,7 +26,7 @@ def _edge_sets(edges: Edges | Mapping[str, Edges] | None) -> dict[str, Edges]:
     return {"": edges}
 
 
-def publish_rows(c: sqlite3.Connection, p: Publication) -> None:
+def publish_rows(c: Connection, p: Publication) -> None:
     """The rows of one publication, inside the caller's transaction."""
     s, g = p.strategy, p.generation
     row = c.execute("SELECT generation FROM builds WHERE strategy = ?", (s,)).fetchone()

@@ -2,7 +2,7 @@
 questions, usage and failures (a mixin of :class:`gemrag.store.base.MemoryStore`).
 
 The SQL is written once, in SQLite's dialect with ``?`` parameters; the PostgreSQL store runs it through
-:func:`gemrag.store.dialect.to_postgres`.
+:func:`gemrag.store.postgres.dialect.to_postgres`.
 """
 
 from __future__ import annotations

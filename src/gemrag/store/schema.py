@@ -1,7 +1,10 @@
-"""The SQL schema of a memory's ``memory.sqlite`` (version :data:`SCHEMA_VERSION`).
+"""What both backends share about a memory's tables: the schema version, the tables and their columns, which
+nodes a reader sees, and how long a connection waits for another's locks.
 
-The version is recorded in the ``meta`` table under ``schema_version``; :mod:`gemrag.store.migrations`
-upgrades older databases step by step. Version history:
+The DDL is each backend's own (:mod:`gemrag.store.sqlite.schema`, :mod:`gemrag.store.postgres.schema`); the table
+list here is checked against both by ``tests/store/test_store_tables.py``. The version is recorded in the ``meta``
+table under ``schema_version``; :mod:`gemrag.store.sqlite.migrations` and
+:data:`gemrag.store.postgres.schema.PG_UPGRADES` upgrade older memories step by step. Version history:
 
 1. the first release: ``meta``, ``documents``, ``nodes``, ``questions``, ``embeddings``, ``edges``,
    ``llm_cache``, ``usage``, ``failures``; strategies' arrays were unversioned ``<prefix>_<name>.npy`` files.
@@ -27,7 +30,7 @@ upgrades older databases step by step. Version history:
    ``source_key``, its ``source`` path and ``title``, when it was added): a source whose text is byte-identical
    (same ``sha256``) to a live document's is recorded there instead of becoming a second document.
    ``documents.source_key`` stays the document's first (primary) source; a key names at most one document, in one
-   of the two tables. Existing memories gain the empty table (:mod:`gemrag.store.migrate_v5`).
+   of the two tables. Existing memories gain the empty table (:mod:`gemrag.store.sqlite.migrate_v5`).
 6. chunk spans: ``nodes.span_start`` / ``nodes.span_end``, a chunk's character span ``[start, end)`` in its
    document's current text (NULL for derived nodes, and for a chunk the upgrade could not find in its text), the
    position a hit's provenance gives (:mod:`gemrag.store.migrate_v6`).
@@ -35,69 +38,92 @@ upgrades older databases step by step. Version history:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 SCHEMA_VERSION = 6
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL, title TEXT NOT NULL,
-    text TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL, chunked INTEGER NOT NULL DEFAULT 0,
-    source_key TEXT UNIQUE, version INTEGER NOT NULL DEFAULT 1);
-CREATE INDEX IF NOT EXISTS documents_sha256 ON documents(sha256);
-CREATE TABLE IF NOT EXISTS document_versions (
-    id INTEGER PRIMARY KEY, doc_id INTEGER NOT NULL, source_key TEXT, source TEXT NOT NULL, title TEXT NOT NULL,
-    version INTEGER NOT NULL, sha256 TEXT NOT NULL, n_chars INTEGER NOT NULL, added_at REAL NOT NULL,
-    ended_at REAL NOT NULL, reason TEXT NOT NULL, text TEXT);
-CREATE INDEX IF NOT EXISTS document_versions_key ON document_versions(source_key);
-CREATE TABLE IF NOT EXISTS document_sources (
-    source_key TEXT PRIMARY KEY, doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    source TEXT NOT NULL, title TEXT NOT NULL, added_at REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS document_sources_doc ON document_sources(doc_id);
-CREATE TABLE IF NOT EXISTS nodes (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
-    doc_id INTEGER REFERENCES documents(id) ON DELETE CASCADE, ord INTEGER NOT NULL, text TEXT NOT NULL,
-    n_tokens INTEGER NOT NULL, questions_done INTEGER NOT NULL DEFAULT 0, meta TEXT NOT NULL DEFAULT '{}',
-    strategy TEXT, generation INTEGER, span_start INTEGER, span_end INTEGER);
-CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind);
-CREATE INDEX IF NOT EXISTS nodes_build ON nodes(strategy, generation);
-CREATE TABLE IF NOT EXISTS questions (
-    id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-    ord INTEGER NOT NULL, text TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS questions_node ON questions(node_id);
-CREATE TABLE IF NOT EXISTS embeddings (
-    key TEXT PRIMARY KEY, model TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS edges (
-    strategy TEXT NOT NULL, kind TEXT NOT NULL DEFAULT '', generation INTEGER NOT NULL DEFAULT 0,
-    src INTEGER NOT NULL, dst INTEGER NOT NULL, weight REAL NOT NULL,
-    PRIMARY KEY (strategy, generation, kind, src, dst));
-CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
-CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
-CREATE TABLE IF NOT EXISTS node_sources (
-    node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-    chunk_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-    PRIMARY KEY (node_id, chunk_id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS node_sources_chunk ON node_sources(chunk_id);
-CREATE TABLE IF NOT EXISTS artifacts (
-    strategy TEXT NOT NULL, kind TEXT NOT NULL, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
-    version TEXT NOT NULL, data TEXT NOT NULL, created REAL NOT NULL,
-    PRIMARY KEY (strategy, kind, node_id));
-CREATE INDEX IF NOT EXISTS artifacts_node ON artifacts(node_id);
-CREATE TABLE IF NOT EXISTS build_chunks (
-    strategy TEXT NOT NULL, chunk_id INTEGER NOT NULL, PRIMARY KEY (strategy, chunk_id)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS llm_cache (
-    key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL,
-    writes INTEGER NOT NULL DEFAULT 1);
-CREATE TABLE IF NOT EXISTS usage (
-    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, kind TEXT NOT NULL, model TEXT NOT NULL,
-    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, embedding_tokens INTEGER NOT NULL,
-    seconds REAL NOT NULL, cached INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS failures (
-    id INTEGER PRIMARY KEY, at REAL NOT NULL, phase TEXT NOT NULL, node_id INTEGER, message TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS builds (
-    strategy TEXT PRIMARY KEY, generation INTEGER NOT NULL, published_at REAL NOT NULL,
-    arrays TEXT NOT NULL, paths TEXT NOT NULL DEFAULT '[]', meta TEXT NOT NULL DEFAULT '{}',
-    params TEXT NOT NULL DEFAULT '{}', models TEXT NOT NULL DEFAULT '{}');
-"""
+REBUILD_META = "schema1_not_adopted"
+"""``meta`` key: the strategies whose schema-1 arrays an upgrade did not adopt (they must be built again)."""
+
+DEFAULT_BUSY_TIMEOUT = 5.0
+"""Seconds a connection waits for another connection's write lock (SQLite) or rows (PostgreSQL) before
+:class:`~gemrag.errors.DatabaseLockedError`."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of every memory, on both backends.
+
+    Attributes:
+        name: the table's name. columns: its columns, in the order they are copied.
+        key: its primary key (the conflict target of an ``INSERT OR REPLACE`` on PostgreSQL).
+        generated_id: its ``id`` is generated by the database (SQLite's rowid; PostgreSQL's identity column).
+        copied: ``gemrag copy`` copies its rows as they are (``meta`` and ``builds`` are written anew).
+    """
+
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    generated_id: bool = False
+    copied: bool = True
+
+
+TABLES: tuple[Table, ...] = (
+    Table("meta", ("key", "value"), ("key",), copied=False),
+    Table(
+        "documents",
+        ("id", "source", "sha256", "title", "text", "n_chars", "added_at", "chunked", "source_key", "version"),
+        ("id",),
+        generated_id=True,
+    ),
+    Table("document_sources", ("source_key", "doc_id", "source", "title", "added_at"), ("source_key",)),
+    Table(
+        "document_versions",
+        ("id", "doc_id", "source_key", "source", "title", "version", "sha256", "n_chars", "added_at", "ended_at")
+        + ("reason", "text"),
+        ("id",),
+        generated_id=True,
+    ),
+    Table(
+        "nodes",
+        ("id", "kind", "doc_id", "ord", "text", "n_tokens", "questions_done", "meta", "strategy", "generation")
+        + ("span_start", "span_end"),
+        ("id",),
+        generated_id=True,
+    ),
+    Table("questions", ("id", "node_id", "ord", "text"), ("id",), generated_id=True),
+    Table("node_sources", ("node_id", "chunk_id"), ("node_id", "chunk_id")),
+    Table(
+        "edges",
+        ("strategy", "kind", "generation", "src", "dst", "weight"),
+        ("strategy", "generation", "kind", "src") + ("dst",),
+    ),
+    Table("artifacts", ("strategy", "kind", "node_id", "version", "data", "created"), ("strategy", "kind", "node_id")),
+    Table("build_chunks", ("strategy", "chunk_id"), ("strategy", "chunk_id")),
+    Table("embeddings", ("key", "model", "dim", "vector"), ("key",)),
+    Table("llm_cache", ("key", "model", "response", "created", "writes"), ("key",)),
+    Table(
+        "usage",
+        ("id", "at", "phase", "kind", "model", "prompt_tokens", "completion_tokens", "embedding_tokens", "seconds")
+        + ("cached",),
+        ("id",),
+        generated_id=True,
+    ),
+    Table("failures", ("id", "at", "phase", "node_id", "message"), ("id",), generated_id=True),
+    Table(
+        "builds",
+        ("strategy", "generation", "published_at", "arrays", "paths", "meta", "params", "models"),
+        ("strategy",),
+        copied=False,
+    ),
+)
+"""Every table of a memory, in foreign-key order (a table after those it references), the same on both backends
+(checked against both schemas by ``tests/store/test_store_tables.py``). A backend may add its own tables besides
+(PostgreSQL: ``build_arrays``, ``build_vectors``)."""
+
+TABLE: dict[str, Table] = {t.name: t for t in TABLES}
+""":data:`TABLES` by name."""
+
 
 VISIBLE_NODE = (
     "({n}.generation IS NULL"

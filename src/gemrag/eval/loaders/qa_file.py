@@ -38,7 +38,7 @@ from gemrag.errors import InputError
 from gemrag.eval.datasets import Dataset, Document, Question, build_dataset, register_loader
 from gemrag.eval.loaders._io import Record, fail, read_json_lines, read_records, read_text, req_dict
 from gemrag.sources import read_sources
-from gemrag.store import is_postgres_url, open_store
+from gemrag.store import location_exists, open_store
 
 __all__ = ["COLUMNS", "CORPUS_ID", "load_qa_file"]
 
@@ -208,7 +208,7 @@ def _documents(paths: Sequence[str | Path], memory: str | None) -> list[tuple[Do
     for src in read_sources(list(paths)) if paths else []:
         found.append((src.document.source, src.document.title, src.document.text, []))
     if memory is not None:
-        if not is_postgres_url(memory) and not (Path(memory) / "memory.sqlite").is_file():
+        if not location_exists(memory):
             raise InputError(f"--memory {memory}: no gemrag memory there (`gemrag index` makes one)")
         store = open_store(memory, readonly=True)
         try:

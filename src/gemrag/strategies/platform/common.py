@@ -27,8 +27,8 @@ from gemrag.graph.validate import top_indices, unit_rows
 from gemrag.ingest.tokenizer import minilm_tokenizer
 from gemrag.store import NodeRecord, Published
 from gemrag.store.arrays import Matrix
-from gemrag.store.migrations import REBUILD_META
 from gemrag.store.publish import Edges, Publication
+from gemrag.store.schema import REBUILD_META
 from gemrag.strategies.base import StrategyContext, strategy_config, title_default
 from gemrag.strategies.platform.titles import READ_TITLES, indexed_text_of, strategy_reads_titles
 from gemrag.strategies.platform.vector_index import approximate_rows, index_artifact

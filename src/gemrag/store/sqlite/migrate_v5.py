@@ -5,14 +5,14 @@ schema 5 holds every source as the ``source_key`` of its own document, which sta
 hold the same text under two sources stay two documents until one of the sources changes) and its index on
 ``doc_id``. No row changes, no rebuild, no model call.
 
-In PostgreSQL terms the same change is :data:`gemrag.store.pg_schema.PG_UPGRADES` ``[5]``.
+In PostgreSQL terms the same change is :data:`gemrag.store.postgres.schema.PG_UPGRADES` ``[5]``.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from gemrag.store.schema import SCHEMA
+from gemrag.store.sqlite.schema import SCHEMA
 
 
 def upgrade_4_to_5(conn: sqlite3.Connection) -> None:

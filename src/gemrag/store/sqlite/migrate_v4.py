@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from gemrag.store.schema import SCHEMA
+from gemrag.store.sqlite.schema import SCHEMA
 
 DOCUMENTS_V4 = """CREATE TABLE documents_v4 (
     id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL, title TEXT NOT NULL,

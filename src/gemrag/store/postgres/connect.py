@@ -1,7 +1,7 @@
 """PostgreSQL memory locations and connections.
 
 A PostgreSQL memory is named by a URL, ``postgresql://user[:password]@host[:port]/database?schema=NAME`` (or
-``postgres://``; ``hnsw_above=N`` and ``ef_search=N`` tune the vector search of :mod:`gemrag.store.pg_vectors`;
+``postgres://``; ``hnsw_above=N`` and ``ef_search=N`` tune the vector search of :mod:`gemrag.store.postgres.vectors`;
 every other query parameter, e.g. ``host=/run/postgresql`` or ``sslmode=require``, is passed to
 libpq): one memory = one schema (default ``gemrag``). Connections run in autocommit mode (the store's
 transactions are explicit) with ``search_path`` = the memory's schema, then ``public`` (where the ``vector``
@@ -39,7 +39,7 @@ class PgLocation:
         conninfo: the URL libpq gets (gemrag's parameters ``schema``, ``hnsw_above``, ``ef_search`` removed).
         schema: the memory's schema (lower-case identifier, at most 63 characters).
         display: the URL without its password, for messages.
-        hnsw_above: rows from which a vector table gets an HNSW index (:mod:`gemrag.store.pg_vectors`).
+        hnsw_above: rows from which a vector table gets an HNSW index (:mod:`gemrag.store.postgres.vectors`).
         ef_search: ``hnsw.ef_search`` of nearest-neighbour queries.
     """
 

@@ -88,8 +88,9 @@ CREATE TABLE IF NOT EXISTS build_arrays (
 """
 
 PG_UPGRADES: dict[int, list[str | Callable[[Any], None]]] = {
-    # schema 4 (:mod:`gemrag.store.migrate_v4`): documents identified by their source (``source_key``, ``version``;
-    # ``sha256`` no longer UNIQUE), and ``document_versions``, the history of the versions that left the memory
+    # schema 4 (:mod:`gemrag.store.sqlite.migrate_v4`): documents identified by their source (``source_key``,
+    # ``version``; ``sha256`` no longer UNIQUE), and ``document_versions``, the history of the versions that left
+    # the memory
     4: [
         "ALTER TABLE documents DROP CONSTRAINT IF EXISTS documents_sha256_key",
         "ALTER TABLE documents ADD COLUMN IF NOT EXISTS source_key TEXT UNIQUE",
@@ -101,7 +102,7 @@ PG_UPGRADES: dict[int, list[str | Callable[[Any], None]]] = {
     added_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION NOT NULL, reason TEXT NOT NULL, text TEXT)""",
         "CREATE INDEX IF NOT EXISTS document_versions_key ON document_versions(source_key)",
     ],
-    # schema 5 (:mod:`gemrag.store.migrate_v5`): one document per content: ``document_sources``, the further
+    # schema 5 (:mod:`gemrag.store.sqlite.migrate_v5`): one document per content: ``document_sources``, the further
     # sources of a document whose text another source already holds
     5: [
         """CREATE TABLE IF NOT EXISTS document_sources (

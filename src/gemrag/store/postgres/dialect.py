@@ -19,19 +19,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
-    "meta": ("key",),
-    "embeddings": ("key",),
-    "edges": ("strategy", "generation", "kind", "src", "dst"),
-    "artifacts": ("strategy", "kind", "node_id"),
-    "builds": ("strategy",),
-    "llm_cache": ("key",),
-    "build_chunks": ("strategy", "chunk_id"),
-    "node_sources": ("node_id", "chunk_id"),
-}
-"""The conflict target of each table an ``INSERT OR REPLACE`` writes."""
+from gemrag.store.schema import TABLES
 
-ID_TABLES = frozenset({"documents", "document_versions", "nodes", "questions", "usage", "failures"})
+PRIMARY_KEYS: dict[str, tuple[str, ...]] = {t.name: t.key for t in TABLES}
+"""The conflict target of each table an ``INSERT OR REPLACE`` writes (its primary key)."""
+
+ID_TABLES = frozenset(t.name for t in TABLES if t.generated_id)
 """Tables whose ``id`` PostgreSQL generates (identity columns)."""
 
 _REPLACE = re.compile(r"INSERT OR REPLACE INTO (\w+)\s*\(([^)]*)\)", re.IGNORECASE)

@@ -55,7 +55,7 @@ class PgBuildLock:
             RuntimeError: this object already holds the lock.
             GemragError: the server cannot be reached.
         """
-        from gemrag.store.pg_connect import connect
+        from gemrag.store.postgres.connect import connect
 
         if self._conn is not None:
             raise RuntimeError("the build lock is already held by this object")

@@ -7,13 +7,13 @@ old memory at once upgrade it once (the second re-reads the version inside its o
 Schema 5 -> 6 (every chunk's character span in its document's text, found again from the stored texts) is in
 :mod:`gemrag.store.migrate_v6`.
 
-Schema 4 -> 5 (one document per content: ``document_sources``) is in :mod:`gemrag.store.migrate_v5`.
+Schema 4 -> 5 (one document per content: ``document_sources``) is in :mod:`gemrag.store.sqlite.migrate_v5`.
 
 Schema 3 -> 4 (documents identified by their source, the history of replaced versions) is in
-:mod:`gemrag.store.migrate_v4`; it rebuilds ``documents``.
+:mod:`gemrag.store.sqlite.migrate_v4`; it rebuilds ``documents``.
 
 Schema 2 -> 3 (strategies' own node and edge kinds, artefacts, sources, build coverage) is in
-:mod:`gemrag.store.migrate_v3`; it rebuilds ``nodes``, so upgrades run with foreign keys off (checked with
+:mod:`gemrag.store.sqlite.migrate_v3`; it rebuilds ``nodes``, so upgrades run with foreign keys off (checked with
 ``PRAGMA foreign_key_check`` before the commit).
 
 Schema 1 -> 2 (build generations, see :mod:`gemrag.store.schema`): new columns and tables, edges namespaced
@@ -45,11 +45,12 @@ import numpy as np
 
 from gemrag.errors import GemragError
 from gemrag.store.arrays import ArrayEntry, fsync_directory
-from gemrag.store.migrate_v3 import REBUILD_META, upgrade_2_to_3
-from gemrag.store.migrate_v4 import upgrade_3_to_4
-from gemrag.store.migrate_v5 import upgrade_4_to_5
 from gemrag.store.migrate_v6 import upgrade_5_to_6
-from gemrag.store.schema import SCHEMA, SCHEMA_VERSION
+from gemrag.store.schema import SCHEMA_VERSION
+from gemrag.store.sqlite.migrate_v3 import REBUILD_META, upgrade_2_to_3
+from gemrag.store.sqlite.migrate_v4 import upgrade_3_to_4
+from gemrag.store.sqlite.migrate_v5 import upgrade_4_to_5
+from gemrag.store.sqlite.schema import SCHEMA
 
 __all__ = [
     "REBUILD_META",

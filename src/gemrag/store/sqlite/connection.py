@@ -19,9 +19,7 @@ import time
 from pathlib import Path
 
 from gemrag.errors import DatabaseLockedError, GemragError, ReadOnlyMemoryError
-
-DEFAULT_BUSY_TIMEOUT = 5.0
-"""Seconds a connection waits for another connection's write lock before giving up."""
+from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT
 
 WAL_RETRY_SECONDS = 0.02
 """Pause between attempts to switch a database into WAL mode while another connection holds it."""
@@ -48,6 +46,8 @@ def open_connection(path: Path, *, readonly: bool, busy_timeout: float = DEFAULT
             return _probe(_connect(uri, busy_timeout))
         except sqlite3.OperationalError:
             pass  # no -shm/-wal and a read-only directory: the file cannot change, read it as immutable
+        except sqlite3.DatabaseError as exc:  # not a database at all
+            raise GemragError(f"cannot read {path}: {exc}") from exc
         try:
             return _probe(_connect(uri + "&immutable=1", busy_timeout))
         except sqlite3.DatabaseError as exc:

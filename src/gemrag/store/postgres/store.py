@@ -1,9 +1,10 @@
 """PostgreSQL store: one memory = one schema of a PostgreSQL database (``postgresql://...?schema=NAME``).
 
-Everything the SQLite memory keeps in its directory is a table here (:mod:`gemrag.store.pg_schema`): documents,
+Everything the SQLite memory keeps in its directory is a table here (:mod:`gemrag.store.postgres.schema`): documents,
 chunks and derived nodes, questions, edges, artefacts, the LLM and embedding caches, usage, failures, the builds'
-manifests and their arrays (:mod:`gemrag.store.pg_generations`). The shared SQL runs through
-:func:`gemrag.store.dialect.to_postgres`. The build lock is a PostgreSQL advisory lock (:mod:`gemrag.store.pg_lock`).
+manifests and their arrays (:mod:`gemrag.store.postgres.generations`). The shared SQL runs through
+:func:`gemrag.store.postgres.dialect.to_postgres`. The build lock is a PostgreSQL advisory lock
+(:mod:`gemrag.store.postgres.lock`).
 
 Connections come from a ``psycopg_pool.ConnectionPool`` (``pool_size`` connections; 1 for the command line, more
 for ``gemrag serve``, whose request threads then read in parallel). A thread inside :meth:`transaction` or
@@ -29,14 +30,13 @@ from typing import Any
 
 from gemrag.errors import DatabaseLockedError, GemragError, ReadOnlyMemoryError
 from gemrag.store.base import MemoryStore
-from gemrag.store.connection import DEFAULT_BUSY_TIMEOUT
-from gemrag.store.dialect import returns_id, to_postgres
-from gemrag.store.pg_connect import PgLocation, connect, options, require_psycopg
-from gemrag.store.pg_generations import PgGenerationsMixin
-from gemrag.store.pg_lock import PgBuildLock
-from gemrag.store.pg_schema import ensure_schema, schema_version
-from gemrag.store.pg_vectors import PgVectorsMixin
-from gemrag.store.schema import SCHEMA_VERSION
+from gemrag.store.postgres.connect import PgLocation, connect, options, require_psycopg
+from gemrag.store.postgres.dialect import returns_id, to_postgres
+from gemrag.store.postgres.generations import PgGenerationsMixin
+from gemrag.store.postgres.lock import PgBuildLock
+from gemrag.store.postgres.schema import ensure_schema, schema_version
+from gemrag.store.postgres.vectors import PgVectorsMixin
+from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT, SCHEMA_VERSION
 
 
 class _Cursor:
@@ -58,7 +58,7 @@ class _Cursor:
 
 class PgConnection:
     """What ``with store.transaction() as c`` yields on PostgreSQL: ``execute`` / ``executemany`` of the store's
-    SQLite-dialect SQL (translated by :func:`~gemrag.store.dialect.to_postgres`)."""
+    SQLite-dialect SQL (translated by :func:`~gemrag.store.postgres.dialect.to_postgres`)."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
@@ -84,7 +84,8 @@ class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
     """A memory in a PostgreSQL schema.
 
     Args:
-        url: ``postgresql://user[:password]@host[:port]/database?schema=NAME`` (see :mod:`gemrag.store.pg_connect`).
+        url: ``postgresql://user[:password]@host[:port]/database?schema=NAME`` (see
+            :mod:`gemrag.store.postgres.connect`).
         readonly: open without writing anything (see the module docstring).
         busy_timeout: seconds a write waits for rows another transaction holds (``lock_timeout``) before
             :class:`~gemrag.errors.DatabaseLockedError`.
@@ -325,44 +326,3 @@ class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
                 return list(cur.execute(to_postgres(sql), tuple(args)).fetchall())
         except psycopg.Error as exc:
             raise self._translate(exc) from exc
-
-    # -- caches from another memory ---------------------------------------------------------------------
-    def import_caches(self, other: str | Path) -> tuple[int, int]:
-        """Copy another memory's LLM responses and embeddings into this memory's caches (entries here are kept).
-
-        Args:
-            other: another memory (a directory or a PostgreSQL URL).
-
-        Returns:
-            ``(llm_rows, embedding_rows)`` inserted.
-
-        Raises:
-            GemragError: ``other`` is not a gemrag memory. ReadOnlyMemoryError: this store is read-only.
-        """
-        from gemrag.store.pg_connect import is_postgres_url
-        from gemrag.store.sqlite import Store
-
-        if self.readonly:
-            raise ReadOnlyMemoryError(f"the memory {self._display} is open read-only")
-        source: MemoryStore = (
-            PostgresStore(str(other), readonly=True) if is_postgres_url(str(other)) else Store(other, readonly=True)
-        )
-        try:
-            llm = source._query("SELECT key, model, response, created FROM llm_cache")
-            emb = source._query("SELECT key, model, dim, vector FROM embeddings")
-        finally:
-            source.close()
-        with self.transaction() as c:
-            n_llm = self._insert_new(c, "llm_cache(key, model, response, created)", llm)
-            n_emb = self._insert_new(
-                c, "embeddings(key, model, dim, vector)", [(k, m, d, bytes(v)) for k, m, d, v in emb]
-            )
-        return n_llm, n_emb
-
-    @staticmethod
-    def _insert_new(c: PgConnection, target: str, rows: list[Any]) -> int:
-        marks = ",".join("?" * (target.count(",") + 1))
-        added = 0
-        for row in rows:
-            added += c.execute(f"INSERT OR IGNORE INTO {target} VALUES ({marks})", row).rowcount
-        return added

@@ -66,7 +66,7 @@ def table_name(strategy: str, generation: int, name: str) -> str:
 
 
 class PgVectorsMixin:
-    """Vector tables and nearest-neighbour search (on :class:`gemrag.store.postgres.PostgresStore`).
+    """Vector tables and nearest-neighbour search (on :class:`gemrag.store.postgres.store.PostgresStore`).
 
     Attributes:
         pgvector: the ``vector`` extension is installed in the database.

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gemrag.store.schema import SCHEMA
-
-REBUILD_META = "schema1_not_adopted"
+from gemrag.store.schema import REBUILD_META
+from gemrag.store.sqlite.schema import SCHEMA
 
 NODES_V3 = """CREATE TABLE nodes_v3 (
     id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,

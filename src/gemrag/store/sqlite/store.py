@@ -28,17 +28,20 @@ from typing import Any
 
 from gemrag.errors import GemragError, ReadOnlyMemoryError
 from gemrag.store.base import MemoryStore
-from gemrag.store.connection import DEFAULT_BUSY_TIMEOUT, open_connection, translate
+from gemrag.store.files import FileArraysMixin
 from gemrag.store.lock import BuildLock
-from gemrag.store.migrations import ensure_schema, schema_version
 from gemrag.store.rows import NodeRecord, sha256_text
-from gemrag.store.schema import SCHEMA_VERSION
+from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT, SCHEMA_VERSION
+from gemrag.store.sqlite.connection import open_connection, translate
+from gemrag.store.sqlite.migrations import ensure_schema, schema_version
 
-__all__ = ["NodeRecord", "Store", "sha256_text"]
+__all__ = ["NodeRecord", "SqliteRows", "Store", "sha256_text"]
 
 
-class Store(MemoryStore):
-    """A memory directory's SQLite database plus its published arrays.
+class SqliteRows(MemoryStore):
+    """The database part of a SQLite memory: ``memory.sqlite`` in a memory directory, its transactions, snapshots and
+    build lock (``<directory>/build.lock``). Abstract: a store adds where its build arrays live (:class:`Store`: files
+    in the same directory, :class:`~gemrag.store.files.FileArraysMixin`).
 
     Args:
         directory: the memory directory; created when missing (unless ``readonly``).
@@ -98,6 +101,17 @@ class Store(MemoryStore):
     def build_lock(self) -> BuildLock:
         """A new (not yet acquired) build lock of this memory: ``<directory>/build.lock``."""
         return BuildLock(self.directory)
+
+    @contextmanager
+    def durable(self) -> Iterator[None]:
+        """``synchronous=FULL`` for the block: a publishing transaction's commit is on disk before older arrays are
+        removed (``NORMAL`` again afterwards)."""
+        with self._lock:
+            self.conn.execute("PRAGMA synchronous=FULL")
+            try:
+                yield
+            finally:
+                self.conn.execute("PRAGMA synchronous=NORMAL")
 
     # -- transactions -------------------------------------------------------------------------------
     @property
@@ -198,3 +212,13 @@ class Store(MemoryStore):
                 return self.conn.execute(sql, args).fetchall()
             except sqlite3.OperationalError as exc:
                 raise translate(exc, self.path, self.busy_timeout) from exc
+
+
+class Store(FileArraysMixin, SqliteRows):
+    """A memory directory's SQLite database plus its published arrays, as files in the same directory (arguments
+    and errors: those of :class:`SqliteRows`)."""
+
+    @property
+    def arrays_directory(self) -> Path:  # type: ignore[override]
+        """Where the build arrays live: the memory directory."""
+        return self.directory

@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from gemrag.errors import DamagedMemoryError
 from gemrag.store import publish
 from gemrag.store.arrays import ArrayEntry, Matrix, check_axes
-from gemrag.store.pg_schema import ARRAY_PART_BYTES
+from gemrag.store.postgres.schema import ARRAY_PART_BYTES
 from gemrag.store.publish import GenerationsMixin, _check_name, _step
 from gemrag.store.publish_rows import publish_rows, withdraw_rows
 from gemrag.store.publish_types import Publication, Published
@@ -102,7 +102,7 @@ def load_array_bytes(data: bytes, entry: ArrayEntry) -> Matrix:
 
 
 class PgGenerationsMixin(GenerationsMixin):
-    """Build generations with arrays in ``build_arrays`` (on :class:`gemrag.store.postgres.PostgresStore`)."""
+    """Build generations with arrays in ``build_arrays`` (on :class:`gemrag.store.postgres.store.PostgresStore`)."""
 
     location: str  # type: ignore[misc]  # provided by PostgresStore
     _unpack_lock: threading.Lock

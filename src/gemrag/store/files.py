@@ -1,0 +1,215 @@
+"""Build arrays on the file system: the storage part of build generations (:mod:`gemrag.store.publish`) that keeps a
+build's arrays and artefacts as files in one directory, :attr:`FileArraysMixin.arrays_directory`.
+
+The SQLite store keeps them in the memory directory beside ``memory.sqlite``; a store assembled from other parts may
+keep them elsewhere (``examples/custom_store.py``). Files are named ``<strategy>.g<generation>.<name>.npy`` (a sparse
+matrix: ``.npz``), written durably (temporary file, fsync, rename, fsync of the directory; :mod:`gemrag.store.arrays`)
+before the manifest that names them is committed, and removed once no published manifest names them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from gemrag.errors import DamagedMemoryError, GemragError, StaleGenerationError
+from gemrag.store.arrays import ArrayEntry, Matrix, check_axes, fsync_directory, load_matrix, remove_path, save_matrix
+from gemrag.store.parts import Connection
+from gemrag.store.publish import GenerationsMixin, _check_name, _step
+from gemrag.store.publish_rows import publish_rows, withdraw_rows
+from gemrag.store.publish_types import Publication, Published
+
+GENERATION_FILE = re.compile(r"^(?P<strategy>[A-Za-z0-9_-]+)\.g(?P<generation>\d+)\.(?P<name>[A-Za-z0-9_.-]+)$")
+LEGACY_FILES = frozenset(
+    [f"gem_{n}.npy" for n in ("node_ids", "node_vectors", "question_vectors", "question_owner", "question_ids")]
+    + ["gem_weights.npy", "dense_node_ids.npy", "dense_vectors.npy", "raptor_vectors.npy", "bm25"]
+)
+"""Unversioned artefacts of schema 1 (see :mod:`gemrag.store.sqlite.migrations`); removed by the first builder."""
+
+
+class FileArraysMixin(GenerationsMixin):
+    """Build arrays and artefacts as files in :attr:`arrays_directory` (on :class:`gemrag.store.sqlite.store.Store`,
+    or any store whose rows part gives the transactions).
+
+    Attributes:
+        arrays_directory: where the files live (an existing, writable directory unless the store is read-only).
+    """
+
+    arrays_directory: Path
+    readonly: bool
+
+    def load_published(self, strategy: str, *, mmap: bool = True) -> Published | None:
+        """The strategy's published build, checked against its manifest; None when it was never built.
+
+        Args:
+            strategy: the strategy's name.
+            mmap: memory-map the dense arrays read-only (else read them into memory; sparse matrices are read).
+
+        Raises:
+            StaleGenerationError: a file of the generation is gone because a newer generation was published
+                meanwhile (inside :meth:`snapshot` this is assumed; the caller should retry outside it).
+            DamagedMemoryError: a file is missing or does not match the manifest, and no newer generation exists.
+        """
+        m = self.manifest(strategy)
+        if m is None:
+            return None
+        arrays: dict[str, Matrix] = {}
+        for e in m.arrays.values():
+            try:
+                arrays[e.name] = load_matrix(self.arrays_directory / e.file, e, mmap=mmap)
+            except FileNotFoundError:
+                raise self._missing(strategy, m.generation, e.file) from None
+            except ValueError as exc:
+                raise DamagedMemoryError(self._damaged(strategy, m.generation, str(exc))) from exc
+        try:
+            check_axes(list(m.arrays.values()))
+        except ValueError as exc:
+            raise DamagedMemoryError(self._damaged(strategy, m.generation, str(exc))) from exc
+        paths = {}
+        for name in m.paths:
+            path = self.arrays_directory / f"{strategy}.g{m.generation}.{name}"
+            if not path.exists():
+                raise self._missing(strategy, m.generation, path.name)
+            paths[name] = path
+        return Published(strategy, m.generation, arrays, paths, m.meta, m.published_at, m.params, m.models)
+
+    def _missing(self, strategy: str, generation: int, file: str) -> GemragError:
+        if not self.in_snapshot and self.published_generation(strategy) == generation:
+            return DamagedMemoryError(self._damaged(strategy, generation, f"{file} is missing"))
+        return StaleGenerationError(
+            f"generation {generation} of {strategy!r} was replaced while it was read", strategy, generation
+        )
+
+    def _damaged(self, strategy: str, generation: int, detail: str) -> str:
+        return (
+            f"the memory {self.arrays_directory} is damaged: generation {generation} of {strategy!r}: {detail}; "
+            f"run `gemrag index` again (strategy {strategy}) to rebuild it"
+        )
+
+    def write_array(
+        self, strategy: str, generation: int, name: str, array: Matrix, axes: Sequence[str] | None = None
+    ) -> ArrayEntry:
+        """Write one array of a build durably: a dense array as ``<strategy>.g<generation>.<name>.npy``, a
+        scipy.sparse matrix as CSR in ``<strategy>.g<generation>.<name>.npz`` (:func:`scipy.sparse.save_npz`).
+
+        Args:
+            strategy, generation: the build (from :meth:`begin_build`).
+            name: the array's name (``[A-Za-z0-9_-]+``).
+            array: any numpy array (no object dtype) or scipy.sparse matrix (2-D; read back as CSR).
+            axes: optional axis names, one per dimension (see :func:`check_axes`).
+
+        Returns:
+            The manifest entry to pass to :meth:`publish`.
+
+        Raises:
+            ValueError: a bad name, an object dtype, or ``axes`` does not match the array's dimensions.
+        """
+        _check_name("strategy", strategy)
+        _check_name("array", name)
+        entry = save_matrix(
+            self.arrays_directory, f"{strategy}.g{generation}.{name}", name, array, axes, lambda: _step(f"write:{name}")
+        )
+        _step(f"written:{name}")
+        return entry
+
+    def artifact_path(self, strategy: str, generation: int, name: str) -> Path:
+        """Where a build keeps an artefact that is not an array (a file or a directory the builder creates);
+        publish it with ``paths=[name]`` after :meth:`sync_path`."""
+        _check_name("strategy", strategy)
+        _check_name("artefact", name)
+        return self.arrays_directory / f"{strategy}.g{generation}.{name}"
+
+    def sync_path(self, path: Path) -> None:
+        """fsync a file, or every file and directory under a directory, and the arrays directory."""
+        targets = [path] if path.is_file() else [*sorted(p for p in path.rglob("*")), path]
+        for p in targets:
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_directory(self.arrays_directory)
+
+    def publish_many(
+        self,
+        publications: Sequence[Publication],
+        *,
+        before: Callable[[Connection], None] | None = None,
+        withdraw: Sequence[str] = (),
+    ) -> None:
+        """Publish several strategies' generations in ONE durable transaction (:meth:`durable`), then remove the
+        files no published build names.
+
+        Args:
+            publications: the generations to publish.
+            before: run first inside the transaction (e.g. deleting a document's rows), so readers see those
+                changes and the new generations together.
+            withdraw: strategies whose published build is removed in the same transaction (they become
+                "never built"; see :meth:`withdraw`).
+
+        Raises:
+            ValueError: arrays disagree on a named axis, or a file or path is missing.
+            GemragError: a generation as new or newer was published meanwhile (two builders without the lock).
+        """
+        for p in publications:
+            check_axes(p.arrays)
+            for e in p.arrays:
+                if not (self.arrays_directory / e.file).is_file():
+                    raise ValueError(f"array file {e.file} is missing")
+            for name in p.paths:
+                if not self.artifact_path(p.strategy, p.generation, name).exists():
+                    raise ValueError(f"artefact {name!r} of {p.strategy} generation {p.generation} is missing")
+        with self.durable(), self.transaction() as c:  # the manifest commit is durable before old files go
+            if before is not None:
+                before(c)
+            for strategy in withdraw:
+                withdraw_rows(c, strategy)
+            for p in publications:
+                publish_rows(c, p)
+            _step("publish:before_commit")
+        _step("publish:committed")
+        for strategy in {p.strategy for p in publications} | set(withdraw):
+            self.remove_stale_files(strategy)
+        _step("publish:cleaned")
+
+    def withdraw(self, strategy: str) -> None:
+        """Remove a strategy's published build: its manifest, nodes, edges and chunk list (one transaction), then
+        its files. Its per-chunk artefacts stay (rebuilding reuses them)."""
+        with self.transaction() as c:
+            withdraw_rows(c, strategy)
+        self.remove_stale_files(strategy)
+
+    # -- cleaning ---------------------------------------------------------------------------------
+    def stale_files(self, strategy: str | None = None) -> Iterator[Path]:
+        """Files no published build names: other generations (of ``strategy``, or of every strategy when None),
+        ``*.tmp`` files, and (when ``strategy`` is None) schema-1 leftovers."""
+        published = self.published_generations()
+        for entry in os.scandir(self.arrays_directory):
+            name = entry.name
+            match = GENERATION_FILE.match(name)
+            if name.endswith(".tmp") and name.startswith("."):
+                yield Path(entry.path)
+            elif match:
+                s, g = match["strategy"], int(match["generation"])
+                if (strategy is None or s == strategy) and published.get(s) != g:
+                    yield Path(entry.path)
+            elif strategy is None and (name in LEGACY_FILES or name.startswith(".bm25-") or name.endswith(".npy.tmp")):
+                yield Path(entry.path)
+
+    def remove_stale_files(self, strategy: str | None = None) -> int:
+        """Delete :meth:`stale_files` (a builder's job: call it only while holding the build lock).
+
+        Returns:
+            How many entries were removed (0 on a read-only store, which is left untouched).
+        """
+        if self.readonly:
+            return 0
+        removed = 0
+        for path in list(self.stale_files(strategy)):
+            remove_path(path)
+            removed += 1
+        if removed:
+            fsync_directory(self.arrays_directory)
+        return removed
