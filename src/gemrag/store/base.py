@@ -78,9 +78,10 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
     def snapshot(self) -> AbstractContextManager[None]:
         """One read transaction: every read inside sees the same committed state."""
 
-    def retrieval(self) -> AbstractContextManager[None]:
+    def retrieval(self, embeddings: tuple[str, Sequence[str]] | None = None) -> AbstractContextManager[None]:
         """The scope of one retrieval's reads (:meth:`gemrag.memory.Memory.retrieve`): nothing here, where a read
-        costs no round trip (SQLite); PostgreSQL makes it a :meth:`snapshot` that batches them."""
+        costs no round trip (SQLite); PostgreSQL makes it a :meth:`snapshot` that batches them, ``embeddings``
+        (``(model id, cache keys)`` the retrieval will look up) with the first."""
         return contextlib.nullcontext()
 
     #: True when :meth:`nearest` answers from the database's own vector index where the build was indexed

@@ -8,7 +8,7 @@ statements whose results it keeps until the snapshot ends:
 
 * :data:`STATE_SQL`: every strategy's published generation and the chunk signature (what
   :func:`gemrag.lifecycle.check_ready` and the strategies' generation checks ask), sent in the same round trip as
-  the snapshot's ``BEGIN``;
+  the snapshot's ``BEGIN`` and, in a retrieval, the embedding cache's row of the question (:data:`EMBEDDINGS_SQL`);
 * :data:`ROWS_SQL`: the hits' node rows, the chunks each was made from (``node_sources``) and the passages of
   all of them (:meth:`nodes_by_id`), so :func:`gemrag.provenance.with_provenance` that follows reads nothing.
   Inside :meth:`~gemrag.store.postgres.PostgresStore.retrieval` it is a retrieval's last read and carries the
@@ -27,6 +27,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from gemrag.errors import StaleGenerationError
 from gemrag.store.rows import NodeRecord, _node
 from gemrag.types import DocumentRef, Passage
@@ -38,6 +40,9 @@ STATE_SQL = (
 )
 """One row: ``{strategy: published generation}`` (JSON) and the four numbers of
 :meth:`~gemrag.store.derived.GraphRowsMixin.chunk_signature`."""
+
+EMBEDDINGS_SQL = "SELECT key, dim, vector FROM embeddings WHERE model = %s AND key = ANY(%s)"
+"""The embedding cache's rows of some keys (the question's, read with the state: :meth:`PgReadsMixin._prefetch`)."""
 
 ROWS_SQL = """
 WITH sources AS (SELECT node_id, chunk_id FROM node_sources WHERE node_id = ANY(%(ids)s::bigint[]))
@@ -67,6 +72,8 @@ class SnapshotRows:
         self.passages: dict[int, Passage] = {}
         self.passages_known: set[int] = set()
         self.committed = False  # the transaction that read the state has ended (a later read may see a newer one)
+        self.prefetch: tuple[str, list[str]] | None = None  # embeddings to read with the state
+        self.embeddings: dict[tuple[str, str], tuple[int, bytes] | None] = {}  # (model, key) -> (dim, vector)
 
 
 class PgReadsMixin:
@@ -74,6 +81,7 @@ class PgReadsMixin:
     docstring)."""
 
     def _state(self) -> threading.local: ...  # provided by PostgresStore
+    def _run_together(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]: ...  # by PostgresStore
     def _query(  # provided by PostgresStore
         self, sql: str, args: Any = (), *, raw: bool = False, last: bool = False
     ) -> list[Any]: ...
@@ -94,10 +102,35 @@ class PgReadsMixin:
         rows = self._snapshot_rows()
         if rows is None or rows.generations is not None:
             return rows
-        generations, n, top, d, dtop = self._query(STATE_SQL, raw=True)[0]
+        if rows.prefetch is not None:
+            model, keys = rows.prefetch
+            state_rows, found = self._run_together([(STATE_SQL, None), (EMBEDDINGS_SQL, (model, keys))])
+            rows.embeddings |= {(model, k): None for k in keys} | {(model, k): (dim, v) for k, dim, v in found}
+        else:
+            state_rows = self._query(STATE_SQL, raw=True)
+        generations, n, top, d, dtop = state_rows[0]
         rows.generations = {str(s): int(g) for s, g in dict(generations).items()}
         rows.signature = (int(n), int(top), int(d), int(dtop))
         return rows
+
+    def _prefetch(self, embeddings: tuple[str, Sequence[str]] | None) -> None:
+        """Read these embeddings' cache rows with the state (see :meth:`retrieval`)."""
+        rows = self._snapshot_rows()
+        if rows is not None and embeddings is not None:
+            rows.prefetch = (str(embeddings[0]), [str(k) for k in embeddings[1]])
+
+    def get_embeddings(self, model: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """Cached vectors for the given text-hash keys (see :meth:`gemrag.store.caches.CachesMixin.get_embeddings`):
+        from the snapshot's cache when they were read with its state."""
+        rows = self._snapshot_rows()
+        if rows is None or not keys or any((model, k) not in rows.embeddings for k in keys):
+            return super().get_embeddings(model, keys)  # type: ignore[misc, no-any-return]
+        out = {}
+        for k in keys:
+            found = rows.embeddings[(model, k)]
+            if found is not None:
+                out[k] = np.frombuffer(found[1], dtype=np.float32, count=int(found[0])).copy()
+        return out
 
     # -- the state of the memory ------------------------------------------------------------------
     def published_generation(self, strategy: str) -> int | None:

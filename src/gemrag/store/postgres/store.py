@@ -306,16 +306,22 @@ class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, MemoryStor
         self._flush_deferred()
 
     @contextmanager
-    def retrieval(self) -> Iterator[None]:
+    def retrieval(self, embeddings: tuple[str, Sequence[str]] | None = None) -> Iterator[None]:
         """One retrieval's reads: a :meth:`snapshot` whose state, hits' rows and provenance are read in a few
         batched statements (:mod:`gemrag.store.postgres.reads`); the read of the hits' rows, a retrieval's last, commits
-        the transaction in its own round trip (a read after it starts a new one)."""
+        the transaction in its own round trip (a read after it starts a new one).
+
+        Args:
+            embeddings: ``(model id, cache keys)`` of the embeddings the retrieval will look up (the question's),
+                read in the round trip of the state.
+        """
         state = self._state()
         if state.depth or state.snapshot:
             yield
             return
         with self.snapshot():
             state.retrieval = True
+            self._prefetch(embeddings)
             try:
                 yield
             finally:
@@ -402,6 +408,29 @@ class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, MemoryStor
                 return list(cur.fetchall())
             with self._connection() as conn:
                 return list(conn.cursor(binary=binary).execute(sql, args, prepare=prepare).fetchall())
+        except psycopg.Error as exc:
+            raise self._translate(exc) from exc
+
+    def _run_together(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+        """The rows of several prepared PostgreSQL statements sent in one round trip (psycopg's pipeline mode) on
+        the thread's snapshot connection, after its pending ``BEGIN``.
+
+        Raises:
+            RuntimeError: called outside a snapshot.
+        """
+        psycopg = require_psycopg()
+        state = self._state()
+        if not state.snapshot or state.conn is None:
+            raise RuntimeError("statements sent together need a snapshot")
+        conn = state.conn
+        try:
+            cursors = [conn.cursor() for _ in statements]
+            with conn.pipeline():
+                if self._begin(conn):
+                    conn.execute(SNAPSHOT_BEGIN)
+                for cur, (sql, args) in zip(cursors, statements, strict=True):
+                    cur.execute(sql, args, prepare=True)
+            return [list(cur.fetchall()) for cur in cursors]
         except psycopg.Error as exc:
             raise self._translate(exc) from exc
 
