@@ -1,10 +1,10 @@
 """Issue 40: a PostgreSQL memory at the cost of its round trips, on both backends.
 
 * A retrieval on PostgreSQL reads the state and the question's cached vector with the snapshot's ``BEGIN`` and the
-  hits' rows with their provenance in one statement that carries the ``COMMIT`` (``store/postgres/reads.py``): a counted
-  number of statements in two round trips, the same hits and provenance as on SQLite.
-* Many-row ``INSERT`` statements run as ``COPY`` (``store/postgres/bulk.py``) and keep SQLite's meaning of ``OR REPLACE``
-  (last row of a key wins) and ``OR IGNORE`` (first row, and an existing one, win).
+  hits' rows with their provenance in one statement that carries the ``COMMIT`` (``store/postgres/reads.py``): a
+  counted number of statements in two round trips, the same hits and provenance as on SQLite.
+* Many-row ``INSERT`` statements run as ``COPY`` (``store/postgres/bulk.py``) and keep SQLite's meaning of
+  ``OR REPLACE`` (last row of a key wins) and ``OR IGNORE`` (first row, and an existing one, win).
 * GEM publishes its question vectors in half precision, and ranks as with float32 ones.
 """
 

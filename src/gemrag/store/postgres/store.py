@@ -284,8 +284,8 @@ class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, MemoryStor
 
         The transaction starts with the first statement inside, in the same round trip (a snapshot that reads
         nothing sends nothing), and what it read of the state and of the hits' rows is kept until it ends
-        (:mod:`gemrag.store.postgres.reads`). Nested in a transaction or another snapshot, it adds nothing. Cache and log
-        writes made inside are deferred to its end; structural writes raise RuntimeError.
+        (:mod:`gemrag.store.postgres.reads`). Nested in a transaction or another snapshot, it adds nothing. Cache and
+        log writes made inside are deferred to its end; structural writes raise RuntimeError.
         """
         psycopg = require_psycopg()
         state = self._state()
