@@ -15,10 +15,13 @@ For each backend and size, in a fresh memory:
   embedding cache, the published arrays and, on PostgreSQL, the pgvector table and its index) and the publish of
   the GEM graph (arrays, edges, the question vectors' pgvector table). The GEM graph itself (kNN graph, Laplacian,
   eigenpairs, the walk weights: numpy, the same on both backends) is computed once per size beforehand, ``graph s``.
-* ``dense p50/p95 ms`` and ``gem p50/p95 ms``: ``Memory.retrieve`` of B = ``--budget`` hits per question
+* ``dense p50/p90 ms`` and ``gem p50/p90 ms``: ``Memory.retrieve`` of B = ``--budget`` hits per question
   (``gem.search = best_first``), after an untimed pass over the questions (it loads the build and puts the
   questions' vectors in the memory's embedding cache, so the timed pass reads them from there: no MiniLM call is
   timed).
+* ``dense_sql`` / ``gem_sql``: SQL statements per retrieval of the timed pass, and ``*_trips`` PostgreSQL round
+  trips (``statements.py``: a snapshot's ``BEGIN`` rides with its first read); ``write_sql``: statements of the
+  write. Then every PostgreSQL figure divided by SQLite's of the same size and run.
 * ``disk MB``: the memory directory (SQLite) or every relation of the memory's schema with its indexes and TOAST
   (``pg_total_relation_size``; the server's WAL and catalogue not counted).
 * ``recall@10``: for the HNSW variant, the fraction of the exact top-10 chunks (``dense``'s vector table searched
@@ -56,9 +59,14 @@ from typing import Any
 if __name__ == "__main__":  # before numpy loads OpenBLAS: see --blas-threads
     os.environ.setdefault("OPENBLAS_NUM_THREADS", os.environ.get("GEMRAG_BENCH_BLAS_THREADS", "1"))
 
+import sqlite3  # noqa: E402
+
 import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from statements import StatementCounter  # noqa: E402
+
 DIM = 384
 CHUNKS_PER_DOC = 100
 
@@ -155,10 +163,16 @@ def gem_graph(V: np.ndarray, m: int, args: argparse.Namespace) -> tuple[dict[str
 
 
 def write_memory(
-    location: str, texts: list[str], V: np.ndarray, graph: dict[str, Any], queries: dict[str, np.ndarray]
+    location: str,
+    texts: list[str],
+    V: np.ndarray,
+    graph: dict[str, Any],
+    queries: dict[str, np.ndarray],
+    counter: StatementCounter | None = None,
 ) -> Any:
     """A memory at ``location`` holding the chunks, a ``dense`` build and the GEM graph; returns the open Memory
-    (its embedder knows the chunks' and the questions' vectors)."""
+    (its embedder knows the chunks' and the questions' vectors; ``counter`` counts a SQLite memory's statements
+    from its opening on)."""
     from gemrag.config import load_config
     from gemrag.memory import Memory
     from gemrag.store.rows import sha256_text
@@ -172,6 +186,8 @@ def write_memory(
     cfg = load_config(None, {"strategy": "gem", "memory": {"chunk_titles": False}, "gem": {"questions": m}})
     mem = Memory.open(location, cfg, llm=NoLLM(), embedder=LookupEmbedder(table))  # type: ignore[arg-type]
     store = mem.store
+    if counter is not None and isinstance(getattr(store, "conn", None), sqlite3.Connection):
+        counter.watch_sqlite(store.conn)
     store.set_meta("chunk_tokens", 100)
     for lo in range(0, len(texts), CHUNKS_PER_DOC):
         part = texts[lo : lo + CHUNKS_PER_DOC]
@@ -193,16 +209,21 @@ def write_memory(
     return mem
 
 
-def latencies(mem: Any, strategy: str, questions: list[str], budget: int) -> list[float]:
-    """Milliseconds per ``Memory.retrieve`` of each question (after one untimed pass: see the module docstring)."""
+def latencies(
+    mem: Any, strategy: str, questions: list[str], budget: int, counter: StatementCounter
+) -> tuple[list[float], float, float]:
+    """Milliseconds per ``Memory.retrieve`` of each question (after one untimed pass: see the module docstring),
+    and the mean statements and round trips per retrieval of the timed pass."""
     for q in questions:
         mem.retrieve(q, budget, strategy=strategy)
     out = []
+    statements, trips = counter.statements, counter.round_trips
     for q in questions:
         start = time.perf_counter()
         mem.retrieve(q, budget, strategy=strategy)
         out.append((time.perf_counter() - start) * 1000)
-    return out
+    n = max(len(questions), 1)
+    return out, (counter.statements - statements) / n, (counter.round_trips - trips) / n
 
 
 def disk_mb(location: str) -> float:
@@ -249,26 +270,48 @@ def one_run(
     Vq: np.ndarray, args: argparse.Namespace,
 ) -> dict[str, Any]:  # fmt: skip
     """Every figure of one backend at one size."""
-    start = time.perf_counter()
-    mem = write_memory(location, texts, V, graph, dict(zip(questions, Vq, strict=True)))
-    write = time.perf_counter() - start
-    try:
-        dense = latencies(mem, "dense", questions, args.budget)
-        gem = latencies(mem, "gem", questions, args.budget)
-        recall = recall_at_10(mem, Vq) if backend == "pg-hnsw" else None
-    finally:
-        mem.close()
+    counter = StatementCounter()
+    with counter.installed():
+        start = time.perf_counter()
+        mem = write_memory(location, texts, V, graph, dict(zip(questions, Vq, strict=True)), counter)
+        write = time.perf_counter() - start
+        written = counter.statements
+        try:
+            dense, dense_sql, dense_trips = latencies(mem, "dense", questions, args.budget, counter)
+            gem, gem_sql, gem_trips = latencies(mem, "gem", questions, args.budget, counter)
+            recall = recall_at_10(mem, Vq) if backend == "pg-hnsw" else None
+        finally:
+            mem.close()
     return {
         "backend": backend,
         "n": len(texts),
         "write_s": write,
+        "write_sql": written,
         "dense_p50_ms": pct(dense, 50),
-        "dense_p95_ms": pct(dense, 95),
+        "dense_p90_ms": pct(dense, 90),
+        "dense_sql": dense_sql,
+        "dense_trips": dense_trips,
         "gem_p50_ms": pct(gem, 50),
-        "gem_p95_ms": pct(gem, 95),
+        "gem_p90_ms": pct(gem, 90),
+        "gem_sql": gem_sql,
+        "gem_trips": gem_trips,
         "disk_mb": disk_mb(location),
         "recall_at_10": recall,
     }
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each PostgreSQL row's write time and latencies divided by those of the SQLite row of the same size (the
+    same run, so the same load)."""
+    base = {r["n"]: r for r in rows if r["backend"] == "sqlite"}
+    out = []
+    for r in rows:
+        b = base.get(r["n"])
+        if b is None or r["backend"] == "sqlite":
+            continue
+        keys = ("write_s", "dense_p50_ms", "dense_p90_ms", "gem_p50_ms", "gem_p90_ms")
+        out.append({"n": r["n"], "backend": r["backend"]} | {k: r[k] / b[k] if b[k] else None for k in keys})
+    return out
 
 
 def start_server(url: str | None) -> tuple[str, Any, Path | None]:
@@ -345,19 +388,26 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.cleanup()
             shutil.rmtree(pgdir or "", ignore_errors=True)
-    cols = ["n", "backend", "write_s", "dense_p50_ms", "dense_p95_ms", "gem_p50_ms", "gem_p95_ms", "disk_mb",
-            "recall_at_10"]  # fmt: skip
-    print()
-    print("| " + " | ".join(cols) + " |")
-    print("|" + "---|" * len(cols))
-    for r in rows:
-        print("| " + " | ".join(fmt(r[c]) for c in cols) + " |")
+    cols = ["n", "backend", "write_s", "dense_p50_ms", "dense_p90_ms", "gem_p50_ms", "gem_p90_ms", "dense_sql",
+            "dense_trips", "gem_sql", "gem_trips", "write_sql", "disk_mb", "recall_at_10", "load"]  # fmt: skip
+    print("\n(*_sql: statements per retrieval / per write; *_trips: PostgreSQL round trips per retrieval)")
+    table(rows, cols)
+    print("\nPostgreSQL / SQLite, same run:")
+    table(ratios(rows), ["n", "backend", "write_s", "dense_p50_ms", "dense_p90_ms", "gem_p50_ms", "gem_p90_ms"])
     print(f"\nwall {time.perf_counter() - wall:.0f} s; load average now {os.getloadavg()}; "
           f"CPU cores {os.cpu_count()}; git {git_head()}")  # fmt: skip
     if args.json:
         for r in rows:
             print(json.dumps(r))
     return 0
+
+
+def table(rows: list[dict[str, Any]], cols: list[str]) -> None:
+    """Print rows as a Markdown table."""
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in rows:
+        print("| " + " | ".join(fmt(r.get(c)) for c in cols) + " |")
 
 
 def git_head() -> str:

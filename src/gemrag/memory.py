@@ -346,9 +346,16 @@ class Memory:
             budget = getattr(chosen, "default_budget", None) or self.config.memory.budget
         if budget < 1:
             raise ValueError("budget must be >= 1")
-        check_ready(self, chosen, build=build)
+        if build:
+            check_ready(self, chosen, build=True)  # may index: before the read scope
         attributes = {"gemrag.strategy": chosen.name, "gemrag.memory": self.store.location, "gemrag.budget": budget}
-        with tracing.span("gemrag.retrieve", attributes) as span, self.meter.phase("query"):
+        question_vector = (self.embedder.model_id, [self.embedder.key(question)])  # read with the state (PostgreSQL)
+        with (
+            tracing.span("gemrag.retrieve", attributes) as span,
+            self.meter.phase("query"),
+            self.store.retrieval(question_vector),
+        ):
+            check_ready(self, chosen, build=False)
             hits = with_provenance(
                 self.store, retrieve_published(self.ctx, chosen, question, budget, self.READ_RETRIES)
             )

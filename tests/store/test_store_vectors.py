@@ -44,7 +44,7 @@ def _url(location: str | Path, **params: int) -> str | Path:
 
 def test_exact_search_gives_the_rows_and_scores_of_the_cosine_ranking(memory_at: MemoryAt) -> None:
     vectors, queries = _data()
-    store, g = _publish(memory_at(), vectors)  # 3000 rows < the default hnsw_above: exact in the database
+    store, g = _publish(memory_at(), vectors)  # 3000 rows < the default hnsw_above: exact, in numpy
     try:
         for q in queries:
             rows, scores = store.nearest("dense", g, "vectors", vectors, q, K)  # type: ignore[attr-defined]
@@ -96,7 +96,7 @@ def test_a_build_published_without_a_vector_index_is_searched_in_numpy(memory_at
 @pytest.mark.parametrize("backend", ["postgres"])  # vector tables exist on PostgreSQL only
 def test_vector_tables_follow_their_build(memory_at: MemoryAt) -> None:
     vectors, _ = _data(5)
-    location = memory_at()
+    location = _url(memory_at(), hnsw_above=10)  # only an array of hnsw_above rows or more gets a table
     store, g = _publish(location, vectors)
     try:
         g2 = store.begin_build("dense")  # type: ignore[attr-defined]

@@ -18,6 +18,7 @@ storage part (files, or database rows). ``examples/custom_store.py`` assembles a
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -76,6 +77,12 @@ class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin,
     @abstractmethod
     def snapshot(self) -> AbstractContextManager[None]:
         """One read transaction: every read inside sees the same committed state."""
+
+    def retrieval(self, embeddings: tuple[str, Sequence[str]] | None = None) -> AbstractContextManager[None]:
+        """The scope of one retrieval's reads (:meth:`gemrag.memory.Memory.retrieve`): nothing here, where a read
+        costs no round trip (SQLite); PostgreSQL makes it a :meth:`snapshot` that batches them, ``embeddings``
+        (``(model id, cache keys)`` the retrieval will look up) with the first."""
+        return contextlib.nullcontext()
 
     #: True when :meth:`nearest` answers from the database's own vector index where the build was indexed
     #: (PostgreSQL); False on SQLite, where the platform keeps an HNSW index of large search arrays as a build

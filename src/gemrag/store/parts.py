@@ -115,6 +115,11 @@ class Database(Protocol):
         """One read transaction: every read inside sees the same committed state."""
         ...
 
+    def retrieval(self, embeddings: tuple[str, Sequence[str]] | None = None) -> AbstractContextManager[None]:
+        """The scope of one retrieval's reads: nothing where a read costs no round trip (SQLite), one snapshot whose
+        reads are batched on PostgreSQL (``embeddings``: ``(model id, cache keys)`` read with the first)."""
+        ...
+
     def close(self) -> None:
         """Run deferred cache writes and close the connection(s)."""
         ...

@@ -128,9 +128,12 @@ def child_schema(prefix: str, name: str, *, distinct: bool = False) -> str:
     return f"{schema[: MAX_IDENTIFIER - 9]}_{digest}"
 
 
-def options(schema: str, *, readonly: bool = False, lock_timeout: float = 5.0) -> str:
-    """libpq ``options`` for a memory connection (search path, lock timeout, read-only transactions)."""
+def options(schema: str, *, readonly: bool = False, lock_timeout: float = 5.0, ef_search: int | None = None) -> str:
+    """libpq ``options`` for a memory connection (search path, lock timeout, read-only transactions, and
+    pgvector's ``hnsw.ef_search`` for every HNSW search on it, so a search is one statement)."""
     opts = f"-c search_path={schema},public -c lock_timeout={int(lock_timeout * 1000)}"
+    if ef_search is not None:
+        opts += f" -c hnsw.ef_search={int(ef_search)}"
     if readonly:
         opts += " -c default_transaction_read_only=on"
     return opts

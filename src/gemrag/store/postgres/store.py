@@ -30,10 +30,12 @@ from typing import Any
 
 from gemrag.errors import DatabaseLockedError, GemragError, ReadOnlyMemoryError
 from gemrag.store.base import MemoryStore
+from gemrag.store.postgres.bulk import COPY_FROM, bulk_insert
 from gemrag.store.postgres.connect import PgLocation, connect, options, require_psycopg
 from gemrag.store.postgres.dialect import returns_id, to_postgres
 from gemrag.store.postgres.generations import PgGenerationsMixin
 from gemrag.store.postgres.lock import PgBuildLock
+from gemrag.store.postgres.reads import PgReadsMixin
 from gemrag.store.postgres.schema import ensure_schema, schema_version
 from gemrag.store.postgres.vectors import PgVectorsMixin
 from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT, SCHEMA_VERSION
@@ -56,6 +58,15 @@ class _Cursor:
         return list(self._cursor.fetchall())
 
 
+class _Count:
+    """What a bulk ``executemany`` returns: the number of rows it changed."""
+
+    lastrowid = None
+
+    def __init__(self, rowcount: int) -> None:
+        self.rowcount = rowcount
+
+
 class PgConnection:
     """What ``with store.transaction() as c`` yields on PostgreSQL: ``execute`` / ``executemany`` of the store's
     SQLite-dialect SQL (translated by :func:`~gemrag.store.postgres.dialect.to_postgres`)."""
@@ -71,16 +82,25 @@ class PgConnection:
             return _Cursor(cur, int(cur.fetchone()[0]))
         return _Cursor(self.raw.execute(query, tuple(args)))
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> _Cursor:
-        """Run one statement for every row (nothing for no rows)."""
-        cur = self.raw.cursor()
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> _Cursor | _Count:
+        """Run one statement for every row (nothing for no rows); an ``INSERT`` of :data:`~gemrag.store.postgres.bulk.
+        COPY_FROM` rows or more is sent as one ``COPY`` (:func:`gemrag.store.postgres.bulk.bulk_insert`)."""
         batch = [tuple(r) for r in rows]
+        if len(batch) >= COPY_FROM:
+            done = bulk_insert(self.raw, sql, batch)
+            if done is not None:
+                return _Count(done)
+        cur = self.raw.cursor()
         if batch:
             cur.executemany(to_postgres(sql), batch)
         return _Cursor(cur)
 
 
-class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
+SNAPSHOT_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+"""What starts a :meth:`PostgresStore.snapshot` (sent in one round trip with the snapshot's first statement)."""
+
+
+class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, MemoryStore):
     """A memory in a PostgreSQL schema.
 
     Args:
@@ -109,6 +129,7 @@ class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
         self._deferred: list[Callable[[], None]] = []
         self._deferred_lock = threading.Lock()
         self._unpack_lock = threading.Lock()
+        self._vector_tables = {}
         setup = connect(self.conninfo, self.schema, self._display, lock_timeout=max(busy_timeout, 30.0))
         try:
             if readonly:
@@ -136,7 +157,7 @@ class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
             max_size=max(1, pool_size),
             kwargs={
                 "autocommit": True,
-                "options": options(self.schema, readonly=readonly, lock_timeout=busy_timeout),
+                "options": options(self.schema, readonly=readonly, lock_timeout=busy_timeout, ef_search=self.ef_search),
                 "application_name": "gemrag",
             },
             open=True,
@@ -174,6 +195,8 @@ class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
         local = self._local
         if not hasattr(local, "depth"):
             local.depth, local.snapshot, local.conn, local.lease = 0, False, None, None
+            local.begin, local.rows = False, None  # a snapshot's BEGIN not yet sent; what it read (PgReadsMixin)
+            local.retrieval = False  # inside retrieval(): the hits' rows read ends the snapshot's transaction
         return local
 
     @property
@@ -259,8 +282,10 @@ class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
     def snapshot(self) -> Iterator[None]:
         """One ``REPEATABLE READ`` read-only transaction: every read inside sees the same committed state.
 
-        Nested in a transaction or another snapshot, it adds nothing. Cache and log writes made inside are
-        deferred to its end; structural writes raise RuntimeError.
+        The transaction starts with the first statement inside, in the same round trip (a snapshot that reads
+        nothing sends nothing), and what it read of the state and of the hits' rows is kept until it ends
+        (:mod:`gemrag.store.postgres.reads`). Nested in a transaction or another snapshot, it adds nothing. Cache and
+        log writes made inside are deferred to its end; structural writes raise RuntimeError.
         """
         psycopg = require_psycopg()
         state = self._state()
@@ -268,20 +293,63 @@ class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
             yield
             return
         conn = self._lease()
-        try:
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        except psycopg.Error as exc:
-            self._unlease(exc)
-            raise self._translate(exc) from exc
-        state.snapshot = True
+        state.snapshot, state.begin, state.rows = True, True, None
         try:
             yield
         finally:
-            state.snapshot = False
-            with contextlib.suppress(psycopg.Error):
-                conn.execute("COMMIT")
+            begun = not state.begin
+            state.snapshot, state.begin, state.rows = False, False, None
+            if begun:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("COMMIT")
             self._unlease()
         self._flush_deferred()
+
+    @contextmanager
+    def retrieval(self, embeddings: tuple[str, Sequence[str]] | None = None) -> Iterator[None]:
+        """One retrieval's reads: a :meth:`snapshot` whose state, hits' rows and provenance are read in a few
+        batched statements (:mod:`gemrag.store.postgres.reads`); the read of the hits' rows, a retrieval's last, commits
+        the transaction in its own round trip (a read after it starts a new one).
+
+        Args:
+            embeddings: ``(model id, cache keys)`` of the embeddings the retrieval will look up (the question's),
+                read in the round trip of the state.
+        """
+        state = self._state()
+        if state.depth or state.snapshot:
+            yield
+            return
+        with self.snapshot():
+            state.retrieval = True
+            self._prefetch(embeddings)
+            try:
+                yield
+            finally:
+                state.retrieval = False
+
+    def restart_snapshot(self) -> None:
+        """End the current snapshot's transaction (rolled back: it wrote nothing) and start the next statement in
+        a new one, with what it had read forgotten: after a statement failed inside it, or to see a newer state."""
+        state = self._state()
+        if not state.snapshot or state.begin:
+            return
+        with contextlib.suppress(require_psycopg().Error):
+            state.conn.execute("ROLLBACK")
+        state.begin, state.rows = True, None
+
+    def _in_snapshot_transaction(self) -> bool:
+        """True inside a snapshot whose transaction has begun (a failed statement has aborted it)."""
+        state = self._state()
+        return bool(state.snapshot) and not state.begin
+
+    def _begin(self, conn: Any) -> bool:
+        """True when ``conn`` is the thread's snapshot connection whose ``BEGIN`` is still to be sent (and marks it
+        sent: the caller sends it with its statement)."""
+        state = self._state()
+        if state.begin and state.conn is conn:
+            state.begin = False
+            return True
+        return False
 
     def _best_effort(self, write: Callable[[], None]) -> None:
         """A cache or log write: skipped when read-only, deferred inside a snapshot."""
@@ -302,27 +370,77 @@ class PostgresStore(PgVectorsMixin, PgGenerationsMixin, MemoryStore):
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
+        """The thread's connection (its snapshot's or transaction's, the ``BEGIN`` of a snapshot sent), or one
+        borrowed from the pool for the block."""
         state = self._state()
         if state.conn is not None:
+            if self._begin(state.conn):
+                state.conn.execute(SNAPSHOT_BEGIN)
             yield state.conn
             return
         with self._pool.connection(timeout=max(self.busy_timeout, 30.0)) as conn:
             yield conn
 
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+    def _run(
+        self, sql: str, args: Any, *, binary: bool = False, prepare: bool | None = None, last: bool = False
+    ) -> list[Any]:
+        """The rows of one PostgreSQL statement (``%s`` / ``%(name)s`` parameters), with a snapshot's pending
+        ``BEGIN`` in the same round trip (psycopg's pipeline mode); ``last`` inside :meth:`retrieval`: the
+        snapshot's ``COMMIT`` too (the next read begins a new transaction)."""
         psycopg = require_psycopg()
+        state = self._state()
+        commit = last and state.retrieval and state.snapshot
         try:
+            begin = state.conn is not None and self._begin(state.conn)
+            if begin or commit:
+                conn = state.conn
+                cur = conn.cursor(binary=binary)
+                with conn.pipeline():
+                    if begin:
+                        conn.execute(SNAPSHOT_BEGIN)
+                    cur.execute(sql, args, prepare=prepare)
+                    if commit:
+                        conn.execute("COMMIT")
+                if commit:
+                    state.begin = True
+                    if state.rows is not None:
+                        state.rows.committed = True
+                return list(cur.fetchall())
             with self._connection() as conn:
-                return list(conn.execute(to_postgres(sql), tuple(args)).fetchall())
+                return list(conn.cursor(binary=binary).execute(sql, args, prepare=prepare).fetchall())
         except psycopg.Error as exc:
             raise self._translate(exc) from exc
 
-    def _fetch_binary(self, sql: str, args: Sequence[Any]) -> list[Any]:
-        """Rows of a query fetched in binary format (``bytea`` without hex decoding)."""
+    def _run_together(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+        """The rows of several prepared PostgreSQL statements sent in one round trip (psycopg's pipeline mode) on
+        the thread's snapshot connection, after its pending ``BEGIN``.
+
+        Raises:
+            RuntimeError: called outside a snapshot.
+        """
         psycopg = require_psycopg()
+        state = self._state()
+        if not state.snapshot or state.conn is None:
+            raise RuntimeError("statements sent together need a snapshot")
+        conn = state.conn
         try:
-            with self._connection() as conn:
-                cur = conn.cursor(binary=True)
-                return list(cur.execute(to_postgres(sql), tuple(args)).fetchall())
+            cursors = [conn.cursor() for _ in statements]
+            with conn.pipeline():
+                if self._begin(conn):
+                    conn.execute(SNAPSHOT_BEGIN)
+                for cur, (sql, args) in zip(cursors, statements, strict=True):
+                    cur.execute(sql, args, prepare=True)
+            return [list(cur.fetchall()) for cur in cursors]
         except psycopg.Error as exc:
             raise self._translate(exc) from exc
+
+    def _query(self, sql: str, args: Any = (), *, raw: bool = False, last: bool = False) -> list[Any]:
+        """Rows of a statement in the store's SQLite dialect (``raw``: already PostgreSQL's, prepared on the
+        server: a statement of a retrieval's hot path; ``args`` may then be a mapping; ``last``: see :meth:`_run`)."""
+        if raw:
+            return self._run(sql, args, prepare=True, last=last)
+        return self._run(to_postgres(sql), tuple(args))
+
+    def _fetch_binary(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        """Rows of a query fetched in binary format (``bytea`` without hex decoding)."""
+        return self._run(to_postgres(sql), tuple(args), binary=True)

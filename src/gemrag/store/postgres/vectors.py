@@ -1,21 +1,25 @@
 """Nearest-neighbour search in pgvector for a PostgreSQL memory.
 
 A build's searchable arrays (chunk, node, utility-question and fact embeddings; the strategy names them, see
-:meth:`gemrag.store.base.MemoryStore.index_vectors`) are copied, besides their ``.npy`` bytes in ``build_arrays``,
-into a table of their own, ``"vec:<strategy>:<generation>:<name>"`` (``row INTEGER PRIMARY KEY, embedding
-vector(d)``), registered in ``build_vectors``. A table of at least ``hnsw_above`` rows (URL parameter, default
-:data:`DEFAULT_HNSW_ABOVE`) gets an HNSW index (``vector_cosine_ops``, pgvector's defaults m = 16,
-ef_construction = 64; Malkov and Yashunin 2018); smaller ones are searched exactly (a sequential scan). Queries
-set ``hnsw.ef_search`` (URL parameter ``ef_search``, default :data:`DEFAULT_EF_SEARCH`).
+:meth:`gemrag.store.base.MemoryStore.index_vectors`) of at least ``hnsw_above`` rows (URL parameter, default
+:data:`DEFAULT_HNSW_ABOVE`) are copied, besides their ``.npy`` bytes in ``build_arrays``, into a table of their
+own, ``"vec:<strategy>:<generation>:<name>"`` (``row INTEGER PRIMARY KEY, embedding vector(d)``) with an HNSW
+index (``vector_cosine_ops``, pgvector's defaults m = 16, ef_construction = 64; Malkov and Yashunin 2018),
+registered in ``build_vectors``. A smaller array gets no table: its exact search runs in numpy over the array the
+strategy has loaded anyway, as on SQLite (a sequential scan in the database returned the same rows, about ten times
+slower at 10k rows, after a round trip, and its table cost a ``COPY`` at every build). The connections set
+``hnsw.ef_search`` (URL parameter ``ef_search``, default :data:`DEFAULT_EF_SEARCH`), so a search is one
+statement.
 
 Vectors travel as numpy arrays through the ``pgvector`` package's psycopg 3 adapters (``register_vector`` on every
 pooled connection): binary ``COPY`` rows into a table, a float32 query vector as the search's parameter.
 :meth:`PgVectorsMixin.nearest` asks the table for the ``k`` nearest rows by cosine distance and rescores them in
 numpy from the loaded array (:mod:`gemrag.store.vectors`), so a PostgreSQL memory returns the scores a SQLite one
-does; with an exact search, the same rows too. It falls back to numpy search over the loaded array, with the same
-result as exact search, when the table does not exist: the ``vector`` extension is not installed and this user may
-not create it (one warning when the memory is opened), the build was published before its arrays were indexed,
-the search is filtered to some rows, or a newer publish dropped the table after the caller loaded the arrays.
+does. It searches exactly in numpy over the loaded array when the table does not exist: the array is smaller than
+``hnsw_above``, the ``vector`` extension is not installed and this user may not create it (one warning when the
+memory is opened), the build was published before its arrays were indexed, the search is filtered to some rows, or
+a newer publish dropped the table after the caller loaded the arrays (outside a snapshot; inside one,
+:class:`~gemrag.errors.StaleGenerationError`, and the retrieval reads the newer build).
 
 The tables follow their build: written before the publish (invisible: no manifest names their generation),
 dropped in the transaction that publishes another generation or withdraws the strategy, and by the builder's
@@ -81,10 +85,14 @@ class PgVectorsMixin:
     readonly: bool
     location: str  # type: ignore[misc]  # provided by PostgresStore
 
+    _vector_tables: dict[tuple[str, int, str], tuple[str, int, bool] | None]  # the registry rows read so far
+
     def transaction(self) -> AbstractContextManager[Any]: ...  # provided by PostgresStore
     def _connection(self) -> AbstractContextManager[Any]: ...  # provided by PostgresStore
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by PostgresStore
+    def _query(self, sql: str, args: Any = (), *, raw: bool = False) -> list[Any]: ...  # provided by PostgresStore
     def _translate(self, exc: Exception) -> Exception: ...  # provided by PostgresStore
+    def _in_snapshot_transaction(self) -> bool: ...  # provided by PostgresStore
+    def restart_snapshot(self) -> None: ...  # provided by PostgresStore
 
     def _register_vector(self, conn: Any) -> None:
         """Make ``conn`` send and receive ``vector`` values as numpy arrays (the ``pgvector`` package's psycopg
@@ -129,8 +137,9 @@ class PgVectorsMixin:
 
     # -- writing ----------------------------------------------------------------------------------
     def index_vectors(self, strategy: str, generation: int, name: str, vectors: NDArray[np.floating]) -> None:
-        """Copy a build's ``(n, d)`` vectors into their vector table, with an HNSW index when ``n >= hnsw_above``
-        (committed, invisible until the build is published). A no-op without pgvector or for an empty array.
+        """Copy a build's ``(n, d)`` vectors into their vector table with an HNSW index when ``n >= hnsw_above``
+        (committed, invisible until the build is published). A no-op without pgvector, for an empty array and
+        below ``hnsw_above`` (searched in numpy: see the module docstring).
 
         Raises:
             ValueError: ``vectors`` is not a 2-D array, or the table name would be too long.
@@ -139,11 +148,11 @@ class PgVectorsMixin:
         mat = np.asarray(vectors)
         if mat.ndim != 2:
             raise ValueError(f"vectors {name!r} must be (n, d), got shape {mat.shape}")
-        if not self.pgvector or mat.shape[0] == 0 or mat.shape[1] == 0:
+        if not self.pgvector or mat.shape[0] < max(self.hnsw_above, 1) or mat.shape[1] == 0:
             return
         table = table_name(strategy, generation, name)
         n, d = mat.shape
-        hnsw = n >= self.hnsw_above
+        hnsw = True
         with self.transaction() as c:
             self._drop_vectors(c, "strategy = ? AND generation = ? AND name = ?", (strategy, generation, name))
             raw = c.raw
@@ -161,6 +170,7 @@ class PgVectorsMixin:
                 "INSERT INTO build_vectors(strategy, generation, name, tbl, dim, n_rows, hnsw) VALUES (?,?,?,?,?,?,?)",
                 (strategy, generation, name, table, d, n, int(hnsw)),
             )
+        self._vector_tables.pop((strategy, generation, name), None)
 
     def _drop_vectors(self, c: Any, where: str, args: Sequence[Any]) -> None:
         """Drop the vector tables whose ``build_vectors`` rows match ``where`` (inside transaction ``c``)."""
@@ -201,27 +211,40 @@ class PgVectorsMixin:
         k = min(int(k), mat.shape[0])
         if rows is not None or not self.pgvector or k <= 0:
             return exact_nearest(mat, query, k, rows, unit)
-        found = self._query(
-            "SELECT tbl, dim, hnsw FROM build_vectors WHERE strategy = ? AND generation = ? AND name = ?",
-            (strategy, generation, name),
-        )
-        if not found or int(found[0][1]) != mat.shape[1]:
-            return exact_nearest(mat, query, k, None, unit)
-        table, hnsw = str(found[0][0]), bool(found[0][2]) and not exact
+        found = self._vector_table(strategy, generation, name)
+        if found is None or found[1] != mat.shape[1] or not found[2]:  # no HNSW table (an older memory's exact
+            return exact_nearest(mat, query, k, None, unit)  # table included): exact, where the array is
+        table, hnsw = found[0], not exact
         probe = np.asarray(query, dtype=np.float32).reshape(-1)  # sent by pgvector's dumper
         order = "embedding <=> %s" if hnsw else "embedding <=> %s, row"
         sql = f"SELECT row FROM {table} ORDER BY {order} LIMIT %s"
         try:
-            with self._connection() as conn, conn.transaction():
-                if hnsw:
-                    conn.execute(f"SET LOCAL hnsw.ef_search = {int(self.ef_search)}")
-                else:
+            if not hnsw:  # an exact search of an indexed table: the index is switched off
+                with self._connection() as conn, conn.transaction():
                     conn.execute("SET LOCAL enable_indexscan = off")
-                got = np.array([r[0] for r in conn.execute(sql, (probe, k)).fetchall()], dtype=np.int64)
-        except psycopg.errors.UndefinedTable:
-            return exact_nearest(
-                mat, query, k, None, unit
-            )  # a newer publish dropped it after the caller loaded the arrays
-        except psycopg.Error as exc:
-            raise self._translate(exc) from exc
+                    rows_found = conn.execute(sql, (probe, k)).fetchall()
+            else:  # one statement (hnsw.ef_search is a setting of the connection: postgres/connect.py, options)
+                rows_found = self._query(sql, (probe, k), raw=True)
+        except psycopg.errors.UndefinedTable as exc:  # a newer publish dropped it after the caller loaded the arrays
+            if self._in_snapshot_transaction():  # the snapshot's transaction failed with it: read the newer build
+                from gemrag.errors import StaleGenerationError
+
+                self.restart_snapshot()
+                raise StaleGenerationError(
+                    f"{self.location}: {strategy} generation {generation} was replaced", strategy, generation
+                ) from exc
+            return exact_nearest(mat, query, k, None, unit)
+        got = np.array([r[0] for r in rows_found], dtype=np.int64)
         return best_first(got, cosines(mat, query, got, unit), k)
+
+    def _vector_table(self, strategy: str, generation: int, name: str) -> tuple[str, int, bool] | None:
+        """``(quoted table, dimensions, has an HNSW index)`` of a build's vector table, or None when it has none.
+        What the registry says of a generation never changes once it is searched (a build's table is written
+        before its publish), so it is read once per process (:meth:`index_vectors` forgets what it rewrites)."""
+        key = (strategy, generation, name)
+        if key not in self._vector_tables:
+            found = self._query(
+                "SELECT tbl, dim, hnsw FROM build_vectors WHERE strategy = ? AND generation = ? AND name = ?", key
+            )
+            self._vector_tables[key] = (str(found[0][0]), int(found[0][1]), bool(found[0][2])) if found else None
+        return self._vector_tables[key]
