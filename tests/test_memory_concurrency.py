@@ -26,7 +26,8 @@ from typer.testing import CliRunner
 
 from backends import MemoryAt, leftovers, remove_array
 from fakes import HashEmbedder, ScriptedLLM
-from gemrag import Memory, cli
+from gemrag import Memory
+from gemrag.cli import main as cli
 from gemrag.config import Config
 from gemrag.errors import DamagedMemoryError, MemoryBusyError
 from gemrag.types import Hit
