@@ -1,6 +1,7 @@
 """GEM build correctness and cost (issue 8, points 5-7): S and the eigendecomposition once per build, the sparse
 kNN path (automatic above a chunk count) against the dense reference, bounded retries of failed utility
-questions, the skip_trivial option and the report of the selected (and negative) eigenvalues, graph/ purity."""
+questions, the skip_trivial option and the report of the selected (and negative) eigenvalues, graph/ purity; the
+question vectors' dtype (``QUESTION_DTYPE``, float16, the knob ``benchmarks/bench_gem_build.py`` sets to float32)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg
 
 import gemrag.graph.similarity as similarity
+import gemrag.strategies.gem.strategy as gem_strategy
 from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
@@ -324,6 +326,21 @@ def test_spectrum_report_reuses_given_eigenvalues() -> None:
 
 
 # -- graph/ stays pure numpy/scipy ------------------------------------------------------------------------------
+def test_question_dtype_is_what_the_build_keeps_publishes_and_retrieves_from(
+    tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GEM publishes float16 question vectors by default; with ``QUESTION_DTYPE`` set to float32 (as the benchmark
+    does) the same build publishes float32 ones, and both memories retrieve the same nodes for every prompt."""
+    hits: dict[str, list[list[int]]] = {}
+    for dtype in ("float16", "float32"):
+        monkeypatch.setattr(gem_strategy, "QUESTION_DTYPE", np.dtype(dtype))
+        with build(tmp_path / dtype, config) as mem:
+            published = mem.store.load_published("gem")
+            assert published is not None and published.arrays["question_vectors"].dtype == np.dtype(dtype)
+            hits[dtype] = [[h.node_id for h in mem.retrieve(p, 4)] for p in PROMPTS]
+    assert hits["float16"] == hits["float32"]
+
+
 def test_graph_package_imports_only_numpy_scipy_and_the_standard_library() -> None:
     # faiss: the approximate nearest-neighbour search of synonym edges (graph/synonyms.py), no model, no storage
     allowed = {"numpy", "scipy", "faiss", "gemrag", "__future__", "dataclasses", "typing", "collections", "math"}

@@ -329,15 +329,18 @@ class LlamaCppLLM:
         )
 
     def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
-        """Complete several requests, decoding up to ``n_parallel`` together (contract: :mod:`gemrag.models.batch`).
+        """Complete several requests, decoding up to ``n_parallel`` of them together (contract:
+        :mod:`gemrag.models.batch`).
 
         Yields ``(index, Completion or GemragError)`` in completion order; a prompt that does not fit the context
         window is that request's error. ``usage.seconds`` of a completion is its share of the decoding time (a
         step's time is shared among the tokens of its batch) plus its own template and detokenization time, so
         the seconds of all results add up to the wall-clock time. Greedy answers equal those of
         :meth:`complete` up to last-bit differences of batched logits (``tests/models/test_integration_llama_batch.py``
-        compares them). The lock is held until the generator is exhausted or closed: a caller that stops early
-        closes it (the contract of :mod:`gemrag.models.batch`).
+        compares them). The instance's lock is held while the generator is suspended, until it is exhausted or
+        closed, and the decoder until the last result is decoded (:meth:`BatchDecoder.run`): a caller that stops
+        early closes it (the contract of :mod:`gemrag.models.batch`), else another thread's call waits and this
+        thread's next call may meet "the llama.cpp decoder is busy".
 
         Raises:
             ModelCrashError: the model crashed in the child-process check.

@@ -60,7 +60,15 @@ from gemrag.types import Hit
 EDGES_PER_NODE = 10
 NOT_INDEXED = "this memory has no GEM graph yet: run `gemrag index` first"
 QUESTION_BLOCK = 65536
-"""Utility questions embedded and turned into float16 question vectors at a time (:func:`node_graph_inputs`)."""
+"""Utility questions embedded and turned into question vectors at a time (:func:`node_graph_inputs`)."""
+
+QUESTION_DTYPE: np.dtype[np.floating[Any]] = np.dtype(np.float16)
+"""The dtype GEM keeps and publishes its question vectors ``v_ij`` in: float16 (half precision, issue 40), so a
+1M-chunk build holds 3.9 GB of them instead of 7.7 GB at m = 5, d = 384. Every consumer reads them one block of rows
+at a time in float32 (or converts small ones whole), and a memory published with float32 ones is read alike. Not a
+setting: a knob for measurements only (``benchmarks/bench_gem_build.py --question-dtype float32`` sets it to float32
+before a build to measure what half precision saves); :func:`node_graph_inputs` and :meth:`GemGraph.publish` read it
+when they run."""
 
 QUESTIONS_TITLES_META = "gem_questions_titles"
 """The memory's ``meta`` key recording whether the stored utility questions were written from ``title\ntext`` (absent:
@@ -74,7 +82,7 @@ class GemGraph:
     Attributes:
         node_ids: (N,) int64 store ids of chunk and summary nodes, in matrix order.
         node_vectors: (N, d) float32 v_i = E(text_i), unit rows.
-        question_vectors: (M, d) v_ij = (E(q_ij) + v_i) / 2 (not unit norm), float16 (:func:`node_graph_inputs`;
+        question_vectors: (M, d) v_ij = (E(q_ij) + v_i) / 2 (not unit norm), float16 (:data:`QUESTION_DTYPE`;
             published in half precision, read one block at a time; a memory built before kept float32, read alike).
         question_owner: (M,) int64 index into ``node_ids`` of each question's node.
         question_ids: (M,) int64 store ids of the questions.
@@ -119,7 +127,7 @@ class GemGraph:
         """Write every array of ``generation`` (W dense as ``.npy`` or sparse as ``.npz``) and publish it with its
         metadata and ``similarity`` edges, atomically."""
         arrays = {name: getattr(self, name) for name in self.NAMES} | {"weights": self.weights}
-        arrays["question_vectors"] = np.asarray(self.question_vectors, dtype=np.float16)  # half precision stored
+        arrays["question_vectors"] = np.asarray(self.question_vectors, dtype=QUESTION_DTYPE)  # half precision stored
         if self.question_list is not None and self.list_centroids is not None:
             arrays |= {"question_list": self.question_list, "list_centroids": self.list_centroids}
         publish_arrays(
@@ -166,15 +174,16 @@ def node_graph_inputs(
     Returns:
         ``(node_vectors (N,d) float32, question_vectors (M,d) float16 = v_ij, owner (M,) int64,
         question_ids (M,) int64)``. The question vectors are computed in float32 one block of
-        :data:`QUESTION_BLOCK` questions at a time and kept in half precision (every consumer reads them one block
-        at a time in float32, or converts small ones whole): at 1M chunks and m = 5 they are 3.9 GB, not 7.7 GB.
+        :data:`QUESTION_BLOCK` questions at a time and kept in half precision (:data:`QUESTION_DTYPE`; every
+        consumer reads them one block at a time in float32, or converts small ones whole): at 1M chunks and m = 5
+        they are 3.9 GB, not 7.7 GB.
     """
     index = {nid: i for i, nid in enumerate(node_ids)}
     node_vectors = embed_node_ids(ctx, node_ids, titles=titles)
     rows = [(qid, index[nid], text) for qid, nid, text in ctx.store.questions(build=build) if nid in index]
     owner = np.array([r[1] for r in rows], dtype=np.int64)
     question_ids = np.array([r[0] for r in rows], dtype=np.int64)
-    questions = np.empty((len(rows), node_vectors.shape[1]), dtype=np.float16)
+    questions = np.empty((len(rows), node_vectors.shape[1]), dtype=QUESTION_DTYPE)
     for lo in range(0, len(rows), QUESTION_BLOCK):
         part = rows[lo : lo + QUESTION_BLOCK]
         q_emb = ctx.embedder.embed([r[2] for r in part])
