@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal
@@ -192,7 +193,8 @@ class GenerationsMixin:
         database switches to ``synchronous=FULL``); nothing by default."""
         return nullcontext()
 
-    # -- provided by the arrays storage part ------------------------------------------------------------
+    # -- provided by the arrays storage part (abstract: a store without one cannot be constructed) --------
+    @abstractmethod
     def publish_many(
         self,
         publications: Sequence[Publication],
@@ -201,8 +203,7 @@ class GenerationsMixin:
         withdraw: Sequence[str] = (),
     ) -> None:
         """Publish several strategies' generations in ONE transaction (see the storage part)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def remove_stale_files(self, strategy: str | None = None) -> int:
         """Delete stored arrays no published build names (see the storage part); returns how many."""
-        raise NotImplementedError
