@@ -19,7 +19,7 @@ Example ``gemrag.toml``::
     questions = 5
 
     [answer]
-    cite = true               # answers name the passages they use, [1]..[n]
+    cite = true               # every answer names the passages it uses, [1]..[n] (unset: all but short answers)
 
     [raptor]                  # any strategy's own section, validated by that strategy's model
     summary_tokens = 200
@@ -92,13 +92,23 @@ class AnswerSettings(BaseModel):
     """How answers are generated (``[answer]``).
 
     Attributes:
-        cite: answers name the context passages they use (default True): the prompt asks for ``[n]`` markers
-            (multiple choice: the passages' numbers beside the option letter), and an answer lists the cited
-            passages with their sources and spans (:mod:`gemrag.answering`). False gives the prompts of earlier
-            releases (and their cached answers), e.g. to measure what citing costs.
+        cite: answers name the context passages they use: the prompt asks for ``[n]`` markers (multiple choice:
+            the passages' numbers beside the option letter), and an answer lists the cited passages with their
+            sources and spans (:mod:`gemrag.answering`). None (default): cite in sentence answers and multiple
+            choice (``ask``, ``chat``, the server, MCP), not in the short form of span-answer benchmarks
+            (``Memory.answer(short=True)``, ``gemrag eval`` on COVID-QA, MuSiQue, HotpotQA, LoCoMo), where the
+            markers cost answer quality: on 62 COVID-QA questions citing cost the embedded 1.5B 6.1 F1 / 9.7 EM
+            points with dense (EM p 0.03) and 7.7 / 11.3 with fused, its answers growing from ~4 to ~10 words
+            (docs/results.md, "Cited answers on and off"). True or False applies to every form; False gives the
+            prompts of earlier releases (and their cached answers).
     """
 
-    cite: bool = True
+    cite: bool | None = None
+
+    def cites(self, *, short: bool = False) -> bool:
+        """Whether an answer of this form cites: ``cite`` when set, else True for sentence and multiple-choice
+        answers and False for the short (span) form (``short=True``)."""
+        return self.cite if self.cite is not None else not short
 
 
 _OWN_ENV = ("memory",)

@@ -444,7 +444,7 @@ class Memory:
             span.end()
             raise
         stream = answer_stream(
-            self.llm, self.meter, self.store, question, hits, choices, seconds, cite=self.config.answer.cite
+            self.llm, self.meter, self.store, question, hits, choices, seconds, cite=self.config.answer.cites()
         )
 
         def finish(item: str | Answer) -> None:
@@ -465,8 +465,9 @@ class Memory:
         short: bool = False,
     ) -> Answer:
         """Answer ``question`` from a given context: :func:`gemrag.answering.answer_question` with this memory's
-        LLM, meter and store, citing the passages used when ``config.answer.cite`` (``abstain``, ``short`` — the
-        span-answer form —, an agent's answer, choices, citations: there).
+        LLM, meter and store, citing the passages used when ``config.answer.cites(short=short)`` (by default not
+        in the short form; ``abstain``, ``short`` — the span-answer form —, an agent's answer, choices, citations:
+        there).
 
         Raises:
             ValueError: fewer than 2 or more than 10 choices.
@@ -482,7 +483,7 @@ class Memory:
                 retrieval_seconds,
                 abstain=abstain,
                 short=short,
-                cite=self.config.answer.cite,
+                cite=self.config.answer.cites(short=short),
             )
             span.set_attributes(tracing.usage_attributes(answer.usage))
             return answer

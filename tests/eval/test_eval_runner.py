@@ -236,7 +236,8 @@ def test_resume_after_interrupt_and_rerun_costs_nothing(tmp_path: Path, config: 
 def test_recall_on_passage_ids_and_free_form_scores(tmp_path: Path, config: Config) -> None:
     out = tmp_path / "out"
     common: dict[str, Any] = {"budget": 1, "out_dir": out, "llm": ScriptedLLM(), "embedder": HashEmbedder()}
-    res = run_eval("musique", multihop_file(tmp_path), ["firstchunks"], config=config, **common)
+    cited = config.model_copy(update={"answer": AnswerSettings(cite=True)})  # short answers cite only when asked
+    res = run_eval("musique", multihop_file(tmp_path), ["firstchunks"], config=cited, **common)
     by_q = {r["question_id"]: r for r in res.records}
     first, second = by_q["2hop__0"], by_q["2hop__1"]
     # firstchunks returns corpus order; Recall@k retrieves max(B, 5) = 5 nodes, the answer sees B = 1
@@ -252,9 +253,9 @@ def test_recall_on_passage_ids_and_free_form_scores(tmp_path: Path, config: Conf
     assert (second["citation_recall"], second["citation_precision"]) == (0.0, 0.0)
     assert json.loads((out / "run.json").read_text())["answer_form"] == "short"
     assert json.loads((out / "run.json").read_text())["cite"] is True  # cited and uncited answers never mix
-    uncited = config.model_copy(update={"answer": AnswerSettings(cite=False)})
-    with pytest.raises(ConfigError, match="differs in cite"):
-        run_eval("musique", multihop_file(tmp_path), ["firstchunks"], config=uncited, **common)
+    for uncited in (config, config.model_copy(update={"answer": AnswerSettings(cite=False)})):  # the default: uncited
+        with pytest.raises(ConfigError, match="differs in cite"):
+            run_eval("musique", multihop_file(tmp_path), ["firstchunks"], config=uncited, **common)
     agg = res.summary.aggregates["firstchunks"]
     assert agg["recall@2"]["mean"] == 0.25 and agg["recall@5"]["mean"] == 1.0
     assert agg["accuracy"] is None and agg["f1"]["mean"] == 0.0 and agg["citation_recall"]["mean"] == 0.5

@@ -244,6 +244,7 @@ class GroupRunner:
             except ValueError as exc:  # e.g. an empty question in the dataset
                 context, rec["error"] = [], str(exc)
             rec["retrieval_seconds"] = time.perf_counter() - start
+        cites = mem.config.answer.cites(short=self.protocol.short)  # [answer] cite, else uncited short answers
         with tap.measure() as cost:
             if self.answer and rec["error"] is None:
                 asked, options = self.protocol.asked(self.dataset.kind, q)  # not what retrieval got
@@ -258,14 +259,14 @@ class GroupRunner:
                         rec["retrieval_seconds"],
                         abstain=self.dataset.kind in ABSTAIN_KINDS,
                         short=self.protocol.short,
-                        cite=mem.config.answer.cite,
+                        cite=cites,
                         temperature=temperature,
                         seed=seed,
                     )
                 plain = plain_answer(ans)  # scored without its citation markers
                 rec.update(answer=read_option(plain, options), choice=ans.choice, answer_seconds=ans.answer_seconds)
                 rec.update({"options": list(options), "reply": plain} if options else {})  # LoCoMo category 5
-                if mem.config.answer.cite:
+                if cites:
                     rec["cited_answer"] = ans.text
                     rec.update(citation_record(ans, gold_of(q)))
         ranked = context

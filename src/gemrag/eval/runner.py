@@ -185,7 +185,7 @@ def run_eval(
         "budget": budget,
         "answer": answer,
         **protocol.fingerprint(),  # its keys are absent at their old defaults, as before each option existed
-        **({"cite": True} if answer and config.answer.cite else {}),  # cited answers (absent: the old prompts)
+        **({"cite": True} if answer and config.answer.cites(short=protocol.short) else {}),  # absent: uncited prompts
         "embedder": emb.model_id,
         "llm": llm_label,
         **title_free_fingerprint(config),  # gem's and the other strategies' settings; read_titles: titles.json
