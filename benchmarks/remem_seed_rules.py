@@ -24,10 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 import gemrag.strategies.remem.strategy as remem_strategy
 from gemrag.config import load_config
@@ -43,12 +45,22 @@ class SeedRecorder:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
-    def __call__(self, kept, scores, subj, obj, counts, k, rank="weight"):  # type: ignore[no-untyped-def]
+    def __call__(
+        self,
+        kept: Sequence[int],
+        scores: NDArray[np.floating],
+        subj: NDArray[np.integer],
+        obj: NDArray[np.integer],
+        counts: NDArray[np.integer],
+        k: int,
+        rank: Literal["weight", "score"] = "weight",
+    ) -> NDArray[np.float64]:
+        """Both rules' seeds for one retrieval (arguments as :func:`entity_seed_weights`'s)."""
         by_weight = entity_seed_weights(kept, scores, subj, obj, counts, k, "weight")
         by_score = entity_seed_weights(kept, scores, subj, obj, counts, k, "score")
         entities = {int(e) for f in kept for e in (subj[f], obj[f])}
 
-        def share(w: np.ndarray) -> np.ndarray:
+        def share(w: NDArray[np.float64]) -> NDArray[np.float64]:
             return w / w.sum() if w.sum() > 0 else w
 
         self.rows.append(
