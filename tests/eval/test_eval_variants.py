@@ -29,9 +29,19 @@ def test_variant_changes_only_its_section(config: Config) -> None:
     assert cfg.section("remem") == setting and config.section("remem") == {}
     assert gem_settings(cfg) == gem_settings(config)
     assert strategy_variant("remem", config) is None
+    both = strategy_variant("iterative[base=fused;mode=ircot]", config)
+    assert both is not None and both[2] == {"base": "fused", "mode": "ircot"}
+    listed = strategy_variant('fused[parts=["dense", "bm25"]]', config)  # a comma inside a value is no pair
+    assert listed is not None and listed[2] == {"parts": ["dense", "bm25"]}
     gem = strategy_variant("gem[search=rank]", config)
     assert gem is not None and gem_settings(gem[3]).search == "rank"
-    for bad, message in [("remem[dampng=0.3]", "dampng"), ("remem[damping=2]", "damping"), ("remem[]", "nothing")]:
+    bad_cases = [
+        ("remem[dampng=0.3]", "dampng"),
+        ("remem[damping=2]", "damping"),
+        ("remem[]", "nothing"),
+        ("iterative[base=fused,mode=decompose]", "separate its settings with ';'"),
+    ]
+    for bad, message in bad_cases:
         with pytest.raises(ConfigError, match=message):
             strategy_variant(bad, config)
 

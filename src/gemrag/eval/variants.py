@@ -16,6 +16,7 @@ from gemrag.errors import ConfigError
 from gemrag.strategies import check_config, strategy_config
 
 _VARIANT = re.compile(r"([A-Za-z0-9_-]+)\[(.*)\]")
+_COMMA_PAIR = re.compile(r",\s*[A-Za-z_][A-Za-z0-9_.]*\s*=")  # "a=1,b=2": a second pair after a comma
 
 
 def split_strategies(text: str) -> list[str]:
@@ -41,12 +42,15 @@ def strategy_variant(name: str, config: Config) -> tuple[str, str, dict[str, Any
         None when ``name`` has no bracket.
 
     Raises:
-        ConfigError: an empty or malformed bracket, or a key or value the strategy's section rejects.
+        ConfigError: an empty or malformed bracket (pairs separated by ``,`` instead of ``;``), or a key or value
+            the strategy's section rejects.
     """
     match = _VARIANT.fullmatch(name.strip())
     if match is None:
         return None
     strategy, body = match.group(1), match.group(2)
+    if ";" not in body and _COMMA_PAIR.search(body):
+        raise ConfigError(f"strategy variant {name!r}: separate its settings with ';', as in {strategy}[a=1;b=2]")
     pairs = [p.strip() for p in body.split(";") if p.strip()]
     if not pairs:
         raise ConfigError(f"strategy variant {name!r} changes nothing: use {strategy}[key=value]")
