@@ -39,7 +39,11 @@ def test_records_carry_the_retrievals_llm_cost_and_trace(tmp_path: Path, config:
     )
     cfg = load_config(
         None,
-        {"memory": config.memory.model_dump(), "gem": gem_settings(config).model_dump(), "iterative": {"max_steps": 2}},
+        {
+            "memory": config.memory.model_dump(),
+            "gem": gem_settings(config).model_dump(),
+            "iterative": {"mode": "ircot", "max_steps": 2},
+        },
     )
     res = run_eval(
         "musique",

@@ -33,6 +33,7 @@ QUESTION = "Where was the director of the film Blue River born?"
 
 
 def _memory(tmp_path: Path, config: Config, llm: StepLLM, **settings: Any) -> Memory:
+    settings = {"mode": "ircot", **settings}  # decompose is the default; the IRCoT tests leave their mode unsaid
     cfg = load_config(
         None, {"memory": {"chunk_tokens": 60}, "gem": gem_settings(config).model_dump(), "iterative": settings}
     )
@@ -268,7 +269,7 @@ def test_config_errors_are_clear(tmp_path: Path, config: Config) -> None:
     assert isinstance(made, IterativeStrategy) and made.config.base == "fused" and not made.nested
     assert IterativeConfig().model_dump() == {
         "base": "dense",
-        "mode": "ircot",
+        "mode": "decompose",
         "max_steps": 2,
         "min_steps": 1,
         "read": 5,
