@@ -33,15 +33,13 @@ from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import JsonlAppender, read_jsonl
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
-from gemrag.strategies.base import ProgressFactory, note_advance
+from gemrag.strategies.base import WARM_UP, ProgressFactory, note_advance
 from gemrag.types import Hit
 
 __all__ = ["RETRIEVAL_LLM_KEYS", "WARM_UP", "GroupRunner"]
 
 #: The LLM cost of a question's timed retrieval alone, recorded per question as ``retrieval_llm``.
 RETRIEVAL_LLM_KEYS = ("llm_calls", "llm_cached", "prompt_tokens", "completion_tokens")
-#: An untimed question retrieved once per strategy and memory before the timed ones (loads its structures).
-WARM_UP = "What is this text about?"
 
 
 class GroupRunner:
@@ -179,9 +177,10 @@ class GroupRunner:
 
         budget = int(run.setting.get("budget", self.budget))
         # Untimed warm-up: embed the questions once (cached in the memory) and load the strategy's structures,
-        # so the latency of every strategy is retrieval alone, whatever order the strategies run in.
+        # so the latency of every strategy is retrieval alone, whatever order the strategies run in; a strategy with
+        # a ``warm`` method (iterative) spends no LLM call on it (a per-question corpus would pay one per question).
         mem.embedder.embed(list(dict.fromkeys(q.question for q, _ in questions if q.question.strip())))
-        mem.retrieve(WARM_UP, budget, strategy=run.strategy)
+        mem.warm_up(run.strategy, budget)
         label = f"{gid} · {run.name} (B={budget})".replace("[", "(").replace("]", ")")  # no rich markup
         kept: list[dict[str, Any]] = []  # this run's records so far, for the running averages
         with self.progress(label, len(questions)) as raw_advance:

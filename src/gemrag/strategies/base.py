@@ -141,6 +141,30 @@ class Strategy(Protocol):
         """Strategy-specific figures for ``gemrag info``."""
         ...
 
+    # Optional: ``warm(self, ctx, budget) -> None`` loads what ``retrieve`` reads (its arrays, the LLM it calls at
+    # query time) without spending an LLM call; without it :func:`warm_strategy` retrieves :data:`WARM_UP` once.
+
+
+#: The question a strategy without a ``warm`` method is warmed with (:func:`warm_strategy`): its answer is discarded.
+WARM_UP = "What is this text about?"
+
+
+def warm_strategy(ctx: StrategyContext, strategy: Strategy, budget: int) -> None:
+    """Load what ``strategy.retrieve`` reads, so that the next retrieval's latency is retrieval alone.
+
+    Calls the strategy's optional ``warm(ctx, budget)`` (e.g. ``iterative`` warms its base and loads the LLM, spending
+    no LLM call), else retrieves :data:`WARM_UP` once with ``budget`` (nodes) and discards the hits: a strategy that
+    calls the LLM at query time without a ``warm`` method spends those calls here.
+
+    Raises:
+        MemoryNotIndexedError: the strategy (or its base) has not been built. Whatever its retrieval raises.
+    """
+    warm = getattr(strategy, "warm", None)
+    if callable(warm):
+        warm(ctx, budget)
+    else:
+        strategy.retrieve(ctx, WARM_UP, budget)
+
 
 S = TypeVar("S")
 

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gemrag.errors import ConfigError
-from gemrag.strategies.base import Strategy, StrategyContext, available, register
+from gemrag.strategies.base import Strategy, StrategyContext, available, register, warm_strategy
 from gemrag.strategies.iterative.merge import Step, merge_steps
 from gemrag.strategies.iterative.steps import Search, decompose, ircot, rerank_first, step_records
 from gemrag.strategies.platform.composite import NamedStrategies
@@ -167,6 +167,19 @@ class IterativeStrategy:
         """
         with _no_loop():
             return self._retrieve(ctx, question, budget)
+
+    def warm(self, ctx: StrategyContext, budget: int) -> None:
+        """Warm the base (:func:`~gemrag.strategies.base.warm_strategy` with ``budget`` nodes) and load the LLM,
+        spending no LLM call: a warm-up question through the steps would cost a full run of LLM passes, once per
+        memory (``gemrag eval --per-question-corpus``: once per question).
+
+        Raises:
+            ConfigError: the base is unknown, or its chain of bases leads back to ``iterative``.
+            MemoryNotIndexedError: the base was not built. GemragError: the LLM failed to load.
+        """
+        with _no_loop():
+            warm_strategy(ctx, self.base(ctx), max(budget, self.config.read))
+        ctx.get_llm()
 
     def _retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         cfg = self.config
