@@ -303,6 +303,22 @@ class RememStrategy:
     def _loaded(self, ctx: StrategyContext) -> LoadedRemem:
         return load_published(ctx, NAME, LoadedRemem.from_published)
 
+    def warm(self, ctx: StrategyContext, budget: int) -> None:
+        """Load the published generation's arrays and, with the recognition filter on, the LLM, spending no LLM call
+        (:func:`~gemrag.strategies.base.warm_strategy`; a warm-up question would cost a filter call per memory).
+        ``budget`` is unused.
+
+        Raises:
+            MemoryNotIndexedError: the strategy was not built in this memory.
+            StaleGenerationError: a newer generation replaced the one being read (the caller retries).
+        """
+        if ctx.store.published_generation(NAME) is None:
+            raise not_indexed(ctx, NAME)
+        with ctx.store.snapshot():
+            self._loaded(ctx)
+        if self.config.recognition_filter:
+            ctx.get_llm()
+
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         """Passages for ``question`` by the seed's default strategy (module docstring).
 
