@@ -13,7 +13,7 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
-from gemrag.errors import ConfigError
+from gemrag.errors import ConfigError, MemoryNotIndexedError
 from gemrag.lifecycle import StaleStrategyWarning
 from gemrag.models.base import Completion, Usage
 from gemrag.strategies.base import strategy_config
@@ -169,6 +169,20 @@ def test_ask_answers_with_the_agents_answer_without_another_call(tmp_path: Path)
         assert answer.text == answer.hits[0].meta["agent_answer"] and "Tarnow" in answer.text
         choice = mem.ask("Where did Bob sell his first painting?", ["at the Tarnow market", "online"])
         assert choice.choice == 0 and llm.calls == calls + 2  # cached agent call; a multiple-choice prompt
+
+
+def test_warm_up_loads_the_generation_without_an_agent_run(tmp_path: Path) -> None:
+    llm = ScriptedLLM()
+    with built(tmp_path / "m", make_config(), llm) as mem:
+        calls = llm.calls
+        mem.warm_up(NAME)
+        assert llm.calls == calls  # untimed warm-up: no agent call (a warm-up question would cost one)
+        mem.retrieve("Where did Bob sell his first painting?", 3)
+        assert llm.calls == calls + 1
+    with Memory.open(tmp_path / "e", make_config(), llm=llm, embedder=HashEmbedder()) as mem:
+        mem.add_text(DOCS[0])
+        with pytest.raises(MemoryNotIndexedError):
+            mem.warm_up(NAME)
 
 
 def test_retrieve_only_mode_needs_no_llm(tmp_path: Path) -> None:

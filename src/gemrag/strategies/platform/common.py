@@ -379,3 +379,18 @@ def require(*modules: str, strategy: str) -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise GemragError(f"the {strategy!r} strategy needs {', '.join(missing)}: pip install 'gemrag[eval]'")
+
+
+def warm_loaded(ctx: StrategyContext, load: Callable[[StrategyContext], object], *, llm: bool) -> None:
+    """A ``warm`` method's body (:func:`gemrag.strategies.base.warm_strategy`) for a strategy that may call the LLM
+    at query time: ``load(ctx)`` its published generation (e.g. through :func:`load_published`) and, when ``llm``,
+    load the LLM, spending no LLM call (a warm-up question would spend the strategy's query-time calls).
+
+    Raises:
+        MemoryNotIndexedError: the strategy was never built. StaleGenerationError, DamagedMemoryError: as
+            :func:`load_published`. GemragError: the LLM failed to load.
+    """
+    with ctx.store.snapshot():
+        load(ctx)
+    if llm:
+        ctx.get_llm()

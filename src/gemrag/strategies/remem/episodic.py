@@ -45,6 +45,7 @@ from gemrag.strategies.platform.common import (
     publish_arrays,
     require,
     top_k,
+    warm_loaded,
 )
 from gemrag.strategies.platform.conversation import Window, date_bound, document_turns, parse_date, session_windows
 from gemrag.strategies.remem.agent import AgentResult, ToolHit, run_agent
@@ -330,6 +331,17 @@ class RememGistStrategy:
             result_chars=cfg.tool_result_chars,
             node_budget=self.node_budget(budget),
         )
+
+    def warm(self, ctx: StrategyContext, budget: int) -> None:
+        """Load the published generation and, unless the agent only retrieves (``agent_fixed_tools`` with
+        ``max_steps = 1``), the LLM, spending no LLM call (:func:`~gemrag.strategies.platform.common.warm_loaded`: a
+        warm-up question would cost an agent run); ``budget`` is unused.
+
+        Raises:
+            MemoryNotIndexedError: the strategy was not built in this memory.
+        """
+        cfg = self.config
+        warm_loaded(ctx, self._loaded, llm=not (cfg.agent_fixed_tools and cfg.max_steps == 1))
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         """The turns (``return_chunk = "verbatim"``) or gists (``"gists"``) the agent retrieved for ``question``.

@@ -51,6 +51,7 @@ from gemrag.strategies.platform.common import (
     not_indexed,
     prompt_vector,
     publish_arrays,
+    warm_loaded,
 )
 from gemrag.strategies.platform.incremental import referencing_prune
 from gemrag.strategies.platform.titles import strategy_reads_titles
@@ -305,19 +306,13 @@ class RememStrategy:
 
     def warm(self, ctx: StrategyContext, budget: int) -> None:
         """Load the published generation's arrays and, with the recognition filter on, the LLM, spending no LLM call
-        (:func:`~gemrag.strategies.base.warm_strategy`; a warm-up question would cost a filter call per memory).
-        ``budget`` is unused.
+        (:func:`~gemrag.strategies.platform.common.warm_loaded`); ``budget`` is unused.
 
         Raises:
             MemoryNotIndexedError: the strategy was not built in this memory.
             StaleGenerationError: a newer generation replaced the one being read (the caller retries).
         """
-        if ctx.store.published_generation(NAME) is None:
-            raise not_indexed(ctx, NAME)
-        with ctx.store.snapshot():
-            self._loaded(ctx)
-        if self.config.recognition_filter:
-            ctx.get_llm()
+        warm_loaded(ctx, self._loaded, llm=self.config.recognition_filter)
 
     def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
         """Passages for ``question`` by the seed's default strategy (module docstring).
