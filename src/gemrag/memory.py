@@ -369,6 +369,8 @@ class Memory:
 
         Raises:
             MemoryNotIndexedError: the strategy has not been built. DamagedMemoryError: as :meth:`retrieve`.
+            StaleGenerationError: another process published a newer generation while it loaded (not retried: the
+                next :meth:`retrieve` reads the newer one).
         """
         chosen = self.get_strategy(strategy)
         budget = budget or getattr(chosen, "default_budget", None) or self.config.memory.budget
