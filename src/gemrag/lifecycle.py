@@ -31,7 +31,7 @@ from gemrag.store.derived import BuildState
 from gemrag.store.parts import Connection
 from gemrag.store.publish import Publication
 from gemrag.strategies import available
-from gemrag.strategies.base import Strategy, StrategyContext
+from gemrag.strategies.base import Strategy, StrategyContext, warm_strategy
 from gemrag.strategies.platform.common import build_models, not_indexed
 from gemrag.strategies.platform.incremental import prune_strategy
 from gemrag.strategies.platform.titles import build_titles
@@ -340,6 +340,23 @@ def retrieve_published(
         hits = read_published(ctx, strategy, question, asked, attempts)
         unique = distinct_texts(hits)
     return unique[:wanted]
+
+
+def warm_published(memory: MemoryHandle, strategy: str | None, budget: int) -> None:
+    """Load what ``strategy``'s retrieval reads on its published generation (arrays; for ``iterative`` and the REMem
+    strategies also the LLM, with no call), so that the next retrieval times retrieval alone: ``gemrag eval``'s
+    untimed warm-up (:func:`~gemrag.strategies.base.warm_strategy`, ``budget`` in nodes), in the read scope of
+    :meth:`gemrag.memory.Memory.retrieve`.
+
+    Raises:
+        MemoryNotIndexedError: the strategy has not been built. DamagedMemoryError: its files do not match its
+            manifest. StaleGenerationError: another process published a newer generation while it loaded (not
+            retried: the next retrieval reads the newer one).
+    """
+    chosen = memory.get_strategy(strategy)
+    with memory.ctx.meter.phase("query"), memory.store.retrieval():
+        check_ready(memory, chosen, build=False)
+        warm_strategy(memory.ctx, chosen, budget)
 
 
 def read_published(

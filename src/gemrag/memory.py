@@ -63,7 +63,7 @@ from gemrag.sources import Source, SourceReport, put_sources, read_sources, sync
 from gemrag.store import MemoryStore, open_store
 from gemrag.store.lock import BuildLockHolder
 from gemrag.strategies import StrategyContext, check_config, get_strategy
-from gemrag.strategies.base import WARM_UP, ProgressFactory, Strategy, no_progress, warm_strategy
+from gemrag.strategies.base import ProgressFactory, Strategy, no_progress
 from gemrag.strategies.platform.common import LLM_MODEL_KEY
 from gemrag.types import Hit
 
@@ -361,22 +361,6 @@ class Memory:
             )
             span.set_attributes({"gemrag.hits": len(hits), "gemrag.hits.summary": sum(h.kind != "chunk" for h in hits)})
             return hits
-
-    def warm_up(self, strategy: str | None = None, budget: int | None = None) -> None:
-        """Load what ``strategy``'s retrieval reads on its published generation (arrays; for ``iterative`` also the
-        LLM, with no call), so that the next :meth:`retrieve` times retrieval alone
-        (:func:`~gemrag.strategies.base.warm_strategy`); ``budget`` (nodes) defaults as in :meth:`retrieve`.
-
-        Raises:
-            MemoryNotIndexedError: the strategy has not been built. DamagedMemoryError: as :meth:`retrieve`.
-            StaleGenerationError: another process published a newer generation while it loaded (not retried: the
-                next :meth:`retrieve` reads the newer one).
-        """
-        chosen = self.get_strategy(strategy)
-        budget = budget or getattr(chosen, "default_budget", None) or self.config.memory.budget
-        with self.meter.phase("query"), self.store.retrieval((self.embedder.model_id, [self.embedder.key(WARM_UP)])):
-            check_ready(self, chosen, build=False)
-            warm_strategy(self.ctx, chosen, budget)
 
     def ask(
         self,

@@ -31,6 +31,7 @@ from gemrag.eval.plan import RunSpec
 from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import JsonlAppender, read_jsonl
+from gemrag.lifecycle import warm_published
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
 from gemrag.strategies.base import WARM_UP, ProgressFactory, note_advance
@@ -180,7 +181,7 @@ class GroupRunner:
         # so the latency of every strategy is retrieval alone, whatever order the strategies run in; a strategy with
         # a ``warm`` method (iterative) spends no LLM call on it (a per-question corpus would pay one per question).
         mem.embedder.embed(list(dict.fromkeys(q.question for q, _ in questions if q.question.strip())))
-        mem.warm_up(run.strategy, budget)
+        warm_published(mem, run.strategy, budget)
         label = f"{gid} · {run.name} (B={budget})".replace("[", "(").replace("]", ")")  # no rich markup
         kept: list[dict[str, Any]] = []  # this run's records so far, for the running averages
         with self.progress(label, len(questions)) as raw_advance:

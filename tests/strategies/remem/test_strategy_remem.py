@@ -16,6 +16,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import ConfigError, MemoryNotIndexedError
+from gemrag.lifecycle import warm_published
 from gemrag.models.base import Completion, Usage
 from gemrag.strategies.remem.openie_prompts import NER_VERSION, TRIPLES_VERSION, NamedEntities, Triples
 from gemrag.strategies.remem.recognition import match_facts
@@ -103,13 +104,13 @@ def test_rebuild_costs_no_llm_call_and_adding_a_document_costs_two_per_new_chunk
 def test_warm_up_loads_the_generation_without_a_recognition_call(memory_at: MemoryAt, remem_config: Config) -> None:
     llm = ScriptedLLM()
     with built(memory_at("m"), remem_config, llm) as mem:
-        mem.warm_up("remem")
+        warm_published(mem, "remem", 3)
         assert llm.calls == 8  # the OpenIE calls only: the untimed warm-up spends no filter call
         mem.retrieve("Where did the father of Alma Reyes die?", 3)
         assert llm.calls == 9  # a question's retrieval asks the recognition filter once
     with pytest.raises(MemoryNotIndexedError), open_memory(memory_at("empty"), remem_config) as mem:
         mem.add_text(DOCS[0])
-        mem.warm_up("remem")
+        warm_published(mem, "remem", 3)
 
 
 def test_retrieval_seeds_ppr_with_the_recognized_facts(memory_at: MemoryAt, remem_config: Config) -> None:

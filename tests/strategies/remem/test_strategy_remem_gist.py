@@ -14,7 +14,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import ConfigError, MemoryNotIndexedError
-from gemrag.lifecycle import StaleStrategyWarning
+from gemrag.lifecycle import StaleStrategyWarning, warm_published
 from gemrag.models.base import Completion, Usage
 from gemrag.strategies.base import strategy_config
 from gemrag.strategies.remem.agent import ToolHit, run_agent
@@ -175,14 +175,14 @@ def test_warm_up_loads_the_generation_without_an_agent_run(tmp_path: Path) -> No
     llm = ScriptedLLM()
     with built(tmp_path / "m", make_config(), llm) as mem:
         calls = llm.calls
-        mem.warm_up(NAME)
+        warm_published(mem, NAME, 3)
         assert llm.calls == calls  # untimed warm-up: no agent call (a warm-up question would cost one)
         mem.retrieve("Where did Bob sell his first painting?", 3)
         assert llm.calls == calls + 1
     with Memory.open(tmp_path / "e", make_config(), llm=llm, embedder=HashEmbedder()) as mem:
         mem.add_text(DOCS[0])
         with pytest.raises(MemoryNotIndexedError):
-            mem.warm_up(NAME)
+            warm_published(mem, NAME, 3)
 
 
 def test_retrieve_only_mode_needs_no_llm(tmp_path: Path) -> None:
