@@ -31,7 +31,7 @@ from gemrag.store.derived import BuildState
 from gemrag.store.parts import Connection
 from gemrag.store.publish import Publication
 from gemrag.strategies import available
-from gemrag.strategies.base import Strategy, StrategyContext, warm_strategy
+from gemrag.strategies.base import WARM_UP, Strategy, StrategyContext, warm_strategy
 from gemrag.strategies.platform.common import build_models, not_indexed
 from gemrag.strategies.platform.incremental import prune_strategy
 from gemrag.strategies.platform.titles import build_titles
@@ -354,7 +354,8 @@ def warm_published(memory: MemoryHandle, strategy: str | None, budget: int) -> N
             retried: the next retrieval reads the newer one).
     """
     chosen = memory.get_strategy(strategy)
-    with memory.ctx.meter.phase("query"), memory.store.retrieval():
+    embedder = memory.ctx.embedder
+    with memory.ctx.meter.phase("query"), memory.store.retrieval((embedder.model_id, [embedder.key(WARM_UP)])):
         check_ready(memory, chosen, build=False)
         warm_strategy(memory.ctx, chosen, budget)
 
