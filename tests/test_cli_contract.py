@@ -141,6 +141,8 @@ ANY_VALUE = {
     "embedder_base_url": "an endpoint, reached only when its model is called",
     "origin": "a flag",
     "seed": "any integer >= 0 (its range is checked like every number's)",
+    "purge": "a flag",
+    "rebuild": "a flag",
     "stream": "a flag (--stream/--no-stream); bad only with --json (COMBINATIONS)",
 }
 

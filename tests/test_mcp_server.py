@@ -20,7 +20,7 @@ import pytest
 
 from gemrag import Memory
 from gemrag.config import Config
-from gemrag.errors import ConfigError, InputError, MemoryNotIndexedError
+from gemrag.errors import ConfigError, GemragError, InputError, MemoryNotIndexedError
 from realparts import in_ci, require_real
 
 if importlib.util.find_spec("mcp") is None:  # a real part: under CI=true its absence fails, never skips
@@ -102,13 +102,27 @@ def test_bad_input_raises_clear_errors(tools: MemoryTools) -> None:
         MemoryTools(tools.memory, "nope")
 
 
+def test_forget_deletes_and_purges_the_text(tools: MemoryTools) -> None:
+    tools.remember(LIGHTHOUSE, title="lighthouse", id="light")
+    tools.remember(ORCHARD, title="orchard")
+    assert tools.ask("What colour does Mara paint the tower?").answer  # the answer prompt quotes the lighthouse
+    done = tools.forget("light", purge=True, rebuild=True)
+    assert (done.title, done.deleted, done.rebuilt) == ("lighthouse", True, {"dense": 0}) and done.chunks >= 1
+    assert done.purged is not None and done.purged["llm_entries"] >= 1 and done.erase_complete
+    assert [h.titles for h in tools.recall("Who repaints the lighthouse tower?").hits] == [["orchard"]]
+    files = [p for p in tools.memory.store.directory.rglob("*") if p.is_file()]  # type: ignore[attr-defined]
+    assert files and not [p.name for p in files if b"mara repaints" in p.read_bytes().lower()]
+    with pytest.raises(GemragError, match="no document"):
+        tools.forget("light")
+
+
 def test_mcp_tools_in_process(tools: MemoryTools) -> None:
     """Through the SDK's in-process client: structured results, and bad input as tool errors, not crashes."""
 
     async def run() -> None:
         async with Client(create_server(tools)) as client:
             listed = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(listed) == {"remember", "recall", "ask"}
+            assert set(listed) == {"remember", "recall", "ask", "forget"}
             assert listed["recall"].input_schema["required"] == ["question"]
             assert "hits" in listed["recall"].output_schema["properties"]
             done = await client.call_tool("remember", {"text": ORCHARD, "title": "orchard"})
@@ -123,6 +137,10 @@ def test_mcp_tools_in_process(tools: MemoryTools) -> None:
             assert not answered.is_error and answered.structured_content["context"][0]["titles"] == ["orchard"]
             [cited] = answered.structured_content["citations"]
             assert cited["marker"] == 1 and cited["passages"][0]["document"]["title"] == "orchard"
+            forgot = await client.call_tool("forget", {"document": "orchard", "purge": True})
+            assert not forgot.is_error and forgot.structured_content["purged"]["llm_entries"] >= 1
+            missing = await client.call_tool("forget", {"document": "orchard"})
+            assert missing.is_error and "no document" in missing.content[0].text
 
     anyio.run(run)
 
@@ -159,7 +177,7 @@ def test_stdio_remember_and_recall_with_minilm(tmp_path: Path) -> None:
 
     async def dialogue() -> None:
         async with _session(_server(tmp_path / "mem", "--strategy", "dense"), garbage) as s:
-            assert {t.name for t in (await s.list_tools()).tools} == {"remember", "recall", "ask"}
+            assert {t.name for t in (await s.list_tools()).tools} == {"remember", "recall", "ask", "forget"}
             one = await s.call_tool("remember", {"text": LIGHTHOUSE, "title": "lighthouse"})
             two = await s.call_tool("remember", {"text": ORCHARD, "title": "orchard"})
             assert not one.is_error and not two.is_error, (one.content, two.content)

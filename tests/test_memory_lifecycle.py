@@ -26,6 +26,7 @@ from gemrag.strategies import register
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.platform.common import chunk_hits, chunk_nodes, load_published, publish_arrays
+from gemrag.strategies.platform.forgetting import forgotten_nodes
 from gemrag.strategies.platform.titles import indexed_text_of
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 from gemrag.types import Hit
@@ -114,6 +115,8 @@ def test_delete_leaves_the_memory_equal_to_one_built_without_the_document(
             mem.add_text(d, f"part {i}")
         build_all(mem)
         doomed = {n.id for n in mem.store.nodes("chunk") if n.doc_id == 3}  # "part 2"
+        citing = set(mem.store.nodes_citing(sorted(doomed)))  # every derived node made from one of them, at least
+        assert citing - set(mem.store.nodes_only_from(sorted(doomed)))  # a summary drew on part 2 and on others
         calls = llm.calls
         report = mem.delete("part 2")
         assert (report.document["title"], report.chunks, report.llm_calls) == ("part 2", len(doomed), 0)
@@ -124,11 +127,9 @@ def test_delete_leaves_the_memory_equal_to_one_built_without_the_document(
         for s in STRATEGIES:  # right after the delete: nothing of the document is retrieved, each warns once
             with pytest.warns(StaleStrategyWarning, match="deleted chunk"):
                 hits = mem.retrieve(QUESTIONS[0], 4, strategy=s)
-            assert hits and not doomed & {h.node_id for h in hits}
-            assert all(
-                not doomed & set(mem.store.node_sources([h.node_id])[h.node_id]) or h.kind == "summary" for h in hits
-            )
-        assert not doomed & {n.id for n in mem.store.nodes()}
+            assert hits and not (doomed | citing) & {h.node_id for h in hits}
+        assert report.derived_nodes == len(citing)  # none of these strategies keeps a kind past a removed input
+        assert not (doomed | citing) & {n.id for n in mem.store.nodes()}
         assert not [e for s in STRATEGIES for e in mem.store.edge_list(s) if {e[1], e[2]} & doomed]
         spent = {}
         for s in STRATEGIES:  # the next index: LLM calls only for what changed
@@ -277,7 +278,7 @@ def test_user_strategy_survives_gem_rebuilds_and_deletes_cleanly(keyword_memory:
     mem.delete("extra")
     doomed = set(mem.store.document_chunk_ids(2))  # "part 1"
     only = {n.id for n in mem.store.nodes("keyword", strategy="keywords")} & set(
-        mem.store.nodes_only_from(sorted(doomed))
+        forgotten_nodes(mem.store, sorted(doomed))
     )
     report = mem.delete("part 1")
     assert "keywords" in report.pruned and report.derived_nodes >= len(only) > 0

@@ -115,3 +115,10 @@ FATAL_ERRORS: tuple[type[GemragError], ...] = (
 def is_fatal(exc: BaseException) -> bool:
     """True when ``exc`` must stop a build rather than be recorded as one item's failure (:data:`FATAL_ERRORS`)."""
     return isinstance(exc, FATAL_ERRORS)
+
+
+class ForgottenTextError(GemragError):
+    """A retrieval was about to return a hit resting on removed text: a node that no longer exists, or a derived node
+    one of whose inputs was removed (DESIGN.md, "Forgetting"). Removing a chunk removes such nodes in the same
+    transaction, so this names a strategy whose published generation or loaded arrays still hold them; nothing is
+    returned. Run ``gemrag index`` to rebuild the strategy."""

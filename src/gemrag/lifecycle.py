@@ -7,10 +7,13 @@ removes a document). Every strategy's build records the chunks it covers (:mod:`
   retrieving from a stale strategy warns once (:class:`StaleStrategyWarning`, on stderr), from an unbuilt one
   raises :class:`~gemrag.errors.MemoryNotIndexedError` naming ``gemrag index --strategy X`` (or builds it);
 * deleting a document removes, in ONE transaction with a pruned generation of every built strategy
-  (:mod:`gemrag.strategies.platform.incremental`), the document, its chunks, their artefacts and questions, the derived
-  nodes made from its chunks only, and every edge touching them. No LLM call: what depended on the deleted
-  chunks (GEM's eigenvectors and the summaries whose members changed, RAPTOR's clusters) is recomputed by the
-  next ``index``, which spends LLM calls only on what changed (cached answers are reused). A document held by
+  (:mod:`gemrag.strategies.platform.incremental`), the document, its chunks, their artefacts and questions, every
+  derived node with one of its chunks among its inputs (a summary, a gist, a class; an entity or a triple that
+  another chunk still states stays: :mod:`gemrag.strategies.platform.forgetting`), and every edge touching them. No
+  LLM call: what depended on the deleted chunks (GEM's eigenvectors and the summaries whose members changed,
+  RAPTOR's clusters) is recomputed by the next ``index``, which spends LLM calls only on what changed (cached
+  answers are reused). No retrieval returns a hit resting on removed text
+  (:func:`~gemrag.strategies.platform.forgetting.check_inputs` in :func:`retrieve_published`). A document held by
   several sources (one document per content, :mod:`gemrag.source_plan`) loses only the source named: it stays
   while another source holds it, and goes with its last source;
 * a retrieval never puts two nodes with the same text into one context (:func:`retrieve_published`): the
@@ -28,11 +31,13 @@ from typing import Any, Protocol
 from gemrag.errors import DamagedMemoryError, GemragError, StaleGenerationError
 from gemrag.store import MemoryStore
 from gemrag.store.derived import BuildState
+from gemrag.store.erase import PurgeReport
 from gemrag.store.parts import Connection
 from gemrag.store.publish import Publication
 from gemrag.strategies import available
 from gemrag.strategies.base import WARM_UP, Strategy, StrategyContext, warm_strategy
 from gemrag.strategies.platform.common import build_models, not_indexed
+from gemrag.strategies.platform.forgetting import check_inputs, forgotten_nodes
 from gemrag.strategies.platform.incremental import prune_strategy
 from gemrag.strategies.platform.titles import build_titles
 from gemrag.types import SAME_TEXT, Hit, provenance_nodes
@@ -61,11 +66,17 @@ class DeleteReport:
     Attributes:
         document: the deleted document (id, source, title, n_chars, chunked); when only one of its sources was
             deleted, the document with that source's ``key``, ``source`` and ``title``.
-        chunks: chunks deleted. derived_nodes: strategies' nodes deleted with them (made from them only).
+        chunks: chunks deleted. derived_nodes: strategies' nodes deleted with them (every one made from them).
         pruned: strategies republished without the deleted nodes. withdrawn: strategies whose build had to be
-            dropped (they must be rebuilt). llm_calls: LLM calls spent (always 0: deleting needs no model).
+            dropped (they must be rebuilt). llm_calls: LLM calls spent (0 without ``rebuild``: deleting needs no
+            model).
         seconds: wall time.
         kept_by: the sources still holding the document (empty: the document was deleted).
+        purge: with ``purge``, what was erased besides (caches, kept versions, chat exchanges, the files:
+            :class:`~gemrag.store.erase.PurgeReport`); None without. ``chunks`` and ``derived_nodes`` count the
+            exchanges' too.
+        rebuilt: with ``rebuild``, the LLM calls each rebuilt strategy spent (name -> calls; ``llm_calls`` is their
+            sum); empty without.
     """
 
     document: dict[str, Any]
@@ -76,6 +87,8 @@ class DeleteReport:
     llm_calls: int
     seconds: float
     kept_by: list[str] = field(default_factory=list)
+    purge: PurgeReport | None = None
+    rebuilt: dict[str, int] = field(default_factory=dict)
 
 
 def needs_build(strategy: Strategy) -> bool:
@@ -224,24 +237,35 @@ def delete_document(
 
 @dataclass
 class Removal:
-    """What :func:`remove_chunks` removed: chunks and derived nodes deleted, strategies pruned and withdrawn."""
+    """What :func:`remove_chunks` removed: chunks and derived nodes deleted, strategies pruned and withdrawn, and
+    (when asked: ``collect_texts``) ``texts``, every text the memory held for them (chunk and derived node texts and
+    meta, utility questions, artefacts: :meth:`gemrag.store.MemoryStore.texts_of`), read before they went."""
 
     chunks: int
     derived_nodes: int
     pruned: list[str]
     withdrawn: list[str]
+    texts: list[str] = field(default_factory=list)
 
 
 def remove_chunks(
-    memory: MemoryHandle, chunk_ids: Sequence[int], rows: Callable[[Connection, list[int]], None]
+    memory: MemoryHandle,
+    chunk_ids: Sequence[int],
+    rows: Callable[[Connection, list[int]], None],
+    *,
+    collect_texts: bool = False,
 ) -> Removal:
     """Delete chunks in ONE transaction with a pruned generation of every built strategy (no LLM call; the caller
-    holds the build lock): the derived nodes made from these chunks only are found, each built strategy's published
-    generation is pruned of both, and ``rows(c, derived)`` makes the row changes inside the transaction (it must
-    delete the chunks and ``derived``, e.g. with ``Store.delete_nodes``, and may change documents)."""
+    holds the build lock): the derived nodes that leave with them are found
+    (:func:`~gemrag.strategies.platform.forgetting.forgotten_nodes`: every node with one of them among its inputs,
+    but the kinds a strategy keeps while another source states them), each built strategy's published generation is
+    pruned of both, and ``rows(c, derived)`` makes the row changes inside the transaction (it must delete the chunks
+    and ``derived``, e.g. with ``Store.delete_nodes``, and may change documents). ``collect_texts``: also return
+    the texts they held (``Removal.texts``), for a purge."""
     store = memory.store
-    derived = store.nodes_only_from(chunk_ids)
+    derived = forgotten_nodes(store, chunk_ids)
     gone = set(chunk_ids) | set(derived)
+    texts = store.texts_of(sorted(gone)) if collect_texts and gone else []
     publications: list[Publication] = []
     withdrawn: list[str] = []
     for name in sorted(store.published_generations()) if gone else []:  # nothing chunked yet: no build changes
@@ -256,18 +280,24 @@ def remove_chunks(
         else:
             publications.append(publication)
     store.publish_many(publications, before=lambda c: rows(c, derived), withdraw=withdrawn)
-    return Removal(len(chunk_ids), len(derived), [p.strategy for p in publications], withdrawn)
+    return Removal(len(chunk_ids), len(derived), [p.strategy for p in publications], withdrawn, texts)
 
 
 def remove_documents(
-    memory: MemoryHandle, documents: Sequence[tuple[dict[str, Any], str]], *, keep_text: bool = False
+    memory: MemoryHandle,
+    documents: Sequence[tuple[dict[str, Any], str]],
+    *,
+    keep_text: bool = False,
+    collect_texts: bool = False,
 ) -> Removal:
     """Remove whole documents in ONE transaction (:func:`remove_chunks`): each document's version is recorded in
     ``document_versions`` (with its reason, ``removed`` or ``deleted``; its text when ``keep_text``; one row per
-    source when several sources hold it), then it, its chunks and the derived nodes made from its chunks only go.
+    source when several sources hold it), then it, its chunks and the derived nodes that leave with its chunks go.
 
     Args:
         documents: ``(document dict as Store.documents gives it, reason)`` pairs.
+        keep_text: keep each version's text in the history. collect_texts: return the removed texts
+            (``Removal.texts``, the documents' own texts first), for a purge.
     """
     store = memory.store
     chunk_ids = [c for doc, _ in documents for c in store.document_chunk_ids(int(doc["id"]))]
@@ -281,7 +311,9 @@ def remove_documents(
         for doc, _ in documents:
             store.delete_rows(c, int(doc["id"]), [])
 
-    return remove_chunks(memory, chunk_ids, rows)
+    own = [store.document_text(int(doc["id"])) for doc, _ in documents] if collect_texts else []
+    removal = remove_chunks(memory, chunk_ids, rows, collect_texts=collect_texts)
+    return dataclasses.replace(removal, texts=[*own, *removal.texts])
 
 
 FILL_ROUNDS = 3
@@ -328,6 +360,8 @@ def retrieve_published(
     Raises:
         DamagedMemoryError: the published generation's files are missing or mismatched and no newer one exists.
         StaleGenerationError: generations kept changing for all ``attempts``.
+        ForgottenTextError: a hit rests on removed text
+            (:func:`~gemrag.strategies.platform.forgetting.check_inputs`): nothing is returned.
     """
     asked = budget
     hits = read_published(ctx, strategy, question, asked, attempts)
@@ -339,6 +373,7 @@ def retrieve_published(
         asked += len(hits) - len(unique)
         hits = read_published(ctx, strategy, question, asked, attempts)
         unique = distinct_texts(hits)
+    check_inputs(ctx.store, unique[:wanted])
     return unique[:wanted]
 
 

@@ -1,4 +1,4 @@
-"""An MCP server over one memory: the tools ``remember``, ``recall`` and ``ask`` (Model Context Protocol).
+"""An MCP server over one memory: the tools ``remember``, ``recall``, ``ask`` and ``forget`` (Model Context Protocol).
 
 Built on the official ``mcp`` Python SDK (its :class:`~mcp.server.mcpserver.MCPServer`, formerly FastMCP;
 install the ``mcp`` extra). ``gemrag mcp --memory DIR`` (:mod:`gemrag.cli.mcp`) serves it over stdio, so an agent
@@ -12,6 +12,9 @@ install the ``mcp`` extra). ``gemrag mcp --memory DIR`` (:mod:`gemrag.cli.mcp`) 
   node a :class:`~gemrag.provenance.RetrievedNode`).
 * ``ask(question, budget?, strategy?)``: the LLM's answer, the context it was given and the passages it cites
   (:class:`AskResult`).
+* ``forget(document, purge?, rebuild?)``: delete a document (its id, the ``id`` it was remembered under, or its
+  title) with everything derived from it; ``purge`` also erases every copy of its text (caches, kept versions, chat
+  exchanges quoting it, the files), ``rebuild`` rebuilds the changed strategies at once (:class:`ForgetResult`).
 
 Bad input (empty text or question, a budget below 1, an unknown strategy, a memory not indexed yet, a memory
 another process is building) comes back as a tool error with a one-line message (``isError: true``), never as
@@ -45,7 +48,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "the MCP server needs the official MCP SDK: pip install 'gemrag[mcp]' (the `mcp` package)"
     ) from exc
 
-__all__ = ["AskResult", "MemoryTools", "RecallResult", "RememberResult", "create_server"]
+__all__ = ["AskResult", "ForgetResult", "MemoryTools", "RecallResult", "RememberResult", "create_server"]
 
 T = TypeVar("T")
 TITLE_CHARS = 60
@@ -104,8 +107,33 @@ class AskResult(BaseModel):
     answer_seconds: float
 
 
+class ForgetResult(BaseModel):
+    """What ``forget`` deleted (:class:`gemrag.lifecycle.DeleteReport`).
+
+    Attributes:
+        document_id: the document's id. title: its title. deleted: False when only one of its sources was named
+            and the document stays, held by ``kept_by``.
+        chunks: chunks deleted. derived_nodes: derived nodes deleted with them (chat exchanges' included).
+        purged: with ``purge``: the counts of what was erased (``llm_entries``, ``llm_unverifiable``,
+            ``embeddings``, ``versions``, ``exchanges``, ``failures``, ``meta``, ``bytes_before``, ``bytes_after``);
+            None without. erase_complete: with ``purge``, False when another reader kept a part from being erased.
+        rebuilt: with ``rebuild``, the LLM calls each rebuilt strategy spent. seconds: wall time (s).
+    """
+
+    document_id: int
+    title: str
+    deleted: bool
+    kept_by: list[str] = []
+    chunks: int
+    derived_nodes: int
+    purged: dict[str, int] | None = None
+    erase_complete: bool | None = None
+    rebuilt: dict[str, int] = {}
+    seconds: float
+
+
 class MemoryTools:
-    """The three tools as plain methods over an open :class:`~gemrag.memory.Memory` (usable without MCP).
+    """The four tools as plain methods over an open :class:`~gemrag.memory.Memory` (usable without MCP).
 
     Calls are serialised by a lock: the SDK runs synchronous tools in worker threads, and one memory is one
     SQLite connection and one model.
@@ -188,6 +216,44 @@ class MemoryTools:
             described = describe_answer(self.memory.store, answer, name)
             return AskResult(question=question, **described.model_dump(exclude={"choice"}))
 
+    def forget(self, document: str, purge: bool = False, rebuild: bool = False) -> ForgetResult:
+        """Delete ``document`` (its id, the ``id`` given to ``remember``, or its title) with its chunks and every
+        derived node resting on them (:meth:`gemrag.memory.Memory.delete`); ``purge`` also erases every copy of its
+        text, ``rebuild`` rebuilds the strategies it changed now.
+
+        Raises:
+            GemragError: no such document, or a name matching several.
+            MemoryBusyError: another process is building this memory. ReadOnlyMemoryError: opened read-only.
+        """
+        with self._lock:
+            report = self.memory.delete(document, purge=purge, rebuild=rebuild)
+        purged = None
+        if report.purge is not None:
+            p, e = report.purge.purged, report.purge.erasure
+            purged = {
+                "llm_entries": p.llm_entries,
+                "llm_unverifiable": p.llm_unverifiable,
+                "embeddings": p.embeddings,
+                "versions": p.versions,
+                "exchanges": len(report.purge.exchanges),
+                "failures": p.failures,
+                "meta": p.meta,
+                "bytes_before": e.bytes_before,
+                "bytes_after": e.bytes_after,
+            }
+        return ForgetResult(
+            document_id=int(report.document["id"]),
+            title=str(report.document["title"]),
+            deleted=not report.kept_by,
+            kept_by=report.kept_by,
+            chunks=report.chunks,
+            derived_nodes=report.derived_nodes,
+            purged=purged,
+            erase_complete=None if report.purge is None else report.purge.erasure.complete,
+            rebuilt=report.rebuilt,
+            seconds=report.seconds,
+        )
+
     def _resolve(self, strategy: str | None, budget: int | None) -> str:
         """The strategy to use (checked), after checking ``budget`` (Memory.retrieve takes 0 as "default").
 
@@ -233,7 +299,7 @@ StrategyName = Annotated[
 
 
 def create_server(tools: MemoryTools, name: str = "gemrag") -> MCPServer:
-    """An MCP server exposing ``tools`` as the MCP tools ``remember``, ``recall`` and ``ask``.
+    """An MCP server exposing ``tools`` as the MCP tools ``remember``, ``recall``, ``ask`` and ``forget``.
 
     Args:
         tools: the memory's tools.
@@ -246,7 +312,8 @@ def create_server(tools: MemoryTools, name: str = "gemrag") -> MCPServer:
         name,
         instructions=(
             "A long-term graph memory (gemrag). Use `remember` to store a text, `recall` to retrieve the passages "
-            "relevant to a question with scores and sources, and `ask` to get an answer grounded in the memory."
+            "relevant to a question with scores and sources, `ask` to get an answer grounded in the memory, and "
+            "`forget` to delete a document (with purge: every copy of its text)."
         ),
         log_level="WARNING",
     )
@@ -276,7 +343,21 @@ def create_server(tools: MemoryTools, name: str = "gemrag") -> MCPServer:
         answer with the context it used."""
         return _tool_call(lambda: tools.ask(question, budget, strategy))
 
+    def forget(
+        document: Annotated[
+            str, Field(description="The document: its id, the id it was remembered under, or its title.", min_length=1)
+        ],
+        purge: Annotated[
+            bool, Field(description="Also erase every copy of its text: caches, kept versions, the files.")
+        ] = False,
+        rebuild: Annotated[bool, Field(description="Rebuild the memory's indexes now rather than later.")] = False,
+    ) -> ForgetResult:
+        """Delete a document from the memory with everything derived from it; with purge, erase every copy of its
+        text too, so nothing of it can be recalled or recovered."""
+        return _tool_call(lambda: tools.forget(document, purge, rebuild))
+
     server.add_tool(remember, title="Remember a text")
     server.add_tool(recall, title="Recall from memory")
     server.add_tool(ask, title="Ask the memory")
+    server.add_tool(forget, title="Forget a document")
     return server

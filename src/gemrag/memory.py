@@ -42,17 +42,11 @@ from gemrag.answering import LETTERS, answer_question, answer_stream
 from gemrag.config import Config, load_config
 from gemrag.documents import check_compatible
 from gemrag.errors import ReadOnlyMemoryError
+from gemrag.forgetting import forget
 from gemrag.indexing import run_index
 from gemrag.ingest import Document
 from gemrag.ingest.loader import decode_text
-from gemrag.lifecycle import (
-    DeleteReport,
-    check_ready,
-    delete_document,
-    memory_stats,
-    retrieve_published,
-    strategy_states,
-)
+from gemrag.lifecycle import DeleteReport, check_ready, memory_stats, retrieve_published, strategy_states
 from gemrag.models.base import LLM, Embedder, Usage
 from gemrag.models.cache import CachedEmbedder, CachedLLM
 from gemrag.models.factory import build_embedder, build_llm, check_model_settings
@@ -288,29 +282,28 @@ class Memory:
             return run_index(self, strategy)
 
     # -- deleting --------------------------------------------------------------------------------
-    def delete(self, document: int | str, *, wait: float | None = None) -> DeleteReport:
-        """Delete a document, its chunks and everything the strategies derived from it alone, atomically and with
-        no LLM call (:mod:`gemrag.lifecycle`); the strategies are then stale until the next :meth:`index`, which
-        spends LLM calls only on what changed (cached answers stay, so re-adding the document is free). Naming one
-        source of a document other sources hold too deletes only that source (``DeleteReport.kept_by`` lists the
-        others; nothing else changes).
+    def delete(
+        self, document: int | str, *, wait: float | None = None, purge: bool = False, rebuild: bool = False
+    ) -> DeleteReport:
+        """Delete a document, its chunks and every derived node resting on them, atomically and with no LLM call
+        (:mod:`gemrag.forgetting`); the strategies are then stale until the next :meth:`index`, which spends LLM
+        calls only on what changed. Naming one source of a document other sources hold too deletes only that source
+        (``DeleteReport.kept_by`` lists the others).
 
         Args:
             document: the document's id, or its source path or title (see ``stats()["documents"]``); an id
                 deletes the document whatever holds it.
             wait: seconds to wait for another builder's lock (default :attr:`build_wait`).
+            purge: also erase its text from the caches, kept versions, chat exchanges quoting it and the files.
+            rebuild: rebuild the strategies it changed now (``DeleteReport.rebuilt``) rather than at the next index.
 
         Raises:
             GemragError: no such document, or a name matching several documents.
             MemoryBusyError: another process is building this memory.
             ReadOnlyMemoryError: the memory is open read-only.
         """
-        start = time.perf_counter()
-        calls = self.store.llm_cache_counts()[1]  # every LLM backend call stores its answer
         with self._building(wait), self.meter.phase("index"):
-            doc, chunks, derived, pruned, withdrawn, kept_by = delete_document(self, document)
-        spent = self.store.llm_cache_counts()[1] - calls
-        return DeleteReport(doc, chunks, derived, pruned, withdrawn, spent, time.perf_counter() - start, kept_by)
+            return forget(self, document, purge=purge, rebuild=rebuild)
 
     def strategy_states(self) -> dict[str, Any]:
         """Each strategy's build state (:class:`~gemrag.store.derived.BuildState`: built / stale / never built),

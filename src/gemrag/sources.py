@@ -14,7 +14,8 @@ Used by :class:`gemrag.memory.Memory` (``add``, ``put``, ``add_text``, ``add_doc
   the same id. When the previous version was chunked, the new one is chunked at once with
   :func:`gemrag.ingest.rechunk_text`, which keeps the old chunk texts that still occur, so only the changed stretch
   gets new chunk texts; old chunks whose text is still there (in the same order) stay the same nodes, with their
-  questions, artefacts and derived nodes; the others are deleted with everything derived from them alone, and
+  questions, artefacts and derived nodes; the others are deleted with everything derived from them (DESIGN.md,
+  "Forgetting"), and
   every built strategy gets a pruned generation, as a delete would. The next ``index`` spends LLM calls only on the
   new chunks (GEM also re-summarizes the eigenthemes whose members changed; RAPTOR the clusters that changed).
 * **One document per content** (:mod:`gemrag.source_plan`): a source whose text is byte-identical to a live

@@ -91,6 +91,28 @@ def test_add_index_retrieve_delete(server: tuple[httpx.Client, Path]) -> None:
     assert [d["title"] for d in client.get("/v1/namespaces/notes/documents").json()["documents"]] == ["lighthouse"]
 
 
+def test_delete_with_purge_and_rebuild_erases_the_text(server: tuple[httpx.Client, Path]) -> None:
+    client, root = server
+    add(client, "vault", DOC_A, "lighthouse")
+    add(client, "vault", "The vault on Gull Island opens with TEAL-9031; only Ysolde Marrick knows it.", "vault")
+    index(client, "vault")
+    r = client.post("/v1/namespaces/vault/index", json={"strategy": "gem"})  # its utility questions are cached
+    assert r.status_code == 202 and wait_job(client, "vault", r.json()["id"])["status"] == "succeeded"
+    r = client.delete("/v1/namespaces/vault/documents/vault", params={"purge": "true", "rebuild": "true"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["document"]["title"] == "vault" and set(body["rebuilt"]) == {"dense", "gem"}
+    assert body["llm_calls"] == sum(body["rebuilt"].values())
+    assert body["purge"]["purged"]["llm_entries"] >= 1 and body["purge"]["erasure"]["complete"]
+    assert body["purge"]["purged"]["embeddings"] >= 1 and body["purge"]["exchanges"] == []
+    files = [p for p in (root / "vault").rglob("*") if p.is_file()]
+    assert files and not [p.name for p in files if b"marrick" in p.read_bytes().lower()]
+    hits = retrieve(client, "vault", "Who opens the vault?", budget=5)
+    assert hits and {h["documents"][0]["title"] for h in hits} == {"lighthouse"}
+    plain = client.delete("/v1/namespaces/vault/documents/lighthouse").json()
+    assert plain["purge"] is None and plain["rebuilt"] == {}
+
+
 def test_upload_files_then_ask(server: tuple[httpx.Client, Path]) -> None:
     client, _ = server
     files = [("files", ("garden.md", DOC_B.encode(), "text/markdown")), ("files", ("keeper.txt", DOC_A.encode()))]

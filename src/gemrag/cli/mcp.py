@@ -43,9 +43,10 @@ def mcp_command(
     ] = 0.0,
 ) -> None:
     """Serve the memory over MCP on stdin/stdout (Model Context Protocol, stdio transport) with the tools
-    `remember` (add a text and index it), `recall` (retrieved nodes with scores and sources) and `ask` (an answer
-    with its context). Needs gemrag's `mcp` extra (the MCP SDK). Only the protocol is written to stdout;
-    errors before serving are one line on stderr with exit code 2."""
+    `remember` (add a text and index it), `recall` (retrieved nodes with scores and sources), `ask` (an answer
+    with its context) and `forget` (delete a document; with purge, erase every copy of its text). Needs gemrag's
+    `mcp` extra (the MCP SDK). Only the protocol is written to stdout; errors before serving are one line on stderr
+    with exit code 2."""
     try:
         from gemrag.mcp_server import MemoryTools, check_strategy, create_server
     except ImportError as exc:

@@ -3,10 +3,12 @@
 Every LLM and embedding call goes through these wrappers (DESIGN.md, "middleware"): the answer is
 looked up in the memory's SQLite by a sha256 of (model id, the backend's cache identity, input, parameters);
 on a miss the backend is called and the answer stored *before* it is used, so an interrupted build repeats no
-model call. :meth:`CachedLLM.complete_iter` does the same for many calls at once (the batch contract of
-:mod:`gemrag.models.batch`): hits at once, the misses as one batch to the backend, each answer cached before it
-is yielded; :meth:`CachedLLM.complete_stream` for a streamed answer (:mod:`gemrag.models.streaming`): a hit is
-streamed at once, a miss piece by piece and cached (and metered) when it ends.
+model call. A stored answer records the request's messages too (:data:`INPUT_KEY`), so that ``gemrag delete
+--purge`` can find every answer whose input or output held removed text. :meth:`CachedLLM.complete_iter` does the
+same for many calls at once (the batch contract of :mod:`gemrag.models.batch`): hits at once, the misses as one
+batch to the backend, each answer cached before it is yielded; :meth:`CachedLLM.complete_stream` for a streamed
+answer (:mod:`gemrag.models.streaming`): a hit is streamed at once, a miss piece by piece and cached (and metered)
+when it ends.
 
 The cache identity (:func:`gemrag.models.base.cache_identity_of`) holds what else decides an answer: for
 llama.cpp the GGUF's fingerprint, ``n_ctx``, the chat format and the default seed; for an OpenAI-compatible
@@ -56,6 +58,11 @@ def cache_key(payload: dict[str, Any]) -> str:
 
 
 _UNSET: Any = object()
+
+INPUT_KEY = "input"
+"""The key of a cached LLM response that records the request's messages (a list of ``{"role", "content"}``). No
+reader of the cache uses it (an answer is found by its key); it lets ``gemrag delete --purge`` find the entries whose
+input held removed text (:mod:`gemrag.forgetting`). Responses cached before it was added have none."""
 
 
 def _identity_digest(inner: object) -> str | None:
@@ -124,7 +131,7 @@ class CachedLLM:
                 result = self.inner.complete(
                     messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed
                 )
-                self._save(key, result)
+                self._save(key, result, messages)
             span.set_attributes(_usage_attributes(self.model_id, result))
             return result
 
@@ -174,7 +181,7 @@ class CachedLLM:
                     for i in (first, *copies):
                         yield i, result
                     continue
-                self._save(keys[j], result)
+                self._save(keys[j], result, requests[first].messages)
                 spent, answered = spent + result.usage, answered + 1
                 yield first, result
                 for i in copies:
@@ -225,7 +232,7 @@ class CachedLLM:
             yield from pieces(
                 complete_stream(self.inner, messages, max_tokens=max_tokens, temperature=temperature, seed=seed), final
             )
-            self._save(key, final[0])
+            self._save(key, final[0], messages)
             span.set_attributes(_usage_attributes(self.model_id, final[0]))
             yield final[0]
         finally:
@@ -246,8 +253,9 @@ class CachedLLM:
         self.meter.record("llm", self.model_id, usage, cached=True)
         return Completion(result.text, result.parsed, usage, cached=True)
 
-    def _save(self, key: str, result: Completion) -> None:
-        """Store a backend answer under ``key`` and meter it as one call."""
+    def _save(self, key: str, result: Completion, messages: Sequence[Message]) -> None:
+        """Store a backend answer under ``key``, with the request's messages (:data:`INPUT_KEY`), and meter it as
+        one call."""
         self.store.put_llm(
             key,
             self.model_id,
@@ -257,6 +265,7 @@ class CachedLLM:
                 "prompt_tokens": result.usage.prompt_tokens,
                 "completion_tokens": result.usage.completion_tokens,
                 "seconds": result.usage.seconds,
+                INPUT_KEY: [dict(m) for m in messages],
             },
         )
         self.meter.record("llm", self.model_id, result.usage, cached=False)

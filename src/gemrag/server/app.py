@@ -4,7 +4,8 @@ Routes (all JSON; the OpenAPI schema is at ``/openapi.json``, the interactive do
 
 * ``GET /v1/health``; ``GET /v1/namespaces`` (the namespaces the key may use that hold a memory);
 * ``POST /v1/namespaces/{ns}/documents`` (texts) and ``POST .../documents/upload`` (``.txt``/``.md`` files,
-  multipart), ``GET .../documents``, ``DELETE .../documents/{document}`` (id, source or title);
+  multipart), ``GET .../documents``, ``DELETE .../documents/{document}`` (id, source or title;
+  ``?purge=true`` erases every copy of its text, ``?rebuild=true`` rebuilds at once);
 * ``POST /v1/namespaces/{ns}/index`` starts a background index job (202 with its id), ``GET .../jobs`` and
   ``GET .../jobs/{job_id}`` show its progress stages, then its report or error;
 * ``POST /v1/namespaces/{ns}/retrieve`` (question, strategy, budget -> hits), ``POST .../ask`` (LLM answer; with
@@ -25,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, File, Request, Security, UploadFile
+from fastapi import Depends, FastAPI, File, Query, Request, Security, UploadFile
 from fastapi import Path as PathParam
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
@@ -223,10 +224,20 @@ def create_app(
         responses=_errors(404, 409),
         tags=["documents"],
     )
-    def delete_document(ns: NS, document: Annotated[str, PathParam(max_length=1000)]) -> m.DeleteOut:
-        """Delete a document (by id, source or title) with its chunks and what strategies derived from it alone;
-        strategies are then stale until the next index job. A source of a document other sources hold too
-        (the same text added under two sources) is deleted alone: the document stays."""
+    def delete_document(
+        ns: NS,
+        document: Annotated[str, PathParam(max_length=1000)],
+        purge: Annotated[bool, Query(description="Also erase every copy of its text (caches, versions, files).")] = (
+            False
+        ),
+        rebuild: Annotated[bool, Query(description="Rebuild the strategies it changed now.")] = False,
+    ) -> m.DeleteOut:
+        """Delete a document (by id, source or title) with its chunks and every derived node resting on them;
+        strategies are then stale until the next index job, or rebuilt at once with ``rebuild=true``. With
+        ``purge=true`` its text is erased everywhere else too: the LLM and embedding cache entries that held it, its
+        kept versions' text, the chat exchanges that quoted it, and the bytes left in the database (``purge`` in the
+        answer says what). A source of a document other sources hold too (the same text added under two sources) is
+        deleted alone: the document stays."""
         spaces.require(ns)
         with spaces.writing(ns, wait=WRITE_WAIT) as memory:
             matches = memory.store.find_documents(document)
@@ -234,7 +245,7 @@ def create_app(
                 raise NotFoundError(f"no document {document!r} in namespace {ns!r}")
             if len(matches) > 1:
                 raise ConflictError(f"{document!r} names {len(matches)} documents; give its id")
-            report = memory.delete(document)
+            report = memory.delete(document, purge=purge, rebuild=rebuild)
         return m.DeleteOut(**asdict(report))
 
     @app.post(

@@ -38,7 +38,7 @@ class DocumentIn(Strict):
         min_length=1,
         max_length=1000,
         description="The document's identity: adding another text under the same id replaces the document (its "
-        "chunks and what was derived from them alone), the same text changes nothing. Without id or source the "
+        "chunks and what was derived from them), the same text changes nothing. Without id or source the "
         "document is anonymous and deduplicated by its text.",
     )
 
@@ -214,8 +214,45 @@ class AnswerOut(BaseModel):
     usage: UsageOut
 
 
+class PurgedOut(BaseModel):
+    """The cache, history and log rows a purge removed (:class:`gemrag.store.erase.Purged`): LLM cache entries whose
+    input or output held the text, those with no recorded input (``llm_unverifiable``) and those kept; embedding
+    entries removed and kept; kept version texts cleared; failure and meta rows deleted."""
+
+    llm_entries: int
+    llm_unverifiable: int
+    llm_kept: int
+    embeddings: int
+    embeddings_kept: int
+    versions: int
+    failures: int
+    meta: int
+
+
+class ErasureOut(BaseModel):
+    """The physical erase (:class:`gemrag.store.erase.Erasure`): ``complete`` False when another reader kept a part
+    from being rewritten (``detail`` says which); the database's bytes before and after; stale files removed."""
+
+    complete: bool
+    bytes_before: int
+    bytes_after: int
+    files_removed: int
+    detail: str
+
+
+class PurgeOut(BaseModel):
+    """What ``?purge=true`` erased besides the delete (:class:`gemrag.store.erase.PurgeReport`): the text fragments
+    searched for, the chat exchanges quoting the text (deleted with it), the rows purged and the physical erase."""
+
+    fragments: int
+    exchanges: list[DocumentInfo]
+    purged: PurgedOut
+    erasure: ErasureOut
+
+
 class DeleteOut(BaseModel):
-    """What deleting a document did (:class:`gemrag.lifecycle.DeleteReport`)."""
+    """What deleting a document did (:class:`gemrag.lifecycle.DeleteReport`): with ``?purge=true`` also ``purge``,
+    with ``?rebuild=true`` the LLM calls each rebuilt strategy spent (``rebuilt``; ``llm_calls`` is their sum)."""
 
     document: DocumentInfo
     chunks: int
@@ -224,6 +261,9 @@ class DeleteOut(BaseModel):
     withdrawn: list[str]
     llm_calls: int
     seconds: float
+    kept_by: list[str] = Field(default_factory=list)
+    purge: PurgeOut | None = None
+    rebuilt: dict[str, int] = Field(default_factory=dict)
 
 
 class NamespaceList(BaseModel):

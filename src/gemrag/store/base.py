@@ -10,11 +10,12 @@ vector search, caches, build lock), and the base of both backends:
   of a build in the database, vector search in pgvector, the build lock a PostgreSQL advisory lock).
 
 The shared behaviour is written once in the mixins (:mod:`~gemrag.store.rows`, :mod:`~gemrag.store.caches`,
-:mod:`~gemrag.store.derived`, :mod:`~gemrag.store.documents`, :mod:`~gemrag.store.artifacts`,
-:mod:`~gemrag.store.publish`), whose SQL is SQLite's dialect, run as it is on SQLite and translated by
-:mod:`gemrag.store.postgres.dialect` on PostgreSQL. A backend supplies the database part: :meth:`transaction`,
-:meth:`snapshot`, ``_query``, ``_best_effort``, :meth:`close`, :attr:`location`, :meth:`build_lock`, and an arrays
-storage part (files, or database rows). ``examples/custom_store.py`` assembles a store from other parts."""
+:mod:`~gemrag.store.erase`, :mod:`~gemrag.store.derived`, :mod:`~gemrag.store.documents`,
+:mod:`~gemrag.store.artifacts`, :mod:`~gemrag.store.publish`), whose SQL is SQLite's dialect, run as it is on SQLite
+and translated by :mod:`gemrag.store.postgres.dialect` on PostgreSQL. A backend supplies the database part:
+:meth:`transaction`, :meth:`snapshot`, ``_query``, ``_best_effort``, :meth:`close`, :attr:`location`,
+:meth:`build_lock`, and an arrays storage part (files, or database rows); its physical erase, if it has one
+(:mod:`gemrag.store.erase`). ``examples/custom_store.py`` assembles a store from other parts."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from gemrag.store.artifacts import ArtifactsMixin
 from gemrag.store.caches import CachesMixin
 from gemrag.store.derived import GraphRowsMixin
 from gemrag.store.documents import DocumentRowsMixin
+from gemrag.store.erase import EraseMixin
 from gemrag.store.parts import BuildLockLike, Connection
 from gemrag.store.publish import GenerationsMixin
 from gemrag.store.publish_types import Published
@@ -41,7 +43,9 @@ from gemrag.store.vectors import exact_nearest
 __all__ = ["BuildLockLike", "MemoryStore"]
 
 
-class MemoryStore(CachesMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, DocumentRowsMixin, RowsMixin, ABC):
+class MemoryStore(
+    CachesMixin, EraseMixin, GenerationsMixin, GraphRowsMixin, ArtifactsMixin, DocumentRowsMixin, RowsMixin, ABC
+):
     """A memory's database: documents, chunks and derived nodes, utility questions, edges, artefacts, the model
     caches, usage, failures and the published builds (see the module docstring for the two backends).
 

@@ -3,8 +3,10 @@
 * **Nodes** a strategy derives (summaries, entities, facts, events, ...) are rows of ``nodes`` with the
   strategy's name in ``nodes.strategy``, a kind the strategy chooses (any name but ``chunk``: the namespace is
   the pair (strategy, kind)), and the build generation that made them (:meth:`GraphRowsMixin.add_node`).
-  ``sources`` records the chunks a node was made from (``node_sources``): deleting a document deletes the
-  derived nodes all of whose sources were its chunks.
+  ``sources`` records the chunks a node was made from (``node_sources``): removing a chunk removes every derived
+  node with that chunk among its sources, except the kinds a strategy declares as stated by each source alone
+  (``kept_kinds``: an entity's name, a triple), which stay while another source remains
+  (:func:`gemrag.strategies.platform.forgetting.forgotten_nodes`).
 * **Edges** of a strategy have a kind and a generation (:meth:`GraphRowsMixin.add_edges`, or ``edges=`` of
   :meth:`~gemrag.store.publish.GenerationsMixin.publish`); readers see the published generation's.
 * **Build state** (:meth:`GraphRowsMixin.build_state`): built, stale (chunks added or deleted since the
@@ -28,6 +30,9 @@ from gemrag.store.parts import Connection
 
 CHUNK = "chunk"
 """The kind of the memory's chunks (shared by every strategy; a strategy's own nodes use other kinds)."""
+
+INPUTS = "inputs"
+"""The key of a derived node's meta that records how many source chunks it was made from (:meth:`add_node`)."""
 
 _BATCH = 500
 
@@ -106,24 +111,27 @@ class GraphRowsMixin:
             strategy: the deriving strategy. generation: its build generation (from ``begin_build``).
             kind: the strategy's node kind (not ``"chunk"``). text: the node's text.
             n_tokens: its length in embedder tokens. meta: JSON-serializable details. ord_: its position.
-            sources: ids of the chunks it was made from (deleting a document deletes a node all of whose
-                sources were the document's chunks).
+            sources: ids of the chunks it was made from: every input, since removing any of them removes the
+                node (:func:`gemrag.strategies.platform.forgetting.forgotten_nodes`). Their number is kept in the
+                node's meta under :data:`INPUTS`, so a retrieval can tell a node that lost an input
+                (:func:`gemrag.strategies.platform.forgetting.check_inputs`).
 
         Raises:
             ValueError: the kind is ``"chunk"`` or empty.
         """
         if not kind or kind == CHUNK:
             raise ValueError(f"a strategy's node kind must not be {kind!r}")
+        sources = sorted({int(s) for s in sources})
+        recorded = {**(meta or {}), INPUTS: len(sources)} if sources else dict(meta or {})
         with self.transaction() as c:
             cur = c.execute(
                 "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens, meta, strategy, generation)"
                 " VALUES (?, NULL, ?, ?, ?, ?, ?, ?)",
-                (kind, ord_, text, n_tokens, json.dumps(meta or {}), strategy, generation),
+                (kind, ord_, text, n_tokens, json.dumps(recorded), strategy, generation),
             )
             node_id = int(cur.lastrowid or 0)
             c.executemany(
-                "INSERT OR IGNORE INTO node_sources(node_id, chunk_id) VALUES (?, ?)",
-                ((node_id, int(s)) for s in sources),
+                "INSERT OR IGNORE INTO node_sources(node_id, chunk_id) VALUES (?, ?)", ((node_id, s) for s in sources)
             )
         return node_id
 
@@ -151,6 +159,34 @@ class GraphRowsMixin:
             }
         sources = self.node_sources(sorted(touched))
         return [n for n in sorted(touched) if set(sources[n]) <= chunks]
+
+    def nodes_citing(self, node_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """Derived nodes (of any strategy and generation) with at least one recorded source among ``node_ids``, as
+        ``{node id: (strategy, kind)}`` ordered by id: what :func:`gemrag.lifecycle.forgotten_nodes` decides about
+        when those chunks are removed (DESIGN.md, "Forgetting")."""
+        out: dict[int, tuple[str, str]] = {}
+        for part in _batches(sorted({int(i) for i in node_ids})):
+            marks = ",".join("?" * len(part))
+            for node_id, strategy, kind in self._query(
+                "SELECT DISTINCT n.id, n.strategy, n.kind FROM node_sources s JOIN nodes n ON n.id = s.node_id"
+                f" WHERE s.chunk_id IN ({marks})",
+                part,
+            ):
+                out[int(node_id)] = (str(strategy or ""), str(kind))
+        return dict(sorted(out.items()))
+
+    def texts_of(self, node_ids: Sequence[int]) -> list[str]:
+        """Every text the memory holds for the nodes ``node_ids`` (chunks or derived nodes): their texts, their meta
+        (JSON), their utility questions and their artefacts (JSON), as stored; what a purge must erase wherever
+        else it was copied (caches, kept versions). Missing nodes add nothing."""
+        out: list[str] = []
+        for part in _batches(sorted({int(i) for i in node_ids})):
+            marks = ",".join("?" * len(part))
+            for text, meta in self._query(f"SELECT text, meta FROM nodes WHERE id IN ({marks})", part):
+                out += [str(text), str(meta)]
+            out += [str(r[0]) for r in self._query(f"SELECT text FROM questions WHERE node_id IN ({marks})", part)]
+            out += [str(r[0]) for r in self._query(f"SELECT data FROM artifacts WHERE node_id IN ({marks})", part)]
+        return out
 
     # -- edges ------------------------------------------------------------------------------------
     def add_edges(

@@ -141,6 +141,9 @@ class Strategy(Protocol):
         """Strategy-specific figures for ``gemrag info``."""
         ...
 
+    # Optional: ``kept_kinds: frozenset[str]``, the node kinds each of whose sources states the node's text on its own
+    # (an entity's name, a triple): they outlive a removed source (:func:`kept_kinds`); every other derived node
+    # leaves with any of its inputs.
     # Optional: ``warm(self, ctx, budget) -> None`` loads what ``retrieve`` reads (its arrays, the LLM it calls at
     # query time) without spending an LLM call; without it :func:`warm_strategy` retrieves :data:`WARM_UP` once.
 
@@ -257,6 +260,20 @@ def title_default(name: str) -> bool | None:
     """
     value = getattr(_registration(name).factory, "reads_titles", None)
     return None if value is None else bool(value)
+
+
+def kept_kinds(name: str) -> frozenset[str]:
+    """The node kinds of strategy ``name`` that each of their source chunks states on its own (its class attribute
+    ``kept_kinds``: REMem's entity names and triples, HLGraphRAG's subjects): such a node stays while any of its
+    sources remains when a chunk is removed, without the removed chunk among its sources. Every other derived node
+    leaves with any of its inputs (DESIGN.md, "Forgetting"; :func:`gemrag.lifecycle.forgotten_nodes`). Empty for a
+    strategy that does not say, or that is not registered in this process (the safe side: its nodes leave).
+    """
+    try:
+        value = getattr(_registration(name).factory, "kept_kinds", ())
+    except UnknownStrategyError:
+        return frozenset()
+    return frozenset(str(k) for k in value or ())
 
 
 def validate_section(name: str, model: type[BaseModel], raw: dict[str, Any]) -> BaseModel:

@@ -132,10 +132,13 @@ def test_rebuild_costs_no_llm_call_and_a_new_document_one_per_chunk(memory_at: M
 def test_deleting_a_document_removes_the_classes_only_it_named(memory_at: MemoryAt, config: Config) -> None:
     llm = ScriptedLLM()
     with built(memory_at("m"), unweaver_config(top_k_classes=2), llm) as mem:
+        festival = classes_by_name(mem)["The Lantern Festival"]  # named by chunks 2 and 3
+        assert "Mira Holt" in festival.meta["representative"]
         mem.delete(mem.store.documents()[3]["id"])  # the Mira Holt document
         classes = classes_by_name(mem)
         assert "Mira Holt" not in classes and "Tarnow" not in classes
-        assert "The Lantern Festival" in classes  # also named by chunk 2
+        # its representative held the deleted chunk's description: the class leaves until the next build
+        assert "The Lantern Festival" not in classes
         published = mem.store.load_published("unweaver")
         D = published.arrays["incidence"]
         assert D.shape == (len(classes), 3) and (np.diff(D.tocsr().indptr) > 0).all()
@@ -146,6 +149,8 @@ def test_deleting_a_document_removes_the_classes_only_it_named(memory_at: Memory
         calls = llm.calls
         mem.index(strategy="unweaver")
         assert llm.calls == calls  # the rebuild reads the stored artefacts
+        festival = classes_by_name(mem)["The Lantern Festival"]  # back, from chunk 2 alone
+        assert "Mira Holt" not in festival.meta["representative"]
 
 
 def test_long_descriptions_are_shortened_by_the_llm(memory_at: MemoryAt, config: Config) -> None:

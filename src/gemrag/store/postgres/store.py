@@ -33,6 +33,7 @@ from gemrag.store.base import MemoryStore
 from gemrag.store.postgres.bulk import COPY_FROM, bulk_insert
 from gemrag.store.postgres.connect import PgLocation, connect, options, require_psycopg
 from gemrag.store.postgres.dialect import returns_id, to_postgres
+from gemrag.store.postgres.erase import PgEraseMixin
 from gemrag.store.postgres.generations import PgGenerationsMixin
 from gemrag.store.postgres.lock import PgBuildLock
 from gemrag.store.postgres.reads import PgReadsMixin
@@ -100,7 +101,7 @@ SNAPSHOT_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 """What starts a :meth:`PostgresStore.snapshot` (sent in one round trip with the snapshot's first statement)."""
 
 
-class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, MemoryStore):
+class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, PgEraseMixin, MemoryStore):
     """A memory in a PostgreSQL schema.
 
     Args:

@@ -33,12 +33,13 @@ from gemrag.store.lock import BuildLock
 from gemrag.store.rows import NodeRecord, sha256_text
 from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT, SCHEMA_VERSION
 from gemrag.store.sqlite.connection import open_connection, translate
+from gemrag.store.sqlite.erase import SqliteEraseMixin
 from gemrag.store.sqlite.migrations import ensure_schema, schema_version
 
 __all__ = ["NodeRecord", "SqliteRows", "Store", "sha256_text"]
 
 
-class SqliteRows(MemoryStore):
+class SqliteRows(SqliteEraseMixin, MemoryStore):
     """The database part of a SQLite memory: ``memory.sqlite`` in a memory directory, its transactions, snapshots and
     build lock (``<directory>/build.lock``). Abstract: a store adds where its build arrays live (:class:`Store`: files
     in the same directory, :class:`~gemrag.store.files.FileArraysMixin`).

@@ -303,8 +303,9 @@ class GemStrategy:
             ctx.store.set_meta(QUESTIONS_TITLES_META, titles)
 
     def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
-        """The published graph without the nodes in ``gone`` (a deleted document's chunks and the summary nodes
-        made from them only), as generation ``generation``, not yet published
+        """The published graph without the nodes in ``gone`` (a deleted document's chunks and every summary node
+        with one of them among its members: :mod:`gemrag.strategies.platform.forgetting`), as generation
+        ``generation``, not yet published
         (:func:`gemrag.strategies.platform.incremental.gem_prune`)."""
         return gem_prune(ctx, gone, generation)
 

@@ -163,6 +163,10 @@ class HLGraphStrategy:
     name = NAME
     reads_titles = False
     """Subjects and events of the chunk alone by default (section 3, "Encoding")."""
+    kept_kinds = frozenset({"subject", "relation"})
+    """A subject (a name) and a subject relation (two names and a meaning) are stated by each chunk they came from on
+    its own, so they stay while another chunk states them; an event leaves with any of its chunks, since its why and
+    when came from the chunk that stated it first (:mod:`gemrag.strategies.platform.forgetting`)."""
 
     def __init__(self, config: HLGraphConfig | None = None) -> None:
         self.config = config or HLGraphConfig()

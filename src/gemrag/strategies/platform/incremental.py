@@ -85,8 +85,11 @@ def pruned_publication(
     return replace(publication, params=published.params, models=published.models)
 
 
-def generic_prune(ctx: StrategyContext, strategy: str, gone: set[int], generation: int) -> Publication | None:
-    """The published build of ``strategy`` without the rows of the nodes in ``gone`` (see the module docstring).
+def generic_prune(
+    ctx: StrategyContext, strategy: str, gone: set[int], generation: int, meta: dict[str, Any] | None = None
+) -> Publication | None:
+    """The published build of ``strategy`` without the rows of the nodes in ``gone`` (see the module docstring);
+    ``meta``: entries to set in the pruned generation's meta (over the published build's).
 
     Returns:
         The pruned generation, written but not published; None when the build cannot be pruned generically
@@ -106,7 +109,7 @@ def generic_prune(ctx: StrategyContext, strategy: str, gone: set[int], generatio
     if uses_n:
         keep = ~np.isin(np.asarray(arrays["node_ids"]), np.fromiter(gone, dtype=np.int64, count=len(gone)))
         arrays = {name: take(a, axes.get(name), NODE_AXIS, keep) for name, a in arrays.items()}
-    return pruned_publication(ctx, published, generation, arrays, axes)
+    return pruned_publication(ctx, published, generation, arrays, axes, meta)
 
 
 def referencing_prune(
@@ -152,8 +155,9 @@ def referencing_prune(
 
 def gem_prune(ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
     """GEM's published graph without the deleted nodes: rows of ``node_ids``, ``node_vectors`` and W, the
-    deleted nodes' utility questions (axis ``"m"``), and ``question_owner`` re-indexed. Surviving summary nodes
-    stay until the next build regenerates them."""
+    deleted nodes' utility questions (axis ``"m"``), and ``question_owner`` re-indexed. The deleted nodes include
+    every summary one of whose members was removed (:mod:`gemrag.strategies.platform.forgetting`); the next build
+    regenerates them."""
     return referencing_prune(ctx, "gem", gone, generation, axis="m", references=("question_owner",))
 
 

@@ -22,7 +22,8 @@ with an edge of kind ``child`` (weight 1) to each node it summarizes; the arrays
 chunks, then the summaries layer by layer), ``layers`` ((N,) int64, 0 = chunk), ``n_tokens`` ((N,) int64 MiniLM
 tokens) and ``vectors`` ((N, d) float32) are published with them in one transaction, so building GEM (or any
 other strategy) never touches RAPTOR's nodes and a reader never sees half a tree. Deleting a document removes
-the summaries made from its chunks only (:mod:`gemrag.strategies.platform.incremental`). The next ``index`` updates the
+every summary with one of its chunks under it (:mod:`gemrag.strategies.platform.forgetting`), keeping only their
+ids, layers and children as vacancies (:mod:`gemrag.strategies.raptor.update`). The next ``index`` updates the
 tree in place (``raptor.incremental``, :mod:`gemrag.strategies.raptor.update`: new chunks join their nearest
 cluster; only changed clusters and their ancestors are summarized again) unless too much changed
 (``raptor.rebuild_fraction``), in which case the whole tree is re-clustered; unchanged clusters cost no LLM call
@@ -43,6 +44,7 @@ from pydantic import ConfigDict, Field
 
 from gemrag.config import ReadTitles
 from gemrag.store import NodeRecord
+from gemrag.store.publish import Publication
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.platform.clustering import RANDOM_SEED, Reducer, raptor_clusters
 from gemrag.strategies.platform.common import (
@@ -55,10 +57,20 @@ from gemrag.strategies.platform.common import (
     require,
 )
 from gemrag.strategies.platform.extraction import summarize_each
+from gemrag.strategies.platform.incremental import generic_prune
 from gemrag.strategies.platform.titles import READ_TITLES, built_titles, strategy_reads_titles
 from gemrag.strategies.raptor.prompts import raptor_summary_prompt
 from gemrag.strategies.raptor.tree import CHILD, STRATEGY, SUMMARY, RaptorTree
-from gemrag.strategies.raptor.update import CHILDREN_KEY, TreeState, ordered_children, should_rebuild, update_tree
+from gemrag.strategies.raptor.update import (
+    CHILDREN_KEY,
+    VACANCIES,
+    TreeState,
+    add_vacancies,
+    ordered_children,
+    should_rebuild,
+    update_tree,
+    vacancies,
+)
 from gemrag.types import Hit
 
 PROMPT_OVERHEAD = 64
@@ -278,7 +290,8 @@ class RaptorStrategy:
             return False
         nodes = [ctx.store.node(i) for i in tree.node_ids]
         summaries = [n for n in nodes if n.kind != "chunk"]
-        if not summaries or any(CHILDREN_KEY not in n.meta for n in summaries):
+        vacant = list(published.meta.get(VACANCIES, []))  # summaries removed with a chunk (forgetting)
+        if not (summaries or vacant) or any(CHILDREN_KEY not in n.meta for n in summaries):
             return False  # no summary layer, or built before summaries recorded their children
         sources = ctx.store.node_sources([n.id for n in summaries])
         tree.sources = [set(sources[n.id]) if n.kind != "chunk" else {n.id} for n in nodes]
@@ -287,7 +300,9 @@ class RaptorStrategy:
         for _, src, dst, _ in ctx.store.edge_list(STRATEGY, CHILD):
             current.setdefault(src, set()).add(dst)
         texts = [n.text for n in nodes]
-        update = TreeState(tree, texts, ordered_children(recorded, current), recorded)
+        update = TreeState(tree, texts, {}, recorded)
+        placeholders = add_vacancies(update, current, vacant)
+        update.children = ordered_children(recorded, current)
         llm_tokens: dict[str, int] = {}
 
         def fits(rows: list[int]) -> bool:
@@ -305,10 +320,23 @@ class RaptorStrategy:
             lambda layer, clusters: self._summarize_layer(ctx, (layer, generation), clusters, tree, texts),
             fits,
         )
-        if retired is None:
-            return False
-        tree.publish(ctx, generation, p, retire=retired)
+        if retired is None or set(placeholders) & set(tree.node_ids):
+            return False  # a vacancy left unfilled (its summary failed): rebuild rather than publish an empty row
+        tree.publish(ctx, generation, p, retire=[r for r in retired if r not in placeholders])
         return True
+
+    def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
+        """The published tree without the nodes in ``gone`` (removed chunks and every summary above one of them:
+        :mod:`gemrag.strategies.platform.forgetting`), their ids, layers and children kept as vacancies in its meta
+        for the next update to fill (:func:`~gemrag.strategies.raptor.update.vacancies`), no text. Read before the
+        nodes' rows are deleted (:func:`gemrag.lifecycle.remove_chunks`)."""
+        published = ctx.store.load_published(STRATEGY, mmap=False)
+        if published is None:
+            return None
+        removed = [i for i in np.asarray(published.arrays["node_ids"]).tolist() if i in gone]
+        found = [n for n in ctx.store.nodes_by_id(removed).values() if n.kind != "chunk"] if removed else []
+        vacant = vacancies(found, published.meta.get(VACANCIES, []))
+        return generic_prune(ctx, STRATEGY, gone, generation, meta={VACANCIES: vacant})
 
     def _tree(self, ctx: StrategyContext) -> RaptorTree:
         return load_published(ctx, self.name, RaptorTree.from_published, mmap=False)

@@ -22,6 +22,13 @@ re-summarizes nearly every cluster). The rule:
 
 Deleting then re-indexing restores every cluster's original member set, hence (LLM and embedding caches) the
 original summaries: the tree equals the one built without the document.
+
+Forgetting (DESIGN.md): a summary with a removed chunk under it leaves the memory at once, with its text
+(:mod:`gemrag.strategies.platform.forgetting`), and so does every ancestor of it. What the update needs of it is
+kept without any text: its id, layer and recorded children form a *vacancy* in the pruned generation's meta
+(:data:`VACANCIES`, :func:`vacancies`), which the next update puts back as an empty row (:func:`add_vacancies`). A
+vacancy's current children differ from those it summarized, so rule 2 writes its replacement like any dirty
+summary's.
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ from gemrag.strategies.raptor.tree import RaptorTree
 
 CHILDREN_KEY = "children"
 """``meta`` key of a RAPTOR summary node: the ids of the nodes it summarized (sorted)."""
+
+VACANCIES = "vacancies"
+"""Key of a pruned generation's meta: the summaries removed with a chunk, as ``{"id", "layer", "children"}`` dicts
+(ids and numbers only, no text) for the next update to fill (module docstring)."""
 
 
 @dataclass
@@ -181,6 +192,41 @@ def update_tree(
             _detach(state, parents, s, new_id)
     _remove_rows(state, {row_of[s] for s in retired if s in row_of})
     return retired
+
+
+def vacancies(removed: Sequence[NodeRecord], carried: Sequence[dict[str, object]]) -> list[dict[str, object]]:
+    """The vacancies a prune leaves (module docstring): the ``carried`` ones of the generation being pruned, then one
+    per removed summary ``removed`` (its id, layer and recorded children; summaries built before children were
+    recorded are left out)."""
+    out = [dict(v) for v in carried]
+    seen = {int(str(v["id"])) for v in out}
+    for n in removed:
+        if n.kind != "chunk" and CHILDREN_KEY in n.meta and n.id not in seen:
+            children = [int(c) for c in n.meta[CHILDREN_KEY]]
+            out.append({"id": int(n.id), "layer": int(n.meta.get("layer", 1)), "children": children})
+    return out
+
+
+def add_vacancies(state: TreeState, current: dict[int, set[int]], found: Sequence[dict[str, object]]) -> list[int]:
+    """Put each vacancy back into the tree as an empty row (no text, zero vector, no sources) of its layer, with its
+    recorded children and those of them still in the tree (or vacant) as its current children, so that
+    :func:`update_tree` writes its replacement. Changes ``state.tree``, ``state.texts``, ``state.recorded`` and
+    ``current`` in place; returns the vacant ids."""
+    t = state.tree
+    ids = [int(str(v["id"])) for v in found]
+    alive = set(t.node_ids) | set(ids)
+    for v, node_id in zip(found, ids, strict=True):
+        children = [int(c) for c in v["children"]]  # type: ignore[attr-defined]
+        t.node_ids.append(node_id)
+        t.layers.append(int(str(v["layer"])))
+        t.n_tokens.append(0)
+        t.sources.append(set())
+        state.texts.append("")
+        state.recorded[node_id] = children
+        current[node_id] = {c for c in children if c in alive}
+    if ids:
+        t.vectors = np.vstack([t.vectors, np.zeros((len(ids), t.vectors.shape[1]), np.float32)]).astype(np.float32)
+    return ids
 
 
 def _detach(state: TreeState, parents: dict[int, list[int]], old: int, new: int | None) -> None:

@@ -393,7 +393,9 @@ class RememGistStrategy:
             if r is None:
                 continue
             if self.config.return_chunk == "gists":
-                found = [int(g.gist[r])] if g.gist[r] >= 0 else []
+                # a turn whose window gist left with a removed turn of its window stands for itself
+                gist = int(g.gist[r])
+                found = [gist] if gist in row else [int(nid)] if g.kind[r] == VERBATIM else []
             elif g.kind[r] == VERBATIM:
                 found = [int(nid)]
             else:

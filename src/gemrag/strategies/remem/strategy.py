@@ -202,6 +202,9 @@ class RememStrategy:
     name = NAME
     reads_titles = True
     """OpenIE and passage vectors of ``title\ntext`` by default, as HippoRAG 2 indexes its passages."""
+    kept_kinds = frozenset({"entity", "fact"})
+    """An entity (its name) and a fact (its triple) are stated by each passage they came from on its own, so removing
+    one of those passages keeps them while another states them (:mod:`gemrag.strategies.platform.forgetting`)."""
 
     def __init__(self, config: RememConfig | None = None) -> None:
         self.config = config or RememConfig()

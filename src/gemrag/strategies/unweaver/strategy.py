@@ -268,8 +268,9 @@ class UnweaverStrategy:
 
     def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
         """The published build without the deleted chunks (columns of D) and classes (rows), and without the
-        classes left with no chunk; the survivors' representatives keep the deleted chunks' descriptions until
-        the next build."""
+        classes left with no chunk. A class one of whose chunks was removed is among the deleted nodes (its
+        representative concatenates its chunks' descriptions: :mod:`gemrag.strategies.platform.forgetting`), so no
+        surviving representative holds a removed chunk's description; the next build remakes those classes."""
         published = ctx.store.load_published(NAME, mmap=False)
         if published is None:
             return None

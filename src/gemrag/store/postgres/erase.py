@@ -1,0 +1,96 @@
+"""The physical erase of a PostgreSQL memory (the backend's part of :class:`gemrag.store.erase.Erasing`).
+
+A deleted or updated row stays in its table's pages as a dead row version until a vacuum; a plain ``VACUUM`` only
+marks the space reusable, so its bytes stay on disk. A purge runs ``VACUUM (FULL)`` on every table of the memory's
+schema that can hold text (all but ``usage``): each is rewritten into new files holding the live rows alone, with
+its indexes and TOAST table, and the old files are removed. ``VACUUM`` cannot run inside a transaction, so it runs
+on one of the pool's autocommit connections; it takes an exclusive lock on each table in turn, waiting at most the
+store's lock timeout for readers (a table still locked then is reported and left for the next purge). The
+artefacts a build unpacked into this process's scratch directory (bm25s' index) are removed for every generation
+no longer published. PostgreSQL's own write-ahead log and backups are the server's, outside a memory's reach.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from gemrag.store import publish
+from gemrag.store.erase import Erasure
+from gemrag.store.postgres.connect import require_psycopg
+
+SKIPPED = frozenset({"usage"})
+"""Tables a purge does not rewrite: they hold no text (token counts and times)."""
+
+
+class PgEraseMixin:
+    """:meth:`erase_physically` of :class:`gemrag.store.postgres.store.PostgresStore` (before
+    :class:`~gemrag.store.base.MemoryStore` among its bases, so it replaces those of
+    :class:`~gemrag.store.erase.EraseMixin`)."""
+
+    schema: str
+    _scratch: Path | None
+
+    def _state(self) -> threading.local: ...  # provided by PostgresStore
+    def _connection(self) -> AbstractContextManager[Any]: ...  # provided by PostgresStore
+    def _query(self, sql: str, args: Any = ()) -> list[Any]: ...  # provided by PostgresStore
+
+    def erase_physically(self) -> Erasure:
+        """``VACUUM (FULL)`` of the memory's tables, then the scratch copies of unpublished generations removed
+        (module docstring); the build lock must be held.
+
+        Returns:
+            The schema's size (tables, indexes, TOAST) before and after; ``complete`` False when a table stayed
+            locked (``detail`` names them).
+
+        Raises:
+            RuntimeError: called inside a transaction or snapshot.
+        """
+        psycopg = require_psycopg()
+        from psycopg import sql
+
+        state = self._state()
+        if state.depth or state.snapshot:
+            raise RuntimeError("VACUUM cannot run inside a transaction")
+        with self._connection() as conn:
+            tables = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename", (self.schema,)
+                ).fetchall()
+            ]
+            before = self._schema_bytes(conn)
+            locked = []
+            for table in (t for t in tables if t not in SKIPPED):
+                try:
+                    conn.execute(sql.SQL("VACUUM (FULL) {}").format(sql.Identifier(self.schema, table)))
+                except psycopg.Error:
+                    locked.append(table)
+            after = self._schema_bytes(conn)
+        removed = sum(1 for _ in self._remove_unpublished_copies())
+        vacuumed = len([t for t in tables if t not in SKIPPED]) - len(locked)
+        detail = f"VACUUM (FULL) of {vacuumed} tables"
+        if locked:
+            detail += f"; {', '.join(locked)} stayed locked by other sessions: run the purge again"
+        return Erasure(not locked, before, after, removed, detail)
+
+    def _schema_bytes(self, conn: Any) -> int:
+        row = conn.execute(
+            "SELECT COALESCE(SUM(pg_total_relation_size(format('%%I.%%I', schemaname, tablename))), 0)"
+            " FROM pg_tables WHERE schemaname = %s",
+            (self.schema,),
+        ).fetchone()
+        return int(row[0])
+
+    def _remove_unpublished_copies(self) -> Iterator[Path]:
+        """Remove (and yield) the artefacts unpacked in the scratch directory for generations no longer published."""
+        if self._scratch is None or not (self._scratch / "published").is_dir():
+            return
+        published = {f"{s}.g{g}." for s, g in self._query("SELECT strategy, generation FROM builds")}
+        for entry in sorted((self._scratch / "published").iterdir()):
+            if not any(entry.name.startswith(prefix) for prefix in published):
+                publish.remove_path(entry)
+                yield entry
