@@ -1,0 +1,510 @@
+"""Forgetting, measured: a canary document is deleted, replaced and synced away; does any of its text remain?
+
+A canary harness over every registered strategy (``fused`` and ``iterative`` included) on both stores. The corpus
+is a folder of ``--background`` background documents (the first passage, about ``--chars`` characters, of each of
+the first QuALITY dev stories in ``../shared/data/quality/quality_dev5.jsonl``; without that file, consecutive
+passages of ``examples/quality/lost_in_translation.txt``) and one canary document written here
+(``vault-note.txt``: a made-up maintenance note full of invented names and codes — ``MAGENTA-4471``,
+``Ilse Varga``, ``Zephyr station``, ``Quillon Maru``, ``14 March 2031`` ...). Five differently worded questions ask
+about the canary; none of them names a canary string, so a canary string in anything the memory returns came
+from the canary's text.
+
+Per strategy, one **base** memory (SQLite) is built over the folder (``Memory.add([folder])`` then ``index``) and
+asked the five questions: ``found before`` is how many of their contexts hold a canary string (the check means
+nothing if the canary was never retrievable), and the answers, cached in the memory, are there for a purge to
+erase. Then every **scenario** runs on its own copy of the base (a directory copy; on PostgreSQL
+``gemrag.store.copy.copy_memory`` into a fresh schema), so the scenarios are independent while all reuse the
+base's LLM cache:
+
+* ``delete``: ``Memory.delete(<the canary's path>)``;
+* ``replace``: the canary file is rewritten with an EDITED note (other names and codes: its own strings may
+  appear, the original's must not) and the folder added again (``Memory.add([folder])``: the source is updated);
+* ``sync``: the canary file is removed and the folder added with ``sync=True`` (``gemrag index --sync``);
+* ``purge``: ``Memory.delete(<path>, purge=True)`` (the text erased from caches, kept versions, chat exchanges and,
+  physically, from files and rows); ``n/a`` while ``Memory.delete`` has no ``purge`` keyword.
+
+After the removal (no rebuild yet), then after ``index`` rebuilt the strategy, canary strings are counted
+(case-insensitively) in: the hits of the five questions and the chunk texts of their provenance passages; every
+node a reader sees (derived nodes' text and meta, chunks) and every utility question; the answers to the five
+questions (each reader, two prompts: the default answer prompt, which asks for a best guess when the context lacks
+the answer, and the ``abstain`` prompt, which asks to say it is not mentioned); the memory's LLM cache (responses)
+and embedding cache (entries whose key is the embedding of a text holding a canary string: the texts are not
+stored there); and every row of every table of the memory. At the end (memory closed), every file of a SQLite
+memory directory is searched byte by byte. The rebuild's LLM backend calls (cache misses) are set against those
+of a full build of the same remaining documents in a fresh memory with a cold cache (a property of the strategy
+and the documents, so measured once, on SQLite).
+
+Answers after a removal are cached in a separate store shared by all scenarios (``<workdir>/answer-cache``), so
+identical contexts (delete, sync and purge on both stores usually give the same) cost one answer; the answers
+asked before the removal go to the memory's own cache, as a user's would.
+
+Abstention: for ``delete``, ``sync`` and ``purge`` the questions can only be answered from the removed document;
+an answer *abstains* when it is empty or says the answer is not there (``not mentioned`` — the wording the
+``abstain`` prompt asks for — ``not in the context``, ``no information``, ``does not say``, ``I don't know``,
+``cannot determine`` ..., :data:`ABSTAINS`), else it *answers* (invents, or guesses); it *leaks* when it holds a
+canary string. With ``--readers`` several reader models answer over the same contexts (the build uses the
+configured model).
+
+Run (fake: the unit tests' stand-ins ``tests/fakes.py``, exact call counts, seconds per strategy; real: the
+configured embedded models)::
+
+    python benchmarks/forgetting.py --fake --strategies gem,dense,bm25 --backends sqlite
+    python benchmarks/forgetting.py --fake --out forgetting-fake.json           # every strategy, both stores
+    GEMRAG_LLM__MODEL=qwen2.5-coder-0.5b python benchmarks/forgetting.py --workdir /tmp/forget \\
+        --readers qwen2.5-coder-0.5b,qwen2.5-coder-1.5b --out forgetting.json
+
+``--workdir`` keeps the memories (one folder per LLM model): a rerun reuses the base memories, the full-build
+counts and the answer cache, and redoes the scenarios (fresh copies), so after a change it costs little;
+``--fresh`` starts that model's folder over (needed when a change alters what a build makes). PostgreSQL:
+``--postgres-url postgresql://...`` (one schema per scenario, ``fg_<model>_<strategy>_<scenario>``, replaced on
+each run), else a pgserver started here in a fresh ``/tmp`` directory, removed at the end.
+
+Columns of the first table (per store, strategy and scenario; the goal is 0 in every leak column):
+
+* ``found before``: questions whose context held a canary string before the removal (k/5);
+* ``hits``: questions whose context (hit texts and their passages' chunk texts) holds a canary string after the
+  removal, no rebuild yet; ``refused`` when the retrieval raised instead (a strategy refusing to return a node
+  that rests on removed text until it is rebuilt: the error is in the JSON); replace: ``new k/5`` counts the
+  contexts holding the edited note's strings;
+* ``nodes``: nodes a reader sees (derived nodes' text and meta, chunks) and utility questions holding a canary
+  string;
+* ``answers``: answers holding a canary string, of all answers (every reader, both prompts; ``–``: none asked,
+  the retrieval was refused);
+* ``caches (LLM · emb)``: LLM cache responses (their stored prompts included) holding a canary string · embedding
+  cache entries of texts holding one;
+* ``rebuilt: ...``: the same four after ``index`` rebuilt the strategy;
+* ``rebuild calls / full``: LLM backend calls of that ``index`` / of a full build from scratch;
+* ``rows · files open / closed``: at the end, rows of the memory's tables holding a canary string · occurrences
+  of canary strings in the files of a SQLite memory directory with the memory still open (its WAL included) /
+  after it was closed.
+
+The second table gives, per strategy, reader and prompt, the answers of the removal scenarios, whose questions
+only the removed document could answer (``delete``, ``sync``, ``purge``; every store), after the removal and
+after the rebuild: abstained / answered / leaked; and how many answers held a canary string before the removal
+(the reader did use the canary: an abstention after it is forgetting, not a reader that never answers). A total row
+per reader and prompt ends it. The load average and wall times are printed beside each step; ``--out`` writes
+every figure, the answers' texts included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules (benchmarks/ is no package)
+from forgetting_corpus import (  # noqa: E402
+    CANARY,
+    DATA,
+    EDITED,
+    EDITED_NEEDLES,
+    NEEDLES,
+    QUESTIONS,
+    Corpus,
+    Models,
+    background_documents,
+    make_models,
+    slug,
+    write_corpus,
+)
+from forgetting_scan import measure, measure_answers, measure_hits, measure_nodes, retrieve_all, scan_files, scan_rows  # noqa: E402
+
+SCENARIOS = ("delete", "replace", "sync", "purge")
+REMOVALS = ("delete", "sync", "purge")
+"""The scenarios after which no document answers the questions (abstention is measured there)."""
+
+
+def load_average() -> float:
+    """The 1-minute load average (0 where the system has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return 0.0
+
+
+# -- steps ----------------------------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """What every step needs: arguments, models, corpus, the working folder, the PostgreSQL URL, and the
+    results so far (written to ``out`` after each step)."""
+
+    args: argparse.Namespace
+    models: Models
+    corpus: Corpus
+    root: Path
+    pg_url: str | None
+    results: dict[str, Any]
+    out: Path
+    purge: bool
+    started: float = field(default_factory=time.perf_counter)
+
+    def save(self) -> None:
+        self.results["wall_seconds"] = round(time.perf_counter() - self.started, 1)
+        self.out.write_text(json.dumps(self.results, indent=2, ensure_ascii=False), encoding="utf-8")
+
+    def say(self, message: str) -> None:
+        wall = time.perf_counter() - self.started
+        print(f"[{wall:8.1f} s, load {load_average():5.2f}] {message}", flush=True)
+
+
+def build_base(run: Run, strategy: str) -> dict[str, Any]:
+    """The strategy's base memory (SQLite): the corpus added and indexed, the questions retrieved and answered
+    (answers cached in the memory). Reused from ``base.json`` when a previous run finished it."""
+    folder = run.root / "sqlite" / strategy
+    directory, saved = folder / "base", folder / "base.json"
+    if saved.is_file() and directory.is_dir():
+        return dict(json.loads(saved.read_text(encoding="utf-8"))) | {"reused": True}
+    resumed = directory.exists()
+    t0 = time.perf_counter()
+    with run.models.session(directory) as (mem, llm):
+        mem.add([run.corpus.folder])
+        report = mem.index(strategy)
+        calls, seconds = llm.calls, time.perf_counter() - t0
+        hits, error = retrieve_all(mem, strategy, run.args.budget)
+        if hits is None:
+            raise RuntimeError(f"the base memory does not answer: {error}")
+        before = {
+            "hits": measure_hits(mem, hits, error),
+            "nodes": measure_nodes(mem.store),
+            "answers": measure_answers(run.models, mem, hits, None),
+        }
+        chunks = len(mem.store.nodes("chunk"))
+    base = {"build_llm_calls": calls, "build_report_llm_calls": report.llm_calls, "build_seconds": round(seconds, 2),
+            "resumed": resumed, "chunks": chunks, "before": before}  # fmt: skip
+    saved.write_text(json.dumps(base, indent=2, ensure_ascii=False), encoding="utf-8")
+    return base
+
+
+def full_build(run: Run, strategy: str, variant: str) -> dict[str, Any]:
+    """LLM calls of a build from scratch (fresh memory, cold cache) of the documents a scenario leaves: the
+    background (``rest``) or the background and the edited canary (``edited``). Reused when saved."""
+    folder = run.root / "sqlite" / strategy
+    directory, saved = folder / f"scratch-{variant}", folder / f"scratch-{variant}.json"
+    if saved.is_file():
+        return dict(json.loads(saved.read_text(encoding="utf-8")))
+    shutil.rmtree(directory, ignore_errors=True)  # a cold cache: an interrupted build would count too few calls
+    files = [*run.corpus.background, *([run.corpus.edited] if variant == "edited" else [])]
+    t0 = time.perf_counter()
+    with run.models.session(directory) as (mem, llm):
+        mem.add(files)
+        report = mem.index(strategy)
+        figures = {"llm_calls": llm.calls, "report_llm_calls": report.llm_calls,
+                   "seconds": round(time.perf_counter() - t0, 2)}  # fmt: skip
+    shutil.rmtree(directory, ignore_errors=True)
+    saved.write_text(json.dumps(figures, indent=2), encoding="utf-8")
+    return figures
+
+
+def drop_schema(url: str) -> None:
+    """Drop the schema of a PostgreSQL memory URL (its tables and rows), if it exists."""
+    import psycopg
+
+    from gemrag.store.postgres.connect import PgLocation
+
+    loc = PgLocation.parse(url)
+    with psycopg.connect(loc.conninfo, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{loc.schema}" CASCADE')
+
+
+def schema_url(base: str, schema: str) -> str:
+    """``base`` with ``schema=`` set (replacing one it had)."""
+    base = re.sub(r"([?&])schema=[^&]*&?", r"\1", base).rstrip("?&")
+    return f"{base}{'&' if '?' in base else '?'}schema={schema}"
+
+
+def scenario_location(run: Run, backend: str, strategy: str, scenario: str) -> str | Path:
+    """A fresh copy of the strategy's base memory for one scenario: a directory copy, or a new PostgreSQL schema."""
+    base = run.root / "sqlite" / strategy / "base"
+    if backend == "sqlite":
+        target = run.root / "sqlite" / strategy / scenario
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(base, target)
+        return target
+    from gemrag.store.copy import copy_memory
+
+    assert run.pg_url is not None
+    model = slug(run.results["model"])[:20]
+    url = schema_url(run.pg_url, f"fg_{model}_{slug(strategy)}_{scenario}"[:63])
+    drop_schema(url)
+    copy_memory(base, url)
+    return url
+
+
+def remove_canary(run: Run, mem: Any, scenario: str) -> dict[str, Any]:
+    """The scenario's removal; what it reported."""
+    corpus = run.corpus
+    if scenario in ("delete", "purge"):
+        kwargs = {"purge": True} if scenario == "purge" else {}
+        report = mem.delete(str(corpus.canary), **kwargs)
+        return {"chunks": report.chunks, "derived_nodes": report.derived_nodes, "pruned": report.pruned,
+                "withdrawn": report.withdrawn, "report_llm_calls": report.llm_calls}  # fmt: skip
+    with corpus.changed(EDITED if scenario == "replace" else None):
+        source = mem.add([corpus.folder], sync=scenario == "sync")
+    return {"sources": source.describe(removed=scenario == "sync"), "chunks_deleted": source.chunks_deleted,
+            "chunks_new": source.chunks_new, "derived_nodes": source.derived_nodes, "pruned": source.pruned,
+            "withdrawn": source.withdrawn}  # fmt: skip
+
+
+def run_scenario(run: Run, backend: str, strategy: str, scenario: str) -> dict[str, Any]:
+    """One scenario on a fresh copy of the base: the removal, the counts, the rebuild, the counts again, and the
+    rows and files at the end."""
+    if scenario == "purge" and not run.purge:
+        return {"skipped": "Memory.delete has no purge keyword yet"}
+    location = scenario_location(run, backend, strategy, scenario)
+    figures: dict[str, Any] = {"location": str(location) if backend == "sqlite" else str(location).split("@")[-1]}
+    with run.models.session(location) as (mem, llm):
+        t0 = time.perf_counter()
+        figures["removal"] = remove_canary(run, mem, scenario)
+        figures["removal"] |= {"llm_calls": llm.calls, "seconds": round(time.perf_counter() - t0, 3)}
+        figures["after_removal"] = measure(
+            run.models, mem, location, strategy, run.args.budget, run.models.answer_cache
+        )
+        calls, t0 = llm.calls, time.perf_counter()
+        report = mem.index(strategy)
+        figures["rebuild"] = {"llm_calls": llm.calls - calls, "report_llm_calls": report.llm_calls,
+                              "seconds": round(time.perf_counter() - t0, 2), "load": load_average()}  # fmt: skip
+        figures["after_rebuild"] = measure(
+            run.models, mem, location, strategy, run.args.budget, run.models.answer_cache
+        )
+        if backend == "sqlite":
+            figures["files_open"] = scan_files(Path(location))
+    figures["rows_closed"] = scan_rows(location)
+    if backend == "sqlite":
+        figures["files_closed"] = scan_files(Path(location))
+    return figures
+
+
+# -- tables ---------------------------------------------------------------------------------------------------------
+def _q(m: dict[str, Any], key: str = "leaking_questions") -> str:
+    """``k/5`` questions, or ``refused`` when the retrieval raised (e.g. a node resting on removed text)."""
+    value = m["hits"].get(key)
+    return "refused" if value is None else f"{value}/{m['hits']['questions']}"
+
+
+def point_cells(m: dict[str, Any], replace: bool) -> list[str]:
+    """hits, nodes, answers and caches at one point of a scenario."""
+    hits = _q(m) + (f" (new {_q(m, 'edited_questions')})" if replace and m["hits"]["error"] is None else "")
+    answers = f"{m['leaking_answers']}/{m['answers_asked']}" if m["answers_asked"] else "–"
+    caches = f"{m['caches']['llm_responses']} · {m['caches']['embeddings']}"
+    return [hits, str(m["nodes"]["total"]), answers, caches]
+
+
+LEAK_HEADER = (
+    "store", "strategy", "scenario", "found before", "hits", "nodes", "answers", "caches (LLM · emb)",
+    "rebuilt: hits", "rebuilt: nodes", "rebuilt: answers", "rebuilt: caches", "rebuild calls / full",
+    "rows · files open / closed",
+)  # fmt: skip
+
+
+def leak_row(row: dict[str, Any]) -> list[str]:
+    """One line of the leak table (:data:`LEAK_HEADER`)."""
+    head = [row["backend"], row["strategy"], row["scenario"]]
+    width = len(LEAK_HEADER) - len(head)
+    if "error" in row:
+        return head + [f"error: {row['error'][:100]}"] + [""] * (width - 1)
+    s, base = row["figures"], row["base"]
+    before = f"{base['before']['hits']['leaking_questions']}/{len(QUESTIONS)}"
+    if "skipped" in s:
+        return head + [before] + ["n/a"] * (width - 1)
+    replace = row["scenario"] == "replace"
+    calls = f"{s['rebuild']['llm_calls']} / {row['full_build']['llm_calls']}"
+    files = f"{sum(s['files_open'].values())} / {sum(s['files_closed'].values())}" if "files_closed" in s else "–"
+    end = f"{sum(s['rows_closed'].values())} · {files}"
+    cells = point_cells(s["after_removal"], replace) + point_cells(s["after_rebuild"], replace)
+    return head + [before, *cells, calls, end]
+
+
+def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def leak_table(results: dict[str, Any]) -> str:
+    return markdown(LEAK_HEADER, [leak_row(r) for r in results["rows"]])
+
+
+def abstention_table(results: dict[str, Any]) -> str:
+    """Per strategy, reader and prompt, the answers of the removal scenarios (all stores) after the removal and
+    after the rebuild: abstained / answered / leaked; and the answers (same prompt) holding a canary string before
+    the removal. A total row per reader and prompt."""
+    sums: dict[tuple[str, str, str], dict[str, list[int]]] = {}
+    for row in results["rows"]:
+        s = row.get("figures", {})
+        if row["scenario"] not in REMOVALS or "after_removal" not in s:
+            continue
+        before = row["base"]["before"]["answers"]
+        for point in ("after_removal", "after_rebuild"):
+            for reader, prompts in s[point]["answers"].items():
+                for p, got in prompts.items():
+                    for key in ((row["strategy"], reader, p), ("all", reader, p)):
+                        cell = sums.setdefault(key, {"after_removal": [0, 0, 0], "after_rebuild": [0, 0, 0],
+                                                     "before": [0, 0]})  # fmt: skip
+                        add = (got["abstained"], got["answered"], got["leaked"])
+                        cell[point] = [x + y for x, y in zip(cell[point], add, strict=True)]
+                        if point == "after_removal" and reader in before:
+                            b = before[reader][p]
+                            cell["before"] = [cell["before"][0] + b["leaked"], cell["before"][1] + len(b["answers"])]
+    rows = []
+    for (strategy, reader, prompt), cell in sorted(sums.items(), key=lambda kv: (kv[0][0] == "all", kv[0])):
+        rows.append([strategy, reader, prompt] + [" / ".join(map(str, cell[p])) for p in ("after_removal",
+                    "after_rebuild")] + [f"{cell['before'][0]}/{cell['before'][1]}"])  # fmt: skip
+    header = ("strategy", "reader", "prompt", "after removal: abstained / answered / leaked",
+              "after rebuild: abstained / answered / leaked", "before: canary in answer")  # fmt: skip
+    return markdown(header, rows)
+
+
+# -- main -----------------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def postgres_server(url: str | None) -> Iterator[str | None]:
+    """The PostgreSQL URL: ``url``, or a pgserver in a fresh ``/tmp`` directory (removed after); None when
+    pgserver is not installed."""
+    if url:
+        yield url
+        return
+    try:
+        import pgserver
+    except ImportError:
+        yield None
+        return
+    directory = Path(tempfile.mkdtemp(prefix="gemrag-forgetting-pg-"))
+    server = pgserver.get_server(directory, cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fake", action="store_true", help="stand-in models (tests/fakes.py)")
+    parser.add_argument("--strategies", help="comma-separated (default: every registered strategy)")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated of {', '.join(SCENARIOS)}")
+    parser.add_argument("--backends", default="sqlite,postgres", help="sqlite, postgres or both (default both)")
+    parser.add_argument("--postgres-url", help="a PostgreSQL server (default: pgserver in a fresh /tmp directory)")
+    parser.add_argument("--data", type=Path, default=DATA, help="QuALITY jsonl of the background stories")
+    parser.add_argument("--background", type=int, default=3, help="background documents (default 3)")
+    parser.add_argument("--chars", type=int, default=2500, help="characters per background document (default 2500)")
+    parser.add_argument("--budget", type=int, help="context nodes (default: each strategy's default)")
+    parser.add_argument("--llm-model", help="the LLM that builds and reads (default: the configuration's)")
+    parser.add_argument("--readers", help="more reader models answering over the same contexts (comma-separated)")
+    parser.add_argument("--workdir", type=Path, help="where the memories live (default: a temporary folder)")
+    parser.add_argument("--out", type=Path, help="write every figure as JSON (default: <workdir>/forgetting.json)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars for the builds")
+    parser.add_argument(
+        "--fresh", action="store_true", help="start over: delete this model's memories, counts and caches first"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    from gemrag.memory import Memory
+    from gemrag.store import open_store
+    from gemrag.strategies import available
+
+    strategies = [s.strip() for s in (args.strategies or ",".join(available())).split(",") if s.strip()]
+    unknown = sorted(set(strategies) - set(available()))
+    scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if unknown or set(scenarios) - set(SCENARIOS) or set(backends) - {"sqlite", "postgres"}:
+        print(f"unknown strategy, scenario or backend in {strategies + scenarios + backends}", file=sys.stderr)
+        return 2
+    models = make_models(args)
+    model = "fake" if args.fake else str(models.config.llm.model)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="gemrag-forgetting-"))
+    root = workdir / slug(model)
+    if args.fresh:
+        shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    if args.fake and (args.readers or args.llm_model):
+        print("--fake: --readers and --llm-model are ignored (the stand-in LLM builds and reads)", flush=True)
+    out = args.out or workdir / "forgetting.json"
+    purge = "purge" in inspect.signature(Memory.delete).parameters
+    docs = background_documents(args.data, args.background, args.chars)
+    corpus = write_corpus(root, docs)
+    keys_file = root / "canary_embedding_keys.json"
+    if keys_file.is_file():
+        models.canary_keys.update(json.loads(keys_file.read_text(encoding="utf-8")))
+    results: dict[str, Any] = {
+        "fake": args.fake, "model": model, "readers": list(models.readers), "strategies": strategies,
+        "scenarios": scenarios, "backends": backends, "purge_supported": purge, "workdir": str(workdir),
+        "documents": [{"title": t, "chars": len(x)} for t, x in docs] + [{"title": "vault-note (canary)",
+                                                                          "chars": len(CANARY)}],
+        "canary": {"needles": list(NEEDLES), "edited_needles": list(EDITED_NEEDLES), "questions": list(QUESTIONS)},
+        "load_average_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else [], "rows": [],
+    }  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        pg_url = stack.enter_context(postgres_server(args.postgres_url)) if "postgres" in backends else None
+        if "postgres" in backends and pg_url is None:
+            print("postgres: skipped (pgserver is not installed and --postgres-url is not given)", flush=True)
+            backends.remove("postgres")
+            results["skipped_backends"] = {"postgres": "pgserver not installed, no --postgres-url"}
+        models.answer_cache = open_store(root / "answer-cache")
+        stack.callback(models.answer_cache.close)
+        run = Run(args, models, corpus, root, pg_url, results, out, purge)
+        run.say(
+            f"forgetting: {len(strategies)} strategies x {len(scenarios)} scenarios x {backends}, model {model}, "
+            f"readers {list(models.readers)}, purge {'supported' if purge else 'n/a'}; workdir {workdir}"
+        )
+        for strategy in strategies:
+            try:
+                t0 = time.perf_counter()
+                base = build_base(run, strategy)
+                took = "reused" if base.get("reused") else f"{time.perf_counter() - t0:.1f} s"
+                run.say(f"{strategy}: base built ({base['build_llm_calls']} LLM calls, {base['chunks']} chunks, "
+                        f"{took}); canary found before "
+                        f"{base['before']['hits']['leaking_questions']}/{len(QUESTIONS)}")  # fmt: skip
+                full = {v: full_build(run, strategy, v) for v in ("rest", "edited")}
+                run.say(f"{strategy}: full builds from scratch {full['rest']['llm_calls']} / "
+                        f"{full['edited']['llm_calls']} LLM calls")  # fmt: skip
+            except Exception as exc:  # one strategy failing must not lose the others' figures
+                run.say(f"{strategy}: FAILED {type(exc).__name__}: {exc}")
+                results["rows"].append({"backend": "-", "strategy": strategy, "scenario": "base", "error": repr(exc),
+                                        "traceback": traceback.format_exc(limit=-4)})  # fmt: skip
+                run.save()
+                continue
+            for backend in backends:
+                for scenario in scenarios:
+                    row: dict[str, Any] = {"backend": backend, "strategy": strategy, "scenario": scenario,
+                                           "base": base, "full_build": full["edited" if scenario == "replace"
+                                                                            else "rest"]}  # fmt: skip
+                    t0 = time.perf_counter()
+                    try:
+                        row["figures"] = run_scenario(run, backend, strategy, scenario)
+                    except Exception as exc:
+                        row["error"] = f"{type(exc).__name__}: {exc}"
+                        row["traceback"] = traceback.format_exc(limit=-4)
+                    finally:
+                        corpus.restore()
+                    row["seconds"] = round(time.perf_counter() - t0, 2)
+                    row["load"] = load_average()
+                    results["rows"].append(row)
+                    keys_file.write_text(json.dumps(sorted(models.canary_keys)), encoding="utf-8")
+                    run.save()
+                    line = " | ".join(leak_row(row)[3:])
+                    run.say(f"{backend} · {strategy} · {scenario}: {row['seconds']:.1f} s | {line}")
+    results["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else []
+    run.save()
+    print()
+    print(leak_table(results))
+    print()
+    print(abstention_table(results))
+    print(f"\nwall {results['wall_seconds']:.0f} s; load average now {results['load_average_end']}; figures in {out}")
+    return 1 if any("error" in r for r in results["rows"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
