@@ -11,14 +11,20 @@ the count of markers that named no passage (:class:`~gemrag.reports.Answer`). A 
 way: its pieces show the markers as the model writes them, and its final Answer is read from the whole completion
 (dropped markers removed from its text, and counted). An answer that is only markers (a small model's ``"[2]"``)
 is asked once more without citing (:func:`markers_only`). With ``cite=False`` every prompt is the one of earlier
-releases, so their LLM cache keys hold."""
+releases, so their LLM cache keys hold.
+
+Follow-ups (self-ask, Press et al. 2023, section 3: the final answer composed from the intermediate answers): a
+retrieval that decomposed the question may give its sub-questions and their answers in a hit's
+``meta["follow_ups"]`` (``iterative`` with ``answer_from = "steps"``); every answer prompt then shows them, unnumbered,
+before the numbered passages (:func:`follow_ups_text`), so citations still name passages only. Without them every
+prompt is unchanged."""
 
 from __future__ import annotations
 
 import contextlib
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -49,6 +55,24 @@ GUESS = "If the context does not contain the answer, give your best guess."
 ABSTAIN = "If the context does not contain the answer, say that it is not mentioned."
 
 
+FollowUps = Sequence[Mapping[str, str | None]]
+"""Self-ask's follow-up questions and intermediate answers: ``[{"question": str, "answer": str | None}]``, in the
+order they were asked (``answer`` None where none was read)."""
+
+
+def follow_ups_text(follow_ups: FollowUps) -> str:
+    """The follow-ups as the answer prompt shows them, before the context: self-ask's ``Follow up:`` and
+    ``Intermediate answer:`` lines (Press et al. 2023, section 3, Figure 3), the latter only where an answer was
+    read; ``""`` for none."""
+    lines = []
+    for f in follow_ups:
+        lines.append(f"Follow up: {f['question']}")
+        if f.get("answer"):
+            lines.append(f"Intermediate answer: {f['answer']}")
+    body = "\n".join(lines)
+    return f"Follow-up questions asked while searching:\n{body}\n\n" if lines else ""
+
+
 def answer_prompt(
     question: str,
     context: Sequence[str],
@@ -56,17 +80,19 @@ def answer_prompt(
     *,
     abstain: bool = False,
     cite: bool = False,
+    follow_ups: FollowUps = (),
 ) -> list[Message]:
     """Messages with the retrieved context followed by the question (and lettered options, if any).
 
     ``abstain`` (free-form only): tell the model to say the answer is not mentioned when the context lacks it,
     instead of guessing — for datasets with unanswerable questions (LoCoMo category 5, Maharana et al. 2024).
     ``cite``: ask for ``[n]`` markers naming the passages used (free form), or for their numbers in the JSON's
-    ``passages`` (multiple choice). The default prompt is unchanged, so the LLM cache keys of other evaluations
+    ``passages`` (multiple choice). ``follow_ups``: the retrieval's sub-questions and answers, shown before the
+    context (:func:`follow_ups_text`). The default prompt is unchanged, so the LLM cache keys of other evaluations
     stay the same.
     """
     system = "Answer questions about a document using the context passages retrieved from it."
-    user = f"Context:\n{format_context(context)}\n\nQuestion: {question}\n"
+    user = f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\nQuestion: {question}\n"
     if choices:
         options = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
         letters = ", ".join(LETTERS[: len(choices)])
@@ -94,7 +120,7 @@ SHORT_WORDS = 6
 
 
 def short_answer_prompt(
-    question: str, context: Sequence[str], *, abstain: bool = False, cite: bool = False
+    question: str, context: Sequence[str], *, abstain: bool = False, cite: bool = False, follow_ups: FollowUps = ()
 ) -> list[Message]:
     """The answer prompt of span-answer benchmarks: the context, the question, and a request for a short phrase in
     the words of the context — the form their official scorers (SQuAD-style EM and token F1) expect. It follows
@@ -103,13 +129,15 @@ def short_answer_prompt(
     concise ``Answer:``. A separate prompt: :func:`answer_prompt`'s messages, hence its cache keys, are unchanged.
 
     ``abstain``: say the answer is not mentioned when the context lacks it (LoCoMo category 5's scorer accepts
-    "not mentioned"). ``cite``: ask for ``[n]`` markers after the phrase (:data:`SHORT_CITE`).
+    "not mentioned"). ``cite``: ask for ``[n]`` markers after the phrase (:data:`SHORT_CITE`). ``follow_ups``: as
+    :func:`answer_prompt`.
     """
     system = "Answer questions about a document using the context passages retrieved from it."
     last = ABSTAIN if abstain else GUESS
     if cite:
         last = f"{SHORT_CITE} {last}"
-    user = f"Context:\n{format_context(context)}\n\nQuestion: {question}\n\n{SHORT_INSTRUCTION} {last}\nShort answer:"
+    user = f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\nQuestion: {question}\n\n"
+    user += f"{SHORT_INSTRUCTION} {last}\nShort answer:"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -186,6 +214,9 @@ def answer_question(
     completion cut to its answer (:func:`short_form`), and an agent's answer longer than :data:`SHORT_WORDS` words
     shortened by one :func:`shorten_prompt` call (the final extraction step).
 
+    Follow-ups in the hits (``meta["follow_ups"]``, module docstring) are shown before the passages in every
+    prompt built here.
+
     ``cite``: a cited answer (module docstring): the prompt asks for the passages used, and the answer's ``cited``
     and ``dropped_citations`` report them (a free-form answer's markers are read from the whole completion, before
     the short form cuts it). Nothing is cited from an empty context or by an agent's answer. A free-form reply
@@ -208,6 +239,7 @@ def answer_question(
     before = meter.totals.get("query", Usage())
     t1 = time.perf_counter()
     agent = _agent_answer(hits)
+    steps = _follow_ups(hits)
     cite = cite and bool(hits)
     cited: list[int] = []
     dropped = 0
@@ -218,9 +250,10 @@ def answer_question(
     if agent is not None and not choices:
         messages = shorten_prompt(question, str(agent), abstain=abstain)
     elif short and not choices:
-        messages = short_answer_prompt(question, [h.text for h in hits], abstain=abstain, cite=cite)
+        messages = short_answer_prompt(question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps)
     else:
-        messages = answer_prompt(question, [h.text for h in hits], choices, abstain=abstain, cite=cite)
+        texts = [h.text for h in hits]
+        messages = answer_prompt(question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps)
     model = llm()
     with meter.phase("query"):
         if choices:
@@ -251,7 +284,7 @@ def answer_question(
                 raw, cited, dropped = found.text, found.cited, found.dropped
                 if markers_only(raw):
                     uncited = (short_answer_prompt if short else answer_prompt)(
-                        question, [h.text for h in hits], abstain=abstain
+                        question, [h.text for h in hits], abstain=abstain, follow_ups=steps
                     )
                     raw = model.complete(uncited, max_tokens=limit, temperature=temperature, seed=seed).text
             text, choice = (short_form(raw) if short else raw.strip()), None
@@ -272,6 +305,12 @@ def markers_only(text: str) -> bool:
 def _agent_answer(hits: Sequence[Hit]) -> object | None:
     """The answer a retrieval already produced (a hit's ``meta["agent_answer"]``), or None."""
     return next((h.meta["agent_answer"] for h in hits if h.meta.get("agent_answer")), None)
+
+
+def _follow_ups(hits: Sequence[Hit]) -> FollowUps:
+    """The follow-ups a retrieval gave for the answer (the first hit's ``meta["follow_ups"]`` that has some), or
+    ``()``."""
+    return next((h.meta["follow_ups"] for h in hits if h.meta.get("follow_ups")), ())
 
 
 def answer_stream(
@@ -329,7 +368,8 @@ def answer_stream(
         yield answer
         return
     cite = cite and bool(hits)
-    messages = answer_prompt(question, [h.text for h in hits], abstain=abstain, cite=cite)
+    steps = _follow_ups(hits)
+    messages = answer_prompt(question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps)
     before = meter.totals.get("query", Usage())
     t1 = time.perf_counter()
     final: list[Completion] = []
@@ -351,7 +391,7 @@ def answer_stream(
     found = parse_citations(final[0].text, len(hits)) if cite else None
     text, cited, dropped = (found.text, found.cited, found.dropped) if found else (final[0].text, [], 0)
     if cite and markers_only(text):
-        uncited = answer_prompt(question, [h.text for h in hits], abstain=abstain)
+        uncited = answer_prompt(question, [h.text for h in hits], abstain=abstain, follow_ups=steps)
         with meter.phase("query"):
             text = llm().complete(uncited, max_tokens=ANSWER_MAX_TOKENS, temperature=temperature, seed=seed).text
         if text.strip():

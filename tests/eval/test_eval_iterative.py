@@ -78,6 +78,44 @@ def test_records_carry_the_retrievals_llm_cost_and_trace(tmp_path: Path, config:
     assert json.loads(json.dumps(first["trace"])) == first["trace"]  # stored as JSON, read back the same
 
 
+def test_answer_from_steps_reads_the_sub_answers_in_the_eval(tmp_path: Path, config: Config) -> None:
+    """``gemrag eval`` answers from the retrieval's hits: with ``answer_from = "steps"`` the short-answer prompt
+    shows the decomposition's follow-ups before the passages; with the default it is every strategy's prompt."""
+    subs = ["Which town has a stone bridge?", "Does #1 have an abbey?"]
+    prompts: dict[str, list[str]] = {}
+    data = multihop_file(tmp_path)
+    for answer_from in ("passages", "steps"):
+        llm = StepLLM(decompose=[{"subquestions": subs}], sub_answer=[{"answer": "Alpha"}], answer=["Alpha"])
+        cfg = load_config(
+            None,
+            {
+                "memory": config.memory.model_dump(),
+                "gem": gem_settings(config).model_dump(),
+                "iterative": {"mode": "decompose", "answer_from": answer_from},
+            },
+        )
+        res = run_eval(
+            "musique",
+            data,
+            ["iterative"],
+            config=cfg,
+            budget=2,
+            out_dir=tmp_path / answer_from / "out",
+            llm=llm,
+            embedder=HashEmbedder(),
+        )
+        first = next(r for r in res.records if r["question_id"] == "2hop__0")
+        assert first["answer"] == "Alpha" and first["em"] == 1.0
+        prompts[answer_from] = [prompt for name, prompt in llm.calls if name == "answer"]
+    assert all(p.startswith("Context:\n[1] ") for p in prompts["passages"])
+    shown = prompts["steps"][0]
+    assert shown.startswith(
+        "Follow-up questions asked while searching:\nFollow up: Which town has a stone bridge?\n"
+        "Intermediate answer: Alpha\nFollow up: Does Alpha have an abbey?\n\nContext:\n[1] "
+    )
+    assert shown.split("Context:\n", 1)[1] == prompts["passages"][0].split("Context:\n", 1)[1]  # same passages
+
+
 def _musique(path: Path) -> Path:
     records = [
         {

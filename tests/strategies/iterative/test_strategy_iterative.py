@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from iterative_memory import DOCS, QUESTION, Opener, doc_of, ids, interleaved, memories
 from steps_llm import StepLLM
 from typer.testing import CliRunner
 
@@ -16,64 +17,16 @@ from gemrag import Memory, cli
 from gemrag.config import Config, load_config
 from gemrag.errors import ConfigError
 from gemrag.strategies import get_strategy
-from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.iterative import IterativeConfig, IterativeStrategy
 from gemrag.strategies.iterative.merge import Step, merge_steps
 from gemrag.strategies.iterative.passes import fill, references, rerank_order
 from gemrag.types import Hit
 
-DOCS = {
-    "Blue River": "Blue River is a 1994 film directed by Jane Roe. It was shot on the coast of Maine.",
-    "Jane Roe": "Jane Roe was born in Tromsø in Norway. She studied painting before she made films.",
-    "Red Hills": "Red Hills is a 1990 film about a mining town. Its director was Karl Berg.",
-    "Karl Berg": "Karl Berg was born in Graz. He taught at a film school in Vienna.",
-    "Tide tables": "Tide tables list the height of the sea for every hour of the day.",
-}
-QUESTION = "Where was the director of the film Blue River born?"
-
-
-def _memory(tmp_path: Path, config: Config, llm: StepLLM, **settings: Any) -> Memory:
-    settings = {"mode": "ircot", **settings}  # decompose is the default; the IRCoT tests leave their mode unsaid
-    cfg = load_config(
-        None, {"memory": {"chunk_tokens": 60}, "gem": gem_settings(config).model_dump(), "iterative": settings}
-    )
-    mem = Memory.open(tmp_path / "m", cfg, llm=llm, embedder=HashEmbedder())
-    for title, text in DOCS.items():
-        mem.add_text(text, title=title)
-    mem.index(strategy="iterative")  # builds dense, the default base
-    return mem
-
 
 @pytest.fixture
-def opened(tmp_path: Path, config: Config) -> Iterator[Any]:
-    made: list[Memory] = []
-
-    def open_memory(llm: StepLLM, **settings: Any) -> Memory:
-        made.append(_memory(tmp_path / str(len(made)), config, llm, **settings))
-        return made[-1]
-
-    yield open_memory
-    for mem in made:
-        mem.close()
-
-
-def _ids(hits: list[Hit]) -> list[int]:
-    return [h.node_id for h in hits]
-
-
-def _interleaved(lists: list[list[int]], budget: int) -> list[int]:
-    """Round-robin by rank over the lists, a node once (the documented rule, written out independently)."""
-    out: list[int] = []
-    for rank in range(max(len(x) for x in lists)):
-        for ids in lists:
-            if rank < len(ids) and ids[rank] not in out:
-                out.append(ids[rank])
-    return out[:budget]
-
-
-def _doc_of(mem: Memory, hit_id: int) -> str:
-    doc_id = mem.store.node(hit_id).doc_id
-    return next(str(d["title"]) for d in mem.store.documents() if int(d["id"]) == doc_id)
+def opened(tmp_path: Path, config: Config) -> Iterator[Opener]:
+    with memories(tmp_path, config) as opener:
+        yield opener
 
 
 def test_ircot_steps_in_order_merged_within_the_budget(opened: Any) -> None:
@@ -93,11 +46,11 @@ def test_ircot_steps_in_order_merged_within_the_budget(opened: Any) -> None:
     assert second not in first_prompt and "2. " + second in second_prompt
     # the second prompt extends the first's passages (the numbers are kept, so the prefix is reused)
     assert second_prompt.split("Searches made:")[0].startswith(first_prompt.split("Searches made:")[0].rstrip())
-    dense_q = _ids(mem.retrieve(QUESTION, 5, strategy="dense"))
-    dense_2 = _ids(mem.retrieve(second, 5, strategy="dense"))
-    assert _ids(hits) == _interleaved([dense_q, dense_2], 3)
-    assert len(set(_ids(hits))) == 3 and [h.rank for h in hits] == [0, 1, 2]
-    assert "Jane Roe" in [_doc_of(mem, i) for i in _ids(hits)]  # the second hop's passage got in
+    dense_q = ids(mem.retrieve(QUESTION, 5, strategy="dense"))
+    dense_2 = ids(mem.retrieve(second, 5, strategy="dense"))
+    assert ids(hits) == interleaved([dense_q, dense_2], 3)
+    assert len(set(ids(hits))) == 3 and [h.rank for h in hits] == [0, 1, 2]
+    assert "Jane Roe" in [doc_of(mem, i) for i in ids(hits)]  # the second hop's passage got in
     trace = hits[0].meta["trace"]
     assert [s["query"] for s in trace["steps"]] == [QUESTION, second]
     assert trace["stop"] == "enough" and trace["calls"] == 2 and trace["failures"] == []
@@ -114,7 +67,7 @@ def test_stop_rule_and_call_budget(opened: Any) -> None:
     mem = opened(enough, min_steps=0)
     hits = mem.retrieve(QUESTION, 3, strategy="iterative")
     assert enough.passes() == ["next_query"]  # trusted "enough" ends the loop: one call, one retrieval
-    assert _ids(hits) == _ids(mem.retrieve(QUESTION, 3, strategy="dense"))
+    assert ids(hits) == ids(mem.retrieve(QUESTION, 3, strategy="dense"))
     assert hits[0].meta["trace"]["stop"] == "enough" and len(hits[0].meta["trace"]["steps"]) == 1
 
     # by default (min_steps = 1) the first pass's "enough" is overruled: its thought (no query written) is
@@ -145,22 +98,23 @@ def test_stop_rule_and_call_budget(opened: Any) -> None:
 
 
 def test_merge_a_passage_once_within_the_budget() -> None:
-    def step(query: str, ids: list[int]) -> Step:
-        return Step(query, [Hit(i, "chunk", 1.0 - r / 10, f"t{i}", r, {"base": True}) for r, i in enumerate(ids)])
+    def step(query: str, node_ids: list[int]) -> Step:
+        hits = [Hit(i, "chunk", 1.0 - r / 10, f"t{i}", r, {"base": True}) for r, i in enumerate(node_ids)]
+        return Step(query, hits)
 
     steps = [step("q", [1, 2, 3, 4]), step("a", [2, 5, 6]), step("b", [5, 7])]
     hits = merge_steps(steps, 5)
     # ranks 1: 1 (q), 2 (a), 5 (b); ranks 2: 2 again (q) skipped, 5 again (a) skipped, 7 (b); ranks 3: 3 (q)
-    assert _ids(hits) == [1, 2, 5, 7, 3]
+    assert ids(hits) == [1, 2, 5, 7, 3]
     assert [h.meta["iterative"]["step"] for h in hits] == [1, 2, 3, 3, 1]
     assert hits[1].meta["iterative"] == {"step": 2, "query": "a", "steps": {1: 2, 2: 1}}
     assert hits[0].meta["base"] is True and [h.score for h in hits] == [1.0, 1.0, 1.0, 0.5, 1 / 3]
-    assert _ids(merge_steps(steps, 2)) == [1, 2] and merge_steps(steps, 0) == []
-    assert _ids(merge_steps(steps, 3)) == _ids(hits)[:3]  # nested in the budget
+    assert ids(merge_steps(steps, 2)) == [1, 2] and merge_steps(steps, 0) == []
+    assert ids(merge_steps(steps, 3)) == ids(hits)[:3]  # nested in the budget
     assert len(merge_steps(steps, 100)) == 7  # every distinct node once
     # rrf: node 2 (two steps) and node 5 (two steps) rise above step 1's first passage
     fused = merge_steps(steps, 3, "rrf")
-    assert _ids(fused) == [2, 5, 1]
+    assert ids(fused) == [2, 5, 1]
     assert fused[0].score == pytest.approx(1 / 62 + 1 / 61) and fused[0].meta["iterative"]["step"] == 2
     with pytest.raises(ValueError, match="merge rule"):
         merge_steps(steps, 3, "sum")  # type: ignore[arg-type]
@@ -179,7 +133,7 @@ def test_the_same_question_twice_costs_no_new_call(opened: Any) -> None:
     llm.replies["next_query"] = ["this would be a different answer"]
     again = mem.retrieve(QUESTION, 3, strategy="iterative")
     assert len(llm.calls) == 2  # both passes answered by the memory's LLM cache
-    assert _ids(again) == _ids(first) and again[0].meta["trace"] == first[0].meta["trace"]
+    assert ids(again) == ids(first) and again[0].meta["trace"] == first[0].meta["trace"]
     mem.retrieve("Who was born in Graz?", 3, strategy="iterative")
     assert len(llm.calls) == 3  # another question is another key (the bad reply: a recorded failure)
 
@@ -202,8 +156,8 @@ def test_decomposition_fills_the_earlier_answer(opened: Any) -> None:
     ]
     assert trace["steps"][2]["subquestion"] == "Where was #1 born?" and "unfilled" not in trace["steps"][2]
     assert trace["answers"] == {1: "Jane Roe"} and trace["calls"] == 2 and trace["stop"] == "done"
-    lists = [_ids(mem.retrieve(s["query"], 5, strategy="dense")) for s in trace["steps"]]
-    assert _ids(hits) == _interleaved(lists, 3)
+    lists = [ids(mem.retrieve(s["query"], 5, strategy="dense")) for s in trace["steps"]]
+    assert ids(hits) == interleaved(lists, 3)
 
 
 def test_placeholders() -> None:
@@ -229,9 +183,9 @@ def test_rerank_orders_the_first_step(opened: Any) -> None:
     llm = StepLLM(rerank=[{"ranking": [3, 3, 9, 1]}])
     mem = opened(llm, rerank=True, rerank_depth=4, max_steps=0)
     hits = mem.retrieve(QUESTION, 5, strategy="iterative")
-    base = _ids(mem.retrieve(QUESTION, 5, strategy="dense"))
+    base = ids(mem.retrieve(QUESTION, 5, strategy="dense"))
     # the model's order (repeats and out-of-range numbers ignored), then the candidates it left out, then the rest
-    assert _ids(hits) == [base[2], base[0], base[1], base[3], base[4]]
+    assert ids(hits) == [base[2], base[0], base[1], base[3], base[4]]
     assert llm.passes() == ["rerank"]  # not counted against max_steps = 0
     trace = hits[0].meta["trace"]
     assert trace["rerank_calls"] == 1 and trace["calls"] == 0 and trace["steps"][0]["reranked"] == [3, 1, 2, 4]
@@ -250,7 +204,7 @@ def test_malformed_output_falls_back_to_the_base(opened: Any, settings: dict[str
     llm = StepLLM(next_query=[garbage], decompose=[garbage], rerank=[garbage])
     mem = opened(llm, **settings)
     hits = mem.retrieve(QUESTION, 3, strategy="iterative")
-    assert _ids(hits) == _ids(mem.retrieve(QUESTION, 3, strategy="dense"))  # the base's ranking
+    assert ids(hits) == ids(mem.retrieve(QUESTION, 3, strategy="dense"))  # the base's ranking
     trace = hits[0].meta["trace"]
     assert [f["pass"] for f in trace["failures"]] == [failed] and "validation" in trace["failures"][0]["error"]
     assert len(llm.calls) == 1  # attempts = 1: no second call
@@ -272,12 +226,22 @@ def test_config_errors_are_clear(tmp_path: Path, config: Config) -> None:
         "mode": "decompose",
         "max_steps": 2,
         "min_steps": 1,
+        "chain": "grow",
         "read": 5,
         "merge": "interleave",
         "rerank": False,
         "rerank_depth": 10,
+        "rerank_window": 20,
+        "rerank_step": 10,
+        "answer_from": "passages",
         "attempts": 1,
     }
+    with pytest.raises(ConfigError, match="rerank_step .10. must be below rerank_window .10."):
+        get_strategy("iterative", load_config(None, {"iterative": {"rerank_window": 10}}))
+    with pytest.raises(ConfigError, match='answer_from = "steps" reads the sub-answers of mode = "decompose"'):
+        get_strategy("iterative", load_config(None, {"iterative": {"mode": "ircot", "answer_from": "steps"}}))
+    with pytest.raises(ConfigError, match="chain"):
+        get_strategy("iterative", load_config(None, {"iterative": {"chain": "thoughts"}}))
 
 
 def test_a_base_leading_back_to_iterative_is_an_error(tmp_path: Path) -> None:
@@ -295,7 +259,7 @@ def test_iterative_over_dense_is_nested(opened: Any) -> None:
     mem = opened(StepLLM(next_query=[{"thought": "", "enough": False, "query": "Where was Jane Roe born?"}]))
     deep = mem.retrieve(QUESTION, 5, strategy="iterative")
     assert mem.get_strategy("iterative").nested
-    assert _ids(mem.retrieve(QUESTION, 2, strategy="iterative")) == _ids(deep)[:2]
+    assert ids(mem.retrieve(QUESTION, 2, strategy="iterative")) == ids(deep)[:2]
 
 
 def test_gemrag_config_shows_the_section(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

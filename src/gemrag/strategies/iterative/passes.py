@@ -72,18 +72,23 @@ def _ask(
 
 
 def next_query(
-    ctx: StrategyContext, question: str, passages: Sequence[str], queries: Sequence[str], attempts: int = 1
+    ctx: StrategyContext,
+    question: str,
+    passages: Sequence[str],
+    queries: Sequence[str],
+    attempts: int = 1,
+    thoughts: Sequence[str] = (),
 ) -> tuple[NextQuery | None, str | None]:
-    """IRCoT's reasoning step (Trivedi et al. 2023, section 3): from the passages read so far, the model says
-    whether they are enough, else writes the next query (:func:`~.prompts.next_query_prompt`).
+    """IRCoT's reasoning step (Trivedi et al. 2023, section 3): from the passages read so far (and, given
+    ``thoughts``, the chain of thought so far), the model says whether they are enough, else writes the next query
+    (:func:`~.prompts.next_query_prompt`).
 
     Returns:
         ``(NextQuery, None)`` with ``query`` whitespace-normalized, or ``(None, error)``.
     """
     limit = 24 + (MAX_THOUGHT_CHARS + MAX_QUERY_CHARS) // CHARS_PER_TOKEN
-    answer, error = _ask(
-        ctx, next_query_prompt(question, passages, queries), NextQuery, next_query_schema(), limit, attempts
-    )
+    messages = next_query_prompt(question, passages, queries, thoughts)
+    answer, error = _ask(ctx, messages, NextQuery, next_query_schema(), limit, attempts)
     if answer is not None:
         answer.query = " ".join(answer.query.split())
     return answer, error
@@ -135,7 +140,8 @@ def sub_answer(
 def rerank(
     ctx: StrategyContext, question: str, passages: Sequence[str], attempts: int = 1
 ) -> tuple[list[int] | None, str | None]:
-    """RankGPT's listwise reranking (Sun et al. 2023, section 3.2) of ``passages`` for ``question``.
+    """RankGPT's listwise reranking (Sun et al. 2023, section 3.2) of ``passages`` for ``question``: one window
+    (:mod:`~gemrag.strategies.iterative.rerank` slides the windows and fits each to the context window).
 
     Returns:
         ``(order, None)``: a permutation of ``range(len(passages))`` (0-based) — the numbers the model wrote, in
@@ -143,11 +149,16 @@ def rerank(
         ``(None, error)`` when the answer was malformed or named no valid passage.
     """
     n = len(passages)
-    limit = 8 + 3 * n
-    answer, error = _ask(ctx, rerank_prompt(question, passages), Ranking, ranking_schema(n), limit, attempts)
+    answer, error = _ask(ctx, rerank_prompt(question, passages), Ranking, ranking_schema(n), rerank_limit(n), attempts)
     if answer is None:
         return None, error
     return rerank_order(answer.ranking, n)
+
+
+def rerank_limit(n: int) -> int:
+    """The completion limit (tokens) of a rerank pass over ``n`` passages: up to ``n`` numbers of one or two digits,
+    each with its separator, and the JSON around them."""
+    return 8 + 3 * n
 
 
 def rerank_order(ranking: Sequence[int], n: int) -> tuple[list[int] | None, str | None]:

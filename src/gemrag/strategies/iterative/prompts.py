@@ -1,8 +1,8 @@
 """Prompts and output schemas of the ``iterative`` strategy's four LLM passes.
 
 * the next query (IRCoT, Trivedi et al. 2023, "Interleaving Retrieval with Chain-of-Thought Reasoning for
-  Knowledge-Intensive Multi-Step Questions", ACL, section 3: a chain-of-thought sentence from the passages so far,
-  which drives the next retrieval): :func:`next_query_prompt`, :class:`NextQuery`;
+  Knowledge-Intensive Multi-Step Questions", ACL, section 3: the next chain-of-thought sentence from the passages so
+  far and the chain before it, which drives the next retrieval): :func:`next_query_prompt`, :class:`NextQuery`;
 * the decomposition (self-ask, Press et al. 2023, "Measuring and Narrowing the Compositionality Gap in Language
   Models", EMNLP Findings, section 3: follow-up questions, each answered before the next; written up front here, as
   MuSiQue's ``question_decomposition`` is, with ``#k`` standing for the answer of sub-question k):
@@ -11,7 +11,7 @@
   :class:`SubAnswer`;
 * listwise reranking (RankGPT, Sun et al. 2023, "Is ChatGPT Good at Search? Investigating Large Language Models as
   Re-Ranking Agents", EMNLP, section 3.2: the passages numbered, the model writes the numbers in order of
-  relevance): :func:`rerank_prompt`, :class:`Ranking`.
+  relevance; one prompt per sliding window): :func:`rerank_prompt`, :class:`Ranking`.
 
 Every schema bounds its strings and lists, so a grammar-constrained small model cannot run on. The question (or
 query) comes before the passages and the passages keep their numbers from one step to the next, so llama.cpp
@@ -124,19 +124,33 @@ NEXT_QUERY_SYSTEM = (
 )
 
 
-def next_query_prompt(question: str, passages: Sequence[str], queries: Sequence[str]) -> list[Message]:
+def next_query_prompt(
+    question: str, passages: Sequence[str], queries: Sequence[str], thoughts: Sequence[str] = ()
+) -> list[Message]:
     """The next-query prompt (IRCoT's reasoning step, section 3): the question, the passages read so far (numbered
-    in the order they were found) and the searches already made.
+    in the order they were found), the searches already made and, when given, the chain of thought so far.
+
+    IRCoT grows one chain: each reasoning step sees the sentences written before it and writes the next (HippoRAG's
+    re-implementation, ``qa_utils.py:reason_step``, prompts ``Thought:`` followed by the earlier thoughts joined by
+    spaces). With ``thoughts`` the prompt ends with them (``Reasoning so far:``) and asks for the chain's next
+    sentence; without, it is the prompt of the earlier form (``[iterative] chain = "queries"``, and every first
+    pass), word for word, so its LLM cache keys hold.
 
     Args:
         question: the user's question.
         passages: the texts read so far, earlier steps' first.
         queries: the searches made so far, the question first.
+        thoughts: the earlier passes' thoughts, oldest first (blank ones are left out).
     """
     searches = "\n".join(f"{i}. {q}" for i, q in enumerate(queries, start=1))
-    user = (
-        f"Question: {question}\n\nPassages:\n{format_context(passages)}\n\nSearches made:\n{searches}\n\n"
-        'Reply with {"thought": one sentence on what the passages say and what is still missing, '
+    chain = " ".join(t.strip() for t in thoughts if t.strip())
+    thought = "one sentence on what the passages say and what is still missing"
+    user = f"Question: {question}\n\nPassages:\n{format_context(passages)}\n\nSearches made:\n{searches}\n\n"
+    if chain:
+        user += f"Reasoning so far: {chain}\n\n"
+        thought = "the next sentence of the reasoning: what the passages add and what is still missing"
+    user += (
+        f'Reply with {{"thought": {thought}, '
         '"enough": true or false, "query": the next search query, or "" when enough}.'
     )
     return [{"role": "system", "content": NEXT_QUERY_SYSTEM}, {"role": "user", "content": user}]

@@ -1,4 +1,5 @@
-"""The steps of one iterative retrieval: IRCoT's loop, self-ask's decomposition, RankGPT's rerank of step 1.
+"""The steps of one iterative retrieval: IRCoT's loop and self-ask's decomposition (RankGPT's rerank of step 1:
+:mod:`~gemrag.strategies.iterative.rerank`).
 
 A :class:`Search` holds what one question's retrieval spends and records: the base strategy's retrievals, the LLM
 passes counted against ``max_steps``, the failures, and the trace (the JSON-ready account the hits carry in
@@ -9,12 +10,15 @@ The call budget, per question (``[iterative] max_steps``, below ``M``):
 * ``"ircot"``: at most M next-query passes, so at most M + 1 retrievals (the question, then one per query written);
   a pass that says "enough", writes an empty query or one already searched ends the loop, except that "enough" is
   not trusted in the first ``min_steps`` passes (``[iterative] min_steps``, default 1): the pass's query, or its
-  thought when it wrote none, is retrieved instead, as IRCoT retrieves with each chain-of-thought sentence.
+  thought when it wrote none, is retrieved instead, as IRCoT retrieves with each chain-of-thought sentence. With
+  ``[iterative] chain = "grow"`` (default) each pass also reads the thoughts written before it (IRCoT's chain).
 * ``"decompose"``: one decomposition pass into at most M + 1 sub-questions, and one sub-answer pass per earlier
   answer a later sub-question refers to (``#k``), all together at most M passes: with M = 2, the decomposition and
   one sub-answer. A reference the budget cannot pay for (or whose pass failed) is filled with the text of sub-question
-  k itself, so the retrieval still sees that hop's question (recorded as ``unfilled``). M = 0 makes no call.
-* ``rerank = true`` adds one pass (the rerank of step 1), not counted in M: at most M + 1 passes in all.
+  k itself, so the retrieval still sees that hop's question (recorded as ``unfilled``); an answer whose pass failed
+  is not asked again (each later reference to it is left unfilled). M = 0 makes no call.
+* ``rerank = true`` adds one pass per rerank window (the rerank of step 1; one window when ``rerank_depth <=
+  rerank_window``), not counted in M.
 
 A pass is one structured request; with ``attempts`` > 1 a malformed answer is asked again (each attempt one model
 call in the usage meter, which ``gemrag eval`` counts as ``llm_calls``). A base strategy that spends LLM calls on
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from gemrag.store import NodeRecord
 from gemrag.strategies.base import Strategy, StrategyContext
@@ -36,6 +40,10 @@ from gemrag.strategies.platform.common import indexed_text_of
 from gemrag.strategies.platform.composite import hit_key, unique_hits
 from gemrag.strategies.platform.titles import memory_titles
 from gemrag.types import Hit
+
+Chain = Literal["grow", "queries"]
+"""What IRCoT's reasoning step reads besides the question and passages: ``"grow"``, the thoughts so far and the
+searches made; ``"queries"``, the searches made only (:func:`ircot`)."""
 
 
 def _norm(text: str) -> str:
@@ -81,6 +89,11 @@ class Search:
             self._retrieved[key] = unique_hits(self.base.retrieve(self.ctx, query, self.depth))
         return self._retrieved[key]
 
+    def reuse(self, query: str, hits: list[Hit]) -> None:
+        """Make ``hits`` what :meth:`retrieve` returns for ``query`` from now on in this question (the rerank's
+        reordered list replaces the base's, so a step that searches the question again reads the rerank's order)."""
+        self._retrieved[_norm(query)] = hits
+
     def texts(self, hits: list[Hit]) -> list[str]:
         """What the LLM reads of ``hits``: a chunk's indexed text (its document's title, a newline, its text, when
         the memory has titles, as before titles were chosen per strategy:
@@ -103,25 +116,14 @@ class Search:
         self.failures.append({"pass": name, "step": step, "error": error or "no answer"})
 
 
-def rerank_first(search: Search, question: str, step: Step, depth: int) -> None:
-    """RankGPT (Sun et al. 2023, section 3.2) on step 1: the LLM orders the base's top ``depth`` for ``question``,
-    the rest of the list follows in the base's order. A malformed answer keeps the base's order and records a
-    failure. One pass, not counted against ``max_steps``; with fewer than 2 candidates no call is made."""
-    candidates = step.hits[:depth]
-    if len(candidates) < 2:
-        return
-    search.rerank_calls += 1
-    order, error = passes.rerank(search.ctx, question, search.texts(candidates), search.attempts)
-    if order is None:
-        search.fail("rerank", 1, error)
-        return
-    step.hits = [candidates[i] for i in order] + step.hits[len(candidates) :]
-    step.info["reranked"] = [i + 1 for i in order]
-
-
-def ircot(search: Search, question: str, first: Step) -> list[Step]:
+def ircot(search: Search, question: str, first: Step, chain: Chain = "grow") -> list[Step]:
     """IRCoT's loop (Trivedi et al. 2023, section 3): the LLM reads the passages so far and writes the next query,
     or says they are enough; each query is retrieved and its top ``read`` passages join what the LLM reads.
+
+    ``chain``: ``"grow"`` (default) shows each pass the thoughts of the passes before it, the chain of thought so
+    far, as IRCoT's reasoning step reads it (section 3; HippoRAG's re-implementation, ``qa_utils.py:reason_step``,
+    appends the earlier thoughts after ``Thought:``); ``"queries"``, the earlier form, shows the searches made and
+    not the thoughts (with it the 1.5B ended 67 to 76 of 100 loops on a query it had already searched).
 
     Stops (``trace["stop"]``): ``"enough"``, ``"repeat"`` (an empty query or one already searched), ``"failure"``
     (the pass gave no usable answer), ``"max_steps"`` (the budget is spent). "Enough" said in one of the first
@@ -136,8 +138,9 @@ def ircot(search: Search, question: str, first: Step) -> list[Step]:
     read = unique_hits(first.hits[: search.read])
     search.trace["stop"] = "max_steps"
     while search.spend():
+        thoughts = [str(s.info.get("thought", "")) for s in steps[1:]] if chain == "grow" else []
         answer, error = passes.next_query(
-            search.ctx, question, search.texts(read), [s.query for s in steps], search.attempts
+            search.ctx, question, search.texts(read), [s.query for s in steps], search.attempts, thoughts
         )
         if answer is None:
             search.fail("next_query", len(steps) + 1, error)
@@ -162,7 +165,9 @@ def ircot(search: Search, question: str, first: Step) -> list[Step]:
 def decompose(search: Search, question: str, first: Step) -> list[Step]:
     """Self-ask (Press et al. 2023, section 3) with the decomposition written up front: the LLM splits the question
     into at most ``max_calls + 1`` sub-questions; each is retrieved in order, its ``#k`` filled with the answer the
-    LLM reads from sub-question k's passages (one pass per answer, within the budget; module docstring).
+    LLM reads from sub-question k's passages (one pass per answer, within the budget; module docstring). A pass
+    that failed is not repeated: the next reference to that answer would get the same prompt, hence the LLM cache's
+    same failure, and spend a pass another answer could use.
 
     ``trace``: ``subquestions`` (as written), ``answers`` (``{k: answer}``), ``stop`` (``"done"``, ``"failure"``
     when the decomposition failed, ``"max_steps"`` when the budget was 0).
@@ -181,17 +186,19 @@ def decompose(search: Search, question: str, first: Step) -> list[Step]:
         search.trace["stop"] = "failure"
         return steps
     answers: dict[int, str] = {}
+    failed: set[int] = set()  # sub-questions whose answer pass failed: not asked again
     search.trace.update(subquestions=subquestions, answers=answers, stop="done")
     queries: dict[int, str] = {}  # sub-question number -> the text retrieved
     for i, written in enumerate(subquestions, start=1):
         refs = [k for k in passes.references(written) if 1 <= k < i]
         for k in refs:
-            if k not in answers and search.spend():
+            if k not in answers and k not in failed and search.spend():
                 answer, error = passes.sub_answer(
                     search.ctx, queries[k], search.texts(steps[k].hits[: search.read]), search.attempts
                 )
                 if answer is None:
                     search.fail("sub_answer", k + 1, error)
+                    failed.add(k)
                 else:
                     answers[k] = answer
         unfilled = [k for k in refs if k not in answers]

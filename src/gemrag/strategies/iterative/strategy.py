@@ -4,12 +4,17 @@ Not a seed paper's method: the field's standard forms of multi-hop retrieval at 
 
 * ``mode = "ircot"`` (Trivedi et al. 2023, "Interleaving Retrieval with Chain-of-Thought Reasoning for
   Knowledge-Intensive Multi-Step Questions", ACL, section 3): retrieve for the question; the LLM reads the
-  passages and writes the next query (the bridge entity, the next hop) or says they are enough; retrieve again.
+  passages and its chain of thought so far (``chain = "grow"``) and writes the chain's next thought and the next
+  query (the bridge entity, the next hop), or says they are enough; retrieve again.
 * ``mode = "decompose"`` (default; self-ask, Press et al. 2023, "Measuring and Narrowing the Compositionality Gap
   in Language Models", EMNLP Findings, section 3): the LLM splits the question into sub-questions up front; each is
-  retrieved in order, a ``#k`` in it filled with the answer the LLM reads from sub-question k's passages.
+  retrieved in order, a ``#k`` in it filled with the answer the LLM reads from sub-question k's passages. With
+  ``answer_from = "steps"`` the final answer also reads the sub-questions and their answers (self-ask's
+  composition): every hit carries them in ``meta["follow_ups"]``, which :mod:`gemrag.answering` shows before the
+  passages.
 * ``rerank = true`` (RankGPT, Sun et al. 2023, "Is ChatGPT Good at Search?", EMNLP, section 3.2): the LLM orders
-  the base's top ``rerank_depth`` for the question, before the steps read it.
+  the base's top ``rerank_depth`` for the question in sliding windows, before the steps read it
+  (:mod:`~gemrag.strategies.iterative.rerank`).
 
 The steps' ranked lists are merged into one context of the same budget B, a passage once
 (:mod:`~gemrag.strategies.iterative.merge`); the call budget is :mod:`~gemrag.strategies.iterative.steps`'. The base
@@ -26,12 +31,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gemrag.errors import ConfigError
 from gemrag.strategies.base import Strategy, StrategyContext, available, register, warm_strategy
 from gemrag.strategies.iterative.merge import Step, merge_steps
-from gemrag.strategies.iterative.steps import Search, decompose, ircot, rerank_first, step_records
+from gemrag.strategies.iterative.rerank import STEP, WINDOW, rerank_first
+from gemrag.strategies.iterative.steps import Chain, Search, decompose, ircot, step_records
 from gemrag.strategies.platform.composite import NamedStrategies
 from gemrag.types import Hit
 
@@ -74,14 +80,27 @@ class IterativeConfig(BaseModel):
         min_steps: IRCoT mode: in the first ``min_steps`` next-query passes (0 to ``max_steps``, default 1) the model's
             "enough" is overruled and its query, or its thought, retrieved (:func:`~.steps.ircot`): small models
             say "enough" after one read (the 0.5B in 29 of 30 MuSiQue questions). 0 trusts every "enough".
+        chain: IRCoT mode: what each next-query pass reads besides the question and the passages: ``"grow"``
+            (default; IRCoT's chain of thought, section 3: the thoughts of the passes before it, and the searches
+            made) or ``"queries"`` (the searches made only, the form measured in issue 42, whose 1.5B ended 67 to
+            76 of 100 loops on a repeated query).
         read: passages of each step the LLM reads (>= 1, default 5), independent of the budget, so the first k
             hits of a K-hit retrieval are the k-hit retrieval (with ``merge = "interleave"`` and a nested base).
         merge: how the steps' lists become one context: ``"interleave"`` (default: round-robin by rank over the
             steps, so each later step's best new passage gets into the budget) or ``"rrf"`` (reciprocal-rank fusion
             of the steps' lists); :mod:`~gemrag.strategies.iterative.merge`.
-        rerank: reorder the base's top ``rerank_depth`` for the question by one LLM pass before the steps (RankGPT),
-            a pass not counted in ``max_steps`` (default False).
+        rerank: reorder the base's top ``rerank_depth`` for the question before the steps (RankGPT), one LLM pass
+            per sliding window, none counted in ``max_steps`` (default False).
         rerank_depth: N, the passages the rerank orders (2 to 50, default 10).
+        rerank_window: passages per rerank pass (2 to 50, default 20, RankGPT's window); a deeper rerank slides the
+            window from the back of the list to the front (:func:`~.rerank.sliding_windows`), and a window whose
+            prompt does not fit the LLM's context has its passages cut to fit, said in the trace and warned
+            (:func:`~.rerank.fitted`).
+        rerank_step: ranks between one window and the next (1 to ``rerank_window - 1``, default 10, RankGPT's step).
+        answer_from: what the final answer reads: ``"passages"`` (default: the merged context, as every strategy) or
+            ``"steps"`` (decompose mode only: the sub-questions as retrieved and the sub-answers read, before the
+            passages, as self-ask composes its answer from its intermediate answers, section 3; the passages keep
+            their numbers, so citations name passages only). The retrieval itself is the same.
         attempts: attempts per pass (>= 1, default 1: a malformed answer is a recorded failure, not a second call).
     """
 
@@ -91,10 +110,14 @@ class IterativeConfig(BaseModel):
     mode: Literal["ircot", "decompose"] = "decompose"
     max_steps: int = Field(2, ge=0, le=8)
     min_steps: int = Field(1, ge=0, le=8)
+    chain: Chain = "grow"
     read: int = Field(5, ge=1, le=20)
     merge: Literal["interleave", "rrf"] = "interleave"
     rerank: bool = False
     rerank_depth: int = Field(10, ge=2, le=50)
+    rerank_window: int = Field(WINDOW, ge=2, le=50)
+    rerank_step: int = Field(STEP, ge=1, le=49)
+    answer_from: Literal["passages", "steps"] = "passages"
     attempts: int = Field(1, ge=1, le=5)
 
     @field_validator("base")
@@ -105,6 +128,17 @@ class IterativeConfig(BaseModel):
         if base not in available():
             raise ValueError(f"unknown strategy {base!r}; choose one of {', '.join(available())}")
         return base
+
+    @model_validator(mode="after")
+    def _consistent(self) -> IterativeConfig:
+        if self.rerank_step >= self.rerank_window:
+            raise ValueError(
+                f"rerank_step ({self.rerank_step}) must be below rerank_window ({self.rerank_window}): the windows "
+                "overlap so a passage can climb from one window into the next"
+            )
+        if self.answer_from == "steps" and self.mode != "decompose":
+            raise ValueError('answer_from = "steps" reads the sub-answers of mode = "decompose": set that mode')
+        return self
 
 
 @register(NAME)
@@ -158,8 +192,15 @@ class IterativeStrategy:
             ``score`` the merged score, ``meta["iterative"]`` = ``{"step", "query", "steps"}`` (the step that placed
             it, that step's query, every step's 1-based rank of it) and ``meta["trace"]`` the retrieval's trace
             (the same dict on every hit): ``mode``, ``base``, ``merge``, ``calls`` (passes against ``max_steps``),
-            ``rerank_calls``, ``stop``, ``steps`` (``[{"step", "query", "hits": node ids, ...}]``), ``failures``
-            (``[{"pass", "step", "error"}]``) and, in ``"decompose"`` mode, ``subquestions`` and ``answers``.
+            ``rerank_calls`` (one per rerank window), ``stop``, ``steps`` (``[{"step", "query", "hits": node ids,
+            ...}]``), ``failures`` (``[{"pass", "step", "error"}]``), ``rerank_fit`` when a rerank window was cut to
+            fit the context window, ``chain`` in ``"ircot"`` mode and, in ``"decompose"`` mode, ``subquestions`` and
+            ``answers``. With ``answer_from = "steps"`` (and a decomposition made) every hit also carries
+            ``meta["follow_ups"]`` = ``[{"question": sub-question as retrieved, "answer": its answer or None}]``,
+            which the final answer reads before the passages (:func:`gemrag.answering.follow_ups_text`).
+
+        Warns:
+            RerankFitWarning: a rerank window did not fit the LLM's context window (:func:`~.rerank.rerank_first`).
 
         Raises:
             ConfigError: the base is unknown, or its chain of bases leads back to ``iterative``.
@@ -189,17 +230,32 @@ class IterativeStrategy:
         )
         first = Step(question, list(search.retrieve(question)))
         if cfg.rerank:
-            rerank_first(search, question, first, cfg.rerank_depth)
-        steps = (ircot if cfg.mode == "ircot" else decompose)(search, question, first)
+            rerank_first(search, question, first, cfg.rerank_depth, cfg.rerank_window, cfg.rerank_step)
+        steps = ircot(search, question, first, cfg.chain) if cfg.mode == "ircot" else decompose(search, question, first)
         trace: dict[str, Any] = {"mode": cfg.mode, "base": cfg.base, "merge": cfg.merge, **search.trace}
+        trace |= {"chain": cfg.chain} if cfg.mode == "ircot" else {}
         trace |= {"calls": search.calls, "rerank_calls": search.rerank_calls, "failures": search.failures}
         trace["steps"] = step_records(steps)
         merged = merge_steps(steps, budget, cfg.merge)
+        follow_ups = _follow_ups(steps, search.trace) if cfg.answer_from == "steps" else []
         for h in merged:
             h.meta["trace"] = trace
+            if follow_ups:
+                h.meta["follow_ups"] = follow_ups
         return merged
 
     def report(self, ctx: StrategyContext) -> dict[str, Any]:
         """The settings, with the base's own report."""
         base = self.base(ctx)
         return {**self.config.model_dump(), "base_report": base.report(ctx)}
+
+
+def _follow_ups(steps: list[Step], trace: dict[str, Any]) -> list[dict[str, str | None]]:
+    """Self-ask's follow-ups and intermediate answers (Press et al. 2023, section 3) for the final answer
+    (``answer_from = "steps"``): each sub-question as retrieved (its ``#k`` filled) and the answer read for it, or
+    None where no pass read one (the last sub-question's, and those the budget did not reach); ``[]`` when the
+    decomposition failed or was not made."""
+    answers: dict[int, str] = trace.get("answers", {})
+    if "subquestions" not in trace:
+        return []
+    return [{"question": s.query, "answer": answers.get(i)} for i, s in enumerate(steps[1:], start=1)]
