@@ -125,7 +125,8 @@ class Memory:
             directory: the memory directory (created when missing, unless read-only), or a PostgreSQL URL
                 ``postgresql://user@host:port/db?schema=NAME`` (one memory per schema, created when missing).
             config: the configuration (default: :func:`~gemrag.config.load_config`).
-            llm, embedder: backends to use instead of building them from the config.
+            llm: an LLM backend to use instead of building it from the config.
+            embedder: an embedder backend to use instead of building it from the config.
             progress: progress-bar factory for ``index``.
             readonly: open without writing anything (retrieval and answers work; caches and usage are not
                 recorded). None (default): read-only exactly when the directory or its database is not writable
