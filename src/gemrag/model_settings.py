@@ -28,7 +28,7 @@ class LLMSettings(BaseModel):
         n_ctx: llama.cpp context window (tokens).
         n_threads: llama.cpp threads (None = all cores).
         n_gpu_layers: llama.cpp layers offloaded to a GPU (0 = CPU only, -1 = all); needs a GPU build of
-            llama-cpp-python (README, "A GPU").
+            llama-cpp-python (docs/install.md, "A GPU").
         n_parallel: llama.cpp sequences decoded together in one batch when many calls are made at once (the
             per-chunk extraction calls of a build); 1 = one call after another. Each sequence needs KV cache
             cells for its prompt and completion within ``n_ctx`` (shared by all), so the batch shrinks when the
