@@ -137,6 +137,9 @@ ANY_VALUE = {
     "verify": "a flag",
     "sync": "a flag; bad only without a directory (COMBINATIONS)",
     "keep_versions": "a flag; bad only without documents (COMBINATIONS)",
+    "plan": "a flag (prints the cost plan and writes nothing)",
+    "yes": "a flag (skips the question before a long build)",
+    "recalibrate": "a flag (measures the model's speed again)",
     "llm_base_url": "an endpoint, reached only when its model is called",
     "embedder_base_url": "an endpoint, reached only when its model is called",
     "origin": "a flag",
@@ -306,6 +309,7 @@ def sandbox(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     for target in (
         "gemrag.memory.put_sources",  # adding documents
+        "gemrag.cli.main.plan_index",  # the cost plan (it may load the model and time it)
         "gemrag.memory.run_index",
         "gemrag.memory.retrieve_published",
         "gemrag.memory.answer_question",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -255,14 +256,22 @@ def test_the_budget_is_filled_after_dropping_repeats() -> None:
             texts = ["a", "a", "b", "b", "c", "d"][:budget]
             return [Hit(i, "chunk", 1.0 - i / 10, t, i) for i, t in enumerate(texts)]
 
+    class Chunks:  # every node a chunk that exists (retrieve_published checks that no hit rests on removed text)
+        def nodes_by_id(self, ids: list[int]) -> dict[int, Any]:
+            return {i: SimpleNamespace(id=i, kind="chunk", strategy=None, meta={}) for i in ids}
+
+        def node_sources(self, ids: list[int]) -> dict[int, list[int]]:
+            return {i: [] for i in ids}
+
+    ctx = SimpleNamespace(store=Chunks())
     strategy = Repeating()
-    hits = retrieve_published(None, strategy, "q", 3)  # type: ignore[arg-type]
+    hits = retrieve_published(ctx, strategy, "q", 3)  # type: ignore[arg-type]
     assert [h.text for h in hits] == ["a", "b", "c"] and strategy.asked == [3, 4, 6]
     strategy.asked.clear()
-    assert [h.text for h in retrieve_published(None, strategy, "q", 6)] == ["a", "b", "c", "d"]  # type: ignore[arg-type]
+    assert [h.text for h in retrieve_published(ctx, strategy, "q", 6)] == ["a", "b", "c", "d"]  # type: ignore[arg-type]
     assert strategy.asked == [6, 8]  # fewer hits than asked: the strategy has no more
     strategy.asked.clear()
-    assert len(retrieve_published(None, strategy, "q", 10)) == 4 and strategy.asked == [10]  # type: ignore[arg-type]
+    assert len(retrieve_published(ctx, strategy, "q", 10)) == 4 and strategy.asked == [10]  # type: ignore[arg-type]
 
 
 def test_the_demo_names_its_story_by_a_stable_id(

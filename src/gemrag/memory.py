@@ -43,6 +43,7 @@ from gemrag.config import Config, load_config
 from gemrag.documents import check_compatible
 from gemrag.errors import ReadOnlyMemoryError
 from gemrag.forgetting import forget
+from gemrag.index_plan import IndexPlan, plan_index
 from gemrag.indexing import run_index
 from gemrag.ingest import Document
 from gemrag.ingest.loader import decode_text
@@ -281,6 +282,16 @@ class Memory:
         """
         with self._building(wait):
             return run_index(self, strategy)
+
+    def plan_index(self, strategy: str | None = None, *, calibrate: bool = True) -> IndexPlan:
+        """What :meth:`index` would cost, before any LLM call: per pass its chunks, LLM calls, prompt and completion
+        tokens and minutes (:func:`gemrag.index_plan.plan_index`, which also prices sources not put yet); writes
+        nothing. ``calibrate``: time a model run here once per machine (seconds).
+
+        Raises:
+            UnknownStrategyError: no such strategy. GemragError: the model could not be loaded.
+        """
+        return plan_index(self, strategy, calibrate=calibrate)
 
     # -- deleting --------------------------------------------------------------------------------
     def delete(

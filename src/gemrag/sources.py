@@ -48,7 +48,18 @@ from gemrag.lifecycle import MemoryHandle, remove_chunks
 from gemrag.source_plan import HolderPlan, Status, file_key, plan_holders, read_entries
 from gemrag.store.rows import sha256_text
 
-__all__ = ["STATUSES", "Source", "SourceChange", "SourceReport", "file_key", "put_sources", "read_sources"]
+__all__ = [
+    "STATUSES",
+    "PreviewDocument",
+    "PutPreview",
+    "Source",
+    "SourceChange",
+    "SourceReport",
+    "file_key",
+    "preview_put",
+    "put_sources",
+    "read_sources",
+]
 
 STATUSES: tuple[Status, ...] = ("added", "updated", "unchanged", "same", "moved", "removed")
 _LABELS = {"same": "same content"}
@@ -345,3 +356,91 @@ def _new_version(memory: Memory, old: dict[str, Any], text: str) -> NewChunks | 
         keep[old_chunks[match].id] = position
         at = match + 1
     return NewChunks(keep, new, [n.id for n in old_chunks if n.id not in keep])
+
+
+@dataclass(frozen=True)
+class PreviewDocument:
+    """A document as a put would leave it, for a cost plan (:func:`preview_put`).
+
+    Attributes:
+        doc_id: the stored document it updates, or None for a new document.
+        title: its title. text: its (new) text.
+        chunks: its chunks after the put, in order, each ``(kept chunk id or None for a new chunk, text,
+            n_tokens)``; None when the put leaves it unchunked (the next ``index`` chunks ``text``).
+    """
+
+    doc_id: int | None
+    title: str
+    text: str
+    chunks: list[tuple[int | None, str, int]] | None
+
+
+@dataclass
+class PutPreview:
+    """What :meth:`gemrag.memory.Memory.put` of some sources would change, computed without writing anything.
+
+    Attributes:
+        documents: the new documents and new versions (unchanged, same-content and moved sources change no chunk).
+        gone: stored chunk ids the put would delete (of replaced versions and removed documents).
+        removed: ids of the stored documents the put would remove (no source holds them any more).
+        statuses: the sources' outcomes, e.g. ``{"added": 2, "unchanged": 1}``.
+    """
+
+    documents: list[PreviewDocument] = field(default_factory=list)
+    gone: set[int] = field(default_factory=set)
+    removed: set[int] = field(default_factory=set)
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+def preview_put(memory: Memory, sources: Sequence[Source], *, sync: Sequence[str] = ()) -> PutPreview:
+    """What putting ``sources`` (as :func:`put_sources` with ``sync``) would change: the same plan
+    (:func:`gemrag.source_plan.plan_holders`) and the same chunking of new versions along their old chunks, read
+    from the store with nothing written, so a cost plan (:mod:`gemrag.index_plan`) can price an ``index`` of files
+    before they are put."""
+    store = memory.store
+    keyed: dict[str, Source] = {}
+    anonymous: list[Source] = []
+    for src in sources:
+        if src.key is None:
+            anonymous.append(src)
+        else:
+            keyed.setdefault(src.key, src)
+    entries = read_entries(
+        store, [(k, sha256_text(s.document.text), s.document.source, s.document.title) for k, s in keyed.items()]
+    )
+    prefixes = tuple(d.rstrip(os.sep) + os.sep for d in sync)
+    gone = [h for h in store.holders() if str(h["key"]).startswith(prefixes) and h["key"] not in keyed] if sync else []
+    plan = plan_holders(store, entries, gone)
+    preview = PutPreview()
+    for outcome in plan.outcomes:
+        preview.statuses[outcome.status] = preview.statuses.get(outcome.status, 0) + 1
+    if plan.gone:
+        preview.statuses["removed"] = len(plan.gone)
+    for doc_id, e in plan.updates.items():
+        text = keyed[e.key].document.text
+        version = _new_version(memory, plan.docs[doc_id], text)
+        chunks: list[tuple[int | None, str, int]] | None = None
+        if version is not None:
+            placed: dict[int, tuple[int | None, str, int]] = {pos: (None, t, n) for pos, t, n in version.new}
+            kept = store.nodes_by_id(list(version.keep))
+            placed |= {pos: (i, kept[i].text, kept[i].n_tokens) for i, pos in version.keep.items()}
+            chunks = [placed[p] for p in sorted(placed)]
+            preview.gone.update(version.gone)
+        preview.documents.append(PreviewDocument(doc_id, e.title, text, chunks))
+    for nd in plan.new_docs.values():
+        text = keyed[nd.entry.key].document.text
+        fresh = _chunks_along(memory, nd.hint, text)
+        cut = None if fresh is None else [(None, t, n) for t, n in fresh]
+        preview.documents.append(PreviewDocument(None, nd.entry.title, text, cut))
+    for old in plan.removed:
+        preview.removed.add(int(old["id"]))
+        preview.gone.update(store.document_chunk_ids(int(old["id"])))
+    seen: set[str] = set()
+    for src in anonymous:
+        digest = sha256_text(src.document.text)
+        new = digest not in seen and not store.documents_with_text(digest)
+        seen.add(digest)
+        preview.statuses["added" if new else "unchanged"] = preview.statuses.get("added" if new else "unchanged", 0) + 1
+        if new:
+            preview.documents.append(PreviewDocument(None, src.document.title, src.document.text, None))
+    return preview

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -24,6 +27,7 @@ from gemrag.cli.config import config_command
 from gemrag.cli.copy import copy_command
 from gemrag.cli.delete import delete_command
 from gemrag.cli.doctor import doctor_command
+from gemrag.cli.info import info_command
 from gemrag.cli.mcp import mcp_command
 from gemrag.cli.options import (
     ConfigFile,
@@ -43,12 +47,14 @@ from gemrag.cli.options import (
     memory_target,
 )
 from gemrag.cli.pg import pg_app
+from gemrag.cli.plan import confirm_plan, print_plan
 from gemrag.cli.serve import serve_command
 from gemrag.cli.view import view_command
-from gemrag.config import Config, load_config
+from gemrag.config import Config
 from gemrag.console import OneLineErrors, cli_errors, err
 from gemrag.errors import GemragError, InputError
 from gemrag.eval.cli import eval_command
+from gemrag.index_plan import CONFIRM_MINUTES, IndexPlan, plan_index
 from gemrag.memory import Memory
 from gemrag.models.factory import check_model_settings
 from gemrag.progress import rich_progress
@@ -56,6 +62,7 @@ from gemrag.provenance import cited_sources, describe_answer, describe_hits, sou
 from gemrag.reports import Answer
 from gemrag.sources import read_sources, synced_directories
 from gemrag.strategies import check_config
+from gemrag.version import package_version
 
 app = typer.Typer(
     help="gemrag: long-term graph memory for LLMs (GEM-RAG). Index documents, then ask questions.",
@@ -70,11 +77,27 @@ app = typer.Typer(
 out = Console()
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"gemrag {package_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print gemrag's version and exit."),
+    ] = False,
+) -> None:
+    """gemrag: long-term graph memory for LLMs (GEM-RAG). Index documents, then ask questions."""
+
+
 def _open(memory: str, config: Config, quiet: bool) -> Memory:
     return Memory.open(memory, config, progress=None if quiet else rich_progress(err))
 
 
-@app.command()
+@app.command(short_help="Add documents and build the memory (prints the cost plan first).")
 def index(
     memory: MemoryDir = None,
     paths: Annotated[
@@ -120,6 +143,18 @@ def index(
     quiet: Quiet = False,
     wait: Wait = 0.0,
     ray: Annotated[str | None, typer.Option(help="LLM calls on Ray actors: auto, ADDRESS or local (llm.ray).")] = None,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan", help="Print what the build would cost (LLM calls, tokens, minutes) and stop: nothing is written."
+        ),
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help=f"Do not ask before a build planned over {CONFIRM_MINUTES:g} minutes.")
+    ] = False,
+    recalibrate: Annotated[
+        bool, typer.Option("--recalibrate", help="Measure the model's speed on this machine again for the plan.")
+    ] = False,
 ) -> None:
     """Read documents, chunk them, write utility questions, embed, build the graph and the eigentheme
     summary nodes (GEM-RAG section III.B.1). A document is identified by its source (a file's resolved path, or
@@ -128,7 +163,12 @@ def index(
     ("same content as ...": no chunk, no LLM call), and with --sync a moved or renamed file is a move (its
     document stays); prints the added / updated / unchanged (and with --sync removed) counts.
     Resumable: interrupt with Ctrl-C (or kill it) and run it again. One process builds a memory at a time:
-    another one gets a one-line error (exit code 2) unless --wait."""
+    another one gets a one-line error (exit code 2) unless --wait.
+
+    Before any LLM call it prints the build's cost plan: the chunks to process and, per LLM pass, the calls, prompt
+    and completion tokens and minutes on this machine (the model's speed is measured once per machine; an
+    endpoint's from its recorded calls). On a terminal it asks before a plan over 10 minutes (--yes does not ask; a
+    script is never asked); --plan prints the plan and stops, writing nothing."""
     gem = {"questions": questions, "eigen": eigen, "eigen_top": eigen_top}
     with cli_errors():
         if not paths and (doc_id is not None or sync or keep_versions):
@@ -151,10 +191,18 @@ def index(
         )
         location = memory_target(memory, cfg, existing=False)
         sources = read_sources(paths, key=doc_id, sync=sync) if paths else []  # every file checked first
+        directories = synced_directories(paths or []) if sync else []
+        if plan:
+            print_plan(out, planned(location, cfg, sources, directories, recalibrate))
+            return
         with _open(location, cfg, quiet) as mem:
             mem.build_wait = wait  # MemoryBusyError (another builder) is a GemragError: one line, exit code 2
+            cost = plan_index(mem, sources=sources, sync=directories, recalibrate=recalibrate, announce=_calibrating)
+            print_plan(err, cost)
+            if not confirm_plan(cost, yes=yes, interactive=_interactive(), ask=typer.confirm):
+                err.print("not indexed: nothing was changed (--yes skips the question)")
+                raise typer.Exit(1)
             if paths:
-                directories = synced_directories(paths) if sync else []
                 added = mem.put(sources, sync=directories, keep_versions=keep_versions)
                 err.print(f"{len(sources)} document(s) read: {added.describe(removed=sync)}")
                 for note in filter(None, (c.note() for c in added.changes)):
@@ -170,7 +218,28 @@ def index(
     )
 
 
-@app.command()
+def _interactive() -> bool:
+    """Whether standard input is a terminal (a person can answer a question)."""
+    return sys.stdin.isatty()
+
+
+def _calibrating(model: str) -> None:
+    err.print(f"measuring the speed of {model} on this machine for the plan (once per model and machine)")
+
+
+def planned(location: str, cfg: Config, sources: list[Any], sync: list[str], recalibrate: bool) -> IndexPlan:
+    """``gemrag index --plan``: the plan of indexing ``sources`` into the memory at ``location``, which is only read
+    (a directory that does not exist yet is planned as a new, empty memory in a temporary directory)."""
+    opened = location
+    with contextlib.ExitStack() as stack:
+        if not location.startswith(("postgresql://", "postgres://")) and not Path(location, "memory.sqlite").exists():
+            opened = str(Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gemrag-plan-"))) / "m")
+        mem = stack.enter_context(Memory.open(opened, cfg))
+        cost = plan_index(mem, sources=sources, sync=sync, recalibrate=recalibrate, announce=_calibrating)
+    return cost.model_copy(update={"memory": location})
+
+
+@app.command(short_help="Answer a question from the memory, citing the passages used.")
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     memory: ExistingMemory = None,
@@ -315,140 +384,10 @@ def _print_stream(stream: Iterator[str | Answer]) -> Answer:
     return answer
 
 
-@app.command()
-def info(
-    memory: ExistingMemory = None,
-    config: ConfigFile = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-    history: Annotated[
-        str | None,
-        typer.Option(
-            "--history",
-            help="Show the versions of one source (its path, id, or the end of its path): when each was added and "
-            "when it was replaced, removed, moved or deleted, with its sha256, and the sources holding its document.",
-        ),
-    ] = None,
-    set_: SetOpt = None,
-) -> None:
-    """Documents (and which were updated), chunks, summary nodes, models, tokens and seconds per phase, failures,
-    and the spectrum report (top eigenvalues, Remark 2's estimated number of themes, Remark 3's Λ = Σλ²)."""
-    with cli_errors():
-        cfg = load_config(config, None, set_)
-        memory = memory_target(memory, cfg, existing=True)
-        with Memory.open(memory, cfg) as mem:
-            versions = mem.store.document_history(history) if history is not None else None
-            stats = mem.stats() if versions is None else {}
-        if versions is not None and not versions:
-            raise GemragError(f"no source {history!r} in {memory} (see `gemrag info` for the documents)")
-    if versions is not None:
-        _print_history(versions, as_json)
-        return
-    if as_json:
-        out.print_json(json.dumps(stats, default=str))
-        return
-    _print_stats(stats)
+app.command("info", short_help="Show what a memory holds and what building it cost.")(info_command)
 
 
-def _print_history(versions: list[dict[str, Any]], as_json: bool) -> None:
-    """The versions of one source, oldest first (``gemrag info --history``)."""
-    if as_json:
-        out.print_json(json.dumps(versions, default=str))
-        return
-    import datetime
-
-    def when(t: float | None) -> str:
-        return datetime.datetime.fromtimestamp(t).isoformat(" ", "seconds") if t else ""
-
-    table = Table("version", "state", "added", "until", "sha256", "chars", "doc id", "source", title="history")
-    for v in versions:
-        state = "current" if v["current"] else str(v["reason"])
-        table.add_row(
-            str(v["version"]), state, when(v["added_at"]), when(v["ended_at"]), str(v["sha256"])[:12],
-            str(v["n_chars"]), str(v["id"]), str(v["key"] or v["source"]),
-        )  # fmt: skip
-    out.print(table)
-    for v in versions:
-        if v["current"] and len(v.get("sources") or []) > 1:
-            out.print(f"document {v['id']} is held by {len(v['sources'])} sources: " + ", ".join(v["sources"]))
-    kept = [v for v in versions if v.get("text")]
-    for v in kept:
-        out.print(f"[bold]version {v['version']} text[/] ({v['n_chars']} chars): {v['text'][:200]}")
-
-
-def _print_stats(stats: dict[str, Any]) -> None:
-    out.print(f"[bold]memory[/] {stats['directory']}  strategy {stats['strategy']}")
-    out.print(
-        f"documents {len(stats['documents'])}, chunks {stats['chunks']} "
-        f"(T = {stats['chunk_tokens']} tokens), summary nodes {stats['summary_nodes']}"
-    )
-    for d in stats["documents"]:
-        updated = f", version {d['version']} (updated)" if int(d.get("version") or 1) > 1 else ""
-        also = [h for h in stats.get("sources", {}).get(d["id"], []) if h != d["source"]]
-        more = f"; also from {', '.join(also)}" if also else ""
-        out.print(f"  [{d['id']}] {d['title']} ({d['n_chars']} chars) from {d['source']}{updated}{more}")
-    states = stats.get("strategies") or {}
-    if states:
-        out.print("strategies: " + "; ".join(f"{name} {state}" for name, state in states.items()))
-    titles = stats.get("titles") or {}
-    if titles:
-        read = ", ".join(f"{name} {'title + text' if on else 'text'}" for name, on in titles.items())
-        out.print(f"chunks read as: {read}")
-    out.print(f"models: {stats['models']}")
-    out.print(f"parameters: {stats['params']}")
-    out.print(f"index time (all runs): {stats['index_seconds']:.1f} s")
-    rep = stats["strategy_report"] or {}
-    if rep.get("phase_seconds"):
-        out.print("index phases (all runs, s): " + ", ".join(f"{k} {v:.1f}" for k, v in rep["phase_seconds"].items()))
-    table = Table(
-        "phase",
-        "prompt tokens",
-        "completion tokens",
-        "embedding tokens",
-        "model seconds",
-        "calls",
-        "cache hits",
-        title="usage (spent)",
-    )
-    for phase, u in stats["usage_by_phase"].items():
-        table.add_row(
-            phase,
-            *(
-                f"{u[k]:.1f}" if k == "seconds" else str(int(u[k] or 0))
-                for k in (
-                    "prompt_tokens",
-                    "completion_tokens",
-                    "embedding_tokens",
-                    "seconds",
-                    "calls",
-                    "cached",
-                )
-            ),
-        )
-    out.print(table)
-    spec = rep.get("spectrum")
-    if spec:
-        eig = ", ".join(f"{x:.4f}" for x in spec.get("top_eigenvalues", [])[:10])
-        out.print(f"[bold]spectrum[/] of L (n = {spec.get('n')} chunks): eigenvalues by |λ|: {eig}")
-        out.print(
-            f"  Remark 2 estimated number of themes: {spec.get('estimated_themes')}; "
-            f"Remark 3 Λ = Σλ² = {spec.get('spectral_energy', float('nan')):.4f}; trace {spec.get('trace', 0):.4f}"
-        )
-    sel = rep.get("eigen_selection")
-    if sel:
-        chosen = ", ".join(f"{x:.4f}" for x in sel.get("selected_eigenvalues", []))
-        neg = ", ".join(f"{x:.4f}" for x in sel.get("negative_selected", [])) or "none"
-        out.print(
-            f"  summary eigenvectors ({rep.get('graph')} graph, skip_trivial={sel.get('skip_trivial')}): λ = {chosen};"
-            f" negative among them: {neg}"
-        )
-    out.print(f"utility questions: {rep.get('utility_questions')}")
-    fails = stats["failures"]
-    out.print(f"recorded failures: {len(fails)}")
-    for f in fails[-10:]:
-        out.print(f"  [{f['phase']}] node {f['node_id']}: {f['message'][:160]}")
-
-
-@app.command()
+@app.command(short_help="Index the shipped story and answer its questions (a demo).")
 def demo(
     memory: Annotated[
         str | None,
@@ -474,13 +413,13 @@ def demo(
     raise typer.Exit(code)
 
 
-app.command("eval")(eval_command)
-app.command("config")(config_command)
-app.command("delete")(delete_command)
-app.command("copy")(copy_command)
-app.command("chat")(chat_command)
-app.command("mcp")(mcp_command)
-app.command("view")(view_command)
-app.command("serve")(serve_command)
-app.command("doctor")(doctor_command)
-app.add_typer(pg_app, name="pg")
+app.command("eval", short_help="Compare strategies side by side on a dataset.")(eval_command)
+app.command("config", short_help="Print the effective settings and where they came from.")(config_command)
+app.command("delete", short_help="Delete a document and everything made from it.")(delete_command)
+app.command("copy", short_help="Copy a memory between SQLite and PostgreSQL.")(copy_command)
+app.command("chat", short_help="Chat with a character that remembers (a memory).")(chat_command)
+app.command("mcp", short_help="Serve a memory to MCP clients on stdin/stdout.")(mcp_command)
+app.command("view", short_help="Write a memory's graph as one offline HTML page.")(view_command)
+app.command("serve", short_help="Serve memories over HTTP (REST API and a web page).")(serve_command)
+app.command("doctor", short_help="Check the install, the models and this CPU.")(doctor_command)
+app.add_typer(pg_app, name="pg", short_help="Run a local PostgreSQL + pgvector for a memory.")

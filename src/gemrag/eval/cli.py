@@ -235,13 +235,13 @@ def eval_command(
     accuracy / F1 / EM / Recall@k with bootstrap intervals, tokens, build time and latency, paired
     bootstrap against gem, and optional gem ablations. Resumable: run the same command again after Ctrl-C.
     Writes OUT/results.md, OUT/results.json and PNG plots, and prints the markdown table. cmu_dog: the
-    HLGraphRAG acceptance test (choke / inaccurate / correct per run, Mann-Whitney U; see docs/evaluation.md). Free-form kinds
-    (covid_qa included) are judged only with --judge-model: then the LLM-judged factual correctness is reported
-    beside token F1 (UnWeaver section 3); without it nothing is judged, as the embedded judge agreed with hand
-    labels at Cohen's kappa 0.025 (benchmarks/factual_agreement.py). --runs N answers every question N times
-    (sampled, one seed per run) and reports mean ± std. qa: your own JSONL or CSV of question, answer (several: a
-    JSON list, or '|' in CSV) and optional sources and evidence, over --documents PATH or an existing --memory; a
-    malformed row is a one-line error naming its line."""
+    HLGraphRAG acceptance test (choke / inaccurate / correct per run, Mann-Whitney U; see docs/evaluation.md).
+    Free-form kinds (covid_qa included) are judged only with --judge-model: then the LLM-judged factual
+    correctness is reported beside token F1 (UnWeaver section 3); without it nothing is judged, as the embedded
+    judge agreed with hand labels at Cohen's kappa 0.025 (benchmarks/factual_agreement.py). --runs N answers every
+    question N times (sampled, one seed per run) and reports mean ± std. qa: your own JSONL or CSV of question,
+    answer (several: a JSON list, or '|' in CSV) and optional sources and evidence, over --documents PATH or an
+    existing --memory; a malformed row is a one-line error naming its line."""
     from gemrag.eval.adversarial import ADVERSARIAL_MODES
     from gemrag.eval.judged import JudgeChoice
     from gemrag.eval.loading import check_kind

@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from gemrag.errors import GemragError
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
 
-__all__ = ["CostTap", "LazyLLM", "token_counter"]
+__all__ = ["CostTap", "LazyLLM", "planned_cost", "token_counter"]
 
 
 class LazyLLM:
@@ -99,3 +100,14 @@ def token_counter(embedder: Embedder) -> Callable[[Sequence[str]], int]:
 
     tok = minilm_tokenizer()
     return lambda texts: sum(len(e.ids) for e in tok.encode_batch(list(texts)))
+
+
+def planned_cost(mem: Memory, strategy: str) -> dict[str, Any]:
+    """The cost plan of building ``strategy`` in ``mem`` now (:meth:`gemrag.memory.Memory.plan_index`, the model
+    calibrated once per machine), as ``index.jsonl`` records it beside the measured cost: ``calls``,
+    ``prompt_tokens``, ``completion_tokens``, ``minutes`` (None: unknown), ``exact`` and ``rates`` (their source).
+    A plan that fails is recorded as ``{"error": message}`` rather than stopping the evaluation."""
+    try:
+        return mem.plan_index(strategy).summary()
+    except GemragError as exc:
+        return {"error": str(exc)}

@@ -21,7 +21,7 @@ from gemrag.eval.adversarial import read_option
 from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
 from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
 from gemrag.eval.citations import citation_record, plain_answer, question_judge
-from gemrag.eval.costs import CostTap, token_counter
+from gemrag.eval.costs import CostTap, planned_cost, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
 from gemrag.eval.judged import GroupJudge, Judgements
@@ -125,11 +125,14 @@ class GroupRunner:
                     self.judge.run(mem, self._of(gid, run.name), self.progress)
                     continue
                 earlier = self.attempts.start(name, run.name, mem.store)  # an interrupted build's part
+                first = (gid, run.name) not in self.indexed
+                estimate = planned_cost(mem, run.strategy) if first else {}  # before the build's first LLM call
                 with tap.measure(all_threads=True) as cost:
                     report = mem.index(strategy=run.strategy)
-                if (gid, run.name) not in self.indexed:
+                if first:
                     measured, seconds = add_earlier(cost, report.seconds, earlier)
                     entry = {"group": gid, "memory": name, "strategy": run.name, "seconds": seconds}
+                    entry["estimate"] = estimate | {"resumed": bool(earlier.get("llm_calls"))}
                     entry |= measured | {"chunks": report.chunks, "summary_nodes": report.summary_nodes}
                     entry |= shared_build(self.index, name, run.strategy, measured)
                     entry["base_strategy"] = run.strategy

@@ -7,7 +7,8 @@ Routes (all JSON; the OpenAPI schema is at ``/openapi.json``, the interactive do
   multipart), ``GET .../documents``, ``DELETE .../documents/{document}`` (id, source or title;
   ``?purge=true`` erases every copy of its text, ``?rebuild=true`` rebuilds at once);
 * ``POST /v1/namespaces/{ns}/index`` starts a background index job (202 with its id), ``GET .../jobs`` and
-  ``GET .../jobs/{job_id}`` show its progress stages, then its report or error;
+  ``GET .../jobs/{job_id}`` show its cost plan (made before its first LLM call), its progress stages, then its report
+  or error; ``POST .../index/plan`` returns the plan alone, starting nothing (:mod:`gemrag.index_plan`);
 * ``POST /v1/namespaces/{ns}/retrieve`` (question, strategy, budget -> hits), ``POST .../ask`` (LLM answer; with
   ``"stream": true`` as Server-Sent Events, :mod:`gemrag.server.streaming`), ``GET .../stats``.
 
@@ -33,6 +34,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from gemrag import __version__
 from gemrag.config import Config
 from gemrag.errors import InputError
+from gemrag.index_plan import IndexPlan
 from gemrag.ingest import Document
 from gemrag.ingest.loader import SUPPORTED_SUFFIXES, decode_text
 from gemrag.memory import Memory
@@ -263,9 +265,19 @@ def create_app(
 
         def run(progress: Any) -> Any:
             with spaces.writing(ns, progress=progress, wait=WRITE_WAIT) as memory:
+                progress.plan(memory.plan_index(strategy).model_dump(mode="json"))  # before any LLM call of the build
                 return memory.index(strategy)
 
         return jobs.start(ns, strategy, run)
+
+    @app.post("/v1/namespaces/{ns}/index/plan", response_model=IndexPlan, responses=_errors(404), tags=["index"])
+    def plan_index(ns: NS, body: m.PlanRequest | None = None) -> Any:
+        """What an index job would cost now, without starting one: the chunks it processes and, per LLM pass, its
+        calls, prompt and completion tokens and minutes (the plan an index job records before its first LLM call;
+        see ``gemrag index --plan``). Writes nothing."""
+        strategy = strategy_of(body.strategy if body else None)
+        with spaces.reading(ns) as memory:
+            return memory.plan_index(strategy, calibrate=bool(body and body.calibrate))
 
     @app.get("/v1/namespaces/{ns}/jobs", response_model=m.JobList, tags=["index"])
     def list_jobs(ns: NS) -> Any:

@@ -58,7 +58,8 @@ class Job:
     Attributes:
         id: hex id. namespace, strategy: what it indexes (strategy None: the configured one).
         status: ``queued`` / ``running`` / ``succeeded`` / ``failed``. created, started, finished: Unix times
-            (seconds; None until reached). stages: progress so far, in order. report: the
+            (seconds; None until reached). stages: progress so far, in order. plan: the build's cost plan
+            (:class:`gemrag.index_plan.IndexPlan` as a dict) once made, before its first LLM call. report: the
             :class:`~gemrag.reports.IndexReport` as a dict once succeeded. error: ``{"type", "message"}`` once
             failed.
     """
@@ -71,6 +72,7 @@ class Job:
     started: float | None = None
     finished: float | None = None
     stages: list[Stage] = field(default_factory=list)
+    plan: dict[str, Any] | None = None
     report: dict[str, Any] | None = None
     error: dict[str, str] | None = None
 
@@ -83,14 +85,13 @@ class JobManager:
         self._jobs: dict[str, Job] = {}
         self._threads: list[threading.Thread] = []
 
-    def start(
-        self, namespace: str, strategy: str | None, run: Callable[[Callable[..., Any]], IndexReport]
-    ) -> dict[str, Any]:
+    def start(self, namespace: str, strategy: str | None, run: Callable[[JobProgress], IndexReport]) -> dict[str, Any]:
         """Start a job running ``run(progress)`` in a new thread.
 
         Args:
             namespace, strategy: recorded in the job (``run`` does the work).
-            run: indexes with the given progress factory and returns the report; a
+            run: indexes with the given progress factory (a :class:`JobProgress`, whose ``plan`` records the cost
+                plan) and returns the report; a
                 :class:`~gemrag.errors.GemragError` or ``ValueError`` it raises fails the job with its message,
                 any other exception fails it as an internal error.
 
@@ -144,7 +145,7 @@ class JobManager:
         for job in done[: max(0, len(done) - KEEP_FINISHED)]:
             del self._jobs[job.id]
 
-    def _run(self, job: Job, run: Callable[[Callable[..., Any]], IndexReport]) -> None:
+    def _run(self, job: Job, run: Callable[[JobProgress], IndexReport]) -> None:
         with self._lock:
             job.status, job.started = "running", time.time()
         try:
@@ -162,22 +163,35 @@ class JobManager:
             job.status = "failed" if error is not None else "succeeded"
             job.finished = time.time()
 
-    def _progress(self, job: Job) -> Callable[..., Any]:
-        lock = self._lock
+    def _progress(self, job: Job) -> JobProgress:
+        return JobProgress(job, self._lock)
 
-        @contextmanager
-        def factory(description: str, total: int) -> Iterator[Callable[..., None]]:
-            stage = Stage(description, int(total))
-            with lock:
-                job.stages.append(stage)
 
-            def advance(n: int = 1, *, tokens: int = 0, note: str | None = None) -> None:
-                with lock:
-                    stage.completed += n
-                    stage.tokens += tokens
-                    if note is not None:
-                        stage.note = note
+class JobProgress:
+    """The progress factory a job's ``run`` gets (``progress(description, total)``, as
+    :data:`gemrag.strategies.base.ProgressFactory`): each stage's counts go to the job instead of a bar, and
+    :meth:`plan` records the build's cost plan."""
 
-            yield advance
+    def __init__(self, job: Job, lock: threading.Lock) -> None:
+        self._job, self._lock = job, lock
 
-        return factory
+    def plan(self, plan: dict[str, Any]) -> None:
+        """Record the build's cost plan (:meth:`gemrag.index_plan.IndexPlan.model_dump`, JSON mode) in the job."""
+        with self._lock:
+            self._job.plan = plan
+
+    @contextmanager
+    def __call__(self, description: str, total: int) -> Iterator[Callable[..., None]]:
+        """One stage of ``total`` items: yields ``advance(n=1, *, tokens=0, note=None)``."""
+        stage = Stage(description, int(total))
+        with self._lock:
+            self._job.stages.append(stage)
+
+        def advance(n: int = 1, *, tokens: int = 0, note: str | None = None) -> None:
+            with self._lock:
+                stage.completed += n
+                stage.tokens += tokens
+                if note is not None:
+                    stage.note = note
+
+        yield advance

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gemrag.index_plan import IndexPlan
 from gemrag.provenance import RetrievedNode
 
 DEFAULT_SOURCE = "<http>"
@@ -95,6 +96,16 @@ class IndexRequest(Strict):
     )
 
 
+class PlanRequest(IndexRequest):
+    """Plan an index job without starting it (``POST .../index/plan``)."""
+
+    calibrate: bool = Field(
+        False,
+        description="Time the server's model on this machine when no calibration of it is cached (seconds to a "
+        "minute); default: the cached calibration or the memory's recorded rates, else unknown minutes.",
+    )
+
+
 class StageOut(BaseModel):
     """One progress stage of a job: ``completed`` of ``total`` items, LLM completion ``tokens`` generated."""
 
@@ -147,6 +158,9 @@ class JobOut(BaseModel):
     started: float | None
     finished: float | None
     stages: list[StageOut]
+    plan: IndexPlan | None = Field(
+        None, description="What the build costs (LLM calls, tokens, minutes per pass), made before its first LLM call."
+    )
     report: IndexReportOut | None
     error: JobError | None
 

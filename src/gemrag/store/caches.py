@@ -81,6 +81,26 @@ class CachesMixin:
 
         self._best_effort(write)
 
+    def cached_llm(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The cached LLM responses of those of ``keys`` the cache holds (key -> response), read 500 keys a query."""
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(keys), 500):
+            part = list(dict.fromkeys(keys[start : start + 500]))
+            marks = ",".join("?" * len(part))
+            for key, response in self._query(f"SELECT key, response FROM llm_cache WHERE key IN ({marks})", part):
+                out[key] = json.loads(response)
+        return out
+
+    def recent_llm_responses(self, model: str, limit: int = 5000) -> list[dict[str, Any]]:
+        """The last ``limit`` responses the cache stored for ``model`` (newest first): each with its ``text``,
+        ``prompt_tokens``, ``completion_tokens``, ``seconds`` (of the backend call) and, when recorded, the request's
+        messages (:data:`gemrag.models.cache.INPUT_KEY`). Cost plans read them for a model's recorded rates and
+        each pass's mean completion (:mod:`gemrag.index_plan`)."""
+        rows = self._query(
+            "SELECT response FROM llm_cache WHERE model = ? ORDER BY created DESC LIMIT ?", (model, int(limit))
+        )
+        return [json.loads(r[0]) for r in rows]
+
     def llm_cache_counts(self) -> tuple[int, int]:
         """``(keys, backend calls)`` of the LLM cache: calls > keys means some LLM call was repeated."""
         keys, writes = self._query("SELECT COUNT(*), COALESCE(SUM(writes), 0) FROM llm_cache")[0]

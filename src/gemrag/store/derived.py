@@ -306,6 +306,13 @@ class GraphRowsMixin:
             int(documents),
         )
 
+    def covered_chunks(self, strategy: str) -> set[int] | None:
+        """The chunk ids the published build of ``strategy`` covers (``build_chunks``; deleted ones included), or
+        None when it was never built."""
+        if not self._query("SELECT 1 FROM builds WHERE strategy = ?", (strategy,)):
+            return None
+        return {int(r[0]) for r in self._query("SELECT chunk_id FROM build_chunks WHERE strategy = ?", (strategy,))}
+
     def chunk_signature(self) -> tuple[int, int, int, int]:
         """``(chunks, largest chunk id, documents, largest document id)``: changes whenever chunks or documents are
         added or deleted (node ids are never reused), so callers can cache a :meth:`build_state` against it."""

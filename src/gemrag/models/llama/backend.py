@@ -474,6 +474,17 @@ class LlamaCppLLM:
             llm = self.load()
             return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
+    def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens of ``messages`` as a completion reads them: the chat template applied and tokenized as
+        :meth:`prepare` does (the legacy path: the messages' texts plus 5 tokens each). Loads the weights; used by
+        cost plans (:mod:`gemrag.index_plan`)."""
+        llm = self.load()
+        if self._formatter is None:
+            return sum(self.count_tokens(str(m["content"])) + 5 for m in messages)
+        chat = self._formatter(messages=[{"role": m["role"], "content": m["content"]} for m in messages])
+        with self._lock:
+            return len(llm.tokenize(chat.prompt.encode("utf-8"), add_bos=not chat.added_special, special=True))
+
     def close(self) -> None:
         """Free the model (it is reloaded if used again)."""
         with self._lock:

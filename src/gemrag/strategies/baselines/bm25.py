@@ -33,6 +33,7 @@ from gemrag.strategies.platform.common import (
     top_k,
     write_publication,
 )
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan, no_llm_plan
 from gemrag.strategies.platform.titles import indexed_text_of, strategy_reads_titles
 from gemrag.types import Hit
 
@@ -86,6 +87,10 @@ class BM25Strategy:
 
     def __init__(self, config: BM25Config | None = None) -> None:
         self.config = config or BM25Config()
+
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost: no LLM call (:func:`~gemrag.strategies.platform.planning.no_llm_plan`)."""
+        return no_llm_plan(ctx, work, self.name)
 
     def build(self, ctx: StrategyContext) -> None:
         """Tokenize every chunk, build the BM25 index and publish it as a new generation.

@@ -29,6 +29,7 @@ from gemrag.strategies.platform.common import (
     prompt_vector,
     publish_arrays,
 )
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan, no_llm_plan
 from gemrag.strategies.platform.titles import strategy_reads_titles
 from gemrag.types import Hit
 
@@ -66,6 +67,10 @@ class DenseStrategy:
 
     def __init__(self, config: DenseConfig | None = None) -> None:
         self.config = config or DenseConfig()
+
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost: no LLM call (:func:`~gemrag.strategies.platform.planning.no_llm_plan`)."""
+        return no_llm_plan(ctx, work, self.name)
 
     def build(self, ctx: StrategyContext) -> None:
         """Embed every chunk (cached) and publish ``node_ids`` / ``vectors`` as a new generation.

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.platform.common import chunk_hits, chunk_nodes
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan, no_llm_plan
 from gemrag.types import Hit
 
 RESERVE_TOKENS = 512
@@ -56,6 +57,10 @@ class FullStrategy:
     def __init__(self, config: FullConfig | None = None) -> None:
         self.config = config or FullConfig()
         self.reserve = self.config.reserve_tokens
+
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost: no LLM call (:func:`~gemrag.strategies.platform.planning.no_llm_plan`)."""
+        return no_llm_plan(ctx, work, self.name)
 
     def build(self, ctx: StrategyContext) -> None:
         """Nothing to build: check that the memory holds chunks.

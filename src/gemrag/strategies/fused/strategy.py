@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from gemrag.strategies.base import Strategy, StrategyContext, register
 from gemrag.strategies.platform.composite import PASSAGE_KINDS, NamedStrategies, hit_key, unique_hits
 from gemrag.strategies.platform.fusion import minmax_score_fusion, reciprocal_rank_fusion
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.types import Hit
 
 
@@ -114,6 +115,14 @@ class FusedStrategy:
             ConfigError: a part names no registered strategy, or its section is invalid.
         """
         return self._parts.get(ctx)
+
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost: every part's plan, in build order (``fused`` calls no LLM itself).
+
+        Raises:
+            ConfigError: a part is unknown.
+        """
+        return self._parts.plan(ctx, work, self.name)
 
     def build(self, ctx: StrategyContext) -> None:
         """Build every part in order (each publishes its own generation); ``fused`` keeps no arrays of its own.

@@ -40,6 +40,7 @@ from gemrag.store.publish import Publication
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.gem.ann_search import AnnPreparedGraph
 from gemrag.strategies.gem.graph import Matrix, chunk_graph, eigen_selection, graph_mode
+from gemrag.strategies.gem.plan import plan_gem
 from gemrag.strategies.gem.search import PreparedGraph, top_k_edges
 from gemrag.strategies.gem.settings import GemSettings
 from gemrag.strategies.gem.summaries import MIN_NODES, build_eigentheme_summaries
@@ -54,6 +55,7 @@ from gemrag.strategies.platform.common import (
     publish_arrays,
 )
 from gemrag.strategies.platform.incremental import gem_prune
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.platform.titles import memory_titles, strategy_reads_titles
 from gemrag.types import Hit
 
@@ -286,6 +288,23 @@ class GemStrategy:
         timings["graph"] += time.perf_counter() - t0
         ctx.store.set_meta("gem_phase_seconds", timings)
 
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost (:func:`gemrag.strategies.gem.plan.plan_gem`): utility-question calls per
+        pending chunk, the eigentheme summaries and their questions; writes nothing."""
+        titles = strategy_reads_titles(ctx, self.name)
+        return plan_gem(
+            ctx, work, self.config, titles=titles, reset=self._stale_questions(ctx, self.config.questions, titles)
+        )
+
+    @staticmethod
+    def _stale_questions(ctx: StrategyContext, m: int, titles: bool) -> bool:
+        """Whether the stored utility questions were written for another m or from the other input."""
+        asked_titles = ctx.store.get_meta(QUESTIONS_TITLES_META)
+        if asked_titles is None:
+            asked_titles = memory_titles(ctx.store)
+        asked_m = ctx.store.get_meta("gem_questions_m")
+        return asked_m is not None and (asked_m != m or asked_titles != titles)
+
     @staticmethod
     def _keep_questions(ctx: StrategyContext, m: int, titles: bool) -> None:
         """Forget the stored utility questions when they were written for another m or from the other input
@@ -297,7 +316,7 @@ class GemStrategy:
         if asked_m == m and asked_titles == titles and ctx.store.get_meta(QUESTIONS_TITLES_META) is not None:
             return
         with ctx.store.transaction():
-            if asked_m is not None and (asked_m != m or asked_titles != titles):
+            if GemStrategy._stale_questions(ctx, m, titles):
                 ctx.store.reset_questions()
             ctx.store.set_meta("gem_questions_m", m)
             ctx.store.set_meta(QUESTIONS_TITLES_META, titles)

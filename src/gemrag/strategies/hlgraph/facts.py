@@ -37,6 +37,7 @@ from gemrag.strategies.hlgraph.prompts import (
     extraction_schema,
 )
 from gemrag.strategies.platform.extraction import Extraction, ExtractionReport, extract_artifacts
+from gemrag.strategies.platform.planning import PassPlan, PlanWork, artifact_pass, artifact_todo
 from gemrag.strategies.platform.titles import title_version
 
 OWNER = "hlgraph"
@@ -170,6 +171,19 @@ def run_extraction_pass(
     report = extract_artifacts(ctx, chunks, extraction(), strategy=OWNER, kind=KIND, version=version, titles=titles)
     answers = ctx.store.artifacts(OWNER, KIND, ChunkMemory, version, [c.id for c in chunks])
     return answers, report
+
+
+EXTRACTION_TOKENS = 350
+"""Typical completion tokens of one extraction answer (an estimate from the 0.5B's COVID-QA builds: 20-23 calls of
+25-37 s per question, docs/results.md; the recorded mean replaces it once the memory has answers)."""
+
+
+def plan_extraction_pass(ctx: StrategyContext, work: PlanWork, *, titles: bool) -> PassPlan:
+    """The plan of :func:`run_extraction_pass`: one call per chunk without an artefact (chunks not stored yet
+    included, failed ones while retried), on the real prompt, looked up in the LLM cache."""
+    version = title_version(ctx, EXTRACTION_VERSION, titles)
+    todo = artifact_todo(ctx, work, strategy=OWNER, kind=KIND, version=version, attempts=ATTEMPTS)
+    return artifact_pass(work, todo, extraction(), titles=titles, typical_completion=EXTRACTION_TOKENS)[0]
 
 
 # -- assembly ------------------------------------------------------------------------------------------------

@@ -45,7 +45,13 @@ from gemrag.store import Published
 from gemrag.store.publish import Publication
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.hlgraph.association import AssociationGraph, directed_relations
-from gemrag.strategies.hlgraph.facts import Assembly, assemble, fact_sentence, run_extraction_pass
+from gemrag.strategies.hlgraph.facts import (
+    Assembly,
+    assemble,
+    fact_sentence,
+    plan_extraction_pass,
+    run_extraction_pass,
+)
 from gemrag.strategies.hlgraph.prompts import MAX_IDEAS, MAX_ITEM_CHARS, MainIdeas, ideas_prompt, ideas_schema
 from gemrag.strategies.platform.common import (
     chunk_hits,
@@ -58,6 +64,7 @@ from gemrag.strategies.platform.common import (
     publish_arrays,
 )
 from gemrag.strategies.platform.incremental import referencing_prune
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.platform.titles import strategy_reads_titles
 from gemrag.types import SOURCE_NODES, Hit
 
@@ -177,6 +184,12 @@ class HLGraphStrategy:
         return self.config.max_ideas + self.config.source_chunks
 
     # -- build ----------------------------------------------------------------------------------------------
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost: one extraction call per chunk that lacks it
+        (:func:`~gemrag.strategies.hlgraph.facts.plan_extraction_pass`); writes nothing."""
+        passes = [plan_extraction_pass(ctx, work, titles=strategy_reads_titles(ctx, NAME))]
+        return StrategyPlan(NAME, len(work.new_chunks(ctx, NAME)), passes)
+
     def build(self, ctx: StrategyContext) -> None:
         """Extract the chunks that lack it, assemble the graph from every chunk's answer, publish a generation.
 

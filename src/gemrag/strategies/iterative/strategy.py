@@ -39,6 +39,7 @@ from gemrag.strategies.iterative.merge import Step, merge_steps
 from gemrag.strategies.iterative.rerank import STEP, WINDOW, rerank_first
 from gemrag.strategies.iterative.steps import Chain, Search, decompose, ircot, step_records
 from gemrag.strategies.platform.composite import NamedStrategies
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.types import Hit
 
 NAME = "iterative"
@@ -173,6 +174,15 @@ class IterativeStrategy:
             ConfigError: the base is not registered, or its section is invalid.
         """
         return self._base.get(ctx)[0]
+
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost: its base's plan (``iterative`` calls the LLM only when it retrieves).
+
+        Raises:
+            ConfigError: the base is unknown, or its chain of strategies leads back to ``iterative``.
+        """
+        with _no_loop():
+            return self._base.plan(ctx, work, self.name)
 
     def build(self, ctx: StrategyContext) -> None:
         """Build the base (its own generation); ``iterative`` keeps no arrays of its own and spends no LLM call.

@@ -13,10 +13,12 @@ through strategies they only know by registered name, so neither imports another
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from gemrag.errors import ConfigError
 from gemrag.strategies.base import Strategy, StrategyContext, get_strategy
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan, plan_of
 from gemrag.types import Hit
 
 PASSAGE_KINDS = frozenset({"chunk", "verbatim"})
@@ -66,6 +68,24 @@ class NamedStrategies:
         for strategy in self.get(ctx):
             if getattr(strategy, "needs_build", True):
                 strategy.build(ctx)
+
+    def plan(self, ctx: StrategyContext, work: PlanWork, name: str) -> StrategyPlan:
+        """The plan of :meth:`build` as the plan of strategy ``name``: each strategy's passes in build order, named
+        ``"<strategy>: <pass>"`` (:func:`~gemrag.strategies.platform.planning.plan_of`; a strategy that cannot plan
+        makes the whole plan unknown).
+
+        Raises:
+            ConfigError: a name is unknown.
+        """
+        plan = StrategyPlan(name, len(work.new_chunks(ctx, name)))
+        for strategy in self.get(ctx):
+            if getattr(strategy, "needs_build", True):
+                part = plan_of(ctx, strategy, work)
+                named = (dataclasses.replace(p, description=f"{strategy.name}: {p.description}") for p in part.passes)
+                plan.passes += list(named)
+                plan.known = plan.known and part.known
+                plan.notes += [f"{strategy.name}: {n}" for n in part.notes]
+        return plan
 
 
 def hit_key(hit: Hit) -> tuple[str, int]:

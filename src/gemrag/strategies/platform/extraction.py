@@ -39,7 +39,8 @@ from pydantic import BaseModel
 from gemrag import tracing
 from gemrag.errors import GemragError
 from gemrag.models.base import LLM, Completion, Message
-from gemrag.models.structured import complete_validated_iter, validate_json, validate_text
+from gemrag.models.batch import CompletionRequest
+from gemrag.models.structured import attempt_parameters, complete_validated_iter, validate_json, validate_text
 from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext, token_advance
 from gemrag.strategies.platform.titles import indexed_nodes
@@ -78,6 +79,14 @@ class Extraction(Generic[I]):
     max_tokens: int = 256
     attempts: int = 3
     first_attempt: Callable[[I], int] | None = None
+
+    def first_request(self, item: I, attempt: int = 0) -> CompletionRequest:
+        """The request :meth:`results` sends first for ``item`` when its first attempt is number ``attempt`` (its
+        messages, schema, ``max_tokens`` and that attempt's temperature and seed: the same LLM cache key), so a cost
+        plan (:mod:`gemrag.strategies.platform.planning`) can count its tokens and look it up in the cache."""
+        schema = self.schema if self.output_type is None else self.schema or self.output_type.model_json_schema()
+        temperature, seed = attempt_parameters(attempt)
+        return CompletionRequest(self.prompt(item), schema, self.max_tokens, temperature, seed)
 
     def results(
         self, llm: LLM, items: Sequence[I], observe: Callable[[int, Completion], None] | None = None

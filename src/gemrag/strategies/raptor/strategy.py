@@ -58,7 +58,9 @@ from gemrag.strategies.platform.common import (
 )
 from gemrag.strategies.platform.extraction import summarize_each
 from gemrag.strategies.platform.incremental import generic_prune
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.platform.titles import READ_TITLES, built_titles, strategy_reads_titles
+from gemrag.strategies.raptor.plan import plan_raptor
 from gemrag.strategies.raptor.prompts import raptor_summary_prompt
 from gemrag.strategies.raptor.tree import CHILD, STRATEGY, SUMMARY, RaptorTree
 from gemrag.strategies.raptor.update import (
@@ -162,6 +164,23 @@ class RaptorStrategy:
 
     def __init__(self, config: RaptorConfig | None = None) -> None:
         self.config = self.params = config or RaptorConfig()
+
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost: an estimate of its summary calls
+        (:func:`~gemrag.strategies.raptor.plan.plan_raptor`); writes nothing."""
+        p = self.params
+        manifest = ctx.store.manifest(STRATEGY)
+        same = manifest is not None and tree_settings(manifest.meta.get("params") or {}) == tree_settings(p.as_dict())
+        same = same and built_titles(ctx.store, STRATEGY) == strategy_reads_titles(ctx, self.name)
+        return plan_raptor(
+            ctx,
+            work,
+            reduction_dim=p.reduction_dim,
+            max_layers=p.max_layers,
+            summary_tokens=p.summary_tokens,
+            incremental=p.incremental and same,
+            rebuild_fraction=p.rebuild_fraction,
+        )
 
     def build(self, ctx: StrategyContext) -> None:
         """Build the tree over all chunks and save it (replacing any previous tree).

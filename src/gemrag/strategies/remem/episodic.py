@@ -48,10 +48,11 @@ from gemrag.strategies.platform.common import (
     warm_loaded,
 )
 from gemrag.strategies.platform.conversation import Window, date_bound, document_turns, parse_date, session_windows
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.remem.agent import AgentResult, ToolHit, run_agent
 from gemrag.strategies.remem.agent_prompts import FACT, LEXICAL, MAX_K, SEMANTIC, FactArgs, LexicalArgs, SemanticArgs
 from gemrag.strategies.remem.gist_prompts import GistAnswer
-from gemrag.strategies.remem.gists import run_gists
+from gemrag.strategies.remem.gists import plan_gists, run_gists
 from gemrag.strategies.remem.strategy import fact_text
 from gemrag.types import Hit
 
@@ -249,6 +250,15 @@ class RememGistStrategy:
     def default_budget(self) -> int:
         """Hits when the caller gives no budget: ``top_k``."""
         return self.config.top_k
+
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost: one gist call per session window whose start chunk lacks its artefact
+        (:func:`~gemrag.strategies.remem.gists.plan_gists`); writes nothing."""
+        windows: list[Window] = []
+        for _, doc_chunks in groupby(work.chunks, key=lambda c: c.doc_id):
+            windows += session_windows(document_turns(list(doc_chunks)), self.config.gist_window)
+        gists = plan_gists(ctx, work, NAME, windows, self.config.gist_window)
+        return StrategyPlan(self.name, len(work.new_chunks(ctx, self.name)), [gists])
 
     def build(self, ctx: StrategyContext) -> None:
         """Turns, gists (LLM, for windows without an artefact) and facts, published as a new generation.

@@ -29,6 +29,7 @@ from gemrag.errors import GemragError
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.platform.conversation import Window
 from gemrag.strategies.platform.extraction import RETRIES, Extraction, ExtractionReport, failed_tries, run_extraction
+from gemrag.strategies.platform.planning import PassPlan, PlanWork, estimate_pass
 from gemrag.strategies.remem.gist_prompts import (
     GIST_VERSION,
     MAX_FACTS,
@@ -125,3 +126,25 @@ def run_gists(
             for k, i in enumerate(members):
                 out[i] = art.windows[k]
     return out, report
+
+
+GIST_TOKENS = 434
+"""Typical completion tokens of one window's gist answer: the 0.5B's LoCoMo gist build wrote 11,707 completion tokens
+in 27 calls (docs/results.md, remem_gist on conv-26)."""
+
+
+def plan_gists(
+    ctx: StrategyContext, work: PlanWork, owner: str, windows: Sequence[Window], window_size: int
+) -> PassPlan:
+    """The plan of :func:`run_gists` over ``windows`` (every window of :attr:`PlanWork.chunks`): one call per window
+    whose start chunk lacks its artefact (chunks not stored yet included; failed ones while retried), on the real
+    prompt, looked up in the LLM cache."""
+    version = gist_version(window_size)
+    starts = list(dict.fromkeys(w.start_chunk for w in windows))
+    stored = [c for c in starts if c not in work.virtual]
+    missing = set(ctx.store.missing_artifacts(owner, KIND, version, stored)) if stored else set()
+    tries = failed_tries(ctx, f"index/{owner}/{KIND}@{version}") if missing else {}
+    todo = {c for c in missing if tries.get(c, 0) <= RETRIES} | {c for c in starts if c in work.virtual}
+    spec = gist_extraction()
+    requests = [spec.first_request(w, tries.get(w.start_chunk, 0) * ATTEMPTS) for w in windows if w.start_chunk in todo]
+    return estimate_pass(work, spec.description, requests, typical_completion=GIST_TOKENS)[0]

@@ -15,12 +15,15 @@ still a passage node of the graph (reached through its dense score), with the fa
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.platform.extraction import Extraction, ExtractionReport, extract_artifacts
+from gemrag.strategies.platform.planning import PassPlan, PlanWork, artifact_pass, artifact_todo, estimate_pass
 from gemrag.strategies.platform.titles import title_version
 from gemrag.strategies.remem.fact_graph import Triple, clean_triples
 from gemrag.strategies.remem.openie_prompts import (
@@ -150,3 +153,56 @@ def run_openie(
         cleaned[nid] = kept
         dropped += lost
     return OpenIEResult(cleaned, len(raw), dropped, ner_report, facts_report)
+
+
+NER_TOKENS = 45
+"""Typical completion tokens of a named-entity answer. With :data:`TRIPLES_TOKENS` the 258 completion tokens per
+chunk of remem's MuSiQue builds (docs/results.md, "Cost": 2 calls per chunk, 780 prompt + 258 completion tokens)."""
+TRIPLES_TOKENS = 213
+"""Typical completion tokens of a triple answer (see :data:`NER_TOKENS`)."""
+
+_NAME = re.compile(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*")
+
+
+def guessed_entities(text: str, most: int = 8) -> list[str]:
+    """A stand-in for the named entities of ``text`` not extracted yet: its distinct capitalized word runs (at most
+    ``most``), for the length of a triple prompt in a plan."""
+    return _dedupe(_NAME.findall(text))[:most]
+
+
+def plan_openie(ctx: StrategyContext, work: PlanWork, *, titles: bool) -> list[PassPlan]:
+    """The plan of both OpenIE passes (:func:`run_openie`) for the chunks that lack their artefacts: the named-entity
+    pass exactly; the triple pass exactly for chunks whose entities are stored or cached, else on a stand-in list of
+    entities (:func:`guessed_entities`), counted as calls."""
+    ner_version, triples_version = (title_version(ctx, v, titles) for v in (NER_VERSION, TRIPLES_VERSION))
+    todo = artifact_todo(ctx, work, strategy=OWNER, kind=NER_KIND, version=ner_version, attempts=ATTEMPTS)
+    ner, answers = artifact_pass(work, todo, ner_extraction(), titles=titles, typical_completion=NER_TOKENS)
+    known: dict[int, list[str]] = {}
+    for (chunk, _), answer in zip(todo, answers, strict=True):
+        if answer is not None and isinstance(answer.get("parsed"), dict):
+            known[chunk.id] = _dedupe(answer["parsed"].get("named_entities") or [])
+    facts = artifact_todo(ctx, work, strategy=OWNER, kind=TRIPLES_KIND, version=triples_version, attempts=ATTEMPTS)
+    stored = [c.id for c, _ in facts if c.id not in work.virtual and c.id not in known]
+    found = ctx.store.artifacts(OWNER, NER_KIND, NamedEntities, ner_version, stored) if stored else {}
+    known |= {i: _dedupe(v.named_entities) for i, v in found.items()}
+    exact = [(c, a) for c, a in facts if c.id in known]
+    guessed = [(c, 0) for c, _ in facts if c.id not in known]
+    spec = triples_extraction(known)
+    triples, _ = artifact_pass(work, exact, spec, titles=titles, typical_completion=TRIPLES_TOKENS)
+    if guessed:
+        stand_in = triples_extraction({c.id: guessed_entities(c.text) for c, _ in guessed})
+        requests = [stand_in.first_request(dataclasses.replace(c, text=work.text_of(c, titles))) for c, _ in guessed]
+        more, _ = estimate_pass(
+            work, spec.description, requests, typical_completion=TRIPLES_TOKENS, exact=False, distinct=True
+        )
+        triples = dataclasses.replace(
+            triples,
+            items=triples.items + more.items,
+            calls=triples.calls + more.calls,
+            prompt_tokens=triples.prompt_tokens + more.prompt_tokens,
+            completion_tokens=triples.completion_tokens + more.completion_tokens,
+            reused_prompt_tokens=triples.reused_prompt_tokens + more.reused_prompt_tokens,
+            exact=False,
+            note=f"{len(guessed)} prompt(s) with stand-in entities (not extracted yet)",
+        )
+    return [ner, triples]

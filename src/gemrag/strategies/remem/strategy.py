@@ -54,10 +54,11 @@ from gemrag.strategies.platform.common import (
     warm_loaded,
 )
 from gemrag.strategies.platform.incremental import referencing_prune
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.platform.titles import strategy_reads_titles
 from gemrag.strategies.remem.fact_graph import EdgeLists, adjacency, fact_graph_edges, index_facts
 from gemrag.strategies.remem.fact_seeds import entity_seed_weights, passage_seed_weights, top_indices
-from gemrag.strategies.remem.openie import run_openie
+from gemrag.strategies.remem.openie import plan_openie, run_openie
 from gemrag.strategies.remem.recognition import recognize_facts
 from gemrag.types import Hit
 
@@ -213,6 +214,12 @@ class RememStrategy:
     def default_budget(self) -> int:
         """Passages in the context when the caller gives no budget: ``qa_top_k``."""
         return self.config.qa_top_k
+
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost: both OpenIE passes for the chunks that lack them
+        (:func:`~gemrag.strategies.remem.openie.plan_openie`); writes nothing."""
+        passes = plan_openie(ctx, work, titles=strategy_reads_titles(ctx, NAME))
+        return StrategyPlan(NAME, len(work.new_chunks(ctx, NAME)), passes)
 
     def build(self, ctx: StrategyContext) -> None:
         """OpenIE for the chunks that lack it, then the graph over every chunk, published as a new generation.

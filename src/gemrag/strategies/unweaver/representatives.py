@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gemrag.errors import GemragError
+from gemrag.models.batch import CompletionRequest
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.platform.extraction import Extraction, run_extraction
+from gemrag.strategies.platform.planning import PassPlan, PlanWork, estimate_pass
 from gemrag.strategies.unweaver.entity_classes import EntityClasses
 from gemrag.strategies.unweaver.prompts import shorten_prompt
 
@@ -112,3 +114,26 @@ def representatives(
         )
         run_extraction(ctx, long, extraction, save=save, fail=fail, in_order=True)
     return result
+
+
+SHORTEN_FILL = 0.6
+"""Typical share of ``shorten_tokens`` a shortening uses (an assumption: no measured run had a class long enough)."""
+
+
+def plan_shortenings(
+    work: PlanWork,
+    classes: EntityClasses,
+    descriptions: Sequence[Sequence[str]],
+    *,
+    max_chars: int,
+    shorten_tokens: int,
+) -> PassPlan:
+    """The plan of :func:`representatives`' shortening pass over the classes of the entities known so far (stored
+    and cached extractions): one call per class whose descriptions exceed ``max_chars``, on its real prompt, looked
+    up in the LLM cache."""
+    texts = concatenate(classes, descriptions)
+    long = [j for j, t in enumerate(texts) if len(t) > max_chars]
+    requests = [
+        CompletionRequest(shorten_prompt(classes.names[j], texts[j], max_chars), None, shorten_tokens) for j in long
+    ]
+    return estimate_pass(work, "UnWeaver descriptions", requests, typical_completion=SHORTEN_FILL * shorten_tokens)[0]

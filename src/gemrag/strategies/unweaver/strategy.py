@@ -50,6 +50,7 @@ from gemrag.strategies.platform.common import (
 )
 from gemrag.strategies.platform.extraction import Extraction, extract_artifacts
 from gemrag.strategies.platform.incremental import pruned_publication, take
+from gemrag.strategies.platform.planning import PlanWork, StrategyPlan, artifact_pass, artifact_todo
 from gemrag.strategies.platform.titles import strategy_reads_titles, title_version
 from gemrag.strategies.unweaver.alignment import fairness_allocation, least_squares_alignment, relevance_weights
 from gemrag.strategies.unweaver.ballots import Ballots, approval_ballots
@@ -64,7 +65,7 @@ from gemrag.strategies.unweaver.prompts import (
     entities_version,
     entity_cap,
 )
-from gemrag.strategies.unweaver.representatives import Representative, representatives
+from gemrag.strategies.unweaver.representatives import Representative, plan_shortenings, representatives
 from gemrag.types import Hit
 
 NAME = "unweaver"
@@ -73,6 +74,11 @@ ATTEMPTS = 3
 """Structured-output attempts per chunk per build."""
 UNBOUNDED_MAX_TOKENS = 4096
 """Completion limit of one extraction call with no entity cap (``max_entities = 0``; tokens)."""
+
+
+ENTITY_TOKENS = 380
+"""Typical completion tokens of one entity answer (an estimate from the 0.5B's COVID-QA builds: 20-23 calls of
+25-50 s each per question, docs/results.md; the recorded mean replaces it once the memory has answers)."""
 
 
 def extraction_max_tokens(cap: int) -> int:
@@ -214,6 +220,35 @@ class UnweaverStrategy:
                 classes = merge_classes(classes, (src, dst))
                 reps = representatives(ctx, classes, descriptions, **options)
         return classes, reps
+
+    def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
+        """What building now would cost: the entity pass for the chunks that lack it, then the shortenings of the
+        classes known so far whose descriptions are too long (an estimate while some chunks are not extracted:
+        their entities may lengthen a class); writes nothing."""
+        cap = entity_cap(self.config.max_entities, ctx.config.memory.chunk_tokens)
+        titles, version = strategy_reads_titles(ctx, NAME), self.version(ctx)
+        todo = artifact_todo(ctx, work, strategy=NAME, kind=ENTITIES_KIND, version=version, attempts=ATTEMPTS)
+        spec = extraction(cap)
+        entities, answers = artifact_pass(work, todo, spec, titles=titles, typical_completion=ENTITY_TOKENS)
+        found = ctx.store.artifacts(NAME, ENTITIES_KIND, ChunkEntities, version, [c.id for c in work.stored()])
+        for (chunk, _), answer in zip(todo, answers, strict=True):
+            if answer is not None and isinstance(answer.get("parsed"), dict):
+                found[chunk.id] = ChunkEntities.model_validate(answer["parsed"])
+        known = [found[c.id].entities if c.id in found else [] for c in work.chunks]
+        classes = equivalence_classes([[e.name for e in chunk] for chunk in known])
+        cfg = self.config
+        shorten = plan_shortenings(
+            work,
+            classes,
+            [[e.description for e in chunk] for chunk in known],
+            max_chars=cfg.representative_max_chars,
+            shorten_tokens=cfg.shorten_tokens,
+        )
+        plan = StrategyPlan(NAME, len(work.new_chunks(ctx, NAME)), [entities, shorten])
+        if entities.calls:
+            shorten.exact = False
+            shorten.note = "over the entities known so far: the chunks still to extract may lengthen more classes"
+        return plan
 
     def build(self, ctx: StrategyContext) -> None:
         """Extract entities for the chunks that lack them, then classes, representatives, their vectors and the
