@@ -8,23 +8,19 @@ import importlib
 import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from paths import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "forgetting.py"
 
 
 @pytest.fixture(scope="module")
 def forgetting() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchmark_forgetting", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "benchmark_forgetting")
 
 
 @pytest.fixture(scope="module")

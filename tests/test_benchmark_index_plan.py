@@ -3,25 +3,20 @@ test doubles, and a second run of the same command resumes from its results inst
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from paths import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "index_plan.py"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchmark_index_plan", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "benchmark_index_plan")
 
 
 def test_estimate_against_actual(bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,7 +3,6 @@ from the records' rankings and the memories, without an LLM, on tiny run directo
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -16,17 +15,14 @@ from test_eval_runner import two_chunk_alpha_file
 from fakes import HashEmbedder
 from gemrag.config import Config
 from gemrag.eval.runner import run_eval
+from paths import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "rescore_recall.py"
 
 
 @pytest.fixture(scope="module")
 def rescore() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rescore_recall", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "rescore_recall")
 
 
 def _rewrite(out: Path, old: dict[tuple[str, str], tuple[float, float]]) -> None:
