@@ -225,7 +225,7 @@ class Memory:
         Raises:
             MemoryBusyError: another process is building this memory. ReadOnlyMemoryError: opened read-only.
         """
-        with self._building():
+        with self.building():
             return put_sources(self, sources, sync=sync, keep_versions=keep_versions)
 
     def add_text(
@@ -251,8 +251,9 @@ class Memory:
         """
         return self.put([Source(doc, key)]).results[0]
 
-    def _building(self, wait: float | None = None) -> AbstractContextManager[None]:
-        """Hold the memory's build lock (re-entrant within this Memory).
+    def building(self, wait: float | None = None) -> AbstractContextManager[None]:
+        """Hold the memory's build lock (re-entrant within this Memory): ``gemrag index`` holds it from its cost plan
+        to the end of the build, so a second builder stops before planning.
 
         Raises:
             MemoryBusyError: another builder holds it for longer than ``wait`` (default :attr:`build_wait`).
@@ -280,7 +281,7 @@ class Memory:
             ReadOnlyMemoryError: the memory is open read-only.
             GemragError: a model could not be loaded.
         """
-        with self._building(wait):
+        with self.building(wait):
             return run_index(self, strategy)
 
     def plan_index(self, strategy: str | None = None, *, calibrate: bool = True) -> IndexPlan:
@@ -314,7 +315,7 @@ class Memory:
             MemoryBusyError: another process is building this memory.
             ReadOnlyMemoryError: the memory is open read-only.
         """
-        with self._building(wait), self.meter.phase("index"):
+        with self.building(wait), self.meter.phase("index"):
             return forget(self, document, purge=purge, rebuild=rebuild)
 
     def strategy_states(self) -> dict[str, Any]:

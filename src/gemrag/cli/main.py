@@ -195,8 +195,9 @@ def index(
         if plan:
             print_plan(out, planned(location, cfg, sources, directories, recalibrate))
             return
-        with _open(location, cfg, quiet) as mem:
-            mem.build_wait = wait  # MemoryBusyError (another builder) is a GemragError: one line, exit code 2
+        with _open(location, cfg, quiet) as mem, mem.building(wait):
+            # MemoryBusyError (another builder) is a GemragError: one line, exit code 2, before any plan is printed
+            mem.build_wait = wait
             cost = plan_index(mem, sources=sources, sync=directories, recalibrate=recalibrate, announce=_calibrating)
             print_plan(err, cost)
             if not confirm_plan(cost, yes=yes, interactive=_interactive(), ask=typer.confirm):

@@ -85,8 +85,13 @@ def test_build_stores_turns_gists_and_timed_facts_with_sources(tmp_path: Path) -
         first = turns[0]
         assert first.text == f"[{S1}] Ann: I adopted a puppy named Biscuit yesterday."
         assert first.meta | {"members": None} == {
-            "speaker": "Ann", "date": S1, "iso_date": "2023-05-08", "session": 1, "members": None
-        }  # fmt: skip
+            "speaker": "Ann",
+            "date": S1,
+            "iso_date": "2023-05-08",
+            "session": 1,
+            "members": None,
+            "inputs": 1,
+        }  # inputs: the store records how many chunks a derived node was made from
         assert first.meta["members"] == mem.store.node_sources([first.id])[first.id] == [chunks[0].id]
         assert [t.meta["session"] for t in turns] == [1, 1, 1, 2, 2, 1, 1]
         assert gists[0].text.startswith("On 2023-05-08, Ann said")
