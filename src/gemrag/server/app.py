@@ -4,13 +4,21 @@ Routes (all JSON; the OpenAPI schema is at ``/openapi.json``, the interactive do
 
 * ``GET /v1/health``; ``GET /v1/namespaces`` (the namespaces the key may use that hold a memory);
 * ``POST /v1/namespaces/{ns}/documents`` (texts) and ``POST .../documents/upload`` (``.txt``/``.md`` files,
-  multipart), ``GET .../documents``, ``DELETE .../documents/{document}`` (id, source or title;
+  multipart), ``GET .../documents``, ``GET .../documents/{document}/text`` (a document with its text, the text its
+  passages' character spans point into), ``DELETE .../documents/{document}`` (id, source or title;
   ``?purge=true`` erases every copy of its text, ``?rebuild=true`` rebuilds at once);
+* ``GET /v1/namespaces/{ns}/build-state``: each strategy's build state, and each document's per strategy (built,
+  stale, never built) with its chunk count;
 * ``POST /v1/namespaces/{ns}/index`` starts a background index job (202 with its id), ``GET .../jobs`` and
   ``GET .../jobs/{job_id}`` show its cost plan (made before its first LLM call), its progress stages, then its report
-  or error; ``POST .../index/plan`` returns the plan alone, starting nothing (:mod:`gemrag.index_plan`);
+  or error; ``POST .../jobs/{job_id}/cancel`` stops it at its next progress event; ``POST .../index/plan`` returns
+  the plan alone, starting nothing (:mod:`gemrag.index_plan`);
 * ``POST /v1/namespaces/{ns}/retrieve`` (question, strategy, budget -> hits), ``POST .../ask`` (LLM answer; with
-  ``"stream": true`` as Server-Sent Events, :mod:`gemrag.server.streaming`), ``GET .../stats``.
+  ``"stream": true`` as Server-Sent Events, :mod:`gemrag.server.streaming`), ``GET .../stats``;
+* ``GET /v1/namespaces/{ns}/view`` (HTML): the memory view (:mod:`gemrag.view`) of a strategy's graph, with an
+  optional question's retrieval path.
+
+The web page (:mod:`gemrag.server.web`) is served at ``/`` (its assets under ``/web/``), outside the schema.
 
 Keys (:mod:`gemrag.server.auth`) are sent as ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``. Endpoints are
 plain ``def`` functions: FastAPI runs them in its thread pool, and :mod:`gemrag.server.namespaces` gives each
@@ -18,10 +26,8 @@ its own Memory, so retrievals go on while an index job runs. Each request is a t
 W3C ``traceparent`` (:mod:`gemrag.server.trace_context`).
 """
 
-import json
-import math
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -29,6 +35,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, File, Query, Request, Security, UploadFile
 from fastapi import Path as PathParam
+from fastapi.responses import HTMLResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from gemrag import __version__
@@ -39,18 +46,18 @@ from gemrag.ingest import Document
 from gemrag.ingest.loader import SUPPORTED_SUFFIXES, decode_text
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
-from gemrag.provenance import describe_hits
 from gemrag.reports import Answer
-from gemrag.server import models as m
+from gemrag.server import schemas as m
 from gemrag.server import trace_context
 from gemrag.server.auth import KeyRing
 from gemrag.server.errors import AuthError, ConflictError, ForbiddenError, NotFoundError, install_handlers
 from gemrag.server.jobs import JobManager
 from gemrag.server.namespaces import NAMESPACE_PATTERN, Namespaces
+from gemrag.server.serialize import answer_out, build_state_out, hits_out, jsonable
 from gemrag.server.streaming import SSE_RESPONSE, stream_answer
+from gemrag.server.web import HTML_RESPONSE, install_web, memory_view
 from gemrag.sources import Source
 from gemrag.strategies import available
-from gemrag.types import Hit
 
 WRITE_WAIT = 5.0
 """Seconds an add, a delete or an index job waits for another writer of its namespace (then 409 / a failed
@@ -110,6 +117,7 @@ def create_app(
     )
     app.state.namespaces, app.state.jobs = spaces, jobs
     install_handlers(app)
+    install_web(app)
     trace_context.install(app)  # each request a span continuing the caller's traceparent
 
     def caller(
@@ -220,6 +228,26 @@ def create_app(
         with spaces.reading(ns) as memory:
             return m.DocumentList(documents=memory.store.documents())
 
+    @app.get(
+        "/v1/namespaces/{ns}/documents/{document}/text",
+        response_model=m.DocumentText,
+        responses=_errors(404, 409),
+        tags=["documents"],
+    )
+    def document_text(ns: NS, document: Annotated[str, PathParam(max_length=1000)]) -> m.DocumentText:
+        """A document (by id, source or title) with its current text: the text the character spans of its passages
+        (``passages[].start`` / ``end`` of a hit) point into."""
+        with spaces.reading(ns) as memory:
+            doc = _one_document(memory, ns, document)
+            return m.DocumentText(**doc, text=memory.store.document_text(int(doc["id"])))
+
+    @app.get("/v1/namespaces/{ns}/build-state", response_model=m.BuildStateOut, responses=_errors(404), tags=["index"])
+    def build_state(ns: NS) -> m.BuildStateOut:
+        """Each strategy's build state (built, stale, never built) and, per document, its chunk count and whether
+        each strategy's published build covers it."""
+        with spaces.reading(ns) as memory:
+            return build_state_out(memory)
+
     @app.delete(
         "/v1/namespaces/{ns}/documents/{document}",
         response_model=m.DeleteOut,
@@ -242,11 +270,7 @@ def create_app(
         deleted alone: the document stays."""
         spaces.require(ns)
         with spaces.writing(ns, wait=WRITE_WAIT) as memory:
-            matches = memory.store.find_documents(document)
-            if not matches:
-                raise NotFoundError(f"no document {document!r} in namespace {ns!r}")
-            if len(matches) > 1:
-                raise ConflictError(f"{document!r} names {len(matches)} documents; give its id")
+            _one_document(memory, ns, document)
             report = memory.delete(document, purge=purge, rebuild=rebuild)
         return m.DeleteOut(**asdict(report))
 
@@ -289,6 +313,15 @@ def create_app(
         """An index job: status, progress stages, and its report or error once finished."""
         return jobs.snapshot(ns, job_id)
 
+    @app.post(
+        "/v1/namespaces/{ns}/jobs/{job_id}/cancel", response_model=m.JobOut, responses=_errors(404), tags=["index"]
+    )
+    def cancel_job(ns: NS, job_id: Annotated[str, PathParam(max_length=64)]) -> Any:
+        """Ask an index job to stop and return it (``cancel_requested`` true). It stops at its next progress event
+        (between LLM calls or batches, never inside one) and ends ``cancelled``: what earlier builds published stays
+        readable, the answers it cached are reused by the next job. A finished job is returned unchanged."""
+        return jobs.cancel(ns, job_id)
+
     @app.post("/v1/namespaces/{ns}/retrieve", response_model=m.Hits, responses=_errors(404, 409, 503), tags=["query"])
     def retrieve(ns: NS, body: m.RetrieveRequest) -> m.Hits:
         """The context for a question: at most ``budget`` nodes with their scores, text, metadata and provenance
@@ -298,7 +331,7 @@ def create_app(
         with spaces.reading(ns) as memory:
             found = memory.retrieve(body.question, body.budget, strategy)
             name = strategy or memory.strategy.name
-        return m.Hits(hits=_hits(found, name), seconds=time.perf_counter() - start)
+        return m.Hits(hits=hits_out(found, name), seconds=time.perf_counter() - start)
 
     @app.post(
         "/v1/namespaces/{ns}/ask",
@@ -321,65 +354,53 @@ def create_app(
                 names.append(strategy or memory.strategy.name)
                 return memory.ask_stream(body.question, body.choices, body.budget, strategy)
 
-            return stream_answer(spaces, ns, start, lambda answer: _answer_out(answer, names[0]), request)
+            return stream_answer(spaces, ns, start, lambda answer: answer_out(answer, names[0]), request)
         with spaces.reading(ns) as memory:
             answer = memory.ask(body.question, body.choices, body.budget, strategy)
             name = strategy or memory.strategy.name
-        return _answer_out(answer, name)
+        return answer_out(answer, name)
 
     @app.get("/v1/namespaces/{ns}/stats", response_model=dict[str, Any], responses=_errors(404), tags=["query"])
     def stats(ns: NS) -> Any:
         """Documents, nodes, models, parameters, usage per phase, failures and each strategy's state
         (:meth:`gemrag.memory.Memory.stats`)."""
         with spaces.reading(ns) as memory:
-            return _jsonable(memory.stats())
+            return jsonable(memory.stats())
+
+    @app.get(
+        "/v1/namespaces/{ns}/view",
+        response_class=HTMLResponse,
+        responses={**_errors(404, 409), **HTML_RESPONSE},
+        tags=["query"],
+    )
+    def view(
+        ns: NS,
+        strategy: Annotated[str | None, Query(max_length=64, description="Strategy (default: the configured one).")] = (
+            None
+        ),
+        question: Annotated[
+            str | None, Query(min_length=1, max_length=10_000, description="Highlight this question's retrieval.")
+        ] = None,
+        budget: Annotated[int | None, Query(ge=1, le=1000, description="Nodes the retrieval returns.")] = None,
+    ) -> HTMLResponse:
+        """The memory view (``gemrag view``) of the strategy's published graph as one self-contained HTML page (no
+        external reference), with the question's retrieval path when one is given (:mod:`gemrag.view`)."""
+        name = strategy_of(strategy)
+        with spaces.reading(ns) as memory:
+            return HTMLResponse(memory_view(memory, ns, name, question, budget))
 
     return app
 
 
-def _hits(hits: Sequence[Hit], strategy: str) -> list[m.HitOut]:
-    """The hits as the API returns them: :func:`gemrag.provenance.describe_hits` of hits that carry their provenance
-    (as :meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>`, ``ask`` and ``ask_stream`` give them; no store
-    query, so a streamed answer is described after its memory was closed), meta made JSON-safe."""
-    return [m.HitOut(**{**n.model_dump(), "meta": _jsonable(n.meta)}) for n in describe_hits(None, hits, strategy)]
+def _one_document(memory: Memory, ns: str, ref: str) -> dict[str, Any]:
+    """The one document ``ref`` (id, source or title) names, as ``Store.find_documents`` gives it.
 
-
-def _answer_out(answer: Answer, strategy: str) -> m.AnswerOut:
-    """The answer as the API returns it, whole or as a stream's final ``answer`` event: its context with provenance
-    (:func:`_hits`) and the cited context nodes."""
-    hits = _hits(answer.hits, strategy)
-    return m.AnswerOut(
-        text=answer.text,
-        choice=answer.choice,
-        hits=hits,
-        cited=list(answer.cited),
-        dropped_citations=answer.dropped_citations,
-        citations=[m.CitedHitOut(marker=n, **hits[n - 1].model_dump()) for n in answer.cited],
-        retrieval_seconds=answer.retrieval_seconds,
-        answer_seconds=answer.answer_seconds,
-        usage=m.UsageOut(**asdict(answer.usage)),
-    )
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` with what JSON cannot hold (numpy scalars and arrays, tuples, paths) turned into plain values."""
-    return _finite(json.loads(json.dumps(value, default=_plain)))
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with NaN and infinite floats (not valid JSON) replaced by None."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    return value
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=str)
-    return str(value)
+    Raises:
+        NotFoundError: no document matches. ConflictError: several do.
+    """
+    matches = memory.store.find_documents(ref)
+    if not matches:
+        raise NotFoundError(f"no document {ref!r} in namespace {ns!r}")
+    if len(matches) > 1:
+        raise ConflictError(f"{ref!r} names {len(matches)} documents; give its id")
+    return matches[0]

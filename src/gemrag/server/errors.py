@@ -1,5 +1,5 @@
 """gemrag's errors as HTTP statuses, with the error's class name and one-line message as the body
-(:class:`~gemrag.server.models.ErrorOut`).
+(:class:`~gemrag.server.schemas.ErrorOut`).
 
 Bad input is a 4xx, never a 500: 400 for invalid values (:class:`~gemrag.errors.InputError`, ``ValueError``
 from the library, an unknown strategy), 401/403 for keys, 404 for an unknown namespace, job or document, 409

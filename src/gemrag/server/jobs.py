@@ -1,11 +1,17 @@
 """Background index jobs: ``POST .../index`` starts one and returns its id; ``GET .../jobs/{id}`` shows its
-progress, then its report or its error.
+progress, then its report or its error; ``POST .../jobs/{id}/cancel`` asks it to stop.
 
 A job runs :meth:`gemrag.memory.Memory.index` in its own thread with a progress factory (the same
 ``progress(description, total)`` protocol :func:`gemrag.progress.rich_progress` draws as bars,
 :data:`gemrag.strategies.base.ProgressFactory`) that records each stage's counts instead of drawing them. One
 job at a time per namespace (a second start gets :class:`JobConflictError` naming the running one); the last
 :data:`KEEP_FINISHED` finished jobs are kept for polling.
+
+Cancelling is cooperative (:meth:`JobManager.cancel`): the job is flagged, and its thread stops at the next
+progress event of the build (a new stage, or an item of one: between LLM calls or batches, never inside one), or
+before the build starts when it is still queued or planning. The build then unwinds as any interrupted build: what it
+published before stays, the LLM answers it cached are reused by the next build, and no half-built generation is
+ever read. The job ends ``cancelled``.
 """
 
 from __future__ import annotations
@@ -24,11 +30,20 @@ from gemrag.reports import IndexReport
 KEEP_FINISHED = 200
 """Finished jobs kept (oldest dropped first)."""
 
-JobStatus = Literal["queued", "running", "succeeded", "failed"]
+JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+FINISHED: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+"""The statuses of a job that has ended."""
 
 
 class JobConflictError(GemragError):
     """An index job is already queued or running on the namespace."""
+
+
+class JobCancelled(BaseException):  # noqa: N818 - a stop signal, like KeyboardInterrupt, not an error
+    """Raised inside a job's thread, at its next progress event, once the job was asked to stop. A
+    ``BaseException`` (as ``KeyboardInterrupt``, which builds are made to survive), so no ``except GemragError``
+    or ``except Exception`` of the build records it as an item's failure instead of stopping."""
 
 
 class UnknownJobError(GemragError):
@@ -57,11 +72,12 @@ class Job:
 
     Attributes:
         id: hex id. namespace, strategy: what it indexes (strategy None: the configured one).
-        status: ``queued`` / ``running`` / ``succeeded`` / ``failed``. created, started, finished: Unix times
-            (seconds; None until reached). stages: progress so far, in order. plan: the build's cost plan
-            (:class:`gemrag.index_plan.IndexPlan` as a dict) once made, before its first LLM call. report: the
+        status: ``queued`` / ``running`` / ``succeeded`` / ``failed`` / ``cancelled``. created, started,
+            finished: Unix times (seconds; None until reached). stages: progress so far, in order. plan: the build's
+            cost plan (:class:`gemrag.index_plan.IndexPlan` as a dict) once made, before its first LLM call. report: the
             :class:`~gemrag.reports.IndexReport` as a dict once succeeded. error: ``{"type", "message"}`` once
-            failed.
+            failed. cancel_requested: True once :meth:`JobManager.cancel` asked it to stop (it stops at its next
+            progress event).
     """
 
     id: str
@@ -75,6 +91,7 @@ class Job:
     plan: dict[str, Any] | None = None
     report: dict[str, Any] | None = None
     error: dict[str, str] | None = None
+    cancel_requested: bool = False
 
 
 class JobManager:
@@ -102,7 +119,7 @@ class JobManager:
             JobConflictError: a job is queued or running on ``namespace``.
         """
         with self._lock:
-            active = [j for j in self._jobs.values() if j.namespace == namespace and j.status in ("queued", "running")]
+            active = [j for j in self._jobs.values() if j.namespace == namespace and j.status not in FINISHED]
             if active:
                 raise JobConflictError(
                     f"index job {active[0].id} is already {active[0].status} on namespace {namespace!r}; "
@@ -128,6 +145,21 @@ class JobManager:
                 raise UnknownJobError(f"no index job {job_id!r} in namespace {namespace!r}")
             return asdict(job)
 
+    def cancel(self, namespace: str, job_id: str) -> dict[str, Any]:
+        """Ask a job to stop (cooperatively, see the module docstring) and return its snapshot. A job that has
+        already ended is returned unchanged; asking twice is the same as asking once.
+
+        Raises:
+            UnknownJobError: no job ``job_id`` in ``namespace``.
+        """
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.namespace != namespace:
+                raise UnknownJobError(f"no index job {job_id!r} in namespace {namespace!r}")
+            if job.status not in FINISHED:
+                job.cancel_requested = True
+        return self.snapshot(namespace, job_id)
+
     def jobs(self, namespace: str) -> list[dict[str, Any]]:
         """Snapshots of the namespace's jobs, oldest first."""
         with self._lock:
@@ -141,7 +173,7 @@ class JobManager:
             thread.join(timeout)
 
     def _forget_old(self) -> None:
-        done = [j for j in self._jobs.values() if j.status in ("succeeded", "failed")]
+        done = [j for j in self._jobs.values() if j.status in FINISHED]
         for job in done[: max(0, len(done) - KEEP_FINISHED)]:
             del self._jobs[job.id]
 
@@ -149,7 +181,11 @@ class JobManager:
         with self._lock:
             job.status, job.started = "running", time.time()
         try:
-            report = run(self._progress(job))
+            progress = self._progress(job)
+            progress.check()  # cancelled while queued
+            report = run(progress)
+        except JobCancelled:
+            self._finish(job, cancelled=True)
         except (GemragError, ValueError) as exc:
             self._finish(job, error={"type": type(exc).__name__, "message": str(exc)})
         except Exception as exc:  # noqa: BLE001 - a job thread must record every failure, not die silently
@@ -157,10 +193,17 @@ class JobManager:
         else:
             self._finish(job, report=asdict(report))
 
-    def _finish(self, job: Job, *, report: dict[str, Any] | None = None, error: dict[str, str] | None = None) -> None:
+    def _finish(
+        self,
+        job: Job,
+        *,
+        report: dict[str, Any] | None = None,
+        error: dict[str, str] | None = None,
+        cancelled: bool = False,
+    ) -> None:
         with self._lock:
             job.report, job.error = report, error
-            job.status = "failed" if error is not None else "succeeded"
+            job.status = "cancelled" if cancelled else "failed" if error is not None else "succeeded"
             job.finished = time.time()
 
     def _progress(self, job: Job) -> JobProgress:
@@ -170,19 +213,37 @@ class JobManager:
 class JobProgress:
     """The progress factory a job's ``run`` gets (``progress(description, total)``, as
     :data:`gemrag.strategies.base.ProgressFactory`): each stage's counts go to the job instead of a bar, and
-    :meth:`plan` records the build's cost plan."""
+    :meth:`plan` records the build's cost plan. Each of them raises :class:`JobCancelled` once the job was asked
+    to stop (:meth:`check`), which unwinds the build."""
 
     def __init__(self, job: Job, lock: threading.Lock) -> None:
         self._job, self._lock = job, lock
 
+    def check(self) -> None:
+        """Raise :class:`JobCancelled` when the job was asked to stop.
+
+        Raises:
+            JobCancelled: :meth:`JobManager.cancel` was called on the job.
+        """
+        with self._lock:
+            if self._job.cancel_requested:
+                raise JobCancelled(f"index job {self._job.id} was cancelled")
+
     def plan(self, plan: dict[str, Any]) -> None:
-        """Record the build's cost plan (:meth:`gemrag.index_plan.IndexPlan.model_dump`, JSON mode) in the job."""
+        """Record the build's cost plan (:meth:`gemrag.index_plan.IndexPlan.model_dump`, JSON mode) in the job,
+        then stop if the job was cancelled meanwhile (before the build's first LLM call)."""
         with self._lock:
             self._job.plan = plan
+        self.check()
 
     @contextmanager
     def __call__(self, description: str, total: int) -> Iterator[Callable[..., None]]:
-        """One stage of ``total`` items: yields ``advance(n=1, *, tokens=0, note=None)``."""
+        """One stage of ``total`` items: yields ``advance(n=1, *, tokens=0, note=None)``.
+
+        Raises:
+            JobCancelled: at the stage's start or at an ``advance``, once the job was asked to stop.
+        """
+        self.check()
         stage = Stage(description, int(total))
         with self._lock:
             self._job.stages.append(stage)
@@ -193,5 +254,6 @@ class JobProgress:
                 stage.tokens += tokens
                 if note is not None:
                     stage.note = note
+            self.check()
 
         yield advance

@@ -5,7 +5,7 @@ Events, each ``event: <name>`` and one ``data:`` line of JSON, then a blank line
 
 * ``token`` — ``{"text": "..."}``: the next piece of the answer, as the LLM writes it (a cached answer comes as
   one piece; a multiple-choice answer as the chosen option's text, see :meth:`gemrag.memory.Memory.ask_stream`);
-* ``answer`` — the final event: the same JSON as the non-streamed answer (:class:`gemrag.server.models.AnswerOut`:
+* ``answer`` — the final event: the same JSON as the non-streamed answer (:class:`gemrag.server.schemas.AnswerOut`:
   text, choice, hits, seconds, usage);
 * ``error`` — instead of ``answer`` when the LLM fails after the stream began: ``{"error", "detail", "status"}``
   as an error response's body (:mod:`gemrag.server.errors`) plus the status it would have had.
@@ -81,7 +81,7 @@ def stream_answer(
     Args:
         spaces: the server's namespaces. namespace: the request's (its key already checked).
         ask: starts the stream on the memory (``lambda memory: memory.ask_stream(...)``).
-        render: the answer's JSON model (:class:`~gemrag.server.models.AnswerOut`).
+        render: the answer's JSON model (:class:`~gemrag.server.schemas.AnswerOut`).
         request: the HTTP request, asked whether its client is still connected.
 
     Returns:

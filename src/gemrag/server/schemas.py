@@ -88,6 +88,50 @@ class DocumentList(BaseModel):
     documents: list[DocumentInfo]
 
 
+class DocumentText(DocumentInfo):
+    """A stored document with its current text: the text the character spans of its passages'
+    provenance (``passages[].start`` / ``end``, ``[start, end)`` in characters) point into."""
+
+    text: str
+
+
+BuildStateName = Literal["built", "stale", "never built"]
+"""A strategy's build state (:class:`gemrag.store.derived.BuildState`)."""
+
+
+class StrategyStateOut(BaseModel):
+    """One strategy's build in the namespace compared with its chunks now: ``state`` built (over exactly the
+    memory's chunks), stale (``new_documents`` not chunked yet, ``new_chunks`` added or ``deleted_chunks`` removed
+    since its build) or never built; ``generation`` the published build generation (None when never built),
+    ``published_at`` its Unix time; ``describe`` one line for people."""
+
+    strategy: str
+    state: BuildStateName
+    generation: int | None = None
+    new_documents: int = 0
+    new_chunks: int = 0
+    deleted_chunks: int = 0
+    published_at: float | None = None
+    describe: str
+
+
+class DocumentStateOut(DocumentInfo):
+    """A stored document with its chunk count and, per strategy, whether that strategy's published build covers
+    it: ``built`` (every chunk of it), ``stale`` (not chunked yet, or a chunk of it is not in the build) or
+    ``never built`` (the strategy has no build at all)."""
+
+    chunks: int
+    strategies: dict[str, BuildStateName]
+
+
+class BuildStateOut(BaseModel):
+    """The namespace's build state: each strategy's (every registered one and every one built here), and each
+    document's per strategy."""
+
+    strategies: list[StrategyStateOut]
+    documents: list[DocumentStateOut]
+
+
 class IndexRequest(Strict):
     """Start an index job."""
 
@@ -148,12 +192,14 @@ class JobError(BaseModel):
 
 
 class JobOut(BaseModel):
-    """An index job: its status, progress stages, and once done its report or error. Times are Unix seconds."""
+    """An index job: its status, progress stages, and once done its report or error. Times are Unix seconds.
+    ``cancel_requested``: ``POST .../jobs/{id}/cancel`` asked it to stop; it stops at its next progress event and
+    ends ``cancelled``."""
 
     id: str
     namespace: str
     strategy: str | None
-    status: Literal["queued", "running", "succeeded", "failed"]
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
     created: float
     started: float | None
     finished: float | None
@@ -163,6 +209,7 @@ class JobOut(BaseModel):
     )
     report: IndexReportOut | None
     error: JobError | None
+    cancel_requested: bool = False
 
 
 class JobList(BaseModel):

@@ -1,0 +1,110 @@
+"""The library's results as the HTTP API's response bodies (:mod:`gemrag.server.schemas`): hits with their
+provenance, answers with their citations, a namespace's build state per strategy and per document, and any value
+made JSON-safe."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from gemrag.memory import Memory
+from gemrag.provenance import describe_hits
+from gemrag.reports import Answer
+from gemrag.server import schemas as m
+from gemrag.types import Hit
+
+__all__ = ["answer_out", "build_state_out", "hits_out", "jsonable"]
+
+
+def hits_out(hits: Sequence[Hit], strategy: str) -> list[m.HitOut]:
+    """The hits as the API returns them: :func:`gemrag.provenance.describe_hits` of hits that carry their provenance
+    (as :meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>`, ``ask`` and ``ask_stream`` give them; no store
+    query, so a streamed answer is described after its memory was closed), meta made JSON-safe."""
+    return [m.HitOut(**{**n.model_dump(), "meta": jsonable(n.meta)}) for n in describe_hits(None, hits, strategy)]
+
+
+def answer_out(answer: Answer, strategy: str) -> m.AnswerOut:
+    """The answer as the API returns it, whole or as a stream's final ``answer`` event: its context with provenance
+    (:func:`hits_out`) and the cited context nodes."""
+    hits = hits_out(answer.hits, strategy)
+    return m.AnswerOut(
+        text=answer.text,
+        choice=answer.choice,
+        hits=hits,
+        cited=list(answer.cited),
+        dropped_citations=answer.dropped_citations,
+        citations=[m.CitedHitOut(marker=n, **hits[n - 1].model_dump()) for n in answer.cited],
+        retrieval_seconds=answer.retrieval_seconds,
+        answer_seconds=answer.answer_seconds,
+        usage=m.UsageOut(**asdict(answer.usage)),
+    )
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with what JSON cannot hold (numpy scalars and arrays, tuples, paths) turned into plain values."""
+    return _finite(json.loads(json.dumps(value, default=_plain)))
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinite floats (not valid JSON) replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    return str(value)
+
+
+def build_state_out(memory: Memory) -> m.BuildStateOut:
+    """The namespace's build state: each strategy's (:meth:`gemrag.memory.Memory.strategy_states`) and, per document
+    and per strategy, whether that strategy's published build covers every chunk of the document.
+
+    A document is ``stale`` for a built strategy when it is not chunked yet or one of its chunks is not among the
+    chunks the build covers (``Store.covered_chunks``); every document is ``never built`` for a strategy without a
+    build. Reads the chunk rows once and each built strategy's covered chunk ids once (O(chunks)).
+    """
+    states = memory.strategy_states()
+    store = memory.store
+    chunks_of: dict[int, list[int]] = defaultdict(list)
+    for node in store.nodes("chunk"):
+        if node.doc_id is not None:
+            chunks_of[int(node.doc_id)].append(int(node.id))
+    covered = {name: store.covered_chunks(name) or set() for name, st in states.items() if st.state != "never built"}
+    strategies = [
+        m.StrategyStateOut(
+            strategy=name,
+            state=st.state,
+            generation=st.generation,
+            new_documents=st.new_documents,
+            new_chunks=st.new_chunks,
+            deleted_chunks=st.deleted_chunks,
+            published_at=st.published_at,
+            describe=st.describe(),
+        )
+        for name, st in sorted(states.items())
+    ]
+    documents = []
+    for doc in store.documents():
+        ids = chunks_of.get(int(doc["id"]), [])
+        per: dict[str, Any] = {}
+        for name, st in sorted(states.items()):
+            if st.state == "never built":
+                per[name] = "never built"
+            else:
+                whole = bool(doc["chunked"]) and all(i in covered[name] for i in ids)
+                per[name] = "built" if whole else "stale"
+        documents.append(m.DocumentStateOut(**doc, chunks=len(ids), strategies=per))
+    return m.BuildStateOut(strategies=strategies, documents=documents)
