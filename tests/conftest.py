@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ for _folder in sorted({p.parent for p in _TESTS.rglob("test_*.py")} | {_TESTS}, 
         sys.path.insert(0, str(_folder))
 
 from backends import BACKENDS, MemoryAt, drop_schemas, new_schema, schema_url, start_server  # noqa: E402
+from browserhelp import launch_chromium  # noqa: E402
 from fakes import HashEmbedder, ScriptedLLM  # noqa: E402
 from gemrag.config import Config, load_config  # noqa: E402
 
@@ -77,3 +79,11 @@ def memory_at(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> I
 
     yield at
     drop_schemas(base, list(made.values()))
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Debian's chromium under playwright, one per session (:func:`browserhelp.launch_chromium`: fails under CI=true
+    when chromium or playwright is missing, skips elsewhere)."""
+    with launch_chromium() as chromium:
+        yield chromium

@@ -1,6 +1,7 @@
 """The memory view in a real headless browser (issue 13, item 1): Debian's chromium (``apt-get install chromium``)
-driven by playwright through ``executable_path``; nothing downloads a browser. The page must load with no console
-error and no network request, show every node, and show a node's text when it is clicked. The screenshot is kept
+driven by playwright through ``executable_path`` (the ``browser`` fixture, :mod:`browserhelp`); nothing downloads a
+browser. The page must load with no console error and no network request, show every node, and show a node's text
+when it is clicked. The screenshot is kept
 as an artefact: ``$GEMRAG_VIEW_SCREENSHOT`` when set, else ``view.png`` in the test's tmp dir.
 
 Under ``CI=true`` a missing chromium or playwright fails the test (:func:`realparts.require_real`).
@@ -9,11 +10,9 @@ Under ``CI=true`` a missing chromium or playwright fails the test (:func:`realpa
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from test_strategy_remem import DOCS as REMEM_DOCS
 from test_view_data import QUESTION, build_gem_memory
 
@@ -22,37 +21,9 @@ from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.strategies.gem.settings import gem_settings
 from gemrag.view import retrieval_path, view_data, write_html
-from realparts import require_real
 
-CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT = os.environ.get("GEMRAG_VIEW_SCREENSHOT")
 """Read at import: the ``config`` fixture clears every ``GEMRAG_*`` variable before the test runs."""
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Debian's chromium under playwright (fails under CI=true when either is missing)."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        require_real("playwright is not installed: pip install -e '.[test]'")
-    if not CHROMIUM.exists():
-        require_real("Debian's chromium is missing: apt-get install -y chromium")
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 class Page:
