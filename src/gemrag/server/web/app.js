@@ -298,18 +298,19 @@
   async function deleteDocument(doc) {
     clearError();
     const purge = $("purge").checked;
+    let done = "";
     try {
       const report = await api(nsPath(`/documents/${doc.id}${purge ? "?purge=true" : ""}`), { method: "DELETE" });
-      status(
+      done =
         `Deleted "${doc.title}": ${report.chunks} chunks, ${report.derived_nodes} derived nodes` +
-          (report.purge ? `; purged (${report.purge.erasure.complete ? "complete" : report.purge.erasure.detail})` : "") +
-          ".",
-      );
+        (report.purge ? `; purged (${report.purge.erasure.complete ? "complete" : report.purge.erasure.detail})` : "") +
+        ".";
       state.texts.clear();
     } catch (error) {
       showError(error);
     }
     await loadDocuments();
+    if (done) status(done);
   }
 
   function added(report) {
@@ -322,9 +323,9 @@
 
   async function afterAdding(report) {
     state.texts.clear();
-    status(`Documents: ${added(report)}. Index them to make them searchable.`);
     await loadNamespaces();
     await loadDocuments();
+    status(`Documents: ${added(report)}. Index them to make them searchable.`);
   }
 
   $("upload-form").addEventListener("submit", async (event) => {
@@ -687,8 +688,9 @@
       text.replaceChildren(chars.slice(0, passage.start).join(""), mark, chars.slice(passage.end).join(""));
     }
     $("reader").hidden = false;
+    $("reader").scrollIntoView({ block: "nearest" });
     const mark = $("cited-span");
-    if (mark) mark.scrollIntoView({ block: "center" });
+    if (mark) text.scrollTop = Math.max(0, mark.offsetTop - text.offsetTop - text.clientHeight / 3);
     $("reader-title").focus({ preventScroll: true });
   }
 
