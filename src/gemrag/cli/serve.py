@@ -84,10 +84,10 @@ def serve_command(
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
     strategy: Annotated[str | None, typer.Option(help="Default strategy of every namespace (default gem).")] = None,
 ) -> None:
-    """Serve the memories under --memory over HTTP (FastAPI; OpenAPI at /openapi.json, docs at /docs): add
-    documents, background index jobs with progress, retrieve, ask, stats, delete. Each namespace is its own
-    memory (DIR/NAMESPACE/); an API key reaches only the namespaces it is given. Without keys the server only
-    listens on loopback unless --allow-open."""
+    """Serve the memories under --memory over HTTP (FastAPI; OpenAPI at /openapi.json, docs at /docs; a web page
+    to work with them at /): add documents, background index jobs with progress, retrieve, ask, stats, delete.
+    Each namespace is its own memory (DIR/NAMESPACE/); an API key reaches only the namespaces it is given. Without
+    keys the server only listens on loopback unless --allow-open."""
     with cli_errors(resume_hint="start the server again"):
         try:
             import uvicorn
@@ -124,5 +124,5 @@ def serve_command(
         )
     else:
         err.print(f"{len(keys)} API key(s) configured; each reaches only its namespaces")
-    err.print(f"serving the memories under {memory} on http://{host}:{port} (API docs at /docs)")
+    err.print(f"serving the memories under {memory} on http://{host}:{port} (web page at /, API docs at /docs)")
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -80,6 +80,13 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": m.ErrorOut} for code in codes}
 
 
+def _json_errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """Error responses documented as JSON on a route whose own responses are not (``_errors`` would document them
+    in the route's media type)."""
+    ref = {"$ref": "#/components/schemas/ErrorOut"}
+    return {code: {"description": "An error", "content": {"application/json": {"schema": ref}}} for code in codes}
+
+
 def create_app(
     root: str | Path,
     config: Config,
@@ -370,7 +377,7 @@ def create_app(
     @app.get(
         "/v1/namespaces/{ns}/view",
         response_class=HTMLResponse,
-        responses={**_errors(404, 409), **HTML_RESPONSE},
+        responses={**_json_errors(400, 401, 403, 404, 409), **HTML_RESPONSE},
         tags=["query"],
     )
     def view(
