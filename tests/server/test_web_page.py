@@ -129,8 +129,10 @@ def run_flow(web: WebPage, answer_word: str, timeout: int = TIMEOUT) -> None:
     first = ask(web, timeout)
     final = first["text"]
     assert final.strip()
-    partial = [s for s in first["seen"] if 0 < len(s) < len(final) and final.startswith(s)]
-    assert partial, first["seen"]  # the answer appeared piece by piece before it was whole
+    streamed = first["seen"][:-1]  # what the box showed before the final answer replaced it (markers linked)
+    assert len(streamed) >= 2 and streamed[0], first["seen"]  # it appeared piece by piece, growing
+    growing = zip(streamed, streamed[1:], strict=False)
+    assert all(b.startswith(a) and len(b) > len(a) for a, b in growing), first["seen"]
     assert any(answer_word in h for h in first["hits"])
     assert page.locator("#hits > li").count() == len(first["hits"]) and "dense" in page.inner_text("#hits")
     assert re.search(
@@ -246,7 +248,7 @@ def test_a_key_never_shows_another_namespace(browser: Any, tmp_path: Path, confi
 def test_the_page_references_nothing_outside_its_origin() -> None:
     web = resources.files("gemrag.server").joinpath("web")
     names = sorted(p.name for p in web.iterdir())
-    assert names == ["app.css", "app.js", "index.html"]
+    assert names == ["app.css", "app.js", "ask.js", "core.js", "documents.js", "index.html", "indexing.js"]
     for name in names:
         text = web.joinpath(name).read_text(encoding="utf-8")
         assert "http://" not in text and "https://" not in text and "//cdn" not in text, name

@@ -1,0 +1,118 @@
+// The gemrag web page, part 1 of 5: the state, the API client (the JSON API under /v1 of the same server, the key
+// from sessionStorage sent as "Authorization: Bearer KEY"), messages and DOM helpers, shared as window.gemrag.
+"use strict";
+window.gemrag = {};
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const KEY = "gemrag.key";
+  const NS = "gemrag.namespace";
+  const POLL_MS = 400;
+  const state = {
+    ns: sessionStorage.getItem(NS) || "",
+    strategies: [], // [{strategy, state, generation, describe, ...}]
+    lastQuestion: "",
+    lastBudget: null,
+    hits: [],
+    job: null, // the polled job
+    queue: [], // strategies still to index after it
+    ask: null, // AbortController of the streamed answer
+    texts: new Map(), // "ns/doc id/version" -> document text
+  };
+
+  // -- talking to the API ---------------------------------------------------------------------------------
+  class ApiError extends Error {
+    constructor(status, body) {
+      super((body && body.detail) || `HTTP ${status}`);
+      this.status = status;
+      this.body = body || {};
+    }
+  }
+
+  function authHeaders(extra) {
+    const headers = Object.assign({}, extra || {});
+    const key = sessionStorage.getItem(KEY);
+    if (key) headers.Authorization = "Bearer " + key;
+    return headers;
+  }
+
+  async function failure(response) {
+    let body = {};
+    try {
+      body = await response.json();
+    } catch (_) {
+      body = { detail: response.statusText };
+    }
+    return new ApiError(response.status, body);
+  }
+
+  async function request(path, { method = "GET", json, form, signal, accept } = {}) {
+    const extra = {};
+    if (json !== undefined) extra["Content-Type"] = "application/json";
+    if (accept) extra.Accept = accept;
+    const init = { method, headers: authHeaders(extra), signal };
+    if (json !== undefined) init.body = JSON.stringify(json);
+    if (form) init.body = form;
+    const response = await fetch("v1" + path, init);
+    if (!response.ok) throw await failure(response);
+    return response;
+  }
+
+  const api = async (path, options) => (await request(path, options)).json();
+  const apiText = async (path, options) => (await request(path, options)).text();
+  const nsPath = (rest) => `/namespaces/${encodeURIComponent(state.ns)}${rest}`;
+
+  function explain(error) {
+    if (error instanceof ApiError) {
+      const lead = {
+        401: "The server needs an API key: enter one above.",
+        403: `This API key may not use namespace "${state.ns}".`,
+        404: "Not found.",
+        409: "Not possible now.",
+      }[error.status] || "The server refused the request.";
+      return `${lead} (${error.status} ${error.body.error || ""}) ${error.body.detail || ""}`.trim();
+    }
+    if (error && error.name === "AbortError") return "Stopped.";
+    return String((error && error.message) || error);
+  }
+
+  function showError(error) {
+    const box = $("message");
+    box.textContent = explain(error);
+    box.dataset.status = error instanceof ApiError ? String(error.status) : "";
+    box.hidden = false;
+  }
+
+  function clearError() {
+    $("message").hidden = true;
+    $("message").textContent = "";
+  }
+
+  const status = (text) => {
+    $("status").textContent = text;
+  };
+
+  // -- small DOM helpers -----------------------------------------------------------------------------------
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (name === "text") node.textContent = value;
+      else if (name === "class") node.className = value;
+      else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+      else node.setAttribute(name, value === true ? "" : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  }
+
+  function stateBadge(name, value) {
+    const kind = value === "built" ? "built" : value === "stale" ? "stale" : "never";
+    return el("span", { class: `state state-${kind}`, "data-strategy": name, "data-state": value, text: `${name}: ${value}` });
+  }
+
+  const fmt = (x, digits = 2) => (x === null || x === undefined ? "?" : Number(x).toFixed(digits));
+
+  Object.assign(window.gemrag, { $, KEY, NS, POLL_MS, state, ApiError, request, api, apiText, nsPath, explain, showError, clearError, status, el, stateBadge, fmt });
+})();
