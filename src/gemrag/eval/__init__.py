@@ -16,7 +16,7 @@ runner, report and plots (which use :class:`gemrag.Memory`) are imported lazily 
 * :mod:`gemrag.eval.plots` — PNG plots with bootstrap error bars (matplotlib);
 * :mod:`gemrag.eval.cli` — the ``gemrag eval`` command.
 * :mod:`gemrag.eval.acceptance` — HLGraphRAG's acceptance test on CMU DoG (``gemrag eval cmu_dog``), with
-  :mod:`~gemrag.eval.judge`, :mod:`~gemrag.eval.acceptance_report` and :mod:`~gemrag.eval.loaders.cmu_dog`.
+  :mod:`~gemrag.eval.judging.judge`, :mod:`~gemrag.eval.acceptance.report` and :mod:`~gemrag.eval.loaders.cmu_dog`.
 """
 
 from __future__ import annotations

@@ -32,15 +32,16 @@ from fastapi import Path as PathParam
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from gemrag import __version__
+from gemrag.answers.answer import Answer
+from gemrag.answers.provenance import describe_hits
 from gemrag.config import Config
 from gemrag.errors import InputError
-from gemrag.index_plan import IndexPlan
 from gemrag.ingest import Document
 from gemrag.ingest.loader import SUPPORTED_SUFFIXES, decode_text
 from gemrag.memory import Memory
+from gemrag.memory.index_plan import IndexPlan
+from gemrag.memory.sources import Source
 from gemrag.models.base import LLM, Embedder
-from gemrag.provenance import describe_hits
-from gemrag.reports import Answer
 from gemrag.server import models as m
 from gemrag.server import trace_context
 from gemrag.server.auth import KeyRing
@@ -48,7 +49,6 @@ from gemrag.server.errors import AuthError, ConflictError, ForbiddenError, NotFo
 from gemrag.server.jobs import JobManager
 from gemrag.server.namespaces import NAMESPACE_PATTERN, Namespaces
 from gemrag.server.streaming import SSE_RESPONSE, stream_answer
-from gemrag.sources import Source
 from gemrag.strategies import available
 from gemrag.types import Hit
 

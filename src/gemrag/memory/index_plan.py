@@ -3,7 +3,7 @@
 :func:`plan_index` (``Memory.plan_index``, ``gemrag index --plan``, the server's index jobs) prices the build of one
 strategy: the chunks it will process (new and changed only), and per LLM pass its calls, prompt and completion
 tokens and minutes on this machine. It writes nothing: documents not chunked yet are chunked in memory, and sources
-not put yet (``gemrag index PATHS``) are put in preview (:func:`gemrag.sources.preview_put`).
+not put yet (``gemrag index PATHS``) are put in preview (:func:`gemrag.memory.sources.preview_put`).
 
 * **Calls and tokens** come from each strategy's ``plan`` (:mod:`gemrag.strategies.platform.planning`): its real
   prompts on the actual chunk texts, counted with the model's tokenizer (llama.cpp: the chat template applied;
@@ -30,12 +30,12 @@ from pydantic import BaseModel, Field
 
 from gemrag.config import Config
 from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk
-from gemrag.lifecycle import MemoryHandle
+from gemrag.memory.handle import MemoryHandle
+from gemrag.memory.sources import PutPreview, Source, preview_put
 from gemrag.models.base import LLM, Message
 from gemrag.models.batch import CompletionRequest
 from gemrag.models.cache import INPUT_KEY
 from gemrag.models.rates import UNKNOWN, Rates, cached_calibration, calibrate, describe, recorded_rates, runs_here
-from gemrag.sources import PutPreview, Source, preview_put
 from gemrag.store import NodeRecord
 from gemrag.strategies.platform.common import document_order
 from gemrag.strategies.platform.planning import PlanWork, StrategyPlan, plan_of, signature
@@ -202,7 +202,8 @@ def _chars(messages: Sequence[Any]) -> int:
 
 
 def _chunked(text: str, doc_id: int, chunk_tokens: int, ids: list[int]) -> list[NodeRecord]:
-    """``text`` cut as :func:`gemrag.documents.chunk_pending` would, as chunks not stored yet (ids from ``ids``)."""
+    """``text`` cut as :func:`gemrag.memory.documents.chunk_pending` would, as chunks not stored yet (ids from
+    ``ids``)."""
     out = []
     for ord_, c in enumerate(chunk_text(text, minilm_tokenizer(), chunk_tokens)):
         ids[0] -= 1
