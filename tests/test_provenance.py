@@ -153,7 +153,7 @@ def test_described_nodes_are_json_and_a_vanished_node_has_no_passage(tmp_path: P
 
 def test_a_hit_kept_for_others_with_its_text_names_their_documents_too(memory_at: MemoryAt, config: Config) -> None:
     """Two documents holding the same text (as a memory written before schema 5 may): the retrieval keeps one hit
-    for the text (lifecycle.distinct_texts), and its provenance names both documents' passages."""
+    for the text (retrieval.distinct_texts), and its provenance names both documents' passages."""
     with open_memory(memory_at(), config) as mem:
         store = mem.store
         with store.transaction() as c:

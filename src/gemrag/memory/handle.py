@@ -13,7 +13,7 @@ from gemrag.strategies.base import Strategy, StrategyContext
 
 
 class MemoryHandle(Protocol):
-    """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): its store, its strategy context,
+    """What the role modules need of a memory (:class:`gemrag.memory.Memory` is one): its store, its strategy context,
     its strategies by name and a build. A protocol, so that the role modules do not import the memory that uses it."""
 
     store: MemoryStore

@@ -8,15 +8,14 @@ Used by :class:`gemrag.memory.Memory` (``add``, ``put``, ``add_text``, ``add_doc
   evaluation corpora, standard input without ``--id``) are *anonymous* and deduplicated by their text, as before:
   they are never "updated" (a chat exchange keeps the turn and date it was said at).
 * **Unchanged** (same identity, same sha256): nothing happens, no model call.
-* **Updated** (same identity, new text): in ONE transaction (:func:`gemrag.memory.deletion.remove_chunks`, the machinery
-  of ``gemrag delete``) the previous version is recorded in the history (``document_versions``: source, sha256,
-  when it was added and replaced; its text only with ``keep_versions``), and the document takes the new text under
-  the same id. When the previous version was chunked, the new one is chunked at once with
+* **Updated** (same identity, new text): in ONE transaction (:func:`gemrag.memory.deletion.remove_chunks`, the
+  machinery of ``gemrag delete``) the previous version is recorded in the history (``document_versions``: source,
+  sha256, when it was added and replaced; its text only with ``keep_versions``), and the document takes the new text
+  under the same id. When the previous version was chunked, the new one is chunked at once with
   :func:`gemrag.ingest.rechunk_text`, which keeps the old chunk texts that still occur, so only the changed stretch
   gets new chunk texts; old chunks whose text is still there (in the same order) stay the same nodes, with their
   questions, artefacts and derived nodes; the others are deleted with everything derived from them (DESIGN.md,
-  "Forgetting"), and
-  every built strategy gets a pruned generation, as a delete would. The next ``index`` spends LLM calls only on the
+  "Forgetting"), and every built strategy gets a pruned generation, as a delete would. The next ``index`` spends LLM calls only on the
   new chunks (GEM also re-summarizes the eigenthemes whose members changed; RAPTOR the clusters that changed).
 * **One document per content** (:mod:`gemrag.memory.source_plan`): a source whose text is byte-identical to a live
   document's becomes another source of that document (``same``: no new document, no chunk, no model call); with
@@ -152,7 +151,7 @@ class SourceReport:
 
 
 class Memory(MemoryHandle, Protocol):
-    """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): a lifecycle memory with its
+    """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): a memory handle with its
     configuration (the chunk size)."""
 
     config: Any
