@@ -1,8 +1,8 @@
 """The public names keep working where users import them after the top level was grouped by role (``memory/``,
 ``answers/``, ``chat/``): ``gemrag.Memory`` and ``from gemrag.memory import Memory`` are the facade,
-``from gemrag.chat import ChatSession`` the chat, and the old ``gemrag.reports`` forwards ``Answer`` and
-``IndexReport`` with a :class:`DeprecationWarning`. The facade stays a facade: under 400 lines, its bodies in the role
-modules."""
+``from gemrag.chat import ChatSession`` the chat, and the old ``gemrag.reports`` (``Answer``, ``IndexReport``) and
+``gemrag.index_plan`` (``plan_index``, ``IndexPlan``, ...) forward their names with a :class:`DeprecationWarning`.
+The facade stays a facade: under 400 lines, its bodies in the role modules."""
 
 from __future__ import annotations
 
@@ -45,10 +45,26 @@ def test_the_old_reports_module_forwards_with_a_deprecation_warning(name: str) -
     assert f"from gemrag import {name}" in str(caught[0].message)
 
 
-def test_the_old_reports_module_has_nothing_else() -> None:
-    reports = importlib.import_module("gemrag.reports")
-    with pytest.raises(AttributeError, match="Memory"):
-        reports.Memory  # noqa: B018
+@pytest.mark.parametrize("name", ["plan_index", "IndexPlan", "CONFIRM_MINUTES"])
+def test_the_old_index_plan_module_forwards_with_a_deprecation_warning(name: str) -> None:
+    from gemrag.memory import index_plan
+
+    old = importlib.import_module("gemrag.index_plan")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = getattr(old, name)
+    assert found is getattr(index_plan, name)
+    assert [w.category for w in caught] == [DeprecationWarning]
+    assert f"from gemrag.memory.index_plan import {name}" in str(caught[0].message)
+
+
+@pytest.mark.parametrize("module", ["gemrag.reports", "gemrag.index_plan"])
+def test_the_old_modules_have_nothing_else(module: str) -> None:
+    old = importlib.import_module(module)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning for a name that is not forwarded
+        with pytest.raises(AttributeError, match="Memory"):
+            old.Memory  # noqa: B018
 
 
 def test_the_facade_stays_under_400_lines() -> None:

@@ -15,8 +15,9 @@ Used by :class:`gemrag.memory.Memory` (``add``, ``put``, ``add_text``, ``add_doc
   :func:`gemrag.ingest.rechunk_text`, which keeps the old chunk texts that still occur, so only the changed stretch
   gets new chunk texts; old chunks whose text is still there (in the same order) stay the same nodes, with their
   questions, artefacts and derived nodes; the others are deleted with everything derived from them (DESIGN.md,
-  "Forgetting"), and every built strategy gets a pruned generation, as a delete would. The next ``index`` spends LLM calls only on the
-  new chunks (GEM also re-summarizes the eigenthemes whose members changed; RAPTOR the clusters that changed).
+  "Forgetting"), and every built strategy gets a pruned generation, as a delete would. The next ``index`` spends LLM
+  calls only on the new chunks (GEM also re-summarizes the eigenthemes whose members changed; RAPTOR the clusters that
+  changed).
 * **One document per content** (:mod:`gemrag.memory.source_plan`): a source whose text is byte-identical to a live
   document's becomes another source of that document (``same``: no new document, no chunk, no model call); with
   ``sync``, a new file holding the text of a file gone from the directory is a **move** (``moved``: the document
