@@ -12,17 +12,17 @@ COVID-QA (deepset) is Apache-2.0, so question, reference and answer are stored i
 are allowed); *incorrect* contradicts it, misses it, gives only part of a list or range as if it were the whole, or
 is a fragment that does not answer the question.
 
-The judge (:class:`gemrag.eval.factual.FactualJudge`) scores each answer's claim F1 against the reference; an answer
-counts as judged correct when F1 >= :data:`gemrag.eval.factual.CORRECT_AT` (0.5). The script prints each verdict,
-the accuracy, Cohen's kappa (``sklearn.metrics.cohen_kappa_score``), the confusion matrix (rows: hand label, columns:
-judge; ``unjudged`` = malformed after the retries) and the mean F1 of the hand-correct and hand-incorrect answers (a
-view that does not depend on the threshold). No cache: every run asks the model (4 calls per answer). ::
+The judge (:class:`gemrag.eval.judging.factual.FactualJudge`) scores each answer's claim F1 against the reference; an
+answer counts as judged correct when F1 >= :data:`gemrag.eval.judging.factual.CORRECT_AT` (0.5). The script prints each
+verdict, the accuracy, Cohen's kappa (``sklearn.metrics.cohen_kappa_score``), the confusion matrix (rows: hand label,
+columns: judge; ``unjudged`` = malformed after the retries) and the mean F1 of the hand-correct and hand-incorrect
+answers (a view that does not depend on the threshold). No cache: every run asks the model (4 calls per answer). ::
 
     python benchmarks/factual_agreement.py --llm-model qwen2.5-coder-0.5b --set llm.n_threads=1
     python benchmarks/factual_agreement.py --judge-base-url http://127.0.0.1:8080/v1 --judge-model NAME
 
 A judge outside gemrag (a person, another tool) is measured through a blind sheet (the format of
-:mod:`gemrag.eval.judging_sheet`, labels ``correct`` / ``incorrect``; the hand labels are not in it)::
+:mod:`gemrag.eval.judging.sheet`, labels ``correct`` / ``incorrect``; the hand labels are not in it)::
 
     python benchmarks/factual_agreement.py --sheet sheet.jsonl      # write it; fill in each "verdict"
     python benchmarks/factual_agreement.py --verdicts sheet.jsonl   # agreement of the filled verdicts
@@ -59,9 +59,9 @@ def main() -> int:
     args = ap.parse_args()
 
     from gemrag.config import load_config
-    from gemrag.eval.factual import CORRECT_AT, FactualJudge
-    from gemrag.eval.judge import judge_settings
-    from gemrag.eval.judging_sheet import read_verdicts
+    from gemrag.eval.judging.factual import CORRECT_AT, FactualJudge
+    from gemrag.eval.judging.judge import judge_settings
+    from gemrag.eval.judging.sheet import read_verdicts
     from gemrag.models.factory import build_llm
 
     items: list[dict[str, Any]] = [json.loads(line) for line in args.labels.read_text(encoding="utf-8").splitlines()]

@@ -96,7 +96,7 @@ def context_texts(store: Any, hit: Any) -> tuple[list[str], int]:
 def retrieve_all(mem: Any, strategy: str, budget: int | None) -> tuple[list[list[Any]] | None, str | None]:
     """The hits of the five questions (None and the error when the strategy cannot answer, e.g. withdrawn)."""
     from gemrag.errors import GemragError
-    from gemrag.lifecycle import StaleStrategyWarning
+    from gemrag.memory.states import StaleStrategyWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StaleStrategyWarning)
@@ -170,7 +170,7 @@ def measure_answers(
     models: Models, mem: Any, hits: list[list[Any]] | None, cache: Any | None
 ) -> dict[str, dict[str, Any]]:
     """Per reader and prompt: each answer's text, whether it abstains and whether it holds a canary string."""
-    from gemrag.answering import answer_question
+    from gemrag.answers.answering import answer_question
 
     out: dict[str, dict[str, Any]] = {}
     if hits is None:

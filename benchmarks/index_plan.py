@@ -1,8 +1,8 @@
 """How close ``gemrag index``'s cost plan comes to the build it plans (issue 54, item 4): estimate against actual.
 
 For each run (a corpus, a strategy, a model) the script opens a memory of its own under ``--out``, puts the corpus,
-prints the plan (:func:`gemrag.index_plan.plan_index`, calibrated: the model's rates are measured once per machine),
-runs ``Memory.index`` and prints estimate / actual / ratio for LLM calls, prompt tokens, completion tokens and
+prints the plan (:func:`gemrag.memory.index_plan.plan_index`, calibrated: the model's rates are measured once per
+machine), runs ``Memory.index`` and prints estimate / actual / ratio for LLM calls, prompt tokens, completion tokens and
 minutes. Actual calls and tokens are the build's backend calls (the memory's ``usage`` rows after the plan, cache
 hits excluded); actual minutes are the build's wall-clock time, and beside it the LLM's own seconds (the rows'
 ``seconds``: for llama.cpp each call's share of the engine's time). The goal: each ratio within 0.75-1.25.

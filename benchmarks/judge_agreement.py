@@ -9,7 +9,7 @@ real reply's first words, guards against a different file). Labelling rule: *cor
 reply that the document supports; *inaccurate* keeps its meaning but loses or blurs a detail (a name, a number);
 *choke* contradicts the document or the real reply, or names the wrong movie, person or opinion.
 
-The judge (:class:`gemrag.eval.judge.Judge`) classifies each candidate against the real reply; the script prints
+The judge (:class:`gemrag.eval.judging.judge.Judge`) classifies each candidate against the real reply; the script prints
 each verdict, the accuracy, Cohen's kappa (``sklearn.metrics.cohen_kappa_score``) and the confusion matrix (rows:
 hand label, columns: judge, ``unjudged`` = malformed after the retries). No cache: every run asks the model. ::
 
@@ -17,7 +17,7 @@ hand label, columns: judge, ``unjudged`` = malformed after the retries). No cach
     python benchmarks/judge_agreement.py --judge-base-url http://127.0.0.1:8080/v1 --judge-model NAME
 
 A judge outside gemrag (a person, another tool) is measured through a blind sheet, the same format as
-``gemrag eval cmu_dog --sheet`` (:mod:`gemrag.eval.judging_sheet`; the hand labels are not in it)::
+``gemrag eval cmu_dog --sheet`` (:mod:`gemrag.eval.judging.sheet`; the hand labels are not in it)::
 
     python benchmarks/judge_agreement.py --sheet labels-sheet.jsonl      # write it; fill in each "verdict"
     python benchmarks/judge_agreement.py --verdicts labels-sheet.jsonl   # agreement of the filled verdicts
@@ -45,7 +45,7 @@ def resolve(labels: Path, data: Path) -> list[dict[str, Any]]:
     Raises:
         SystemExit: an item names a missing conversation or turn, or the real reply does not start as recorded.
     """
-    from gemrag.eval.acceptance import reply_turns
+    from gemrag.eval.acceptance.runner import reply_turns
     from gemrag.eval.loaders.cmu_dog import load_cmu_dog
 
     corpus = load_cmu_dog(data)
@@ -87,8 +87,8 @@ def main() -> int:
         return 2
 
     from gemrag.config import load_config
-    from gemrag.eval.judge import Judge, judge_settings
-    from gemrag.eval.judging_sheet import read_verdicts
+    from gemrag.eval.judging.judge import Judge, judge_settings
+    from gemrag.eval.judging.sheet import read_verdicts
     from gemrag.models.factory import build_llm
 
     items = resolve(args.labels, args.data)

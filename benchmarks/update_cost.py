@@ -6,7 +6,7 @@ Steps, each timed, with its LLM backend calls (cache misses) and generated token
    parameters) with ``--strategy`` (default gem);
 2. append one sentence to paragraph ``--paragraph`` (default 80 of 166; ``--paragraphs N`` keeps only the story's
    first N paragraphs, for a shorter run) and index the file again: the file's
-   identity is its path, so its document is updated in place (``gemrag.sources``): the chunks whose text survives
+   identity is its path, so its document is updated in place (``gemrag.memory.sources``): the chunks whose text survives
    are kept, and only the new chunks (and GEM's summaries whose members changed) cost LLM calls;
 3. index once more without a change: no LLM call.
 

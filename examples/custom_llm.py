@@ -33,10 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gemrag import Memory
+from gemrag import Answer, IndexReport, Memory
 from gemrag.config import Config
 from gemrag.models.base import LLM, Completion, Embedder, Message, Usage
-from gemrag.reports import Answer, IndexReport
 
 TEXT = """The lighthouse on Gull Rock was built in 1857 from granite quarried on the island itself.
 Its keeper, Ada Morrow, kept a log of every ship that passed for thirty-one years.

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fakes import ScriptedLLM
-from gemrag.answering import (
+from gemrag.answers.answering import (
     ABSTAIN,
     SHORT_INSTRUCTION,
     answer_prompt,

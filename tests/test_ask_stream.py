@@ -16,11 +16,11 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from fakes import FailingMidway, HashEmbedder, StreamingLLM
+from gemrag.answers.answer import Answer
 from gemrag.cli import main as cli  # the module: its helpers (streams) and globals (out) are patched
 from gemrag.config import Config
 from gemrag.errors import MemoryNotIndexedError
 from gemrag.memory import Memory
-from gemrag.reports import Answer
 from test_memory import DOC_A
 
 runner = CliRunner()

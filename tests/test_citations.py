@@ -13,7 +13,7 @@ import pytest
 
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
-from gemrag.answering import (
+from gemrag.answers.answering import (
     answer_prompt,
     answer_question,
     answer_stream,
@@ -21,11 +21,11 @@ from gemrag.answering import (
     markers_only,
     short_answer_prompt,
 )
+from gemrag.answers.provenance import cited_sources
 from gemrag.config import Config, load_config
 from gemrag.models.base import Completion, Message, Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.prompting import parse_citations, strip_citations
-from gemrag.provenance import cited_sources
 from gemrag.types import Hit
 from test_memory import DOC_A
 

@@ -78,7 +78,7 @@ def test_an_edited_file_replaces_its_document(
     from fakes import HashEmbedder
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
     m = str(memory_at("m"))
     a = tmp_path / "a.txt"
     a.write_text("The lighthouse keeper is called Ansel Brandt.\n")
@@ -126,7 +126,7 @@ def test_mcp_says_when_it_creates_a_memory(tmp_path: Path, monkeypatch: pytest.M
             served.append(transport)
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
     monkeypatch.setattr("gemrag.mcp_server.create_server", lambda tools: Server())
     result = runner.invoke(cli.app, ["mcp", "--memory", "typo"])
     assert result.exit_code == 0 and served == ["stdio"], result.output
@@ -145,8 +145,8 @@ def test_ask_shows_sources_and_cites_in_json_and_in_the_table(
     from fakes import HashEmbedder, ScriptedLLM
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
-    monkeypatch.setattr("gemrag.memory.build_llm", lambda settings, cache_dir=None: ScriptedLLM())
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    monkeypatch.setattr("gemrag.memory.facade.build_llm", lambda settings, cache_dir=None: ScriptedLLM())
     m = str(memory_at("m"))
     text = "The keeper is Ansel.\n\nThe   boat comes on Mondays.\n"
     (tmp_path / "note.txt").write_text(text)

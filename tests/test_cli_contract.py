@@ -270,7 +270,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     onnx embedder's id), files good and bad."""
     root = tmp_path_factory.mktemp("template")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id=ONNX_ID))
+        patch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id=ONNX_ID))
         with Memory.open(root / "mem", load_config(None, {"memory": {"chunk_tokens": 100}}), llm=ScriptedLLM()) as mem:
             mem.add_text("Amos lit the lamp of the lighthouse every night.", "lighthouse")
             mem.index("dense")
@@ -296,7 +296,7 @@ def sandbox(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.delenv(var)
     shutil.copytree(template, tmp_path, dirs_exist_ok=True)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id=ONNX_ID))
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id=ONNX_ID))
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -308,16 +308,16 @@ def sandbox(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         return reached
 
     for target in (
-        "gemrag.memory.put_sources",  # adding documents
+        "gemrag.memory.facade.put_sources",  # adding documents
         "gemrag.cli.main.plan_index",  # the cost plan (it may load the model and time it)
-        "gemrag.memory.run_index",
-        "gemrag.memory.retrieve_published",
-        "gemrag.memory.answer_question",
-        "gemrag.lifecycle.remove_chunks",  # deleting
+        "gemrag.memory.facade.run_index",
+        "gemrag.memory.retrieval.retrieve_published",
+        "gemrag.memory.asking.answer_question",
+        "gemrag.memory.deletion.remove_chunks",  # deleting
         "gemrag.memory.Memory.stats",
         "gemrag.cli.demo.run_demo",
         "gemrag.eval.runner.build_embedder",
-        "gemrag.eval.acceptance.run_acceptance",
+        "gemrag.eval.acceptance.runner.run_acceptance",
         "gemrag.cli.chat.ChatSession",
         "gemrag.cli.view.write_html",
         "gemrag.mcp_server.create_server",
@@ -403,7 +403,7 @@ def test_read_commands_create_no_file(sandbox: dict[str, Any], monkeypatch: pyte
     --retrieve-only``, ``info --history``); a warning is one ``warning:`` line."""
     monkeypatch.undo()  # the real commands, with the sandbox's files
     monkeypatch.chdir(sandbox["root"])
-    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id=ONNX_ID))
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id=ONNX_ID))
     root: Path = sandbox["root"]
     runner = CliRunner()
     for args in (

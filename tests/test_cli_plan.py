@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory, cli
 from gemrag.cli.plan import confirm_plan, minutes_text
-from gemrag.index_plan import IndexPlan, RatesOut
+from gemrag.memory.index_plan import IndexPlan, RatesOut
 from gemrag.models.rates import Rates
 from test_memory import DOC_A
 
@@ -24,8 +24,8 @@ def note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if var.startswith("GEMRAG_"):
             monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
-    monkeypatch.setattr("gemrag.memory.build_llm", lambda settings, cache_dir=None: ScriptedLLM())
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    monkeypatch.setattr("gemrag.memory.facade.build_llm", lambda settings, cache_dir=None: ScriptedLLM())
     path = tmp_path / "note.txt"
     path.write_text(DOC_A, encoding="utf-8")
     return path
@@ -33,7 +33,9 @@ def note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _slow(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rates that make any LLM build take hours."""
-    monkeypatch.setattr("gemrag.index_plan._rates", lambda *a, **k: Rates("calibration", 1.0, 0.01, detail="slow"))
+    monkeypatch.setattr(
+        "gemrag.memory.index_plan._rates", lambda *a, **k: Rates("calibration", 1.0, 0.01, detail="slow")
+    )
 
 
 def test_plan_prints_and_writes_nothing(note: Path, tmp_path: Path) -> None:

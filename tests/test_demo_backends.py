@@ -24,8 +24,8 @@ def run_demo(location: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str],
     """The demo's printed answer lines (each with the line of passages it rests on) and the prompts its model
     received."""
     llm = ScriptedLLM()  # keeps every prompt it was sent
-    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
-    monkeypatch.setattr("gemrag.memory.build_llm", lambda settings, cache_dir=None: llm)
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    monkeypatch.setattr("gemrag.memory.facade.build_llm", lambda settings, cache_dir=None: llm)
     result = CliRunner().invoke(
         cli.app, ["demo", "--memory", location, "--limit", "3", "-q", "--set", "memory.chunk_tokens=100"]
     )

@@ -18,7 +18,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import ForgottenTextError
-from gemrag.lifecycle import StaleStrategyWarning
+from gemrag.memory.states import StaleStrategyWarning
 from gemrag.strategies.platform.forgetting import check_inputs, forgotten_nodes
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 from gemrag.types import Hit

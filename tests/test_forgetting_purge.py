@@ -1,4 +1,4 @@
-"""``delete(..., purge=True)`` (:mod:`gemrag.forgetting`, :mod:`gemrag.store.erase`): after it, no byte of the
+"""``delete(..., purge=True)`` (:mod:`gemrag.memory.forgetting`, :mod:`gemrag.store.erase`): after it, no byte of the
 removed text is left in any file of a SQLite memory (the database, its write-ahead log, the array files) and no
 row of a PostgreSQL memory's schema holds it; caches of other documents survive; the memory still answers."""
 
@@ -20,8 +20,8 @@ from conftest import STORY
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
-from gemrag.forgetting import Fragments, fragments_of, normalise
-from gemrag.lifecycle import StaleStrategyWarning
+from gemrag.memory.forgetting import Fragments, fragments_of, normalise
+from gemrag.memory.states import StaleStrategyWarning
 from gemrag.store.erase import Erasing, Erasure, json_text
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 from spans import memory_exporter, one

@@ -1,4 +1,4 @@
-"""The cost before the work (gemrag.index_plan): a plan's LLM calls are the calls the build then makes, it writes
+"""The cost before the work (gemrag.memory.index_plan): a plan's LLM calls are the calls the build then makes, it writes
 nothing, it counts only new and changed chunks, cached chunks cost nothing, sources not put yet are priced in
 preview, and the minutes come from measured rates or are unknown."""
 
@@ -14,10 +14,10 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
-from gemrag.index_plan import plan_index
+from gemrag.memory.index_plan import plan_index
+from gemrag.memory.sources import read_sources
 from gemrag.models.base import Completion, Message, Usage
 from gemrag.models.rates import UNKNOWN, Rates, cached_calibration, calibrate, recorded_rates
-from gemrag.sources import read_sources
 from gemrag.strategies import register
 from gemrag.strategies.base import StrategyContext
 from gemrag.types import Hit

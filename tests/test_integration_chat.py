@@ -15,7 +15,7 @@ two evaluation processes (2026-11-24): 96-98 s per session.
 memories in the last user message) the test passed for 1 of 4 dates (2026-11-23, 2026-11-24, 2026-01-15,
 2025-06-01): for the others the model continued a recalled small-talk reply ("The sea is a beautiful, and soup")
 although the fact's exchange was recalled first. With the memories in the system message and the user's message
-alone as the last turn (:mod:`gemrag.chat_prompts`) it answered "My sister's name is Marguerite." for all
+alone as the last turn (:mod:`gemrag.chat.prompts`) it answered "My sister's name is Marguerite." for all
 four dates. At turn 1 the 0.5B model still answers the fact with "I'm sorry, but I can't" (the 8-token reply is
 stored with the fact); the reply at turn 52 names the fact all the same.
 """

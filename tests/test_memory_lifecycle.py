@@ -21,7 +21,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
 from gemrag.errors import GemragError, MemoryNotIndexedError
-from gemrag.lifecycle import StaleStrategyWarning
+from gemrag.memory.states import StaleStrategyWarning
 from gemrag.strategies import register
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.gem.settings import gem_settings

@@ -19,14 +19,15 @@ from gemrag.models.meter import UsageMeter
 PROMPT_MODULES = {
     "gem": "gemrag.strategies.gem.prompts",
     "raptor": "gemrag.strategies.raptor.prompts",
-    "answer": "gemrag.answering",
+    "answer": "gemrag.answers.answering",
     "openie": "gemrag.strategies.remem.openie_prompts",
     "gist": "gemrag.strategies.remem.gist_prompts",
     "agent": "gemrag.strategies.remem.agent_prompts",
     "hlgraph": "gemrag.strategies.hlgraph.prompts",
     "unweaver": "gemrag.strategies.unweaver.prompts",
-    "acceptance": "gemrag.eval.acceptance_prompts",
-    "chat": "gemrag.chat_prompts",
+    "acceptance": "gemrag.eval.acceptance.prompts",
+    "judge": "gemrag.eval.judging.prompts",
+    "chat": "gemrag.chat.prompts",
 }
 
 #: The keys before the move (computed by the same cases with the modules at their old paths).
@@ -73,9 +74,21 @@ class _Backend:
 def _cases() -> dict[str, tuple[list[Message], dict[str, Any] | None]]:
     m = {k: importlib.import_module(v) for k, v in PROMPT_MODULES.items()}
     P = "Marta sold her boat to Ivo in Tromsø in 1998."
-    g, r, a, o, gi, ag, h, u, ac, ch = (
+    g, r, a, o, gi, ag, h, u, ac, ju, ch = (
         m[k]
-        for k in ("gem", "raptor", "answer", "openie", "gist", "agent", "hlgraph", "unweaver", "acceptance", "chat")
+        for k in (
+            "gem",
+            "raptor",
+            "answer",
+            "openie",
+            "gist",
+            "agent",
+            "hlgraph",
+            "unweaver",
+            "acceptance",
+            "judge",
+            "chat",
+        )
     )
     return {
         "utility_questions": (g.utility_questions_prompt(P, 5), g.utility_questions_schema(5)),
@@ -100,7 +113,7 @@ def _cases() -> dict[str, tuple[list[Message], dict[str, Any] | None]]:
         "hlgraph_ideas": (h.ideas_prompt("Why did Marta push Ivo?"), h.ideas_schema()),
         "unweaver_entities": (u.entities_prompt(P), u.entities_schema()),
         "unweaver_shorten": (u.shorten_prompt("Marta", "A woman. A sailor.", 100), None),
-        "judge": (ac.judge_prompt("Movie text", "A: hi", "B: yo", "B: hey"), ac.verdict_schema()),
+        "judge": (ju.judge_prompt("Movie text", "A: hi", "B: yo", "B: hey"), ju.verdict_schema()),
         "reply": (ac.reply_prompt("Jaws", [P], [(True, "hi"), (False, "hello")]), None),
         "chat": (ch.chat_prompt("Ava", "hi", [P], [("a", "b")], description="kind"), None),
         "versions": (

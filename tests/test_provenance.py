@@ -1,6 +1,6 @@
 """Provenance on every hit (issue 39): a chunk hit carries its document (id, title, source, version), ordinal and
 span; a derived node (GEM and RAPTOR summaries, REMem gists and turns, UnWeaver classes, HLGraphRAG relations)
-carries the chunks its build recorded; the same description (:class:`~gemrag.provenance.RetrievedNode`) on every
+carries the chunks its build recorded; the same description (:class:`~gemrag.answers.provenance.RetrievedNode`) on every
 surface. Unit tests with the scripted LLM and the hashing embedder."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
+from gemrag.answers.provenance import describe_hits, passage_label, source_label, with_provenance
 from gemrag.config import Config, load_config
-from gemrag.lifecycle import distinct_texts
-from gemrag.provenance import describe_hits, passage_label, source_label, with_provenance
+from gemrag.memory.retrieval import distinct_texts
 from gemrag.store.rows import sha256_text
 from gemrag.types import SAME_TEXT, SOURCE_NODES, Hit, Provenance
 from test_memory import DOC_A, DOC_B
@@ -153,7 +153,7 @@ def test_described_nodes_are_json_and_a_vanished_node_has_no_passage(tmp_path: P
 
 def test_a_hit_kept_for_others_with_its_text_names_their_documents_too(memory_at: MemoryAt, config: Config) -> None:
     """Two documents holding the same text (as a memory written before schema 5 may): the retrieval keeps one hit
-    for the text (lifecycle.distinct_texts), and its provenance names both documents' passages."""
+    for the text (retrieval.distinct_texts), and its provenance names both documents' passages."""
     with open_memory(memory_at(), config) as mem:
         store = mem.store
         with store.transaction() as c:

@@ -1,4 +1,4 @@
-"""Documents identified by their source (gemrag.sources): an edited file replaces its previous version, and every
+"""Documents identified by their source (gemrag.memory.sources): an edited file replaces its previous version, and every
 strategy stays correct after the update.
 
 For each strategy, with the unit-test doubles: a memory of five files in which one file was edited and indexed
@@ -21,7 +21,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
 from gemrag.errors import InputError
-from gemrag.lifecycle import StaleStrategyWarning
+from gemrag.memory.states import StaleStrategyWarning
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 from test_memory_lifecycle import QUESTIONS, documents
 

@@ -21,7 +21,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory, cli
 from gemrag.config import Config
 from gemrag.errors import GemragError
-from gemrag.lifecycle import distinct_texts, retrieve_published
+from gemrag.memory.retrieval import distinct_texts, retrieve_published
 from gemrag.types import Hit
 from test_memory_lifecycle import documents
 
@@ -40,8 +40,8 @@ def doubles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ScriptedLLM:
     """The CLI on the test doubles (in ``tmp_path``): a hash embedder and a scripted LLM counting its calls."""
     llm = ScriptedLLM()
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
-    monkeypatch.setattr("gemrag.memory.build_llm", lambda settings, cache_dir=None: llm)
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    monkeypatch.setattr("gemrag.memory.facade.build_llm", lambda settings, cache_dir=None: llm)
     return llm
 
 

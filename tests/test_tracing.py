@@ -35,8 +35,8 @@ def story(tmp_path: Path) -> Path:
 @pytest.fixture
 def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI's memories get the test doubles instead of the configured models."""
-    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
-    monkeypatch.setattr("gemrag.memory.build_llm", lambda settings, cache_dir=None: ScriptedLLM())
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id="onnx:test"))
+    monkeypatch.setattr("gemrag.memory.facade.build_llm", lambda settings, cache_dir=None: ScriptedLLM())
 
 
 def test_index_and_ask_span_trees_with_token_attributes(

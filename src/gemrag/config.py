@@ -94,7 +94,7 @@ class AnswerSettings(BaseModel):
     Attributes:
         cite: answers name the context passages they use: the prompt asks for ``[n]`` markers (multiple choice:
             the passages' numbers beside the option letter), and an answer lists the cited passages with their
-            sources and spans (:mod:`gemrag.answering`). None (default): cite in sentence answers and multiple
+            sources and spans (:mod:`gemrag.answers.answering`). None (default): cite in sentence answers and multiple
             choice (``ask``, ``chat``, the server, MCP), not in the short form of span-answer benchmarks
             (``Memory.answer(short=True)``, ``gemrag eval`` on COVID-QA, MuSiQue, HotpotQA, LoCoMo), where the
             markers cost answer quality: on 62 COVID-QA questions citing cost the embedded 1.5B 6.1 F1 / 9.7 EM

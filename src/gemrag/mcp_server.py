@@ -9,7 +9,7 @@ install the ``mcp`` extra). ``gemrag mcp --memory DIR`` (:mod:`gemrag.cli.mcp`) 
   what was indexed (:class:`RememberResult`).
 * ``recall(question, budget?, strategy?)``: the retrieved nodes with scores and provenance (documents, and the
   chunks each node was made from with their character spans), as structured output (:class:`RecallResult`, each
-  node a :class:`~gemrag.provenance.RetrievedNode`).
+  node a :class:`~gemrag.answers.provenance.RetrievedNode`).
 * ``ask(question, budget?, strategy?)``: the LLM's answer, the context it was given and the passages it cites
   (:class:`AskResult`).
 * ``forget(document, purge?, rebuild?)``: delete a document (its id, the ``id`` it was remembered under, or its
@@ -32,12 +32,12 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field
 
+from gemrag.answers.provenance import CitedNode, RetrievedNode, describe_answer, retrieve_nodes
 from gemrag.errors import ConfigError, GemragError, InputError
 from gemrag.ingest import Document
 from gemrag.ingest.loader import decode_text
 from gemrag.memory import Memory
-from gemrag.provenance import CitedNode, RetrievedNode, describe_answer, retrieve_nodes
-from gemrag.sources import Source
+from gemrag.memory.sources import Source
 from gemrag.strategies.base import available
 
 try:
@@ -108,7 +108,7 @@ class AskResult(BaseModel):
 
 
 class ForgetResult(BaseModel):
-    """What ``forget`` deleted (:class:`gemrag.lifecycle.DeleteReport`).
+    """What ``forget`` deleted (:class:`gemrag.memory.deletion.DeleteReport`).
 
     Attributes:
         document_id: the document's id. title: its title. deleted: False when only one of its sources was named
@@ -155,7 +155,7 @@ class MemoryTools:
     def remember(self, text: str, title: str | None = None, id: str | None = None) -> RememberResult:
         """Add ``text`` as a document and index it with :attr:`strategy` (incremental: cached work is reused).
         With ``id`` the document has that identity: remembering another text under the same id replaces it
-        (:mod:`gemrag.sources`); without, it is anonymous and deduplicated by its text.
+        (:mod:`gemrag.memory.sources`); without, it is anonymous and deduplicated by its text.
 
         Raises:
             InputError: the text is empty (or only whitespace).

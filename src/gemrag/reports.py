@@ -1,59 +1,11 @@
-"""What the public API returns: :class:`Answer` (an answer with its evidence) and :class:`IndexReport` (what one
-``index()`` run did). Re-exported by :mod:`gemrag` and :mod:`gemrag.memory`."""
+"""Deprecated: import :class:`~gemrag.answers.answer.Answer` and :class:`~gemrag.memory.indexing.IndexReport` from
+:mod:`gemrag` (``from gemrag import Answer, IndexReport``). This module only forwards the two names, with a
+:class:`DeprecationWarning` (:func:`gemrag.deprecation.forwarding`), and will be removed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from gemrag.deprecation import forwarding
 
-from gemrag.models.base import Usage
-from gemrag.types import Hit
-
-
-@dataclass
-class Answer:
-    """An answer with its evidence.
-
-    Attributes:
-        text: the model's answer (for multiple choice: the chosen option's text). A cited answer keeps its markers
-            ``[n]`` naming context passages (:func:`gemrag.prompting.parse_citations`; markers naming no passage
-            are removed).
-        choice: 0-based index of the chosen option (multiple choice), else None.
-        hits: the retrieved context nodes, in the order given to the LLM (passage ``[n]`` is ``hits[n - 1]``).
-        retrieval_seconds: time to retrieve the context (seconds, without answer generation).
-        answer_seconds: time to generate the answer (seconds).
-        usage: what this question spent in model calls (cache hits cost nothing).
-        cited: the passage numbers ``n`` (1-based into ``hits``) the answer cites, ascending, each once; empty
-            when citing is off (``[answer] cite = false``) or the answer cites nothing.
-        dropped_citations: how many markers named no context passage (a number outside ``1..len(hits)``); they
-            were removed from ``text``.
-    """
-
-    text: str
-    choice: int | None
-    hits: list[Hit]
-    retrieval_seconds: float
-    answer_seconds: float
-    usage: Usage = field(default_factory=Usage)
-    cited: list[int] = field(default_factory=list)
-    dropped_citations: int = 0
-
-    @property
-    def citations(self) -> list[Hit]:
-        """The cited context nodes, in :attr:`cited` order (each with its provenance when retrieved through
-        :meth:`gemrag.memory.Memory.retrieve`)."""
-        return [self.hits[n - 1] for n in self.cited]
-
-
-@dataclass
-class IndexReport:
-    """What one ``index()`` run did: ``new_chunks`` created, totals, seconds and spent usage (LLM and embedder
-    calls together); ``llm_calls``: the LLM backend calls it made (cache misses)."""
-
-    documents: int
-    chunks: int
-    new_chunks: int
-    summary_nodes: int
-    seconds: float
-    usage: Usage
-    failures: int
-    llm_calls: int = 0
+__getattr__ = forwarding(
+    __name__, {"Answer": "gemrag.answers.answer", "IndexReport": "gemrag.memory.indexing"}, advice="gemrag"
+)

@@ -14,8 +14,8 @@ not the hit's own node (``hlgraph``'s ``"relations"`` hit: the facts it renders 
 
 SAME_TEXT = "same_text"
 """Key of a hit's ``meta`` listing the nodes of lower-ranked hits with the same text that a retrieval dropped
-(:func:`gemrag.lifecycle.distinct_texts`; each named by :func:`provenance_nodes`): the hit stands for their sources
-too, so its provenance names every document the text came from."""
+(:func:`gemrag.memory.retrieval.distinct_texts`; each named by :func:`provenance_nodes`): the hit stands for their
+sources too, so its provenance names every document the text came from."""
 
 
 def provenance_nodes(hit: Hit) -> list[int]:

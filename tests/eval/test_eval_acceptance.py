@@ -18,12 +18,13 @@ from typer.testing import CliRunner
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag.config import Config
 from gemrag.errors import ConfigError, InputError, ModelCrashError
-from gemrag.eval import acceptance as acceptance_module
-from gemrag.eval.acceptance import AcceptanceSettings, replay, reply_turns, run_acceptance
-from gemrag.eval.acceptance_prompts import GO_ON, Verdict, clean_reply, reply_prompt
-from gemrag.eval.acceptance_report import mann_whitney, run_counts, summarize_acceptance
+from gemrag.eval.acceptance import runner as acceptance_module
+from gemrag.eval.acceptance.prompts import GO_ON, clean_reply, reply_prompt
+from gemrag.eval.acceptance.report import mann_whitney, run_counts, summarize_acceptance
+from gemrag.eval.acceptance.runner import AcceptanceSettings, replay, reply_turns, run_acceptance
 from gemrag.eval.cli import eval_command
-from gemrag.eval.judge import Judge, judge_settings
+from gemrag.eval.judging.judge import Judge, judge_settings
+from gemrag.eval.judging.prompts import Verdict
 from gemrag.eval.loaders.cmu_dog import load_cmu_dog
 from gemrag.eval.plan import plan_runs
 from gemrag.memory import Memory
@@ -405,7 +406,7 @@ def test_the_default_runs_are_the_papers_three_rows_and_ours_tested_in_its_direc
     """HLGraphRAG Figure 5.1's three rows (base, + DW, + DW + RR) and ours (+ RR alone), and one-sided tests, the
     paper's two of Figure 5.5 (base vs + DW, + DW vs both) and our two (base vs + RR, + RR vs both): the row expected
     to choke more comes first (``alternative="greater"``)."""
-    from gemrag.eval.acceptance import DEFAULT_STRATEGIES, PAPER_PAIRS
+    from gemrag.eval.acceptance.runner import DEFAULT_STRATEGIES, PAPER_PAIRS
     from gemrag.eval.plan import plan_runs
 
     runs = plan_runs(DEFAULT_STRATEGIES.split(","), None, config)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gemrag.answers.answer import Answer
 from gemrag.eval.citations import citation_record, citation_scores, gold_judge, plain_answer, span_judge
-from gemrag.reports import Answer
 from gemrag.types import DocumentRef, Hit, Passage, Provenance
 
 

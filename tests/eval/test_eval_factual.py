@@ -14,8 +14,8 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag.config import Config
 from gemrag.errors import ConfigError
-from gemrag.eval.factual import FactualJudge, claim_scores
-from gemrag.eval.judged import JudgeChoice, judge_named
+from gemrag.eval.judging.factual import FactualJudge, claim_scores
+from gemrag.eval.judging.judged import JudgeChoice, judge_named
 from gemrag.eval.metrics import answer_recall
 from gemrag.eval.report import markdown_report
 from gemrag.eval.runner import run_eval
@@ -197,9 +197,9 @@ def test_gemrag_eval_covid_qa_judges_only_with_judge_model(
     import typer
     from typer.testing import CliRunner
 
-    from gemrag.eval import judged as judged_module
     from gemrag.eval import runner as runner_module
     from gemrag.eval.cli import eval_command
+    from gemrag.eval.judging import judged as judged_module
 
     evaluation, judges = ScriptedLLM(), []
 

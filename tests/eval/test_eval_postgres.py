@@ -165,7 +165,7 @@ def test_cmu_dog_on_postgres_gives_the_sqlite_records_and_resumes(tmp_path: Path
     """The acceptance test's memory per movie (``cmu_dog-<movie>``) is a schema too."""
     from test_eval_acceptance import DogLLM, write_dog
 
-    from gemrag.eval.acceptance import AcceptanceSettings, run_acceptance
+    from gemrag.eval.acceptance.runner import AcceptanceSettings, run_acceptance
 
     dog = write_dog(tmp_path)
     common: dict[str, Any] = {"config": config, "embedder": HashEmbedder(), "settings": AcceptanceSettings(runs=1)}

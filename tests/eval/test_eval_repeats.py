@@ -14,7 +14,7 @@ from test_eval_factual import covid_file
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag.config import Config
 from gemrag.errors import ConfigError
-from gemrag.eval.judged import JudgeChoice
+from gemrag.eval.judging.judged import JudgeChoice
 from gemrag.eval.repeats import ANSWER_TEMPERATURE, Sampling, repeats_markdown, run_spread
 from gemrag.eval.report import markdown_report
 from gemrag.eval.runner import run_eval

@@ -182,7 +182,7 @@ def test_records_results_and_shared_memory(tmp_path: Path, config: Config) -> No
     }
     gem_index = [e for e in index if e["strategy"] == "gem"]
     assert all(e["prompt_tokens"] > 0 and e["summary_nodes"] == 2 for e in gem_index)
-    # the cost plan made before each build (gemrag.index_plan): its calls are the build's backend calls
+    # the cost plan made before each build (gemrag.memory.index_plan): its calls are the build's backend calls
     assert all(e["estimate"]["calls"] == e["llm_calls"] - e["llm_cached"] > 0 for e in gem_index), gem_index
     assert all(e["estimate"]["minutes"] is None for e in index if e["strategy"] == "firstchunks")  # no plan method
     assert all(e["prompt_tokens"] == 0 for e in index if e["strategy"] == "firstchunks")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from gemrag import load_config
-from gemrag.eval.acceptance import AcceptanceSettings, run_acceptance
-from gemrag.eval.acceptance_prompts import VERDICTS
+from gemrag.eval.acceptance.runner import AcceptanceSettings, run_acceptance
+from gemrag.eval.judging.prompts import VERDICTS
 from realparts import require_real
 
 pytestmark = pytest.mark.integration

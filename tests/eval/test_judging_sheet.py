@@ -1,4 +1,4 @@
-"""Blind judging sheets (gemrag.eval.judging_sheet): export the acceptance test's replies, judge them outside
+"""Blind judging sheets (gemrag.eval.judging.sheet): export the acceptance test's replies, judge them outside
 gemrag, report with those verdicts."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from fakes import HashEmbedder
 from gemrag.config import Config
 from gemrag.errors import InputError
-from gemrag.eval.acceptance import NOT_JUDGED, AcceptanceSettings, run_acceptance
-from gemrag.eval.judging_sheet import KEY_FILE, apply_verdicts, read_verdicts
+from gemrag.eval.acceptance.runner import NOT_JUDGED, AcceptanceSettings, run_acceptance
+from gemrag.eval.judging.sheet import KEY_FILE, apply_verdicts, read_verdicts
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def test_bad_verdict_files_are_named(tmp_path: Path) -> None:
 
 
 def test_cli_sheet_and_verdicts(tmp_path: Path, dog: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemrag.eval import acceptance as acceptance_module
+    from gemrag.eval.acceptance import runner as acceptance_module
 
     monkeypatch.setattr(acceptance_module, "build_embedder", lambda settings: HashEmbedder())
     monkeypatch.setattr(acceptance_module, "build_llm", lambda settings, cache_dir=None: DogLLM())

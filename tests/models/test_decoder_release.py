@@ -18,7 +18,7 @@ import pytest
 
 from fake_llama import FakeLlamaCppLLM, fake_decoder
 from gemrag.errors import DecoderBusyError, GemragError, StructuredOutputError
-from gemrag.eval.factual import FactualJudge
+from gemrag.eval.judging.factual import FactualJudge
 from gemrag.models.base import Completion, Usage
 from gemrag.models.batch import CompletionRequest
 from gemrag.models.cache import CachedLLM

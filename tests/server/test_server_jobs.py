@@ -18,9 +18,9 @@ import pytest
 from fakes import ScriptedLLM
 from gemrag.config import Config
 from gemrag.errors import ModelNotAvailableError
+from gemrag.memory.indexing import IndexReport
 from gemrag.models.base import Completion, Message, Usage
 from gemrag.models.onnx_embedder import OnnxMiniLMEmbedder
-from gemrag.reports import IndexReport
 from gemrag.server import app as app_module
 from gemrag.server import create_app
 from gemrag.server.jobs import JobConflictError, JobManager, UnknownJobError

@@ -22,8 +22,8 @@ import pytest
 from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
+from gemrag.answers.provenance import with_provenance
 from gemrag.config import Config
-from gemrag.provenance import with_provenance
 from gemrag.store import open_store
 from gemrag.store.postgres.bulk import COPY_FROM
 from gemrag.strategies.gem.search import PreparedGraph

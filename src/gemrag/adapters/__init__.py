@@ -6,6 +6,6 @@
   ``NodeWithScore`` objects (extra ``llamaindex``: llama-index-core).
 
 Both wrap :meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>` and carry each node's score and provenance
-(:class:`~gemrag.provenance.RetrievedNode`) as metadata. Importing one without its framework raises an
+(:class:`~gemrag.answers.provenance.RetrievedNode`) as metadata. Importing one without its framework raises an
 ``ImportError`` naming the extra to install; this package itself imports neither.
 """

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
+from gemrag.answers.provenance import retrieve_nodes
 from gemrag.memory import Memory
-from gemrag.provenance import retrieve_nodes
 
 try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -35,7 +35,7 @@ class GemragRetriever(BaseRetriever):
     Use it through LangChain's Runnable API (``invoke``, ``batch``, ``ainvoke``; the async calls run the
     synchronous retrieval in an executor). Each retrieved node becomes a ``Document`` whose ``page_content`` is
     the node's text and whose ``metadata`` is :meth:`RetrievedNode.metadata
-    <gemrag.provenance.RetrievedNode.metadata>`: ``score`` (the strategy's score, float, higher is better),
+    <gemrag.answers.provenance.RetrievedNode.metadata>`: ``score`` (the strategy's score, float, higher is better),
     ``rank``, ``node_id``, ``kind``, ``strategy``, ``documents`` (each a dict of ``id``, ``title``, ``source``,
     ``version``), ``passages`` (the chunks the node was made from, each a dict of ``chunk_id``, ``document``,
     ``ordinal`` and its character span ``start``/``end`` in that document version's text), ``chunk_ids``,

@@ -15,8 +15,8 @@ It plugs into LlamaIndex's query engines like any retriever, e.g.
 
 from __future__ import annotations
 
+from gemrag.answers.provenance import retrieve_nodes
 from gemrag.memory import Memory
-from gemrag.provenance import retrieve_nodes
 
 try:
     from llama_index.core.callbacks import CallbackManager
@@ -34,7 +34,7 @@ class GemragRetriever(BaseRetriever):
     ``retrieve(query)`` (or ``aretrieve``) returns one ``NodeWithScore(TextNode, score)`` per retrieved node,
     best first: ``score`` is the strategy's score (float, higher is better within one retrieval), the
     ``TextNode``'s ``id_`` is ``"gemrag:<node_id>"``, its ``text`` the node's text and its ``metadata``
-    :meth:`RetrievedNode.metadata <gemrag.provenance.RetrievedNode.metadata>` (``score``, ``rank``,
+    :meth:`RetrievedNode.metadata <gemrag.answers.provenance.RetrievedNode.metadata>` (``score``, ``rank``,
     ``node_id``, ``kind``, ``strategy``, ``documents`` and ``passages`` (the chunks the node was made from, each with
     its document and character span ``start``/``end`` in that document version's text), ``chunk_ids``,
     ``document_ids``, ``titles``, ``meta``). The metadata is

@@ -18,12 +18,12 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from gemrag.answering import LETTERS
+from gemrag.answers.answering import LETTERS
+from gemrag.answers.provenance import cited_sources
 from gemrag.config import Config
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
 from gemrag.models.llama.weights import default_cache_dir
-from gemrag.provenance import cited_sources
 from gemrag.strategies.base import ProgressFactory
 
 STORY = "lost_in_translation"

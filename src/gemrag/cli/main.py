@@ -21,7 +21,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gemrag.answering import LETTERS
+from gemrag.answers.answer import Answer
+from gemrag.answers.answering import LETTERS
+from gemrag.answers.provenance import cited_sources, describe_answer, describe_hits, source_label
 from gemrag.cli.chat import chat_command
 from gemrag.cli.config import config_command
 from gemrag.cli.copy import copy_command
@@ -54,13 +56,11 @@ from gemrag.config import Config
 from gemrag.console import OneLineErrors, cli_errors, err
 from gemrag.errors import GemragError, InputError
 from gemrag.eval.cli import eval_command
-from gemrag.index_plan import CONFIRM_MINUTES, IndexPlan, plan_index
 from gemrag.memory import Memory
+from gemrag.memory.index_plan import CONFIRM_MINUTES, IndexPlan, plan_index
+from gemrag.memory.sources import read_sources, synced_directories
 from gemrag.models.factory import check_model_settings
 from gemrag.progress import rich_progress
-from gemrag.provenance import cited_sources, describe_answer, describe_hits, source_label
-from gemrag.reports import Answer
-from gemrag.sources import read_sources, synced_directories
 from gemrag.strategies import check_config
 from gemrag.version import package_version
 

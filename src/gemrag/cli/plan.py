@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gemrag.index_plan import CONFIRM_MINUTES, IndexPlan
+from gemrag.memory.index_plan import CONFIRM_MINUTES, IndexPlan
 
 __all__ = ["confirm_plan", "minutes_text", "print_plan"]
 

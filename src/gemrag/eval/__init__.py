@@ -15,8 +15,11 @@ runner, report and plots (which use :class:`gemrag.Memory`) are imported lazily 
 * :mod:`gemrag.eval.report` — aggregates, paired comparisons, ``results.json`` / ``results.md``;
 * :mod:`gemrag.eval.plots` — PNG plots with bootstrap error bars (matplotlib);
 * :mod:`gemrag.eval.cli` — the ``gemrag eval`` command.
-* :mod:`gemrag.eval.acceptance` — HLGraphRAG's acceptance test on CMU DoG (``gemrag eval cmu_dog``), with
-  :mod:`~gemrag.eval.judge`, :mod:`~gemrag.eval.acceptance_report` and :mod:`~gemrag.eval.loaders.cmu_dog`.
+* :mod:`gemrag.eval.acceptance` — HLGraphRAG's acceptance test on CMU DoG (``gemrag eval cmu_dog``): its runner,
+  reply prompt and reports (:mod:`~gemrag.eval.acceptance.report`), with :mod:`~gemrag.eval.judging.judge` and
+  :mod:`~gemrag.eval.loaders.cmu_dog`;
+* :mod:`gemrag.eval.judging` — the LLM judges (the acceptance test's, the factual-correctness judge of free-form
+  answers) and blind judging sheets.
 """
 
 from __future__ import annotations

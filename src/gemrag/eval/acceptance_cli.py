@@ -99,8 +99,8 @@ def acceptance_command(
         ConfigError: an unsupported option was given, or bad settings (see ``run_acceptance``).
         InputError: a bad dataset or verdicts file (see ``run_acceptance``).
     """
-    from gemrag.eval.acceptance import DEFAULT_STRATEGIES, AcceptanceSettings, run_acceptance
-    from gemrag.eval.acceptance_report import markdown_acceptance
+    from gemrag.eval.acceptance.report import markdown_acceptance
+    from gemrag.eval.acceptance.runner import DEFAULT_STRATEGIES, AcceptanceSettings, run_acceptance
     from gemrag.eval.variants import split_strategies
     from gemrag.progress import rich_progress
 

@@ -1,4 +1,4 @@
-"""Citation metrics of cited answers (``[answer] cite``, :mod:`gemrag.answering`) on datasets with gold passages.
+"""Citation metrics of cited answers (``[answer] cite``, :mod:`gemrag.answers.answering`) on gold-passage datasets.
 
 An answer cites context passages (``Answer.cited``: its ``[n]`` markers, or the numbers a multiple-choice answer
 lists). A cited passage is *gold* when it contains gold evidence: for datasets whose gold passages are documents
@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from gemrag.answers.answer import Answer
 from gemrag.eval.datasets import Question
 from gemrag.eval.metrics import answer_recall, passage_recall
 from gemrag.prompting import strip_citations
-from gemrag.reports import Answer
 from gemrag.types import Hit
 
 __all__ = ["citation_record", "citation_scores", "gold_judge", "plain_answer", "question_judge", "span_judge"]

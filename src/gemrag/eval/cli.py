@@ -243,7 +243,7 @@ def eval_command(
     answer (several: a JSON list, or '|' in CSV) and optional sources and evidence, over --documents PATH or an
     existing --memory; a malformed row is a one-line error naming its line."""
     from gemrag.eval.adversarial import ADVERSARIAL_MODES
-    from gemrag.eval.judged import JudgeChoice
+    from gemrag.eval.judging.judged import JudgeChoice
     from gemrag.eval.loading import check_kind
     from gemrag.eval.memories import check_memory_root
     from gemrag.eval.protocol import ANSWER_FORMS

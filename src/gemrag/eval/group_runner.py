@@ -16,7 +16,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from gemrag.answering import answer_question
+from gemrag.answers.answering import answer_question
 from gemrag.eval.adversarial import read_option
 from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
 from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
@@ -24,15 +24,15 @@ from gemrag.eval.citations import citation_record, plain_answer, question_judge
 from gemrag.eval.costs import CostTap, planned_cost, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
 from gemrag.eval.evidence import ChunkSpans, question_evidence
-from gemrag.eval.judged import GroupJudge, Judgements
+from gemrag.eval.judging.judged import GroupJudge, Judgements
 from gemrag.eval.memories import EvalMemories, group_id
 from gemrag.eval.metrics import ANSWER_RECALL_KINDS, PASSAGE_KIND, RECALL_KS, RECALL_RULE, recall_at_ks
 from gemrag.eval.plan import RunSpec
 from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import JsonlAppender, read_jsonl
-from gemrag.lifecycle import warm_published
 from gemrag.memory import Memory
+from gemrag.memory.retrieval import warm_published
 from gemrag.models.base import LLM, Embedder
 from gemrag.strategies.base import WARM_UP, ProgressFactory, note_advance
 from gemrag.types import Hit

@@ -34,7 +34,7 @@ from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.costs import LazyLLM
 from gemrag.eval.group_runner import GroupRunner
-from gemrag.eval.judged import JudgeChoice
+from gemrag.eval.judging.judged import JudgeChoice
 from gemrag.eval.loading import load_dataset
 from gemrag.eval.memories import EvalMemories, group_id
 from gemrag.eval.merge import merge_outputs
@@ -110,15 +110,15 @@ def run_eval(
             configuration): their records and build measurements are added to ``out_dir`` first and not
             recomputed (:func:`gemrag.eval.merge.merge_outputs`).
         answer_form: ``"short"`` answers free-form questions in the form span-answer benchmarks score (a short
-            phrase: :func:`gemrag.answering.short_answer_prompt`, agents' answers shortened), ``"default"`` with the
-            default answer prompt, ``"auto"`` (default) short for the kinds of
+            phrase: :func:`gemrag.answers.answering.short_answer_prompt`, agents' answers shortened), ``"default"`` with
+            the default answer prompt, ``"auto"`` (default) short for the kinds of
             :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS` (LoCoMo, the multi-hop kinds, COVID-QA, Qasper, qa).
         runs, seed: repetitions of every answer (free-form kinds; :mod:`gemrag.eval.repeats`): with ``runs > 1`` run
             ``r`` samples its answers with seed ``seed + r`` (records carry ``run`` and ``seed``), and the report
             gives each score's mean, standard deviation and min–max over the runs.
-        judge: the factual-correctness judge (:mod:`gemrag.eval.judged`, :mod:`gemrag.eval.factual`): None (the
-            default) judges nothing, as a :class:`JudgeChoice` naming no judge; one naming a model, an endpoint or a
-            backend judges the free-form answers. Records then carry ``judged`` (claim F1 in [0, 1]).
+        judge: the factual-correctness judge (:mod:`gemrag.eval.judging.judged`, :mod:`gemrag.eval.judging.factual`):
+            None (the default) judges nothing, as a :class:`JudgeChoice` naming no judge; one naming a model, an
+            endpoint or a backend judges the free-form answers. Records then carry ``judged`` (claim F1 in [0, 1]).
         memory_root: None = the memories are directories under ``out_dir/memories``; a directory = under it; a
             ``postgresql://...?schema=PREFIX`` URL = each memory is the schema ``PREFIX_<name>`` of that database
             (:mod:`gemrag.eval.memories`); records and results stay under ``out_dir``.

@@ -62,7 +62,7 @@ _UNSET: Any = object()
 INPUT_KEY = "input"
 """The key of a cached LLM response that records the request's messages (a list of ``{"role", "content"}``). No
 reader of the cache uses it (an answer is found by its key); it lets ``gemrag delete --purge`` find the entries whose
-input held removed text (:mod:`gemrag.forgetting`). Responses cached before it was added have none."""
+input held removed text (:mod:`gemrag.memory.forgetting`). Responses cached before it was added have none."""
 
 
 def _identity_digest(inner: object) -> str | None:

@@ -39,14 +39,16 @@ from fastapi.responses import HTMLResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from gemrag import __version__
+from gemrag.answers.answer import Answer
+from gemrag.answers.provenance import describe_hits
 from gemrag.config import Config
 from gemrag.errors import InputError
-from gemrag.index_plan import IndexPlan
 from gemrag.ingest import Document
 from gemrag.ingest.loader import SUPPORTED_SUFFIXES, decode_text
 from gemrag.memory import Memory
+from gemrag.memory.index_plan import IndexPlan
+from gemrag.memory.sources import Source
 from gemrag.models.base import LLM, Embedder
-from gemrag.reports import Answer
 from gemrag.server import schemas as m
 from gemrag.server import trace_context
 from gemrag.server.auth import KeyRing
@@ -56,7 +58,6 @@ from gemrag.server.namespaces import NAMESPACE_PATTERN, Namespaces
 from gemrag.server.serialize import answer_out, build_state_out, hits_out, jsonable
 from gemrag.server.streaming import SSE_RESPONSE, stream_answer
 from gemrag.server.web import HTML_RESPONSE, install_web, memory_view
-from gemrag.sources import Source
 from gemrag.strategies import available
 
 WRITE_WAIT = 5.0

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from gemrag.errors import GemragError
-from gemrag.reports import IndexReport
+from gemrag.memory.indexing import IndexReport
 
 KEEP_FINISHED = 200
 """Finished jobs kept (oldest dropped first)."""

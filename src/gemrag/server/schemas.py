@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gemrag.index_plan import IndexPlan
-from gemrag.provenance import RetrievedNode
+from gemrag.answers.provenance import RetrievedNode
+from gemrag.memory.index_plan import IndexPlan
 
 DEFAULT_SOURCE = "<http>"
 """The source of a document given without one (such a document has no identity unless it has an id)."""

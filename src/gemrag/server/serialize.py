@@ -12,8 +12,8 @@ from dataclasses import asdict
 from typing import Any
 
 from gemrag.memory import Memory
-from gemrag.provenance import describe_hits
-from gemrag.reports import Answer
+from gemrag.answers.provenance import describe_hits
+from gemrag.answers.answer import Answer
 from gemrag.server import schemas as m
 from gemrag.types import Hit
 

@@ -33,9 +33,9 @@ from fastapi import Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
+from gemrag.answers.answer import Answer
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
-from gemrag.reports import Answer
 from gemrag.server.errors import error_body, status_of
 from gemrag.server.namespaces import Namespaces
 

@@ -16,7 +16,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import ConfigError
-from gemrag.lifecycle import StaleStrategyWarning
+from gemrag.memory.states import StaleStrategyWarning
 from gemrag.models.base import Completion, Usage
 from gemrag.strategies.hlgraph.facts import passive_voice, strip_object
 from gemrag.strategies.hlgraph.prompts import EXTRACTION_VERSION, ChunkMemory

@@ -12,9 +12,9 @@ import pytest
 from iterative_memory import QUESTION, Opener, memories
 from steps_llm import StepLLM
 
-from gemrag.answering import answer_prompt, answer_question, follow_ups_text, short_answer_prompt
+from gemrag.answers.answer import Answer
+from gemrag.answers.answering import answer_prompt, answer_question, follow_ups_text, short_answer_prompt
 from gemrag.config import Config
-from gemrag.reports import Answer
 
 SUBS = ["Who directed the film Blue River?", "Where was #1 born?"]
 FOLLOW_UPS = [

@@ -16,7 +16,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import ConfigError, MemoryNotIndexedError
-from gemrag.lifecycle import warm_published
+from gemrag.memory.retrieval import warm_published
 from gemrag.models.base import Completion, Usage
 from gemrag.strategies.remem.openie_prompts import NER_VERSION, TRIPLES_VERSION, NamedEntities, Triples
 from gemrag.strategies.remem.recognition import match_facts

@@ -14,7 +14,8 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import ConfigError, MemoryNotIndexedError
-from gemrag.lifecycle import StaleStrategyWarning, warm_published
+from gemrag.memory.retrieval import warm_published
+from gemrag.memory.states import StaleStrategyWarning
 from gemrag.models.base import Completion, Usage
 from gemrag.strategies.base import strategy_config
 from gemrag.strategies.remem.agent import ToolHit, run_agent

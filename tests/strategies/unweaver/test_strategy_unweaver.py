@@ -15,7 +15,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import ConfigError, MemoryNotIndexedError
-from gemrag.lifecycle import StaleStrategyWarning
+from gemrag.memory.states import StaleStrategyWarning
 from gemrag.models.base import Completion, Message, Usage
 from gemrag.strategies.unweaver.prompts import ENTITIES_VERSION, ChunkEntities
 from gemrag.strategies.unweaver.representatives import SHORTEN_PHASE, truncate

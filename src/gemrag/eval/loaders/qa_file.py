@@ -37,7 +37,7 @@ from typing import Any
 from gemrag.errors import InputError
 from gemrag.eval.datasets import Dataset, Document, Question, build_dataset, register_loader
 from gemrag.eval.loaders._io import Record, fail, read_json_lines, read_records, read_text, req_dict
-from gemrag.sources import read_sources
+from gemrag.memory.sources import read_sources
 from gemrag.store import location_exists, open_store
 
 __all__ = ["COLUMNS", "CORPUS_ID", "load_qa_file"]

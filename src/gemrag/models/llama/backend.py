@@ -477,7 +477,7 @@ class LlamaCppLLM:
     def count_prompt_tokens(self, messages: Sequence[Message]) -> int:
         """Tokens of ``messages`` as a completion reads them: the chat template applied and tokenized as
         :meth:`prepare` does (the legacy path: the messages' texts plus 5 tokens each). Loads the weights; used by
-        cost plans (:mod:`gemrag.index_plan`)."""
+        cost plans (:mod:`gemrag.memory.index_plan`)."""
         llm = self.load()
         if self._formatter is None:
             return sum(self.count_tokens(str(m["content"])) + 5 for m in messages)

@@ -1,4 +1,5 @@
-"""One ``index`` run of a memory: chunk the pending documents, build a strategy, record what it used.
+"""One ``index`` run of a memory: chunk the pending documents, build a strategy, record what it used
+(:class:`IndexReport`, what :meth:`gemrag.memory.Memory.index` returns, re-exported by :mod:`gemrag`).
 
 Used by :meth:`gemrag.memory.Memory.index` (which holds the build lock). GEM-RAG section III.B.1 is the build of
 the default strategy; every strategy's ``build`` publishes its result as a new generation (:mod:`gemrag.store`).
@@ -7,17 +8,33 @@ the default strategy; every strategy's ``build`` publishes its result as a new g
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gemrag import tracing
 from gemrag.config import Config
-from gemrag.documents import chunk_pending, chunk_titles
-from gemrag.lifecycle import MemoryHandle, record_build
+from gemrag.memory.documents import chunk_pending, chunk_titles
+from gemrag.memory.handle import MemoryHandle
+from gemrag.memory.states import record_build
 from gemrag.models.base import Usage
 from gemrag.models.meter import UsageMeter
-from gemrag.reports import IndexReport
 from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.platform.titles import READ_TITLES
+
+
+@dataclass
+class IndexReport:
+    """What one ``index()`` run did: ``new_chunks`` created, totals, seconds and spent usage (LLM and embedder
+    calls together); ``llm_calls``: the LLM backend calls it made (cache misses)."""
+
+    documents: int
+    chunks: int
+    new_chunks: int
+    summary_nodes: int
+    seconds: float
+    usage: Usage
+    failures: int
+    llm_calls: int = 0
 
 
 class Memory(MemoryHandle, Protocol):
@@ -45,7 +62,7 @@ def run_index(memory: Memory, strategy: str | None) -> IndexReport:
         report = _run_index(memory, strategy, span)
         span.set_attributes(
             {
-                "gemrag.documents": report.documents,
+                "gemrag.memory.documents": report.documents,
                 "gemrag.chunks": report.chunks,
                 "gemrag.chunks.new": report.new_chunks,
                 "gemrag.summary_nodes": report.summary_nodes,

@@ -10,16 +10,16 @@ movie's article (:mod:`gemrag.eval.loaders.cmu_dog`), and every strategy (or var
    did; the opening turn has nothing to reply to and is skipped) the memory is searched with the other speaker's
    last message (step 3);
 2. the model writes that speaker's reply in character from the retrieved context and the last ``history`` real
-   turns (step 4; :func:`gemrag.eval.acceptance_prompts.reply_prompt`), sampled at ``temperature`` with the run's
+   turns (step 4; :func:`gemrag.eval.acceptance.prompts.reply_prompt`), sampled at ``temperature`` with the run's
    seed, so runs differ as the paper's repeated Gemini runs did;
-3. the judge classifies it against the real reply as choke / inaccurate / correct (step 5; :mod:`gemrag.eval.judge`),
-   given the document section the real speaker was reading (the turn's ``docIdx``);
+3. the judge classifies it against the real reply as choke / inaccurate / correct (step 5;
+   :mod:`gemrag.eval.judging.judge`), given the document section the real speaker was reading (the turn's ``docIdx``);
 4. error correction (step 6): the next turn sees the real reply, never the generated one; the transcript handed to
    the model is built from the dataset's turns only.
 
 Each judged turn is appended at once to ``out_dir/records.jsonl``; a rerun skips what is there (and the memories'
 LLM caches make finished calls free), so an interrupted evaluation resumes. Counts per run, their Mann-Whitney U
-tests and the reports are :mod:`gemrag.eval.acceptance_report`.
+tests and the reports are :mod:`gemrag.eval.acceptance.report`.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from typing import Any
 
 from gemrag.config import Config
 from gemrag.errors import ConfigError, GemragError, is_fatal
-from gemrag.eval.acceptance_prompts import clean_reply, reply_prompt
+from gemrag.eval.acceptance.prompts import clean_reply, reply_prompt
 from gemrag.eval.costs import LazyLLM
 from gemrag.eval.datasets import Document
-from gemrag.eval.judge import Judge, judge_settings
-from gemrag.eval.judging_sheet import apply_verdicts, read_verdicts, write_sheet
+from gemrag.eval.judging.judge import Judge, judge_settings
+from gemrag.eval.judging.sheet import apply_verdicts, read_verdicts, write_sheet
 from gemrag.eval.loaders.cmu_dog import DogConversation, DogCorpus, load_cmu_dog
 from gemrag.eval.memories import EvalMemories
 from gemrag.eval.plan import RunSpec, plan_runs
@@ -49,7 +49,7 @@ from gemrag.strategies.base import ProgressFactory, no_progress
 
 __all__ = ["DEFAULT_STRATEGIES", "AcceptanceSettings", "reply_turns", "replay", "run_acceptance", "section_read"]
 
-#: ``--judge-model none``: generate the replies only, for a judge outside gemrag (:mod:`gemrag.eval.judging_sheet`).
+#: ``--judge-model none``: generate the replies only, for a judge outside gemrag (:mod:`gemrag.eval.judging.sheet`).
 NO_JUDGE = "none"
 #: ``judge_error`` of a reply generated with no judge.
 NOT_JUDGED = "not judged (--judge-model none)"
@@ -118,7 +118,7 @@ def replay(
     Args:
         mem: the memory holding ``doc``, with ``run.strategy`` built.
         judge: the judge (its LLM may be ``mem.llm()``); None leaves every reply unjudged, for a judge outside
-            gemrag (:mod:`gemrag.eval.judging_sheet`).
+            gemrag (:mod:`gemrag.eval.judging.sheet`).
         run_index: the run number ``r``; the replies are sampled with seed ``settings.seed + r``.
         skip: ``skip(i)`` true -> turn ``i`` is already recorded (a resumed run): not generated again.
 
@@ -292,29 +292,29 @@ def run_acceptance(
         settings: budget, runs, seed, history and temperature (:class:`AcceptanceSettings`).
         conversations: conversation ids to replay (sorted by name, as the paper; default all), then the first
             ``limit`` of them.
-        judge_model, judge_base_url: the judge (:func:`gemrag.eval.judge.judge_settings`; default the LLM);
+        judge_model, judge_base_url: the judge (:func:`gemrag.eval.judging.judge.judge_settings`; default the LLM);
             ``judge_model="none"`` judges nothing (every reply unjudged; judge them with ``sheet`` / ``verdicts``).
         llm, embedder, judge_llm: backends to use instead of the configured ones (tests inject doubles).
         progress: progress-bar factory (``progress(description, total)``).
         write_report: write ``results.json`` / ``results.md`` at the end.
         sheet: also write the blind judging sheet of the records to this file
-            (:func:`gemrag.eval.judging_sheet.write_sheet`).
+            (:func:`gemrag.eval.judging.sheet.write_sheet`).
         verdicts: report with the verdicts of this filled sheet instead of the LLM judge's
-            (:mod:`gemrag.eval.judging_sheet`), into ``results-<file stem>.{json,md}``; ``results.md`` is kept.
+            (:mod:`gemrag.eval.judging.sheet`), into ``results-<file stem>.{json,md}``; ``results.md`` is kept.
         memory_root: None = the memories are directories under ``out_dir/memories``; a directory = under it; a
             ``postgresql://...?schema=PREFIX`` URL = schemas ``PREFIX_<name>`` (:mod:`gemrag.eval.memories`).
 
     Returns:
-        The results dict of :func:`gemrag.eval.acceptance_report.summarize_acceptance` (counts per strategy and
+        The results dict of :func:`gemrag.eval.acceptance.report.summarize_acceptance` (counts per strategy and
         run, their means, Mann-Whitney U tests between neighbouring strategies, the records).
 
     Raises:
         ConfigError: an unknown strategy, bad settings, or an out dir of another configuration.
         InputError: the dataset files are missing or malformed, an unknown conversation id, or a bad verdicts file
-            (:func:`gemrag.eval.judging_sheet.read_verdicts`, :func:`~gemrag.eval.judging_sheet.apply_verdicts`).
+            (:func:`gemrag.eval.judging.sheet.read_verdicts`, :func:`~gemrag.eval.judging.sheet.apply_verdicts`).
         GemragError: a model cannot be loaded (fatal backend errors stop the run; it resumes).
     """
-    from gemrag.eval.acceptance_report import summarize_acceptance, write_acceptance
+    from gemrag.eval.acceptance.report import summarize_acceptance, write_acceptance
 
     if settings.budget < 1 or settings.runs < 1 or settings.history < 1 or settings.temperature < 0:
         raise ConfigError("budget, runs and history must be >= 1 and the temperature >= 0")

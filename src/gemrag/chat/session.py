@@ -6,7 +6,7 @@ Driver": a character AI recalls what was said long ago through its RAG memory).
 1. **recall**: the user's message is the query of :meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>` on the
    session's strategy (any registered one; ``hlgraph`` by default), at most ``budget`` hits; hits that are
    exchanges already shown verbatim (step 2) are dropped so they do not crowd out older memories;
-2. **reply**: the LLM answers in character (:func:`gemrag.chat_prompts.chat_prompt`: persona, the last
+2. **reply**: the LLM answers in character (:func:`gemrag.chat.prompts.chat_prompt`: persona, the last
    ``history`` exchanges verbatim, the recalled memories, the message);
 3. **remember**: the exchange is stored at once as one document of the memory (:meth:`Memory.add_text
    <gemrag.memory.Memory.add_text>`), so an interrupted session loses nothing already said; its text is two
@@ -34,11 +34,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from gemrag.chat_prompts import chat_prompt
+from gemrag.chat.prompts import chat_prompt
 from gemrag.errors import ConfigError, ReadOnlyMemoryError
-from gemrag.lifecycle import StaleStrategyWarning, needs_build
 from gemrag.memory import Memory
-from gemrag.reports import IndexReport
+from gemrag.memory.indexing import IndexReport
+from gemrag.memory.states import StaleStrategyWarning, needs_build
 from gemrag.strategies import available
 from gemrag.strategies.platform.conversation import parse_turns
 from gemrag.types import Hit

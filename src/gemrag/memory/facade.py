@@ -1,60 +1,31 @@
-"""The public API: :class:`Memory` — open a memory directory, add documents, index, retrieve, ask.
-
-The CLI (``gemrag.cli``) only parses arguments and calls this class.
-
-Example::
-
-    from gemrag import Memory, load_config
-    mem = Memory.open("my-memory", load_config())
-    mem.add(["story.txt"])
-    mem.index()
-    for hit in mem.retrieve("Why was Korvin's door left unlocked?"):
-        print(hit.node_id, hit.kind, round(hit.score, 3), hit.text[:80])
-        for p in hit.provenance.passages:  # the chunks it was made from, with their documents and spans
-            print("   ", p.document.source, p.ordinal, p.start, p.end)
-    answer = mem.ask("Who is Korvin?")
-    print(answer.text)  # with [n] markers naming the context passages it rests on
-    for hit in answer.citations:
-        print(hit.rank + 1, hit.provenance.documents[0].title if hit.provenance.documents else "?")
-    for piece in mem.ask_stream("Who is Didyak?"):  # str pieces as the model writes, then the Answer
-        print(piece if isinstance(piece, str) else "", end="", flush=True)
-
-Concurrency: one process at a time builds a memory (adding documents and ``index`` take the directory's
-build lock; a second builder gets :class:`~gemrag.errors.MemoryBusyError`), while any number of readers
-retrieve from the last *published* build generation, also during a build (:mod:`gemrag.store.publish`). A
-memory whose directory or database cannot be written is opened read-only automatically and still answers.
-
-Traces (:mod:`gemrag.tracing`, with OpenTelemetry installed): ``index`` opens a ``gemrag.index`` span
-(:mod:`gemrag.indexing`), ``retrieve`` a ``gemrag.retrieve``, ``answer`` a ``gemrag.answer`` and ``ask`` a
-``gemrag.ask`` over both; the model calls inside are their children (:mod:`gemrag.models.cache`).
-"""
+"""The facade: :class:`Memory`, the public API, each method delegating to the role module whose job it is (see
+:mod:`gemrag.memory` for the map, an example, concurrency and traces)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from gemrag import tracing
-from gemrag.answering import LETTERS, answer_question, answer_stream
+from gemrag.answers.answer import Answer
 from gemrag.config import Config, load_config
-from gemrag.documents import check_compatible
 from gemrag.errors import ReadOnlyMemoryError
-from gemrag.forgetting import forget
-from gemrag.index_plan import IndexPlan, plan_index
-from gemrag.indexing import run_index
 from gemrag.ingest import Document
 from gemrag.ingest.loader import decode_text
-from gemrag.lifecycle import DeleteReport, check_ready, memory_stats, retrieve_published, strategy_states
-from gemrag.models.base import LLM, Embedder, Usage
+from gemrag.memory import asking, retrieval
+from gemrag.memory.deletion import DeleteReport
+from gemrag.memory.documents import check_compatible
+from gemrag.memory.forgetting import forget
+from gemrag.memory.index_plan import IndexPlan, plan_index
+from gemrag.memory.indexing import IndexReport, run_index
+from gemrag.memory.sources import Source, SourceReport, put_sources, read_sources, synced_directories
+from gemrag.memory.states import strategy_states
+from gemrag.memory.stats import memory_stats
+from gemrag.models.base import LLM, Embedder
 from gemrag.models.cache import CachedEmbedder, CachedLLM
 from gemrag.models.factory import build_embedder, build_llm, check_model_settings
 from gemrag.models.meter import UsageMeter
-from gemrag.provenance import with_provenance
-from gemrag.reports import Answer, IndexReport
-from gemrag.sources import Source, SourceReport, put_sources, read_sources, synced_directories
 from gemrag.store import MemoryStore, open_store
 from gemrag.store.lock import BuildLockHolder
 from gemrag.strategies import StrategyContext, check_config, get_strategy
@@ -99,14 +70,7 @@ class Memory:
         check_config(config)  # every strategy section names a registered strategy and is valid for its model
         self.strategy = get_strategy(config.strategy, config)
         self._strategies = {self.strategy.name: self.strategy}
-        self.ctx = StrategyContext(
-            store,
-            self.embedder,
-            self.llm,
-            config,
-            self.meter,
-            progress or no_progress,  # type: ignore[arg-type]
-        )
+        self.ctx = StrategyContext(store, self.embedder, self.llm, config, self.meter, progress or no_progress)  # type: ignore[arg-type]
 
     @classmethod
     def open(
@@ -172,7 +136,6 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- models ----------------------------------------------------------------------------------
     def llm(self) -> LLM:
         """The LLM (cached and metered), loaded on first use."""
         if self._llm is None:
@@ -197,14 +160,13 @@ class Memory:
             self._strategies[name] = get_strategy(name, self.config)
         return self._strategies[name]
 
-    # -- adding documents ------------------------------------------------------------------------
     def add(
         self, paths: Sequence[str | Path], *, id: str | None = None, sync: bool = False, keep_versions: bool = False
     ) -> SourceReport:
         """Put .txt/.md files, directories and ``"-"`` (standard input) in the memory, each identified by its
         resolved path (or ``id``, for one document): new sources are added, a source whose text changed replaces its
-        previous version atomically, an unchanged one costs nothing (:mod:`gemrag.sources`). Every file is read and
-        checked first, so a bad file changes nothing.
+        previous version atomically, an unchanged one costs nothing (:mod:`gemrag.memory.sources`). Every file is read
+        and checked first, so a bad file changes nothing.
 
         Args:
             id: the identity of the one document read (default: its resolved path; stdin: anonymous).
@@ -220,7 +182,7 @@ class Memory:
         return self.put(sources, sync=directories, keep_versions=keep_versions)
 
     def put(self, sources: Sequence[Source], *, sync: Sequence[str] = (), keep_versions: bool = False) -> SourceReport:
-        """Put loaded sources in the memory (:func:`gemrag.sources.put_sources`, in one transaction).
+        """Put loaded sources in the memory (:func:`gemrag.memory.sources.put_sources`, in one transaction).
 
         Raises:
             MemoryBusyError: another process is building this memory. ReadOnlyMemoryError: opened read-only.
@@ -265,7 +227,6 @@ class Memory:
             )
         return self._lock.hold(self.build_wait if wait is None else wait)
 
-    # -- indexing --------------------------------------------------------------------------------
     def index(self, strategy: str | None = None, *, wait: float | None = None) -> IndexReport:
         """Chunk new documents and (re)build the strategy's structures, published as a new build generation.
         Resumable after an interruption (even ``kill -9``): what an unpublished build left is removed first,
@@ -286,7 +247,7 @@ class Memory:
 
     def plan_index(self, strategy: str | None = None, *, calibrate: bool = True) -> IndexPlan:
         """What :meth:`index` would cost, before any LLM call: per pass its chunks, LLM calls, prompt and completion
-        tokens and minutes (:func:`gemrag.index_plan.plan_index`, which also prices sources not put yet); writes
+        tokens and minutes (:func:`gemrag.memory.index_plan.plan_index`, which also prices sources not put yet); writes
         nothing. ``calibrate``: time a model run here once per machine (seconds).
 
         Raises:
@@ -294,12 +255,11 @@ class Memory:
         """
         return plan_index(self, strategy, calibrate=calibrate)
 
-    # -- deleting --------------------------------------------------------------------------------
     def delete(
         self, document: int | str, *, wait: float | None = None, purge: bool = False, rebuild: bool = False
     ) -> DeleteReport:
         """Delete a document, its chunks and every derived node resting on them, atomically and with no LLM call
-        (:mod:`gemrag.forgetting`); the strategies are then stale until the next :meth:`index`, which spends LLM
+        (:mod:`gemrag.memory.forgetting`); the strategies are then stale until the next :meth:`index`, which spends LLM
         calls only on what changed. Naming one source of a document other sources hold too deletes only that source
         (``DeleteReport.kept_by`` lists the others).
 
@@ -323,7 +283,6 @@ class Memory:
         for every registered strategy and every strategy built in this memory."""
         return dict(strategy_states(self))
 
-    # -- querying --------------------------------------------------------------------------------
     def retrieve(
         self, question: str, budget: int | None = None, strategy: str | None = None, *, build: bool = False
     ) -> list[Hit]:
@@ -333,40 +292,19 @@ class Memory:
 
         Answers from the strategy's last published generation, also while another process builds the next one.
         A strategy built before documents were added or deleted still answers, with one
-        :class:`~gemrag.lifecycle.StaleStrategyWarning` (stderr); ``build=True`` builds a strategy never built.
+        :class:`~gemrag.memory.states.StaleStrategyWarning` (stderr); ``build=True`` builds a strategy never built.
 
         Returns:
             The hits, best first, each with its :class:`~gemrag.types.Provenance`: the chunks it was made from (itself
             for a chunk), each with its document (id, title, source, version), ordinal and character span in that
-            version's text (:func:`gemrag.provenance.with_provenance`).
+            version's text (:func:`gemrag.answers.provenance.with_provenance`).
 
         Raises:
             MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
             DamagedMemoryError: the published generation's files are missing or do not match its manifest.
             ValueError: empty question or budget < 1.
         """
-        if not question.strip():
-            raise ValueError("the question is empty")
-        chosen = self.get_strategy(strategy)
-        if budget is None:
-            budget = getattr(chosen, "default_budget", None) or self.config.memory.budget
-        if budget < 1:
-            raise ValueError("budget must be >= 1")
-        if build:
-            check_ready(self, chosen, build=True)  # may index: before the read scope
-        attributes = {"gemrag.strategy": chosen.name, "gemrag.memory": self.store.location, "gemrag.budget": budget}
-        question_vector = (self.embedder.model_id, [self.embedder.key(question)])  # read with the state (PostgreSQL)
-        with (
-            tracing.span("gemrag.retrieve", attributes) as span,
-            self.meter.phase("query"),
-            self.store.retrieval(question_vector),
-        ):
-            check_ready(self, chosen, build=False)
-            hits = with_provenance(
-                self.store, retrieve_published(self.ctx, chosen, question, budget, self.READ_RETRIES)
-            )
-            span.set_attributes({"gemrag.hits": len(hits), "gemrag.hits.summary": sum(h.kind != "chunk" for h in hits)})
-            return hits
+        return retrieval.retrieve(self, question, budget, strategy, build=build, attempts=self.READ_RETRIES)
 
     def ask(
         self,
@@ -386,27 +324,7 @@ class Memory:
             MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
             ValueError: empty question, or more than 10 choices.
         """
-        with tracing.span("gemrag.ask", {"gemrag.memory": self.store.location}) as span:
-            before, hits, seconds = self._context(question, choices, budget, strategy, build)
-            answer = self.answer(question, hits, choices, seconds)
-            answer.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
-            span.set_attributes(tracing.usage_attributes(answer.usage))
-        return answer
-
-    def _context(
-        self, question: str, choices: Sequence[str] | None, budget: int | None, strategy: str | None, build: bool
-    ) -> tuple[Usage, list[Hit], float]:
-        """The start of an answer: the query usage before it, the retrieved hits and the retrieval's seconds.
-
-        Raises:
-            MemoryNotIndexedError, ValueError: as :meth:`ask`.
-        """
-        if choices is not None and not 2 <= len(choices) <= len(LETTERS):
-            raise ValueError(f"give between 2 and {len(LETTERS)} choices")
-        before = self.meter.totals.get("query", Usage())
-        t0 = time.perf_counter()
-        hits = self.retrieve(question, budget, strategy, build=build)
-        return before, hits, time.perf_counter() - t0
+        return asking.ask(self, question, choices, budget, strategy, build)
 
     def ask_stream(
         self,
@@ -419,10 +337,10 @@ class Memory:
     ) -> Iterator[str | Answer]:
         """:meth:`ask` with the answer read as the LLM writes it: retrieves now (so a bad question or an unbuilt
         strategy raises here, before anything is streamed), then returns a generator that yields the answer's text
-        in pieces (``str``, non-empty) and, last, the :class:`~gemrag.reports.Answer` — text, hits (with their
+        in pieces (``str``, non-empty) and, last, the :class:`~gemrag.answers.answer.Answer` — text, hits (with their
         provenance), usage and citations (``cited``, ``dropped_citations``, ``citations``), as :meth:`ask` returns
-        them (:func:`gemrag.answering.answer_stream`). Citing, the pieces are the model's raw text, ``[n]`` markers
-        as it writes them, also one that names no passage; the Answer's text has that one removed and counted in
+        them (:func:`gemrag.answers.answering.answer_stream`). Citing, the pieces are the model's raw text, ``[n]``
+        markers as it writes them, also one that names no passage; the Answer's text has that one removed and counted in
         ``dropped_citations``.
 
         A cached answer streams at once (its whole text as one piece); a multiple-choice answer is not streamed
@@ -442,23 +360,7 @@ class Memory:
             ValueError: empty question, or fewer than 2 or more than 10 choices.
             GemragError: the LLM failed (raised by the generator, before or between pieces).
         """
-        span = tracing.start_span("gemrag.ask", {"gemrag.memory": self.store.location, "gemrag.stream": True})
-        try:
-            with tracing.current(span):  # the retrieval's spans are the ask's children
-                before, hits, seconds = self._context(question, choices, budget, strategy, build)
-        except BaseException:
-            span.end()
-            raise
-        stream = answer_stream(
-            self.llm, self.meter, self.store, question, hits, choices, seconds, cite=self.config.answer.cites()
-        )
-
-        def finish(item: str | Answer) -> None:
-            if isinstance(item, Answer):
-                item.usage = self.meter.totals.get("query", Usage()) - before  # retrieval + answer
-                span.set_attributes(tracing.usage_attributes(item.usage))
-
-        return tracing.each_within(span, stream, finish)  # each step's model spans under the ask
+        return asking.ask_stream(self, question, choices, budget, strategy, build)
 
     def answer(
         self,
@@ -470,7 +372,7 @@ class Memory:
         abstain: bool = False,
         short: bool = False,
     ) -> Answer:
-        """Answer ``question`` from a given context: :func:`gemrag.answering.answer_question` with this memory's
+        """Answer ``question`` from a given context: :func:`gemrag.answers.answering.answer_question` with this memory's
         LLM, meter and store, citing the passages used when ``config.answer.cites(short=short)`` (by default not
         in the short form; ``abstain``, ``short`` — the span-answer form —, an agent's answer, choices, citations:
         there).
@@ -478,23 +380,8 @@ class Memory:
         Raises:
             ValueError: fewer than 2 or more than 10 choices.
         """
-        with tracing.span("gemrag.answer", {"gemrag.memory": self.store.location, "gemrag.hits": len(hits)}) as span:
-            answer = answer_question(
-                self.llm,
-                self.meter,
-                self.store,
-                question,
-                hits,
-                choices,
-                retrieval_seconds,
-                abstain=abstain,
-                short=short,
-                cite=self.config.answer.cites(short=short),
-            )
-            span.set_attributes(tracing.usage_attributes(answer.usage))
-            return answer
+        return asking.answer(self, question, hits, choices, retrieval_seconds, abstain=abstain, short=short)
 
-    # -- reporting -------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         """Documents, the sources holding each (``sources``: document id -> source paths, primary first, for the
         documents several sources hold), nodes, models, parameters, tokens and seconds per phase, failures, the

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gemrag.errors import InputError
-from gemrag.eval.acceptance_prompts import Verdict
+from gemrag.eval.judging.prompts import Verdict
 
 __all__ = ["KEY_FILE", "apply_verdicts", "read_verdicts", "write_sheet"]
 
@@ -59,7 +59,7 @@ def write_sheet(records: Sequence[dict[str, Any]], inputs: TurnInputs, sheet: Pa
     """Write the blind judging sheet of ``records`` to ``sheet`` and its key to ``out_dir /`` :data:`KEY_FILE`.
 
     Args:
-        records: acceptance records (:func:`gemrag.eval.acceptance.replay`); those without a generated reply
+        records: acceptance records (:func:`gemrag.eval.acceptance.runner.replay`); those without a generated reply
             (an error) are left out.
         inputs: the judge's inputs of a turn (:data:`TurnInputs`).
         sheet: the JSONL file to write (its folder is created).

@@ -2,7 +2,7 @@
 judging, the judgements file, and the score attached to each record.
 
 The runner answers every question first (``records.jsonl``, unchanged); then, in the same opened memory, each answer
-without a judgement of the current judge is scored by :class:`gemrag.eval.factual.FactualJudge` and appended to
+without a judgement of the current judge is scored by :class:`gemrag.eval.judging.factual.FactualJudge` and appended to
 ``out_dir/judgements.jsonl`` (one line per ``question_id``, ``strategy``, ``run`` and ``judge``). A rerun judges only
 what is missing, and the judge's calls are cached in the memory (a changed judge re-judges into new lines; the old
 ones stay). :meth:`Judgements.attach` copies the score into each record as ``judged`` (the claim F1, in [0, 1], None
@@ -26,8 +26,8 @@ from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.costs import LazyLLM
 from gemrag.eval.datasets import Question
-from gemrag.eval.factual import FactualJudge
-from gemrag.eval.judge import judge_settings
+from gemrag.eval.judging.factual import FactualJudge
+from gemrag.eval.judging.judge import judge_settings
 from gemrag.eval.report import JsonlAppender, read_jsonl
 from gemrag.memory import Memory
 from gemrag.models.base import LLM
@@ -131,8 +131,8 @@ def _key(rec: dict[str, Any], label: str) -> _Key:
 @dataclass(frozen=True)
 class JudgeChoice:
     """The factual-correctness judge of :func:`gemrag.eval.runner.run_eval`: ``model`` / ``base_url`` as
-    ``--judge-model`` / ``--judge-base-url`` (:func:`gemrag.eval.judge.judge_settings`), or ``llm``, a backend to judge
-    with (tests inject doubles). The default, and ``model="none"``, judges nothing (module docstring)."""
+    ``--judge-model`` / ``--judge-base-url`` (:func:`gemrag.eval.judging.judge.judge_settings`), or ``llm``, a backend
+    to judge with (tests inject doubles). The default, and ``model="none"``, judges nothing (module docstring)."""
 
     model: str | None = None
     base_url: str | None = None

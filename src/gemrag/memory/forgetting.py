@@ -3,9 +3,9 @@
 :meth:`gemrag.memory.Memory.delete` (``gemrag delete``, the server's ``DELETE .../documents/{id}``, the MCP tool
 ``forget``) calls :func:`forget`, which holds no lock of its own (the memory's build lock is held by the caller):
 
-1. **delete** (:func:`gemrag.lifecycle.delete_document` / :func:`~gemrag.lifecycle.remove_documents`): the document,
-   its chunks, every derived node with one of them among its inputs and their edges leave in ONE transaction with a
-   pruned generation of every built strategy; no LLM call.
+1. **delete** (:func:`gemrag.memory.deletion.delete_document` / :func:`~gemrag.memory.deletion.remove_documents`): the
+   document, its chunks, every derived node with one of them among its inputs and their edges leave in ONE transaction
+   with a pruned generation of every built strategy; no LLM call.
 2. **purge** (``purge=True``, DESIGN.md "Forgetting"): the texts that left (the document's, its chunks', the derived
    nodes' texts and meta, utility questions, artefacts: ``Removal.texts``) become :class:`Fragments`: their sentences
    and lines of at least :data:`FRAGMENT_CHARS` characters and their whole short name-like texts (an entity's
@@ -43,7 +43,8 @@ from typing import Any
 
 from gemrag import tracing
 from gemrag.errors import GemragError, MemoryNotIndexedError
-from gemrag.lifecycle import DeleteReport, MemoryHandle, delete_document, remove_documents, resolve_source
+from gemrag.memory.deletion import DeleteReport, delete_document, remove_documents, resolve_source
+from gemrag.memory.handle import MemoryHandle
 from gemrag.models.cache import INPUT_KEY
 from gemrag.store.erase import PurgeReport, strings_of
 from gemrag.strategies.base import WARM_UP
@@ -139,13 +140,13 @@ def forget(memory: MemoryHandle, document: int | str, *, purge: bool = False, re
 
     Args:
         memory: the memory (:class:`gemrag.memory.Memory`).
-        document: an id, source path or title (:func:`gemrag.lifecycle.resolve_source`); naming one source of a
+        document: an id, source path or title (:func:`gemrag.memory.deletion.resolve_source`); naming one source of a
             document other sources hold deletes that source alone (a purge then clears its kept versions only).
         purge: erase the removed text from caches, kept versions, chat exchanges and the files (module docstring).
         rebuild: index every strategy the delete pruned or withdrew, at once.
 
     Returns:
-        The :class:`~gemrag.lifecycle.DeleteReport` (``purge`` and ``rebuilt`` filled when asked).
+        The :class:`~gemrag.memory.deletion.DeleteReport` (``purge`` and ``rebuilt`` filled when asked).
 
     Raises:
         GemragError: no such document, or a name matching several.

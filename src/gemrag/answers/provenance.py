@@ -6,7 +6,7 @@ its character span ``[start, end)`` in that version's text. A chunk stands for i
 (a GEM-RAG eigentheme summary, a RAPTOR summary, a REMem gist, fact or turn, an UnWeaver class) stands for the
 chunks its build recorded as its sources (the store's ``node_sources``); a hit whose text was made from other
 nodes names them in ``meta[SOURCE_NODES]`` (HLGraphRAG's relations: the facts rendered) and stands for their
-sources; a hit kept for several with the same text (:func:`gemrag.lifecycle.distinct_texts` drops the others and
+sources; a hit kept for several with the same text (:func:`gemrag.memory.retrieval.distinct_texts` drops the others and
 names their nodes in ``meta[SAME_TEXT]``) stands for the sources of all of them. :meth:`gemrag.memory.Memory.retrieve`
 calls it on every retrieval (a few small store queries, no model call).
 
@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from gemrag.reports import Answer
+from gemrag.answers.answer import Answer
 from gemrag.store import MemoryStore
 from gemrag.types import SAME_TEXT, DocumentRef, Hit, Passage, Provenance, provenance_nodes
 

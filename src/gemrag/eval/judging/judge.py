@@ -1,6 +1,6 @@
 """The acceptance test's LLM judge: choke / inaccurate / correct (Zeng, "HLGraphRAG", section 4, Figure 4.1).
 
-The judge asks the paper's prompt (:func:`gemrag.eval.acceptance_prompts.judge_prompt`) for a structured verdict.
+The judge asks the paper's prompt (:func:`gemrag.eval.judging.prompts.judge_prompt`) for a structured verdict.
 A malformed answer is retried with the repair conversation (:func:`gemrag.models.structured.complete_structured`,
 3 attempts by default) and then recorded as *unjudged* (verdict ``None`` with the error): it never stops a run. A
 fatal backend error (:func:`gemrag.errors.is_fatal`, e.g. the model process died) is raised.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from gemrag.config import Config, LLMSettings
 from gemrag.errors import GemragError, is_fatal
-from gemrag.eval.acceptance_prompts import Verdict, judge_prompt, verdict_schema
+from gemrag.eval.judging.prompts import Verdict, judge_prompt, verdict_schema
 from gemrag.models.base import LLM
 from gemrag.models.structured import complete_structured
 

@@ -8,17 +8,17 @@ Used by :class:`gemrag.memory.Memory` (``add``, ``put``, ``add_text``, ``add_doc
   evaluation corpora, standard input without ``--id``) are *anonymous* and deduplicated by their text, as before:
   they are never "updated" (a chat exchange keeps the turn and date it was said at).
 * **Unchanged** (same identity, same sha256): nothing happens, no model call.
-* **Updated** (same identity, new text): in ONE transaction (:func:`gemrag.lifecycle.remove_chunks`, the machinery
-  of ``gemrag delete``) the previous version is recorded in the history (``document_versions``: source, sha256,
-  when it was added and replaced; its text only with ``keep_versions``), and the document takes the new text under
-  the same id. When the previous version was chunked, the new one is chunked at once with
+* **Updated** (same identity, new text): in ONE transaction (:func:`gemrag.memory.deletion.remove_chunks`, the
+  machinery of ``gemrag delete``) the previous version is recorded in the history (``document_versions``: source,
+  sha256, when it was added and replaced; its text only with ``keep_versions``), and the document takes the new text
+  under the same id. When the previous version was chunked, the new one is chunked at once with
   :func:`gemrag.ingest.rechunk_text`, which keeps the old chunk texts that still occur, so only the changed stretch
   gets new chunk texts; old chunks whose text is still there (in the same order) stay the same nodes, with their
   questions, artefacts and derived nodes; the others are deleted with everything derived from them (DESIGN.md,
-  "Forgetting"), and
-  every built strategy gets a pruned generation, as a delete would. The next ``index`` spends LLM calls only on the
-  new chunks (GEM also re-summarizes the eigenthemes whose members changed; RAPTOR the clusters that changed).
-* **One document per content** (:mod:`gemrag.source_plan`): a source whose text is byte-identical to a live
+  "Forgetting"), and every built strategy gets a pruned generation, as a delete would. The next ``index`` spends LLM
+  calls only on the new chunks (GEM also re-summarizes the eigenthemes whose members changed; RAPTOR the clusters that
+  changed).
+* **One document per content** (:mod:`gemrag.memory.source_plan`): a source whose text is byte-identical to a live
   document's becomes another source of that document (``same``: no new document, no chunk, no model call); with
   ``sync``, a new file holding the text of a file gone from the directory is a **move** (``moved``: the document
   keeps its id, chunks and artefacts; its source changes). A source whose text changed while another source still
@@ -41,11 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from gemrag.documents import chunk_new_version
 from gemrag.errors import InputError
 from gemrag.ingest import Document, expand_paths, read_document, read_stdin
-from gemrag.lifecycle import MemoryHandle, remove_chunks
-from gemrag.source_plan import HolderPlan, Status, file_key, plan_holders, read_entries
+from gemrag.memory.deletion import remove_chunks
+from gemrag.memory.documents import chunk_new_version
+from gemrag.memory.handle import MemoryHandle
+from gemrag.memory.source_plan import HolderPlan, Status, file_key, plan_holders, read_entries
 from gemrag.store.rows import sha256_text
 
 __all__ = [
@@ -151,7 +152,7 @@ class SourceReport:
 
 
 class Memory(MemoryHandle, Protocol):
-    """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): a lifecycle memory with its
+    """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): a memory handle with its
     configuration (the chunk size)."""
 
     config: Any
@@ -317,7 +318,7 @@ class NewChunks:
 
 def _old_chunks(memory: Memory, old: dict[str, Any], text: str) -> tuple[list[Any], list[tuple[str, int]]] | None:
     """The chunk nodes of the chunked document ``old`` (in document order) and the chunks ``(text, n_tokens)`` of
-    ``text`` cut keeping their texts (:func:`gemrag.documents.chunk_new_version`); None when ``old`` is None or
+    ``text`` cut keeping their texts (:func:`gemrag.memory.documents.chunk_new_version`); None when ``old`` is None or
     was not chunked."""
     if old is None or not old["chunked"]:
         return None
@@ -338,7 +339,7 @@ def _chunks_along(memory: Memory, hint: dict[str, Any] | None, text: str) -> lis
 def _new_version(memory: Memory, old: dict[str, Any], text: str) -> NewChunks | None:
     """The chunks of the new version ``text`` of the document ``old``, when ``old`` was chunked (else None: the new
     version is chunked by the next ``index``): chunked keeping the old chunks' texts
-    (:func:`gemrag.documents.chunk_new_version`), then matched to the old chunk nodes in order — an old chunk is
+    (:func:`gemrag.memory.documents.chunk_new_version`), then matched to the old chunk nodes in order — an old chunk is
     kept (same node: its questions, artefacts and derived nodes stay) when its text comes next in the new version
     after the chunks kept before it, so kept chunks never change their relative order."""
     found = _old_chunks(memory, old, text)
@@ -394,9 +395,9 @@ class PutPreview:
 
 def preview_put(memory: Memory, sources: Sequence[Source], *, sync: Sequence[str] = ()) -> PutPreview:
     """What putting ``sources`` (as :func:`put_sources` with ``sync``) would change: the same plan
-    (:func:`gemrag.source_plan.plan_holders`) and the same chunking of new versions along their old chunks, read
-    from the store with nothing written, so a cost plan (:mod:`gemrag.index_plan`) can price an ``index`` of files
-    before they are put."""
+    (:func:`gemrag.memory.source_plan.plan_holders`) and the same chunking of new versions along their old chunks, read
+    from the store with nothing written, so a cost plan (:mod:`gemrag.memory.index_plan`) can price an ``index`` of
+    files before they are put."""
     store = memory.store
     keyed: dict[str, Source] = {}
     anonymous: list[Source] = []

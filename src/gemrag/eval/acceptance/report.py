@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from gemrag.eval.acceptance_prompts import VERDICTS
+from gemrag.eval.judging.prompts import VERDICTS
 
 __all__ = ["COUNT_KEYS", "markdown_acceptance", "mann_whitney", "run_counts", "summarize_acceptance"]
 
@@ -77,11 +77,11 @@ def summarize_acceptance(
     """The results of an acceptance test.
 
     Args:
-        records: the judged turns (:func:`gemrag.eval.acceptance.replay`).
+        records: the judged turns (:func:`gemrag.eval.acceptance.runner.replay`).
         strategies: run names in report order.
         runs: runs per strategy. meta: dataset, models and settings, copied into the result.
         pairs: ``(a, b)`` comparisons, each one-sided "a chokes more" as the paper's Appendix (default: neighbours
-            in ``strategies``; the default rows use :data:`gemrag.eval.acceptance.PAPER_PAIRS`).
+            in ``strategies``; the default rows use :data:`gemrag.eval.acceptance.runner.PAPER_PAIRS`).
 
     Returns:
         ``meta`` plus ``counts`` (per strategy, one dict per run, :func:`run_counts`), ``means`` (per strategy, the

@@ -1,4 +1,4 @@
-"""One document per content: which document each source holds after a put (the plan :mod:`gemrag.sources` writes).
+"""One document per content: the document each source holds after a put (the plan :mod:`gemrag.memory.sources` writes).
 
 A document is *held* by its sources (:mod:`gemrag.store.documents`: its primary source and further ones). Given
 the identified sources of one put (their identity ``key`` and the sha256 of their text) and the sources gone from
@@ -10,8 +10,8 @@ the synced directories, :func:`plan_holders` decides, reading the store but writ
    sources is gone (``--sync``) is a **move**: the document keeps its id, chunks and artefacts; its source changes.
 3. **New content**: sources with a text no document holds (grouped by text: two identical new files make one
    document). When one of them held a document that no source holds any more, that document takes the text as its
-   new version in place (same id; only the changed chunks are new: :func:`gemrag.sources.put_sources`); otherwise a
-   new document is made (chunked along the chunks of the document its source held before, if any, so its unchanged
+   new version in place (same id; only the changed chunks are new: :func:`gemrag.memory.sources.put_sources`); otherwise
+   a new document is made (chunked along the chunks of the document its source held before, if any, so its unchanged
    stretches reuse the cached model answers).
 4. **Gone**: a document no source holds any more is removed; a source that left a document that stays (its text
    changed, or its file is gone) is recorded in the history of that source.

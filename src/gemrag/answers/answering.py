@@ -7,7 +7,7 @@ Cited answers (``cite=True``; the setting ``[answer] cite``, on by default): the
 ``[1]..[n]`` as always (:func:`gemrag.prompting.format_context`) and the prompt asks the model to name the passages it
 uses with ``[n]`` markers (free form), or to list their numbers in a ``passages`` field next to the option letter
 (multiple choice); :func:`gemrag.prompting.parse_citations` reads them, and the answer carries the cited numbers and
-the count of markers that named no passage (:class:`~gemrag.reports.Answer`). A streamed answer is cited the same
+the count of markers that named no passage (:class:`~gemrag.answers.answer.Answer`). A streamed answer is cited the same
 way: its pieces show the markers as the model writes them, and its final Answer is read from the whole completion
 (dropped markers removed from its text, and counted). An answer that is only markers (a small model's ``"[2]"``)
 is asked once more without citing (:func:`markers_only`). With ``cite=False`` every prompt is the one of earlier
@@ -29,13 +29,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from gemrag.answers.answer import Answer
 from gemrag.errors import StructuredOutputError
 from gemrag.models.base import LLM, Completion, Message, Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.models.streaming import complete_stream, pieces
 from gemrag.models.structured import complete_structured
 from gemrag.prompting import CITE_INSTRUCTION, format_context, parse_citations, strip_citations
-from gemrag.reports import Answer
 from gemrag.store import MemoryStore
 from gemrag.types import Hit
 
@@ -328,7 +328,7 @@ def answer_stream(
     seed: int | None = None,
 ) -> Iterator[str | Answer]:
     """:func:`answer_question` as a stream: the answer's text in pieces as the LLM writes them, then the
-    :class:`~gemrag.reports.Answer` (contract of the LLM's stream: :mod:`gemrag.models.streaming`).
+    :class:`~gemrag.answers.answer.Answer` (contract of the LLM's stream: :mod:`gemrag.models.streaming`).
 
     A free-form answer is streamed with the prompt, limit and sampling of :func:`answer_question`, hence under
     the same cache key: a cached answer streams at once (its whole text as one piece), and a streamed answer is
@@ -351,7 +351,7 @@ def answer_stream(
             :func:`answer_question` (no ``short``: the span-answer form of benchmarks is not streamed).
 
     Yields:
-        Non-empty ``str`` pieces, then one :class:`~gemrag.reports.Answer` (``text``: the whole, stripped answer,
+        Non-empty ``str`` pieces, then one :class:`~gemrag.answers.answer.Answer` (``text``: the whole, stripped answer,
         dropped markers removed).
 
     Raises:

@@ -1,0 +1,156 @@
+"""Asking a memory: retrieve the context, then answer from it with the memory's LLM, whole or streamed.
+
+The bodies of :meth:`gemrag.memory.Memory.ask`, :meth:`~gemrag.memory.Memory.ask_stream` and
+:meth:`~gemrag.memory.Memory.answer` (the facade keeps their documentation). The answer itself (the prompt, the
+choice among options, citations) is :mod:`gemrag.answers.answering`'s; this module adds what the memory owns: its
+LLM, meter, store and ``[answer]`` settings, the ``query`` usage an answer reports (retrieval and answer together)
+and the ``gemrag.ask`` / ``gemrag.answer`` spans (:mod:`gemrag.tracing`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from gemrag import tracing
+from gemrag.answers.answer import Answer
+from gemrag.answers.answering import LETTERS, answer_question, answer_stream
+from gemrag.memory.handle import MemoryHandle
+from gemrag.models.base import Usage
+from gemrag.types import Hit
+
+
+class Asker(MemoryHandle, Protocol):
+    """What asking needs of a memory (:class:`gemrag.memory.Memory` is one): its retrieval and its answer from a
+    given context, so that an ask goes through the same (overridable) methods a caller uses."""
+
+    def retrieve(
+        self, question: str, budget: int | None = None, strategy: str | None = None, *, build: bool = False
+    ) -> list[Hit]: ...
+
+    def answer(
+        self,
+        question: str,
+        hits: Sequence[Hit],
+        choices: Sequence[str] | None = None,
+        retrieval_seconds: float = 0.0,
+        *,
+        abstain: bool = False,
+        short: bool = False,
+    ) -> Answer: ...
+
+
+def _query_usage(memory: MemoryHandle) -> Usage:
+    """The memory's ``query`` usage so far (what its meter counted for retrievals and answers)."""
+    return memory.ctx.meter.totals.get("query", Usage())
+
+
+def context(
+    memory: Asker, question: str, choices: Sequence[str] | None, budget: int | None, strategy: str | None, build: bool
+) -> tuple[Usage, list[Hit], float]:
+    """The start of an answer: the query usage before it, the retrieved hits and the retrieval's seconds.
+
+    Raises:
+        MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
+        ValueError: empty question, or fewer than 2 or more than 10 choices.
+    """
+    if choices is not None and not 2 <= len(choices) <= len(LETTERS):
+        raise ValueError(f"give between 2 and {len(LETTERS)} choices")
+    before = _query_usage(memory)
+    t0 = time.perf_counter()
+    hits = memory.retrieve(question, budget, strategy, build=build)
+    return before, hits, time.perf_counter() - t0
+
+
+def ask(
+    memory: Asker,
+    question: str,
+    choices: Sequence[str] | None,
+    budget: int | None,
+    strategy: str | None,
+    build: bool,
+) -> Answer:
+    """Retrieve (:func:`context`) and answer (``memory.answer``) in one ``gemrag.ask`` span; the answer's usage is
+    the retrieval's and the answer's together.
+
+    Raises:
+        MemoryNotIndexedError, ValueError: as :func:`context`.
+    """
+    with tracing.span("gemrag.ask", {"gemrag.memory": memory.store.location}) as span:
+        before, hits, seconds = context(memory, question, choices, budget, strategy, build)
+        answer = memory.answer(question, hits, choices, seconds)
+        answer.usage = _query_usage(memory) - before  # retrieval + answer
+        span.set_attributes(tracing.usage_attributes(answer.usage))
+    return answer
+
+
+def ask_stream(
+    memory: Asker,
+    question: str,
+    choices: Sequence[str] | None,
+    budget: int | None,
+    strategy: str | None,
+    build: bool,
+) -> Iterator[str | Answer]:
+    """Retrieve now (:func:`context`, so a bad question or an unbuilt strategy raises here), then return the
+    generator of :func:`gemrag.answers.answering.answer_stream` (``str`` pieces, then the :class:`Answer`, whose usage
+    is set to the retrieval's and the answer's together when the stream ends), each step's model spans under one
+    ``gemrag.ask`` span (``gemrag.stream = True``).
+
+    Raises:
+        MemoryNotIndexedError, ValueError: as :func:`context`.
+        GemragError: the LLM failed (raised by the generator, before or between pieces).
+    """
+    span = tracing.start_span("gemrag.ask", {"gemrag.memory": memory.store.location, "gemrag.stream": True})
+    try:
+        with tracing.current(span):  # the retrieval's spans are the ask's children
+            before, hits, seconds = context(memory, question, choices, budget, strategy, build)
+    except BaseException:
+        span.end()
+        raise
+    ctx = memory.ctx
+    stream = answer_stream(
+        ctx.get_llm, ctx.meter, memory.store, question, hits, choices, seconds, cite=ctx.config.answer.cites()
+    )
+
+    def finish(item: str | Answer) -> None:
+        if isinstance(item, Answer):
+            item.usage = _query_usage(memory) - before  # retrieval + answer
+            span.set_attributes(tracing.usage_attributes(item.usage))
+
+    return tracing.each_within(span, stream, finish)  # each step's model spans under the ask
+
+
+def answer(
+    memory: MemoryHandle,
+    question: str,
+    hits: Sequence[Hit],
+    choices: Sequence[str] | None,
+    retrieval_seconds: float,
+    *,
+    abstain: bool,
+    short: bool,
+) -> Answer:
+    """:func:`gemrag.answers.answering.answer_question` with the memory's LLM, meter and store, citing when
+    ``config.answer.cites(short=short)``, in one ``gemrag.answer`` span.
+
+    Raises:
+        ValueError: fewer than 2 or more than 10 choices.
+    """
+    ctx = memory.ctx
+    with tracing.span("gemrag.answer", {"gemrag.memory": memory.store.location, "gemrag.hits": len(hits)}) as span:
+        answer = answer_question(
+            ctx.get_llm,
+            ctx.meter,
+            memory.store,
+            question,
+            hits,
+            choices,
+            retrieval_seconds,
+            abstain=abstain,
+            short=short,
+            cite=ctx.config.answer.cites(short=short),
+        )
+        span.set_attributes(tracing.usage_attributes(answer.usage))
+        return answer
