@@ -1,7 +1,7 @@
 """Keeping strategies in step with the memory's documents: build states, stale warnings, deleting a document.
 
 Used by :class:`gemrag.memory.Memory` (``retrieve`` checks the strategy's state once per change; ``delete``
-removes a document). Every strategy's build records the chunks it covers (:mod:`gemrag.store.derived`), so:
+removes a document). Every strategy's build records the chunks it covers (:mod:`gemrag.store.graph_rows`), so:
 
 * a strategy is *never built*, *built* (over exactly the memory's chunks) or *stale* (N new chunks, N deleted);
   retrieving from a stale strategy warns once (:class:`StaleStrategyWarning`, on stderr), from an unbuilt one
@@ -30,8 +30,8 @@ from typing import Any, Protocol
 
 from gemrag.errors import DamagedMemoryError, GemragError, StaleGenerationError
 from gemrag.store import MemoryStore
-from gemrag.store.derived import BuildState
 from gemrag.store.erase import PurgeReport
+from gemrag.store.graph_rows import BuildState
 from gemrag.store.parts import Connection
 from gemrag.store.publish import Publication
 from gemrag.strategies import available

@@ -46,7 +46,7 @@ from gemrag.errors import InputError
 from gemrag.ingest import Document, expand_paths, read_document, read_stdin
 from gemrag.lifecycle import MemoryHandle, remove_chunks
 from gemrag.source_plan import HolderPlan, Status, file_key, plan_holders, read_entries
-from gemrag.store.rows import sha256_text
+from gemrag.store import sha256_text
 
 __all__ = [
     "STATUSES",

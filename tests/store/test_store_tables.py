@@ -67,12 +67,12 @@ def test_the_table_list_is_the_postgres_schema(postgres_url: str, tmp_path: Path
     schema = new_schema("tables")
     store = open_store(schema_url(postgres_url, schema))
     try:
-        rows = store._query(
+        rows = store.database._query(
             "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ?"
             " ORDER BY table_name, ordinal_position",
             (schema,),
         )
-        keys = store._query(
+        keys = store.database._query(
             "SELECT k.table_name, k.column_name FROM information_schema.table_constraints c"
             " JOIN information_schema.key_column_usage k ON k.constraint_name = c.constraint_name"
             " AND k.table_schema = c.table_schema WHERE c.constraint_type = 'PRIMARY KEY' AND c.table_schema = ?"
