@@ -1,15 +1,12 @@
-"""The one table list (``gemrag.store.schema.TABLES``) against both schemas, and both backends against every part of
-the store (``gemrag.store.parts``)."""
+"""The one table list (``gemrag.store.schema.TABLES``) against both schemas (the parts of a store:
+``test_store_parts.py``)."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-import pytest
-
-from backends import MemoryAt
-from gemrag.store import open_store, parts
+from gemrag.store import open_store
 from gemrag.store.schema import TABLES
 from gemrag.store.sqlite.schema import SCHEMA
 
@@ -98,18 +95,3 @@ def test_a_table_missing_from_the_list_would_show(tmp_path: Path) -> None:
     conn.executescript(SCHEMA + "CREATE TABLE surprise (x INTEGER PRIMARY KEY);")
     conn.close()
     assert _same_columns(_sqlite_tables(tmp_path / "more.sqlite")) != _expected()
-
-
-@pytest.mark.parametrize(
-    "part",
-    [parts.Database, parts.Rows, parts.BuildArrays, parts.VectorSearch, parts.Caches, parts.BuildLocking],
-    ids=lambda p: p.__name__,
-)
-def test_both_backends_have_every_part(memory_at: MemoryAt, part: type) -> None:
-    store = open_store(memory_at("m"))
-    try:
-        assert isinstance(store, part)
-        assert isinstance(store, parts.MemoryParts)
-        assert isinstance(store.build_lock(), parts.BuildLockLike)
-    finally:
-        store.close()

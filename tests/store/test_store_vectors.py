@@ -12,6 +12,7 @@ import pytest
 from backends import MemoryAt, new_schema, schema_url
 from gemrag.store import open_store
 from gemrag.store.postgres.extension import PgvectorMissingWarning
+from gemrag.store.vectors import exact_nearest
 from gemrag.strategies.platform.common import cosine_ranking
 
 N, D, K = 3000, 64, 10
@@ -71,7 +72,8 @@ def test_hnsw_recall_at_10_against_exact_search(memory_at: MemoryAt, backend: st
             approx, _ = store.nearest("dense", g, "vectors", vectors, q, K)  # type: ignore[attr-defined]
             exact, _ = cosine_ranking(q, vectors, K)
             if backend == "postgres":
-                in_db, _ = store.nearest("dense", g, "vectors", vectors, q, K, exact=True)  # type: ignore[attr-defined]
+                found = store.parts.vectors.database_rows(("dense", g, "vectors"), vectors, q, K, exact=True)  # type: ignore[attr-defined]
+                in_db, _ = exact_nearest(vectors, q, K, rows=found)  # rescored as nearest() does
                 assert in_db.tolist() == exact.tolist()  # exact search in the database despite the index
             hits += len(set(approx.tolist()) & set(exact.tolist()))
         recall = hits / (K * len(queries))

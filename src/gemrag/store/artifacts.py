@@ -58,7 +58,7 @@ class ArtifactRows(SqlPart):
         _check(strategy, kind)
         now = time.time()
         rows = [(strategy, kind, int(n), version, v.model_dump_json(), now) for n, v in values]
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.executemany(
                 "INSERT OR REPLACE INTO artifacts(strategy, kind, node_id, version, data, created)"
                 " VALUES (?,?,?,?,?,?)",
@@ -130,5 +130,5 @@ class ArtifactRows(SqlPart):
             sql, args = sql + " AND kind = ?", [*args, kind]
         if stale_for is not None:
             sql, args = sql + " AND version != ?", [*args, stale_for]
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             return int(c.execute(sql, args).rowcount)

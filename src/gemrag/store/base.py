@@ -61,16 +61,20 @@ class MemoryStore:
         return self.parts.database
 
 
-def _forward(part: str, name: str) -> property:
-    """A facade attribute answered by ``getattr(store.parts.<part>, name)`` at each access."""
+class _Forward:
+    """A facade attribute answered by ``getattr(store.parts.<part>, name)`` at each access. A non-data descriptor:
+    setting the attribute on one store (a test's monkeypatch) shadows it for that store."""
 
-    def get(self: MemoryStore) -> Any:
-        return getattr(getattr(self.parts, part), name)
+    def __init__(self, part: str, name: str) -> None:
+        self.part, self.name = part, name
+        self.__doc__ = f"``parts.{part}.{name}`` (see :class:`gemrag.store.parts.{PART_ROLES[part].__name__}`)."
 
-    get.__doc__ = f"``parts.{part}.{name}`` (see :class:`gemrag.store.parts.{PART_ROLES[part].__name__}`)."
-    return property(get)
+    def __get__(self, store: MemoryStore | None, owner: type | None = None) -> Any:
+        if store is None:
+            return self
+        return getattr(getattr(store.parts, self.part), self.name)
 
 
 for _part, _role in PART_ROLES.items():
     for _name in role_members(_role):
-        setattr(MemoryStore, _name, _forward(_part, _name))
+        setattr(MemoryStore, _name, _Forward(_part, _name))

@@ -49,7 +49,7 @@ class CacheRows(SqlPart):
         rows = [(k, model, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items]
 
         def write() -> None:
-            with contextlib.suppress(DatabaseLockedError), self.transaction() as c:
+            with contextlib.suppress(DatabaseLockedError), self._db.transaction() as c:
                 c.executemany("INSERT OR REPLACE INTO embeddings(key, model, dim, vector) VALUES (?,?,?,?)", rows)
 
         self._best_effort(write)
@@ -68,7 +68,7 @@ class CacheRows(SqlPart):
         """
 
         def write() -> None:
-            with self.transaction() as c:
+            with self._db.transaction() as c:
                 c.execute(
                     "INSERT INTO llm_cache(key, model, response, created) VALUES (?,?,?,?) ON CONFLICT(key) DO UPDATE"
                     " SET model = excluded.model, response = excluded.response, created = excluded.created,"
@@ -115,7 +115,7 @@ class CacheRows(SqlPart):
         values = [(now, *r) for r in rows]
 
         def write() -> None:
-            with self.transaction() as c:
+            with self._db.transaction() as c:
                 c.executemany(
                     "INSERT INTO usage(at, phase, kind, model, prompt_tokens, completion_tokens, embedding_tokens,"
                     " seconds, cached) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -164,7 +164,7 @@ class CacheRows(SqlPart):
         read-only)."""
 
         def write() -> None:
-            with self.transaction() as c:
+            with self._db.transaction() as c:
                 c.execute(
                     "INSERT INTO failures(at, phase, node_id, message) VALUES (?,?,?,?)",
                     (time.time(), phase, node_id, message[:2000]),
@@ -236,7 +236,7 @@ class CacheRows(SqlPart):
         meta = [] if tainted is None else [k for k, v in self._query("SELECT key, value FROM meta") if tainted(v)]
         meta = [k for k in meta if k != "schema_version"]
         out.versions, out.failures, out.meta = len(versions), len(failures), len(meta)
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             for table, column, ids in (
                 ("llm_cache", "key", llm),
                 ("embeddings", "key", embeddings),

@@ -44,7 +44,7 @@ class FileArrays(Generations):
     def __init__(self, parts: StoreParts, arrays_directory: str | Path) -> None:
         super().__init__(parts)
         self.arrays_directory = Path(arrays_directory)
-        if not self.readonly:
+        if not self._db.readonly:
             self.arrays_directory.mkdir(parents=True, exist_ok=True)
 
     def load_published(self, strategy: str, *, mmap: bool = True) -> Published | None:
@@ -168,7 +168,7 @@ class FileArrays(Generations):
             for name in p.paths:
                 if not self.artifact_path(p.strategy, p.generation, name).exists():
                     raise ValueError(f"artefact {name!r} of {p.strategy} generation {p.generation} is missing")
-        with self._durable(), self.transaction() as c:  # the manifest commit is durable before old files go
+        with self._durable(), self._db.transaction() as c:  # the manifest commit is durable before old files go
             if before is not None:
                 before(c)
             for strategy in withdraw:
@@ -184,7 +184,7 @@ class FileArrays(Generations):
     def withdraw(self, strategy: str) -> None:
         """Remove a strategy's published build: its manifest, nodes, edges and chunk list (one transaction), then
         its files. Its per-chunk artefacts stay (rebuilding reuses them)."""
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             withdraw_rows(c, strategy)
         self.remove_stale_files(strategy)
 
@@ -211,7 +211,7 @@ class FileArrays(Generations):
         Returns:
             How many entries were removed (0 on a read-only store, which is left untouched).
         """
-        if self.readonly:
+        if self._db.readonly:
             return 0
         removed = 0
         for path in list(self.stale_files(strategy)):

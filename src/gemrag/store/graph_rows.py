@@ -120,7 +120,7 @@ class GraphRows(SqlPart):
             raise ValueError(f"a strategy's node kind must not be {kind!r}")
         sources = sorted({int(s) for s in sources})
         recorded = {**(meta or {}), INPUTS: len(sources)} if sources else dict(meta or {})
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             cur = c.execute(
                 "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens, meta, strategy, generation)"
                 " VALUES (?, NULL, ?, ?, ?, ?, ?, ?)",
@@ -194,7 +194,7 @@ class GraphRows(SqlPart):
         Args:
             src, dst: (E,) node ids (int). weight: (E,) float weights. kind: the strategy's edge kind.
         """
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.executemany(
                 "INSERT OR REPLACE INTO edges(strategy, kind, generation, src, dst, weight) VALUES (?,?,?,?,?,?)",
                 (

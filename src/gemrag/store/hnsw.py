@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from gemrag.graph.ann import hnsw_index, hnsw_read, hnsw_search, hnsw_write, unit_rows32
 from gemrag.store.parts import StoreParts
-from gemrag.store.vectors import ExactSearch
+from gemrag.store.vectors import Array, ExactSearch, Vectors
 
 __all__ = ["ANN_ABOVE", "ANN_CANDIDATES", "EF_SEARCH", "INDEX_M", "HnswSearch", "index_artifact_name"]
 
@@ -107,23 +107,11 @@ class HnswSearch(ExactSearch):
         arrays.sync_path(path)
         return [artefact]
 
-    def nearest(
-        self,
-        strategy: str,
-        generation: int,
-        name: str,
-        vectors: NDArray[np.floating],
-        query: NDArray[np.floating],
-        k: int,
-        *,
-        rows: NDArray[np.int64] | None = None,
-        unit: NDArray[np.floating] | None = None,
-    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """:meth:`gemrag.store.vectors.ExactSearch.nearest` over the candidates of the array's HNSW artefact when it
-        has one and no ``rows`` are given (:meth:`_approximate_rows`); exact otherwise (same arguments)."""
-        if rows is None:  # above ANN_ABOVE rows: HNSW candidates, rescored exactly
-            rows = self._approximate_rows(strategy, generation, name, np.shape(vectors)[0], query, k)
-        return super().nearest(strategy, generation, name, vectors, query, k, rows=rows, unit=unit)
+    def _candidates(self, array: Array, vectors: Vectors, query: Vectors, k: int) -> NDArray[np.int64] | None:
+        """The candidates of the array's HNSW artefact (:meth:`_approximate_rows`), rescored exactly by
+        :meth:`gemrag.store.vectors.ExactSearch.nearest`; None (exact) without one."""
+        strategy, generation, name = array
+        return self._approximate_rows(strategy, generation, name, np.shape(vectors)[0], query, k)
 
     def _approximate_rows(
         self, strategy: str, generation: int, name: str, n: int, query: NDArray[np.floating], k: int

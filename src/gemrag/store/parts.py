@@ -395,6 +395,17 @@ class StrategyStore(Database, Rows, Artifacts, BuildArrays, VectorSearch, Caches
 
 
 @runtime_checkable
+class RowStore(Database, Rows, Protocol):
+    """The rows in the database's transactions (chunking documents, the memory's recorded settings:
+    :mod:`gemrag.documents`)."""
+
+
+@runtime_checkable
+class BuildReads(Rows, BuildArrays, Protocol):
+    """What reads a memory's rows and its published builds (the titles a build read, the viewer's data)."""
+
+
+@runtime_checkable
 class SourceStore(Database, Rows, Documents, Protocol):
     """What the code that adds, replaces and deletes documents by source uses: rows and documents, in the database's
     transactions."""

@@ -124,7 +124,7 @@ class Generations(SqlPart):
             ReadOnlyMemoryError: the store is read-only.
         """
         _check_name("strategy", strategy)
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             row = c.execute("SELECT generation FROM builds WHERE strategy = ?", (strategy,)).fetchone()
             current = int(row[0]) if row else 0
             c.execute(
@@ -167,7 +167,7 @@ class Generations(SqlPart):
         Returns:
             The number of node rows deleted.
         """
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             deleted = c.execute(
                 "DELETE FROM nodes WHERE generation IS NOT NULL AND generation IS NOT"
                 " (SELECT b.generation FROM builds b WHERE b.strategy = nodes.strategy)"

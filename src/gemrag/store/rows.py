@@ -82,7 +82,7 @@ class SqlRows(GraphRows):
         Raises:
             ReadOnlyMemoryError: the store is read-only.
         """
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     # -- documents --------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ class SqlRows(GraphRows):
             ``(doc_id, created)``: created is False when the same text was already stored.
         """
         digest = sha256_text(text)
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             row = c.execute("SELECT id FROM documents WHERE sha256 = ? ORDER BY id LIMIT 1", (digest,)).fetchone()
             if row:
                 return int(row[0]), False
@@ -133,7 +133,7 @@ class SqlRows(GraphRows):
             (doc_id, i, t, n, s[0] if s else None, s[1] if s else None)
             for i, ((t, n), s) in enumerate(zip(chunks, given, strict=True))
         ]
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.executemany(
                 "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens, span_start, span_end)"
                 " VALUES ('chunk', ?, ?, ?, ?, ?, ?)",
@@ -230,7 +230,7 @@ class SqlRows(GraphRows):
     # -- utility questions ------------------------------------------------------------------------
     def set_questions(self, node_id: int, questions: Sequence[str]) -> None:
         """Replace a node's utility questions and mark them done, atomically."""
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
             c.executemany(
                 "INSERT INTO questions(node_id, ord, text) VALUES (?, ?, ?)",
@@ -240,7 +240,7 @@ class SqlRows(GraphRows):
 
     def fail_questions(self, node_id: int, phase: str, message: str) -> None:
         """Record that a node's questions failed, in ONE transaction: the failure row, no questions, status -1."""
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
             c.execute(
                 "INSERT INTO failures(at, phase, node_id, message) VALUES (?,?,?,?)",
@@ -250,7 +250,7 @@ class SqlRows(GraphRows):
 
     def reset_questions(self) -> None:
         """Forget every node's utility questions (used when the number per chunk changes)."""
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.execute("DELETE FROM questions")
             c.execute("UPDATE nodes SET questions_done = 0")
 

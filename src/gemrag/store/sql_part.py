@@ -5,15 +5,15 @@ generations): each reads and writes through the database part, and reaches the o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
-from gemrag.store.parts import Connection, StoreDatabase, StoreParts
+from gemrag.store.parts import StoreDatabase, StoreParts
 
 
 class SqlPart:
     """A part of a store whose rows are in the store's database (its SQL is SQLite's dialect, translated on
-    PostgreSQL by the database part).
+    PostgreSQL by the database part): it writes in the database part's transactions (``self._db.transaction()``) and
+    reads with :meth:`_query`.
 
     Args:
         parts: the store's parts (the database part must be set; the others are looked up when called).
@@ -27,21 +27,10 @@ class SqlPart:
         """The store's database part."""
         return self._parts.database
 
-    @property
-    def readonly(self) -> bool:
-        """True when the store writes nothing (the database part's flag)."""
-        return self._db.readonly
-
-    def transaction(self) -> AbstractContextManager[Connection]:
-        """A nestable write transaction of the database part (see :meth:`gemrag.store.parts.Database.transaction`)."""
-        return self._db.transaction()
-
-    def snapshot(self) -> AbstractContextManager[None]:
-        """One read transaction of the database part (see :meth:`gemrag.store.parts.Database.snapshot`)."""
-        return self._db.snapshot()
-
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one read statement, through the database part."""
         return self._db._query(sql, args)
 
     def _best_effort(self, write: Callable[[], None]) -> None:
+        """A cache or log write through the database part (skipped when read-only, deferred inside a snapshot)."""
         self._db._best_effort(write)

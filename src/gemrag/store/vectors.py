@@ -12,6 +12,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+Vectors = NDArray[np.floating]
+"""A float array: ``(n, d)`` rows, or a ``(d,)`` query."""
+
+Array = tuple[str, int, str]
+"""A build's array: ``(strategy, generation, name)``."""
+
 
 def unit_query(query: NDArray[np.floating], dim: int) -> NDArray[np.float64]:
     """``query / |query|`` in float64.
@@ -105,7 +111,9 @@ def exact_nearest(
 class ExactSearch:
     """The exact vector-search part (:class:`gemrag.store.parts.VectorSearch`): numpy over the loaded array, nothing
     indexed. The base of SQLite's part (:class:`gemrag.store.hnsw.HnswSearch`) and PostgreSQL's
-    (:class:`gemrag.store.postgres.vectors.PgVectorSearch`), which answer the same way when they have no index."""
+    (:class:`gemrag.store.postgres.vectors.PgVectorSearch`), whose index proposes the candidates (``_candidates``)
+    that :meth:`nearest` rescores here, so every backend gives the same scores; without an index they answer the
+    same way as this one."""
 
     def index_vectors(self, strategy: str, generation: int, name: str, vectors: NDArray[np.floating]) -> list[str]:
         """Make the array ``name`` of an unpublished build searchable by :meth:`nearest`, where the part has an index
@@ -156,4 +164,12 @@ class ExactSearch:
         Raises:
             ValueError: a zero or mis-sized query.
         """
+        if rows is None:  # an index's candidates, rescored exactly (none here: every row)
+            rows = self._candidates((strategy, generation, name), vectors, query, k)
         return exact_nearest(vectors, query, k, rows, unit)
+
+    def _candidates(self, array: Array, vectors: Vectors, query: Vectors, k: int) -> NDArray[np.int64] | None:
+        """The rows an index proposes for the ``k`` nearest of ``query`` among ``vectors`` (the build's array
+        ``(strategy, generation, name)``), which :meth:`nearest` rescores exactly; None: search every row (always,
+        here)."""
+        return None

@@ -135,7 +135,7 @@ class PgArrays(Generations):
     # -- writing ----------------------------------------------------------------------------------
     def _store_bytes(self, strategy: str, generation: int, name: str, data: bytes) -> None:
         parts = [data[i : i + ARRAY_PART_BYTES] for i in range(0, max(len(data), 1), ARRAY_PART_BYTES)]
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.execute(
                 "DELETE FROM build_arrays WHERE strategy = ? AND generation = ? AND name = ?",
                 (strategy, generation, name),
@@ -223,7 +223,7 @@ class PgArrays(Generations):
             for name in p.paths:
                 if PATH_PREFIX + name not in stored:
                     raise ValueError(f"artefact {name!r} of {p.strategy} generation {p.generation} is missing")
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             if before is not None:
                 before(c)
             for strategy in withdraw:
@@ -255,7 +255,7 @@ class PgArrays(Generations):
 
     def withdraw(self, strategy: str) -> None:
         """Remove a strategy's published build: manifest, nodes, edges, chunk list and arrays, in one transaction."""
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             withdraw_rows(c, strategy)
             c.execute("DELETE FROM build_arrays WHERE strategy = ?", (strategy,))
             self._tables.drop_vectors(c, "strategy = ?", (strategy,))
@@ -276,7 +276,7 @@ class PgArrays(Generations):
         Raises:
             DamagedMemoryError: an array or artefact is missing or does not match the manifest.
         """
-        with self.snapshot():
+        with self._db.snapshot():
             m = self.manifest(strategy)
             if m is None:
                 return None
@@ -357,10 +357,10 @@ class PgArrays(Generations):
         Returns:
             How many arrays were removed (0 on a read-only store, which is left untouched).
         """
-        if self.readonly:
+        if self._db.readonly:
             return 0
         stale = self.stale_arrays(strategy)
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             self._tables.drop_vectors(
                 c,
                 "NOT EXISTS (SELECT 1 FROM builds b WHERE b.strategy = build_vectors.strategy AND b.generation ="

@@ -13,7 +13,7 @@ statement.
 
 Vectors travel as numpy arrays through the ``pgvector`` package's psycopg 3 adapters (``register_vector`` on every
 pooled connection): binary ``COPY`` rows into a table, a float32 query vector as the search's parameter.
-:meth:`PgVectorSearch.nearest` asks the table for the ``k`` nearest rows by cosine distance and rescores them in
+:meth:`PgVectorSearch.database_rows` asks the table for the ``k`` nearest rows by cosine distance and rescores them in
 numpy from the loaded array (:mod:`gemrag.store.vectors`), so a PostgreSQL memory returns the scores a SQLite one
 does. It searches exactly in numpy over the loaded array when the table does not exist: the array is smaller than
 ``hnsw_above``, the ``vector`` extension is not installed and this user may not create it (one warning when the
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from gemrag.store.vectors import ExactSearch, best_first, cosines, exact_nearest
+from gemrag.store.vectors import Array, ExactSearch, Vectors
 
 if TYPE_CHECKING:
     from gemrag.store.postgres.store import PgDatabase
@@ -121,39 +121,39 @@ class PgVectorSearch(ExactSearch):
         c.execute(f"DELETE FROM build_vectors WHERE {where}", args)
 
     # -- searching --------------------------------------------------------------------------------
-    def nearest(
-        self,
-        strategy: str,
-        generation: int,
-        name: str,
-        vectors: NDArray[np.floating],
-        query: NDArray[np.floating],
-        k: int,
-        *,
-        rows: NDArray[np.int64] | None = None,
-        unit: NDArray[np.floating] | None = None,
-        exact: bool | None = None,
-    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """The ``k`` rows most cosine-similar to ``query`` (see :meth:`gemrag.store.vectors.ExactSearch.nearest` and
-        the module docstring).
+    def _candidates(self, array: Array, vectors: Vectors, query: Vectors, k: int) -> NDArray[np.int64] | None:
+        """The rows the database's vector table proposes (see :meth:`database_rows`), rescored exactly by
+        :meth:`nearest`; None where there is no table."""
+        return self.database_rows(array, vectors, query, k)
+
+    def database_rows(
+        self, array: Array, vectors: Vectors, query: Vectors, k: int, *, exact: bool = False
+    ) -> NDArray[np.int64] | None:
+        """The ``k`` rows of a published build's array ``name`` nearest to ``query`` by the database's vector table
+        (cosine distance; the caller rescores them, as :meth:`nearest` does), or None when the search must run in
+        numpy over ``vectors``: no pgvector, ``k <= 0``, no HNSW table for the array (see the module docstring), or the
+        table dropped by a newer publish after the caller loaded the arrays, outside a snapshot.
 
         Args:
-            exact: True forces an exact search in the database even where an HNSW index exists, False uses the
-                index where there is one, None (default) the index where there is one.
+            array: ``(strategy, generation, name)`` of the published array.
+            vectors, query, k: as for :meth:`nearest`.
+            exact: True forces an exact search in the database even where an HNSW index exists (the index switched
+                off); False uses the index.
 
         Raises:
-            ValueError: a zero or mis-sized query.
+            StaleGenerationError: inside a snapshot, a newer publish dropped the table (the snapshot restarts).
             GemragError: the server failed.
         """
         import psycopg
 
+        strategy, generation, name = array
         mat = np.asarray(vectors)
         k = min(int(k), mat.shape[0])
-        if rows is not None or not self._db.pgvector or k <= 0:
-            return exact_nearest(mat, query, k, rows, unit)
+        if not self._db.pgvector or k <= 0:
+            return None
         found = self._vector_table(strategy, generation, name)
         if found is None or found[1] != mat.shape[1] or not found[2]:  # no HNSW table (an older memory's exact
-            return exact_nearest(mat, query, k, None, unit)  # table included): exact, where the array is
+            return None  # table included): exact, where the array is
         table, hnsw = found[0], not exact
         probe = np.asarray(query, dtype=np.float32).reshape(-1)  # sent by pgvector's dumper
         order = "embedding <=> %s" if hnsw else "embedding <=> %s, row"
@@ -173,9 +173,8 @@ class PgVectorSearch(ExactSearch):
                 raise StaleGenerationError(
                     f"{self._db.location}: {strategy} generation {generation} was replaced", strategy, generation
                 ) from exc
-            return exact_nearest(mat, query, k, None, unit)
-        got = np.array([r[0] for r in rows_found], dtype=np.int64)
-        return best_first(got, cosines(mat, query, got, unit), k)
+            return None
+        return np.array([r[0] for r in rows_found], dtype=np.int64)
 
     def _vector_table(self, strategy: str, generation: int, name: str) -> tuple[str, int, bool] | None:
         """``(quoted table, dimensions, has an HNSW index)`` of a build's vector table, or None when it has none.
