@@ -70,20 +70,11 @@ class CountingSearch:
         :meth:`gemrag.store.vectors.ExactSearch.index_vectors`)."""
         return self.inner.index_vectors(strategy, generation, name, vectors)
 
-    def nearest(
-        self,
-        strategy: str,
-        generation: int,
-        name: str,
-        vectors: NDArray[np.floating],
-        query: NDArray[np.floating],
-        k: int,
-        **options: Any,
-    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    def nearest(self, *args: Any, **options: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """One search, counted, answered by the inner part (see :meth:`gemrag.store.vectors.ExactSearch.nearest` for
         the arguments)."""
         self.searches += 1
-        return self.inner.nearest(strategy, generation, name, vectors, query, k, **options)
+        return self.inner.nearest(*args, **options)
 
 
 def split_store(rows: Path, arrays: Path) -> MemoryStore:

@@ -26,8 +26,8 @@ def pg_parts(
     """
     db = PgDatabase(url, readonly=readonly, busy_timeout=busy_timeout, pool_size=pool_size)
     parts = StoreParts(db)
-    parts.rows, parts.documents = PgRows(parts, db), DocumentRows(parts)
-    parts.artifacts, parts.caches = ArtifactRows(parts), PgCaches(parts, db)
+    parts.rows, parts.documents = PgRows(parts), DocumentRows(parts)
+    parts.artifacts, parts.caches = ArtifactRows(parts), PgCaches(parts)
     parts.vectors = PgVectorSearch(db)
     parts.arrays = PgArrays(parts, db, parts.vectors)
     return parts
