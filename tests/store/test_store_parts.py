@@ -141,3 +141,16 @@ def test_open_store_refuses_an_unknown_part_or_an_object_lacking_its_methods(mem
     with pytest.raises(ValueError, match="lacks methods of VectorSearch"):
         open_store(location, parts={"vectors": lambda parts: object()})
     open_store(location).close()  # the refused opens closed their database
+
+
+def test_the_names_of_the_mixins_are_deprecated_aliases_of_their_parts() -> None:
+    import gemrag.store as store_package
+    from gemrag.store import FileArrays
+    from gemrag.store.sqlite.store import SqliteDatabase
+
+    with pytest.warns(DeprecationWarning, match="FileArraysMixin is deprecated"):
+        assert store_package.FileArraysMixin is FileArrays
+    with pytest.warns(DeprecationWarning, match="SqliteRows is deprecated"):
+        assert store_package.SqliteRows is SqliteDatabase
+    with pytest.raises(AttributeError):
+        _ = store_package.NoSuchPart
