@@ -120,10 +120,13 @@ def _write_build(dst: MemoryStore, published: Any, axes: dict[str, tuple[str, ..
     they are)."""
     strategy, generation = published.strategy, published.generation
     entries = [dst.write_array(strategy, generation, name, a, axes.get(name)) for name, a in published.arrays.items()]
+    indexes: list[str] = []  # artefacts the destination's vector search made (its own index of a search array)
     for name in published.meta.get(SEARCH_META, []):
         if name in published.arrays:
-            dst.index_vectors(strategy, generation, name, np.asarray(published.arrays[name]))
+            indexes += dst.index_vectors(strategy, generation, name, np.asarray(published.arrays[name]))
     for name, path in published.paths.items():
+        if name in indexes:
+            continue
         target = dst.artifact_path(strategy, generation, name)
         if Path(path).is_dir():
             shutil.copytree(path, target)
@@ -135,7 +138,7 @@ def _write_build(dst: MemoryStore, published: Any, axes: dict[str, tuple[str, ..
         generation,
         entries,
         published.meta,
-        tuple(published.paths),
+        tuple(dict.fromkeys([*published.paths, *indexes])),
         None,
         "keep",
         published.params,
