@@ -4,7 +4,7 @@ Protocol (by a builder, normally holding the memory's :class:`~gemrag.store.lock
 
 1. ``g = store.begin_build(strategy)``: the published generation + 1 (1 for a first build); rows and files left
    by an earlier unpublished build of the strategy are removed first.
-2. The builder inserts the nodes it derives, marked ``(strategy, g)`` (:meth:`Store.add_summary_node`): readers
+2. The builder inserts the nodes it derives, marked ``(strategy, g)`` (the rows part's ``add_node``): readers
    do not see them (:data:`gemrag.store.schema.VISIBLE_NODE`). It writes each array with :meth:`write_array`
    as ``<strategy>.g<g>.<name>.npy`` (temporary file, fsync, rename, fsync of the directory), and any other
    artefact under :meth:`artifact_path` (then :meth:`sync_path`).
