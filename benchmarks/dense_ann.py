@@ -6,7 +6,7 @@ row's cosine to its centre is ~0.65 and to its nearest neighbour ~0.5 — like M
 texts, where isotropic random vectors would have no neighbour structure to find) are published twice in one SQLite
 memory through the platform (:func:`gemrag.strategies.platform.common.publish_arrays`): once as a build below the
 threshold (no artefact: exact numpy search) and once with ``search=["vectors"]`` above it (the HNSW artefact of
-:mod:`gemrag.strategies.platform.vector_index`). Then ``--queries`` queries drawn the same way go through
+:mod:`gemrag.store.hnsw`). Then ``--queries`` queries drawn the same way go through
 :func:`gemrag.strategies.platform.common.nearest` on each build, as ``dense`` retrieval does (with the unit rows
 made once per loaded build).
 
@@ -63,7 +63,7 @@ def one(n: int, d: int, queries: int, k: int, efs: list[int]) -> dict[str, Any]:
     from fakes import HashEmbedder, ScriptedLLM
     from gemrag import Memory, load_config
     from gemrag.graph.ann import unit_rows32
-    from gemrag.strategies.platform import vector_index
+    from gemrag.store import hnsw as vector_index
     from gemrag.strategies.platform.common import nearest, publish_arrays
 
     rows, qs = clustered(n, d, queries)

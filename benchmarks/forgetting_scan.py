@@ -161,8 +161,10 @@ def measure_nodes(store: Any) -> dict[str, Any]:
 
 def measure_caches(store: Any, canary_keys: set[str]) -> dict[str, int]:
     """LLM cache responses holding a canary string; embedding cache entries of texts holding one."""
-    responses = sum(1 for (r,) in store._query("SELECT response FROM llm_cache") if _count_bytes(_cell(r), NEEDLES))
-    keys = {str(k) for (k,) in store._query("SELECT key FROM embeddings")}
+    responses = sum(
+        1 for (r,) in store.database._query("SELECT response FROM llm_cache") if _count_bytes(_cell(r), NEEDLES)
+    )
+    keys = {str(k) for (k,) in store.database._query("SELECT key FROM embeddings")}
     return {"llm_responses": responses, "embeddings": len(keys & canary_keys)}
 
 

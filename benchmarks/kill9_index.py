@@ -163,7 +163,7 @@ class Harness:
         except GemragError:
             return None
         try:
-            return store._query(sql)
+            return store.database._query(sql)
         finally:
             store.close()
 

@@ -186,8 +186,8 @@ def write_memory(
     cfg = load_config(None, {"strategy": "gem", "memory": {"chunk_titles": False}, "gem": {"questions": m}})
     mem = Memory.open(location, cfg, llm=NoLLM(), embedder=LookupEmbedder(table))  # type: ignore[arg-type]
     store = mem.store
-    if counter is not None and isinstance(getattr(store, "conn", None), sqlite3.Connection):
-        counter.watch_sqlite(store.conn)
+    if counter is not None and isinstance(getattr(store.database, "conn", None), sqlite3.Connection):
+        counter.watch_sqlite(store.database.conn)
     store.set_meta("chunk_tokens", 100)
     for lo in range(0, len(texts), CHUNKS_PER_DOC):
         part = texts[lo : lo + CHUNKS_PER_DOC]

@@ -92,8 +92,8 @@ def overwrite_array(store: object, strategy: str, generation: int, name: str, ar
     manifest = store.manifest(strategy)  # type: ignore[attr-defined]
     assert manifest is not None and manifest.generation == generation
     entry = manifest.arrays[name]
-    if hasattr(store, "directory"):
-        path = store.directory / entry.file  # type: ignore[attr-defined]
+    if hasattr(store.database, "directory"):
+        path = store.database.directory / entry.file  # type: ignore[attr-defined]
         if sp.issparse(array):
             sp.save_npz(path, sp.csr_matrix(array), compressed=False)
         else:
@@ -113,8 +113,8 @@ def overwrite_array(store: object, strategy: str, generation: int, name: str, ar
 def leftovers(store: object) -> list[object]:
     """What a killed or finished build left that no published build names: files of a SQLite memory, stored
     arrays of a PostgreSQL one."""
-    if hasattr(store, "stale_arrays"):
-        return list(store.stale_arrays())  # type: ignore[attr-defined]
+    if hasattr(store.parts.arrays, "stale_arrays"):
+        return list(store.parts.arrays.stale_arrays())  # type: ignore[attr-defined]
     return list(store.stale_files())  # type: ignore[attr-defined]
 
 
@@ -122,8 +122,8 @@ def remove_array(store: object, strategy: str, name: str) -> None:
     """Delete a published array behind the store's back (its file, or its ``build_arrays`` rows)."""
     manifest = store.manifest(strategy)  # type: ignore[attr-defined]
     assert manifest is not None
-    if hasattr(store, "directory"):
-        (store.directory / manifest.arrays[name].file).unlink()  # type: ignore[attr-defined]
+    if hasattr(store.database, "directory"):
+        (store.database.directory / manifest.arrays[name].file).unlink()  # type: ignore[attr-defined]
         return
     with store.transaction() as c:  # type: ignore[attr-defined]
         c.execute("DELETE FROM build_arrays WHERE strategy = ? AND name = ?", (strategy, name))

@@ -71,3 +71,25 @@ def test_nothing_outside_the_store_knows_its_backends() -> None:
             if word in text
         ]
     assert found == []
+
+
+def _contract(contract_id: str) -> dict[str, object]:
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    return next(c for c in contracts if c["id"] == contract_id)
+
+
+def test_the_store_contract_covers_every_module_outside_the_store() -> None:
+    package = REPO / "src" / "gemrag"
+    modules = {f"gemrag.{p.stem}" for p in package.glob("*.py") if p.stem != "__init__"}
+    modules |= {f"gemrag.{p.name}" for p in package.iterdir() if (p / "__init__.py").is_file()}
+    assert set(_contract("store-backends")["source_modules"]) == modules - {"gemrag.store"}  # type: ignore[arg-type]
+
+
+def test_a_strategy_naming_a_backend_breaks_the_store_contract(tmp_path: Path) -> None:
+    src = _with_import(tmp_path, "strategies/baselines/dense.py", "gemrag.store.sqlite.store")
+    run = _lint(src, tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Nothing outside store/ names a backend or a part class" in run.stdout and "BROKEN" in run.stdout

@@ -1,7 +1,8 @@
 """The examples under ``examples/`` run as a user runs them (``python examples/<name>.py``), so CI keeps them working.
 
-- ``custom_store.py`` assembles a store from parts: the SQLite rows in one directory, the build arrays in another; it
-  indexes a short text with ``dense`` and the embedded MiniLM embedder (no LLM) and retrieves with it.
+- ``custom_store.py`` assembles a store from parts passed as objects (no subclass): the SQLite rows in one directory,
+  the build arrays in another, and a counting vector search; it indexes a short text with ``dense`` and the embedded
+  MiniLM embedder (no LLM) and retrieves with it, every search through the counting part.
 - ``custom_llm.py`` passes a rule-based LLM (the ``LLM`` protocol) to ``Memory.open``: GEM-RAG's utility questions and
   summaries and the cited answer come from it; a second run on the same memory reaches it no more (the LLM cache).
 - ``custom_strategy.py`` registers a strategy with its own ``[overlap]`` section, builds and retrieves over the chunks
@@ -38,7 +39,8 @@ def test_custom_store_keeps_rows_and_arrays_apart_and_retrieves(tmp_path: Path) 
     rows, arrays = tmp_path / "rows", tmp_path / "arrays"
     run = run_example("custom_store.py", rows, arrays, cwd=tmp_path)
     assert "-> The island's puffin colony returns each April" in run.stdout  # the right passage, first
-    assert "1 search(es) through the store's vector search part" in run.stdout  # the overridden part answered
+    # the part passed in answered the retrieval's search (it counts only what reaches it)
+    assert "1 search(es) through the store's vector search part (CountingSearch)" in run.stdout
     assert sorted(p.name for p in rows.iterdir()) == ["build.lock", "memory.sqlite"]  # no array beside the rows
     assert {"dense.g1.node_ids.npy", "dense.g1.vectors.npy"} <= {p.name for p in arrays.iterdir()}
 

@@ -22,7 +22,8 @@ from gemrag import Memory
 from gemrag.config import Config
 from gemrag.memory.forgetting import Fragments, fragments_of, normalise
 from gemrag.memory.states import StaleStrategyWarning
-from gemrag.store.erase import Erasing, Erasure, json_text
+from gemrag.store.erase import Erasure, json_text
+from gemrag.store.parts import Erasing
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 from spans import memory_exporter, one
 
@@ -68,8 +69,10 @@ def canary_memory(memory_at: MemoryAt, purge_config: Config, tmp_path: Path) -> 
     canary = tmp_path / "canary.txt"
     canary.write_text(CANARY_V1, encoding="utf-8")
     with open_memory(memory_at("m"), purge_config) as mem:
-        if hasattr(mem.store, "conn"):  # SQLite as most builds have it (some compile secure_delete on by default)
-            mem.store.conn.execute("PRAGMA secure_delete = OFF")
+        if hasattr(
+            mem.store.database, "conn"
+        ):  # SQLite as most builds have it (some compile secure_delete on by default)
+            mem.store.database.conn.execute("PRAGMA secure_delete = OFF")
         for i, d in enumerate(documents()):
             mem.add_text(d, f"part {i}")
         mem.add([canary], keep_versions=True)
@@ -92,7 +95,7 @@ def canary_memory(memory_at: MemoryAt, purge_config: Config, tmp_path: Path) -> 
 
 
 def llm_entries(mem: Memory) -> dict[str, dict[str, Any]]:
-    return {str(k): json.loads(v) for k, v in mem.store._query("SELECT key, response FROM llm_cache")}
+    return {str(k): json.loads(v) for k, v in mem.store.database._query("SELECT key, response FROM llm_cache")}
 
 
 def leaks_in_files(directory: Path) -> list[str]:
@@ -109,22 +112,22 @@ def leaks_in_rows(mem: Memory) -> list[str]:
     """``table.column: marker`` for every canary marker in a text, JSON or bytea value of any table of the memory's
     PostgreSQL schema (bytea searched as bytes, case-insensitive)."""
     store: Any = mem.store
-    columns = store._query(
+    columns = store.database._query(
         "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = ?"
         " AND data_type IN ('text', 'json', 'jsonb', 'bytea', 'character varying') ORDER BY 1, 2",
-        (store.schema,),
+        (store.database.schema,),
     )
     assert {t for t, _, _ in columns} >= {"llm_cache", "documents", "nodes", "build_arrays", "document_versions"}
     found = []
     for table, column, kind in columns:
-        for (value,) in store._query(f'SELECT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL'):
+        for (value,) in store.database._query(f'SELECT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL'):
             data = bytes(value).lower() if kind == "bytea" else str(value).casefold().encode()
             found += [f"{table}.{column}: {m}" for m in MARKERS if m.encode() in data]
     return sorted(set(found))
 
 
 def leaks(mem: Memory) -> list[str]:
-    directory = getattr(mem.store, "directory", None)
+    directory = getattr(mem.store.database, "directory", None)
     return leaks_in_files(directory) if directory is not None else leaks_in_rows(mem)
 
 
@@ -241,7 +244,7 @@ def test_cli_delete_purge_prints_what_it_erased(canary_memory: Memory, monkeypat
     from gemrag.cli import delete as cli_delete
 
     store: Any = canary_memory.store
-    location, config = getattr(store, "url", None) or store.directory, canary_memory.config
+    location, config = getattr(store.database, "url", None) or store.database.directory, canary_memory.config
     canary_memory.close()
 
     real_open = Memory.open

@@ -110,7 +110,7 @@ def test_forget_deletes_and_purges_the_text(tools: MemoryTools) -> None:
     assert (done.title, done.deleted, done.rebuilt) == ("lighthouse", True, {"dense": 0}) and done.chunks >= 1
     assert done.purged is not None and done.purged["llm_entries"] >= 1 and done.erase_complete
     assert [h.titles for h in tools.recall("Who repaints the lighthouse tower?").hits] == [["orchard"]]
-    files = [p for p in tools.memory.store.directory.rglob("*") if p.is_file()]  # type: ignore[attr-defined]
+    files = [p for p in tools.memory.store.database.directory.rglob("*") if p.is_file()]  # type: ignore[attr-defined]
     assert files and not [p.name for p in files if b"mara repaints" in p.read_bytes().lower()]
     with pytest.raises(GemragError, match="no document"):
         tools.forget("light")

@@ -280,11 +280,13 @@ def test_a_failed_chunk_is_recorded_in_one_transaction(tmp_path: Path, config: C
         real = mem.store.fail_questions
 
         def traced(*args: Any) -> None:
-            mem.store.conn.set_trace_callback(lambda sql: commits.append(sql) if sql.startswith("COMMIT") else None)
+            mem.store.database.conn.set_trace_callback(
+                lambda sql: commits.append(sql) if sql.startswith("COMMIT") else None
+            )
             try:
                 real(*args)
             finally:
-                mem.store.conn.set_trace_callback(None)
+                mem.store.database.conn.set_trace_callback(None)
 
         mem.store.fail_questions = traced  # type: ignore[method-assign]
         mem.index()

@@ -299,7 +299,10 @@ def test_cli_delete_prints_what_it_did(keyword_memory: Memory, monkeypatch: pyte
     from gemrag.cli import delete as cli_delete
 
     store = keyword_memory.store
-    directory, config = getattr(store, "url", None) or getattr(store, "directory", None), keyword_memory.config
+    directory, config = (
+        getattr(store.database, "url", None) or getattr(store.database, "directory", None),
+        keyword_memory.config,
+    )
     keyword_memory.close()
     real_open = Memory.open
 

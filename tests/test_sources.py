@@ -188,7 +188,7 @@ def test_chat_exchanges_are_never_updated(tmp_path: Path, memory_at: MemoryAt, u
         b = mem.add_text("[turn 2, 2024-01-03] User: hello again", "chat", "chat:Ava#1")  # same source, new text
         assert a[1] and b[1] and a[0] != b[0] and len(mem.store.documents()) == 2
         assert mem.add_text("[turn 1, 2024-01-02] User: hello", "chat", "chat:Ava#1") == (a[0], False)
-        assert mem.store._query("SELECT COUNT(*) FROM document_versions")[0][0] == 0
+        assert mem.store.database._query("SELECT COUNT(*) FROM document_versions")[0][0] == 0
 
 
 def test_sync_removes_gone_files_and_history_keeps_versions(

@@ -80,10 +80,10 @@ def test_a_new_version_moves_the_kept_chunks_and_places_the_new_ones(memory_at: 
 
 def has_table(store: Any, table: str) -> bool:
     """Whether the memory's database (SQLite or PostgreSQL) holds ``table``."""
-    if hasattr(store, "conn"):
-        return bool(store._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)))
+    if hasattr(store.database, "conn"):
+        return bool(store.database._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)))
     where = "table_name = ? AND table_schema = current_schema()"
-    return bool(store._query(f"SELECT 1 FROM information_schema.tables WHERE {where}", (table,)))
+    return bool(store.database._query(f"SELECT 1 FROM information_schema.tables WHERE {where}", (table,)))
 
 
 @pytest.mark.parametrize(("version", "ddl"), [(4, V4_SCHEMA), (5, V5_SCHEMA)])
@@ -141,7 +141,7 @@ def test_an_older_postgres_memory_gains_its_chunk_spans_at_the_upgrade(
                     [(doc_id, i, normalize_chunk(ch.text), ch.n_tokens) for i, ch in enumerate(cut)],
                 )
             query = "SELECT column_name FROM information_schema.columns WHERE table_name = 'nodes'"
-            columns = {r[0] for r in old._query(query)}
+            columns = {r[0] for r in old.database._query(query)}
             assert "span_start" not in columns and old.get_meta("schema_version") == version
             assert has_table(old, "document_sources") == (version == 5)
             old.close()

@@ -91,10 +91,10 @@ def test_v3_memory_upgrades_in_place_and_adopts_its_files(
     with Memory.open(path, config, llm=llm, embedder=HashEmbedder()) as mem:
         store = mem.store
         assert store.get_meta("schema_version") == SCHEMA_VERSION == 6
-        assert store.conn.execute("PRAGMA foreign_key_check").fetchall() == []
-        assert store.conn.execute(f"SELECT {DOC_COLUMNS} FROM documents ORDER BY id").fetchall() == old_rows
+        assert store.database.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert store.database.conn.execute(f"SELECT {DOC_COLUMNS} FROM documents ORDER BY id").fetchall() == old_rows
         assert [(d["key"], d["version"]) for d in store.documents()] == [(None, 1), (None, 1)]
-        assert store.conn.execute("SELECT COUNT(*) FROM document_versions").fetchone()[0] == 0
+        assert store.database.conn.execute("SELECT COUNT(*) FROM document_versions").fetchone()[0] == 0
         for s in ("gem", "dense"):  # the published generations are used as they are: no rebuild
             assert [h.text for h in mem.retrieve(QUESTION, 3, strategy=s)] == before[s]
             assert store.build_state(s).state == "built"

@@ -19,10 +19,10 @@ QUESTION = "Who gave Amos a silver medal for his courage?"
 
 def has_sources_table(store: MemoryStore) -> bool:
     """Whether the memory's database holds ``document_sources``."""
-    if hasattr(store, "conn"):  # SQLite
-        return bool(store._query("SELECT 1 FROM sqlite_master WHERE name = 'document_sources'"))
+    if hasattr(store.database, "conn"):  # SQLite
+        return bool(store.database._query("SELECT 1 FROM sqlite_master WHERE name = 'document_sources'"))
     where = "table_name = 'document_sources' AND table_schema = current_schema()"
-    return bool(store._query(f"SELECT 1 FROM information_schema.tables WHERE {where}"))
+    return bool(store.database._query(f"SELECT 1 FROM information_schema.tables WHERE {where}"))
 
 
 def test_a_schema_4_memory_upgrades_to_schema_5_and_6(backend: str, memory_at: MemoryAt, config: Config) -> None:

@@ -18,9 +18,9 @@ import pytest
 from backends import drop_schemas, new_schema, schema_url
 from gemrag.errors import GemragError, MemoryBusyError, ReadOnlyMemoryError
 from gemrag.store import Store, import_caches, open_store
+from gemrag.store.postgres.backend import PostgresStore
 from gemrag.store.postgres.connect import MAX_IDENTIFIER, PgLocation, child_schema, is_postgres_url
 from gemrag.store.postgres.dialect import returns_id, to_postgres
-from gemrag.store.postgres.store import PostgresStore
 from gemrag.store.schema import SCHEMA_VERSION
 
 
@@ -106,7 +106,7 @@ def test_a_schema_3_memory_upgrades_to_schema_4(url: str, monkeypatch: pytest.Mo
                 ("a.txt", "0" * 64, "a", "the old text", 12, 1.0),
             ).lastrowid
         assert old.get_meta("schema_version") == 3
-        assert "source_key" not in {r[0] for r in old._query(
+        assert "source_key" not in {r[0] for r in old.database._query(
             "SELECT column_name FROM information_schema.columns WHERE table_name = 'documents'")}  # fmt: skip
         old.close()
     store = open_store(url)

@@ -58,11 +58,11 @@ def test_publish_and_load(memory_at: MemoryAt) -> None:
     assert store.edges(1, "fake") == [(2, 0.5)] and store.edges(1) == []  # edges are namespaced by strategy
     assert build(store, 7, 2) == 2
     assert_reads_build(store, 7, 2)
-    if isinstance(store, Store):
-        files = sorted(p.name for p in store.directory.iterdir() if p.name.startswith("fake."))
+    if hasattr(store.database, "directory"):
+        files = sorted(p.name for p in store.database.directory.iterdir() if p.name.startswith("fake."))
         assert files == ["fake.g2.node_ids.npy", "fake.g2.vectors.npy", "fake.g2.weights.npy"]  # generation 1 removed
     else:
-        stored = store._query("SELECT DISTINCT generation, name FROM build_arrays ORDER BY 1, 2")
+        stored = store.database._query("SELECT DISTINCT generation, name FROM build_arrays ORDER BY 1, 2")
         assert stored == [(2, "node_ids"), (2, "vectors"), (2, "weights")]  # generation 1's arrays removed
     manifest = store.manifest("fake")
     assert (

@@ -137,11 +137,11 @@ def test_bulk_inserts_keep_sqlites_meaning(memory_at: MemoryAt) -> None:
                 " seconds, cached) VALUES (?, 'bulk', ?, ?, ?, ?, ?, ?, ?)",
                 [(float(i), "llm", "m", i, 1, 0, 0.5, 0) for i in range(n)],
             )
-        meta = dict(store._query("SELECT key, value FROM meta WHERE key LIKE 'k%'"))
+        meta = dict(store.database._query("SELECT key, value FROM meta WHERE key LIKE 'k%'"))
         assert meta["k0"] == '"old"' and meta["k1"] == '"first 1"' and len(meta) == 20
-        cache = dict(store._query("SELECT key, response FROM llm_cache"))
+        cache = dict(store.database._query("SELECT key, response FROM llm_cache"))
         assert cache == {f"r{j}": f"response {max(i for i in range(n) if i % 7 == j)}" for j in range(7)}
-        usage = store._query("SELECT phase, SUM(prompt_tokens), COUNT(*) FROM usage GROUP BY phase")
+        usage = store.database._query("SELECT phase, SUM(prompt_tokens), COUNT(*) FROM usage GROUP BY phase")
         assert [tuple(r) for r in usage] == [("bulk", sum(range(n)), n)]
     finally:
         store.close()
@@ -154,7 +154,7 @@ def test_an_array_below_hnsw_above_gets_no_vector_table(memory_at: MemoryAt) -> 
     try:
         g = store.begin_build("dense")
         store.index_vectors("dense", g, "vectors", np.eye(5, 8, dtype=np.float32))
-        assert store._query("SELECT COUNT(*) FROM build_vectors")[0][0] == 0
+        assert store.database._query("SELECT COUNT(*) FROM build_vectors")[0][0] == 0
     finally:
         store.close()
 

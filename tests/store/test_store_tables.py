@@ -1,15 +1,12 @@
-"""The one table list (``gemrag.store.schema.TABLES``) against both schemas, and both backends against every part of
-the store (``gemrag.store.parts``)."""
+"""The one table list (``gemrag.store.schema.TABLES``) against both schemas (the parts of a store:
+``test_store_parts.py``)."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-import pytest
-
-from backends import MemoryAt
-from gemrag.store import open_store, parts
+from gemrag.store import open_store
 from gemrag.store.schema import TABLES
 from gemrag.store.sqlite.schema import SCHEMA
 
@@ -67,12 +64,12 @@ def test_the_table_list_is_the_postgres_schema(postgres_url: str, tmp_path: Path
     schema = new_schema("tables")
     store = open_store(schema_url(postgres_url, schema))
     try:
-        rows = store._query(
+        rows = store.database._query(
             "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = ?"
             " ORDER BY table_name, ordinal_position",
             (schema,),
         )
-        keys = store._query(
+        keys = store.database._query(
             "SELECT k.table_name, k.column_name FROM information_schema.table_constraints c"
             " JOIN information_schema.key_column_usage k ON k.constraint_name = c.constraint_name"
             " AND k.table_schema = c.table_schema WHERE c.constraint_type = 'PRIMARY KEY' AND c.table_schema = ?"
@@ -98,18 +95,3 @@ def test_a_table_missing_from_the_list_would_show(tmp_path: Path) -> None:
     conn.executescript(SCHEMA + "CREATE TABLE surprise (x INTEGER PRIMARY KEY);")
     conn.close()
     assert _same_columns(_sqlite_tables(tmp_path / "more.sqlite")) != _expected()
-
-
-@pytest.mark.parametrize(
-    "part",
-    [parts.Database, parts.Rows, parts.BuildArrays, parts.VectorSearch, parts.Caches, parts.BuildLocking],
-    ids=lambda p: p.__name__,
-)
-def test_both_backends_have_every_part(memory_at: MemoryAt, part: type) -> None:
-    store = open_store(memory_at("m"))
-    try:
-        assert isinstance(store, part)
-        assert isinstance(store, parts.MemoryParts)
-        assert isinstance(store.build_lock(), parts.BuildLockLike)
-    finally:
-        store.close()

@@ -11,7 +11,8 @@ import pytest
 
 from backends import MemoryAt, new_schema, schema_url
 from gemrag.store import open_store
-from gemrag.store.postgres.vectors import PgvectorMissingWarning
+from gemrag.store.postgres.extension import PgvectorMissingWarning
+from gemrag.store.vectors import exact_nearest
 from gemrag.strategies.platform.common import cosine_ranking
 
 N, D, K = 3000, 64, 10
@@ -64,14 +65,15 @@ def test_hnsw_recall_at_10_against_exact_search(memory_at: MemoryAt, backend: st
     store, g = _publish(_url(memory_at(), hnsw_above=1000, ef_search=64), vectors)
     try:
         if backend == "postgres":
-            (hnsw,) = store._query("SELECT hnsw FROM build_vectors WHERE strategy = 'dense'")[0]  # type: ignore[attr-defined]
+            (hnsw,) = store.database._query("SELECT hnsw FROM build_vectors WHERE strategy = 'dense'")[0]  # type: ignore[attr-defined]
             assert hnsw == 1
         hits = 0
         for q in queries:
             approx, _ = store.nearest("dense", g, "vectors", vectors, q, K)  # type: ignore[attr-defined]
             exact, _ = cosine_ranking(q, vectors, K)
             if backend == "postgres":
-                in_db, _ = store.nearest("dense", g, "vectors", vectors, q, K, exact=True)  # type: ignore[attr-defined]
+                found = store.parts.vectors.database_rows(("dense", g, "vectors"), vectors, q, K, exact=True)  # type: ignore[attr-defined]
+                in_db, _ = exact_nearest(vectors, q, K, rows=found)  # rescored as nearest() does
                 assert in_db.tolist() == exact.tolist()  # exact search in the database despite the index
             hits += len(set(approx.tolist()) & set(exact.tolist()))
         recall = hits / (K * len(queries))
@@ -103,13 +105,13 @@ def test_vector_tables_follow_their_build(memory_at: MemoryAt) -> None:
         store.index_vectors("dense", g2, "vectors", vectors[:10])  # type: ignore[attr-defined]
         # a build that never publishes (killed): the next builder drops its table
         store.begin_build("dense")  # type: ignore[attr-defined]
-        tables = store._query("SELECT generation FROM build_vectors")  # type: ignore[attr-defined]
+        tables = store.database._query("SELECT generation FROM build_vectors")  # type: ignore[attr-defined]
         assert [int(r[0]) for r in tables] == [g]
         store.withdraw("dense")  # type: ignore[attr-defined]
-        left = store._query(  # type: ignore[attr-defined]
+        left = store.database._query(  # type: ignore[attr-defined]
             "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'vec:%'"
         )
-        assert left == [] and store._query("SELECT * FROM build_vectors") == []  # type: ignore[attr-defined]
+        assert left == [] and store.database._query("SELECT * FROM build_vectors") == []  # type: ignore[attr-defined]
     finally:
         store.close()  # type: ignore[attr-defined]
 
@@ -137,7 +139,7 @@ def test_without_the_extension_privilege_a_memory_works_with_numpy_search(postgr
         with pytest.warns(PgvectorMissingWarning, match="nearest-neighbour search runs in numpy"):
             store, g = _publish(schema_url(user_url, new_schema("nopgv")), vectors)
         try:
-            assert store.pgvector is False  # type: ignore[attr-defined]
+            assert store.database.pgvector is False  # type: ignore[attr-defined]
             rows, _ = store.nearest("dense", g, "vectors", vectors, queries[0], K)  # type: ignore[attr-defined]
             assert rows.tolist() == cosine_ranking(queries[0], vectors, K)[0].tolist()
         finally:

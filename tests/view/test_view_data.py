@@ -233,7 +233,7 @@ def test_spectrum_svg_marks_the_selected_eigenvalues() -> None:
 
 
 def test_cli_writes_the_page(gem_memory: Memory, tmp_path: Path) -> None:
-    directory = gem_memory.store.directory
+    directory = gem_memory.store.database.directory
     gem_memory.close()
     out = tmp_path / "view.html"
     result = CliRunner().invoke(app, ["view", "--memory", str(directory), "-o", str(out), "--min-weight", "0"])

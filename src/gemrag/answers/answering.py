@@ -36,7 +36,7 @@ from gemrag.models.meter import UsageMeter
 from gemrag.models.streaming import complete_stream, pieces
 from gemrag.models.structured import complete_structured
 from gemrag.prompting import CITE_INSTRUCTION, format_context, parse_citations, strip_citations
-from gemrag.store import MemoryStore
+from gemrag.store.parts import Caches
 from gemrag.types import Hit
 
 LETTERS = "ABCDEFGHIJ"
@@ -190,7 +190,7 @@ def choice_schema(n_choices: int, n_passages: int = 0) -> dict[str, Any]:
 def answer_question(
     llm: Callable[[], LLM],
     meter: UsageMeter,
-    store: MemoryStore,
+    store: Caches,
     question: str,
     hits: Sequence[Hit],
     choices: Sequence[str] | None = None,
@@ -316,7 +316,7 @@ def _follow_ups(hits: Sequence[Hit]) -> FollowUps:
 def answer_stream(
     llm: Callable[[], LLM],
     meter: UsageMeter,
-    store: MemoryStore,
+    store: Caches,
     question: str,
     hits: Sequence[Hit],
     choices: Sequence[str] | None = None,

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from gemrag.answers.answer import Answer
 from gemrag.store import MemoryStore
+from gemrag.store.parts import Rows
 from gemrag.types import SAME_TEXT, DocumentRef, Hit, Passage, Provenance, provenance_nodes
 
 
@@ -107,7 +108,7 @@ def _nodes(hit: Hit) -> list[int]:
     return [*provenance_nodes(hit), *([int(i) for i in same] if isinstance(same, list) else [])]
 
 
-def with_provenance(store: MemoryStore, hits: Sequence[Hit]) -> list[Hit]:
+def with_provenance(store: Rows, hits: Sequence[Hit]) -> list[Hit]:
     """The hits with their :class:`~gemrag.types.Provenance` (two or three store queries, no model call).
 
     Args:
@@ -135,7 +136,7 @@ def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(json.dumps(meta, default=str)))
 
 
-def describe_hits(store: MemoryStore | None, hits: Sequence[Hit], strategy: str) -> list[RetrievedNode]:
+def describe_hits(store: Rows | None, hits: Sequence[Hit], strategy: str) -> list[RetrievedNode]:
     """Describe retrieved hits with their provenance (:func:`with_provenance` for hits that lack it).
 
     Args:
@@ -178,7 +179,7 @@ def describe_hits(store: MemoryStore | None, hits: Sequence[Hit], strategy: str)
     return out
 
 
-def describe_answer(store: MemoryStore | None, answer: Answer, strategy: str) -> DescribedAnswer:
+def describe_answer(store: Rows | None, answer: Answer, strategy: str) -> DescribedAnswer:
     """An answer with its context and cited passages, each described by :func:`describe_hits`.
 
     Args:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gemrag.eval.report import JsonlAppender, read_jsonl
-from gemrag.store import MemoryStore
+from gemrag.store.parts import Caches
 
 __all__ = ["BuildAttempts", "add_earlier", "shared_build"]
 
@@ -42,7 +42,7 @@ class BuildAttempts:
         self.entries = read_jsonl(path)
         self._out: JsonlAppender | None = None
 
-    def start(self, memory: str, run: str, store: MemoryStore) -> dict[str, Any]:
+    def start(self, memory: str, run: str, store: Caches) -> dict[str, Any]:
         """Log an attempt to build ``run`` in the memory directory named ``memory`` (whose store is ``store``),
         about to start.
 

@@ -279,7 +279,7 @@ class Memory:
             return forget(self, document, purge=purge, rebuild=rebuild)
 
     def strategy_states(self) -> dict[str, Any]:
-        """Each strategy's build state (:class:`~gemrag.store.derived.BuildState`: built / stale / never built),
+        """Each strategy's build state (:class:`~gemrag.store.graph_rows.BuildState`: built / stale / never built),
         for every registered strategy and every strategy built in this memory."""
         return dict(strategy_states(self))
 

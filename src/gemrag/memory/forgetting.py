@@ -17,13 +17,13 @@
    cannot be checked), every embedding-cache entry but those of texts the memory still holds (chunks in both title
    forms, derived nodes and their meta's strings, utility questions: a kept key is recomputed from a kept text, so
    nothing removed can be kept), the kept text of every version of the document's sources and of any version
-   holding a fragment, and the failures and ``meta`` entries holding one (:meth:`~gemrag.store.erase.EraseMixin.
-   purge_caches`). The deletes run with the store's :meth:`~gemrag.store.erase.Erasing.secure_deletes`.
+   holding a fragment, and the failures and ``meta`` entries holding one (:meth:`~gemrag.store.parts.Erasing.
+   purge_caches`). The deletes run with the store's :meth:`~gemrag.store.parts.Erasing.secure_deletes`.
 3. **rebuild** (``rebuild=True``): every strategy that was built (pruned or withdrawn by the delete) is indexed
    again at once, as the next ``gemrag index`` would (LLM calls for what changed only; ``DeleteReport.rebuilt``).
 4. **erase** (``purge=True``, last, so the rebuild's replaced generations go too): the array files and artefacts no
    published build names are removed and the database is rewritten without free pages, dead rows or write-ahead
-   log frames (:meth:`~gemrag.store.erase.Erasing.erase_physically`: SQLite ``VACUUM`` + WAL truncation, PostgreSQL
+   log frames (:meth:`~gemrag.store.parts.Erasing.erase_physically`: SQLite ``VACUUM`` + WAL truncation, PostgreSQL
    ``VACUUM (FULL)``). After it no file of a SQLite memory holds a fragment's bytes, and no row of a PostgreSQL
    memory's schema holds one.
 

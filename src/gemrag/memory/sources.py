@@ -47,7 +47,7 @@ from gemrag.memory.deletion import remove_chunks
 from gemrag.memory.documents import chunk_new_version
 from gemrag.memory.handle import MemoryHandle
 from gemrag.memory.source_plan import HolderPlan, Status, file_key, plan_holders, read_entries
-from gemrag.store.rows import sha256_text
+from gemrag.store import sha256_text
 
 __all__ = [
     "STATUSES",

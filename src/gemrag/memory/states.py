@@ -1,7 +1,7 @@
 """Keeping strategies in step with the memory's documents: build states and stale warnings.
 
 Used by :class:`gemrag.memory.Memory` (``retrieve`` checks the strategy's state once per change). Every strategy's
-build records the chunks it covers (:mod:`gemrag.store.derived`), so a strategy is *never built*, *built* (over
+build records the chunks it covers (:mod:`gemrag.store.graph_rows`), so a strategy is *never built*, *built* (over
 exactly the memory's chunks) or *stale* (N new chunks, N deleted); retrieving from a stale strategy warns once
 (:class:`StaleStrategyWarning`, on stderr), from an unbuilt one raises :class:`~gemrag.errors.MemoryNotIndexedError`
 naming ``gemrag index --strategy X`` (or builds it).
@@ -14,7 +14,7 @@ from typing import Any
 
 from gemrag.errors import GemragError
 from gemrag.memory.handle import MemoryHandle
-from gemrag.store.derived import BuildState
+from gemrag.store.graph_rows import BuildState
 from gemrag.strategies import available
 from gemrag.strategies.base import Strategy
 from gemrag.strategies.platform.common import build_models, not_indexed

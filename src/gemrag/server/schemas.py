@@ -96,7 +96,7 @@ class DocumentText(DocumentInfo):
 
 
 BuildStateName = Literal["built", "stale", "never built"]
-"""A strategy's build state (:class:`gemrag.store.derived.BuildState`)."""
+"""A strategy's build state (:class:`gemrag.store.graph_rows.BuildState`)."""
 
 
 class StrategyStateOut(BaseModel):

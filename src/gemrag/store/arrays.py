@@ -3,7 +3,7 @@ and checked against their manifest entries when read.
 
 Both kinds are written to a temporary file, fsynced, renamed to ``<strategy>.g<generation>.<name>.<ext>`` and
 the directory fsynced (:func:`write_file`), so a kill leaves either no file or a whole one; the manifest that
-names them is committed afterwards by :meth:`gemrag.store.publish.GenerationsMixin.publish`.
+names them is committed afterwards by :meth:`gemrag.store.publish.Generations.publish`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A strategy that asks the LLM something about every chunk (utility questions, entities, triples, events, ...)
 stores each answer here as soon as it has it, validated by its pydantic model and stamped with the prompt
-version that produced it. A build asks :meth:`ArtifactsMixin.missing_artifacts` which chunks still need one
+version that produced it. A build asks :meth:`ArtifactRows.missing_artifacts` which chunks still need one
 (none stored, or stored by another prompt version), so an interrupted build resumes where it stopped, a new
 prompt version recomputes everything, and adding a document costs LLM calls for its chunks only. Rows go with
 their node (``ON DELETE CASCADE``): deleting a document deletes its chunks' artefacts. Artefacts are not part of
@@ -16,13 +16,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from gemrag.errors import DamagedMemoryError
-from gemrag.store.parts import Connection
+from gemrag.store.sql_part import SqlPart
 
 M = TypeVar("M", bound=BaseModel)
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -35,11 +34,9 @@ def _check(strategy: str, kind: str) -> None:
             raise ValueError(f"{what} name {name!r} must match {_NAME.pattern}")
 
 
-class ArtifactsMixin:
-    """Artefact rows on :class:`gemrag.store.Store` (needs its transactions and queries)."""
-
-    def transaction(self) -> AbstractContextManager[Connection]: ...  # provided by Store
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
+class ArtifactRows(SqlPart):
+    """The artefacts part of a store (:class:`gemrag.store.parts.Artifacts`): artefact rows (arguments: those of
+    :class:`~gemrag.store.sql_part.SqlPart`)."""
 
     def put_artifact(self, strategy: str, kind: str, node_id: int, value: BaseModel, version: str) -> None:
         """Store (or replace) one node's artefact, committed at once (resumable builds).
@@ -61,7 +58,7 @@ class ArtifactsMixin:
         _check(strategy, kind)
         now = time.time()
         rows = [(strategy, kind, int(n), version, v.model_dump_json(), now) for n, v in values]
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.executemany(
                 "INSERT OR REPLACE INTO artifacts(strategy, kind, node_id, version, data, created)"
                 " VALUES (?,?,?,?,?,?)",
@@ -133,5 +130,5 @@ class ArtifactsMixin:
             sql, args = sql + " AND kind = ?", [*args, kind]
         if stale_for is not None:
             sql, args = sql + " AND version != ?", [*args, stale_for]
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             return int(c.execute(sql, args).rowcount)

@@ -1,4 +1,5 @@
-"""The memory's persistent model caches: LLM answers and embeddings (a mixin of :class:`gemrag.store.Store`).
+"""The memory's persistent model caches: LLM answers and embeddings, with the usage log and the failures, and the
+purge of removed text from them (:mod:`gemrag.store.erase`): the store's caches part, :class:`CacheRows`.
 
 Both are best-effort writes: skipped on a read-only store and deferred inside a read snapshot; an embedding
 that cannot be stored because the database stays locked is dropped (it only costs an embedding later), while
@@ -12,24 +13,20 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from gemrag.errors import DatabaseLockedError
-from gemrag.store.parts import Connection
+from gemrag.store.erase import BATCH, Purged, strings_of
+from gemrag.store.sql_part import SqlPart
 
 
-class CachesMixin:
-    """LLM and embedding caches on :class:`gemrag.store.Store` (needs its connection and transactions)."""
-
-    readonly: bool
-
-    def transaction(self) -> AbstractContextManager[Connection]: ...  # provided by Store
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
-    def _best_effort(self, write: Callable[[], None]) -> None: ...  # provided by Store
+class CacheRows(SqlPart):
+    """The caches part of a store (:class:`gemrag.store.parts.Caches`): LLM and embedding caches, usage and
+    failures, and the purge of removed text from them (arguments: those of :class:`~gemrag.store.sql_part.SqlPart`).
+    """
 
     # -- embeddings -------------------------------------------------------------------------------
     def get_embeddings(self, model: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
@@ -52,7 +49,7 @@ class CachesMixin:
         rows = [(k, model, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items]
 
         def write() -> None:
-            with contextlib.suppress(DatabaseLockedError), self.transaction() as c:
+            with contextlib.suppress(DatabaseLockedError), self._db.transaction() as c:
                 c.executemany("INSERT OR REPLACE INTO embeddings(key, model, dim, vector) VALUES (?,?,?,?)", rows)
 
         self._best_effort(write)
@@ -71,7 +68,7 @@ class CachesMixin:
         """
 
         def write() -> None:
-            with self.transaction() as c:
+            with self._db.transaction() as c:
                 c.execute(
                     "INSERT INTO llm_cache(key, model, response, created) VALUES (?,?,?,?) ON CONFLICT(key) DO UPDATE"
                     " SET model = excluded.model, response = excluded.response, created = excluded.created,"
@@ -105,3 +102,165 @@ class CachesMixin:
         """``(keys, backend calls)`` of the LLM cache: calls > keys means some LLM call was repeated."""
         keys, writes = self._query("SELECT COUNT(*), COALESCE(SUM(writes), 0) FROM llm_cache")[0]
         return int(keys), int(writes)
+
+    # -- usage and failures -----------------------------------------------------------------------
+    def log_usage(self, rows: Sequence[tuple[str, str, str, int, int, int, float, int]]) -> None:
+        """Append usage rows ``(phase, kind, model, prompt, completion, embedding tokens, seconds, cached)``
+        (skipped when read-only).
+
+        Raises:
+            DatabaseLockedError: the database stayed locked (the meter keeps the rows and retries).
+        """
+        now = time.time()
+        values = [(now, *r) for r in rows]
+
+        def write() -> None:
+            with self._db.transaction() as c:
+                c.executemany(
+                    "INSERT INTO usage(at, phase, kind, model, prompt_tokens, completion_tokens, embedding_tokens,"
+                    " seconds, cached) VALUES (?,?,?,?,?,?,?,?,?)",
+                    values,
+                )
+
+        self._best_effort(write)
+
+    def usage_by_phase(self) -> dict[str, dict[str, float]]:
+        """Totals per phase of what was actually spent: prompt/completion/embedding tokens and seconds of
+        backend calls (cache hits excluded), the number of backend calls, and the number of cache hits."""
+        rows = self._query(
+            "SELECT phase, SUM(prompt_tokens * (1 - cached)), SUM(completion_tokens * (1 - cached)),"
+            " SUM(embedding_tokens * (1 - cached)), SUM(seconds), SUM(1 - cached), SUM(cached)"
+            " FROM usage GROUP BY phase ORDER BY phase"
+        )
+        keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "seconds", "calls", "cached")
+        return {r[0]: dict(zip(keys, r[1:], strict=True)) for r in rows}
+
+    def usage_mark(self) -> int:
+        """The id of the last usage row (0 for none): rows logged later have larger ids (see :meth:`usage_after`)."""
+        rows = self._query("SELECT COALESCE(MAX(id), 0) FROM usage")
+        return int(rows[0][0])
+
+    def usage_after(self, mark: int, upto: int | None = None, phase: str = "index") -> dict[str, float]:
+        """Costs of the ``phase`` rows with ``mark < id <= upto`` (no upper bound when ``upto`` is None), cache
+        hits counted with their original tokens: ``prompt_tokens`` and ``completion_tokens`` of LLM rows,
+        ``embedding_tokens`` of embedding rows, ``llm_calls`` (LLM rows), ``llm_cached`` (LLM cache hits), and
+        ``first_at`` / ``last_at`` (Unix seconds of the first and last row; 0.0 when there is none)."""
+        rows = self._query(
+            "SELECT COALESCE(SUM(CASE WHEN kind = 'llm' THEN prompt_tokens END), 0),"
+            " COALESCE(SUM(CASE WHEN kind = 'llm' THEN completion_tokens END), 0),"
+            " COALESCE(SUM(CASE WHEN kind = 'embed' THEN embedding_tokens END), 0),"
+            " COALESCE(SUM(CASE WHEN kind = 'llm' THEN 1 ELSE 0 END), 0),"
+            " COALESCE(SUM(CASE WHEN kind = 'llm' THEN cached END), 0),"
+            " COALESCE(MIN(at), 0.0), COALESCE(MAX(at), 0.0)"
+            " FROM usage WHERE phase = ? AND id > ? AND id <= ?",
+            (phase, mark, upto if upto is not None else 2**62),
+        )
+        keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls", "llm_cached")
+        keys += ("first_at", "last_at")
+        return dict(zip(keys, rows[0], strict=True))
+
+    def record_failure(self, phase: str, node_id: int | None, message: str) -> None:
+        """Record a failure (e.g. malformed model output after all retries) for ``gemrag info`` (skipped when
+        read-only)."""
+
+        def write() -> None:
+            with self._db.transaction() as c:
+                c.execute(
+                    "INSERT INTO failures(at, phase, node_id, message) VALUES (?,?,?,?)",
+                    (time.time(), phase, node_id, message[:2000]),
+                )
+
+        self._best_effort(write)
+
+    def failures(self) -> list[dict[str, Any]]:
+        """Recorded failures, oldest first."""
+        rows = self._query("SELECT at, phase, node_id, message FROM failures ORDER BY id")
+        return [dict(zip(("at", "phase", "node_id", "message"), r, strict=True)) for r in rows]
+
+    # -- purging removed text (gemrag.store.erase) -------------------------------------------------
+    def purge_caches(
+        self,
+        tainted: Callable[[str], bool] | None,
+        *,
+        input_key: str,
+        keep_embeddings: Collection[str] | None,
+        documents: Sequence[int] = (),
+        sources: Sequence[str] = (),
+    ) -> Purged:
+        """Remove the cached, kept and logged copies of removed text, in one transaction (module docstring).
+
+        Args:
+            tainted: ``text -> True`` when it holds removed text; None: nothing was removed from the memory (only
+                the versions of ``documents`` / ``sources`` are cleared; the caches and logs are left alone).
+            input_key: the key of a cached LLM response holding the request's messages
+                (:data:`gemrag.models.cache.INPUT_KEY`); an entry without it is removed as unverifiable.
+            keep_embeddings: the embedding-cache keys to keep (every other entry is removed); None: keep all.
+            documents: document ids whose every kept version text is cleared.
+            sources: source identities (``source_key``) whose every kept version text is cleared.
+
+        Returns:
+            The counts (:class:`Purged`).
+
+        Raises:
+            ReadOnlyMemoryError: the store is read-only.
+        """
+        out = Purged()
+        llm: list[str] = []
+        if tainted is not None:
+            for key, response in self._rows("llm_cache", "key", "response"):
+                try:
+                    data = json.loads(response)
+                except ValueError:
+                    data = None
+                if not isinstance(data, dict) or input_key not in data:
+                    out.llm_unverifiable += 1
+                    llm.append(key)
+                elif tainted("\n".join(strings_of(data))):
+                    out.llm_entries += 1
+                    llm.append(key)
+                else:
+                    out.llm_kept += 1
+        embeddings: list[str] = []
+        if keep_embeddings is not None:
+            keys = [str(r[0]) for r in self._query("SELECT key FROM embeddings")]
+            embeddings = [k for k in keys if k not in keep_embeddings]
+            out.embeddings, out.embeddings_kept = len(embeddings), len(keys) - len(embeddings)
+        named_docs, named_sources = {int(i) for i in documents}, set(sources)
+        versions = [
+            int(i)
+            for i, doc_id, key, text in self._rows("document_versions", "id", "doc_id", "source_key", "text")
+            if text is not None
+            and (int(doc_id) in named_docs or key in named_sources or (tainted is not None and tainted(str(text))))
+        ]
+        failures = [] if tainted is None else [i for i, m in self._rows("failures", "id", "message") if tainted(m)]
+        meta = [] if tainted is None else [k for k, v in self._query("SELECT key, value FROM meta") if tainted(v)]
+        meta = [k for k in meta if k != "schema_version"]
+        out.versions, out.failures, out.meta = len(versions), len(failures), len(meta)
+        with self._db.transaction() as c:
+            for table, column, ids in (
+                ("llm_cache", "key", llm),
+                ("embeddings", "key", embeddings),
+                ("failures", "id", failures),
+                ("meta", "key", meta),
+            ):
+                for start in range(0, len(ids), BATCH):
+                    part = ids[start : start + BATCH]
+                    c.execute(f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(part))})", part)
+            for start in range(0, len(versions), BATCH):
+                part = versions[start : start + BATCH]
+                c.execute(f"UPDATE document_versions SET text = NULL WHERE id IN ({','.join('?' * len(part))})", part)
+        return out
+
+    def _rows(self, table: str, key: str, *columns: str) -> Iterator[tuple[Any, ...]]:
+        """Every row of ``table`` as ``(key, *columns)``, read in batches of :data:`BATCH` in ``key`` order (a
+        large cache is never held in memory at once)."""
+        after: Any = None
+        while True:
+            where, args = ("", ()) if after is None else (f" WHERE {key} > ?", (after,))
+            rows = self._query(
+                f"SELECT {', '.join((key, *columns))} FROM {table}{where} ORDER BY {key} LIMIT {BATCH}", args
+            )
+            yield from (tuple(r) for r in rows)
+            if len(rows) < BATCH:
+                return
+            after = rows[-1][0]

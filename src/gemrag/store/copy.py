@@ -1,7 +1,7 @@
 """Copying a memory between locations and backends (``gemrag copy SRC DST``: SQLite -> PostgreSQL and back).
 
 Every row keeps its id (node, question and document ids are what hits, edges and artefacts name), so the copy
-answers every question exactly as the original: the rows of :data:`TABLES` are copied in one transaction of the
+answers every question exactly as the original: the rows of :data:`COPIED_COLUMNS` are copied in one transaction of the
 destination, then each published build is written again through the destination's own ``write_array`` /
 ``sync_path`` / ``index_vectors`` (files, or database rows and pgvector tables) and its manifest inserted with the
 arrays' new entries, in the same transaction as the rows. The source is opened read-only and read in one snapshot,
@@ -24,11 +24,11 @@ from gemrag.store.open import Location, as_location, describe_location, location
 from gemrag.store.publish_types import Publication
 from gemrag.store.schema import TABLES as SCHEMA_TABLES
 
-TABLES: dict[str, tuple[str, ...]] = {t.name: t.columns for t in SCHEMA_TABLES if t.copied}
+COPIED_COLUMNS: dict[str, tuple[str, ...]] = {t.name: t.columns for t in SCHEMA_TABLES if t.copied}
 """The copied tables (in foreign-key order) and their columns (:data:`gemrag.store.schema.TABLES`). ``meta`` is copied
 too, except ``schema_version``; ``builds`` are re-published (see the module docstring)."""
 
-ID_TABLES = tuple(t.name for t in SCHEMA_TABLES if t.copied and t.generated_id)
+COPIED_ID_TABLES = tuple(t.name for t in SCHEMA_TABLES if t.copied and t.generated_id)
 
 SEARCH_META = "vector_search"
 """Manifest ``meta`` key naming a build's searchable arrays (set by ``strategies/platform/common.py``)."""
@@ -36,8 +36,8 @@ SEARCH_META = "vector_search"
 
 def row_counts(store: MemoryStore) -> dict[str, int]:
     """Rows per copied table, plus ``builds`` (published strategies), of a memory."""
-    counts = {t: int(store._query(f"SELECT COUNT(*) FROM {t}")[0][0]) for t in TABLES}
-    counts["builds"] = int(store._query("SELECT COUNT(*) FROM builds")[0][0])
+    counts = {t: int(store.database._query(f"SELECT COUNT(*) FROM {t}")[0][0]) for t in COPIED_COLUMNS}
+    counts["builds"] = int(store.database._query("SELECT COUNT(*) FROM builds")[0][0])
     return counts
 
 
@@ -66,15 +66,18 @@ def copy_memory(
     try:
         dst = open_store(target, readonly=False)
         try:
-            if int(dst._query("SELECT COUNT(*) FROM documents")[0][0]) or dst.published_generations():
+            if int(dst.database._query("SELECT COUNT(*) FROM documents")[0][0]) or dst.published_generations():
                 raise GemragError(f"{dst.location} already holds a memory: copy into a new location")
             lock = dst.build_lock()
             lock.acquire()
             try:
                 with src.snapshot():
-                    rows = {t: [tuple(_plain(v) for v in r) for r in src._query(_select(t, cols))]
-                            for t, cols in TABLES.items()}  # fmt: skip
-                    meta = [tuple(r) for r in src._query("SELECT key, value FROM meta WHERE key != 'schema_version'")]
+                    rows = {t: [tuple(_plain(v) for v in r) for r in src.database._query(_select(t, cols))]
+                            for t, cols in COPIED_COLUMNS.items()}  # fmt: skip
+                    meta = [
+                        tuple(r)
+                        for r in src.database._query("SELECT key, value FROM meta WHERE key != 'schema_version'")
+                    ]
                     builds = [
                         (src.load_published(s, mmap=False), src.manifest(s))
                         for s in sorted(src.published_generations())
@@ -90,7 +93,7 @@ def copy_memory(
 
                 def insert_rows(c: Any) -> None:
                     c.execute("DELETE FROM meta WHERE key != 'schema_version'")
-                    for table, cols in TABLES.items():
+                    for table, cols in COPIED_COLUMNS.items():
                         marks = ",".join("?" * len(cols))
                         c.executemany(f"INSERT INTO {table}({', '.join(cols)}) VALUES ({marks})", rows[table])
                     c.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", meta)
@@ -117,10 +120,13 @@ def _write_build(dst: MemoryStore, published: Any, axes: dict[str, tuple[str, ..
     they are)."""
     strategy, generation = published.strategy, published.generation
     entries = [dst.write_array(strategy, generation, name, a, axes.get(name)) for name, a in published.arrays.items()]
+    indexes: list[str] = []  # artefacts the destination's vector search made (its own index of a search array)
     for name in published.meta.get(SEARCH_META, []):
         if name in published.arrays:
-            dst.index_vectors(strategy, generation, name, np.asarray(published.arrays[name]))
+            indexes += dst.index_vectors(strategy, generation, name, np.asarray(published.arrays[name]))
     for name, path in published.paths.items():
+        if name in indexes:
+            continue
         target = dst.artifact_path(strategy, generation, name)
         if Path(path).is_dir():
             shutil.copytree(path, target)
@@ -132,7 +138,7 @@ def _write_build(dst: MemoryStore, published: Any, axes: dict[str, tuple[str, ..
         generation,
         entries,
         published.meta,
-        tuple(published.paths),
+        tuple(dict.fromkeys([*published.paths, *indexes])),
         None,
         "keep",
         published.params,
@@ -144,9 +150,9 @@ def _write_build(dst: MemoryStore, published: Any, axes: dict[str, tuple[str, ..
 
 def _reset_identities(dst: MemoryStore, c: Any) -> None:
     """On PostgreSQL, move each identity column's sequence past the copied ids (SQLite does it itself)."""
-    if not hasattr(dst, "schema"):
+    if not hasattr(dst.database, "schema"):
         return
-    for table in ID_TABLES:
+    for table in COPIED_ID_TABLES:
         c.raw.execute(
             f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1,"
             " false)"
@@ -181,8 +187,8 @@ def import_caches(store: MemoryStore, other: Location) -> tuple[int, int]:
         raise GemragError(f"cannot read the caches of {shown}: {exc}") from exc
     try:
         with source.snapshot():
-            llm = source._query("SELECT key, model, response, created FROM llm_cache")
-            emb = source._query("SELECT key, model, dim, vector FROM embeddings")
+            llm = source.database._query("SELECT key, model, response, created FROM llm_cache")
+            emb = source.database._query("SELECT key, model, dim, vector FROM embeddings")
     finally:
         source.close()
     added = [0, 0]

@@ -4,16 +4,16 @@ transaction, and the history of the versions that left the memory (schema 4, :mo
 A document's identity is ``documents.source_key``: a file's resolved path, or an id given by the user or a client
 (NULL for an anonymous document, which is deduplicated by its text instead). Replacing a source's text is one
 transaction made by :mod:`gemrag.sources` from these pieces: the old version's row goes to ``document_versions``
-(:meth:`DocumentRowsMixin.record_version`), its chunks whose text is not in the new version are deleted
-(``delete_nodes``), and the document row takes the new version in place (:meth:`DocumentRowsMixin.update_document`,
+(:meth:`DocumentRows.record_version`), its chunks whose text is not in the new version are deleted
+(``delete_nodes``), and the document row takes the new version in place (:meth:`DocumentRows.update_document`,
 same id), its surviving chunks moved to their new positions and its new chunks inserted
-(:meth:`DocumentRowsMixin.place_chunks`).
+(:meth:`DocumentRows.place_chunks`).
 
 One document per content (schema 5): a document is *held* by its sources: ``documents.source_key`` (its primary
 source, whose ``source`` and ``title`` the document row shows) and the rows of ``document_sources`` (further
-sources whose text is byte-identical). :meth:`DocumentRowsMixin.holders` lists them; :mod:`gemrag.sources` decides
-who holds what and rewrites a document's holders with :meth:`DocumentRowsMixin.release_holders` and
-:meth:`DocumentRowsMixin.set_holders` inside its transaction.
+sources whose text is byte-identical). :meth:`DocumentRows.holders` lists them; :mod:`gemrag.sources` decides
+who holds what and rewrites a document's holders with :meth:`DocumentRows.release_holders` and
+:meth:`DocumentRows.set_holders` inside its transaction.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 from gemrag.store.migrate_v6 import relocate_chunk_spans
 from gemrag.store.parts import Connection
+from gemrag.store.sql_part import SqlPart
 
 DOCUMENT_COLUMNS = "id, source, title, n_chars, chunked, source_key, version, added_at, sha256"
 DOCUMENT_KEYS = ("id", "source", "title", "n_chars", "chunked", "key", "version", "added_at", "sha256")
@@ -38,7 +39,7 @@ REASONS = ("replaced", "removed", "deleted", "moved")
 the same text took its place (the document stays, under its new source)."""
 
 HOLDER_KEYS = ("key", "doc_id", "source", "title", "added_at", "primary")
-"""The keys of a holder dict (:meth:`DocumentRowsMixin.holders`): a source holding a document, and whether it is
+"""The keys of a holder dict (:meth:`DocumentRows.holders`): a source holding a document, and whether it is
 the document's primary source (``documents.source_key``) or a further one (``document_sources``)."""
 
 _HOLDERS = (
@@ -57,10 +58,9 @@ def like_suffix(ref: str) -> str:
     return "%" + ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-class DocumentRowsMixin:
-    """Documents by source and their version history on :class:`gemrag.store.Store`."""
-
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
+class DocumentRows(SqlPart):
+    """The documents part of a store (:class:`gemrag.store.parts.Documents`): documents by source, their holders and
+    version history (arguments: those of :class:`~gemrag.store.sql_part.SqlPart`)."""
 
     def document_by_key(self, key: str) -> dict[str, Any] | None:
         """The document held by the source ``key`` (its primary or a further source; dict of
@@ -112,27 +112,6 @@ class DocumentRowsMixin:
             "INSERT INTO document_sources(source_key, doc_id, source, title, added_at) VALUES (?,?,?,?,?)",
             [(h["key"], doc_id, h["source"], h["title"], float(h["added_at"])) for h in holders[1:]],
         )
-
-    def keyed_documents(self) -> list[dict[str, Any]]:
-        """Every document that has an identity, by id."""
-        rows = self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE source_key IS NOT NULL ORDER BY id")
-        return [document_dict(r) for r in rows]
-
-    def anonymous_match(self, sha256: str, sources: Sequence[str]) -> dict[str, Any] | None:
-        """An anonymous document (no identity: one added without an id, or by gemrag before schema 4) holding the
-        text ``sha256``, else one whose source is among ``sources``; None when there is none."""
-        rows = self._query(
-            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE source_key IS NULL AND sha256 = ? ORDER BY id LIMIT 1",
-            (sha256,),
-        )
-        for source in sources if not rows else ():
-            rows = self._query(
-                f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE source_key IS NULL AND source = ? ORDER BY id LIMIT 1",
-                (source,),
-            )
-            if rows:
-                break
-        return document_dict(rows[0]) if rows else None
 
     def insert_document(
         self,
@@ -191,10 +170,6 @@ class DocumentRowsMixin:
         )
         c.execute("UPDATE documents SET chunked = 1 WHERE id = ?", (doc_id,))
         relocate_chunk_spans(c, [doc_id])
-
-    def adopt_document(self, c: Connection, doc_id: int, key: str, source: str) -> None:
-        """Inside the caller's transaction: give an anonymous document the identity ``key`` (and ``source``)."""
-        c.execute("UPDATE documents SET source_key = ?, source = ? WHERE id = ?", (key, source, doc_id))
 
     def record_version(self, c: Connection, doc: dict[str, Any], reason: str, *, keep_text: bool = False) -> None:
         """Inside the caller's transaction, before the document's rows are deleted: record the version ``doc`` (a

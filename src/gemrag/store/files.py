@@ -1,5 +1,5 @@
 """Build arrays on the file system: the storage part of build generations (:mod:`gemrag.store.publish`) that keeps a
-build's arrays and artefacts as files in one directory, :attr:`FileArraysMixin.arrays_directory`.
+build's arrays and artefacts as files in one directory, :attr:`FileArrays.arrays_directory`.
 
 The SQLite store keeps them in the memory directory beside ``memory.sqlite``; a store assembled from other parts may
 keep them elsewhere (``examples/custom_store.py``). Files are named ``<strategy>.g<generation>.<name>.npy`` (a sparse
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from gemrag.errors import DamagedMemoryError, GemragError, StaleGenerationError
 from gemrag.store.arrays import ArrayEntry, Matrix, check_axes, fsync_directory, load_matrix, remove_path, save_matrix
-from gemrag.store.parts import Connection
-from gemrag.store.publish import GenerationsMixin, _check_name, _step
+from gemrag.store.parts import Connection, StoreParts
+from gemrag.store.publish import Generations, _check_name, _step
 from gemrag.store.publish_rows import publish_rows, withdraw_rows
 from gemrag.store.publish_types import Publication, Published
 
@@ -29,16 +29,23 @@ LEGACY_FILES = frozenset(
 """Unversioned artefacts of schema 1 (see :mod:`gemrag.store.sqlite.migrations`); removed by the first builder."""
 
 
-class FileArraysMixin(GenerationsMixin):
-    """Build arrays and artefacts as files in :attr:`arrays_directory` (on :class:`gemrag.store.sqlite.store.Store`,
-    or any store whose rows part gives the transactions).
+class FileArrays(Generations):
+    """The build-arrays part of a store keeping arrays and artefacts as files in :attr:`arrays_directory` (the SQLite
+    store's, or any store's whose database part gives the transactions: ``examples/custom_store.py``).
+
+    Args:
+        parts: the store's parts (see :class:`~gemrag.store.sql_part.SqlPart`).
+        arrays_directory: where the files live; created when missing unless the store is read-only.
 
     Attributes:
         arrays_directory: where the files live (an existing, writable directory unless the store is read-only).
     """
 
-    arrays_directory: Path
-    readonly: bool
+    def __init__(self, parts: StoreParts, arrays_directory: str | Path) -> None:
+        super().__init__(parts)
+        self.arrays_directory = Path(arrays_directory)
+        if not self._db.readonly:
+            self.arrays_directory.mkdir(parents=True, exist_ok=True)
 
     def load_published(self, strategy: str, *, mmap: bool = True) -> Published | None:
         """The strategy's published build, checked against its manifest; None when it was never built.
@@ -76,7 +83,7 @@ class FileArraysMixin(GenerationsMixin):
         return Published(strategy, m.generation, arrays, paths, m.meta, m.published_at, m.params, m.models)
 
     def _missing(self, strategy: str, generation: int, file: str) -> GemragError:
-        if not self.in_snapshot and self.published_generation(strategy) == generation:
+        if not self._db.in_snapshot and self.published_generation(strategy) == generation:
             return DamagedMemoryError(self._damaged(strategy, generation, f"{file} is missing"))
         return StaleGenerationError(
             f"generation {generation} of {strategy!r} was replaced while it was read", strategy, generation
@@ -161,7 +168,7 @@ class FileArraysMixin(GenerationsMixin):
             for name in p.paths:
                 if not self.artifact_path(p.strategy, p.generation, name).exists():
                     raise ValueError(f"artefact {name!r} of {p.strategy} generation {p.generation} is missing")
-        with self.durable(), self.transaction() as c:  # the manifest commit is durable before old files go
+        with self._durable(), self._db.transaction() as c:  # the manifest commit is durable before old files go
             if before is not None:
                 before(c)
             for strategy in withdraw:
@@ -177,7 +184,7 @@ class FileArraysMixin(GenerationsMixin):
     def withdraw(self, strategy: str) -> None:
         """Remove a strategy's published build: its manifest, nodes, edges and chunk list (one transaction), then
         its files. Its per-chunk artefacts stay (rebuilding reuses them)."""
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             withdraw_rows(c, strategy)
         self.remove_stale_files(strategy)
 
@@ -204,7 +211,7 @@ class FileArraysMixin(GenerationsMixin):
         Returns:
             How many entries were removed (0 on a read-only store, which is left untouched).
         """
-        if self.readonly:
+        if self._db.readonly:
             return 0
         removed = 0
         for path in list(self.stale_files(strategy)):

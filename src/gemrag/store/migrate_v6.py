@@ -5,7 +5,7 @@ The spans of a memory's existing chunks are found again from the stored texts (:
 model call): each document's chunks, in order, are searched in its text with whitespace runs collapsed
 (:func:`gemrag.ingest.spans.locate_chunks`); a chunk not found (made by another chunker from another text) keeps
 NULL. The same function places the spans of a document's chunks after its text was replaced
-(:meth:`gemrag.store.documents.DocumentRowsMixin.place_chunks`: kept chunks move, new ones are inserted).
+(:meth:`gemrag.store.documents.DocumentRows.place_chunks`: kept chunks move, new ones are inserted).
 
 Both backends run it: SQLite inside :func:`gemrag.store.sqlite.migrations.ensure_schema`'s transaction,
 PostgreSQL as a step of :data:`gemrag.store.postgres.schema.PG_UPGRADES` ``[6]`` (``ALTER TABLE nodes ADD COLUMN

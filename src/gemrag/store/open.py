@@ -5,8 +5,9 @@ chooses the backend.
 copy``, the server's namespaces and ``gemrag eval``'s memories call the functions here; nothing else needs to know
 which backend holds a memory:
 
-* :func:`open_store` opens (or creates) the memory; :func:`memory_exists` / :func:`location_exists` ask whether one
-  is there; :func:`location_problem` says why a command cannot use a location;
+* :func:`open_store` opens (or creates) the memory, building its backend's parts (and swapping any given with
+  ``parts=``); :func:`memory_exists` / :func:`location_exists` ask whether one is there; :func:`location_problem`
+  says why a command cannot use a location;
 * :func:`describe_location` / :func:`location_name` name a location in messages (never a password);
   :func:`as_location` turns a command-line string into a location;
 * :func:`memory_root` is a place holding one memory per name (:class:`MemoryRoot`).
@@ -14,10 +15,12 @@ which backend holds a memory:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from gemrag.store.base import MemoryStore
+from gemrag.store.parts import PART_ROLES, StoreParts
 from gemrag.store.postgres.connect import is_postgres_url
 from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT
 from gemrag.store.sqlite.connection import memory_writable
@@ -38,8 +41,18 @@ def as_location(value: str | Path) -> Location:
     return str(value) if _in_database(value) else Path(value)
 
 
+PartFactory = Callable[[StoreParts], Any]
+"""What ``parts=`` of :func:`open_store` maps a part's name to: a function of the store's parts (the backend's,
+already built) returning the part object to use instead (it may wrap the backend's: ``parts.vectors``)."""
+
+
 def open_store(
-    location: Location, *, readonly: bool | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT, pool_size: int = 1
+    location: Location,
+    *,
+    readonly: bool | None = None,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    pool_size: int = 1,
+    parts: Mapping[str, PartFactory] | None = None,
 ) -> MemoryStore:
     """Open (or create) the memory at ``location``.
 
@@ -49,19 +62,38 @@ def open_store(
             (a PostgreSQL memory opens read-write unless asked).
         busy_timeout: seconds to wait for another connection's locks.
         pool_size: PostgreSQL connections in the pool (ignored for SQLite).
+        parts: parts to use instead of the backend's, by name (``rows``, ``documents``, ``artifacts``, ``arrays``,
+            ``vectors``, ``caches``, ``lock``; :class:`~gemrag.store.parts.StoreParts`): each a
+            :data:`PartFactory`, called in order with the parts built so far; every other part reaches a swapped one
+            through them.
 
     Raises:
         GemragError: the location holds no usable memory, or the server cannot be reached.
+        ValueError: ``parts`` names no part, or the database part (the backend's own), or a factory returned an
+            object without the methods of that part's protocol (:data:`~gemrag.store.parts.PART_ROLES`).
     """
     if _in_database(location):
-        from gemrag.store.postgres.store import PostgresStore
+        from gemrag.store.postgres.backend import pg_parts
 
-        return PostgresStore(str(location), readonly=bool(readonly), busy_timeout=busy_timeout, pool_size=pool_size)
-    from gemrag.store.sqlite.store import Store
+        built = pg_parts(str(location), readonly=bool(readonly), busy_timeout=busy_timeout, pool_size=pool_size)
+    else:
+        from gemrag.store.sqlite.store import sqlite_parts
 
-    if readonly is None:
-        readonly = not memory_writable(Path(location))
-    return Store(location, readonly=readonly, busy_timeout=busy_timeout)
+        if readonly is None:
+            readonly = not memory_writable(Path(location))
+        built = sqlite_parts(location, readonly=readonly, busy_timeout=busy_timeout)
+    try:
+        for name, make in (parts or {}).items():
+            if name not in PART_ROLES or name == "database":
+                raise ValueError(f"no part {name!r} to swap; the parts are {', '.join(list(PART_ROLES)[1:])}")
+            part = make(built)
+            if not isinstance(part, PART_ROLES[name]):
+                raise ValueError(f"the {name} part {part!r} lacks methods of {PART_ROLES[name].__name__}")
+            setattr(built, name, part)
+    except BaseException:
+        built.database.close()
+        raise
+    return MemoryStore(built)
 
 
 def location_exists(location: Location) -> bool:

@@ -4,7 +4,7 @@ Protocol (by a builder, normally holding the memory's :class:`~gemrag.store.lock
 
 1. ``g = store.begin_build(strategy)``: the published generation + 1 (1 for a first build); rows and files left
    by an earlier unpublished build of the strategy are removed first.
-2. The builder inserts the nodes it derives, marked ``(strategy, g)`` (:meth:`Store.add_summary_node`): readers
+2. The builder inserts the nodes it derives, marked ``(strategy, g)`` (the rows part's ``add_node``): readers
    do not see them (:data:`gemrag.store.schema.VISIBLE_NODE`). It writes each array with :meth:`write_array`
    as ``<strategy>.g<g>.<name>.npy`` (temporary file, fsync, rename, fsync of the directory), and any other
    artefact under :meth:`artifact_path` (then :meth:`sync_path`).
@@ -21,7 +21,7 @@ the new one (leftover files are removed by the next builder). Readers call :meth
 only the files the committed manifest names and checks them against it (file size, shape, dtype, and that
 arrays sharing an axis name agree on its length, e.g. node ids and the rows of the weight matrix).
 
-This module is the part every store shares (:class:`GenerationsMixin`); where the arrays live is a storage part:
+This module is the part every store shares (:class:`Generations`); where the arrays live is a storage part:
 files in a directory (:mod:`gemrag.store.files`, the SQLite memory's) or rows of the database
 (:mod:`gemrag.store.postgres.generations`).
 """
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import re
-from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal
@@ -42,13 +41,13 @@ from gemrag.store.arrays import (
     fsync_directory,
     remove_path,
 )
-from gemrag.store.parts import Connection
 from gemrag.store.publish_types import KEEP_COVERS, Edges, Manifest, Publication, Published
+from gemrag.store.sql_part import SqlPart
 
 __all__ = [
     "KEEP_COVERS",
     "ArrayEntry",
-    "GenerationsMixin",
+    "Generations",
     "Manifest",
     "Publication",
     "Published",
@@ -74,20 +73,12 @@ def _check_name(kind: str, name: str) -> None:
         raise ValueError(f"{kind} name {name!r} must match {NAME.pattern}")
 
 
-class GenerationsMixin:
-    """Build generations, the part every arrays storage shares: manifests, starting and publishing a build, removing
-    what killed builds left. Where the arrays live is the storage part's: files (:class:`gemrag.store.files.
-    FileArraysMixin`) or database rows (:class:`gemrag.store.postgres.generations.PgGenerationsMixin`); it provides
-    the methods declared at the end of this class."""
-
-    readonly: bool
-
-    def transaction(self) -> AbstractContextManager[Connection]: ...  # provided by the rows part
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by the rows part
-
-    @property
-    def in_snapshot(self) -> bool:  # provided by Store
-        return False
+class Generations(SqlPart):
+    """Build generations, the half of a build-arrays part every storage shares: manifests, starting and publishing a
+    build, removing what killed builds left. Where the arrays live is the storage's, which completes the part
+    (:class:`gemrag.store.parts.BuildArrays`): files (:class:`gemrag.store.files.FileArrays`) or database rows
+    (:class:`gemrag.store.postgres.generations.PgArrays`); what this half calls of it goes through the store's parts
+    (arguments: those of :class:`~gemrag.store.sql_part.SqlPart`)."""
 
     # -- reading ----------------------------------------------------------------------------------
     def published_generation(self, strategy: str) -> int | None:
@@ -133,7 +124,7 @@ class GenerationsMixin:
             ReadOnlyMemoryError: the store is read-only.
         """
         _check_name("strategy", strategy)
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             row = c.execute("SELECT generation FROM builds WHERE strategy = ?", (strategy,)).fetchone()
             current = int(row[0]) if row else 0
             c.execute(
@@ -141,7 +132,7 @@ class GenerationsMixin:
                 (strategy, current),
             )
             c.execute("DELETE FROM edges WHERE strategy = ? AND generation != ?", (strategy, current))
-        self.remove_stale_files(strategy)
+        self._parts.arrays.remove_stale_files(strategy)
         return current + 1
 
     def publish(
@@ -166,7 +157,7 @@ class GenerationsMixin:
             ValueError: arrays disagree on a named axis, or a file or path is missing.
             GemragError: a generation as new or newer was published meanwhile (two builders without the lock).
         """
-        self.publish_many(
+        self._parts.arrays.publish_many(
             [Publication(strategy, generation, arrays, meta, paths, edges, covers, params, models, carry, retire)]
         )
 
@@ -176,7 +167,7 @@ class GenerationsMixin:
         Returns:
             The number of node rows deleted.
         """
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             deleted = c.execute(
                 "DELETE FROM nodes WHERE generation IS NOT NULL AND generation IS NOT"
                 " (SELECT b.generation FROM builds b WHERE b.strategy = nodes.strategy)"
@@ -185,25 +176,11 @@ class GenerationsMixin:
                 "DELETE FROM edges WHERE generation IS NOT"
                 " (SELECT b.generation FROM builds b WHERE b.strategy = edges.strategy)"
             )
-        self.remove_stale_files()
+        self._parts.arrays.remove_stale_files()
         return int(deleted)
 
-    def durable(self) -> AbstractContextManager[object]:
-        """Around a publishing transaction: make its commit durable before older arrays are removed (the SQLite
-        database switches to ``synchronous=FULL``); nothing by default."""
-        return nullcontext()
-
-    # -- provided by the arrays storage part (abstract: a store without one cannot be constructed) --------
-    @abstractmethod
-    def publish_many(
-        self,
-        publications: Sequence[Publication],
-        *,
-        before: Callable[[Connection], None] | None = None,
-        withdraw: Sequence[str] = (),
-    ) -> None:
-        """Publish several strategies' generations in ONE transaction (see the storage part)."""
-
-    @abstractmethod
-    def remove_stale_files(self, strategy: str | None = None) -> int:
-        """Delete stored arrays no published build names (see the storage part); returns how many."""
+    def _durable(self) -> AbstractContextManager[object]:
+        """Around a publishing transaction: make its commit durable before older arrays are removed (the database
+        part's ``durable()`` where it has one: SQLite switches to ``synchronous=FULL``); nothing otherwise."""
+        durable = getattr(self._db, "durable", None)
+        return durable() if durable is not None else nullcontext()

@@ -21,7 +21,7 @@ Edges = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class Published:
-    """A strategy's published build, as read by :meth:`GenerationsMixin.load_published`.
+    """A strategy's published build, as read by :meth:`gemrag.store.publish.Generations.load_published`.
 
     Attributes:
         strategy: the strategy's name. generation: its build generation (int >= 1).
@@ -44,8 +44,8 @@ class Published:
 
 @dataclass(frozen=True)
 class Manifest:
-    """A strategy's committed manifest (:meth:`GenerationsMixin.manifest`): what :class:`Published` holds, with
-    :class:`ArrayEntry` records instead of arrays and path names instead of paths."""
+    """A strategy's committed manifest (:meth:`gemrag.store.publish.Generations.manifest`): what :class:`Published`
+    holds, with :class:`ArrayEntry` records instead of arrays and path names instead of paths."""
 
     strategy: str
     generation: int
@@ -59,11 +59,11 @@ class Manifest:
 
 @dataclass(frozen=True)
 class Publication:
-    """One strategy's generation ready to publish (:meth:`GenerationsMixin.publish_many`).
+    """One strategy's generation ready to publish (:meth:`gemrag.store.publish.Generations.publish_many`).
 
     Attributes:
-        strategy, generation: the build (from :meth:`GenerationsMixin.begin_build`).
-        arrays: entries from :meth:`GenerationsMixin.write_array`.
+        strategy, generation: the build (from :meth:`gemrag.store.publish.Generations.begin_build`).
+        arrays: entries from :meth:`gemrag.store.publish.Generations.write_array`.
         meta: JSON-serializable build metadata. paths: names of other artefacts under ``artifact_path``.
         edges: ``(src, dst, weight)`` (edge kind ``""``) or ``{kind: (src, dst, weight)}``: edges of the new
             generation besides those staged with ``Store.add_edges``.

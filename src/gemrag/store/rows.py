@@ -1,5 +1,5 @@
 """The rows every memory store holds, whatever its database: meta, documents, chunks and other nodes, utility
-questions, usage and failures (a mixin of :class:`gemrag.store.base.MemoryStore`).
+questions (with the graph's rows of :mod:`gemrag.store.graph_rows`, the store's rows part :class:`SqlRows`).
 
 The SQL is written once, in SQLite's dialect with ``?`` parameters; the PostgreSQL store runs it through
 :func:`gemrag.store.postgres.dialect.to_postgres`.
@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gemrag.store.documents import DOCUMENT_COLUMNS, document_dict
+from gemrag.store.graph_rows import GraphRows
 from gemrag.store.schema import visible_node
 from gemrag.types import DocumentRef, Passage
 
@@ -65,15 +65,10 @@ def _node(r: Sequence[Any]) -> NodeRecord:
     return NodeRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]), r[8], r[9], r[10], r[11])
 
 
-class RowsMixin:
-    """Meta, documents, nodes, questions, usage and failures on a store (needs its transactions and queries)."""
-
-    def transaction(self) -> AbstractContextManager[Any]: ...  # provided by the store
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by the store
-    def _best_effort(self, write: Callable[[], None]) -> None: ...  # provided by the store
-    def insert_document(  # provided by DocumentRowsMixin
-        self, c: Any, source: str, title: str, text: str, sha256: str, **kw: Any
-    ) -> int: ...
+class SqlRows(GraphRows):
+    """The rows part of a store (:class:`gemrag.store.parts.Rows`): meta, documents and their chunks, nodes and
+    utility questions here, derived nodes, edges and build states in :class:`~gemrag.store.graph_rows.GraphRows`
+    (arguments: those of :class:`~gemrag.store.sql_part.SqlPart`)."""
 
     # -- meta -------------------------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:
@@ -87,7 +82,7 @@ class RowsMixin:
         Raises:
             ReadOnlyMemoryError: the store is read-only.
         """
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     # -- documents --------------------------------------------------------------------------------
@@ -99,11 +94,11 @@ class RowsMixin:
             ``(doc_id, created)``: created is False when the same text was already stored.
         """
         digest = sha256_text(text)
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             row = c.execute("SELECT id FROM documents WHERE sha256 = ? ORDER BY id LIMIT 1", (digest,)).fetchone()
             if row:
                 return int(row[0]), False
-            return self.insert_document(c, source, title, text, digest), True
+            return self._parts.documents.insert_document(c, source, title, text, digest), True
 
     def documents(self) -> list[dict[str, Any]]:
         """All documents as dicts, text excluded: id, source, title, n_chars, chunked, key (the identity: a file's
@@ -138,7 +133,7 @@ class RowsMixin:
             (doc_id, i, t, n, s[0] if s else None, s[1] if s else None)
             for i, ((t, n), s) in enumerate(zip(chunks, given, strict=True))
         ]
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.executemany(
                 "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens, span_start, span_end)"
                 " VALUES ('chunk', ?, ?, ?, ?, ?, ?)",
@@ -235,7 +230,7 @@ class RowsMixin:
     # -- utility questions ------------------------------------------------------------------------
     def set_questions(self, node_id: int, questions: Sequence[str]) -> None:
         """Replace a node's utility questions and mark them done, atomically."""
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
             c.executemany(
                 "INSERT INTO questions(node_id, ord, text) VALUES (?, ?, ?)",
@@ -243,14 +238,9 @@ class RowsMixin:
             )
             c.execute("UPDATE nodes SET questions_done = 1 WHERE id = ?", (node_id,))
 
-    def mark_questions(self, node_id: int, status: int) -> None:
-        """Set a node's question status: 0 pending, 1 done, -1 failed (recorded in ``failures``)."""
-        with self.transaction() as c:
-            c.execute("UPDATE nodes SET questions_done = ? WHERE id = ?", (status, node_id))
-
     def fail_questions(self, node_id: int, phase: str, message: str) -> None:
         """Record that a node's questions failed, in ONE transaction: the failure row, no questions, status -1."""
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
             c.execute(
                 "INSERT INTO failures(at, phase, node_id, message) VALUES (?,?,?,?)",
@@ -260,7 +250,7 @@ class RowsMixin:
 
     def reset_questions(self) -> None:
         """Forget every node's utility questions (used when the number per chunk changes)."""
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.execute("DELETE FROM questions")
             c.execute("UPDATE nodes SET questions_done = 0")
 
@@ -274,77 +264,3 @@ class RowsMixin:
             args,
         )
         return [(int(a), int(b), str(c)) for a, b, c in rows]
-
-    # -- usage and failures -----------------------------------------------------------------------
-    def log_usage(self, rows: Sequence[tuple[str, str, str, int, int, int, float, int]]) -> None:
-        """Append usage rows ``(phase, kind, model, prompt, completion, embedding tokens, seconds, cached)``
-        (skipped when read-only).
-
-        Raises:
-            DatabaseLockedError: the database stayed locked (the meter keeps the rows and retries).
-        """
-        now = time.time()
-        values = [(now, *r) for r in rows]
-
-        def write() -> None:
-            with self.transaction() as c:
-                c.executemany(
-                    "INSERT INTO usage(at, phase, kind, model, prompt_tokens, completion_tokens, embedding_tokens,"
-                    " seconds, cached) VALUES (?,?,?,?,?,?,?,?,?)",
-                    values,
-                )
-
-        self._best_effort(write)
-
-    def usage_by_phase(self) -> dict[str, dict[str, float]]:
-        """Totals per phase of what was actually spent: prompt/completion/embedding tokens and seconds of
-        backend calls (cache hits excluded), the number of backend calls, and the number of cache hits."""
-        rows = self._query(
-            "SELECT phase, SUM(prompt_tokens * (1 - cached)), SUM(completion_tokens * (1 - cached)),"
-            " SUM(embedding_tokens * (1 - cached)), SUM(seconds), SUM(1 - cached), SUM(cached)"
-            " FROM usage GROUP BY phase ORDER BY phase"
-        )
-        keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "seconds", "calls", "cached")
-        return {r[0]: dict(zip(keys, r[1:], strict=True)) for r in rows}
-
-    def usage_mark(self) -> int:
-        """The id of the last usage row (0 for none): rows logged later have larger ids (see :meth:`usage_after`)."""
-        rows = self._query("SELECT COALESCE(MAX(id), 0) FROM usage")
-        return int(rows[0][0])
-
-    def usage_after(self, mark: int, upto: int | None = None, phase: str = "index") -> dict[str, float]:
-        """Costs of the ``phase`` rows with ``mark < id <= upto`` (no upper bound when ``upto`` is None), cache
-        hits counted with their original tokens: ``prompt_tokens`` and ``completion_tokens`` of LLM rows,
-        ``embedding_tokens`` of embedding rows, ``llm_calls`` (LLM rows), ``llm_cached`` (LLM cache hits), and
-        ``first_at`` / ``last_at`` (Unix seconds of the first and last row; 0.0 when there is none)."""
-        rows = self._query(
-            "SELECT COALESCE(SUM(CASE WHEN kind = 'llm' THEN prompt_tokens END), 0),"
-            " COALESCE(SUM(CASE WHEN kind = 'llm' THEN completion_tokens END), 0),"
-            " COALESCE(SUM(CASE WHEN kind = 'embed' THEN embedding_tokens END), 0),"
-            " COALESCE(SUM(CASE WHEN kind = 'llm' THEN 1 ELSE 0 END), 0),"
-            " COALESCE(SUM(CASE WHEN kind = 'llm' THEN cached END), 0),"
-            " COALESCE(MIN(at), 0.0), COALESCE(MAX(at), 0.0)"
-            " FROM usage WHERE phase = ? AND id > ? AND id <= ?",
-            (phase, mark, upto if upto is not None else 2**62),
-        )
-        keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls", "llm_cached")
-        keys += ("first_at", "last_at")
-        return dict(zip(keys, rows[0], strict=True))
-
-    def record_failure(self, phase: str, node_id: int | None, message: str) -> None:
-        """Record a failure (e.g. malformed model output after all retries) for ``gemrag info`` (skipped when
-        read-only)."""
-
-        def write() -> None:
-            with self.transaction() as c:
-                c.execute(
-                    "INSERT INTO failures(at, phase, node_id, message) VALUES (?,?,?,?)",
-                    (time.time(), phase, node_id, message[:2000]),
-                )
-
-        self._best_effort(write)
-
-    def failures(self) -> list[dict[str, Any]]:
-        """Recorded failures, oldest first."""
-        rows = self._query("SELECT at, phase, node_id, message FROM failures ORDER BY id")
-        return [dict(zip(("at", "phase", "node_id", "message"), r, strict=True)) for r in rows]

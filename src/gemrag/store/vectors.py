@@ -1,6 +1,6 @@
-"""Nearest-neighbour search over a build's vectors, exact, in numpy: what the SQLite backend answers
-:meth:`gemrag.store.base.MemoryStore.nearest` with, and what the PostgreSQL backend falls back to (and rescores
-its candidates with, so both backends give the same scores).
+"""Nearest-neighbour search over a build's vectors, exact, in numpy: the exact vector-search part
+(:class:`ExactSearch`), what SQLite's part rescores the candidates of its HNSW artefact with, and what the PostgreSQL
+backend falls back to (and rescores its candidates with, so both backends give the same scores).
 
 The rule is that of every strategy's cosine ranking (``strategies/platform/common.py: cosine_ranking``): cosine
 similarity in float64 of the rows scaled to unit norm (an all-zero row scores 0), the ``k`` best first, ties to the
@@ -11,6 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
+
+Vectors = NDArray[np.floating]
+"""A float array: ``(n, d)`` rows, or a ``(d,)`` query."""
+
+Array = tuple[str, int, str]
+"""A build's array: ``(strategy, generation, name)``."""
 
 
 def unit_query(query: NDArray[np.floating], dim: int) -> NDArray[np.float64]:
@@ -100,3 +106,70 @@ def exact_nearest(
             candidates, np.asarray(unit @ unit_query(query, mat.shape[1]).astype(np.float32), np.float64), k
         )
     return best_first(candidates, cosines(mat, query, candidates, unit), k)
+
+
+class ExactSearch:
+    """The exact vector-search part (:class:`gemrag.store.parts.VectorSearch`): numpy over the loaded array, nothing
+    indexed. The base of SQLite's part (:class:`gemrag.store.hnsw.HnswSearch`) and PostgreSQL's
+    (:class:`gemrag.store.postgres.vectors.PgVectorSearch`), whose index proposes the candidates (``_candidates``)
+    that :meth:`nearest` rescores here, so every backend gives the same scores; without an index they answer the
+    same way as this one."""
+
+    def index_vectors(self, strategy: str, generation: int, name: str, vectors: NDArray[np.floating]) -> list[str]:
+        """Make the array ``name`` of an unpublished build searchable by :meth:`nearest`, where the part has an index
+        (PostgreSQL + pgvector: a ``vector(d)`` table, with an HNSW index above a size threshold; SQLite: an HNSW
+        artefact above :data:`gemrag.store.hnsw.ANN_ABOVE` rows). Nothing here: the exact search needs no index.
+
+        Args:
+            strategy, generation: the build (from ``begin_build``), name: the array's name.
+            vectors: ``(n, d)`` float rows (the array written with ``write_array``).
+
+        Returns:
+            The names of the build artefacts written (to publish in the manifest's ``paths``); none here.
+        """
+        return []
+
+    def nearest(
+        self,
+        strategy: str,
+        generation: int,
+        name: str,
+        vectors: NDArray[np.floating],
+        query: NDArray[np.floating],
+        k: int,
+        *,
+        rows: NDArray[np.int64] | None = None,
+        unit: NDArray[np.floating] | None = None,
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """The ``k`` rows of a published build's array ``name`` most cosine-similar to ``query``.
+
+        Every strategy's nearest-neighbour step goes through this method, whatever the backend: exact numpy search
+        over ``vectors`` here; on SQLite the HNSW artefact of a large array gives the candidates, rescored exactly
+        (:class:`gemrag.store.hnsw.HnswSearch`); on PostgreSQL the database's vector index answers when the build
+        was indexed with :meth:`index_vectors` (exact below a size threshold, HNSW above), and the candidates are
+        rescored here so both backends give the same scores.
+
+        Args:
+            strategy, generation, name: the published array (its generation as loaded by the caller).
+            vectors: ``(n, d)`` float, that array as loaded (the exact search and the rescoring use it).
+            query: ``(d,)`` float, not all zero.
+            k: how many rows (``k > n`` returns all).
+            rows: optional ``(m,)`` int rows to search among (a filtered search; always exact).
+            unit: optional ``(n, d)`` unit rows (float32 or float64) of ``vectors`` made once per loaded build
+                (:func:`gemrag.graph.ann.unit_rows32`): scores are then float32 products, on both backends.
+
+        Returns:
+            ``(row indices (min(k, m),) int64 into vectors, best first, ties to the lower row; cosines float64)``.
+
+        Raises:
+            ValueError: a zero or mis-sized query.
+        """
+        if rows is None:  # an index's candidates, rescored exactly (none here: every row)
+            rows = self._candidates((strategy, generation, name), vectors, query, k)
+        return exact_nearest(vectors, query, k, rows, unit)
+
+    def _candidates(self, array: Array, vectors: Vectors, query: Vectors, k: int) -> NDArray[np.int64] | None:
+        """The rows an index proposes for the ``k`` nearest of ``query`` among ``vectors`` (the build's array
+        ``(strategy, generation, name)``), which :meth:`nearest` rescores exactly; None: search every row (always,
+        here)."""
+        return None

@@ -48,7 +48,7 @@ from gemrag.config import Config, describe_errors
 from gemrag.errors import ConfigError, UnknownStrategyError
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.meter import UsageMeter
-from gemrag.store import MemoryStore
+from gemrag.store.parts import StrategyStore
 from gemrag.types import Hit
 
 
@@ -105,7 +105,7 @@ class StrategyContext:
     """What a strategy may use: the store, the models (cached and metered), the config and progress.
 
     Attributes:
-        store: the memory's store.
+        store: the memory's store, as the parts a strategy uses (:class:`~gemrag.store.parts.StrategyStore`).
         embedder: the embedder E (cached, metered).
         get_llm: returns the LLM (cached, metered), loading it on first use (it can take seconds).
         config: the full configuration.
@@ -115,7 +115,7 @@ class StrategyContext:
         state: per-memory scratch space for a strategy's loaded arrays.
     """
 
-    store: MemoryStore
+    store: StrategyStore
     embedder: Embedder
     get_llm: Callable[[], LLM]
     config: Config

@@ -15,7 +15,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gemrag.store import MemoryStore, NodeRecord
+from gemrag.store import NodeRecord
+from gemrag.store.parts import BuildReads
 from gemrag.strategies.gem.settings import GemSettings
 from gemrag.types import Hit
 from gemrag.view.themes import GemThemes, gem_themes
@@ -147,7 +148,7 @@ def _undirected(rows: list[tuple[str, int, int, float]]) -> dict[tuple[int, int]
 
 
 def view_data(
-    store: MemoryStore,
+    store: BuildReads,
     strategy: str,
     *,
     min_weight: float | None = None,

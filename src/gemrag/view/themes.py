@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from gemrag.errors import GemragError
-from gemrag.store import MemoryStore
+from gemrag.store.parts import BuildReads
 from gemrag.strategies.gem.graph import chunk_graph
 from gemrag.strategies.gem.settings import GemSettings
 
@@ -66,7 +66,7 @@ def dominant_themes(eigenvectors: np.ndarray, selected: list[int]) -> np.ndarray
     return np.argmax(eigenvectors[:, selected], axis=1).astype(np.int64)
 
 
-def chunk_eigenvectors(store: MemoryStore, settings: GemSettings) -> tuple[list[int], np.ndarray, list[int]]:
+def chunk_eigenvectors(store: BuildReads, settings: GemSettings) -> tuple[list[int], np.ndarray, list[int]]:
     """The eigenvectors of the chunk graph's L of ``store``'s published ``gem`` generation, recomputed from the
     published chunk and utility-question vectors with the build's function
     (:func:`gemrag.strategies.gem.graph.chunk_graph`, paper III.B.1).
@@ -106,7 +106,7 @@ def chunk_eigenvectors(store: MemoryStore, settings: GemSettings) -> tuple[list[
     return node_ids[rows].tolist(), eigenvectors, selected
 
 
-def gem_themes(store: MemoryStore, settings: GemSettings) -> GemThemes:
+def gem_themes(store: BuildReads, settings: GemSettings) -> GemThemes:
     """The eigenthemes of ``store``'s published ``gem`` generation (see :func:`chunk_eigenvectors`).
 
     Args:

@@ -48,7 +48,9 @@ def test_index_is_saved_and_reloaded(memory_at: MemoryAt, tmp_path: Path, config
         n = len(mem.store.nodes("chunk"))
         assert mem.get_strategy("bm25").report(mem.ctx) == {"chunks": n}
         if backend == "postgres":  # the index directory is stored packed beside the arrays, generation 1's are gone
-            stored = mem.store._query("SELECT DISTINCT generation, name FROM build_arrays WHERE strategy = 'bm25'")
+            stored = mem.store.database._query(
+                "SELECT DISTINCT generation, name FROM build_arrays WHERE strategy = 'bm25'"
+            )
             assert sorted(stored) == [(2, "node_ids"), (2, "path/index")]
     if backend == "sqlite":
         assert (tmp_path / "m" / "bm25.g2.index").is_dir() and (tmp_path / "m" / "bm25.g2.node_ids.npy").exists()

@@ -1,4 +1,4 @@
-"""Query-time HNSW on SQLite (``strategies/platform/vector_index.py``): the exact search is the reference.
+"""Query-time HNSW on SQLite (``store/hnsw.py``, SQLite's vector-search part): the exact search is the reference.
 
 Above the threshold a published search array gets an HNSW artefact and ``nearest`` answers from it (recall@10
 against the exact numpy search on a fixed clustered set, scores identical to the exact ones); below it, without
@@ -16,8 +16,8 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
 from gemrag.graph.ann import unit_rows32
+from gemrag.store import hnsw as vector_index
 from gemrag.store.vectors import exact_nearest
-from gemrag.strategies.platform import vector_index
 from gemrag.strategies.platform.common import nearest, publish_arrays
 from test_memory import DOC_A, DOC_B
 

@@ -24,7 +24,7 @@ from gemrag.store.schema import TABLES
 PRIMARY_KEYS: dict[str, tuple[str, ...]] = {t.name: t.key for t in TABLES}
 """The conflict target of each table an ``INSERT OR REPLACE`` writes (its primary key)."""
 
-ID_TABLES = frozenset(t.name for t in TABLES if t.generated_id)
+GENERATED_ID_TABLES = frozenset(t.name for t in TABLES if t.generated_id)
 """Tables whose ``id`` PostgreSQL generates (identity columns)."""
 
 _REPLACE = re.compile(r"INSERT OR REPLACE INTO (\w+)\s*\(([^)]*)\)", re.IGNORECASE)
@@ -63,4 +63,6 @@ def to_postgres(sql: str) -> str:
 def returns_id(sql: str) -> bool:
     """True for a single-row ``INSERT INTO`` a table with a generated id and no ``RETURNING`` yet."""
     m = _INSERT.match(sql)
-    return bool(m) and m.group(1) in ID_TABLES and "RETURNING" not in sql.upper() and "SELECT" not in sql.upper()
+    return (
+        bool(m) and m.group(1) in GENERATED_ID_TABLES and "RETURNING" not in sql.upper() and "SELECT" not in sql.upper()
+    )

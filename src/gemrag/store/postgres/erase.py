@@ -1,4 +1,4 @@
-"""The physical erase of a PostgreSQL memory (the backend's part of :class:`gemrag.store.erase.Erasing`).
+"""The physical erase of a PostgreSQL memory (the backend's part of :class:`gemrag.store.parts.Erasing`).
 
 A deleted or updated row stays in its table's pages as a dead row version until a vacuum; a plain ``VACUUM`` only
 marks the space reusable, so its bytes stay on disk. A purge runs ``VACUUM (FULL)`` on every table of the memory's
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +27,20 @@ SKIPPED = frozenset({"usage"})
 
 
 class PgEraseMixin:
-    """:meth:`erase_physically` of :class:`gemrag.store.postgres.store.PostgresStore` (before
-    :class:`~gemrag.store.base.MemoryStore` among its bases, so it replaces those of
-    :class:`~gemrag.store.erase.EraseMixin`)."""
+    """:meth:`secure_deletes` and :meth:`erase_physically` of the database part
+    :class:`gemrag.store.postgres.store.PgDatabase`."""
 
     schema: str
     _scratch: Path | None
 
-    def _state(self) -> threading.local: ...  # provided by PostgresStore
-    def _connection(self) -> AbstractContextManager[Any]: ...  # provided by PostgresStore
-    def _query(self, sql: str, args: Any = ()) -> list[Any]: ...  # provided by PostgresStore
+    def _state(self) -> threading.local: ...  # provided by PgDatabase
+    def _connection(self) -> AbstractContextManager[Any]: ...  # provided by PgDatabase
+    def _query(self, sql: str, args: Any = ()) -> list[Any]: ...  # provided by PgDatabase
+
+    def secure_deletes(self) -> AbstractContextManager[None]:
+        """A scope whose deletes overwrite what they free: nothing to do on PostgreSQL, whose dead rows
+        :meth:`erase_physically` removes."""
+        return nullcontext()
 
     def erase_physically(self) -> Erasure:
         """``VACUUM (FULL)`` of the memory's tables, then the scratch copies of unpublished generations removed

@@ -4,12 +4,12 @@ transaction that switches the manifest.
 The protocol is that of :mod:`gemrag.store.publish`, with database rows where the SQLite memory has files:
 
 1. ``begin_build`` removes the rows an unpublished build left (arrays and nodes) and returns generation g;
-2. :meth:`PgGenerationsMixin.write_array` stores an array's ``.npy`` bytes (a sparse matrix: ``.npz``) in
+2. :meth:`PgArrays.write_array` stores an array's ``.npy`` bytes (a sparse matrix: ``.npz``) in
    ``build_arrays`` under (strategy, g, name), committed at once but named by no manifest yet, so readers cannot
    see it; an artefact directory (bm25s' index) is built in a local scratch directory
-   (:meth:`~PgGenerationsMixin.artifact_path`) and stored packed as a tar by
-   :meth:`~PgGenerationsMixin.sync_path`;
-3. :meth:`~PgGenerationsMixin.publish_many` commits in ONE transaction the manifest, the nodes, edges and chunk
+   (:meth:`~PgArrays.artifact_path`) and stored packed as a tar by
+   :meth:`~PgArrays.sync_path`;
+3. :meth:`~PgArrays.publish_many` commits in ONE transaction the manifest, the nodes, edges and chunk
    coverage (:func:`gemrag.store.publish_rows.publish_rows`) and the deletion of the strategy's other generations'
    arrays. A reader on another connection or machine sees the old manifest with the old arrays or the new one with
    the new arrays: readers load inside a ``REPEATABLE READ`` snapshot, so a publish that commits meanwhile never
@@ -29,9 +29,8 @@ import shutil
 import tarfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,11 +38,16 @@ import scipy.sparse as sp
 from gemrag.errors import DamagedMemoryError
 from gemrag.store import publish
 from gemrag.store.arrays import ArrayEntry, Matrix, check_axes
+from gemrag.store.parts import StoreParts
 from gemrag.store.postgres.connect import require_psycopg
 from gemrag.store.postgres.schema import ARRAY_PART_BYTES
-from gemrag.store.publish import GenerationsMixin, _check_name, _step
+from gemrag.store.publish import Generations, _check_name, _step
 from gemrag.store.publish_rows import publish_rows, withdraw_rows
 from gemrag.store.publish_types import Publication, Published
+
+if TYPE_CHECKING:
+    from gemrag.store.postgres.store import PgDatabase
+    from gemrag.store.postgres.vectors import PgVectorSearch
 
 PATH_PREFIX = "path/"
 """``build_arrays.name`` prefix of a packed artefact directory (array names cannot contain ``/``)."""
@@ -104,23 +108,34 @@ def load_array_bytes(data: bytes, entry: ArrayEntry) -> Matrix:
     return array
 
 
-class PgGenerationsMixin(GenerationsMixin):
-    """Build generations with arrays in ``build_arrays`` (on :class:`gemrag.store.postgres.store.PostgresStore`)."""
+class PgArrays(Generations):
+    """The build-arrays part of a PostgreSQL memory: build generations with arrays in ``build_arrays`` (module
+    docstring).
 
-    location: str  # type: ignore[misc]  # provided by PostgresStore
-    _unpack_lock: threading.Lock
+    Args:
+        parts: the store's parts (see :class:`~gemrag.store.sql_part.SqlPart`).
+        db: the memory's database part (its connections, snapshot state and scratch directory).
+        tables: the memory's vector tables (:class:`~gemrag.store.postgres.vectors.PgVectorSearch`), dropped with the
+            generations they index.
+    """
 
-    def _fetch_binary(self, sql: str, args: Sequence[Any]) -> list[Any]: ...  # provided by PostgresStore
-    def _state(self) -> threading.local: ...  # provided by PostgresStore
-    def _connection(self) -> AbstractContextManager[Any]: ...  # provided by PostgresStore
-    def _drop_vectors(self, c: Any, where: str, args: Sequence[Any]) -> None: ...  # provided by PgVectorsMixin
+    def __init__(self, parts: StoreParts, db: PgDatabase, tables: PgVectorSearch) -> None:
+        super().__init__(parts)
+        self._pg, self._tables = db, tables
+        self._unpack_lock = threading.Lock()
 
-    scratch: Path  # a property of PostgresStore: the directory for files a build needs on disk (bm25s' index)
+    def published_generation(self, strategy: str) -> int | None:
+        """The strategy's published generation, or None when it was never built (inside a snapshot: from its
+        state row, :mod:`gemrag.store.postgres.reads`)."""
+        rows = self._pg._read_state()
+        if rows is None or rows.generations is None:
+            return super().published_generation(strategy)
+        return rows.generations.get(strategy)
 
     # -- writing ----------------------------------------------------------------------------------
     def _store_bytes(self, strategy: str, generation: int, name: str, data: bytes) -> None:
         parts = [data[i : i + ARRAY_PART_BYTES] for i in range(0, max(len(data), 1), ARRAY_PART_BYTES)]
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.execute(
                 "DELETE FROM build_arrays WHERE strategy = ? AND generation = ? AND name = ?",
                 (strategy, generation, name),
@@ -160,7 +175,7 @@ class PgGenerationsMixin(GenerationsMixin):
         :meth:`sync_path`, then publish it with ``paths=[name]``."""
         _check_name("strategy", strategy)
         _check_name("artefact", name)
-        build = self.scratch / "build"
+        build = self._pg.scratch / "build"
         build.mkdir(parents=True, exist_ok=True)
         path = build / f"{strategy}.g{generation}.{name}"
         publish.remove_path(path)
@@ -174,7 +189,7 @@ class PgGenerationsMixin(GenerationsMixin):
             ValueError: ``path`` is not an artefact path of this store.
         """
         m = _SCRATCH_NAME.match(path.name)
-        if m is None or path.parent != self.scratch / "build":
+        if m is None or path.parent != self._pg.scratch / "build":
             raise ValueError(f"{path} is not an artefact path of this memory (see artifact_path)")
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -208,22 +223,22 @@ class PgGenerationsMixin(GenerationsMixin):
             for name in p.paths:
                 if PATH_PREFIX + name not in stored:
                     raise ValueError(f"artefact {name!r} of {p.strategy} generation {p.generation} is missing")
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             if before is not None:
                 before(c)
             for strategy in withdraw:
                 withdraw_rows(c, strategy)
                 c.execute("DELETE FROM build_arrays WHERE strategy = ?", (strategy,))
-                self._drop_vectors(c, "strategy = ?", (strategy,))
+                self._tables.drop_vectors(c, "strategy = ?", (strategy,))
             for p in publications:
                 publish_rows(c, p)
                 c.execute("DELETE FROM build_arrays WHERE strategy = ? AND generation != ?", (p.strategy, p.generation))
-                self._drop_vectors(c, "strategy = ? AND generation != ?", (p.strategy, p.generation))
+                self._tables.drop_vectors(c, "strategy = ? AND generation != ?", (p.strategy, p.generation))
             _step("publish:before_commit")
         _step("publish:committed")
         for p in publications:
             for name in p.paths:
-                publish.remove_path(self.scratch / "build" / f"{p.strategy}.g{p.generation}.{name}")
+                publish.remove_path(self._pg.scratch / "build" / f"{p.strategy}.g{p.generation}.{name}")
         _step("publish:cleaned")
         self._refresh_statistics()
 
@@ -233,17 +248,17 @@ class PgGenerationsMixin(GenerationsMixin):
         retrieval's state row counts chunks by an index-only scan and its rows read by index (at 10k chunks 0.8
         and 0.35 ms, against 2.0 and 2.2 ms before; the vacuum took 44 ms)."""
         psycopg = require_psycopg()
-        if self._state().depth or self._state().snapshot:
+        if self._pg._state().depth or self._pg._state().snapshot:
             return
-        with contextlib.suppress(psycopg.Error), self._connection() as conn:
+        with contextlib.suppress(psycopg.Error), self._pg._connection() as conn:
             conn.execute("VACUUM (ANALYZE) nodes, documents, node_sources, questions")
 
     def withdraw(self, strategy: str) -> None:
         """Remove a strategy's published build: manifest, nodes, edges, chunk list and arrays, in one transaction."""
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             withdraw_rows(c, strategy)
             c.execute("DELETE FROM build_arrays WHERE strategy = ?", (strategy,))
-            self._drop_vectors(c, "strategy = ?", (strategy,))
+            self._tables.drop_vectors(c, "strategy = ?", (strategy,))
 
     def _stored_names(self, strategy: str, generation: int) -> set[str]:
         rows = self._query(
@@ -261,11 +276,11 @@ class PgGenerationsMixin(GenerationsMixin):
         Raises:
             DamagedMemoryError: an array or artefact is missing or does not match the manifest.
         """
-        with self.snapshot():
+        with self._db.snapshot():
             m = self.manifest(strategy)
             if m is None:
                 return None
-            rows = self._fetch_binary(
+            rows = self._pg._fetch_binary(
                 "SELECT name, data FROM build_arrays WHERE strategy = ? AND generation = ? ORDER BY name, part",
                 (strategy, m.generation),
             )
@@ -294,7 +309,7 @@ class PgGenerationsMixin(GenerationsMixin):
 
     def _unpack(self, strategy: str, generation: int, name: str, data: bytes) -> Path:
         """The artefact unpacked under the scratch directory (once per generation)."""
-        target = self.scratch / "published" / f"{strategy}.g{generation}.{name}"
+        target = self._pg.scratch / "published" / f"{strategy}.g{generation}.{name}"
         with self._unpack_lock:
             if target.exists():
                 return target
@@ -315,7 +330,7 @@ class PgGenerationsMixin(GenerationsMixin):
 
     def _damaged(self, strategy: str, generation: int, detail: str) -> str:
         return (
-            f"the memory {self.location} is damaged: generation {generation} of {strategy!r}: {detail}; "
+            f"the memory {self._db.location} is damaged: generation {generation} of {strategy!r}: {detail}; "
             f"run `gemrag index` again (strategy {strategy}) to rebuild it"
         )
 
@@ -342,11 +357,11 @@ class PgGenerationsMixin(GenerationsMixin):
         Returns:
             How many arrays were removed (0 on a read-only store, which is left untouched).
         """
-        if self.readonly:
+        if self._db.readonly:
             return 0
         stale = self.stale_arrays(strategy)
-        with self.transaction() as c:
-            self._drop_vectors(
+        with self._db.transaction() as c:
+            self._tables.drop_vectors(
                 c,
                 "NOT EXISTS (SELECT 1 FROM builds b WHERE b.strategy = build_vectors.strategy AND b.generation ="
                 " build_vectors.generation)" + (" AND strategy = ?" if strategy is not None else ""),
@@ -358,7 +373,7 @@ class PgGenerationsMixin(GenerationsMixin):
                     " AND b.generation = a.generation)" + (" AND a.strategy = ?" if strategy is not None else ""),
                     (strategy,) if strategy is not None else (),
                 )
-        build = self.scratch / "build" if getattr(self, "_scratch", None) is not None else None
+        build = self._pg.scratch / "build" if self._pg.has_scratch else None
         if build is not None and build.exists():
             for entry in build.iterdir():
                 m = _SCRATCH_NAME.match(entry.name)

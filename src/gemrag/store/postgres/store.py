@@ -29,16 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from gemrag.errors import DatabaseLockedError, GemragError, ReadOnlyMemoryError
-from gemrag.store.base import MemoryStore
 from gemrag.store.postgres.bulk import COPY_FROM, bulk_insert
 from gemrag.store.postgres.connect import PgLocation, connect, options, require_psycopg
 from gemrag.store.postgres.dialect import returns_id, to_postgres
 from gemrag.store.postgres.erase import PgEraseMixin
-from gemrag.store.postgres.generations import PgGenerationsMixin
+from gemrag.store.postgres.extension import register_vector_types, setup_pgvector
 from gemrag.store.postgres.lock import PgBuildLock
-from gemrag.store.postgres.reads import PgReadsMixin
 from gemrag.store.postgres.schema import ensure_schema, schema_version
-from gemrag.store.postgres.vectors import PgVectorsMixin
+from gemrag.store.postgres.snapshot import PgSnapshotReads
 from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT, SCHEMA_VERSION
 
 
@@ -98,11 +96,12 @@ class PgConnection:
 
 
 SNAPSHOT_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-"""What starts a :meth:`PostgresStore.snapshot` (sent in one round trip with the snapshot's first statement)."""
+"""What starts a :meth:`PgDatabase.snapshot` (sent in one round trip with the snapshot's first statement)."""
 
 
-class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, PgEraseMixin, MemoryStore):
-    """A memory in a PostgreSQL schema.
+class PgDatabase(PgSnapshotReads, PgEraseMixin):
+    """The database part of a memory in a PostgreSQL schema (:class:`gemrag.store.parts.Database`): its connection
+    pool, transactions, snapshots and physical erase; also its build-lock part (an advisory lock).
 
     Args:
         url: ``postgresql://user[:password]@host[:port]/database?schema=NAME`` (see
@@ -129,8 +128,6 @@ class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, PgEraseMix
         self._local = threading.local()
         self._deferred: list[Callable[[], None]] = []
         self._deferred_lock = threading.Lock()
-        self._unpack_lock = threading.Lock()
-        self._vector_tables = {}
         setup = connect(self.conninfo, self.schema, self._display, lock_timeout=max(busy_timeout, 30.0))
         try:
             if readonly:
@@ -145,7 +142,7 @@ class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, PgEraseMix
                     )
             else:
                 ensure_schema(setup, self.schema)
-            self._setup_pgvector(setup, create=not readonly)
+            self.pgvector = setup_pgvector(setup, self._display, create=not readonly)
         except psycopg.Error as exc:
             raise GemragError(f"cannot set up the PostgreSQL memory {self._display}: {exc}") from exc
         finally:
@@ -163,7 +160,7 @@ class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, PgEraseMix
             },
             open=True,
             name=f"gemrag-{self.schema}",
-            configure=self._register_vector,
+            configure=lambda conn: register_vector_types(conn, self.pgvector),
         )
         self._scratch: Path | None = None
 
@@ -183,6 +180,11 @@ class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, PgEraseMix
         return self._scratch
 
     @property
+    def has_scratch(self) -> bool:
+        """True when :attr:`scratch` was made (something may be left in it)."""
+        return self._scratch is not None
+
+    @property
     def location(self) -> str:
         """The memory's URL without its password."""
         return self._display
@@ -196,7 +198,7 @@ class PostgresStore(PgReadsMixin, PgVectorsMixin, PgGenerationsMixin, PgEraseMix
         local = self._local
         if not hasattr(local, "depth"):
             local.depth, local.snapshot, local.conn, local.lease = 0, False, None, None
-            local.begin, local.rows = False, None  # a snapshot's BEGIN not yet sent; what it read (PgReadsMixin)
+            local.begin, local.rows = False, None  # a snapshot's BEGIN not yet sent; what it read (PgSnapshotReads)
             local.retrieval = False  # inside retrieval(): the hits' rows read ends the snapshot's transaction
         return local
 

@@ -1,7 +1,7 @@
 """Nearest-neighbour search in pgvector for a PostgreSQL memory.
 
 A build's searchable arrays (chunk, node, utility-question and fact embeddings; the strategy names them, see
-:meth:`gemrag.store.base.MemoryStore.index_vectors`) of at least ``hnsw_above`` rows (URL parameter, default
+:meth:`gemrag.store.vectors.ExactSearch.index_vectors`) of at least ``hnsw_above`` rows (URL parameter, default
 :data:`DEFAULT_HNSW_ABOVE`) are copied, besides their ``.npy`` bytes in ``build_arrays``, into a table of their
 own, ``"vec:<strategy>:<generation>:<name>"`` (``row INTEGER PRIMARY KEY, embedding vector(d)``) with an HNSW
 index (``vector_cosine_ops``, pgvector's defaults m = 16, ef_construction = 64; Malkov and Yashunin 2018),
@@ -13,7 +13,7 @@ statement.
 
 Vectors travel as numpy arrays through the ``pgvector`` package's psycopg 3 adapters (``register_vector`` on every
 pooled connection): binary ``COPY`` rows into a table, a float32 query vector as the search's parameter.
-:meth:`PgVectorsMixin.nearest` asks the table for the ``k`` nearest rows by cosine distance and rescores them in
+:meth:`PgVectorSearch.database_rows` asks the table for the ``k`` nearest rows by cosine distance and rescores them in
 numpy from the loaded array (:mod:`gemrag.store.vectors`), so a PostgreSQL memory returns the scores a SQLite one
 does. It searches exactly in numpy over the loaded array when the table does not exist: the array is smaller than
 ``hnsw_above``, the ``vector`` extension is not installed and this user may not create it (one warning when the
@@ -28,33 +28,22 @@ clean-up of unpublished generations.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from gemrag.store.vectors import best_first, cosines, exact_nearest
+from gemrag.store.vectors import Array, ExactSearch, Vectors
+
+if TYPE_CHECKING:
+    from gemrag.store.postgres.store import PgDatabase
 
 DEFAULT_HNSW_ABOVE = 20_000
 """Rows from which a vector table gets an HNSW index (below: exact search, a sequential scan)."""
 
 DEFAULT_EF_SEARCH = 100
 """``hnsw.ef_search`` of a query (pgvector's default is 40): the candidate list of the HNSW search."""
-
-BUILD_VECTORS = """
-CREATE TABLE IF NOT EXISTS build_vectors (
-    strategy TEXT NOT NULL, generation INTEGER NOT NULL, name TEXT NOT NULL, tbl TEXT NOT NULL, dim INTEGER NOT NULL,
-    n_rows INTEGER NOT NULL, hnsw INTEGER NOT NULL, PRIMARY KEY (strategy, generation, name))
-"""
-"""The registry of vector tables (created with the memory's tables; also on open, for memories made before it)."""
-
-
-class PgvectorMissingWarning(UserWarning):
-    """The database has no ``vector`` extension and this user may not create it: nearest-neighbour search runs in
-    numpy over the loaded arrays (same results, no index)."""
 
 
 def table_name(strategy: str, generation: int, name: str) -> str:
@@ -69,77 +58,26 @@ def table_name(strategy: str, generation: int, name: str) -> str:
     return f'"{ident}"'
 
 
-class PgVectorsMixin:
-    """Vector tables and nearest-neighbour search (on :class:`gemrag.store.postgres.store.PostgresStore`).
+class PgVectorSearch(ExactSearch):
+    """The vector-search part of a PostgreSQL memory: vector tables and nearest-neighbour search in pgvector (module
+    docstring), exact in numpy where there is no table.
 
-    Attributes:
-        pgvector: the ``vector`` extension is installed in the database.
-        hnsw_above: rows from which a vector table gets an HNSW index.
-        ef_search: ``hnsw.ef_search`` of every query.
+    Args:
+        db: the memory's database part (whether it has pgvector, its ``hnsw_above``, its connections).
     """
 
-    pgvector: bool
-    searches_in_database = True  # exact numpy search when pgvector is missing, never the platform's HNSW artefact
-    hnsw_above: int
-    ef_search: int
-    readonly: bool
-    location: str  # type: ignore[misc]  # provided by PostgresStore
-
-    _vector_tables: dict[tuple[str, int, str], tuple[str, int, bool] | None]  # the registry rows read so far
-
-    def transaction(self) -> AbstractContextManager[Any]: ...  # provided by PostgresStore
-    def _connection(self) -> AbstractContextManager[Any]: ...  # provided by PostgresStore
-    def _query(self, sql: str, args: Any = (), *, raw: bool = False) -> list[Any]: ...  # provided by PostgresStore
-    def _translate(self, exc: Exception) -> Exception: ...  # provided by PostgresStore
-    def _in_snapshot_transaction(self) -> bool: ...  # provided by PostgresStore
-    def restart_snapshot(self) -> None: ...  # provided by PostgresStore
-
-    def _register_vector(self, conn: Any) -> None:
-        """Make ``conn`` send and receive ``vector`` values as numpy arrays (the ``pgvector`` package's psycopg
-        adapters; the connection pool calls it for every new connection when the extension is there).
-
-        Raises:
-            GemragError: the ``pgvector`` package is not installed.
-        """
-        if not self.pgvector:
-            return
-        try:
-            from pgvector.psycopg import register_vector
-        except ImportError as exc:
-            from gemrag.errors import GemragError
-
-            raise GemragError("a PostgreSQL memory needs the pgvector package: pip install 'gemrag[postgres]'") from exc
-        register_vector(conn)
-
-    def _setup_pgvector(self, conn: Any, *, create: bool) -> None:
-        """Create the ``vector`` extension when allowed (``create``), record whether it is there, and warn once
-        when it is not."""
-        import psycopg
-
-        if create:
-            try:
-                with conn.transaction():
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
-            except psycopg.Error:
-                pass  # no privilege, or the server lacks pgvector: numpy search below
-            conn.execute(BUILD_VECTORS)
-        self.pgvector = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is not None
-        if self.pgvector and not create:  # a memory made before the registry: nothing indexed to search
-            self.pgvector = conn.execute("SELECT to_regclass('build_vectors')").fetchone()[0] is not None
-        if not self.pgvector:
-            warnings.warn(
-                PgvectorMissingWarning(
-                    f"{self.location}: the database has no pgvector extension (CREATE EXTENSION vector needs a "
-                    "privileged user): nearest-neighbour search runs in numpy"
-                ),
-                stacklevel=4,
-            )
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+        self._vector_tables: dict[tuple[str, int, str], tuple[str, int, bool] | None] = {}  # registry rows read
 
     # -- writing ----------------------------------------------------------------------------------
-    def index_vectors(self, strategy: str, generation: int, name: str, vectors: NDArray[np.floating]) -> None:
+    def index_vectors(self, strategy: str, generation: int, name: str, vectors: NDArray[np.floating]) -> list[str]:
         """Copy a build's ``(n, d)`` vectors into their vector table with an HNSW index when ``n >= hnsw_above``
         (committed, invisible until the build is published). A no-op without pgvector, for an empty array and
         below ``hnsw_above`` (searched in numpy: see the module docstring).
+
+        Returns:
+            No artefact to publish (the table is the database's): an empty list.
 
         Raises:
             ValueError: ``vectors`` is not a 2-D array, or the table name would be too long.
@@ -148,13 +86,13 @@ class PgVectorsMixin:
         mat = np.asarray(vectors)
         if mat.ndim != 2:
             raise ValueError(f"vectors {name!r} must be (n, d), got shape {mat.shape}")
-        if not self.pgvector or mat.shape[0] < max(self.hnsw_above, 1) or mat.shape[1] == 0:
-            return
+        if not self._db.pgvector or mat.shape[0] < max(self._db.hnsw_above, 1) or mat.shape[1] == 0:
+            return []
         table = table_name(strategy, generation, name)
         n, d = mat.shape
         hnsw = True
-        with self.transaction() as c:
-            self._drop_vectors(c, "strategy = ? AND generation = ? AND name = ?", (strategy, generation, name))
+        with self._db.transaction() as c:
+            self.drop_vectors(c, "strategy = ? AND generation = ? AND name = ?", (strategy, generation, name))
             raw = c.raw
             raw.execute(f"CREATE TABLE {table} (row INTEGER PRIMARY KEY, embedding vector({d}) NOT NULL)")
             rows = np.asarray(mat, dtype=np.float32)
@@ -171,71 +109,72 @@ class PgVectorsMixin:
                 (strategy, generation, name, table, d, n, int(hnsw)),
             )
         self._vector_tables.pop((strategy, generation, name), None)
+        return []
 
-    def _drop_vectors(self, c: Any, where: str, args: Sequence[Any]) -> None:
-        """Drop the vector tables whose ``build_vectors`` rows match ``where`` (inside transaction ``c``)."""
-        if not self.pgvector:
+    def drop_vectors(self, c: Any, where: str, args: Sequence[Any]) -> None:
+        """Drop the vector tables whose ``build_vectors`` rows match ``where`` (inside transaction ``c``; the
+        build-arrays part calls it when it publishes, withdraws or cleans up generations)."""
+        if not self._db.pgvector:
             return
         for (table,) in c.execute(f"SELECT tbl FROM build_vectors WHERE {where}", args).fetchall():
             c.raw.execute(f"DROP TABLE IF EXISTS {table}")
         c.execute(f"DELETE FROM build_vectors WHERE {where}", args)
 
     # -- searching --------------------------------------------------------------------------------
-    def nearest(
-        self,
-        strategy: str,
-        generation: int,
-        name: str,
-        vectors: NDArray[np.floating],
-        query: NDArray[np.floating],
-        k: int,
-        *,
-        rows: NDArray[np.int64] | None = None,
-        unit: NDArray[np.floating] | None = None,
-        exact: bool | None = None,
-    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """The ``k`` rows most cosine-similar to ``query`` (see :meth:`gemrag.store.base.MemoryStore.nearest` and
-        the module docstring).
+    def _candidates(self, array: Array, vectors: Vectors, query: Vectors, k: int) -> NDArray[np.int64] | None:
+        """The rows the database's vector table proposes (see :meth:`database_rows`), rescored exactly by
+        :meth:`nearest`; None where there is no table."""
+        return self.database_rows(array, vectors, query, k)
+
+    def database_rows(
+        self, array: Array, vectors: Vectors, query: Vectors, k: int, *, exact: bool = False
+    ) -> NDArray[np.int64] | None:
+        """The ``k`` rows of a published build's array ``name`` nearest to ``query`` by the database's vector table
+        (cosine distance; the caller rescores them, as :meth:`nearest` does), or None when the search must run in
+        numpy over ``vectors``: no pgvector, ``k <= 0``, no HNSW table for the array (see the module docstring), or the
+        table dropped by a newer publish after the caller loaded the arrays, outside a snapshot.
 
         Args:
-            exact: True forces an exact search in the database even where an HNSW index exists, False uses the
-                index where there is one, None (default) the index where there is one.
+            array: ``(strategy, generation, name)`` of the published array.
+            vectors, query, k: as for :meth:`nearest`.
+            exact: True forces an exact search in the database even where an HNSW index exists (the index switched
+                off); False uses the index.
 
         Raises:
-            ValueError: a zero or mis-sized query.
+            StaleGenerationError: inside a snapshot, a newer publish dropped the table (the snapshot restarts).
             GemragError: the server failed.
         """
         import psycopg
 
+        strategy, generation, name = array
         mat = np.asarray(vectors)
         k = min(int(k), mat.shape[0])
-        if rows is not None or not self.pgvector or k <= 0:
-            return exact_nearest(mat, query, k, rows, unit)
+        if not self._db.pgvector or k <= 0:
+            return None
         found = self._vector_table(strategy, generation, name)
         if found is None or found[1] != mat.shape[1] or not found[2]:  # no HNSW table (an older memory's exact
-            return exact_nearest(mat, query, k, None, unit)  # table included): exact, where the array is
+            return None  # table included): exact, where the array is
         table, hnsw = found[0], not exact
         probe = np.asarray(query, dtype=np.float32).reshape(-1)  # sent by pgvector's dumper
         order = "embedding <=> %s" if hnsw else "embedding <=> %s, row"
         sql = f"SELECT row FROM {table} ORDER BY {order} LIMIT %s"
         try:
             if not hnsw:  # an exact search of an indexed table: the index is switched off
-                with self._connection() as conn, conn.transaction():
+                with self._db._connection() as conn, conn.transaction():
                     conn.execute("SET LOCAL enable_indexscan = off")
                     rows_found = conn.execute(sql, (probe, k)).fetchall()
             else:  # one statement (hnsw.ef_search is a setting of the connection: postgres/connect.py, options)
-                rows_found = self._query(sql, (probe, k), raw=True)
+                rows_found = self._db._query(sql, (probe, k), raw=True)
         except psycopg.errors.UndefinedTable as exc:  # a newer publish dropped it after the caller loaded the arrays
-            if self._in_snapshot_transaction():  # the snapshot's transaction failed with it: read the newer build
+            if self._db._in_snapshot_transaction():  # the snapshot's transaction failed with it: read the newer build
                 from gemrag.errors import StaleGenerationError
 
-                self.restart_snapshot()
+                self._db.restart_snapshot()
                 raise StaleGenerationError(
-                    f"{self.location}: {strategy} generation {generation} was replaced", strategy, generation
+                    f"{self._db.location}: {strategy} generation {generation} was replaced", strategy, generation
                 ) from exc
-            return exact_nearest(mat, query, k, None, unit)
-        got = np.array([r[0] for r in rows_found], dtype=np.int64)
-        return best_first(got, cosines(mat, query, got, unit), k)
+            return None
+        return np.array([r[0] for r in rows_found], dtype=np.int64)
 
     def _vector_table(self, strategy: str, generation: int, name: str) -> tuple[str, int, bool] | None:
         """``(quoted table, dimensions, has an HNSW index)`` of a build's vector table, or None when it has none.
@@ -243,7 +182,7 @@ class PgVectorsMixin:
         before its publish), so it is read once per process (:meth:`index_vectors` forgets what it rewrites)."""
         key = (strategy, generation, name)
         if key not in self._vector_tables:
-            found = self._query(
+            found = self._db._query(
                 "SELECT tbl, dim, hnsw FROM build_vectors WHERE strategy = ? AND generation = ? AND name = ?", key
             )
             self._vector_tables[key] = (str(found[0][0]), int(found[0][1]), bool(found[0][2])) if found else None

@@ -1,4 +1,4 @@
-"""The physical erase of a SQLite memory (the backend's part of :class:`gemrag.store.erase.Erasing`).
+"""The physical erase of a SQLite memory (the backend's part of :class:`gemrag.store.parts.Erasing`).
 
 SQLite keeps deleted rows' bytes in three places until they are overwritten: the free space of the pages that held
 them, the free pages of the file, and the write-ahead log (``memory.sqlite-wal``), whose frames hold earlier copies
@@ -26,9 +26,8 @@ DATABASE_FILES = ("memory.sqlite", "memory.sqlite-wal")
 
 
 class SqliteEraseMixin:
-    """:meth:`secure_deletes` and :meth:`erase_physically` of :class:`gemrag.store.sqlite.store.SqliteRows` (before
-    :class:`~gemrag.store.base.MemoryStore` among its bases, so they replace those of
-    :class:`~gemrag.store.erase.EraseMixin`)."""
+    """:meth:`secure_deletes` and :meth:`erase_physically` of the database part
+    :class:`gemrag.store.sqlite.store.SqliteDatabase`."""
 
     conn: sqlite3.Connection
     directory: Path

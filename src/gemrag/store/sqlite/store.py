@@ -9,7 +9,7 @@ caches are in :mod:`gemrag.store.caches`, the rows every store shares in :mod:`g
 
 Every write runs inside a transaction (``with store.transaction():``), so an interrupted build leaves the
 store as it was after the last completed step; nothing is half-written. Reads that must agree with each other
-run inside :meth:`Store.snapshot` (one read transaction: a concurrent publish is either fully visible or not).
+run inside :meth:`SqliteDatabase.snapshot` (one read transaction: a concurrent publish is either fully visible or not).
 
 A store opened with ``readonly=True`` writes nothing: structural writes raise
 :class:`~gemrag.errors.ReadOnlyMemoryError`, while cache and log writes (LLM answers, embeddings, usage rows,
@@ -22,27 +22,31 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from gemrag.errors import GemragError, ReadOnlyMemoryError
+from gemrag.store.artifacts import ArtifactRows
 from gemrag.store.base import MemoryStore
-from gemrag.store.files import FileArraysMixin
+from gemrag.store.caches import CacheRows
+from gemrag.store.documents import DocumentRows
+from gemrag.store.files import FileArrays
+from gemrag.store.hnsw import HnswSearch
 from gemrag.store.lock import BuildLock
-from gemrag.store.rows import NodeRecord, sha256_text
+from gemrag.store.parts import StoreParts
+from gemrag.store.rows import NodeRecord, SqlRows, sha256_text
 from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT, SCHEMA_VERSION
 from gemrag.store.sqlite.connection import open_connection, translate
 from gemrag.store.sqlite.erase import SqliteEraseMixin
 from gemrag.store.sqlite.migrations import ensure_schema, schema_version
 
-__all__ = ["NodeRecord", "SqliteRows", "Store", "sha256_text"]
+__all__ = ["NodeRecord", "SqliteDatabase", "Store", "sha256_text", "sqlite_parts"]
 
 
-class SqliteRows(SqliteEraseMixin, MemoryStore):
-    """The database part of a SQLite memory: ``memory.sqlite`` in a memory directory, its transactions, snapshots and
-    build lock (``<directory>/build.lock``). Abstract: a store adds where its build arrays live (:class:`Store`: files
-    in the same directory, :class:`~gemrag.store.files.FileArraysMixin`).
+class SqliteDatabase(SqliteEraseMixin):
+    """The database part of a SQLite memory (:class:`gemrag.store.parts.Database`): ``memory.sqlite`` in a memory
+    directory, its transactions, snapshots and physical erase; also its build-lock part (``<directory>/build.lock``).
 
     Args:
         directory: the memory directory; created when missing (unless ``readonly``).
@@ -98,6 +102,11 @@ class SqliteRows(SqliteEraseMixin, MemoryStore):
     def location(self) -> str:
         """The memory directory, for messages."""
         return str(self.directory)
+
+    def retrieval(self, embeddings: tuple[str, Sequence[str]] | None = None) -> AbstractContextManager[None]:
+        """The scope of one retrieval's reads (:meth:`gemrag.memory.Memory.retrieve`): nothing here, where a read
+        costs no round trip (PostgreSQL makes it a snapshot that batches them; ``embeddings`` is ignored)."""
+        return contextlib.nullcontext()
 
     def build_lock(self) -> BuildLock:
         """A new (not yet acquired) build lock of this memory: ``<directory>/build.lock``."""
@@ -215,11 +224,33 @@ class SqliteRows(SqliteEraseMixin, MemoryStore):
                 raise translate(exc, self.path, self.busy_timeout) from exc
 
 
-class Store(FileArraysMixin, SqliteRows):
-    """A memory directory's SQLite database plus its published arrays, as files in the same directory (arguments
-    and errors: those of :class:`SqliteRows`)."""
+def sqlite_parts(
+    directory: str | Path,
+    *,
+    readonly: bool = False,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    arrays_directory: str | Path | None = None,
+) -> StoreParts:
+    """The parts of a SQLite memory: its database (:class:`SqliteDatabase`, also the build lock), the rows,
+    documents, artefacts and caches in it, the build arrays as files (in the memory directory, or in
+    ``arrays_directory``) and the vector search with HNSW artefacts (:class:`~gemrag.store.hnsw.HnswSearch`).
 
-    @property
-    def arrays_directory(self) -> Path:  # type: ignore[override]
-        """Where the build arrays live: the memory directory."""
-        return self.directory
+    Raises:
+        GemragError: as :class:`SqliteDatabase`.
+    """
+    parts = StoreParts(SqliteDatabase(directory, readonly=readonly, busy_timeout=busy_timeout))
+    parts.rows, parts.documents = SqlRows(parts), DocumentRows(parts)
+    parts.artifacts, parts.caches = ArtifactRows(parts), CacheRows(parts)
+    parts.arrays = FileArrays(parts, arrays_directory if arrays_directory is not None else directory)
+    parts.vectors = HnswSearch(parts)
+    return parts
+
+
+class Store(MemoryStore):
+    """A memory directory: its SQLite database plus its published arrays, as files in the same directory (the parts
+    of :func:`sqlite_parts`; arguments and errors: those of :class:`SqliteDatabase`)."""
+
+    def __init__(
+        self, directory: str | Path, *, readonly: bool = False, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    ) -> None:
+        super().__init__(sqlite_parts(directory, readonly=readonly, busy_timeout=busy_timeout))

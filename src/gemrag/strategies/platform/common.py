@@ -31,7 +31,6 @@ from gemrag.store.publish import Edges, Publication
 from gemrag.store.schema import REBUILD_META
 from gemrag.strategies.base import StrategyContext, strategy_config, title_default
 from gemrag.strategies.platform.titles import READ_TITLES, indexed_text_of, strategy_reads_titles
-from gemrag.strategies.platform.vector_index import approximate_rows, index_artifact
 from gemrag.types import Hit
 
 
@@ -152,11 +151,11 @@ def nearest(
     rows: NDArray[np.int64] | None = None,
     unit: NDArray[np.floating] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """The ``k`` rows of a published vector array most cosine-similar to the prompt, through the store
-    (:meth:`gemrag.store.base.MemoryStore.nearest`: numpy on SQLite, pgvector on PostgreSQL), with the rule of
-    :func:`cosine_ranking` (best first, ties to the lower row). On SQLite, an array published with an HNSW
-    artefact (``search`` arrays of at least :data:`~gemrag.strategies.platform.vector_index.ANN_ABOVE` rows) is
-    searched approximately: HNSW candidates rescored exactly (:mod:`gemrag.strategies.platform.vector_index`).
+    """The ``k`` rows of a published vector array most cosine-similar to the prompt, through the store's
+    vector-search part (:meth:`gemrag.store.vectors.ExactSearch.nearest`: numpy on SQLite, pgvector on PostgreSQL),
+    with the rule of :func:`cosine_ranking` (best first, ties to the lower row). On SQLite, an array published with an
+    HNSW artefact (``search`` arrays of at least :data:`~gemrag.store.hnsw.ANN_ABOVE` rows) is searched
+    approximately: HNSW candidates rescored exactly (:mod:`gemrag.store.hnsw`).
 
     Args:
         ctx: the strategy context.
@@ -176,8 +175,6 @@ def nearest(
         ValueError: a zero or mis-sized prompt vector.
     """
     strategy, generation = published
-    if rows is None:  # above ANN_ABOVE rows on SQLite: HNSW candidates, rescored exactly (platform/vector_index.py)
-        rows = approximate_rows(ctx, published, name, np.shape(vectors)[0], prompt_vec, k)
     return ctx.store.nearest(strategy, generation, name, vectors, prompt_vec, k, rows=rows, unit=unit)
 
 
@@ -241,9 +238,9 @@ def write_publication(
     return its :class:`~gemrag.store.publish.Publication` (parameters and model ids filled in), not yet
     published. ``axes`` names each array's dimensions so readers can check they agree. ``carry`` keeps the
     previous generation's nodes and edges, except the node ids in ``retire`` (and their edges). ``search`` names
-    the ``(n, d)`` vector arrays that :func:`nearest` searches: the store indexes them in the database where it can
-    (PostgreSQL + pgvector, see :meth:`gemrag.store.base.MemoryStore.index_vectors`), or the platform writes an
-    HNSW artefact for it (SQLite, from :data:`~gemrag.strategies.platform.vector_index.ANN_ABOVE` rows on).
+    the ``(n, d)`` vector arrays that :func:`nearest` searches: the store's vector-search part indexes them (see
+    :meth:`gemrag.store.vectors.ExactSearch.index_vectors`): in the database where it can (PostgreSQL + pgvector), or
+    as an HNSW artefact published with the build (SQLite, from :data:`~gemrag.store.hnsw.ANN_ABOVE` rows on).
 
     Raises:
         ValueError: bad array names, ``axes`` that do not match an array, or a ``search`` name that is not an array.
@@ -254,9 +251,7 @@ def write_publication(
     for name in search:
         if name not in arrays:
             raise ValueError(f"search names {name!r}, which is not one of the build's arrays")
-        ctx.store.index_vectors(strategy, generation, name, np.asarray(arrays[name]))
-        artefact = index_artifact(ctx, strategy, generation, name, np.asarray(arrays[name]))
-        indexes += [artefact] if artefact is not None else []
+        indexes += ctx.store.index_vectors(strategy, generation, name, np.asarray(arrays[name]))
     if search:
         meta = {**(meta or {}), SEARCH_META: list(search)}
     return Publication(

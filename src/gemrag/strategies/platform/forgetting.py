@@ -5,7 +5,7 @@ from retrieval, in the same transaction, every derived node with that chunk amon
 remakes only those. The rule, for every strategy alike (nothing here knows one by name):
 
 * a derived node records every chunk it was made from (``node_sources``, and their number in its meta,
-  :data:`gemrag.store.derived.INPUTS`): a GEM or RAPTOR summary its member chunks, a REMem gist its window, a fact
+  :data:`gemrag.store.graph_rows.INPUTS`): a GEM or RAPTOR summary its member chunks, a REMem gist its window, a fact
   or an entity the chunks that state it, an UnWeaver class the chunks that name it, an HLGraphRAG event or relation
   the chunks it was extracted from;
 * :func:`forgotten_nodes`: a derived node leaves when ANY of its inputs is removed (a summary, a gist, a merged
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gemrag.errors import ForgottenTextError
-from gemrag.store.derived import INPUTS
+from gemrag.store.graph_rows import INPUTS
 from gemrag.store.parts import Rows
 from gemrag.strategies.base import kept_kinds
 from gemrag.types import SAME_TEXT, Hit, provenance_nodes
@@ -74,7 +74,7 @@ def hit_nodes(hit: Hit) -> list[int]:
 def check_inputs(store: Rows, hits: Sequence[Hit]) -> None:
     """Refuse hits that rest on removed text (module docstring): every node a hit names (:func:`hit_nodes`) must
     exist, and every derived node among them must still have all the inputs it was made from (its meta's
-    :data:`~gemrag.store.derived.INPUTS`), unless its kind is one its strategy keeps. Reads the hits' node rows and
+    :data:`~gemrag.store.graph_rows.INPUTS`), unless its kind is one its strategy keeps. Reads the hits' node rows and
     sources (on PostgreSQL in the one batched statement that provenance then reads from,
     the PostgreSQL store's read scope).
 

@@ -22,10 +22,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from gemrag.store.arrays import Matrix
+from gemrag.store.hnsw import index_artifact_name
 from gemrag.store.publish import KEEP_COVERS, Publication, Published
 from gemrag.strategies.base import Strategy, StrategyContext
 from gemrag.strategies.platform.common import SEARCH_META, write_publication
-from gemrag.strategies.platform.vector_index import index_artifact_name
 
 NODE_AXIS = "n"
 """The axis name of arrays indexed like a build's ``node_ids``."""

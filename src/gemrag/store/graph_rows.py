@@ -2,14 +2,14 @@
 
 * **Nodes** a strategy derives (summaries, entities, facts, events, ...) are rows of ``nodes`` with the
   strategy's name in ``nodes.strategy``, a kind the strategy chooses (any name but ``chunk``: the namespace is
-  the pair (strategy, kind)), and the build generation that made them (:meth:`GraphRowsMixin.add_node`).
+  the pair (strategy, kind)), and the build generation that made them (:meth:`GraphRows.add_node`).
   ``sources`` records the chunks a node was made from (``node_sources``): removing a chunk removes every derived
   node with that chunk among its sources, except the kinds a strategy declares as stated by each source alone
   (``kept_kinds``: an entity's name, a triple), which stay while another source remains
   (:func:`gemrag.strategies.platform.forgetting.forgotten_nodes`).
-* **Edges** of a strategy have a kind and a generation (:meth:`GraphRowsMixin.add_edges`, or ``edges=`` of
-  :meth:`~gemrag.store.publish.GenerationsMixin.publish`); readers see the published generation's.
-* **Build state** (:meth:`GraphRowsMixin.build_state`): built, stale (chunks added or deleted since the
+* **Edges** of a strategy have a kind and a generation (:meth:`GraphRows.add_edges`, or ``edges=`` of
+  :meth:`~gemrag.store.publish.Generations.publish`); readers see the published generation's.
+* **Build state** (:meth:`GraphRows.build_state`): built, stale (chunks added or deleted since the
   published build, from ``build_chunks``) or never built.
 
 Nothing here knows a strategy by name.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +26,7 @@ import numpy as np
 
 from gemrag.store.documents import DOCUMENT_COLUMNS, document_dict, like_suffix
 from gemrag.store.parts import Connection
+from gemrag.store.sql_part import SqlPart
 
 CHUNK = "chunk"
 """The kind of the memory's chunks (shared by every strategy; a strategy's own nodes use other kinds)."""
@@ -82,12 +82,9 @@ def _batches(ids: Sequence[int]) -> Iterable[list[int]]:
         yield [int(x) for x in ids[i : i + _BATCH]]
 
 
-class GraphRowsMixin:
-    """Derived nodes, edges, sources and build states on :class:`gemrag.store.Store`."""
-
-    def transaction(self) -> AbstractContextManager[Connection]: ...  # provided by Store
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]: ...  # provided by Store
-    def published_generation(self, strategy: str) -> int | None: ...  # provided by GenerationsMixin
+class GraphRows(SqlPart):
+    """Derived nodes, edges, sources and build states: the graph's rows, half of the store's rows part
+    (:class:`gemrag.store.rows.SqlRows`; the published generation comes from the build-arrays part)."""
 
     # -- nodes ------------------------------------------------------------------------------------
     def add_node(
@@ -123,7 +120,7 @@ class GraphRowsMixin:
             raise ValueError(f"a strategy's node kind must not be {kind!r}")
         sources = sorted({int(s) for s in sources})
         recorded = {**(meta or {}), INPUTS: len(sources)} if sources else dict(meta or {})
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             cur = c.execute(
                 "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens, meta, strategy, generation)"
                 " VALUES (?, NULL, ?, ?, ?, ?, ?, ?)",
@@ -197,7 +194,7 @@ class GraphRowsMixin:
         Args:
             src, dst: (E,) node ids (int). weight: (E,) float weights. kind: the strategy's edge kind.
         """
-        with self.transaction() as c:
+        with self._db.transaction() as c:
             c.executemany(
                 "INSERT OR REPLACE INTO edges(strategy, kind, generation, src, dst, weight) VALUES (?,?,?,?,?,?)",
                 (
@@ -213,7 +210,11 @@ class GraphRowsMixin:
     ) -> list[tuple[int, float]]:
         """A node's outgoing edges in the strategy's published generation (or in build ``(strategy, g)``) as
         ``(neighbour id, weight)``, strongest first; optionally of one edge kind."""
-        generation = build[1] if build is not None and build[0] == strategy else self.published_generation(strategy)
+        generation = (
+            build[1]
+            if build is not None and build[0] == strategy
+            else self._parts.arrays.published_generation(strategy)
+        )
         sql = "SELECT dst, weight FROM edges WHERE strategy = ? AND generation = ? AND src = ?"
         args: list[Any] = [strategy, generation, node_id]
         if kind is not None:
@@ -224,7 +225,11 @@ class GraphRowsMixin:
         self, strategy: str, kind: str | None = None, *, build: tuple[str, int] | None = None
     ) -> list[tuple[str, int, int, float]]:
         """All edges of the strategy's published generation (or build) as ``(kind, src, dst, weight)``."""
-        generation = build[1] if build is not None and build[0] == strategy else self.published_generation(strategy)
+        generation = (
+            build[1]
+            if build is not None and build[0] == strategy
+            else self._parts.arrays.published_generation(strategy)
+        )
         sql = "SELECT kind, src, dst, weight FROM edges WHERE strategy = ? AND generation = ?"
         args: list[Any] = [strategy, generation]
         if kind is not None:
