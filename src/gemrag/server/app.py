@@ -12,7 +12,7 @@ Routes (all JSON; the OpenAPI schema is at ``/openapi.json``, the interactive do
 * ``POST /v1/namespaces/{ns}/index`` starts a background index job (202 with its id), ``GET .../jobs`` and
   ``GET .../jobs/{job_id}`` show its cost plan (made before its first LLM call), its progress stages, then its report
   or error; ``POST .../jobs/{job_id}/cancel`` stops it at its next progress event; ``POST .../index/plan`` returns
-  the plan alone, starting nothing (:mod:`gemrag.index_plan`);
+  the plan alone, starting nothing (:mod:`gemrag.memory.index_plan`);
 * ``POST /v1/namespaces/{ns}/retrieve`` (question, strategy, budget -> hits), ``POST .../ask`` (LLM answer; with
   ``"stream": true`` as Server-Sent Events, :mod:`gemrag.server.streaming`), ``GET .../stats``;
 * ``GET /v1/namespaces/{ns}/view`` (HTML): the memory view (:mod:`gemrag.view`) of a strategy's graph, with an

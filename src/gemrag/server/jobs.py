@@ -74,8 +74,8 @@ class Job:
         id: hex id. namespace, strategy: what it indexes (strategy None: the configured one).
         status: ``queued`` / ``running`` / ``succeeded`` / ``failed`` / ``cancelled``. created, started,
             finished: Unix times (seconds; None until reached). stages: progress so far, in order. plan: the build's
-            cost plan (:class:`gemrag.index_plan.IndexPlan` as a dict) once made, before its first LLM call. report: the
-            :class:`~gemrag.reports.IndexReport` as a dict once succeeded. error: ``{"type", "message"}`` once
+            cost plan (:class:`gemrag.memory.index_plan.IndexPlan` as a dict) once made, before its first LLM call. report: the
+            :class:`~gemrag.memory.indexing.IndexReport` as a dict once succeeded. error: ``{"type", "message"}`` once
             failed. cancel_requested: True once :meth:`JobManager.cancel` asked it to stop (it stops at its next
             progress event).
     """
@@ -230,7 +230,7 @@ class JobProgress:
                 raise JobCancelled(f"index job {self._job.id} was cancelled")
 
     def plan(self, plan: dict[str, Any]) -> None:
-        """Record the build's cost plan (:meth:`gemrag.index_plan.IndexPlan.model_dump`, JSON mode) in the job,
+        """Record the build's cost plan (:meth:`gemrag.memory.index_plan.IndexPlan.model_dump`, JSON mode) in the job,
         then stop if the job was cancelled meanwhile (before the build's first LLM call)."""
         with self._lock:
             self._job.plan = plan

@@ -172,7 +172,7 @@ class UsageOut(BaseModel):
 
 
 class IndexReportOut(BaseModel):
-    """What a finished index job did (:class:`gemrag.reports.IndexReport`)."""
+    """What a finished index job did (:class:`gemrag.memory.indexing.IndexReport`)."""
 
     documents: int
     chunks: int
@@ -228,7 +228,7 @@ class RetrieveRequest(Strict):
 
 class HitOut(RetrievedNode):
     """One retrieved node (:class:`gemrag.types.Hit`) with its provenance, as every surface describes it
-    (:class:`gemrag.provenance.RetrievedNode`): ``score`` is the strategy's score (higher is better within one
+    (:class:`gemrag.answers.provenance.RetrievedNode`): ``score`` is the strategy's score (higher is better within one
     retrieval; its scale depends on the strategy), ``rank`` the 0-based position; ``documents`` (id, title, source,
     version) and ``passages`` (each chunk the node was made from: its document, ordinal and character span
     ``[start, end)`` in that document version's text) say where it comes from."""
@@ -312,7 +312,7 @@ class PurgeOut(BaseModel):
 
 
 class DeleteOut(BaseModel):
-    """What deleting a document did (:class:`gemrag.lifecycle.DeleteReport`): with ``?purge=true`` also ``purge``,
+    """What deleting a document did (:class:`gemrag.memory.deletion.DeleteReport`): with ``?purge=true`` also ``purge``,
     with ``?rebuild=true`` the LLM calls each rebuilt strategy spent (``rebuilt``; ``llm_calls`` is their sum)."""
 
     document: DocumentInfo

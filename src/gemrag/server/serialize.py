@@ -21,7 +21,7 @@ __all__ = ["answer_out", "build_state_out", "hits_out", "jsonable"]
 
 
 def hits_out(hits: Sequence[Hit], strategy: str) -> list[m.HitOut]:
-    """The hits as the API returns them: :func:`gemrag.provenance.describe_hits` of hits that carry their provenance
+    """The hits as the API returns them: :func:`gemrag.answers.provenance.describe_hits` of hits that carry their provenance
     (as :meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>`, ``ask`` and ``ask_stream`` give them; no store
     query, so a streamed answer is described after its memory was closed), meta made JSON-safe."""
     return [m.HitOut(**{**n.model_dump(), "meta": jsonable(n.meta)}) for n in describe_hits(None, hits, strategy)]

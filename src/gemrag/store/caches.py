@@ -92,7 +92,7 @@ class CacheRows(SqlPart):
         """The last ``limit`` responses the cache stored for ``model`` (newest first): each with its ``text``,
         ``prompt_tokens``, ``completion_tokens``, ``seconds`` (of the backend call) and, when recorded, the request's
         messages (:data:`gemrag.models.cache.INPUT_KEY`). Cost plans read them for a model's recorded rates and
-        each pass's mean completion (:mod:`gemrag.index_plan`)."""
+        each pass's mean completion (:mod:`gemrag.memory.index_plan`)."""
         rows = self._query(
             "SELECT response FROM llm_cache WHERE model = ? ORDER BY created DESC LIMIT ?", (model, int(limit))
         )

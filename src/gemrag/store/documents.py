@@ -3,7 +3,7 @@ transaction, and the history of the versions that left the memory (schema 4, :mo
 
 A document's identity is ``documents.source_key``: a file's resolved path, or an id given by the user or a client
 (NULL for an anonymous document, which is deduplicated by its text instead). Replacing a source's text is one
-transaction made by :mod:`gemrag.sources` from these pieces: the old version's row goes to ``document_versions``
+transaction made by :mod:`gemrag.memory.sources` from these pieces: the old version's row goes to ``document_versions``
 (:meth:`DocumentRows.record_version`), its chunks whose text is not in the new version are deleted
 (``delete_nodes``), and the document row takes the new version in place (:meth:`DocumentRows.update_document`,
 same id), its surviving chunks moved to their new positions and its new chunks inserted
@@ -11,7 +11,7 @@ same id), its surviving chunks moved to their new positions and its new chunks i
 
 One document per content (schema 5): a document is *held* by its sources: ``documents.source_key`` (its primary
 source, whose ``source`` and ``title`` the document row shows) and the rows of ``document_sources`` (further
-sources whose text is byte-identical). :meth:`DocumentRows.holders` lists them; :mod:`gemrag.sources` decides
+sources whose text is byte-identical). :meth:`DocumentRows.holders` lists them; :mod:`gemrag.memory.sources` decides
 who holds what and rewrites a document's holders with :meth:`DocumentRows.release_holders` and
 :meth:`DocumentRows.set_holders` inside its transaction.
 """

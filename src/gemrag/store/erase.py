@@ -1,5 +1,5 @@
 """Erasing removed text from what a memory keeps besides its documents: the store's part of ``gemrag delete --purge``
-(the caches part and the database part of a store; :mod:`gemrag.forgetting` decides what left and calls them).
+(the caches part and the database part of a store; :mod:`gemrag.memory.forgetting` decides what left and calls them).
 
 A delete removes a document's rows; copies of its text stay elsewhere: in the LLM cache (prompts that quoted it,
 answers that repeated it), in the embedding cache (vectors keyed by a hash of the text), in the kept versions of
@@ -20,7 +20,7 @@ dead row versions. The store's :class:`~gemrag.store.parts.Erasing` roles (cache
   files and artefacts no published build names.
 
 What holds removed text is decided by the caller's ``tainted(text) -> bool`` (a test of normalised fragments of the
-removed texts, :class:`gemrag.forgetting.Fragments`); over-purging a cache only costs a recomputation.
+removed texts, :class:`gemrag.memory.forgetting.Fragments`); over-purging a cache only costs a recomputation.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class Erasure:
 
 @dataclass
 class PurgeReport:
-    """What ``gemrag delete --purge`` erased beyond the delete itself (:func:`gemrag.forgetting.forget`).
+    """What ``gemrag delete --purge`` erased beyond the delete itself (:func:`gemrag.memory.forgetting.forget`).
 
     Attributes:
         fragments: distinct normalised pieces of removed text searched for (sentences and lines of at least 12

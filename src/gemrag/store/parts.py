@@ -397,7 +397,7 @@ class StrategyStore(Database, Rows, Artifacts, BuildArrays, VectorSearch, Caches
 @runtime_checkable
 class RowStore(Database, Rows, Protocol):
     """The rows in the database's transactions (chunking documents, the memory's recorded settings:
-    :mod:`gemrag.documents`)."""
+    :mod:`gemrag.memory.documents`)."""
 
 
 @runtime_checkable

@@ -6,7 +6,7 @@ the ``UNIQUE`` constraint of ``documents.sha256``; ``nodes.doc_id`` keeps referr
 * ``documents``: rebuilt with the same rows and ids, ``sha256`` no longer UNIQUE (an index instead), and two new
   columns: ``source_key`` (NULL for every existing document: a memory written before schema 4 has no identities;
   the first ``gemrag index`` of a file whose text or path matches such a document adopts it, see
-  :mod:`gemrag.sources`) and ``version`` (1);
+  :mod:`gemrag.memory.sources`) and ``version`` (1);
 * a new table ``document_versions`` (empty).
 
 In PostgreSQL terms the same change is ``ALTER TABLE documents DROP CONSTRAINT <its sha256 unique constraint>,

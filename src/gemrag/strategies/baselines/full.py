@@ -51,7 +51,7 @@ class FullStrategy:
 
     name = "full"
     needs_build = False
-    """Nothing to build (so never "stale" or "never built"; see :mod:`gemrag.lifecycle`)."""
+    """Nothing to build (so never "stale" or "never built"; see :mod:`gemrag.memory.states`)."""
     config_model = FullConfig
 
     def __init__(self, config: FullConfig | None = None) -> None:

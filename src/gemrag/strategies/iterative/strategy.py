@@ -10,7 +10,7 @@ Not a seed paper's method: the field's standard forms of multi-hop retrieval at 
   in Language Models", EMNLP Findings, section 3): the LLM splits the question into sub-questions up front; each is
   retrieved in order, a ``#k`` in it filled with the answer the LLM reads from sub-question k's passages. With
   ``answer_from = "steps"`` the final answer also reads the sub-questions and their answers (self-ask's
-  composition): every hit carries them in ``meta["follow_ups"]``, which :mod:`gemrag.answering` shows before the
+  composition): every hit carries them in ``meta["follow_ups"]``, which :mod:`gemrag.answers.answering` shows before the
   passages.
 * ``rerank = true`` (RankGPT, Sun et al. 2023, "Is ChatGPT Good at Search?", EMNLP, section 3.2): the LLM orders
   the base's top ``rerank_depth`` for the question in sliding windows, before the steps read it
@@ -207,7 +207,7 @@ class IterativeStrategy:
             fit the context window, ``chain`` in ``"ircot"`` mode and, in ``"decompose"`` mode, ``subquestions`` and
             ``answers``. With ``answer_from = "steps"`` (and a decomposition made) every hit also carries
             ``meta["follow_ups"]`` = ``[{"question": sub-question as retrieved, "answer": its answer or None}]``,
-            which the final answer reads before the passages (:func:`gemrag.answering.follow_ups_text`).
+            which the final answer reads before the passages (:func:`gemrag.answers.answering.follow_ups_text`).
 
         Warns:
             RerankFitWarning: a rerank window did not fit the LLM's context window (:func:`~.rerank.rerank_first`).

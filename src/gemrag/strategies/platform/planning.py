@@ -15,7 +15,7 @@ prompt whose entities are not extracted yet) is estimated and marked ``exact=Fal
 upper bound or an estimate, and says so. A strategy without ``plan`` gets :func:`unknown_plan` (its cost unknown),
 one without LLM passes :func:`no_llm_plan`.
 
-The minutes are not here: :mod:`gemrag.index_plan` turns tokens into time with the model's measured rates.
+The minutes are not here: :mod:`gemrag.memory.index_plan` turns tokens into time with the model's measured rates.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class StrategyPlan:
 
 
 class PlanModel(Protocol):
-    """What a plan asks of the memory's LLM and its caches (:mod:`gemrag.index_plan` provides it)."""
+    """What a plan asks of the memory's LLM and its caches (:mod:`gemrag.memory.index_plan` provides it)."""
 
     def prompt_tokens(self, messages: Sequence[Message]) -> int:
         """Tokens of ``messages`` as the model reads them (chat template included)."""

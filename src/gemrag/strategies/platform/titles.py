@@ -1,7 +1,7 @@
 """Chunk titles per method: whether a strategy reads a chunk as ``title\\ntext`` or as its text alone (issue 38).
 
 A memory records once whether its chunks have their document's title available (``memory.chunk_titles``,
-:data:`TITLES_META`, :func:`gemrag.documents.record_titles`). Each strategy then decides whether it reads them
+:data:`TITLES_META`, :func:`gemrag.memory.documents.record_titles`). Each strategy then decides whether it reads them
 (:func:`strategy_reads_titles`), and passes its decision to every platform function that reads the chunks' text
 (:func:`indexed_text_of`, :func:`indexed_nodes`, ``embed_node_ids``, ``chunk_ids_and_vectors``,
 ``extract_artifacts``):

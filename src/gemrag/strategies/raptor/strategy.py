@@ -348,7 +348,7 @@ class RaptorStrategy:
         """The published tree without the nodes in ``gone`` (removed chunks and every summary above one of them:
         :mod:`gemrag.strategies.platform.forgetting`), their ids, layers and children kept as vacancies in its meta
         for the next update to fill (:func:`~gemrag.strategies.raptor.update.vacancies`), no text. Read before the
-        nodes' rows are deleted (:func:`gemrag.lifecycle.remove_chunks`)."""
+        nodes' rows are deleted (:func:`gemrag.memory.deletion.remove_chunks`)."""
         published = ctx.store.load_published(STRATEGY, mmap=False)
         if published is None:
             return None
