@@ -40,7 +40,6 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from gemrag import __version__
 from gemrag.answers.answer import Answer
-from gemrag.answers.provenance import describe_hits
 from gemrag.config import Config
 from gemrag.errors import InputError
 from gemrag.ingest import Document

@@ -74,7 +74,8 @@ class Job:
         id: hex id. namespace, strategy: what it indexes (strategy None: the configured one).
         status: ``queued`` / ``running`` / ``succeeded`` / ``failed`` / ``cancelled``. created, started,
             finished: Unix times (seconds; None until reached). stages: progress so far, in order. plan: the build's
-            cost plan (:class:`gemrag.memory.index_plan.IndexPlan` as a dict) once made, before its first LLM call. report: the
+            cost plan (:class:`gemrag.memory.index_plan.IndexPlan` as a dict) once made, before its first LLM call.
+            report: the
             :class:`~gemrag.memory.indexing.IndexReport` as a dict once succeeded. error: ``{"type", "message"}`` once
             failed. cancel_requested: True once :meth:`JobManager.cancel` asked it to stop (it stops at its next
             progress event).

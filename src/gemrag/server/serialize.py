@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from gemrag.memory import Memory
-from gemrag.answers.provenance import describe_hits
 from gemrag.answers.answer import Answer
+from gemrag.answers.provenance import describe_hits
+from gemrag.memory import Memory
 from gemrag.server import schemas as m
 from gemrag.types import Hit
 
@@ -21,7 +21,8 @@ __all__ = ["answer_out", "build_state_out", "hits_out", "jsonable"]
 
 
 def hits_out(hits: Sequence[Hit], strategy: str) -> list[m.HitOut]:
-    """The hits as the API returns them: :func:`gemrag.answers.provenance.describe_hits` of hits that carry their provenance
+    """The hits as the API returns them: :func:`gemrag.answers.provenance.describe_hits` of hits that carry their
+    provenance
     (as :meth:`Memory.retrieve <gemrag.memory.Memory.retrieve>`, ``ask`` and ``ask_stream`` give them; no store
     query, so a streamed answer is described after its memory was closed), meta made JSON-safe."""
     return [m.HitOut(**{**n.model_dump(), "meta": jsonable(n.meta)}) for n in describe_hits(None, hits, strategy)]

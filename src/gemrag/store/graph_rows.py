@@ -159,7 +159,8 @@ class GraphRows(SqlPart):
 
     def nodes_citing(self, node_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
         """Derived nodes (of any strategy and generation) with at least one recorded source among ``node_ids``, as
-        ``{node id: (strategy, kind)}`` ordered by id: what :func:`gemrag.strategies.platform.forgetting.forgotten_nodes` decides about
+        ``{node id: (strategy, kind)}`` ordered by id: what
+        :func:`gemrag.strategies.platform.forgetting.forgotten_nodes` decides about
         when those chunks are removed (DESIGN.md, "Forgetting")."""
         out: dict[int, tuple[str, str]] = {}
         for part in _batches(sorted({int(i) for i in node_ids})):

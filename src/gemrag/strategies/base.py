@@ -266,7 +266,8 @@ def kept_kinds(name: str) -> frozenset[str]:
     """The node kinds of strategy ``name`` that each of their source chunks states on its own (its class attribute
     ``kept_kinds``: REMem's entity names and triples, HLGraphRAG's subjects): such a node stays while any of its
     sources remains when a chunk is removed, without the removed chunk among its sources. Every other derived node
-    leaves with any of its inputs (DESIGN.md, "Forgetting"; :func:`gemrag.strategies.platform.forgetting.forgotten_nodes`). Empty for a
+    leaves with any of its inputs (DESIGN.md, "Forgetting";
+    :func:`gemrag.strategies.platform.forgetting.forgotten_nodes`). Empty for a
     strategy that does not say, or that is not registered in this process (the safe side: its nodes leave).
     """
     try:

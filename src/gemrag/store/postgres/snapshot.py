@@ -11,7 +11,8 @@ whose results it keeps until the snapshot ends:
   :func:`gemrag.memory.states.check_ready` and the strategies' generation checks ask), sent in the same round trip as
   the snapshot's ``BEGIN`` and, in a retrieval, the embedding cache's row of the question (:data:`EMBEDDINGS_SQL`);
 * :data:`ROWS_SQL`: the hits' node rows, the chunks each was made from (``node_sources``) and the passages of
-  all of them (:meth:`gemrag.store.postgres.reads.PgRows.nodes_by_id`), so :func:`gemrag.answers.provenance.with_provenance`
+  all of them (:meth:`gemrag.store.postgres.reads.PgRows.nodes_by_id`), so
+  :func:`gemrag.answers.provenance.with_provenance`
   that follows reads nothing.
   Inside :meth:`~gemrag.store.postgres.store.PgDatabase.retrieval` it is a retrieval's last read and carries the
   transaction's ``COMMIT`` in its round trip; a read after it (a strategy asked again for a larger budget) runs in

@@ -13,7 +13,8 @@ remakes only those. The rule, for every strategy alike (nothing here knows one b
   ``kept_kinds`` (:func:`gemrag.strategies.base.kept_kinds`): kinds whose text each source states on its own (an
   entity's name, a triple), which stay while one of their sources remains, without the removed one among their
   sources. Nodes made from removed derived nodes leave too (the rule is applied until nothing more leaves);
-* :func:`check_inputs`, on every retrieval (:func:`gemrag.memory.retrieval.retrieve_published`): a hit naming a node that
+* :func:`check_inputs`, on every retrieval (:func:`gemrag.memory.retrieval.retrieve_published`): a hit naming a node
+  that
   no longer exists, or a derived node that lost an input and is not of a kept kind, raises
   :class:`~gemrag.errors.ForgottenTextError` rather than being returned.
 
