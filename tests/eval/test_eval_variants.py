@@ -12,7 +12,7 @@ from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.runner import plan_runs, run_eval
 from gemrag.eval.variants import split_strategies, strategy_variant
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 
 
 def test_split_keeps_commas_inside_brackets() -> None:
@@ -27,14 +27,14 @@ def test_variant_changes_only_its_section(config: Config) -> None:
         {"recognition_filter": False, "damping": 0.3},
     )
     assert cfg.section("remem") == setting and config.section("remem") == {}
-    assert gem_settings(cfg) == gem_settings(config)
+    assert gem_config(cfg) == gem_config(config)
     assert strategy_variant("remem", config) is None
     both = strategy_variant("iterative[base=fused;mode=ircot]", config)
     assert both is not None and both[2] == {"base": "fused", "mode": "ircot"}
     listed = strategy_variant('fused[parts=["dense", "bm25"]]', config)  # a comma inside a value is no pair
     assert listed is not None and listed[2] == {"parts": ["dense", "bm25"]}
     gem = strategy_variant("gem[search=rank]", config)
-    assert gem is not None and gem_settings(gem[3]).search == "rank"
+    assert gem is not None and gem_config(gem[3]).search == "rank"
     bad_cases = [
         ("remem[dampng=0.3]", "dampng"),
         ("remem[damping=2]", "damping"),

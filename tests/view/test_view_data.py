@@ -20,7 +20,7 @@ from gemrag.cli import app
 from gemrag.config import Config, load_config
 from gemrag.graph.spectrum import theme_members
 from gemrag.strategies.gem.search import PreparedGraph
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 from gemrag.view import render_html, retrieval_path, view_data
 from gemrag.view.data import auto_threshold, strongest_edges
 from gemrag.view.render import spectrum_svg
@@ -96,19 +96,19 @@ def test_dominant_theme_is_the_largest_signed_component() -> None:
 
 @pytest.mark.parametrize("graph", ["dense", "sparse"])
 def test_chunk_colours_are_the_argmax_eigentheme(tmp_path: Path, config: Config, graph: str) -> None:
-    config = config.model_copy(update={"gem": gem_settings(config).model_copy(update={"graph": graph, "knn": 4})})
+    config = config.model_copy(update={"gem": gem_config(config).model_copy(update={"graph": graph, "knn": 4})})
     gem_memory = build_gem_memory(tmp_path / graph, config)
     store = gem_memory.store
     assert store.manifest("gem").meta["graph"] == graph
     # the view recomputes with the build's recorded parameters (knn), whatever the settings it is given
-    chunk_ids, vectors, selected = chunk_eigenvectors(store, gem_settings(config).model_copy(update={"knn": 9}))
+    chunk_ids, vectors, selected = chunk_eigenvectors(store, gem_config(config).model_copy(update={"knn": 9}))
     assert len(selected) == 2 and vectors.shape[0] == len(chunk_ids) == len(store.nodes("chunk"))
     # the recomputed eigenvectors are the build's: their top-e components are the summary nodes' members
     summaries = {n.meta["eigen_index"]: n for n in store.nodes("summary", strategy="gem")}
-    members = theme_members(vectors[:, selected], gem_settings(config).eigen_top)
+    members = theme_members(vectors[:, selected], gem_config(config).eigen_top)
     for j, e in enumerate(selected):
         assert sorted(chunk_ids[i] for i in members[j]) == sorted(summaries[e].meta["members"])
-    data = view_data(store, "gem", gem_settings=gem_settings(config))
+    data = view_data(store, "gem", gem_config=gem_config(config))
     theme = {n["id"]: n["theme"] for n in data.nodes}
     expected = np.argmax(vectors[:, selected], axis=1)
     assert [theme[c] for c in chunk_ids] == expected.tolist()
@@ -212,9 +212,7 @@ def test_a_strategy_without_a_graph_shows_chunks_only(tmp_path: Path, config: Co
 # -- the page ----------------------------------------------------------------------------------------------------
 def test_page_is_self_contained(gem_memory: Memory, config: Config) -> None:
     hits = gem_memory.retrieve(QUESTION, 4)
-    data = view_data(
-        gem_memory.store, "gem", gem_settings=gem_settings(config), path=retrieval_path(QUESTION, "gem", hits)
-    )
+    data = view_data(gem_memory.store, "gem", gem_config=gem_config(config), path=retrieval_path(QUESTION, "gem", hits))
     page = render_html(data, "test </title> <b>")
     assert "<script src" not in page and "<link" not in page and "{{" not in page.split("<script", 1)[0]
     assert "&lt;/title&gt;" in page

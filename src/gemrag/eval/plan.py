@@ -14,7 +14,7 @@ from gemrag.errors import ConfigError
 from gemrag.eval.variants import strategy_variant
 from gemrag.memory_settings import MemorySettings
 from gemrag.strategies import available, check_config
-from gemrag.strategies.gem.settings import GemSettings, gem_settings
+from gemrag.strategies.gem.settings import GemConfig, gem_config
 
 __all__ = ["RETRIEVAL_ONLY", "RunSpec", "plan_runs"]
 
@@ -59,14 +59,14 @@ def plan_runs(strategies: Sequence[str], ablation: dict[str, list[Any]] | None, 
         if base not in known:
             raise ConfigError(f"unknown strategy {base!r}; available: {', '.join(known)}")
         runs.append(RunSpec(variant[0], base, variant[2], variant[3]) if variant else RunSpec(name, name, {}, config))
-    known_params = [*GemSettings.model_fields, *MEMORY_PARAMS]
+    known_params = [*GemConfig.model_fields, *MEMORY_PARAMS]
     for param, values in (ablation or {}).items():
         if param not in known_params:
             raise ConfigError(f"unknown gem parameter {param!r} for --ablation; known: {', '.join(known_params)}")
-        section, model = ("memory", MemorySettings) if param in MEMORY_PARAMS else ("gem", GemSettings)
+        section, model = ("memory", MemorySettings) if param in MEMORY_PARAMS else ("gem", GemConfig)
         for raw in values:
             try:
-                current = config.memory if section == "memory" else gem_settings(config)
+                current = config.memory if section == "memory" else gem_config(config)
                 settings = model.model_validate({**current.model_dump(), param: raw})
             except ValidationError as exc:
                 raise ConfigError(f"invalid ablation value {param}={raw!r}: {exc.errors()[0]['msg']}") from exc

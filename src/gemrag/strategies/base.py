@@ -27,7 +27,7 @@ validated ``[mine]`` section of the configuration as its one positional argument
 ``[mine]`` in the TOML file, ``GEMRAG_MINE__TOP=5`` and ``--set mine.top=5`` then reach ``Mine(config)``
 (:func:`get_strategy`; :class:`~gemrag.memory.Memory` passes its configuration). A strategy without a model
 is constructed with no argument and must have no section. GEM registers the same way (``[gem]``,
-:class:`~gemrag.strategies.gem.settings.GemSettings`); what every method shares (chunk size, default budget, chunk
+:class:`~gemrag.strategies.gem.settings.GemConfig`); what every method shares (chunk size, default budget, chunk
 titles) is the memory's, ``ctx.config.memory`` (:class:`~gemrag.memory_settings.MemorySettings`). Register a user
 strategy before opening a memory: :func:`check_config` (run by ``Memory``) rejects a section that names no
 registered strategy, so a typo such as ``[raptr]`` is an error, not an ignored section.

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gemrag.store import MemoryStore, NodeRecord
-from gemrag.strategies.gem.settings import GemSettings
+from gemrag.strategies.gem.settings import GemConfig
 from gemrag.types import Hit
 from gemrag.view.themes import GemThemes, gem_themes
 
@@ -151,7 +151,7 @@ def view_data(
     strategy: str,
     *,
     min_weight: float | None = None,
-    gem_settings: GemSettings | None = None,
+    gem_config: GemConfig | None = None,
     path: RetrievalPath | None = None,
 ) -> ViewData:
     """Read what ``strategy`` published in ``store`` into a :class:`ViewData`.
@@ -162,7 +162,7 @@ def view_data(
         min_weight: keep the edges with weight >= this (units of the strategy's edge weights: for GEM the summed
             cosines of S, paper III.B.1); None: the edges above :func:`auto_threshold` plus each node's strongest
             edge (:func:`strongest_edges`).
-        gem_settings: GEM settings for the eigentheme colours (default: :class:`GemSettings` defaults; the build's
+        gem_config: GEM settings for the eigentheme colours (default: :class:`GemConfig` defaults; the build's
             recorded parameters take precedence).
         path: a retrieval to highlight (:func:`retrieval_path`).
 
@@ -195,7 +195,7 @@ def view_data(
         for (a, b), (kind, weight) in sorted(pairs.items())
         if weight >= threshold or (a, b) in backbone
     ]
-    themes = gem_themes(store, gem_settings or GemSettings()) if strategy == "gem" and manifest else GemThemes()
+    themes = gem_themes(store, gem_config or GemConfig()) if strategy == "gem" and manifest else GemThemes()
     if themes.note and not message:
         message = themes.note
     questions: dict[int, list[str]] = defaultdict(list)

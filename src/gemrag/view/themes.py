@@ -19,7 +19,7 @@ import numpy as np
 from gemrag.errors import GemragError
 from gemrag.store import MemoryStore
 from gemrag.strategies.gem.graph import chunk_graph
-from gemrag.strategies.gem.settings import GemSettings
+from gemrag.strategies.gem.settings import GemConfig
 
 __all__ = ["GemThemes", "chunk_eigenvectors", "dominant_themes", "gem_themes"]
 
@@ -66,7 +66,7 @@ def dominant_themes(eigenvectors: np.ndarray, selected: list[int]) -> np.ndarray
     return np.argmax(eigenvectors[:, selected], axis=1).astype(np.int64)
 
 
-def chunk_eigenvectors(store: MemoryStore, settings: GemSettings) -> tuple[list[int], np.ndarray, list[int]]:
+def chunk_eigenvectors(store: MemoryStore, settings: GemConfig) -> tuple[list[int], np.ndarray, list[int]]:
     """The eigenvectors of the chunk graph's L of ``store``'s published ``gem`` generation, recomputed from the
     published chunk and utility-question vectors with the build's function
     (:func:`gemrag.strategies.gem.graph.chunk_graph`, paper III.B.1).
@@ -97,7 +97,7 @@ def chunk_eigenvectors(store: MemoryStore, settings: GemSettings) -> tuple[list[
     position[rows] = np.arange(rows.size)
     owner = np.asarray(published.arrays["question_owner"])
     keep = position[owner] >= 0
-    params = {k: v for k, v in manifest.params.items() if k in GemSettings.model_fields}
+    params = {k: v for k, v in manifest.params.items() if k in GemConfig.model_fields}
     cfg = settings.model_copy(update={**params, "eigen": max(selected)})
     vectors = np.asarray(published.arrays["node_vectors"])[rows]
     qvectors = np.asarray(published.arrays["question_vectors"])[keep]
@@ -106,7 +106,7 @@ def chunk_eigenvectors(store: MemoryStore, settings: GemSettings) -> tuple[list[
     return node_ids[rows].tolist(), eigenvectors, selected
 
 
-def gem_themes(store: MemoryStore, settings: GemSettings) -> GemThemes:
+def gem_themes(store: MemoryStore, settings: GemConfig) -> GemThemes:
     """The eigenthemes of ``store``'s published ``gem`` generation (see :func:`chunk_eigenvectors`).
 
     Args:

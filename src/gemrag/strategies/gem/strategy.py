@@ -42,7 +42,7 @@ from gemrag.strategies.gem.ann_search import AnnPreparedGraph
 from gemrag.strategies.gem.graph import Matrix, chunk_graph, eigen_selection, graph_mode
 from gemrag.strategies.gem.plan import plan_gem
 from gemrag.strategies.gem.search import PreparedGraph, top_k_edges
-from gemrag.strategies.gem.settings import GemSettings
+from gemrag.strategies.gem.settings import GemConfig
 from gemrag.strategies.gem.summaries import MIN_NODES, build_eigentheme_summaries
 from gemrag.strategies.gem.utility_questions import generate_utility_questions, nodes_needing_questions
 from gemrag.strategies.platform.common import (
@@ -193,17 +193,17 @@ def node_graph_inputs(
     return node_vectors, questions, owner, question_ids
 
 
-@register("gem", config=GemSettings)
+@register("gem", config=GemConfig)
 class GemStrategy:
     """GEM-RAG as a :class:`~gemrag.strategies.base.Strategy` (paper section III.B, Algorithm 1), constructed with
-    its validated ``[gem]`` section (:class:`~gemrag.strategies.gem.settings.GemSettings`) like every method."""
+    its validated ``[gem]`` section (:class:`~gemrag.strategies.gem.settings.GemConfig`) like every method."""
 
     name = "gem"
     reads_titles = False
     """Questions and vectors of the chunk alone by default (section III.B.1: Q(CHUNK_i, m), E(CHUNK_i))."""
 
-    def __init__(self, config: GemSettings | None = None) -> None:
-        self.config = config or GemSettings()
+    def __init__(self, config: GemConfig | None = None) -> None:
+        self.config = config or GemConfig()
 
     def build(self, ctx: StrategyContext) -> None:
         """Generate utility questions, build the graph and the eigentheme summary nodes, publish generation g.
