@@ -40,17 +40,21 @@ Opt = typer.Option
 
 
 def parse_ablation(specs: Sequence[str]) -> dict[str, list[str]]:
-    """Parse ``["questions=0,1,3,5", "search=best_first,rank"]`` into ``{param: [values]}``.
+    """Parse ``["questions=0,1,3,5", "remem.damping=0.3,0.7"]`` into ``{param: [values]}``: a key ``strategy.param``
+    names a strategy's setting, a bare ``param`` one of the configured strategy's or the memory's
+    (:func:`gemrag.eval.plan.plan_runs`).
 
     Raises:
-        ConfigError: a spec is not ``param=v1,v2,...`` or repeats a parameter.
+        ConfigError: a spec is not ``[strategy.]param=v1,v2,...`` or repeats a parameter.
     """
     out: dict[str, list[str]] = {}
     for spec in specs:
-        match = re.fullmatch(r"\s*([a-z_]+)\s*=\s*([^=]+)", spec)
+        match = re.fullmatch(r"\s*((?:[A-Za-z0-9_-]+\.)?[a-z_][a-z0-9_]*)\s*=\s*([^=]+)", spec)
         values = [v.strip() for v in match.group(2).split(",") if v.strip()] if match else []
         if not match or not values:
-            raise ConfigError(f"bad --ablation {spec!r}: use param=v1,v2,... (e.g. questions=0,1,3,5)")
+            raise ConfigError(
+                f"bad --ablation {spec!r}: use [strategy.]param=v1,v2,... (e.g. questions=0,1,3,5 or bm25.k1=0.9,1.5)"
+            )
         if match.group(1) in out:
             raise ConfigError(f"--ablation names {match.group(1)!r} twice")
         out[match.group(1)] = values
@@ -162,7 +166,11 @@ def eval_command(
     ] = 1,
     ablation: Annotated[
         list[str] | None,
-        Opt(help="Sweep a gem parameter, e.g. questions=0,1,3,5, eigen=0,2,4,6, search=best_first,rank (repeatable)."),
+        Opt(
+            help="Sweep a setting: STRATEGY.KEY=v1,v2,... runs the variant STRATEGY[KEY=v] per value (e.g. "
+            "remem.damping=0.3,0.7); a bare KEY is the configured strategy's (gem: questions=0,1,3,5, eigen=0,2,4,6, "
+            "search=best_first,rank) or the memory's (chunk_tokens, budget). Repeatable."
+        ),
     ] = None,
     no_answer: Annotated[bool, Opt("--no-answer", help="Retrieval only (Recall@k, latency): no LLM answers.")] = False,
     answer_form: Annotated[
