@@ -58,7 +58,8 @@ def child_cli(argv: list[str]) -> None:
     """Run ``gemrag <argv>`` with the stand-in models injected (the ``--fake`` child)."""
     sys.path.insert(0, str(REPO / "tests"))
     from fakes import HashEmbedder, ScriptedLLM
-    from gemrag.cli import main as cli  # the module, whose _open is replaced
+    from gemrag.cli import app
+    from gemrag.cli import index as cli  # the module, whose _open is replaced
     from gemrag.memory import Memory
 
     log = Path(os.environ["KILL9_CALL_LOG"])
@@ -87,7 +88,7 @@ def child_cli(argv: list[str]) -> None:
         return Memory.open(memory, config, llm=LoggingLLM(), embedder=HashEmbedder(dim=384))
 
     cli._open = open_fake  # type: ignore[assignment]
-    cli.app(argv, prog_name="gemrag")
+    app(argv, prog_name="gemrag")
 
 
 # -- the parent -------------------------------------------------------------------------------------------------

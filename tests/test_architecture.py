@@ -71,3 +71,10 @@ def test_nothing_outside_the_store_knows_its_backends() -> None:
             if word in text
         ]
     assert found == []
+
+
+def test_a_generic_module_importing_gem_breaks_the_contract(tmp_path: Path) -> None:
+    src = _with_import(tmp_path, "view/data.py", "gemrag.strategies.gem.settings")
+    run = _lint(src, tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "The default method is a setting, not a code path" in run.stdout and "BROKEN" in run.stdout

@@ -12,10 +12,10 @@ import typer
 from typer.testing import CliRunner
 
 from fakes import HashEmbedder, ScriptedLLM
+from gemrag.cli.eval import eval_command, parse_ablation, parse_documents
 from gemrag.config import AnswerSettings, Config, load_config
 from gemrag.errors import ConfigError, InputError
 from gemrag.eval import runner as runner_module
-from gemrag.eval.cli import eval_command, parse_ablation, parse_documents
 from gemrag.eval.runner import run_eval
 from gemrag.memory_settings import DeprecatedSettingWarning
 from gemrag.models.base import Completion, Message
