@@ -35,6 +35,7 @@ __all__ = [
     "LLMModel",
     "LLMProvider",
     "LLMUrl",
+    "MODEL_FLAGS",
     "NO_MODEL_FLAGS",
     "MemoryDir",
     "ModelOptions",
