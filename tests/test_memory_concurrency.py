@@ -236,7 +236,7 @@ def test_retrieve_during_a_build_and_a_second_builder(
                 reader.index()
             with pytest.raises(MemoryBusyError):
                 reader.add_text("Another document. It has words.")
-            monkeypatch.setattr(cli, "_open", lambda memory, cfg, quiet: open_memory(memory, config))
+            monkeypatch.setattr(cli, "open_memory", lambda memory, cfg, progress: open_memory(memory, config))
             doc = tmp_path / "more.txt"
             doc.write_text("Another document. It has words.")
             result = CliRunner().invoke(app, ["index", str(doc), "--memory", str(path), "-q"])

@@ -28,10 +28,10 @@ from gemrag.cli.options import (
     deprecated_sets,
     memory_target,
     model_options,
+    open_memory,
 )
 from gemrag.console import cli_errors, err
 from gemrag.errors import GemragError
-from gemrag.memory import Memory
 from gemrag.progress import rich_progress
 from gemrag.provenance import cited_sources, describe_answer, describe_hits, source_label
 from gemrag.reports import Answer
@@ -102,7 +102,7 @@ def ask_command(
             raise ValueError("--json prints one JSON document and never streams: give --json or --stream, not both")
         streamed = streams(stream, as_json, out.is_terminal) and opts is None and not retrieve_only
         location = memory_target(memory, cfg, existing=True)
-        with Memory.open(location, cfg, progress=rich_progress(err) if build_missing else None) as mem:
+        with open_memory(location, cfg, rich_progress(err) if build_missing else None) as mem:
             if retrieve_only:
                 hits, answer = mem.retrieve(question, budget, build=build_missing), None
             elif streamed:

@@ -30,6 +30,7 @@ from gemrag.cli.options import (
     deprecated_sets,
     memory_target,
     model_options,
+    open_memory,
 )
 from gemrag.cli.plan import confirm_plan, print_plan
 from gemrag.config import Config
@@ -43,10 +44,6 @@ from gemrag.sources import read_sources, synced_directories
 __all__ = ["index_command", "planned"]
 
 out = Console()
-
-
-def _open(memory: str, config: Config, quiet: bool) -> Memory:
-    return Memory.open(memory, config, progress=None if quiet else rich_progress(err))
 
 
 @model_options()
@@ -138,7 +135,7 @@ def index_command(
         if plan:
             print_plan(out, planned(location, cfg, sources, directories, recalibrate))
             return
-        with _open(location, cfg, quiet) as mem, mem.building(wait):
+        with open_memory(location, cfg, None if quiet else rich_progress(err)) as mem, mem.building(wait):
             # MemoryBusyError (another builder) is a GemragError: one line, exit code 2, before any plan is printed
             mem.build_wait = wait
             cost = plan_index(mem, sources=sources, sync=directories, recalibrate=recalibrate, announce=_calibrating)

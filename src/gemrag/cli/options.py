@@ -22,9 +22,11 @@ import typer
 from gemrag.config import Config, load_config, memory_location
 from gemrag.console import fail
 from gemrag.errors import GemragError
+from gemrag.memory import Memory
 from gemrag.memory_settings import DeprecatedSettingWarning
 from gemrag.store import location_problem
 from gemrag.strategies import available
+from gemrag.strategies.base import ProgressFactory
 
 __all__ = [
     "ConfigFile",
@@ -47,6 +49,7 @@ __all__ = [
     "deprecated_sets",
     "memory_target",
     "model_options",
+    "open_memory",
     "strategy_help",
 ]
 
@@ -225,6 +228,16 @@ def build_config(
     overrides = (models or ModelOptions()).overrides()
     overrides["llm"]["ray"] = ray
     return load_config(config_file, {"strategy": strategy, **overrides, "memory": memory or {}}, sets)
+
+
+def open_memory(location: str, config: Config, progress: ProgressFactory | None) -> Memory:
+    """Open the memory at ``location`` for a command (``progress``: its progress bars, None: none). The one place the
+    commands open a memory, so a harness can give them stand-in models (``benchmarks/kill9_index.py``).
+
+    Raises:
+        GemragError: the memory cannot be opened (see :meth:`gemrag.memory.Memory.open`).
+    """
+    return Memory.open(location, config, progress=progress)
 
 
 def memory_target(option: str | Path | None, config: Config | None, *, existing: bool, hint: str = "") -> str:
