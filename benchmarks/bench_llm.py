@@ -39,7 +39,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 STORY = REPO / "examples" / "quality" / "lost_in_translation.txt"
 MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
-M = 5  # utility questions per chunk (GemSettings.questions default)
+M = 5  # utility questions per chunk (GemConfig.questions default)
 
 
 def old_utility_questions_prompt(chunk: str, m: int) -> list[dict[str, str]]:

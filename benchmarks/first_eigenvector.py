@@ -39,7 +39,7 @@ from gemrag import Memory, load_config
 from gemrag.config import Config
 from gemrag.graph.similarity import utility_question_vectors
 from gemrag.strategies.gem.graph import chunk_graph, eigen_selection
-from gemrag.strategies.gem.settings import GemSettings, gem_settings
+from gemrag.strategies.gem.settings import GemConfig, gem_config
 from gemrag.strategies.gem.summaries import summary_members
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ def jaccard(a: set[int], b: set[int]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
-def spectra(vectors: np.ndarray, qvectors: np.ndarray, owner: np.ndarray, cfg: GemSettings) -> dict[str, Any]:
+def spectra(vectors: np.ndarray, qvectors: np.ndarray, owner: np.ndarray, cfg: GemConfig) -> dict[str, Any]:
     """Eigenvalues, selections and theme members (chunk indices) for skip_trivial False and True."""
     _, _, eigen, report = chunk_graph(vectors, qvectors, owner, "dense", cfg)
     out: dict[str, Any] = {"n": int(vectors.shape[0]), "top_eigenvalues": [round(float(v), 4) for v in eigen[0][:6]]}
@@ -65,7 +65,7 @@ def spectra(vectors: np.ndarray, qvectors: np.ndarray, owner: np.ndarray, cfg: G
     return out
 
 
-def memory_spectra(mem: Memory, cfg: GemSettings) -> dict[str, Any]:
+def memory_spectra(mem: Memory, cfg: GemConfig) -> dict[str, Any]:
     """:func:`spectra` of a memory's chunk graph with its stored utility questions (no LLM)."""
     chunks = mem.store.nodes("chunk")
     index = {n.id: i for i, n in enumerate(chunks)}
@@ -94,7 +94,7 @@ def dev_story_spectra(config: Config) -> list[dict[str, Any]]:
             ]
             vectors = mem.embedder.embed(texts)
             empty = np.zeros((0, vectors.shape[1]), np.float32)
-            row = spectra(vectors, empty, np.zeros(0, np.int64), gem_settings(config))
+            row = spectra(vectors, empty, np.zeros(0, np.int64), gem_config(config))
             row["title"] = story.get("title_guess", "")[:40]
             out.append(row)
     return out
@@ -102,7 +102,7 @@ def dev_story_spectra(config: Config) -> list[dict[str, Any]]:
 
 def with_skip(config: Config, skip: bool) -> Config:
     """``config`` with ``gem.skip_trivial = skip``."""
-    return config.model_copy(update={"gem": gem_settings(config).model_copy(update={"skip_trivial": skip})})
+    return config.model_copy(update={"gem": gem_config(config).model_copy(update={"skip_trivial": skip})})
 
 
 def contexts(copy: Path, config: Config, skip: bool) -> dict[str, Any]:
@@ -174,7 +174,7 @@ def main() -> None:
     figures: dict[str, Any] = {}
 
     with Memory.open(args.memory, config, progress=None) as mem:
-        demo = memory_spectra(mem, gem_settings(config))
+        demo = memory_spectra(mem, gem_config(config))
     figures["demo"] = demo
     print(f"demo story: {demo['n']} chunks, {demo['questions']} utility questions; top |λ|: {demo['top_eigenvalues']}")
     ids = demo["chunk_ids"]

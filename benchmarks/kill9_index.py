@@ -58,7 +58,7 @@ def child_cli(argv: list[str]) -> None:
     """Run ``gemrag <argv>`` with the stand-in models injected (the ``--fake`` child)."""
     sys.path.insert(0, str(REPO / "tests"))
     from fakes import HashEmbedder, ScriptedLLM
-    from gemrag.cli import main as cli  # the module, whose _open is replaced
+    from gemrag.cli import app, ask, index  # the command modules, whose open_memory is replaced
     from gemrag.memory import Memory
 
     log = Path(os.environ["KILL9_CALL_LOG"])
@@ -83,11 +83,11 @@ def child_cli(argv: list[str]) -> None:
                 time.sleep(0.05)
             return result
 
-    def open_fake(memory: Path, config: Any, quiet: bool) -> Memory:
+    def open_fake(memory: Path, config: Any, progress: Any) -> Memory:
         return Memory.open(memory, config, llm=LoggingLLM(), embedder=HashEmbedder(dim=384))
 
-    cli._open = open_fake  # type: ignore[assignment]
-    cli.app(argv, prog_name="gemrag")
+    index.open_memory = ask.open_memory = open_fake  # type: ignore[assignment]
+    app(argv, prog_name="gemrag")
 
 
 # -- the parent -------------------------------------------------------------------------------------------------

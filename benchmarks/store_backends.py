@@ -142,7 +142,7 @@ def gem_graph(V: np.ndarray, m: int, args: argparse.Namespace) -> tuple[dict[str
     from gemrag.graph.ann import coarse_partition, list_count
     from gemrag.graph.laplacian import adjacency_matrix
     from gemrag.strategies.gem.graph import chunk_graph, graph_mode
-    from gemrag.strategies.gem.settings import GemSettings
+    from gemrag.strategies.gem.settings import GemConfig
 
     rng = np.random.default_rng(11)
     n = V.shape[0]
@@ -150,7 +150,7 @@ def gem_graph(V: np.ndarray, m: int, args: argparse.Namespace) -> tuple[dict[str
     raw = V[owner] + rng.standard_normal((n * m, DIM), dtype=np.float32) * np.float32(0.3 / math.sqrt(DIM))
     raw /= np.linalg.norm(raw, axis=1, keepdims=True)
     Q = ((raw + V[owner]) / 2).astype(np.float32)
-    cfg = GemSettings(questions=m)
+    cfg = GemConfig(questions=m)
     start = time.perf_counter()
     mode = graph_mode(cfg, n)
     S, _, _, report = chunk_graph(V, Q, owner, mode, cfg)
@@ -178,7 +178,7 @@ def write_memory(
     from gemrag.store.rows import sha256_text
     from gemrag.strategies import get_strategy
     from gemrag.strategies.gem.search import top_k_edges
-    from gemrag.strategies.gem.settings import gem_settings
+    from gemrag.strategies.gem.settings import gem_config
     from gemrag.strategies.gem.strategy import EDGES_PER_NODE, GemGraph
 
     table = dict(zip(texts, V, strict=True)) | queries
@@ -204,7 +204,7 @@ def write_memory(
     if graph["lists"] is not None:
         g.list_centroids, g.question_list = graph["lists"]
     src, dst, weight = top_k_edges(graph["W"], min(EDGES_PER_NODE, len(chunk_ids) - 1))
-    meta = {"spectrum": graph["spectrum"], "questions_m": gem_settings(cfg).questions, "graph": graph["mode"]}
+    meta = {"spectrum": graph["spectrum"], "questions_m": gem_config(cfg).questions, "graph": graph["mode"]}
     g.publish(mem.ctx, generation, meta, (chunk_ids[src], chunk_ids[dst], weight))
     return mem
 

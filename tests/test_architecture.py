@@ -93,3 +93,10 @@ def test_a_strategy_naming_a_backend_breaks_the_store_contract(tmp_path: Path) -
     run = _lint(src, tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Nothing outside store/ names a backend or a part class" in run.stdout and "BROKEN" in run.stdout
+
+
+def test_a_generic_module_importing_gem_breaks_the_contract(tmp_path: Path) -> None:
+    src = _with_import(tmp_path, "view/data.py", "gemrag.strategies.gem.settings")
+    run = _lint(src, tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "The default method is a setting, not a code path" in run.stdout and "BROKEN" in run.stdout

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from fakes import FailingMidway, HashEmbedder, StreamingLLM
 from gemrag.answers.answer import Answer
-from gemrag.cli import main as cli  # the module: its helpers (streams) and globals (out) are patched
+from gemrag.cli import app
+from gemrag.cli import ask as cli  # the module: its helpers (streams) and globals (out) are patched
 from gemrag.config import Config
 from gemrag.errors import MemoryNotIndexedError
 from gemrag.memory import Memory
@@ -129,7 +130,7 @@ def plain(output: str) -> str:
 
 def ask(memory_dir: Path, *flags: str) -> Any:
     argv = ["ask", QUESTION, "--memory", str(memory_dir), "--strategy", "dense", *SMALL_CHUNKS, *flags]
-    return runner.invoke(cli.app, argv)
+    return runner.invoke(app, argv)
 
 
 def test_gemrag_ask_streams_on_a_terminal(
@@ -184,7 +185,7 @@ def test_the_answer_streams_after_the_progress_bars_stopped(
 
     monkeypatch.setattr(cli, "rich_progress", lambda console=None: recording)
     result = runner.invoke(
-        cli.app, ["ask", QUESTION, "--memory", str(tmp_path / "fresh"), "--build-missing", "--stream", *SMALL_CHUNKS]
+        app, ["ask", QUESTION, "--memory", str(tmp_path / "fresh"), "--build-missing", "--stream", *SMALL_CHUNKS]
     )  # gem: its utility questions are written under a progress bar
     assert result.exit_code == 0, result.output
     assert "bar" in events and events.index("token") > max(i for i, e in enumerate(events) if e == "bar done")

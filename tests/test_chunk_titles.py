@@ -16,7 +16,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import IncompatibleMemoryError
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 from gemrag.strategies.gem.strategy import QUESTIONS_TITLES_META
 from gemrag.strategies.platform.titles import READ_TITLES, TITLES_META
 from gemrag.strategies.raptor.strategy import RaptorParams, RaptorStrategy
@@ -43,7 +43,7 @@ def _config(
     config: Config, gem: dict[str, Any] | None = None, memory: dict[str, Any] | None = None, **sections: dict[str, Any]
 ) -> Config:
     base, chunks = (
-        gem_settings(config).model_dump(exclude={READ_TITLES}),
+        gem_config(config).model_dump(exclude={READ_TITLES}),
         config.memory.model_dump(exclude={"chunk_titles"}),
     )
     return load_config(None, {"memory": {**chunks, **(memory or {})}, "gem": {**base, **(gem or {})}, **sections})

@@ -309,7 +309,7 @@ def sandbox(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
     for target in (
         "gemrag.memory.facade.put_sources",  # adding documents
-        "gemrag.cli.main.plan_index",  # the cost plan (it may load the model and time it)
+        "gemrag.cli.index.plan_index",  # the cost plan (it may load the model and time it)
         "gemrag.memory.facade.run_index",
         "gemrag.memory.retrieval.retrieve_published",
         "gemrag.memory.asking.answer_question",

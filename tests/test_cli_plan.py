@@ -52,7 +52,7 @@ def test_plan_prints_and_writes_nothing(note: Path, tmp_path: Path) -> None:
 
 def test_a_long_build_asks_on_a_terminal(note: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _slow(monkeypatch)
-    monkeypatch.setattr("gemrag.cli.main._interactive", lambda: True)
+    monkeypatch.setattr("gemrag.cli.index._interactive", lambda: True)
     args = ["index", str(note), "--memory", "m", "-s", "remem", "-q"]
     result = runner.invoke(cli.app, args, input="n\n")
     assert result.exit_code == 1 and "Proceed?" in result.output and "not indexed" in result.stderr
@@ -64,7 +64,7 @@ def test_a_long_build_asks_on_a_terminal(note: Path, tmp_path: Path, monkeypatch
 
 def test_a_script_is_never_asked(note: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _slow(monkeypatch)
-    monkeypatch.setattr("gemrag.cli.main._interactive", lambda: False)
+    monkeypatch.setattr("gemrag.cli.index._interactive", lambda: False)
     result = runner.invoke(cli.app, ["index", str(note), "--memory", "m", "-s", "hlgraph", "-q"])
     assert result.exit_code == 0 and "Proceed?" not in result.output
     assert "plan hlgraph" in result.stderr and "indexed 1 document(s)" in result.stdout

@@ -8,7 +8,7 @@ import pytest
 
 from gemrag.config import load_config
 from gemrag.errors import ConfigError
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 
 
 def test_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -18,8 +18,8 @@ def test_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GEMRAG_LLM__MODEL", "m-env")
     cfg = load_config(f, {"memory": {"budget": 9}, "gem": {"eigen": None}, "llm": {"model": None}})
     assert cfg.memory.budget == 9  # flag beats file
-    assert gem_settings(cfg).questions == 2  # env beats file
-    assert gem_settings(cfg).eigen == 4  # unset flag does not mask the file
+    assert gem_config(cfg).questions == 2  # env beats file
+    assert gem_config(cfg).eigen == 4  # unset flag does not mask the file
     assert cfg.llm.model == "m-env" and cfg.llm.provider == "openai"
     assert cfg.memory.chunk_tokens == 100  # default
 

@@ -11,7 +11,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
 from gemrag.errors import IncompatibleMemoryError, InputError, MemoryNotIndexedError
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 
 DOC_A = (
     "The lighthouse keeper Amos Reed lived on Gull Island. He lit the great lamp every evening at dusk. "
@@ -144,7 +144,7 @@ def test_incremental_reindex_only_new_chunks(tmp_path: Path, config: Config) -> 
 
 
 def test_questions_zero_uses_chunk_embeddings(tmp_path: Path, config: Config) -> None:
-    cfg = config.model_copy(update={"gem": gem_settings(config).model_copy(update={"questions": 0, "eigen": 0})})
+    cfg = config.model_copy(update={"gem": gem_config(config).model_copy(update={"questions": 0, "eigen": 0})})
     llm = ScriptedLLM()
     with open_memory(tmp_path / "m", cfg, llm) as mem:
         mem.add_text(DOC_A)
@@ -184,7 +184,7 @@ def test_retrieve_before_index_and_bad_input(tmp_path: Path, config: Config) -> 
 
 
 def test_rank_mode_is_algorithm1(tmp_path: Path, config: Config) -> None:
-    cfg = config.model_copy(update={"gem": gem_settings(config).model_copy(update={"search": "rank"})})
+    cfg = config.model_copy(update={"gem": gem_config(config).model_copy(update={"search": "rank"})})
     with open_memory(tmp_path / "m", cfg, ScriptedLLM()) as mem:
         mem.add_text(DOC_A)
         mem.index()

@@ -27,7 +27,8 @@ from typer.testing import CliRunner
 from backends import MemoryAt, leftovers, remove_array
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
-from gemrag.cli import main as cli
+from gemrag.cli import app
+from gemrag.cli import index as cli
 from gemrag.config import Config
 from gemrag.errors import DamagedMemoryError, MemoryBusyError
 from gemrag.types import Hit
@@ -235,10 +236,10 @@ def test_retrieve_during_a_build_and_a_second_builder(
                 reader.index()
             with pytest.raises(MemoryBusyError):
                 reader.add_text("Another document. It has words.")
-            monkeypatch.setattr(cli, "_open", lambda memory, cfg, quiet: open_memory(memory, config))
+            monkeypatch.setattr(cli, "open_memory", lambda memory, cfg, progress: open_memory(memory, config))
             doc = tmp_path / "more.txt"
             doc.write_text("Another document. It has words.")
-            result = CliRunner().invoke(cli.app, ["index", str(doc), "--memory", str(path), "-q"])
+            result = CliRunner().invoke(app, ["index", str(doc), "--memory", str(path), "-q"])
             assert result.exit_code == 2
             assert result.output.strip() == (
                 f"error: another process (pid {os.getpid()}) is building the memory {reader.store.location}; "

@@ -24,7 +24,7 @@ from gemrag.errors import GemragError, MemoryNotIndexedError
 from gemrag.memory.states import StaleStrategyWarning
 from gemrag.strategies import register
 from gemrag.strategies.base import StrategyContext
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 from gemrag.strategies.platform.common import chunk_hits, chunk_nodes, load_published, publish_arrays
 from gemrag.strategies.platform.forgetting import forgotten_nodes
 from gemrag.strategies.platform.titles import indexed_text_of
@@ -89,7 +89,7 @@ def test_adding_a_document_costs_llm_calls_for_its_chunks_only(memory_at: Memory
         summary_texts = {n.text for n in mem.store.nodes("summary", strategy="gem")}
         assert len(question_passages) + len(summaries) == len(prompts) == report.llm_calls > 0
         assert new_chunks <= set(question_passages) <= new_chunks | summary_texts  # its chunks, changed summaries
-        assert len(summaries) <= gem_settings(lifecycle_config).eigen
+        assert len(summaries) <= gem_config(lifecycle_config).eigen
         assert mem.store.build_state("gem").state == "built"
 
 
@@ -137,7 +137,7 @@ def test_delete_leaves_the_memory_equal_to_one_built_without_the_document(
             mem.index(s)
             spent[s] = llm.calls - calls
         # changed summaries and their questions, no chunk
-        assert spent["gem"] <= 2 * gem_settings(lifecycle_config).eigen
+        assert spent["gem"] <= 2 * gem_config(lifecycle_config).eigen
         assert spent["dense"] == spent["bm25"] == 0
         assert spent["raptor"] <= len(mem.store.nodes("summary", strategy="raptor"))  # its re-clustered summaries
         for s in STRATEGIES:

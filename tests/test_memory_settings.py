@@ -16,7 +16,7 @@ from gemrag.config import Config, load_config, memory_location
 from gemrag.errors import ConfigError, IncompatibleMemoryError
 from gemrag.memory import Memory
 from gemrag.memory_settings import DeprecatedSettingWarning
-from gemrag.strategies.gem.settings import GemSettings, gem_settings
+from gemrag.strategies.gem.settings import GemConfig, gem_config
 
 STORY = "The keeper lit the lamp at dusk. Ships passed the reef safely. " * 20
 
@@ -46,7 +46,7 @@ def test_the_memory_section_from_every_layer(tmp_path: Path, monkeypatch: pytest
         7,
         False,
     )
-    assert deprecated == [] and "chunk_tokens" not in GemSettings.model_fields  # [gem] holds GEM's own only
+    assert deprecated == [] and "chunk_tokens" not in GemConfig.model_fields  # [gem] holds GEM's own only
     monkeypatch.setenv("GEMRAG_MEMORY__BUDGET", "9")
     cfg, _ = _load(f, None, ["memory.chunk_tokens=80"])
     assert (cfg.memory.location, cfg.memory.chunk_tokens, cfg.memory.budget) == ("./mem", 80, 9)
@@ -77,7 +77,7 @@ def test_each_old_key_warns_once_and_works_in_every_layer(
     f = tmp_path / "g.toml"
     f.write_text(f"[gem]\n{key} = {text}\nquestions = 2\n")
     cfg, deprecated = _load(f)
-    assert getattr(cfg.memory, key) == value and gem_settings(cfg).questions == 2
+    assert getattr(cfg.memory, key) == value and gem_config(cfg).questions == 2
     assert deprecated == [f"[gem] {key} ({f}) is deprecated: use [memory] {key}, the memory's setting"]
 
     cfg, deprecated = _load(None, None, [f"gem.{key}={text}"])

@@ -19,7 +19,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import load_config
 from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 
 QUESTIONS_PROMPT = "questions that this passage answers"
 SUMMARY_PROMPT = "These passages share a theme"
@@ -77,7 +77,7 @@ def test_an_edited_paragraph_costs_its_chunks_only(
         summaries = [p for p in asked if SUMMARY_PROMPT in p]
         new_summaries = {n.text for n in mem.store.nodes("summary", strategy="gem")} - old_summaries
         assert sorted(questions) == sorted([*new_chunks, *new_summaries])  # each new text asked once, nothing else
-        assert len(summaries) == len(new_summaries) <= gem_settings(config).eigen
+        assert len(summaries) == len(new_summaries) <= gem_config(config).eigen
         assert second.llm_calls == len(asked) == len(new_chunks) + 2 * len(new_summaries)
         assert used["llm_calls"] - used["llm_cached"] == second.llm_calls  # the usage rows `gemrag info` sums
         assert second.llm_calls < first.llm_calls / 10

@@ -71,7 +71,7 @@ else:  # pragma: no cover - Python 3.10
 
 class ReadTitles(BaseModel):
     """The title setting of every strategy that reads the chunks' text (a base of their section models, GEM's
-    :class:`gemrag.strategies.gem.settings.GemSettings` too): whether the strategy reads a chunk as its document's
+    :class:`gemrag.strategies.gem.settings.GemConfig` too): whether the strategy reads a chunk as its document's
     title, a newline and its text.
 
     Attributes:
@@ -132,7 +132,7 @@ class Config(BaseSettings):
     Attributes:
         strategy: the retrieval strategy name (``gem`` is the default).
         llm, embedder: see :class:`LLMSettings`, :class:`EmbedderSettings`. GEM's ``[gem]`` is a strategy section
-            like every other (:class:`gemrag.strategies.gem.settings.GemSettings`).
+            like every other (:class:`gemrag.strategies.gem.settings.GemConfig`).
         memory: the memory's settings, :class:`~gemrag.memory_settings.MemorySettings`: its location (the memory
             the command line uses when ``--memory`` is not given: ``GEMRAG_MEMORY``, ``memory = "..."`` or
             ``[memory] location = "..."`` in ``gemrag.toml``; a directory or
@@ -174,7 +174,7 @@ class Config(BaseSettings):
         """Reject a key the typed sections (``llm``, ``embedder``, ``memory``, ``answer``) do not have: their models
         would ignore it silently, so a typo such as ``memory.budgte`` would change nothing. First the shorthand
         ``memory = "DIR"`` becomes ``[memory] location``, the memory's old keys in ``[gem]`` move to ``[memory]`` (with
-        a warning), and a strategy section given as its model (``gem=GemSettings(...)``) becomes its table."""
+        a warning), and a strategy section given as its model (``gem=GemConfig(...)``) becomes its table."""
         if not isinstance(data, Mapping):
             return data
         data = move_deprecated(data, "the configuration")

@@ -16,13 +16,14 @@ from scipy.stats import mannwhitneyu
 from typer.testing import CliRunner
 
 from fakes import HashEmbedder, ScriptedLLM
+from gemrag.cli.eval import eval_command
 from gemrag.config import Config
 from gemrag.errors import ConfigError, InputError, ModelCrashError
+from gemrag.cli.eval import eval_command
 from gemrag.eval.acceptance import runner as acceptance_module
 from gemrag.eval.acceptance.prompts import GO_ON, clean_reply, reply_prompt
 from gemrag.eval.acceptance.report import mann_whitney, run_counts, summarize_acceptance
 from gemrag.eval.acceptance.runner import AcceptanceSettings, replay, reply_turns, run_acceptance
-from gemrag.eval.cli import eval_command
 from gemrag.eval.judging.judge import Judge, judge_settings
 from gemrag.eval.judging.prompts import Verdict
 from gemrag.eval.loaders.cmu_dog import load_cmu_dog

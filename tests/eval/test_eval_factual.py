@@ -197,8 +197,8 @@ def test_gemrag_eval_covid_qa_judges_only_with_judge_model(
     import typer
     from typer.testing import CliRunner
 
+    from gemrag.cli.eval import eval_command
     from gemrag.eval import runner as runner_module
-    from gemrag.eval.cli import eval_command
     from gemrag.eval.judging import judged as judged_module
 
     evaluation, judges = ScriptedLLM(), []

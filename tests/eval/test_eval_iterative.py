@@ -16,7 +16,7 @@ from test_eval_runner import multihop_file
 from fakes import HashEmbedder
 from gemrag.config import Config, load_config
 from gemrag.eval.runner import run_eval
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 from paths import REPO
 
 
@@ -41,7 +41,7 @@ def test_records_carry_the_retrievals_llm_cost_and_trace(tmp_path: Path, config:
         None,
         {
             "memory": config.memory.model_dump(),
-            "gem": gem_settings(config).model_dump(),
+            "gem": gem_config(config).model_dump(),
             "iterative": {"mode": "ircot", "max_steps": 2},
         },
     )
@@ -90,7 +90,7 @@ def test_answer_from_steps_reads_the_sub_answers_in_the_eval(tmp_path: Path, con
             None,
             {
                 "memory": config.memory.model_dump(),
-                "gem": gem_settings(config).model_dump(),
+                "gem": gem_config(config).model_dump(),
                 "iterative": {"mode": "decompose", "answer_from": answer_from},
             },
         )

@@ -12,16 +12,16 @@ import typer
 from typer.testing import CliRunner
 
 from fakes import HashEmbedder, ScriptedLLM
+from gemrag.cli.eval import eval_command, parse_ablation, parse_documents
 from gemrag.config import AnswerSettings, Config, load_config
 from gemrag.errors import ConfigError, InputError
 from gemrag.eval import runner as runner_module
-from gemrag.eval.cli import eval_command, parse_ablation, parse_documents
 from gemrag.eval.runner import run_eval
 from gemrag.memory_settings import DeprecatedSettingWarning
 from gemrag.models.base import Completion, Message
 from gemrag.strategies import register
 from gemrag.strategies.base import StrategyContext
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 from gemrag.types import Hit
 
 LIGHTHOUSE = (
@@ -576,10 +576,10 @@ def test_an_output_directory_written_before_the_memory_section_resumes(tmp_path:
     path, out = quality_file(tmp_path), tmp_path / "out"
     kwargs: dict[str, Any] = {"budget": 2, "plots": False, "embedder": HashEmbedder(), "out_dir": out}
     with pytest.warns(DeprecatedSettingWarning, match=r"\[gem\] chunk_tokens .* use \[memory\] chunk_tokens"):
-        old = load_config(None, {"gem": {**gem_settings(config).model_dump(), "chunk_tokens": 30}})
+        old = load_config(None, {"gem": {**gem_config(config).model_dump(), "chunk_tokens": 30}})
     first = run_eval("quality", path, ["dense"], config=old, llm=ScriptedLLM(), **kwargs)
     assert json.loads((out / "run.json").read_text())["gem"] == OLD_GEM_FINGERPRINT
-    new = load_config(None, {"memory": {"chunk_tokens": 30}, "gem": gem_settings(config).model_dump()})
+    new = load_config(None, {"memory": {"chunk_tokens": 30}, "gem": gem_config(config).model_dump()})
     llm = ScriptedLLM()
     again = run_eval("quality", path, ["dense"], config=new, llm=llm, **kwargs)
     assert llm.calls == 0 and again.summary.aggregates == first.summary.aggregates

@@ -18,13 +18,11 @@ from gemrag.errors import ConfigError
 from gemrag.eval.plan import plan_runs
 from gemrag.eval.runner import run_eval
 from gemrag.eval.titles import FILE, check_titles, pin_titles, run_titles, title_free_fingerprint
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 
 
 def _config(config: Config, **sections: Any) -> Config:
-    return load_config(
-        None, {"memory": config.memory.model_dump(), "gem": gem_settings(config).model_dump(), **sections}
-    )
+    return load_config(None, {"memory": config.memory.model_dump(), "gem": gem_config(config).model_dump(), **sections})
 
 
 def _records(directory: Path, *runs: str) -> Path:
@@ -46,14 +44,14 @@ def test_runs_read_as_their_papers_with_every_choice_pinned(config: Config) -> N
     plain = [r for r in runs if "[" not in r.name]
     assert len({r.config.model_dump_json() for r in plain}) == 1  # they still share one opened memory
     pinned = plain[0].config
-    assert gem_settings(pinned).read_titles is False and pinned.section("hlgraph")["read_titles"] is False
+    assert gem_config(pinned).read_titles is False and pinned.section("hlgraph")["read_titles"] is False
     assert pinned.section("remem")["read_titles"] is True and pinned.section("bm25")["read_titles"] is True
 
 
 def test_a_memory_without_titles_pins_nothing(config: Config) -> None:
     off = load_config(
         None,
-        {"memory": {**config.memory.model_dump(), "chunk_titles": False}, "gem": gem_settings(config).model_dump()},
+        {"memory": {**config.memory.model_dump(), "chunk_titles": False}, "gem": gem_config(config).model_dump()},
     )
     runs = pin_titles(plan_runs(["dense", "gem"], None, off))
     assert [run_titles(r) for r in runs] == [{"dense": False}, {"gem": False}]
@@ -62,7 +60,7 @@ def test_a_memory_without_titles_pins_nothing(config: Config) -> None:
 
 def test_the_fingerprint_leaves_read_titles_to_the_run_by_run_file(config: Config) -> None:
     chosen = _config(
-        config, gem={**gem_settings(config).model_dump(), "read_titles": True}, unweaver={"read_titles": True}
+        config, gem={**gem_config(config).model_dump(), "read_titles": True}, unweaver={"read_titles": True}
     )
     assert title_free_fingerprint(chosen) == title_free_fingerprint(config)
     assert "sections" not in title_free_fingerprint(chosen)  # a section with read_titles only is no section
@@ -80,7 +78,7 @@ def test_an_older_directory_continues_only_the_runs_that_read_as_before(tmp_path
     assert recorded == {"bm25": {"bm25": True}, "dense": {"dense": True}}  # gem's old reading is unknown
     (out / FILE).unlink()
     as_before = load_config(
-        None, {"memory": config.memory.model_dump(), "gem": {**gem_settings(config).model_dump(), "read_titles": True}}
+        None, {"memory": config.memory.model_dump(), "gem": {**gem_config(config).model_dump(), "read_titles": True}}
     )
     check_titles(out, pin_titles(plan_runs(["gem", "dense"], None, as_before)))  # the fix the message names
     assert json.loads((out / FILE).read_text())["gem"] == {"gem": True}
@@ -96,7 +94,7 @@ def test_a_merge_source_of_the_other_input_is_refused(tmp_path: Path, config: Co
     _records(tmp_path / "a", "gem")  # gem from the chunk text alone
     _records(tmp_path / "c", "dense")
     other = load_config(
-        None, {"memory": config.memory.model_dump(), "gem": {**gem_settings(config).model_dump(), "read_titles": True}}
+        None, {"memory": config.memory.model_dump(), "gem": {**gem_config(config).model_dump(), "read_titles": True}}
     )
     with pytest.raises(ConfigError, match=re.escape(str(tmp_path / "a"))):
         check_titles(tmp_path / "b", pin_titles(plan_runs(["gem"], None, other)), [tmp_path / "a"])

@@ -12,7 +12,7 @@ from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.runner import plan_runs, run_eval
 from gemrag.eval.variants import split_strategies, strategy_variant
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 
 
 def test_split_keeps_commas_inside_brackets() -> None:
@@ -27,14 +27,14 @@ def test_variant_changes_only_its_section(config: Config) -> None:
         {"recognition_filter": False, "damping": 0.3},
     )
     assert cfg.section("remem") == setting and config.section("remem") == {}
-    assert gem_settings(cfg) == gem_settings(config)
+    assert gem_config(cfg) == gem_config(config)
     assert strategy_variant("remem", config) is None
     both = strategy_variant("iterative[base=fused;mode=ircot]", config)
     assert both is not None and both[2] == {"base": "fused", "mode": "ircot"}
     listed = strategy_variant('fused[parts=["dense", "bm25"]]', config)  # a comma inside a value is no pair
     assert listed is not None and listed[2] == {"parts": ["dense", "bm25"]}
     gem = strategy_variant("gem[search=rank]", config)
-    assert gem is not None and gem_settings(gem[3]).search == "rank"
+    assert gem is not None and gem_config(gem[3]).search == "rank"
     bad_cases = [
         ("remem[dampng=0.3]", "dampng"),
         ("remem[damping=2]", "damping"),
@@ -94,3 +94,44 @@ def test_plan_runs_and_an_eval_with_remem_and_its_variant(tmp_path: Path, config
             answer=False,
             reference="gem",
         )
+
+
+def test_an_ablation_sweeps_any_strategys_setting(tmp_path: Path, config: Config) -> None:
+    """``--ablation bm25.k1=0.5,2.0`` runs the variants ``bm25[k1=0.5]`` and ``bm25[k1=2.0]`` in memories of their own;
+    a bare key is the configured strategy's (here remem's, not GEM's)."""
+    runs = plan_runs(["bm25"], {"bm25.k1": ["0.5", "2.0"]}, config)
+    assert [(r.name, r.strategy, r.setting, r.memory_suffix, r.sweep) for r in runs] == [
+        ("bm25", "bm25", {}, "", ""),
+        ("bm25[k1=0.5]", "bm25", {"k1": 0.5}, "-bm25-k1-0.5", "bm25.k1"),
+        ("bm25[k1=2.0]", "bm25", {"k1": 2.0}, "-bm25-k1-2.0", "bm25.k1"),
+    ]
+    assert runs[1].config.section("bm25") == {"k1": 0.5} and config.section("bm25") == {}
+    remem_default = config.model_copy(update={"strategy": "remem"})
+    runs = plan_runs([], {"damping": ["0.3"], "budget": ["3"]}, remem_default)
+    assert [(r.name, r.strategy, r.memory_suffix) for r in runs] == [
+        ("remem[damping=0.3]", "remem", "-damping-0.3"),
+        ("remem[budget=3]", "remem", ""),  # the memory's budget changes retrieval alone
+    ]
+    for bad, message in (
+        ({"bm25.questions": ["1"]}, "unknown bm25 parameter 'questions'"),
+        ({"bm25.chunk_tokens": ["50"]}, "unknown bm25 parameter 'chunk_tokens'"),
+        ({"nope.k1": ["1"]}, "unknown strategy 'nope'"),
+        ({"bm25.b": ["7"]}, r"invalid ablation value b='7'"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            plan_runs([], bad, config)
+    res = run_eval(
+        "musique",
+        multihop_file(tmp_path),
+        ["bm25"],
+        config=config,
+        budget=2,
+        out_dir=tmp_path / "out",
+        embedder=HashEmbedder(),
+        answer=False,
+        ablation={"bm25.k1": ["0.5", "2.0"]},
+    )
+    assert res.runs == ["bm25", "bm25[k1=0.5]", "bm25[k1=2.0]"] and res.ablation == {"bm25.k1": [0.5, 2.0]}
+    assert [row["strategy"] for row in res.summary.sweeps["bm25.k1"]] == ["bm25[k1=0.5]", "bm25[k1=2.0]"]
+    assert "## Ablation: bm25 k1" in (tmp_path / "out" / "results.md").read_text()
+    assert {r["setting"]["k1"] for r in res.records if r["strategy"] == "bm25[k1=2.0]"} == {2.0}

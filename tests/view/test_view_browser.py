@@ -19,7 +19,6 @@ from test_view_data import QUESTION, build_gem_memory
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
-from gemrag.strategies.gem.settings import gem_settings
 from gemrag.view import retrieval_path, view_data, write_html
 
 SCREENSHOT = os.environ.get("GEMRAG_VIEW_SCREENSHOT")
@@ -43,9 +42,7 @@ class Page:
 def test_view_in_chromium(browser: Any, tmp_path: Path, config: Config) -> None:
     with build_gem_memory(tmp_path / "m", config) as mem:
         hits = mem.retrieve(QUESTION, 4)
-        data = view_data(
-            mem.store, "gem", gem_settings=gem_settings(config), path=retrieval_path(QUESTION, "gem", hits)
-        )
+        data = view_data(mem.store, "gem", config=config, path=retrieval_path(QUESTION, "gem", hits))
     page_file = write_html(data, tmp_path / "memory.html", "gemrag test memory")
     shot = Path(SCREENSHOT or tmp_path / "view.png")
 

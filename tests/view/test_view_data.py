@@ -19,12 +19,15 @@ from gemrag import Memory
 from gemrag.cli import app
 from gemrag.config import Config, load_config
 from gemrag.graph.spectrum import theme_members
+from gemrag.store import MemoryStore
+from gemrag.strategies import Themes, base, register, strategy_themes
+from gemrag.strategies.baselines.dense import DenseConfig, DenseStrategy
 from gemrag.strategies.gem.search import PreparedGraph
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
+from gemrag.strategies.gem.themes import chunk_eigenvectors, dominant_themes
 from gemrag.view import render_html, retrieval_path, view_data
 from gemrag.view.data import auto_threshold, strongest_edges
 from gemrag.view.render import spectrum_svg
-from gemrag.view.themes import chunk_eigenvectors, dominant_themes
 from test_memory import DOC_A, DOC_B
 
 QUESTION = "Who keeps the lighthouse on Gull Island?"
@@ -96,19 +99,19 @@ def test_dominant_theme_is_the_largest_signed_component() -> None:
 
 @pytest.mark.parametrize("graph", ["dense", "sparse"])
 def test_chunk_colours_are_the_argmax_eigentheme(tmp_path: Path, config: Config, graph: str) -> None:
-    config = config.model_copy(update={"gem": gem_settings(config).model_copy(update={"graph": graph, "knn": 4})})
+    config = config.model_copy(update={"gem": gem_config(config).model_copy(update={"graph": graph, "knn": 4})})
     gem_memory = build_gem_memory(tmp_path / graph, config)
     store = gem_memory.store
     assert store.manifest("gem").meta["graph"] == graph
     # the view recomputes with the build's recorded parameters (knn), whatever the settings it is given
-    chunk_ids, vectors, selected = chunk_eigenvectors(store, gem_settings(config).model_copy(update={"knn": 9}))
+    chunk_ids, vectors, selected = chunk_eigenvectors(store, gem_config(config).model_copy(update={"knn": 9}))
     assert len(selected) == 2 and vectors.shape[0] == len(chunk_ids) == len(store.nodes("chunk"))
     # the recomputed eigenvectors are the build's: their top-e components are the summary nodes' members
     summaries = {n.meta["eigen_index"]: n for n in store.nodes("summary", strategy="gem")}
-    members = theme_members(vectors[:, selected], gem_settings(config).eigen_top)
+    members = theme_members(vectors[:, selected], gem_config(config).eigen_top)
     for j, e in enumerate(selected):
         assert sorted(chunk_ids[i] for i in members[j]) == sorted(summaries[e].meta["members"])
-    data = view_data(store, "gem", gem_settings=gem_settings(config))
+    data = view_data(store, "gem", config=config)
     theme = {n["id"]: n["theme"] for n in data.nodes}
     expected = np.argmax(vectors[:, selected], axis=1)
     assert [theme[c] for c in chunk_ids] == expected.tolist()
@@ -207,14 +210,35 @@ def test_a_strategy_without_a_graph_shows_chunks_only(tmp_path: Path, config: Co
         assert "publishes no graph" in data.message
         assert {n["kind"] for n in data.nodes} == {"chunk"} and data.edges == []
         assert len(data.nodes) == len(mem.store.nodes("chunk"))
+        assert strategy_themes("dense", mem.store) is None and all(n["theme"] is None for n in data.nodes)
+
+
+def test_the_view_colours_by_the_themes_a_strategy_gives(
+    tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The view knows no strategy: any strategy's optional ``themes`` colours the chunks (here a user strategy over
+    dense's build, putting every chunk in theme 0)."""
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+
+    class Themed(DenseStrategy):
+        name = "themed"
+
+        def themes(self, store: MemoryStore) -> Themes:
+            return Themes(chunk_theme={n.id: 0 for n in store.nodes("chunk")}, eigen_indices=[7], eigenvalues=[0.5])
+
+    register("themed", config=DenseConfig)(Themed)
+    with Memory.open(tmp_path / "t", config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
+        mem.add_text(DOC_A)
+        mem.index(strategy="themed")
+        data = view_data(mem.store, "themed")
+    assert {n["theme"] for n in data.nodes} == {0}
+    assert data.themes == [{"index": 0, "eigen_index": 7, "eigenvalue": 0.5, "summary": None}]
 
 
 # -- the page ----------------------------------------------------------------------------------------------------
 def test_page_is_self_contained(gem_memory: Memory, config: Config) -> None:
     hits = gem_memory.retrieve(QUESTION, 4)
-    data = view_data(
-        gem_memory.store, "gem", gem_settings=gem_settings(config), path=retrieval_path(QUESTION, "gem", hits)
-    )
+    data = view_data(gem_memory.store, "gem", config=config, path=retrieval_path(QUESTION, "gem", hits))
     page = render_html(data, "test </title> <b>")
     assert "<script src" not in page and "<link" not in page and "{{" not in page.split("<script", 1)[0]
     assert "&lt;/title&gt;" in page

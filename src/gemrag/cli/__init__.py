@@ -1,9 +1,10 @@
 """The ``gemrag`` command line (typer): one room for every command.
 
-:mod:`gemrag.cli.main` holds the application :data:`app` and the core commands (``index``, ``ask``, ``info``,
-``demo``); each other command is one module (``chat``, ``config``, ``copy``, ``delete``, ``doctor``, ``mcp``,
-``pg``, ``serve``, ``view``) registered by ``main``; ``demo`` runs the shipped example and ``options`` holds the
-option types and configuration helper they share. The commands only parse and check their arguments;
+:mod:`gemrag.cli.main` creates the application :data:`app` and registers the commands; each command is one module
+(``index``, ``ask``, ``info``, ``demo``, ``eval``, ``chat``, ``config``, ``copy``, ``delete``, ``doctor``, ``mcp``,
+``pg``, ``serve``, ``view``); ``acceptance`` is the ``cmu_dog`` branch of ``eval`` and ``plan`` prints ``index``'s
+cost plan; ``options`` holds the option types, the one model-options group (:class:`~gemrag.cli.options.ModelOptions`)
+and the configuration helper they all share. The commands only parse and check their arguments;
 :class:`gemrag.memory.Memory` does the work. ``[project.scripts] gemrag = "gemrag.cli:app"`` and
 ``python -m gemrag`` both run :data:`app`.
 """

@@ -4,7 +4,8 @@ Indexes ``examples/quality/lost_in_translation.txt`` under the identity :data:`S
 so later runs reuse the memory, wherever the package is installed), answers its 16 multiple-choice questions,
 prints each answer with the passages it rests on (the context passages the model cited beside its choice, when
 ``[answer] cite`` is on, the default: chunk number and character span in the story), the accuracy, and the index
-time, tokens by phase and retrieval latency.
+time, tokens by phase and retrieval latency. :func:`demo_command` is the command (registered in
+:mod:`gemrag.cli.main`), :func:`run_demo` its work.
 """
 
 from __future__ import annotations
@@ -13,18 +14,35 @@ import json
 import statistics
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 
 from gemrag.answers.answering import LETTERS
-from gemrag.answers.provenance import cited_sources
+from gemrag.cli.options import (
+    NO_MODEL_FLAGS,
+    ConfigFile,
+    ModelOptions,
+    Quiet,
+    SetOpt,
+    build_config,
+    memory_target,
+    model_options,
+)
 from gemrag.config import Config
+from gemrag.console import cli_errors, err
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
+from gemrag.models.factory import check_model_settings
 from gemrag.models.llama.weights import default_cache_dir
+from gemrag.answers.provenance import cited_sources
+from gemrag.progress import rich_progress
+from gemrag.strategies import check_config
 from gemrag.strategies.base import ProgressFactory
+
+out = Console()
 
 STORY = "lost_in_translation"
 STORY_ID = f"quality:{STORY}"
@@ -114,3 +132,27 @@ def run_demo(
         f"max {lat[-1] * 1000:.1f} ms"
     )
     return 0
+
+
+@model_options("llm_model")
+def demo_command(
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", "-m", help="Where to keep the demo memory: a directory or a postgresql:// URL."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Answer only the first N questions.")] = None,
+    config: ConfigFile = None,
+    models: ModelOptions = NO_MODEL_FLAGS,
+    set_: SetOpt = None,
+    quiet: Quiet = False,
+) -> None:
+    """The main job on the shipped QuALITY story: index it (cached after the first run), answer all of its
+    multiple-choice questions with the embedded models, print each answer and the accuracy."""
+    with cli_errors("run `gemrag demo` again to resume"):
+        cfg = build_config(config, sets=set_, models=models)
+        check_config(cfg)  # everything checked before the demo memory is created
+        check_model_settings(cfg.llm, cfg.embedder)
+        if memory is not None:
+            memory = memory_target(memory, cfg, existing=False)
+        code = run_demo(cfg, memory, limit, out, None if quiet else rich_progress(err))
+    raise typer.Exit(code)

@@ -12,17 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from gemrag.cli.options import (
-    ConfigFile,
-    EmbModel,
-    EmbProvider,
-    EmbUrl,
-    LLMModel,
-    LLMProvider,
-    LLMUrl,
-    SetOpt,
-    build_config,
-)
+from gemrag.cli.options import NO_MODEL_FLAGS, ConfigFile, ModelOptions, SetOpt, build_config, model_options
 from gemrag.config import Config
 from gemrag.console import cli_errors, err
 from gemrag.errors import GemragError
@@ -149,14 +139,10 @@ def _doctor_llm(cfg: Config, verify: bool, timeout: float | None) -> bool:
     return True
 
 
+@model_options()
 def doctor_command(
     config: ConfigFile = None,
-    llm_provider: LLMProvider = None,
-    llm_model: LLMModel = None,
-    llm_base_url: LLMUrl = None,
-    embedder_provider: EmbProvider = None,
-    embedder_model: EmbModel = None,
-    embedder_base_url: EmbUrl = None,
+    models: ModelOptions = NO_MODEL_FLAGS,
     sets: SetOpt = None,
     verify: Annotated[bool, typer.Option("--verify", help="Re-hash a known model's GGUF (about 2 s per GB).")] = False,
     timeout: Annotated[
@@ -175,17 +161,7 @@ def doctor_command(
     import gemrag
 
     with cli_errors():
-        cfg = build_config(
-            config,
-            None,
-            llm_provider=llm_provider,
-            llm_model=llm_model,
-            llm_base_url=llm_base_url,
-            embedder_provider=embedder_provider,
-            embedder_model=embedder_model,
-            embedder_base_url=embedder_base_url,
-            sets=sets,
-        )
+        cfg = build_config(config, sets=sets, models=models)
         check_config(cfg)
         check_model_settings(cfg.llm, cfg.embedder)
     _doctor_line("python", f"{platform.python_version()} ({sys.executable}) on {platform.platform()}")

@@ -1,18 +1,32 @@
-"""The command line's shared option types and configuration helper (used by :mod:`gemrag.cli.main` and the
-command modules beside it; it imports neither, so that every command module can use it)."""
+"""The command line's shared option types, its one model-options group and its configuration helper (used by the
+command modules beside it; it imports none of them, so that every command module can use it).
+
+The model and endpoint flags (``--llm-provider``, ``--llm-model``, ``--llm-base-url``, ``--embedder-provider``,
+``--embedder-model``, ``--embedder-base-url``) are declared once: a command takes them as one
+:class:`ModelOptions` parameter through :func:`model_options`, and hands them to :func:`build_config`.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from gemrag.config import Config, load_config, memory_location
 from gemrag.console import fail
 from gemrag.errors import GemragError
+from gemrag.memory import Memory
+from gemrag.memory_settings import DeprecatedSettingWarning
 from gemrag.store import location_problem
 from gemrag.strategies import available
+from gemrag.strategies.base import ProgressFactory
 
 __all__ = [
     "ConfigFile",
@@ -23,13 +37,19 @@ __all__ = [
     "LLMModel",
     "LLMProvider",
     "LLMUrl",
+    "MODEL_FLAGS",
+    "NO_MODEL_FLAGS",
     "MemoryDir",
+    "ModelOptions",
     "Quiet",
     "SetOpt",
     "StrategyOpt",
     "Wait",
     "build_config",
+    "deprecated_sets",
     "memory_target",
+    "model_options",
+    "open_memory",
     "strategy_help",
 ]
 
@@ -89,38 +109,135 @@ SetOpt = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class ModelOptions:
+    """The model and endpoint flags of a command, one typed group (None: not given; the configuration's value holds).
+
+    Attributes:
+        llm_provider, llm_model, llm_base_url: ``--llm-provider`` (``llama_cpp`` or ``openai``), ``--llm-model``,
+            ``--llm-base-url`` (``[llm]``, :class:`gemrag.model_settings.LLMSettings`).
+        embedder_provider, embedder_model, embedder_base_url: ``--embedder-provider`` (``onnx`` or ``openai``),
+            ``--embedder-model``, ``--embedder-base-url`` (``[embedder]``,
+            :class:`gemrag.model_settings.EmbedderSettings`).
+    """
+
+    llm_provider: str | None = None
+    llm_model: str | None = None
+    llm_base_url: str | None = None
+    embedder_provider: str | None = None
+    embedder_model: str | None = None
+    embedder_base_url: str | None = None
+
+    def overrides(self) -> dict[str, dict[str, str | None]]:
+        """The flags as configuration overrides, ``{"llm": {...}, "embedder": {...}}`` (None: not given)."""
+        return {
+            "llm": {"provider": self.llm_provider, "model": self.llm_model, "base_url": self.llm_base_url},
+            "embedder": {
+                "provider": self.embedder_provider,
+                "model": self.embedder_model,
+                "base_url": self.embedder_base_url,
+            },
+        }
+
+
+NO_MODEL_FLAGS = ModelOptions()
+"""The default of a command's ``models`` parameter (:func:`model_options` always passes the flags given)."""
+
+MODEL_FLAGS: Mapping[str, Any] = {
+    "llm_provider": LLMProvider,
+    "llm_model": LLMModel,
+    "llm_base_url": LLMUrl,
+    "embedder_provider": EmbProvider,
+    "embedder_model": EmbModel,
+    "embedder_base_url": EmbUrl,
+}
+"""The option type of each field of :class:`ModelOptions`."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def model_options(*only: str) -> Callable[[F], F]:
+    """Give a command the model and endpoint flags as one parameter: the command declares ``models: ModelOptions``
+    and typer sees the flags in its place (all of :data:`MODEL_FLAGS`, or the ``only`` ones, e.g. ``"llm_model"``;
+    the others stay None). typer has no parameter groups, so the command's signature is rewritten, and the flags'
+    values are gathered into a :class:`ModelOptions` before the command runs.
+
+    Raises:
+        TypeError: the command has no ``models`` parameter, or ``only`` names no model flag.
+    """
+    names = only or tuple(MODEL_FLAGS)
+    unknown = [n for n in names if n not in MODEL_FLAGS]
+    if unknown:
+        raise TypeError(f"no model flag {', '.join(unknown)}; the flags are {', '.join(MODEL_FLAGS)}")
+
+    def deco(command: F) -> F:
+        signature = inspect.signature(command, eval_str=True)
+        if "models" not in signature.parameters:
+            raise TypeError(f"{command.__name__} takes no `models: ModelOptions` parameter")
+        params: list[inspect.Parameter] = []
+        for param in signature.parameters.values():
+            if param.name != "models":
+                params.append(param)
+                continue
+            params += [inspect.Parameter(n, param.kind, default=None, annotation=MODEL_FLAGS[n]) for n in names]
+
+        @functools.wraps(command)
+        def with_models(*args: Any, **kwargs: Any) -> Any:
+            models = ModelOptions(**{n: kwargs.pop(n, None) for n in names})
+            return command(*args, models=models, **kwargs)
+
+        with_models.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        with_models.__annotations__ = {p.name: p.annotation for p in params} | {"return": signature.return_annotation}
+        return with_models  # type: ignore[return-value]
+
+    return deco
+
+
+@contextlib.contextmanager
+def deprecated_sets(section: str, flags: Mapping[str, Any]) -> Iterator[list[str]]:
+    """The ``--set`` items of the deprecated flags that were given (None: not given) for settings of ``section``:
+    ``deprecated_sets("gem", {"questions": 3, "eigen": None})`` yields ``["gem.questions=3"]``; put them before the
+    user's ``--set`` items, which win, as they did over the flags. When the block ends without an error, each flag
+    given is named in a one-line :class:`~gemrag.memory_settings.DeprecatedSettingWarning` with the ``--set`` to write
+    instead (a failing command prints its one ``error:`` line alone)."""
+    items = {
+        "--" + key.replace("_", "-"): f"{section}.{key}={value}" for key, value in flags.items() if value is not None
+    }
+    yield list(items.values())
+    for flag, item in items.items():
+        warnings.warn(DeprecatedSettingWarning(f"{flag} is deprecated: use --set {item}"), stacklevel=3)
+
+
 def build_config(
     config_file: Path | None,
-    gem: dict[str, Any] | None = None,
+    *,
     strategy: str | None = None,
     sets: list[str] | None = None,
-    memory_overrides: dict[str, Any] | None = None,
-    **model_flags: str | None,
+    models: ModelOptions | None = None,
+    memory: dict[str, Any] | None = None,
+    ray: str | None = None,
 ) -> Config:
-    """The configuration of a command: the file, ``GEMRAG_*`` variables, the model and strategy flags, the ``gem``
-    options and the ``[memory]`` options (``memory_overrides``: ``--chunk-tokens``) given (None: not given), then
-    ``--set`` (see :func:`gemrag.config.load_config`).
+    """The configuration of a command: the file, ``GEMRAG_*`` variables, then the flags given (None: not given) of
+    the strategy (``--strategy``), the models (:class:`ModelOptions`), ``[memory]`` (``memory``: e.g.
+    ``{"chunk_tokens": 100}``) and ``--ray`` (``llm.ray``), then ``--set`` items (``sets``, where every strategy's
+    own settings go: ``gem.questions=3``) (see :func:`gemrag.config.load_config`).
 
     Raises:
         ConfigError: the file or a value is invalid (one line, naming it).
     """
-    overrides: dict[str, Any] = {
-        "strategy": strategy,
-        "llm": {
-            "provider": model_flags.get("llm_provider"),
-            "model": model_flags.get("llm_model"),
-            "base_url": model_flags.get("llm_base_url"),
-            "ray": model_flags.get("llm_ray"),
-        },
-        "embedder": {
-            "provider": model_flags.get("embedder_provider"),
-            "model": model_flags.get("embedder_model"),
-            "base_url": model_flags.get("embedder_base_url"),
-        },
-        "gem": gem or {},
-        "memory": memory_overrides or {},
-    }
-    return load_config(config_file, overrides, sets)
+    overrides = (models or ModelOptions()).overrides()
+    overrides["llm"]["ray"] = ray
+    return load_config(config_file, {"strategy": strategy, **overrides, "memory": memory or {}}, sets)
+
+
+def open_memory(location: str, config: Config, progress: ProgressFactory | None) -> Memory:
+    """Open the memory at ``location`` for a command (``progress``: its progress bars, None: none). The one place the
+    commands open a memory, so a harness can give them stand-in models (``benchmarks/kill9_index.py``).
+
+    Raises:
+        GemragError: the memory cannot be opened (see :meth:`gemrag.memory.Memory.open`).
+    """
+    return Memory.open(location, config, progress=progress)
 
 
 def memory_target(option: str | Path | None, config: Config | None, *, existing: bool, hint: str = "") -> str:

@@ -20,7 +20,6 @@ from gemrag.errors import ConfigError, InputError
 from gemrag.memory import Memory
 from gemrag.store import location_name, open_store
 from gemrag.strategies import available
-from gemrag.strategies.gem.settings import gem_settings
 from gemrag.view import RetrievalPath, retrieval_path, view_data, write_html
 
 out = Console()
@@ -80,7 +79,7 @@ def view_command(
                 with Memory.open(location, cfg, readonly=True) as mem:
                     name = mem.get_strategy(name).name
                     path = retrieval_path(question, name, mem.retrieve(question, budget, strategy=name))
-            data = view_data(store, name, min_weight=min_weight, gem_settings=gem_settings(cfg), path=path)
+            data = view_data(store, name, min_weight=min_weight, config=cfg, path=path)
         finally:
             store.close()
         target = write_html(

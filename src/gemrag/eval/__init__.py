@@ -14,7 +14,7 @@ runner, report and plots (which use :class:`gemrag.Memory`) are imported lazily 
 * :mod:`gemrag.eval.variants` — ``name[key=value]`` strategy variants;
 * :mod:`gemrag.eval.report` — aggregates, paired comparisons, ``results.json`` / ``results.md``;
 * :mod:`gemrag.eval.plots` — PNG plots with bootstrap error bars (matplotlib);
-* :mod:`gemrag.eval.cli` — the ``gemrag eval`` command.
+* the ``gemrag eval`` command is :mod:`gemrag.cli.eval` (the command line), over this harness.
 * :mod:`gemrag.eval.acceptance` — HLGraphRAG's acceptance test on CMU DoG (``gemrag eval cmu_dog``): its runner,
   reply prompt and reports (:mod:`~gemrag.eval.acceptance.report`), with :mod:`~gemrag.eval.judging.judge` and
   :mod:`~gemrag.eval.loaders.cmu_dog`;

@@ -2,7 +2,8 @@
 
 * ``<metric>.png`` for each score metric with data (accuracy, F1, EM, Recall@2, Recall@5, evidence recall, HARD
   accuracy, judged): one bar per strategy with its 95% bootstrap interval as error bars;
-* ``ablation_<param>.png`` for each ablated gem parameter: the primary metric against the swept value with
+* ``ablation_<key>.png`` for each ablated setting (``questions``: the configured strategy's, ``remem.top_k``: a named
+  strategy's): the primary metric against the swept value with
   error bars, and the share of summary nodes on a second axis (the GEM-RAG paper's Figure 2).
 
 matplotlib is an optional dependency (``pip install 'gemrag[eval]'``); without it :func:`write_plots` warns
@@ -15,8 +16,9 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gemrag.eval.report import METRICS
+from gemrag.eval.report import METRICS, configured_strategy
 from gemrag.eval.results import EvalResults
+from gemrag.eval.variants import sweep_label
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -64,12 +66,13 @@ def _bar_plot(ax: Axes, names: list[str], cis: list[dict[str, float]], label: st
 
 
 def _sweep_plot(ax: Axes, param: str, rows: list[dict[str, Any]], label: str) -> None:
+    """Draw the metric (``label``) of the sweep ``rows`` against the swept value, named ``param`` on the x axis."""
     values = [r["value"] for r in rows]
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
     xs = values if numeric else list(range(len(values)))
     means, yerr = _errors([r["metric"] for r in rows])
     line = ax.errorbar(xs, means, yerr=yerr, marker="o", capsize=5, color="#1f77b4", label=label, zorder=3)
-    ax.set_xlabel(f"gem {param}")
+    ax.set_xlabel(param)
     ax.set_ylabel(label)
     ax.set_ylim(0, 105)
     if not numeric:
@@ -117,9 +120,10 @@ def write_plots(results: EvalResults) -> list[Path]:
             continue
         fig = Figure(figsize=(6.0, 4.2), layout="constrained")
         ax = fig.subplots()
-        _sweep_plot(ax, param, rows, _label(s.metric))
+        swept = sweep_label(param, configured_strategy(results))
+        _sweep_plot(ax, swept, rows, _label(s.metric))
         title = _label(s.metric).removesuffix(" (%)")
-        ax.set_title(f"{d['name']}: gem {title} vs {param}\n95% bootstrap CI, B = {results.budget}", fontsize=11)
+        ax.set_title(f"{d['name']}: {title} vs {swept}\n95% bootstrap CI, B = {results.budget}", fontsize=11)
         path = results.out_dir / f"ablation_{param}.png"
         fig.savefig(path, dpi=120)
         written.append(path)

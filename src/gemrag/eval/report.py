@@ -28,6 +28,7 @@ from gemrag.eval.repeats import repeats_markdown, run_spread
 from gemrag.eval.results import EvalResults, Summary
 from gemrag.eval.stats import bootstrap_ci, paired_bootstrap_diff
 from gemrag.eval.tokens import TOKEN_KEYS, token_markdown, token_table
+from gemrag.eval.variants import ablation_target, sweep_label, variant_name
 
 __all__ = [
     "METRICS",
@@ -170,10 +171,12 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
                 "p": p,
             }
         )
+    default = configured_strategy(results)
     for param, values in results.ablation.items():
         rows = []
+        strategy, key = ablation_target(param, default)
         for value in values:
-            name = f"gem[{param}={value}]"
+            name = variant_name(strategy, {key: value})
             agg = aggregates.get(name)
             if agg is not None:
                 rows.append(
@@ -187,6 +190,13 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
                 )
         summary.sweeps[param] = rows
     return summary
+
+
+def configured_strategy(results: EvalResults) -> str:
+    """The strategy an evaluation was configured with (``config.strategy``, the default's when absent): its ablation
+    keys without a strategy (``questions``) are that strategy's settings (:func:`gemrag.eval.variants.ablation_target`).
+    """
+    return str(results.config.get("strategy") or Config().strategy)
 
 
 # -- markdown ----------------------------------------------------------------------------------------
@@ -282,7 +292,8 @@ def markdown_report(results: EvalResults) -> str:
         "of the first k passages (chunks) of one ranking of max(B, 5) nodes per strategy, read the same way for "
         "every strategy, committees included; derived nodes (summaries, relations, gists) take no rank. Index "
         "seconds: wall-clock of the first build in this output directory (a strategy built after another reuses "
-        "its cached chunk embeddings); a search/budget ablation shares gem's build.",
+        "its cached chunk embeddings); an ablation of a setting that changes retrieval alone (gem's search, the "
+        "budget) shares its strategy's build.",
     ]
     if any(a["evidence_recall"] for a in aggs.values()):
         lines[-1] += (
@@ -337,7 +348,7 @@ def markdown_report(results: EvalResults) -> str:
         ]
         lines += _table(["RAG", "Δ (points)", "95% CI", "p", "questions"], rows)
     for param, sweep in s.sweeps.items():
-        lines += ["", f"## Ablation: gem {param}", ""]
+        lines += ["", f"## Ablation: {sweep_label(param, configured_strategy(results))}", ""]
         rows = [
             [
                 str(r["value"]),

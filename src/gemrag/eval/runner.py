@@ -221,7 +221,7 @@ def run_eval(
         budget=budget,
         answer=answer,
         runs=names,
-        ablation={p: [r.setting[p] for r in plan if p in r.setting] for p in (ablation or {})},
+        ablation={p: [next(iter(r.setting.values())) for r in plan if r.sweep == p] for p in (ablation or {})},
         records=[
             r for r in runner.records if r["strategy"] in names and r["question_id"] in ids and r.get("run", 0) < runs
         ],

@@ -30,7 +30,6 @@ from gemrag.eval.plan import RunSpec
 from gemrag.eval.report import read_jsonl
 from gemrag.strategies import available, strategy_config
 from gemrag.strategies.base import title_default
-from gemrag.strategies.gem.settings import gem_settings
 from gemrag.strategies.platform.titles import READ_TITLES
 
 FILE = "titles.json"
@@ -95,7 +94,8 @@ def title_free_fingerprint(config: Config) -> dict[str, Any]:
     """The fingerprint's ``gem`` (without ``budget``; ``chunk_titles`` true unless switched off, absent when off as
     before the setting existed) and ``sections`` (absent when empty) entries, both without ``read_titles``."""
     gem = {"chunk_tokens": config.memory.chunk_tokens}  # the memory's, in ``gem`` as before [memory] existed
-    gem |= {k: v for k, v in gem_settings(config).model_dump(mode="json").items() if k != READ_TITLES}
+    gem_section = strategy_config("gem", config)  # through the registry, as every section: the fingerprint's key
+    gem |= {k: v for k, v in (gem_section.model_dump(mode="json") if gem_section else {}).items() if k != READ_TITLES}
     if _titles_on(config):  # new memories index titles; absent = without, as before the setting
         gem["chunk_titles"] = True
     sections = {n: {k: v for k, v in s.items() if k != READ_TITLES} for n, s in config.sections.items() if n != "gem"}

@@ -4,6 +4,10 @@ settings changed (HippoRAG 2's recognition-filter ablation, a RAPTOR or GEM sett
 The bracket holds ``key=value`` pairs separated by ``;`` (values with TOML semantics, as ``--set``); the keys
 belong to the strategy's own configuration section. A variant shares its group's memory with the plain run (same
 chunks, embeddings and cached LLM answers), so only what the changed setting recomputes costs anything.
+
+An ablation (``--ablation remem.top_k=3,5``) runs one variant per value, ``remem[top_k=3]`` and ``remem[top_k=5]``;
+a key without a strategy (``questions=0,1,3,5``) is a setting of the configured strategy (``gem`` by default), or one
+of the memory's (:func:`ablation_target`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,25 @@ def split_strategies(text: str) -> list[str]:
             current += ch
     items.append(current.strip())
     return [i for i in items if i]
+
+
+def variant_name(strategy: str, setting: dict[str, Any]) -> str:
+    """The display name of ``strategy`` with ``setting`` changed: ``remem[recognition_filter=false;top_k=3]`` (booleans
+    in TOML spelling)."""
+    shown = ";".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in setting.items())
+    return f"{strategy}[{shown}]"
+
+
+def ablation_target(key: str, default: str) -> tuple[str, str]:
+    """The strategy and setting an ablation key sweeps: ``"remem.top_k"`` -> ``("remem", "top_k")``; a key without a
+    strategy, ``"questions"``, is the ``default`` (configured) strategy's: ``(default, "questions")``."""
+    strategy, _, param = key.rpartition(".")
+    return strategy or default, param
+
+
+def sweep_label(key: str, default: str) -> str:
+    """How reports name the sweep of ablation key ``key``: ``"gem questions"``, ``"remem top_k"``."""
+    return " ".join(ablation_target(key, default))
 
 
 def strategy_variant(name: str, config: Config) -> tuple[str, str, dict[str, Any], Config] | None:
@@ -63,5 +86,4 @@ def strategy_variant(name: str, config: Config) -> tuple[str, str, dict[str, Any
         raise ConfigError(f"strategy variant {name!r}: {exc}") from exc
     check_config(changed)
     strategy_config(strategy, changed)
-    shown = ";".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in setting.items())
-    return f"{strategy}[{shown}]", strategy, setting, changed
+    return variant_name(strategy, setting), strategy, setting, changed

@@ -18,7 +18,7 @@ from gemrag.memory.handle import MemoryHandle
 from gemrag.memory.states import record_build
 from gemrag.models.base import Usage
 from gemrag.models.meter import UsageMeter
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies import strategy_config
 from gemrag.strategies.platform.titles import READ_TITLES
 
 
@@ -48,7 +48,8 @@ class Memory(MemoryHandle, Protocol):
 
 def run_index(memory: Memory, strategy: str | None) -> IndexReport:
     """Chunk the documents not chunked yet, build ``strategy`` (default: the configured one) and record the run's
-    seconds, models and parameters in the memory's meta; the caller holds the build lock.
+    seconds, models and parameters (the memory's and the built strategy's own section, no other's) in the memory's meta;
+    the caller holds the build lock.
 
     Traced (:mod:`gemrag.tracing`) as a ``gemrag.index`` span over the phases ``gemrag.index.chunk``,
     ``gemrag.build <strategy>`` (its LLM passes and model calls below it) and ``gemrag.index.publish``, with the
@@ -102,11 +103,10 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
     if memory._llm is not None:
         models["llm"] = memory._llm.model_id
     store.set_meta("models", models)
-    gem = gem_settings(memory.config).model_dump(
-        exclude={READ_TITLES}
-    )  # what GEM read is its build's: stats()["titles"]
+    own = strategy_config(chosen.name, memory.config)  # the built strategy's own section, none of another's
+    params = own.model_dump(exclude={READ_TITLES}) if own is not None else {}  # what it read: stats()["titles"]
     chunking = {"chunk_tokens": memory.config.memory.chunk_tokens, "budget": memory.config.memory.budget}
-    store.set_meta("params", chunking | gem | {"chunk_titles": chunk_titles(store)})  # the keys of before [memory]
+    store.set_meta("params", chunking | params | {"chunk_titles": chunk_titles(store)})  # the keys of before [memory]
     used = memory.meter.totals.get("index", Usage()) - before
     return IndexReport(
         len(store.documents()),

@@ -31,7 +31,6 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from gemrag.memory import Memory
-from gemrag.strategies.gem.settings import gem_settings
 from gemrag.view import render_html, retrieval_path, view_data
 
 __all__ = ["ASSETS", "HTML_RESPONSE", "PAGE_HEADERS", "install_web", "memory_view", "page_html"]
@@ -90,5 +89,5 @@ def memory_view(memory: Memory, namespace: str, strategy: str | None, question: 
     path = None
     if question is not None:
         path = retrieval_path(question, name, memory.retrieve(question, budget, name))
-    data = view_data(memory.store, name, gem_settings=gem_settings(memory.config), path=path)
+    data = view_data(memory.store, name, config=memory.config, path=path)
     return render_html(data, f"{namespace} · {name}")

@@ -27,7 +27,7 @@ validated ``[mine]`` section of the configuration as its one positional argument
 ``[mine]`` in the TOML file, ``GEMRAG_MINE__TOP=5`` and ``--set mine.top=5`` then reach ``Mine(config)``
 (:func:`get_strategy`; :class:`~gemrag.memory.Memory` passes its configuration). A strategy without a model
 is constructed with no argument and must have no section. GEM registers the same way (``[gem]``,
-:class:`~gemrag.strategies.gem.settings.GemSettings`); what every method shares (chunk size, default budget, chunk
+:class:`~gemrag.strategies.gem.settings.GemConfig`); what every method shares (chunk size, default budget, chunk
 titles) is the memory's, ``ctx.config.memory`` (:class:`~gemrag.memory_settings.MemorySettings`). Register a user
 strategy before opening a memory: :func:`check_config` (run by ``Memory``) rejects a section that names no
 registered strategy, so a typo such as ``[raptr]`` is an error, not an ignored section.
@@ -146,6 +146,33 @@ class Strategy(Protocol):
     # leaves with any of its inputs.
     # Optional: ``warm(self, ctx, budget) -> None`` loads what ``retrieve`` reads (its arrays, the LLM it calls at
     # query time) without spending an LLM call; without it :func:`warm_strategy` retrieves :data:`WARM_UP` once.
+    # Optional: ``themes(self, store) -> Themes | None``, the themes the memory view colours the chunks by (GEM: its
+    # eigenthemes); without it the view shows none (:func:`strategy_themes`).
+    # Optional: ``retrieval_settings: frozenset[str]``, the settings of its section that change retrieval alone (GEM's
+    # ``search``): an evaluation's ablation of one reuses the build (:func:`retrieval_settings`).
+
+
+@dataclass
+class Themes:
+    """The themes a strategy's published build groups its chunks into, as the memory view colours them (GEM: the
+    eigenthemes of GEM-RAG section III.B.1, "Building the Summary Nodes"; :meth:`Strategy.themes` is optional).
+
+    Attributes:
+        chunk_theme: store id of each chunk -> 0-based theme index (position in ``eigen_indices``), or absent
+            when the build chose no theme (k-means members, too few chunks).
+        eigen_indices: (k,) the themes' keys, each the ``eigen_index`` in the meta of the summary node written from
+            it (GEM: 0-based positions, in the |lambda| order, of the summarized eigenvectors).
+        eigenvalues: (k,) their eigenvalues (float; empty when the themes have none).
+        spectrum: the build's spectrum report (GEM: ``n``, ``top_eigenvalues``, ``estimated_themes`` (Remark 2),
+            ``spectral_energy`` (Remark 3's Lambda), ``trace``) or None.
+        note: why there are no themes, when there are none ("" otherwise).
+    """
+
+    chunk_theme: dict[int, int] = field(default_factory=dict)
+    eigen_indices: list[int] = field(default_factory=list)
+    eigenvalues: list[float] = field(default_factory=list)
+    spectrum: dict[str, Any] | None = None
+    note: str = ""
 
 
 #: The question a strategy without a ``warm`` method is warmed with (:func:`warm_strategy`): its answer is discarded.
@@ -350,3 +377,30 @@ def get_strategy(name: str, config: Config | None = None) -> Strategy:
     if registration.config_model is None:
         return registration.factory()
     return registration.factory(settings)
+
+
+def strategy_themes(name: str, store: MemoryStore, config: Config | None = None) -> Themes | None:
+    """The themes of strategy ``name``'s published build in ``store`` (its optional ``themes(store)`` method,
+    constructed with its section of ``config``): None for a strategy without themes, or not registered in this
+    process.
+
+    Raises:
+        ConfigError: the strategy's section is invalid. ValueError: its published arrays are inconsistent.
+    """
+    try:
+        strategy = get_strategy(name, config)
+    except UnknownStrategyError:
+        return None
+    themes = getattr(strategy, "themes", None)
+    return themes(store) if callable(themes) else None
+
+
+def retrieval_settings(name: str) -> frozenset[str]:
+    """The settings of strategy ``name``'s section that change its retrieval alone (its class attribute
+    ``retrieval_settings``; GEM's ``search``): changing one reuses the build. Empty for a strategy that does not say
+    (the safe side: every setting may change the build).
+
+    Raises:
+        UnknownStrategyError: no strategy has that name (a ConfigError and a KeyError).
+    """
+    return frozenset(str(k) for k in getattr(_registration(name).factory, "retrieval_settings", ()) or ())

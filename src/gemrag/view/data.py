@@ -1,6 +1,7 @@
-"""What the memory view shows, read from a memory through the platform's store API (no strategy special-cased
-except GEM's eigenthemes): the nodes a strategy published (chunks plus its own kinds), its published edges above a
-weight threshold, each node's text and utility questions, and the path of one retrieval.
+"""What the memory view shows, read from a memory through the platform's store API (no strategy special-cased: the
+themes the chunks are coloured by are the strategy's own, its optional ``themes``, GEM's eigenthemes): the nodes a
+strategy published (chunks plus its own kinds), its published edges above a weight threshold, each node's text and
+utility questions, and the path of one retrieval.
 
 Every strategy publishes its nodes (``Store.nodes(strategy=...)``) and edges (``Store.edge_list``) the same way,
 so one reader serves GEM's chunk/summary similarity graph, REMem's passage/entity graph (fact, passage and synonym
@@ -15,11 +16,11 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gemrag.config import Config
 from gemrag.store import NodeRecord
 from gemrag.store.parts import BuildReads
-from gemrag.strategies.gem.settings import GemSettings
+from gemrag.strategies import Themes, strategy_themes
 from gemrag.types import Hit
-from gemrag.view.themes import GemThemes, gem_themes
 
 __all__ = [
     "EDGES_PER_NODE",
@@ -152,7 +153,7 @@ def view_data(
     strategy: str,
     *,
     min_weight: float | None = None,
-    gem_settings: GemSettings | None = None,
+    config: Config | None = None,
     path: RetrievalPath | None = None,
 ) -> ViewData:
     """Read what ``strategy`` published in ``store`` into a :class:`ViewData`.
@@ -163,7 +164,8 @@ def view_data(
         min_weight: keep the edges with weight >= this (units of the strategy's edge weights: for GEM the summed
             cosines of S, paper III.B.1); None: the edges above :func:`auto_threshold` plus each node's strongest
             edge (:func:`strongest_edges`).
-        gem_settings: GEM settings for the eigentheme colours (default: :class:`GemSettings` defaults; the build's
+        config: the configuration whose section of ``strategy`` its themes are computed with (the chunk colours,
+            :func:`gemrag.strategies.strategy_themes`: GEM's eigenthemes; default: the section's defaults; the build's
             recorded parameters take precedence).
         path: a retrieval to highlight (:func:`retrieval_path`).
 
@@ -196,7 +198,7 @@ def view_data(
         for (a, b), (kind, weight) in sorted(pairs.items())
         if weight >= threshold or (a, b) in backbone
     ]
-    themes = gem_themes(store, gem_settings or GemSettings()) if strategy == "gem" and manifest else GemThemes()
+    themes = (strategy_themes(strategy, store, config) if manifest else None) or Themes()
     if themes.note and not message:
         message = themes.note
     questions: dict[int, list[str]] = defaultdict(list)

@@ -14,7 +14,7 @@ from gemrag.errors import ConfigError
 from gemrag.strategies import StrategyContext, get_strategy
 from gemrag.strategies import base as registry
 from gemrag.strategies.fused import FusedConfig, FusedStrategy
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 from gemrag.strategies.platform.fusion import minmax_score_fusion, reciprocal_rank_fusion
 from gemrag.types import Hit
 from test_memory import DOC_A, DOC_B
@@ -137,7 +137,7 @@ def test_fused_dense_bm25_in_a_memory(tmp_path: Path, config: Config) -> None:
         None,
         {
             "memory": config.memory.model_dump(),
-            "gem": gem_settings(config).model_dump(),
+            "gem": gem_config(config).model_dump(),
             "fused": {"parts": ["dense", "bm25"], "method": "rrf", "k": 10},
         },
     )

@@ -25,7 +25,7 @@ from gemrag.graph.laplacian import normalized_laplacian, symmetrize
 from gemrag.graph.similarity import knn_similarity_matrix, similarity_matrix
 from gemrag.graph.spectrum import eigenpairs, select_eigenthemes, spectrum_report
 from gemrag.strategies.gem.graph import eigen_selection, graph_mode
-from gemrag.strategies.gem.settings import GemSettings, gem_settings
+from gemrag.strategies.gem.settings import GemConfig, gem_config
 from gemrag.strategies.gem.summaries import summary_members
 from gemrag.strategies.gem.utility_questions import QUESTION_RETRIES
 from paths import REPO
@@ -41,7 +41,7 @@ PROMPTS = [
 
 def with_gem(config: Config, **gem: object) -> Config:
     memory = {k: gem.pop(k) for k in ("chunk_tokens", "budget", "chunk_titles") if k in gem}  # [memory]'s
-    gem_part, memory_part = gem_settings(config).model_copy(update=gem), config.memory.model_copy(update=memory)
+    gem_part, memory_part = gem_config(config).model_copy(update=gem), config.memory.model_copy(update=memory)
     return config.model_copy(update={"gem": gem_part, "memory": memory_part})
 
 
@@ -99,7 +99,7 @@ def test_s_and_the_eigendecomposition_are_computed_once(
         mem.index()
         n = len(mem.store.nodes("chunk"))
         big_n = n + len(mem.store.nodes("summary"))
-    assert n > 11 and big_n == n + gem_settings(cfg).eigen  # eigsh (10 eigenpairs < n - 1) is exercised
+    assert n > 11 and big_n == n + gem_config(cfg).eigen  # eigsh (10 eigenpairs < n - 1) is exercised
     # the chunk block once (the kNN path forms S[B, B] and S[B, B]^T of its single block: 2 n^2), then only the
     # summary nodes' rows and columns; the old code formed S again over all N nodes (another N^2)
     chunk_block = n * n if graph == "dense" else 2 * n * n
@@ -188,11 +188,11 @@ def test_small_k_sparse_memory_retrieves_over_a_csr_graph(tmp_path: Path, config
 
 
 def test_auto_picks_sparse_above_the_chunk_count(memory_at: MemoryAt, config: Config) -> None:
-    assert graph_mode(GemSettings(), 2000) == "dense" and graph_mode(GemSettings(), 2001) == "sparse"
-    assert graph_mode(GemSettings(sparse_above=5), 5) == "dense"
-    assert graph_mode(GemSettings(sparse_above=5), 6) == "sparse"
-    assert graph_mode(GemSettings(graph="dense", sparse_above=5), 6) == "dense"
-    assert graph_mode(GemSettings(graph="sparse"), 3) == "sparse"
+    assert graph_mode(GemConfig(), 2000) == "dense" and graph_mode(GemConfig(), 2001) == "sparse"
+    assert graph_mode(GemConfig(sparse_above=5), 5) == "dense"
+    assert graph_mode(GemConfig(sparse_above=5), 6) == "sparse"
+    assert graph_mode(GemConfig(graph="dense", sparse_above=5), 6) == "dense"
+    assert graph_mode(GemConfig(graph="sparse"), 3) == "sparse"
     with open_memory(memory_at("m"), with_gem(config, sparse_above=1000)) as mem:
         mem.add_text(DOC_A)
         mem.index()
@@ -293,13 +293,13 @@ def test_skip_trivial_in_a_memory_and_its_report(tmp_path: Path, config: Config)
 
 def test_eigen_selection_reports_negative_eigenvalues() -> None:
     values = np.array([1.0, -0.95, 0.6, -0.4])
-    plain = eigen_selection(values, GemSettings(eigen=2))
+    plain = eigen_selection(values, GemConfig(eigen=2))
     assert plain["selected_eigenvalues"] == [1.0, -0.95]
     assert plain["negative_selected"] == [-0.95] and plain["negative_in_top_k"] == [-0.95]
-    skipped = eigen_selection(values, GemSettings(eigen=3, skip_trivial=True))
+    skipped = eigen_selection(values, GemConfig(eigen=3, skip_trivial=True))
     assert skipped["selected_indices"] == [1, 2, 3]
     assert skipped["negative_selected"] == [-0.95, -0.4] and skipped["negative_in_top_k"] == [-0.95]
-    none = eigen_selection(np.array([1.0, 0.7, -0.6]), GemSettings(eigen=2))
+    none = eigen_selection(np.array([1.0, 0.7, -0.6]), GemConfig(eigen=2))
     assert none["negative_selected"] == [] and none["negative_in_top_k"] == []
 
 
@@ -309,7 +309,7 @@ def test_a_bipartite_graph_puts_a_negative_eigenvalue_in_the_top_two() -> None:
     A[:3, 3:] = A[3:, :3] = 1.0
     values, _ = eigenpairs(normalized_laplacian(A, diagonal="zero"), 3)
     assert values[:2].tolist() == pytest.approx([1.0, -1.0])
-    assert eigen_selection(values, GemSettings(eigen=2))["negative_in_top_k"] == pytest.approx([-1.0])
+    assert eigen_selection(values, GemConfig(eigen=2))["negative_in_top_k"] == pytest.approx([-1.0])
 
 
 def test_spectrum_report_reuses_given_eigenvalues() -> None:

@@ -14,14 +14,14 @@ from gemrag import Memory
 from gemrag.config import Config
 from gemrag.graph.laplacian import normalized_laplacian, symmetrize
 from gemrag.graph.similarity import similarity_matrix
-from gemrag.strategies.gem.settings import GemSettings, gem_settings
+from gemrag.strategies.gem.settings import GemConfig, gem_config
 from gemrag.strategies.gem.summaries import summary_members
 from test_memory import DOC_A, DOC_B
 
 
 def with_gem(config: Config, **gem: object) -> Config:
     memory = {k: gem.pop(k) for k in ("chunk_tokens", "budget", "chunk_titles") if k in gem}  # [memory]'s
-    gem_part, memory_part = gem_settings(config).model_copy(update=gem), config.memory.model_copy(update=memory)
+    gem_part, memory_part = gem_config(config).model_copy(update=gem), config.memory.model_copy(update=memory)
     return config.model_copy(update={"gem": gem_part, "memory": memory_part})
 
 
@@ -35,13 +35,13 @@ def cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def test_settings_accept_the_variants() -> None:
-    gem = GemSettings(search="fused", members="kmeans")
+    gem = GemConfig(search="fused", members="kmeans")
     assert (gem.search, gem.members) == ("fused", "kmeans")
-    assert GemSettings().members == "spectral"
+    assert GemConfig().members == "spectral"
     with pytest.raises(ValidationError):
-        GemSettings(members="dbscan")  # type: ignore[arg-type]
+        GemConfig(members="dbscan")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
-        GemSettings(search="walk")  # type: ignore[arg-type]
+        GemConfig(search="walk")  # type: ignore[arg-type]
 
 
 def test_kmeans_members_differ_from_spectral_members() -> None:
@@ -74,14 +74,14 @@ def test_kmeans_summary_nodes_in_a_memory(tmp_path: Path, config: Config) -> Non
         mem.index()
         chunks = mem.store.nodes("chunk")
         summaries = mem.store.nodes("summary")
-        assert len(summaries) == gem_settings(cfg).eigen and mem.store.questions() == []
+        assert len(summaries) == gem_config(cfg).eigen and mem.store.questions() == []
         # by hand: k-means (same seed) on the chunk vectors; members = the e chunks nearest each centroid
         X = HashEmbedder().embed([c.text for c in chunks])
-        km = KMeans(n_clusters=gem_settings(cfg).eigen, n_init=10, random_state=0).fit(X)
+        km = KMeans(n_clusters=gem_config(cfg).eigen, n_init=10, random_state=0).fit(X)
         dist = km.transform(X)
         by_size = np.argsort(-np.bincount(km.labels_), kind="stable")
         for node, centroid in zip(summaries, by_size, strict=True):
-            nearest = np.argsort(dist[:, centroid], kind="stable")[: gem_settings(cfg).eigen_top]
+            nearest = np.argsort(dist[:, centroid], kind="stable")[: gem_config(cfg).eigen_top]
             assert node.meta["members"] == sorted(chunks[i].id for i in nearest)
             assert "eigenvalue" not in node.meta
         hits = mem.retrieve(summaries[0].text, 2)
@@ -137,3 +137,14 @@ def test_no_summaries_with_eigen_zero_for_both_member_methods(tmp_path: Path, co
             mem.index()
             assert mem.store.nodes("summary") == []
             assert all(h.kind == "chunk" for h in mem.retrieve("lamp lighthouse keeper", 4))
+
+
+def test_the_old_names_of_gem_config_still_import_with_a_warning() -> None:
+    import gemrag.strategies.gem.settings as settings
+
+    with pytest.warns(DeprecationWarning, match="use GemConfig"):
+        assert settings.GemSettings is GemConfig
+    with pytest.warns(DeprecationWarning, match="use gem_config"):
+        assert settings.gem_settings is gem_config
+    with pytest.raises(AttributeError):
+        settings.NoSuchName  # noqa: B018

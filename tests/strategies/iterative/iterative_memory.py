@@ -14,7 +14,7 @@ from steps_llm import StepLLM
 from fakes import HashEmbedder
 from gemrag import Memory
 from gemrag.config import Config, load_config
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 from gemrag.types import Hit
 
 DOCS = {
@@ -36,7 +36,7 @@ def open_memory(path: Path, config: Config, llm: StepLLM, **settings: Any) -> Me
     leave their mode unsaid)."""
     settings = {"mode": "ircot", **settings}
     cfg = load_config(
-        None, {"memory": {"chunk_tokens": 60}, "gem": gem_settings(config).model_dump(), "iterative": settings}
+        None, {"memory": {"chunk_tokens": 60}, "gem": gem_config(config).model_dump(), "iterative": settings}
     )
     mem = Memory.open(path / "m", cfg, llm=llm, embedder=HashEmbedder())
     for title, text in DOCS.items():

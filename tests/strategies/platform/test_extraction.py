@@ -27,7 +27,7 @@ from gemrag.models.base import Completion, Usage
 from gemrag.progress import rich_progress
 from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 from gemrag.strategies.gem.utility_questions import PHASE
 from gemrag.strategies.platform.extraction import BATCH_SIZE, Extraction, extract_artifacts, run_extraction
 from gemrag.strategies.platform.titles import indexed_text_of
@@ -43,7 +43,7 @@ def open_memory(path: Path, config: Config, llm: ScriptedLLM) -> Memory:
 
 def with_gem(config: Config, **gem: object) -> Config:
     memory = {k: gem.pop(k) for k in ("chunk_tokens", "budget", "chunk_titles") if k in gem}  # [memory]'s
-    gem_part, memory_part = gem_settings(config).model_copy(update=gem), config.memory.model_copy(update=memory)
+    gem_part, memory_part = gem_config(config).model_copy(update=gem), config.memory.model_copy(update=memory)
     return config.model_copy(update={"gem": gem_part, "memory": memory_part})
 
 

@@ -20,7 +20,7 @@ from gemrag.strategies import base
 from gemrag.strategies.base import StrategyContext, check_config, get_strategy, register, strategy_config
 from gemrag.strategies.baselines.bm25 import BM25Config
 from gemrag.strategies.baselines.full import FullConfig
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 from gemrag.strategies.raptor import strategy as raptor_module
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 from gemrag.types import Hit
@@ -163,8 +163,8 @@ def test_strategy_section_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_set_reaches_typed_sections_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GEMRAG_MEMORY__BUDGET", "6")
     cfg = load_config(None, {"gem": {"search": "fused"}}, ["memory.budget=9", "gem.search=rank", "llm.n_ctx=8192"])
-    assert (cfg.memory.budget, gem_settings(cfg).search, cfg.llm.n_ctx) == (9, "rank", 8192)
-    assert strategy_config("gem", cfg) == gem_settings(cfg)
+    assert (cfg.memory.budget, gem_config(cfg).search, cfg.llm.n_ctx) == (9, "rank", 8192)
+    assert strategy_config("gem", cfg) == gem_config(cfg)
     assert cfg.sections == {"gem": {"search": "rank"}}  # GEM's section is a strategy section like every other
 
 
@@ -357,7 +357,7 @@ def test_cli_set_reaches_the_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         result = runner.invoke(cli.app, [*args, "--set", "gem.search=rank"])
         assert result.exit_code == 2 and "stopped by the test" in result.output, result.output
         assert captured[-1].sections["raptor"] == {"summary_tokens": 50, "threshold": 0.3}
-        assert gem_settings(captured[-1]).search == "rank"
+        assert gem_config(captured[-1]).search == "rank"
         assert get_strategy("raptor", captured[-1]).config.summary_tokens == 50  # type: ignore[attr-defined]
     # errors are one line, exit code 2, naming the problem
     result = runner.invoke(cli.app, ["info", "--memory", str(tmp_path / "mem"), "--set", "raptr.summary_tokens=5"])

@@ -22,7 +22,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import DamagedMemoryError, GemragError, MemoryNotIndexedError
-from gemrag.strategies.gem.settings import gem_settings
+from gemrag.strategies.gem.settings import gem_config
 from gemrag.strategies.platform.titles import indexed_text_of
 from gemrag.strategies.raptor.strategy import RaptorParams, RaptorStrategy
 
@@ -169,7 +169,7 @@ def test_deeper_tree_links_summaries_of_summaries(memory_at: MemoryAt, module_co
 
 def test_coexists_with_gem_and_rebuilds_from_the_cache(memory_at: MemoryAt, module_config: Config) -> None:
     cfg = module_config.model_copy(
-        update={"gem": gem_settings(module_config).model_copy(update={"questions": 1, "eigen": 2, "eigen_top": 3})}
+        update={"gem": gem_config(module_config).model_copy(update={"questions": 1, "eigen": 2, "eigen_top": 3})}
     )
     llm = ScriptedLLM()
     with open_memory(memory_at("m"), cfg, llm) as mem:

@@ -28,7 +28,7 @@ from gemrag.graph.knn_ann import approximate_knn_similarity_matrix
 from gemrag.graph.laplacian import normalized_laplacian, symmetrize
 from gemrag.graph.similarity import knn_similarity_matrix, similarity_matrix
 from gemrag.graph.spectrum import SpectrumReport, eigenpairs, select_eigenthemes, spectrum_report
-from gemrag.strategies.gem.settings import GemSettings
+from gemrag.strategies.gem.settings import GemConfig
 
 REPORT_TOP = 10
 """Eigenvalues in the spectrum report (``gemrag info``)."""
@@ -44,7 +44,7 @@ GraphMode = Literal["dense", "sparse"]
 Matrix = NDArray[np.float64] | sp.csr_matrix
 
 
-def graph_mode(cfg: GemSettings, n_chunks: int) -> GraphMode:
+def graph_mode(cfg: GemConfig, n_chunks: int) -> GraphMode:
     """``"sparse"`` or ``"dense"`` for a build over ``n_chunks`` chunks: ``gem.graph``, where ``"auto"`` means
     sparse when ``n_chunks > gem.sparse_above``."""
     if cfg.graph == "auto":
@@ -53,7 +53,7 @@ def graph_mode(cfg: GemSettings, n_chunks: int) -> GraphMode:
 
 
 def chunk_graph(
-    vectors: np.ndarray, qvectors: np.ndarray, owner: np.ndarray, mode: GraphMode, cfg: GemSettings
+    vectors: np.ndarray, qvectors: np.ndarray, owner: np.ndarray, mode: GraphMode, cfg: GemConfig
 ) -> tuple[Matrix, Matrix, tuple[NDArray[np.float64], NDArray[np.float64]], SpectrumReport]:
     """The chunk graph's symmetric ``S``, ``L``, its top eigenpairs and the spectrum report, each computed once.
 
@@ -97,7 +97,7 @@ def chunk_graph(
     return S, L, eigen, spectrum_report(L, top=REPORT_TOP, eigenvalues=eigen[0])
 
 
-def eigen_selection(values: NDArray[np.float64], cfg: GemSettings) -> dict[str, Any]:
+def eigen_selection(values: NDArray[np.float64], cfg: GemConfig) -> dict[str, Any]:
     """What the spectrum report says about the eigenvectors chosen for summary nodes (section III.B.1).
 
     Args:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from gemrag.models.batch import CompletionRequest
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.gem.prompts import summary_prompt
-from gemrag.strategies.gem.settings import GemSettings
+from gemrag.strategies.gem.settings import GemConfig
 from gemrag.strategies.gem.summaries import MIN_NODES
 from gemrag.strategies.gem.utility_questions import (
     ATTEMPTS,
@@ -36,7 +36,7 @@ def question_tokens(m: int) -> float:
     return QUESTION_TOKENS * m + 4
 
 
-def plan_gem(ctx: StrategyContext, work: PlanWork, cfg: GemSettings, *, titles: bool, reset: bool) -> StrategyPlan:
+def plan_gem(ctx: StrategyContext, work: PlanWork, cfg: GemConfig, *, titles: bool, reset: bool) -> StrategyPlan:
     """GEM's plan (module docstring).
 
     Args:
@@ -72,7 +72,7 @@ def plan_gem(ctx: StrategyContext, work: PlanWork, cfg: GemSettings, *, titles: 
     return plan
 
 
-def _summaries(work: PlanWork, cfg: GemSettings, k: int) -> list[PassPlan]:
+def _summaries(work: PlanWork, cfg: GemConfig, k: int) -> list[PassPlan]:
     """The eigentheme summaries and their nodes' utility questions, on stand-ins (their members are not known yet)."""
     chunks = work.chunks
     e = min(cfg.eigen_top, len(chunks))

@@ -1,19 +1,24 @@
 """GEM-RAG's own settings, the ``[gem]`` section (the memory's chunk size, budget and titles are ``[memory]``:
-:class:`gemrag.memory_settings.MemorySettings`)."""
+:class:`gemrag.memory_settings.MemorySettings`).
+
+:class:`GemConfig` is named as every other method's section model (``RaptorConfig``, ``RememConfig``, ...); the
+names of earlier releases, ``GemSettings`` and ``gem_settings``, still import from here with a
+:class:`DeprecationWarning`."""
 
 from __future__ import annotations
 
-from typing import Literal
+import warnings
+from typing import Any, Literal
 
 from pydantic import Field
 
 from gemrag.config import Config, ReadTitles
 from gemrag.strategies.base import validate_section
 
-__all__ = ["GemSettings", "gem_settings"]
+__all__ = ["GemConfig", "gem_config"]
 
 
-class GemSettings(ReadTitles):
+class GemConfig(ReadTitles):
     """GEM-RAG parameters (paper section IV.E defaults; the chunk size T and the budget B are the memory's,
     :class:`~gemrag.memory_settings.MemorySettings`). ``read_titles`` (:class:`ReadTitles`): GEM reads titles
     only when set to true (the paper's utility questions and chunk vectors are of the chunk alone, section III.B.1).
@@ -68,13 +73,31 @@ class GemSettings(ReadTitles):
     dedupe_questions: bool = False
 
 
-def gem_settings(config: Config) -> GemSettings:
-    """GEM's validated ``[gem]`` section of ``config`` (its defaults when absent), for code that reads GEM's settings
-    outside the strategy (the evaluation's fingerprint, the viewer's eigenthemes).
+def gem_config(config: Config) -> GemConfig:
+    """GEM's validated ``[gem]`` section of ``config`` (its defaults when absent), for GEM's own code and its tests
+    (code outside GEM reads any strategy's section through :func:`gemrag.strategies.strategy_config`).
 
     Raises:
         ConfigError: the section has an unknown key or an invalid value.
     """
-    settings = validate_section("gem", GemSettings, config.section("gem"))
-    assert isinstance(settings, GemSettings)
+    settings = validate_section("gem", GemConfig, config.section("gem"))
+    assert isinstance(settings, GemConfig)
     return settings
+
+
+_DEPRECATED = {"GemSettings": ("GemConfig", GemConfig), "gem_settings": ("gem_config", gem_config)}
+"""Names of earlier releases: old name -> (new name, the object it now names)."""
+
+
+def __getattr__(name: str) -> Any:
+    """``GemSettings`` and ``gem_settings``, the names of earlier releases, as :class:`GemConfig` and
+    :func:`gem_config` with a :class:`DeprecationWarning`.
+
+    Raises:
+        AttributeError: ``name`` is no attribute of this module.
+    """
+    if name in _DEPRECATED:
+        new, value = _DEPRECATED[name]
+        warnings.warn(f"{__name__}.{name} is deprecated: use {new}", DeprecationWarning, stacklevel=2)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

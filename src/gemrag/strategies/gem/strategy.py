@@ -35,15 +35,16 @@ from gemrag.errors import MemoryNotIndexedError
 from gemrag.graph.ann import coarse_partition, list_count
 from gemrag.graph.laplacian import adjacency_matrix
 from gemrag.graph.similarity import extend_similarity, utility_question_vectors
-from gemrag.store import Published
+from gemrag.store import MemoryStore, Published
 from gemrag.store.publish import Publication
-from gemrag.strategies.base import StrategyContext, register
+from gemrag.strategies.base import StrategyContext, Themes, register
 from gemrag.strategies.gem.ann_search import AnnPreparedGraph
 from gemrag.strategies.gem.graph import Matrix, chunk_graph, eigen_selection, graph_mode
 from gemrag.strategies.gem.plan import plan_gem
 from gemrag.strategies.gem.search import PreparedGraph, top_k_edges
-from gemrag.strategies.gem.settings import GemSettings
+from gemrag.strategies.gem.settings import GemConfig
 from gemrag.strategies.gem.summaries import MIN_NODES, build_eigentheme_summaries
+from gemrag.strategies.gem.themes import gem_themes
 from gemrag.strategies.gem.utility_questions import generate_utility_questions, nodes_needing_questions
 from gemrag.strategies.platform.common import (
     document_order,
@@ -193,17 +194,19 @@ def node_graph_inputs(
     return node_vectors, questions, owner, question_ids
 
 
-@register("gem", config=GemSettings)
+@register("gem", config=GemConfig)
 class GemStrategy:
     """GEM-RAG as a :class:`~gemrag.strategies.base.Strategy` (paper section III.B, Algorithm 1), constructed with
-    its validated ``[gem]`` section (:class:`~gemrag.strategies.gem.settings.GemSettings`) like every method."""
+    its validated ``[gem]`` section (:class:`~gemrag.strategies.gem.settings.GemConfig`) like every method."""
 
     name = "gem"
     reads_titles = False
     """Questions and vectors of the chunk alone by default (section III.B.1: Q(CHUNK_i, m), E(CHUNK_i))."""
+    retrieval_settings = frozenset({"search"})
+    """The settings that change retrieval alone (:func:`gemrag.strategies.base.retrieval_settings`): the search."""
 
-    def __init__(self, config: GemSettings | None = None) -> None:
-        self.config = config or GemSettings()
+    def __init__(self, config: GemConfig | None = None) -> None:
+        self.config = config or GemConfig()
 
     def build(self, ctx: StrategyContext) -> None:
         """Generate utility questions, build the graph and the eigentheme summary nodes, publish generation g.
@@ -445,3 +448,13 @@ class GemStrategy:
             "utility_questions": len(ctx.store.questions()),
             "phase_seconds": ctx.store.get_meta("gem_phase_seconds", {}),
         }
+
+    def themes(self, store: MemoryStore) -> Themes:
+        """The eigenthemes of the published build in ``store`` for the memory view: each chunk's dominant eigentheme,
+        recomputed with the build's own function and its recorded parameters over these settings
+        (:func:`gemrag.strategies.gem.themes.gem_themes`, paper III.B.1).
+
+        Raises:
+            ValueError: the published arrays are inconsistent (see :mod:`gemrag.graph`).
+        """
+        return gem_themes(store, self.config)

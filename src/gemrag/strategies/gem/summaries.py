@@ -21,7 +21,7 @@ import numpy as np
 from gemrag.graph.spectrum import eigenpairs, select_eigenthemes, theme_members
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.gem.prompts import summary_prompt
-from gemrag.strategies.gem.settings import GemSettings
+from gemrag.strategies.gem.settings import GemConfig
 from gemrag.strategies.gem.utility_questions import generate_utility_questions
 from gemrag.strategies.platform.clustering import kmeans_members
 from gemrag.strategies.platform.common import count_tokens, require
@@ -102,7 +102,7 @@ def build_eigentheme_summaries(
     generation: int,
     strategy: str = "gem",
     eigen: Eigen | None = None,
-    settings: GemSettings | None = None,
+    settings: GemConfig | None = None,
 ) -> list[int]:
     """Create generation ``generation``'s summary nodes: one per eigentheme (or k-means theme, see ``gem.members``).
 
@@ -131,7 +131,7 @@ def build_eigentheme_summaries(
     k = min(k, n)
     if k == 0 or n < MIN_NODES:
         return []
-    cfg = settings or GemSettings()
+    cfg = settings or GemConfig()
     if cfg.members == "kmeans":
         require("sklearn", strategy="gem (members='kmeans')")
     found = summary_members(L, chunk_vectors, k, top_e, cfg.members, eigen=eigen, skip_trivial=cfg.skip_trivial)

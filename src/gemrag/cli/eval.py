@@ -1,7 +1,9 @@
 """``gemrag eval``: every strategy side by side on a dataset, with the paper's tables and plots.
 
-Registered in :mod:`gemrag.cli.main` with ``app.command("eval")(eval_command)``. This module does not import
-:mod:`gemrag.cli.main` (that module imports this one), so its option types are declared here.
+Registered in :mod:`gemrag.cli.main` with ``app.command("eval")(eval_command)``; the harness it drives is
+:mod:`gemrag.eval`, the ``cmu_dog`` acceptance test's options and branch :mod:`gemrag.cli.acceptance`. Its own option
+types are declared here, the shared ones (model flags, ``--config``, ``--set``, ``--quiet``) come from
+:mod:`gemrag.cli.options`.
 """
 
 from __future__ import annotations
@@ -13,10 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gemrag.config import load_config
-from gemrag.console import cli_errors, err
-from gemrag.errors import ConfigError, InputError
-from gemrag.eval.acceptance_cli import (
+from gemrag.cli.acceptance import (
     ACCEPTANCE_KINDS,
     JudgeBaseUrlOpt,
     JudgeModelOpt,
@@ -26,6 +25,9 @@ from gemrag.eval.acceptance_cli import (
     VerdictsOpt,
     acceptance_command,
 )
+from gemrag.cli.options import NO_MODEL_FLAGS, ConfigFile, ModelOptions, Quiet, SetOpt, build_config, model_options
+from gemrag.console import cli_errors, err
+from gemrag.errors import ConfigError, InputError
 from gemrag.progress import rich_progress
 
 __all__ = ["DEFAULT_STRATEGIES", "KIND_STRATEGIES", "eval_command", "parse_ablation", "parse_documents"]
@@ -40,17 +42,21 @@ Opt = typer.Option
 
 
 def parse_ablation(specs: Sequence[str]) -> dict[str, list[str]]:
-    """Parse ``["questions=0,1,3,5", "search=best_first,rank"]`` into ``{param: [values]}``.
+    """Parse ``["questions=0,1,3,5", "remem.damping=0.3,0.7"]`` into ``{param: [values]}``: a key ``strategy.param``
+    names a strategy's setting, a bare ``param`` one of the configured strategy's or the memory's
+    (:func:`gemrag.eval.plan.plan_runs`).
 
     Raises:
-        ConfigError: a spec is not ``param=v1,v2,...`` or repeats a parameter.
+        ConfigError: a spec is not ``[strategy.]param=v1,v2,...`` or repeats a parameter.
     """
     out: dict[str, list[str]] = {}
     for spec in specs:
-        match = re.fullmatch(r"\s*([a-z_]+)\s*=\s*([^=]+)", spec)
+        match = re.fullmatch(r"\s*((?:[A-Za-z0-9_-]+\.)?[a-z_][a-z0-9_]*)\s*=\s*([^=]+)", spec)
         values = [v.strip() for v in match.group(2).split(",") if v.strip()] if match else []
         if not match or not values:
-            raise ConfigError(f"bad --ablation {spec!r}: use param=v1,v2,... (e.g. questions=0,1,3,5)")
+            raise ConfigError(
+                f"bad --ablation {spec!r}: use [strategy.]param=v1,v2,... (e.g. questions=0,1,3,5 or bm25.k1=0.9,1.5)"
+            )
         if match.group(1) in out:
             raise ConfigError(f"--ablation names {match.group(1)!r} twice")
         out[match.group(1)] = values
@@ -103,6 +109,7 @@ def _dataset_options(
     return {"per_question_corpus": True} if per_question_corpus else None
 
 
+@model_options()
 def eval_command(
     kind: Annotated[
         str,
@@ -162,7 +169,11 @@ def eval_command(
     ] = 1,
     ablation: Annotated[
         list[str] | None,
-        Opt(help="Sweep a gem parameter, e.g. questions=0,1,3,5, eigen=0,2,4,6, search=best_first,rank (repeatable)."),
+        Opt(
+            help="Sweep a setting: STRATEGY.KEY=v1,v2,... runs the variant STRATEGY[KEY=v] per value (e.g. "
+            "remem.damping=0.3,0.7); a bare KEY is the configured strategy's (gem: questions=0,1,3,5, eigen=0,2,4,6, "
+            "search=best_first,rank) or the memory's (chunk_tokens, budget). Repeatable."
+        ),
     ] = None,
     no_answer: Annotated[bool, Opt("--no-answer", help="Retrieval only (Recall@k, latency): no LLM answers.")] = False,
     answer_form: Annotated[
@@ -206,24 +217,10 @@ def eval_command(
             "(repeatable).",
         ),
     ] = None,
-    config: Annotated[Path | None, Opt("--config", help="TOML config file (default ./gemrag.toml).")] = None,
-    set_: Annotated[
-        list[str] | None,
-        Opt(
-            "--set",
-            help="section.key=value, e.g. raptor.summary_tokens=200 (repeatable; TOML values); overrides the "
-            "config file, GEMRAG_* variables and the other flags.",
-        ),
-    ] = None,
-    llm_provider: Annotated[str | None, Opt("--llm-provider", help="llama_cpp (embedded) or openai.")] = None,
-    llm_model: Annotated[
-        str | None, Opt("--llm-model", help="qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, a .gguf path, or a served name.")
-    ] = None,
-    llm_base_url: Annotated[str | None, Opt("--llm-base-url", help="OpenAI-compatible endpoint for the LLM.")] = None,
-    embedder_provider: Annotated[str | None, Opt("--embedder-provider", help="onnx (MiniLM) or openai.")] = None,
-    embedder_model: Annotated[str | None, Opt("--embedder-model", help="Embedding model (openai provider).")] = None,
-    embedder_base_url: Annotated[str | None, Opt("--embedder-base-url", help="Endpoint for embeddings.")] = None,
-    quiet: Annotated[bool, Opt("--quiet", "-q", help="No progress bars.")] = False,
+    config: ConfigFile = None,
+    set_: SetOpt = None,
+    models: ModelOptions = NO_MODEL_FLAGS,
+    quiet: Quiet = False,
     runs: RunsOpt = None,
     seed: SeedOpt = 0,
     judge_model: JudgeModelOpt = None,
@@ -271,11 +268,7 @@ def eval_command(
         sweeps = parse_ablation(ablation or [])
         default = KIND_STRATEGIES.get(key, DEFAULT_STRATEGIES)
         names = strategies if strategies is not None else ("" if sweeps else default)
-        overrides: dict[str, Any] = {
-            "llm": {"provider": llm_provider, "model": llm_model, "base_url": llm_base_url},
-            "embedder": {"provider": embedder_provider, "model": embedder_model, "base_url": embedder_base_url},
-        }
-        cfg = load_config(config, overrides, set_)
+        cfg = build_config(config, sets=set_, models=models)
         check_model_settings(cfg.llm, cfg.embedder)
         if kind.strip().lower() in ACCEPTANCE_KINDS:
             opts = {"budget": budget, "runs": runs, "seed": seed, "limit": limit}

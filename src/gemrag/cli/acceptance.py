@@ -1,6 +1,6 @@
 """``gemrag eval cmu_dog PATH``: the acceptance test's options and its branch of the ``gemrag eval`` command.
 
-:func:`gemrag.eval.cli.eval_command` declares the options below (their types live here) and hands a ``cmu_dog``
+:func:`gemrag.cli.eval.eval_command` declares the options below (their types live here) and hands a ``cmu_dog``
 evaluation to :func:`acceptance_command`; the other ``gemrag eval`` options that make no sense for it are refused.
 """
 

@@ -1,5 +1,6 @@
 """Each chunk's dominant eigentheme in a published GEM graph (GEM-RAG v2, section III.B.1, "Building the Summary
-Nodes"), for the memory view.
+Nodes"), for the memory view (:meth:`GemStrategy.themes <gemrag.strategies.gem.strategy.GemStrategy.themes>`, the
+optional ``themes`` of the strategy protocol: the view asks the strategy, it does not know GEM).
 
 GEM publishes the node and utility-question vectors and the walk weights, not the eigenvectors (they are used once,
 to choose the summary members). The view recomputes them from the published chunk vectors with the build's own
@@ -11,38 +12,15 @@ the summarized eigenvector with the largest signed component on that chunk.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 
 from gemrag.errors import GemragError
 from gemrag.store.parts import BuildReads
+from gemrag.strategies.base import Themes
 from gemrag.strategies.gem.graph import chunk_graph
-from gemrag.strategies.gem.settings import GemSettings
+from gemrag.strategies.gem.settings import GemConfig
 
-__all__ = ["GemThemes", "chunk_eigenvectors", "dominant_themes", "gem_themes"]
-
-
-@dataclass
-class GemThemes:
-    """The eigenthemes of a published GEM generation, as the view shows them.
-
-    Attributes:
-        chunk_theme: store id of each chunk -> 0-based theme index (position in ``eigen_indices``), or absent
-            when the build chose no eigentheme (k-means members, too few chunks).
-        eigen_indices: (k,) 0-based positions, in the |lambda| order, of the summarized eigenvectors.
-        eigenvalues: (k,) their eigenvalues (float).
-        spectrum: the build's spectrum report (``n``, ``top_eigenvalues``, ``estimated_themes`` (Remark 2),
-            ``spectral_energy`` (Remark 3's Lambda), ``trace``) or None.
-        note: why there are no eigenthemes, when there are none ("" otherwise).
-    """
-
-    chunk_theme: dict[int, int] = field(default_factory=dict)
-    eigen_indices: list[int] = field(default_factory=list)
-    eigenvalues: list[float] = field(default_factory=list)
-    spectrum: dict[str, Any] | None = None
-    note: str = ""
+__all__ = ["chunk_eigenvectors", "dominant_themes", "gem_themes"]
 
 
 def dominant_themes(eigenvectors: np.ndarray, selected: list[int]) -> np.ndarray:
@@ -66,7 +44,7 @@ def dominant_themes(eigenvectors: np.ndarray, selected: list[int]) -> np.ndarray
     return np.argmax(eigenvectors[:, selected], axis=1).astype(np.int64)
 
 
-def chunk_eigenvectors(store: BuildReads, settings: GemSettings) -> tuple[list[int], np.ndarray, list[int]]:
+def chunk_eigenvectors(store: BuildReads, settings: GemConfig) -> tuple[list[int], np.ndarray, list[int]]:
     """The eigenvectors of the chunk graph's L of ``store``'s published ``gem`` generation, recomputed from the
     published chunk and utility-question vectors with the build's function
     (:func:`gemrag.strategies.gem.graph.chunk_graph`, paper III.B.1).
@@ -97,7 +75,7 @@ def chunk_eigenvectors(store: BuildReads, settings: GemSettings) -> tuple[list[i
     position[rows] = np.arange(rows.size)
     owner = np.asarray(published.arrays["question_owner"])
     keep = position[owner] >= 0
-    params = {k: v for k, v in manifest.params.items() if k in GemSettings.model_fields}
+    params = {k: v for k, v in manifest.params.items() if k in GemConfig.model_fields}
     cfg = settings.model_copy(update={**params, "eigen": max(selected)})
     vectors = np.asarray(published.arrays["node_vectors"])[rows]
     qvectors = np.asarray(published.arrays["question_vectors"])[keep]
@@ -106,29 +84,29 @@ def chunk_eigenvectors(store: BuildReads, settings: GemSettings) -> tuple[list[i
     return node_ids[rows].tolist(), eigenvectors, selected
 
 
-def gem_themes(store: BuildReads, settings: GemSettings) -> GemThemes:
+def gem_themes(store: BuildReads, settings: GemConfig) -> Themes:
     """The eigenthemes of ``store``'s published ``gem`` generation (see :func:`chunk_eigenvectors`).
 
     Args:
         store: an open memory store. settings: the GEM settings (see :func:`chunk_eigenvectors`).
 
     Returns:
-        The themes (see :class:`GemThemes`); ``chunk_theme`` is empty, with a ``note``, when there is no published
-        graph or the build selected no eigenvectors.
+        The eigenthemes (see :class:`~gemrag.strategies.base.Themes`); ``chunk_theme`` is empty, with a ``note``,
+        when there is no published graph or the build selected no eigenvectors.
 
     Raises:
         ValueError: the published arrays are inconsistent (see :mod:`gemrag.graph`).
     """
     manifest = store.manifest("gem")
     if manifest is None:
-        return GemThemes(note="GEM has no published graph")
+        return Themes(note="GEM has no published graph")
     selection = manifest.meta.get("eigen_selection") or {}
     spectrum = manifest.meta.get("spectrum")
     chunk_ids, eigenvectors, selected = chunk_eigenvectors(store, settings)
     if not selected:
-        return GemThemes(spectrum=spectrum, note="no eigenvectors became summary nodes (k-means members or few chunks)")
+        return Themes(spectrum=spectrum, note="no eigenvectors became summary nodes (k-means members or few chunks)")
     themes = dominant_themes(eigenvectors, selected)
-    return GemThemes(
+    return Themes(
         chunk_theme=dict(zip(chunk_ids, themes.tolist(), strict=True)),
         eigen_indices=selected,
         eigenvalues=[float(v) for v in selection.get("selected_eigenvalues", [])],

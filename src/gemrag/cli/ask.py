@@ -1,0 +1,176 @@
+"""``gemrag ask``: answer a question from a memory, citing the passages used (registered in :mod:`gemrag.cli.main`).
+
+A strategy's own retrieval settings are ``--set`` items like every other setting (``--set gem.search=rank``); the flag
+``--search`` of earlier releases is hidden and deprecated: it becomes ``--set gem.search=...``, with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from gemrag.answers.answering import LETTERS
+from gemrag.cli.options import (
+    NO_MODEL_FLAGS,
+    ConfigFile,
+    ExistingMemory,
+    ModelOptions,
+    SetOpt,
+    StrategyOpt,
+    build_config,
+    deprecated_sets,
+    memory_target,
+    model_options,
+    open_memory,
+)
+from gemrag.console import cli_errors, err
+from gemrag.errors import GemragError
+from gemrag.progress import rich_progress
+from gemrag.answers.provenance import cited_sources, describe_answer, describe_hits, source_label
+from gemrag.answers.answer import Answer
+
+__all__ = ["ask_command", "streams"]
+
+out = Console()
+
+
+@model_options()
+def ask_command(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    memory: ExistingMemory = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="B: context nodes to retrieve (default: memory.budget, 4; for remem: remem.qa_top_k, 5)."
+        ),
+    ] = None,
+    choices: Annotated[str | None, typer.Option(help="Multiple-choice options separated by '|'.")] = None,
+    show_context: Annotated[bool, typer.Option("--show-context", help="Print the full context texts.")] = False,
+    retrieve_only: Annotated[bool, typer.Option("--retrieve-only", help="Only retrieve; no LLM call.")] = False,
+    # Deprecated, hidden (and without a help text, as the help shows none): --set gem.search=best_first|rank|fused.
+    search: Annotated[str | None, typer.Option(hidden=True)] = None,
+    strategy: StrategyOpt = None,
+    build_missing: Annotated[
+        bool, typer.Option("--build-missing", help="Build the strategy first if it was never built in this memory.")
+    ] = False,
+    set_: SetOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (never streamed).")] = False,
+    stream: Annotated[
+        bool | None,
+        typer.Option(
+            "--stream/--no-stream",
+            help="Print the answer as the model writes it (default: when standard output is a terminal). "
+            "A multiple-choice answer is printed whole.",
+        ),
+    ] = None,
+    config: ConfigFile = None,
+    models: ModelOptions = NO_MODEL_FLAGS,
+) -> None:
+    """Retrieve a context for QUESTION (GEM-RAG section III.B.2, Algorithm 1) and answer it, citing the context
+    passages the answer rests on ([n] markers; the sources are listed under the answer; `--set answer.cite=false`
+    turns citing off). The context table's source column names where each node comes from: document, chunk number
+    and character span [start:end). The memory must exist (`gemrag index` makes it); asking changes nothing but the
+    model caches and the usage log.
+
+    On a terminal the answer is printed as the model writes it (--no-stream waits for the whole answer), after the
+    retrieval and any build (--build-missing shows its progress bars on standard error first), so a progress bar
+    and the answer never share the screen at once. A streamed answer shows its [n] markers as the model writes
+    them, also one naming no context passage; the sources under it count such markers as dropped, as they are
+    under a whole answer (whose text has them removed). A strategy's own settings are `--set` items:
+    `--set gem.search=rank` gives GEM's literal Algorithm 1."""
+    with cli_errors("ask again", also=(ValueError,)), deprecated_sets("gem", {"search": search}) as old_sets:
+        cfg = build_config(
+            config,
+            strategy=strategy,
+            sets=old_sets + (set_ or []),
+            models=models,
+            memory={"budget": budget},
+        )
+        opts = [c.strip() for c in choices.split("|")] if choices is not None else None
+        if opts is not None and not 2 <= len(opts) <= len(LETTERS):
+            raise ValueError(
+                f"--choices {choices!r} gives {len(opts)} option(s); give 2 to {len(LETTERS)} separated by '|'"
+            )
+        if as_json and stream:
+            raise ValueError("--json prints one JSON document and never streams: give --json or --stream, not both")
+        streamed = streams(stream, as_json, out.is_terminal) and opts is None and not retrieve_only
+        location = memory_target(memory, cfg, existing=True)
+        with open_memory(location, cfg, rich_progress(err) if build_missing else None) as mem:
+            if retrieve_only:
+                hits, answer = mem.retrieve(question, budget, build=build_missing), None
+            elif streamed:
+                answer = _print_stream(mem.ask_stream(question, None, budget, build=build_missing))
+                hits = answer.hits
+            else:
+                answer = mem.ask(question, opts, budget, build=build_missing)
+                hits = answer.hits
+            if as_json:
+                name = mem.strategy.name
+                payload: dict[str, Any] = (
+                    describe_answer(mem.store, answer, name).model_dump(mode="json")
+                    if answer is not None
+                    else {
+                        "answer": None,
+                        "choice": None,
+                        "retrieval_seconds": None,
+                        "strategy": name,
+                        "context": [n.model_dump(mode="json") for n in describe_hits(mem.store, hits, name)],
+                    }
+                )
+                out.print_json(json.dumps(payload))
+                return
+    if answer is not None:
+        if not streamed:
+            letter = f"({'ABCDEFGHIJ'[answer.choice]}) " if answer.choice is not None else ""
+            out.print(f"[bold]answer:[/] {escape(letter + answer.text)}")
+        sources = cited_sources(answer)
+        if sources:
+            out.print("[bold]sources:[/]")
+            for line in sources:
+                out.print(f"  {escape(line)}")
+    table = Table("rank", "id", "kind", "score", "source", "text", title="context")
+    for h in hits:
+        text = h.text if show_context else (h.text[:100] + ("…" if len(h.text) > 100 else ""))
+        table.add_row(
+            str(h.rank + 1), str(h.node_id), h.kind, f"{h.score:.3f}", escape(source_label(h.provenance)), escape(text)
+        )
+    out.print(table)
+
+
+def streams(flag: bool | None, as_json: bool, terminal: bool) -> bool:
+    """Whether ``gemrag ask`` prints its answer as the model writes it: never with ``--json``; else as ``--stream`` /
+    ``--no-stream`` say, and without either when standard output is a terminal (``terminal``)."""
+    if as_json:
+        return False
+    return terminal if flag is None else flag
+
+
+def _print_stream(stream: Iterator[str | Answer]) -> Answer:
+    """Print ``answer: `` and each piece of ``stream`` (:meth:`Memory.ask_stream`) on standard output as it comes
+    (as plain text: no markup, no highlighting, no wrapping inserted), then a newline; closes the stream (Ctrl-C
+    stops the generation). Returns the final Answer.
+
+    Raises:
+        GemragError: the LLM failed.
+    """
+    answer: Answer | None = None
+    with contextlib.closing(stream):
+        out.print("[bold]answer:[/] ", end="")
+        try:
+            for item in stream:
+                if isinstance(item, str):
+                    out.print(item, end="", markup=False, highlight=False, soft_wrap=True)
+                else:
+                    answer = item
+        finally:
+            out.print()  # the answer's line ends, also before an error or an interruption is reported
+    if answer is None:
+        raise GemragError("the answer stream ended without its answer")
+    return answer
