@@ -19,7 +19,6 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag.cli.eval import eval_command
 from gemrag.config import Config
 from gemrag.errors import ConfigError, InputError, ModelCrashError
-from gemrag.cli.eval import eval_command
 from gemrag.eval.acceptance import runner as acceptance_module
 from gemrag.eval.acceptance.prompts import GO_ON, clean_reply, reply_prompt
 from gemrag.eval.acceptance.report import mann_whitney, run_counts, summarize_acceptance

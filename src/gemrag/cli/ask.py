@@ -16,7 +16,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from gemrag.answers.answer import Answer
 from gemrag.answers.answering import LETTERS
+from gemrag.answers.provenance import cited_sources, describe_answer, describe_hits, source_label
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,
     ConfigFile,
@@ -33,8 +35,6 @@ from gemrag.cli.options import (
 from gemrag.console import cli_errors, err
 from gemrag.errors import GemragError
 from gemrag.progress import rich_progress
-from gemrag.answers.provenance import cited_sources, describe_answer, describe_hits, source_label
-from gemrag.answers.answer import Answer
 
 __all__ = ["ask_command", "streams"]
 

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from gemrag.answers.answering import LETTERS
+from gemrag.answers.provenance import cited_sources
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,
     ConfigFile,
@@ -37,7 +38,6 @@ from gemrag.errors import GemragError
 from gemrag.memory import Memory
 from gemrag.models.factory import check_model_settings
 from gemrag.models.llama.weights import default_cache_dir
-from gemrag.answers.provenance import cited_sources
 from gemrag.progress import rich_progress
 from gemrag.strategies import check_config
 from gemrag.strategies.base import ProgressFactory

@@ -36,10 +36,10 @@ from gemrag.cli.plan import confirm_plan, print_plan
 from gemrag.config import Config
 from gemrag.console import cli_errors, err
 from gemrag.errors import InputError
-from gemrag.memory.index_plan import CONFIRM_MINUTES, IndexPlan, plan_index
 from gemrag.memory import Memory
-from gemrag.progress import rich_progress
+from gemrag.memory.index_plan import CONFIRM_MINUTES, IndexPlan, plan_index
 from gemrag.memory.sources import read_sources, synced_directories
+from gemrag.progress import rich_progress
 
 __all__ = ["index_command", "planned"]
 

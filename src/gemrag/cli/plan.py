@@ -1,6 +1,6 @@
-"""``gemrag index``'s cost plan on the command line: the plan table (:class:`gemrag.memory.index_plan.IndexPlan`), and the
-question asked on a terminal before a build planned to take longer than
-:data:`~gemrag.memory.index_plan.CONFIRM_MINUTES` minutes."""
+"""``gemrag index``'s cost plan on the command line: the plan table
+(:class:`gemrag.memory.index_plan.IndexPlan`), and the question asked on a terminal before a build planned to take
+longer than :data:`~gemrag.memory.index_plan.CONFIRM_MINUTES` minutes."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ from gemrag.config import Config, describe_errors
 from gemrag.errors import ConfigError, UnknownStrategyError
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.meter import UsageMeter
-from gemrag.store.parts import StrategyStore
+from gemrag.store.parts import BuildReads, StrategyStore
 from gemrag.types import Hit
 
 
@@ -379,7 +379,7 @@ def get_strategy(name: str, config: Config | None = None) -> Strategy:
     return registration.factory(settings)
 
 
-def strategy_themes(name: str, store: MemoryStore, config: Config | None = None) -> Themes | None:
+def strategy_themes(name: str, store: BuildReads, config: Config | None = None) -> Themes | None:
     """The themes of strategy ``name``'s published build in ``store`` (its optional ``themes(store)`` method,
     constructed with its section of ``config``): None for a strategy without themes, or not registered in this
     process.

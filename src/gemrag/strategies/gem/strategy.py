@@ -35,7 +35,8 @@ from gemrag.errors import MemoryNotIndexedError
 from gemrag.graph.ann import coarse_partition, list_count
 from gemrag.graph.laplacian import adjacency_matrix
 from gemrag.graph.similarity import extend_similarity, utility_question_vectors
-from gemrag.store import MemoryStore, Published
+from gemrag.store import Published
+from gemrag.store.parts import BuildReads
 from gemrag.store.publish import Publication
 from gemrag.strategies.base import StrategyContext, Themes, register
 from gemrag.strategies.gem.ann_search import AnnPreparedGraph
@@ -449,7 +450,7 @@ class GemStrategy:
             "phase_seconds": ctx.store.get_meta("gem_phase_seconds", {}),
         }
 
-    def themes(self, store: MemoryStore) -> Themes:
+    def themes(self, store: BuildReads) -> Themes:
         """The eigenthemes of the published build in ``store`` for the memory view: each chunk's dominant eigentheme,
         recomputed with the build's own function and its recorded parameters over these settings
         (:func:`gemrag.strategies.gem.themes.gem_themes`, paper III.B.1).
