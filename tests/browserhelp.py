@@ -1,5 +1,5 @@
 """Debian's chromium (``apt-get install chromium``) driven by playwright through ``executable_path``: nothing
-downloads a browser. The ``browser`` fixture of ``conftest.py`` launches it once per session for the browser tests
+downloads a browser. The ``browser`` fixture of ``conftest.py`` launches it once per test module for the browser tests
 (the memory view, the web page).
 
 Under ``CI=true`` a missing chromium or playwright fails the test (:func:`realparts.require_real`).

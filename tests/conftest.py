@@ -81,9 +81,11 @@ def memory_at(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> I
     drop_schemas(base, list(made.values()))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's chromium under playwright, one per session (:func:`browserhelp.launch_chromium`: fails under CI=true
-    when chromium or playwright is missing, skips elsewhere)."""
+    """Debian's chromium under playwright, one per test module (:func:`browserhelp.launch_chromium`: fails under
+    CI=true when chromium or playwright is missing, skips elsewhere). Not per session: playwright's sync API keeps an
+    event loop running in the main thread while it is open, and later tests that run their own loop (the MCP
+    server's ``asyncio.run``) would fail with "Cannot run the event loop while another loop is running"."""
     with launch_chromium() as chromium:
         yield chromium

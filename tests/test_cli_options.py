@@ -72,7 +72,7 @@ def test_deprecated_flags_become_set_items_the_user_set_wins() -> None:
 
 
 def test_the_old_gem_flags_still_work_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("gemrag.memory.build_embedder", lambda settings: HashEmbedder(model_id=ONNX_ID))
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder(model_id=ONNX_ID))
     with Memory.open(tmp_path / "m", load_config(None), llm=ScriptedLLM()) as mem:
         mem.add_text("Amos lit the lamp of the lighthouse every night.", "lighthouse")
         mem.index("dense")
