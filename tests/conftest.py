@@ -21,9 +21,29 @@ from backends import BACKENDS, MemoryAt, drop_schemas, new_schema, schema_url, s
 from browserhelp import launch_chromium  # noqa: E402
 from fakes import HashEmbedder, ScriptedLLM  # noqa: E402
 from gemrag.config import Config, load_config  # noqa: E402
+from gemrag.memory import answer_lengths  # noqa: E402
+from gemrag.memory.answer_lengths import lengths_path as _lengths_path  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 STORY = REPO / "examples" / "quality" / "lost_in_translation.txt"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _answer_lengths_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Builds record their models' answer lengths (gemrag.memory.answer_lengths) under the session's own directory,
+    never the user's cache (module- and session-scoped fixtures build memories too)."""
+    root = tmp_path_factory.mktemp("answer-lengths")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(answer_lengths, "lengths_path", lambda cache_dir, model_id: _lengths_path(root, model_id))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _answer_lengths_of_the_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no recorded answer lengths: a plan's completion tokens must not depend on the tests
+    that ran before it."""
+    root = tmp_path_factory.mktemp("lengths")
+    monkeypatch.setattr(answer_lengths, "lengths_path", lambda cache_dir, model_id: _lengths_path(root, model_id))
 
 
 @pytest.fixture

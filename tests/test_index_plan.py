@@ -154,7 +154,8 @@ class LocalLLM(ScriptedLLM):
         return Completion("1, 2, 3", None, Usage(prompt, generated, seconds=0.0, calls=1))
 
 
-def test_calibration_is_measured_once_per_model_and_machine(tmp_path: Path) -> None:
+def test_calibration_is_measured_once_per_model_and_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gemrag.models.rates._load", lambda: 1.0)
     clock = [0.0]
     llm = LocalLLM(clock)
     rates = calibrate(llm, tmp_path, clock=lambda: clock[0])
@@ -169,6 +170,25 @@ def test_calibration_is_measured_once_per_model_and_machine(tmp_path: Path) -> N
     assert rates.seconds(1000, 100, reused_prompt_tokens=500) == pytest.approx(5 + 10)
 
 
+def test_a_calibration_made_at_another_load_is_measured_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cached at load 6.2, asked at 0.1 on two cores: measured again (and cached with the new load)."""
+    load = [6.2]
+    monkeypatch.setattr("gemrag.models.rates._load", lambda: load[0])
+    monkeypatch.setattr("gemrag.models.rates.os.cpu_count", lambda: 2)
+    clock = [0.0]
+    llm = LocalLLM(clock)
+    calibrate(llm, tmp_path, clock=lambda: clock[0])
+    load[0] = 5.5  # within 0.5 a core: the cached measure
+    calibrate(llm, tmp_path, clock=lambda: clock[0])
+    assert llm.calls == 3
+    load[0] = 0.1
+    assert "at load 6.2" in (cached_calibration(llm, tmp_path) or UNKNOWN).detail  # the plain read never measures
+    calibrate(llm, tmp_path, clock=lambda: clock[0])
+    assert llm.calls == 6 and "at load 0.1" in (cached_calibration(llm, tmp_path) or UNKNOWN).detail
+    calibrate(llm, tmp_path, clock=lambda: clock[0])
+    assert llm.calls == 6
+
+
 def test_recorded_rates_fit_seconds_to_tokens() -> None:
     calls = [{"prompt_tokens": p, "completion_tokens": c, "seconds": p / 50 + c / 5} for p, c in
              [(100, 10), (300, 80), (200, 40), (150, 60), (400, 20), (250, 30)]]  # fmt: skip
@@ -181,6 +201,7 @@ def test_recorded_rates_fit_seconds_to_tokens() -> None:
 
 
 def test_minutes_come_from_the_rates(tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gemrag.models.rates._load", lambda: 1.0)
     config = config.model_copy(update={"cache_dir": tmp_path / "cache"})
     clock = [0.0]
     monkeypatch.setattr("gemrag.models.rates.perf_counter", lambda: clock[0])

@@ -66,7 +66,8 @@ def print_plan(console: Console, plan: IndexPlan) -> None:
         what = "exact" if plan.exact else "an estimate where marked ~"
         console.print(
             f"  calls are {what}: first attempts (an answer that fails validation costs up to 2 repair calls more); "
-            "completion tokens are estimated"
+            "completion tokens are estimated (the mean this model wrote for the pass here before, else a typical "
+            "answer)"
         )
 
 

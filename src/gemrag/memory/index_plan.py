@@ -9,11 +9,13 @@ not put yet (``gemrag index PATHS``) are put in preview (:func:`gemrag.memory.so
   prompts on the actual chunk texts, counted with the model's tokenizer (llama.cpp: the chat template applied;
   otherwise the chars-per-token ratio of the model's recorded calls, the backend's ``count_tokens``, or 4
   characters a token), looked up in the LLM cache (a cached answer costs no call). Calls are first attempts: an
-  answer that fails validation costs up to two repair calls more.
+  answer that fails validation costs up to two repair calls more. Completion tokens are the mean the model wrote
+  for the pass in this memory, else in the other memories of this machine (:mod:`gemrag.memory.answer_lengths`),
+  else the pass's typical answer.
 * **Minutes** come from the model's measured rates (:mod:`gemrag.models.rates`): a short calibration of a model
-  run here (cached per model and machine), else the rates of its calls this memory recorded, else unknown (None:
-  never a guess presented as a measurement). They count the LLM's time only (embedding and graph work are not in
-  them).
+  run here (cached per model and machine, measured again when the load average moved since), else the rates of
+  its calls this memory recorded, else unknown (None: never a guess presented as a measurement). They count the
+  LLM's time only (embedding and graph work are not in them).
 
 ``gemrag index`` prints the plan first and, on a terminal, asks before a plan over :data:`CONFIRM_MINUTES`.
 """
@@ -30,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from gemrag.config import Config
 from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk
+from gemrag.memory.answer_lengths import machine_key, machine_lengths, pass_means
 from gemrag.memory.handle import MemoryHandle
 from gemrag.memory.sources import PutPreview, Source, preview_put
 from gemrag.models.base import LLM, Message
@@ -38,7 +41,7 @@ from gemrag.models.cache import INPUT_KEY
 from gemrag.models.rates import UNKNOWN, Rates, cached_calibration, calibrate, describe, recorded_rates, runs_here
 from gemrag.store import NodeRecord
 from gemrag.strategies.platform.common import document_order
-from gemrag.strategies.platform.planning import PlanWork, StrategyPlan, plan_of, signature
+from gemrag.strategies.platform.planning import MIN_RECORDED, PlanWork, StrategyPlan, plan_of
 
 __all__ = ["CONFIRM_MINUTES", "IndexPlan", "PassEstimate", "RatesOut", "StrategyEstimate", "plan_index"]
 
@@ -142,6 +145,7 @@ class _MemoryModel:
         self._llm: Any = None
         self._recorded: list[dict[str, Any]] | None = None
         self._means: dict[str, tuple[int, float]] | None = None
+        self._machine: dict[str, tuple[int, float]] | None = None
         self._count: Any = None
 
     @property
@@ -164,16 +168,17 @@ class _MemoryModel:
         return [found.get(k) for k in keys]
 
     def recorded_completion(self, key: str) -> tuple[int, float]:
+        """The memory's own answers of pass ``key`` when it has :data:`MIN_RECORDED` of them, else the answers of
+        this model to that pass in the other memories of this machine (:mod:`gemrag.memory.answer_lengths`)."""
         if self._means is None:
-            sums: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-            for r in self.responses():
-                messages = r.get(INPUT_KEY)
-                if messages:
-                    acc = sums[signature(messages)]
-                    acc[0] += 1
-                    acc[1] += float(r.get("completion_tokens") or 0)
-            self._means = {k: (int(n), total / n) for k, (n, total) in sums.items()}
-        return self._means.get(key, (0, 0.0))
+            self._means = pass_means(self.responses())
+        own = self._means.get(key, (0, 0.0))
+        if own[0] >= MIN_RECORDED:
+            return own
+        if self._machine is None:
+            cache_dir = self.memory.config.cache_dir or _default_cache_dir()
+            self._machine = machine_lengths(Path(cache_dir), self.llm.model_id)
+        return self._machine.get(machine_key(key), own)
 
     def prompt_tokens(self, messages: Sequence[Message]) -> int:
         if self._count is None:

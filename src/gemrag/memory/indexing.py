@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from gemrag import tracing
 from gemrag.config import Config
+from gemrag.memory.answer_lengths import record_lengths
 from gemrag.memory.documents import chunk_pending, chunk_titles
 from gemrag.memory.handle import MemoryHandle
+from gemrag.memory.index_plan import RECORDED
 from gemrag.memory.states import record_build
 from gemrag.models.base import Usage
 from gemrag.models.meter import UsageMeter
@@ -77,6 +80,18 @@ def run_index(memory: Memory, strategy: str | None) -> IndexReport:
         return report
 
 
+def _record_lengths(memory: Memory) -> None:
+    """Keep the model's answer lengths per pass for the cost plans of later memories
+    (:mod:`gemrag.memory.answer_lengths`); nothing when the build made no LLM call."""
+    if memory._llm is None:
+        return
+    from gemrag.models.llama.weights import default_cache_dir
+
+    model_id = memory._llm.model_id
+    cache_dir = Path(memory.config.cache_dir or default_cache_dir())
+    record_lengths(cache_dir, model_id, memory.store.location, memory.store.recent_llm_responses(model_id, RECORDED))
+
+
 def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> IndexReport:
     store = memory.store
     start = time.perf_counter()
@@ -96,6 +111,7 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
             chosen.build(memory.ctx)
         with tracing.span("gemrag.index.publish", {"gemrag.strategy": chosen.name}):
             record_build(memory, chosen, published)
+    _record_lengths(memory)
     seconds = time.perf_counter() - start
     store.set_meta("index_seconds", float(store.get_meta("index_seconds", 0.0)) + seconds)
     models = dict(store.get_meta("models", {}))

@@ -8,7 +8,8 @@ Two measures, never a guess:
   for the two timed calls gives both rates. Each prompt starts with a random nonce, so llama.cpp reuses no cached
   prefix. The result is cached as JSON under ``<cache dir>/model-rates/`` keyed by the model id, its cache identity
   and the machine (host name, CPU model, cores, ``n_threads``): it is measured once per model and machine
-  (:func:`calibrate`; ``refresh`` measures again, e.g. after a calibration taken under load, which it records).
+  (:func:`calibrate`; ``refresh`` measures again; so does a load average that moved by more than
+  :data:`LOAD_DRIFT` a core since the cached measure, which records its load).
 * **recorded** (any backend, the only measure of a remote endpoint's): the seconds and tokens of the model's calls
   the memory cached (:meth:`gemrag.store.Store.recent_llm_responses`), fitted by least squares to the same two
   rates (:func:`recorded_rates`). An HTTP call's seconds are its own wall-clock time, and ``concurrency`` of them run
@@ -45,6 +46,7 @@ __all__ = [
     "calibrate",
     "cached_calibration",
     "calibration_path",
+    "load_drifted",
     "machine",
     "recorded_rates",
     "runs_here",
@@ -56,6 +58,10 @@ GENERATED = 48
 """Tokens the generation call asks for (the model may stop earlier; the rate uses what it wrote)."""
 MIN_RECORDED = 5
 """Recorded calls needed for :func:`recorded_rates`."""
+LOAD_DRIFT = 0.5
+"""Load-average change per core past which :func:`calibrate` measures again: on two cores, a calibration cached at
+load 6.2 and used at load 0.1 made a 1.5B plan 3.4 times too long (docs/results.md); a change of more than 1.0 there
+(0.5 a core) re-measures (seconds) instead."""
 
 _READ = (
     "The lighthouse keeper climbed the spiral stairs every evening at dusk, carrying a can of oil and a cloth. "
@@ -159,13 +165,26 @@ def _from_record(record: dict[str, Any]) -> Rates:
     )
 
 
-def cached_calibration(llm: LLM, cache_dir: Path) -> Rates | None:
-    """The calibration of ``llm`` on this machine cached by :func:`calibrate`, or None (none, or unreadable)."""
-    path = calibration_path(llm, cache_dir)
+def _cached_record(llm: LLM, cache_dir: Path) -> dict[str, Any] | None:
     try:
-        return _from_record(json.loads(path.read_text(encoding="utf-8")))
+        record = json.loads(calibration_path(llm, cache_dir).read_text(encoding="utf-8"))
+        _from_record(record)
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    return record if isinstance(record, dict) else None
+
+
+def cached_calibration(llm: LLM, cache_dir: Path) -> Rates | None:
+    """The calibration of ``llm`` on this machine cached by :func:`calibrate`, or None (none, or unreadable)."""
+    record = _cached_record(llm, cache_dir)
+    return None if record is None else _from_record(record)
+
+
+def load_drifted(record: dict[str, Any], now: float | None = None) -> bool:
+    """Whether the machine's load changed by more than :data:`LOAD_DRIFT` a core since calibration ``record`` was
+    measured (``now``: the 1-minute load average, default the current one)."""
+    now = _load() if now is None else now
+    return abs(float(record.get("load", now)) - now) > LOAD_DRIFT * (os.cpu_count() or 1)
 
 
 def _timed(llm: LLM, messages: list[Message], max_tokens: int, clock: Callable[[], float]) -> tuple[float, int, int]:
@@ -196,8 +215,9 @@ def calibrate(
     announce: Callable[[str], None] | None = None,
 ) -> Rates:
     """The prompt and generation rates of ``llm`` on this machine: cached (:func:`cached_calibration`) unless
-    ``refresh``, else measured now with three calls of the backend itself (module docstring; seconds: the
-    model's load, then about 250 prompt tokens and up to :data:`GENERATED` generated ones) and cached.
+    ``refresh`` or the load changed since (:func:`load_drifted`), else measured now with three calls of the backend
+    itself (module docstring; seconds: the model's load, then about 250 prompt tokens and up to :data:`GENERATED`
+    generated ones) and cached.
 
     Args:
         llm: the backend (not the memory's cached LLM: its cache would answer the calls).
@@ -210,9 +230,9 @@ def calibrate(
         GemragError: the model could not be loaded or failed (as its calls would in a build).
     """
     if not refresh:
-        found = cached_calibration(llm, cache_dir)
-        if found is not None:
-            return found
+        found = _cached_record(llm, cache_dir)
+        if found is not None and not load_drifted(found):
+            return _from_record(found)
     if announce is not None:
         announce(llm.model_id)
     clock = clock or perf_counter
