@@ -33,10 +33,12 @@ from typing import Any
 from gemrag.models.cache import INPUT_KEY
 from gemrag.strategies.platform.planning import signature
 
-__all__ = ["lengths_path", "machine_key", "machine_lengths", "pass_means", "record_lengths"]
+__all__ = ["RECORDED", "lengths_path", "machine_key", "machine_lengths", "pass_means", "record_lengths"]
 
 VERSION = 1
 """Version of the file's layout (a new layout starts a new file)."""
+RECORDED = 5000
+"""Recorded answers of a model read from a memory: for its rates, chars per token and each pass's mean completion."""
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from gemrag.config import Config
 from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk
-from gemrag.memory.answer_lengths import machine_key, machine_lengths, pass_means
+from gemrag.memory.answer_lengths import RECORDED, machine_key, machine_lengths, pass_means
 from gemrag.memory.handle import MemoryHandle
 from gemrag.memory.sources import PutPreview, Source, preview_put
 from gemrag.models.base import LLM, Message
@@ -47,8 +47,6 @@ __all__ = ["CONFIRM_MINUTES", "IndexPlan", "PassEstimate", "RatesOut", "Strategy
 
 CONFIRM_MINUTES = 10.0
 """``gemrag index`` asks before a plan longer than this on a terminal (minutes)."""
-RECORDED = 5000
-"""Recorded answers of the model read for its rates, chars per token and each pass's mean completion."""
 MIN_RATIO = 20
 """Recorded answers (with their input) needed before their chars-per-token ratio counts prompt tokens."""
 

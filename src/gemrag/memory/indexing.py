@@ -14,10 +14,9 @@ from typing import Any, Protocol
 
 from gemrag import tracing
 from gemrag.config import Config
-from gemrag.memory.answer_lengths import record_lengths
+from gemrag.memory.answer_lengths import RECORDED, record_lengths
 from gemrag.memory.documents import chunk_pending, chunk_titles
 from gemrag.memory.handle import MemoryHandle
-from gemrag.memory.index_plan import RECORDED
 from gemrag.memory.states import record_build
 from gemrag.models.base import Usage
 from gemrag.models.meter import UsageMeter
