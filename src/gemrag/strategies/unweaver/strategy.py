@@ -76,9 +76,11 @@ UNBOUNDED_MAX_TOKENS = 4096
 """Completion limit of one extraction call with no entity cap (``max_entities = 0``; tokens)."""
 
 
-ENTITY_TOKENS = 380
-"""Typical completion tokens of one entity answer (an estimate from the 0.5B's COVID-QA builds: 20-23 calls of
-25-50 s each per question, docs/results.md; the recorded mean replaces it once the memory has answers)."""
+ENTITY_TOKENS = 254
+"""Typical completion tokens of one entity answer: the 0.5B's mean over 267 answers on four COVID-QA papers (the cost
+plan's estimate-against-actual run in docs/results.md; it was 380, a guess from call times, and over-estimated that
+build's completion tokens 1.50 times). The mean recorded for this model (in the memory, else on this machine:
+:mod:`gemrag.memory.answer_lengths`) replaces it once there are answers."""
 
 
 def extraction_max_tokens(cap: int) -> int:
