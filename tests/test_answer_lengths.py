@@ -97,3 +97,23 @@ def test_a_new_memory_plans_with_what_the_model_wrote_in_another(tmp_path: Path,
     assert warm.completion_tokens == pytest.approx(warm.calls * mean, abs=warm.calls)
     stored = json.loads(answer_lengths.lengths_path(Path("unused"), llm.model_id).read_text(encoding="utf-8"))
     assert stored["model"] == llm.model_id
+
+
+def test_a_new_memory_prices_the_repairs_the_model_needed(tmp_path: Path, config: Config) -> None:
+    """The model's first two entity answers in memory one fail validation and are repaired; memory two's plan adds
+    repair calls at that rate (repairs per first attempt) to its first attempts, with their tokens."""
+    with Memory.open(
+        tmp_path / "one", config, llm=ScriptedLLM(fail=lambda i, p: i <= 2), embedder=HashEmbedder()
+    ) as one:
+        one.add_text(DOC_A, "lighthouse")
+        one.index("unweaver")
+        means = pass_means(one.store.recent_llm_responses("fake:scripted-llm"))
+    entity = {int(k.split("|")[0]): n for k, (n, _) in means.items() if "key entities" in k}
+    first, repairs = entity[min(entity)], sum(n for size, n in entity.items() if size > min(entity))
+    assert repairs >= 2 and first >= 3
+    with Memory.open(tmp_path / "two", config, llm=ScriptedLLM(), embedder=HashEmbedder()) as two:
+        two.add_text(DOC_B, "greenhouse")
+        warm = _entity_pass(two)
+    expected = round(warm.items * repairs / first)
+    assert expected >= 1 and warm.calls == warm.items + expected
+    assert "repair" in warm.note

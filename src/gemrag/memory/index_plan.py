@@ -8,10 +8,10 @@ not put yet (``gemrag index PATHS``) are put in preview (:func:`gemrag.memory.so
 * **Calls and tokens** come from each strategy's ``plan`` (:mod:`gemrag.strategies.platform.planning`): its real
   prompts on the actual chunk texts, counted with the model's tokenizer (llama.cpp: the chat template applied;
   otherwise the chars-per-token ratio of the model's recorded calls, the backend's ``count_tokens``, or 4
-  characters a token), looked up in the LLM cache (a cached answer costs no call). Calls are first attempts: an
-  answer that fails validation costs up to two repair calls more. Completion tokens are the mean the model wrote
-  for the pass in this memory, else in the other memories of this machine (:mod:`gemrag.memory.answer_lengths`),
-  else the pass's typical answer.
+  characters a token), looked up in the LLM cache (a cached answer costs no call). Calls are first attempts plus
+  the repairs (an answer that fails validation is asked again, up to twice) at the rate recorded for the pass.
+  Completion tokens are the mean the model wrote for the pass in this memory, else in the other memories of this
+  machine (:mod:`gemrag.memory.answer_lengths`), else the pass's typical answer.
 * **Minutes** come from the model's measured rates (:mod:`gemrag.models.rates`): a short calibration of a model
   run here (cached per model and machine, measured again when the load average moved since), else the rates of
   its calls this memory recorded, else unknown (None: never a guess presented as a measurement). They count the
@@ -41,6 +41,7 @@ from gemrag.models.cache import INPUT_KEY
 from gemrag.models.rates import UNKNOWN, Rates, cached_calibration, calibrate, describe, recorded_rates, runs_here
 from gemrag.store import NodeRecord
 from gemrag.strategies.platform.common import document_order
+from gemrag.strategies.platform.extraction import RETRIES
 from gemrag.strategies.platform.planning import MIN_RECORDED, PlanWork, StrategyPlan, plan_of
 
 __all__ = ["CONFIRM_MINUTES", "IndexPlan", "PassEstimate", "RatesOut", "StrategyEstimate", "plan_index"]
@@ -177,6 +178,21 @@ class _MemoryModel:
             cache_dir = self.memory.config.cache_dir or _default_cache_dir()
             self._machine = machine_lengths(Path(cache_dir), self.llm.model_id)
         return self._machine.get(machine_key(key), own)
+
+    def recorded_repairs(self, key: str) -> float:
+        """Repair calls per first attempt of pass ``key``: its repair conversations (the same first message, two
+        and four messages longer) over its first attempts, from the answers :meth:`recorded_completion` reads."""
+        n, _ = self.recorded_completion(key)
+        if n == 0:
+            return 0.0
+        count, first = key.split("|", 1)
+        own = self._means is not None and self._means.get(key, (0, 0.0))[0] >= MIN_RECORDED
+        repairs = 0
+        for k in range(1, RETRIES + 1):
+            repair = f"{int(count) + 2 * k}|{first}"
+            found = (self._means or {}).get(repair) if own else (self._machine or {}).get(machine_key(repair))
+            repairs += found[0] if found else 0
+        return repairs / n
 
     def prompt_tokens(self, messages: Sequence[Message]) -> int:
         if self._count is None:

@@ -8,8 +8,10 @@ up in the LLM cache by their keys; completion tokens are the mean the memory rec
 (:func:`signature`) when it has some, else the pass's typical completion (a named constant beside each method's
 plan, from the runs in docs/results.md). :func:`estimate_pass` does this for one pass.
 
-Calls are first attempts: a structured answer that fails validation costs up to two repair calls more
-(:data:`~gemrag.strategies.platform.extraction.RETRIES` builds retry failures), which no plan can foresee. A pass whose
+Calls are first attempts, plus the repairs the model needed for the pass before: a structured answer that fails
+validation is asked again with its error (up to :data:`~gemrag.strategies.platform.extraction.RETRIES` more calls),
+which no plan can foresee item by item; where the memory (or this machine) recorded the pass's answers, the plan adds
+its recorded rate of repair calls per first attempt (the 0.5B needed 4 repairs for 18 LoCoMo gist windows). A pass whose
 items depend on earlier answers (GEM's eigentheme summaries, RAPTOR's clusters, UnWeaver's shortenings, a REMem triple
 prompt whose entities are not extracted yet) is estimated and marked ``exact=False``; a plan with such a pass is an
 upper bound or an estimate, and says so. A strategy without ``plan`` gets :func:`unknown_plan` (its cost unknown),
@@ -49,6 +51,9 @@ __all__ = [
 
 MIN_RECORDED = 3
 """Recorded answers of a pass needed before their mean completion replaces the pass's typical completion."""
+REPAIR_MESSAGE_TOKENS = 60
+"""Prompt tokens a repair adds besides the rejected answer: the message naming the validation error (a typical
+length; the error's text varies)."""
 
 
 @dataclass
@@ -58,7 +63,8 @@ class PassPlan:
     Attributes:
         description: the pass (its progress bar's label, e.g. ``"utility questions"``).
         items: items the pass asks about (cache hits included).
-        calls: LLM calls it makes: the items the LLM cache does not answer (first attempts; repairs not counted).
+        calls: LLM calls it makes: the items the LLM cache does not answer (first attempts), plus the repairs expected
+            at the rate recorded for the pass (see the module).
         prompt_tokens: prompt tokens of those calls (tokens of the model's tokenizer, chat template included).
         completion_tokens: their completion tokens (an estimate: recorded mean, else typical; see the module).
         reused_prompt_tokens: of ``prompt_tokens``, those a llama.cpp slot keeps from its previous call (the prefix
@@ -129,6 +135,11 @@ class PlanModel(Protocol):
 
     def recorded_completion(self, key: str) -> tuple[int, float]:
         """``(answers, mean completion tokens)`` the memory recorded for prompts of :func:`signature` ``key``."""
+        ...
+
+    def recorded_repairs(self, key: str) -> float:
+        """Repair calls per first attempt recorded for the pass of :func:`signature` ``key`` (from the same answers
+        as :meth:`recorded_completion`; 0.0 when none were recorded)."""
         ...
 
 
@@ -244,8 +255,10 @@ def estimate_pass(
         todo = [r for r in todo if not (_identity(r) in seen or seen.add(_identity(r)))]
     if not exact and uncached is not None:
         todo = todo[:uncached]
-    recorded_n, recorded_mean = work.model.recorded_completion(signature(todo[0].messages)) if todo else (0, 0.0)
+    key = signature(todo[0].messages) if todo else ""
+    recorded_n, recorded_mean = work.model.recorded_completion(key) if todo else (0, 0.0)
     each = recorded_mean if recorded_n >= MIN_RECORDED else typical_completion
+    rate = work.model.recorded_repairs(key) if recorded_n >= MIN_RECORDED else 0.0
     prompt = completion = reused = 0
     previous = ""
     for r in todo:
@@ -256,7 +269,12 @@ def estimate_pass(
         previous = text
         prompt += tokens
         completion += round(min(each, r.max_tokens))
-    plan = PassPlan(description, len(requests), len(todo), prompt, completion, reused, exact, note)
+    repairs = round(len(todo) * rate)
+    if repairs:  # each repair re-reads the first prompt with the rejected answer and the error, and answers again
+        prompt += round(repairs * (prompt / len(todo) + each + REPAIR_MESSAGE_TOKENS))
+        completion += round(repairs * each)
+        note = "; ".join(filter(None, [note, f"{repairs} repair call(s) at the rate recorded for this pass"]))
+    plan = PassPlan(description, len(requests), len(todo) + repairs, prompt, completion, reused, exact, note)
     return plan, answers
 
 
