@@ -8,7 +8,8 @@ hits excluded); actual minutes are the build's wall-clock time, and beside it th
 ``seconds``: for llama.cpp each call's share of the engine's time). The goal: each ratio within 0.75-1.25.
 
 Corpora (``--corpus``): ``story`` (the demo's QuALITY story), ``covid`` (the first ``--documents`` COVID-QA papers of
-the shared data, default 4), ``locomo`` (the first LoCoMo conversation), or a path to a .txt/.md file or directory.
+the shared data, default 4), ``locomo`` (the first LoCoMo conversation), or a path to a .txt/.md file or directory;
+``--skip N`` starts at the N+1-th paper or conversation (a plan priced from a model's answers to another one).
 
 Resumable: each run's plan is written to ``OUT/<run>/plan.json`` before its build and its result appended to
 ``OUT/results.jsonl``; running the same command again skips finished runs and finishes an interrupted build (the
@@ -41,15 +42,16 @@ LOCOMO = DATA / "locomo" / "locomo_dev3.json"
 KEYS = ("calls", "prompt_tokens", "completion_tokens", "minutes")
 
 
-def corpus(name: str, documents: int) -> list[tuple[str, str, str]]:
-    """The corpus ``name`` as ``(id, title, text)`` documents."""
+def corpus(name: str, documents: int, skip: int = 0) -> list[tuple[str, str, str]]:
+    """The corpus ``name`` as ``(id, title, text)`` documents (COVID-QA papers and LoCoMo conversations from the
+    ``skip``-th on)."""
     if name == "story":
         return [("story", "Lost in Translation", STORY.read_text(encoding="utf-8"))]
     if name in ("covid", "locomo"):
         from gemrag.eval import load_dataset
 
         data = load_dataset("covid_qa" if name == "covid" else "locomo", COVID if name == "covid" else LOCOMO)
-        docs = data.documents[: documents if name == "covid" else 1]
+        docs = data.documents[skip : skip + (documents if name == "covid" else 1)]
         return [(d.id, d.title or d.id, d.text) for d in docs]
     path = Path(name)
     files = sorted(p for p in path.rglob("*") if p.suffix in (".txt", ".md")) if path.is_dir() else [path]
@@ -148,10 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", default="gem", help="comma-separated strategies, one run (memory) each")
     parser.add_argument("--model", default=None, help="the LLM (llm.model), e.g. qwen2.5-coder-0.5b")
     parser.add_argument("--documents", type=int, default=4, help="COVID-QA papers (--corpus covid)")
+    parser.add_argument("--skip", type=int, default=0, help="COVID-QA papers or LoCoMo conversations to skip first")
     parser.add_argument("--out", type=Path, default=Path("bench-out/index-plan"), help="output directory")
     parser.add_argument("--fake", action="store_true", help="test doubles instead of the models (seconds)")
     args = parser.parse_args(argv)
-    docs = corpus(args.corpus, args.documents)
+    docs = corpus(args.corpus, args.documents, args.skip)
     args.out.mkdir(parents=True, exist_ok=True)
     results_path = args.out / "results.jsonl"
     done = {}
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             done[entry["run"]] = entry
     model = "fake" if args.fake else (args.model or "default")
     for strategy in [s.strip() for s in args.strategy.split(",") if s.strip()]:
-        name = f"{Path(args.corpus).name}-{strategy}-{model}"
+        name = f"{Path(args.corpus).name}{f'+{args.skip}' if args.skip else ''}-{strategy}-{model}"
         result = done.get(name) or run_one(args.out, name, docs, strategy, args)
         if name not in done:
             with results_path.open("a", encoding="utf-8") as f:
