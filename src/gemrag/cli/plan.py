@@ -65,9 +65,9 @@ def print_plan(console: Console, plan: IndexPlan) -> None:
         console.print(f"  model {escape(plan.model or '?')}; minutes: {escape(plan.rates.detail)}")
         what = "exact" if plan.exact else "an estimate where marked ~"
         console.print(
-            f"  calls are {what}: first attempts, plus the repairs of invalid answers this model needed for the pass "
-            "before; completion tokens are estimated (the mean this model wrote for the pass before, else a typical "
-            "answer)"
+            f"  first attempts are {what}; calls add the repairs of invalid answers at the rate this model needed "
+            "for the pass before; completion tokens are estimated (the mean this model wrote for the pass before, "
+            "else a typical answer)"
         )
 
 
