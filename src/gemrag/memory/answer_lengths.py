@@ -30,10 +30,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gemrag.config import Config
 from gemrag.models.cache import INPUT_KEY
 from gemrag.strategies.platform.planning import signature
 
-__all__ = ["RECORDED", "lengths_path", "machine_key", "machine_lengths", "pass_means", "record_lengths"]
+__all__ = [
+    "RECORDED",
+    "lengths_path",
+    "machine_key",
+    "machine_lengths",
+    "model_cache_dir",
+    "pass_means",
+    "record_lengths",
+]
 
 VERSION = 1
 """Version of the file's layout (a new layout starts a new file)."""
@@ -41,6 +50,15 @@ RECORDED = 5000
 """Recorded answers of a model read from a memory: for its rates, chars per token and each pass's mean completion."""
 
 log = logging.getLogger(__name__)
+
+
+def model_cache_dir(config: Config) -> Path:
+    """The model cache directory of a memory's configuration: ``config.cache_dir``, else the default one
+    (``$GEMRAG_CACHE_DIR`` or ``~/.cache/gemrag/models``). The models' calibrations and answer-length records live
+    below it."""
+    from gemrag.models.llama.weights import default_cache_dir  # the llama package loads only when it is needed
+
+    return Path(config.cache_dir or default_cache_dir()).expanduser()
 
 
 def _digest(text: str) -> str:

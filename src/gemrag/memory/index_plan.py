@@ -25,14 +25,13 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from gemrag.config import Config
 from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk
-from gemrag.memory.answer_lengths import RECORDED, machine_key, machine_lengths, pass_means
+from gemrag.memory.answer_lengths import RECORDED, machine_key, machine_lengths, model_cache_dir, pass_means
 from gemrag.memory.handle import MemoryHandle
 from gemrag.memory.sources import PutPreview, Source, preview_put
 from gemrag.models.base import LLM, Message
@@ -166,33 +165,36 @@ class _MemoryModel:
         found = self.memory.store.cached_llm(keys)
         return [found.get(k) for k in keys]
 
-    def recorded_completion(self, key: str) -> tuple[int, float]:
-        """The memory's own answers of pass ``key`` when it has :data:`MIN_RECORDED` of them, else the answers of
-        this model to that pass in the other memories of this machine (:mod:`gemrag.memory.answer_lengths`)."""
+    def _source(self, key: str) -> tuple[dict[str, tuple[int, float]], str]:
+        """Where pass ``key``'s answers are read: the memory's own when it has :data:`MIN_RECORDED` of them, else
+        this model's in the memories of this machine (:mod:`gemrag.memory.answer_lengths`, keyed by a hash); with
+        the key to read there."""
         if self._means is None:
             self._means = pass_means(self.responses())
-        own = self._means.get(key, (0, 0.0))
-        if own[0] >= MIN_RECORDED:
-            return own
+        if self._means.get(key, (0, 0.0))[0] >= MIN_RECORDED:
+            return self._means, key
         if self._machine is None:
-            cache_dir = self.memory.config.cache_dir or _default_cache_dir()
-            self._machine = machine_lengths(Path(cache_dir), self.llm.model_id)
-        return self._machine.get(machine_key(key), own)
+            self._machine = machine_lengths(model_cache_dir(self.memory.config), self.llm.model_id)
+        return self._machine, machine_key(key)
+
+    def recorded_completion(self, key: str) -> tuple[int, float]:
+        """``(answers, mean completion tokens)`` of pass ``key`` (:meth:`_source`: the memory's, else the
+        machine's)."""
+        table, k = self._source(key)
+        return table.get(k, (0, 0.0))
 
     def recorded_repairs(self, key: str) -> float:
         """Repair calls per first attempt of pass ``key``: its repair conversations (the same first message, two
-        and four messages longer) over its first attempts, from the answers :meth:`recorded_completion` reads."""
-        n, _ = self.recorded_completion(key)
+        and four messages longer) over its first attempts, read where :meth:`recorded_completion` reads."""
+        table, first_key = self._source(key)
+        n = table.get(first_key, (0, 0.0))[0]
         if n == 0:
             return 0.0
         count, first = key.split("|", 1)
-        own = self._means is not None and self._means.get(key, (0, 0.0))[0] >= MIN_RECORDED
-        repairs = 0
-        for k in range(1, RETRIES + 1):
-            repair = f"{int(count) + 2 * k}|{first}"
-            found = (self._means or {}).get(repair) if own else (self._machine or {}).get(machine_key(repair))
-            repairs += found[0] if found else 0
-        return repairs / n
+        repairs = [f"{int(count) + 2 * k}|{first}" for k in range(1, RETRIES + 1)]
+        if table is not self._means:
+            repairs = [machine_key(r) for r in repairs]
+        return sum(table.get(r, (0, 0.0))[0] for r in repairs) / n
 
     def prompt_tokens(self, messages: Sequence[Message]) -> int:
         if self._count is None:
@@ -281,7 +283,7 @@ def _rates(
     """The rates of the memory's LLM (module docstring)."""
     backend = getattr(model.llm, "inner", model.llm)
     if runs_here(backend):
-        cache_dir = memory.config.cache_dir or _default_cache_dir()
+        cache_dir = model_cache_dir(memory.config)
         if calibrating or refresh:
             return calibrate(backend, cache_dir, refresh=refresh, announce=announce)
         found = cached_calibration(backend, cache_dir)
@@ -290,12 +292,6 @@ def _rates(
     concurrency = 1 if runs_here(backend) else int(getattr(backend, "concurrency", 1) or 1)
     found = recorded_rates(model.responses(), concurrency=concurrency, model=model.llm.model_id)
     return found or UNKNOWN
-
-
-def _default_cache_dir() -> Path:
-    from gemrag.models.llama.weights import default_cache_dir
-
-    return default_cache_dir()
 
 
 def _estimate(plan: StrategyPlan, rates: Rates) -> StrategyEstimate:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from gemrag import tracing
 from gemrag.config import Config
-from gemrag.memory.answer_lengths import RECORDED, record_lengths
+from gemrag.memory.answer_lengths import RECORDED, model_cache_dir, record_lengths
 from gemrag.memory.documents import chunk_pending, chunk_titles
 from gemrag.memory.handle import MemoryHandle
 from gemrag.memory.states import record_build
@@ -84,11 +83,9 @@ def _record_lengths(memory: Memory) -> None:
     (:mod:`gemrag.memory.answer_lengths`); nothing when the build made no LLM call."""
     if memory._llm is None:
         return
-    from gemrag.models.llama.weights import default_cache_dir
-
     model_id = memory._llm.model_id
-    cache_dir = Path(memory.config.cache_dir or default_cache_dir())
-    record_lengths(cache_dir, model_id, memory.store.location, memory.store.recent_llm_responses(model_id, RECORDED))
+    responses = memory.store.recent_llm_responses(model_id, RECORDED)
+    record_lengths(model_cache_dir(memory.config), model_id, memory.store.location, responses)
 
 
 def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> IndexReport:
