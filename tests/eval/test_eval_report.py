@@ -230,3 +230,31 @@ def test_fingerprint_and_redaction(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.chdir(tmp_path)
     cfg = load_config(None, {"llm": {"provider": "openai", "api_key": "sk-secret", "model": "m"}})
     assert "sk-secret" not in json.dumps(redact_config(cfg))
+
+
+def test_answer_seconds_count_an_answer_whose_retrieval_came_from_the_cache(tmp_path: Path) -> None:
+    """A variant that shares another run's steps has every retrieval call cached; its answers were still generated."""
+    retrieval = {"llm_calls": 2, "llm_cached": 2, "prompt_tokens": 0, "completion_tokens": 0}
+    records = [
+        # retrieval cached (2 of 3 calls), answer generated: counted
+        record("q0", "steps", correct=True, answer_seconds=8.0, llm_cached=2, retrieval_llm=retrieval),
+        # the answer cached too (3 of 3): left out
+        record("q1", "steps", correct=True, answer_seconds=0.01, llm_cached=3, retrieval_llm=retrieval),
+        # an older record without retrieval_llm: any cached call is the answer's
+        record("q2", "steps", correct=False, answer_seconds=0.02, llm_cached=1),
+        record("q3", "steps", correct=False, answer_seconds=10.0),
+    ]
+    res = EvalResults(
+        out_dir=tmp_path,
+        dataset={"name": "toy", "kind": "quality", "path": "toy.jsonl", "questions": 4, "groups": 1, "documents": 1},
+        config={},
+        models={"embedder": "onnx:minilm", "llm": "llama_cpp:qwen"},
+        budget=4,
+        answer=True,
+        runs=["steps"],
+        ablation={},
+        records=records,
+        index=[],
+    )
+    res.summary = summarize(res, n_resamples=200)
+    assert res.summary.aggregates["steps"]["answer_seconds"] == pytest.approx(9.0)

@@ -74,6 +74,16 @@ def _scores(records: Sequence[dict[str, Any]], metric: str) -> dict[str, float]:
     return {q: sum(v) / len(v) for q, v in out.items()}
 
 
+def _answer_cached(record: dict[str, Any]) -> bool:
+    """Whether a record's answer (not its retrieval) came from the LLM cache.
+
+    ``llm_cached`` counts every cached call of the question (retrieval and answer); ``retrieval_llm.llm_cached`` the
+    retrieval's own. Records written before ``retrieval_llm`` existed count all their cached calls as the answer's.
+    """
+    retrieval = record.get("retrieval_llm") or {}
+    return (record.get("llm_cached") or 0) - (retrieval.get("llm_cached") or 0) > 0
+
+
 def _ci(values: Sequence[float], n_resamples: int, seed: int) -> dict[str, float] | None:
     if not values:
         return None
@@ -94,7 +104,7 @@ def aggregate(
         ``n`` (records), ``errors``; per metric of :data:`METRICS` a dict ``{mean, low, high, n}`` (scores
         in [0, 1], 95% percentile-bootstrap interval) or None when no question has it; ``latency``
         ``{p50, p95, mean}`` of retrieval seconds; ``answer_seconds`` (mean over the answers not served from the
-        LLM cache, or None); ``query_tokens``
+        LLM cache, or None: a record counts as cached when its answer call was, not its retrieval's); ``query_tokens``
         (mean per question of each of :data:`TOKEN_KEYS`); ``retrieval_llm`` (mean per question of the timed
         retrieval's own ``llm_calls``, ``llm_cached``, ``prompt_tokens``, ``completion_tokens``; None for records
         without it); ``summary_share`` (summary nodes / context nodes,
@@ -107,8 +117,9 @@ def aggregate(
     judged = [r for r in records if "judged" in r]
     out["unjudged"] = sum(1 for r in judged if r["judged"] is None) if judged else None
     out["latency"] = latency_percentiles([r["retrieval_seconds"] for r in records])
-    # answer generation time, over the answers the LLM computed (a cached answer takes ~0 s)
-    answered = [r["answer_seconds"] for r in records if r.get("answer_seconds") is not None and not r.get("llm_cached")]
+    # answer generation time, over the answers the LLM computed (a cached answer takes ~0 s); a retrieval served
+    # from the cache (a variant sharing another run's steps) does not make its answer a cached one
+    answered = [r["answer_seconds"] for r in records if r.get("answer_seconds") is not None and not _answer_cached(r)]
     out["answer_seconds"] = sum(answered) / len(answered) if answered else None
     n = max(len(records), 1)
     out["query_tokens"] = {k: sum(r["tokens"][k] for r in records) / n for k in TOKEN_KEYS}
