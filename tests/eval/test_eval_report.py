@@ -47,6 +47,34 @@ def record(qid: str, strategy: str, **fields: Any) -> dict[str, Any]:
     return base | fields
 
 
+def summarized(
+    tmp_path: Path,
+    records: list[dict[str, Any]],
+    runs: list[str],
+    *,
+    kind: str = "quality",
+    answer: bool = True,
+    ablation: dict[str, list[Any]] | None = None,
+    n_resamples: int = 500,
+) -> EvalResults:
+    """A one-memory toy run of ``records`` over ``runs``, its summary computed (no index builds)."""
+    questions = len({r["question_id"] for r in records})
+    res = EvalResults(
+        out_dir=tmp_path,
+        dataset={"name": "toy", "kind": kind, "path": "x", "questions": questions, "groups": 1, "documents": 1},
+        config={},
+        models={"embedder": "e", "llm": "l"},
+        budget=4,
+        answer=answer,
+        runs=runs,
+        ablation=ablation or {},
+        records=records,
+        index=[],
+    )
+    res.summary = summarize(res, n_resamples=n_resamples)
+    return res
+
+
 def tokens(p: int, c: int, e: int) -> dict[str, int]:
     return {"prompt_tokens": p, "completion_tokens": c, "embedding_tokens": e}
 
@@ -148,19 +176,7 @@ def test_free_form_and_retrieval_only_columns(tmp_path: Path) -> None:
         record("a", "bm25", f1=0.5, em=0.0, **{"recall@2": 0.5, "recall@5": 1.0}),
         record("b", "bm25", f1=1.0, em=1.0, **{"recall@2": 1.0, "recall@5": 1.0}),
     ]
-    res = EvalResults(
-        out_dir=tmp_path,
-        dataset={"name": "mh", "kind": "musique", "path": "x", "questions": 2, "groups": 1, "documents": 9},
-        config={},
-        models={"embedder": "e", "llm": "l"},
-        budget=4,
-        answer=False,
-        runs=["bm25"],
-        ablation={},
-        records=records,
-        index=[],
-    )
-    res.summary = summarize(res, n_resamples=500)
+    res = summarized(tmp_path, records, ["bm25"], kind="musique", answer=False)
     agg = res.summary.aggregates["bm25"]
     assert agg["f1"]["mean"] == 0.75 and agg["em"]["mean"] == 0.5 and agg["recall@2"]["mean"] == 0.75
     assert res.summary.reference == "bm25" and res.summary.metric == "f1" and res.summary.comparisons == []
@@ -177,19 +193,8 @@ def test_sweep_results_json_and_plots(tmp_path: Path) -> None:
             records.append(
                 record(f"q{i}", name, setting={"questions": value}, correct=i < right, summary_hits=value // 2)
             )
-    res = EvalResults(
-        out_dir=tmp_path,
-        dataset={"name": "toy", "kind": "quality", "path": "x", "questions": 4, "groups": 1, "documents": 1},
-        config={},
-        models={"embedder": "e", "llm": "l"},
-        budget=4,
-        answer=True,
-        runs=["gem[questions=0]", "gem[questions=2]", "gem[questions=4]"],
-        ablation={"questions": [0, 2, 4]},
-        records=records,
-        index=[],
-    )
-    res.summary = summarize(res, n_resamples=500)
+    runs = ["gem[questions=0]", "gem[questions=2]", "gem[questions=4]"]
+    res = summarized(tmp_path, records, runs, ablation={"questions": [0, 2, 4]})
     sweep = res.summary.sweeps["questions"]
     assert [(r["value"], r["metric"]["mean"], r["summary_share"]) for r in sweep] == [
         (0, 0.25, 0.0),
@@ -244,17 +249,5 @@ def test_answer_seconds_count_an_answer_whose_retrieval_came_from_the_cache(tmp_
         record("q2", "steps", correct=False, answer_seconds=0.02, llm_cached=1),
         record("q3", "steps", correct=False, answer_seconds=10.0),
     ]
-    res = EvalResults(
-        out_dir=tmp_path,
-        dataset={"name": "toy", "kind": "quality", "path": "toy.jsonl", "questions": 4, "groups": 1, "documents": 1},
-        config={},
-        models={"embedder": "onnx:minilm", "llm": "llama_cpp:qwen"},
-        budget=4,
-        answer=True,
-        runs=["steps"],
-        ablation={},
-        records=records,
-        index=[],
-    )
-    res.summary = summarize(res, n_resamples=200)
+    res = summarized(tmp_path, records, ["steps"], n_resamples=200)
     assert res.summary.aggregates["steps"]["answer_seconds"] == pytest.approx(9.0)
