@@ -4,8 +4,9 @@ Indexes ``examples/quality/lost_in_translation.txt`` under the identity :data:`S
 so later runs reuse the memory, wherever the package is installed), answers its 16 multiple-choice questions,
 prints each answer with the passages it rests on (the context passages the model cited beside its choice, when
 ``[answer] cite`` is on, the default: chunk number and character span in the story), the accuracy, and the index
-time, tokens by phase and retrieval latency. :func:`demo_command` is the command (registered in
-:mod:`gemrag.cli.main`), :func:`run_demo` its work.
+time, tokens by phase and retrieval latency. It always shows GEM-RAG (:data:`DEMO_STRATEGY`), whatever strategy the
+configuration makes the default. :func:`demo_command` is the command (registered in :mod:`gemrag.cli.main`),
+:func:`run_demo` its work.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ STORY_ID = f"quality:{STORY}"
 """The story's identity in the demo memory (``--id``): stable wherever the package is installed, so a reinstall at
 another path (README command 2 after command 1) finds the story already indexed and spends no model call."""
 
+DEMO_STRATEGY = "gem"
+"""The strategy the demo builds and asks: GEM-RAG, the seed method (Rappazzo et al., GEM-RAG, section III.B), whatever a
+``gemrag.toml``, ``GEMRAG_STRATEGY`` or the configuration's default names."""
+
 
 def example_dir() -> Path:
     """The directory holding the shipped story (package data, or ``examples/quality`` in a checkout).
@@ -78,16 +83,19 @@ def run_demo(
     console: Console,
     progress: ProgressFactory | None,
 ) -> int:
-    """Index the example story and answer its questions; returns the process exit code (0).
+    """Index the example story with GEM-RAG (:data:`DEMO_STRATEGY`) and answer its questions; returns the process
+    exit code (0).
 
     Args:
-        config: configuration (the embedded 1.5B LLM and MiniLM by default).
+        config: configuration (the embedded 1.5B LLM and MiniLM by default); its ``strategy`` is replaced by
+            :data:`DEMO_STRATEGY`, its ``[gem]`` settings are kept.
         memory_dir: where the demo memory lives: a directory or a PostgreSQL URL (default
             ``<cache>/demo-memory-<llm model>``).
         limit: answer only the first ``limit`` questions.
         console: where results are printed.
         progress: progress-bar factory, or None.
     """
+    config = config.model_copy(update={"strategy": DEMO_STRATEGY})
     story, questions = load_example()
     questions = questions[:limit] if limit else questions
     if memory_dir is None:

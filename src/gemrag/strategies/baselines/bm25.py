@@ -29,7 +29,6 @@ from gemrag.strategies.platform.common import (
     chunk_hits,
     chunk_nodes,
     load_published,
-    require,
     top_k,
     write_publication,
 )
@@ -97,9 +96,7 @@ class BM25Strategy:
 
         Raises:
             MemoryNotIndexedError: the memory holds no chunks.
-            GemragError: bm25s is not installed.
         """
-        require("bm25s", strategy=self.name)
         chunks = chunk_nodes(ctx)
         generation = ctx.store.begin_build(self.name)
         ctx.store.publish_many([self._write(ctx, generation, chunks, covers=None)])
@@ -135,7 +132,6 @@ class BM25Strategy:
 
     def _load(self, ctx: StrategyContext) -> tuple[bm25s.BM25, np.ndarray]:
         def make(published: Published) -> tuple[bm25s.BM25, np.ndarray]:
-            require("bm25s", strategy=self.name)
             import bm25s
 
             retriever = bm25s.BM25.load(str(published.paths[INDEX_DIR]), show_progress=False)

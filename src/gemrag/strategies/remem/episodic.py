@@ -43,7 +43,6 @@ from gemrag.strategies.platform.common import (
     not_indexed,
     prompt_vector,
     publish_arrays,
-    require,
     top_k,
     warm_loaded,
 )
@@ -123,7 +122,7 @@ class LoadedGist:
     Attributes:
         ids: (n,) int64 store ids. kind: (n,) int8 (:data:`VERBATIM`, :data:`GIST`, :data:`FACT_ROW`).
         vectors: (n, d) float32. gist: (n,) int64 window gist ids. day: (n,) int64 ordinals. texts: id -> text.
-        rows: kind -> (k,) int64 rows of that kind. bm25: the bm25s index over the verbatim rows (None: no bm25s).
+        rows: kind -> (k,) int64 rows of that kind. bm25: the bm25s index over the verbatim rows (None: no verbatim rows).
     """
 
     ids: np.ndarray
@@ -147,7 +146,6 @@ class LoadedGist:
         texts = {n.id: n.text for n in ctx.store.nodes(strategy=published.strategy)}
         bm25 = None
         if rows[VERBATIM].size:
-            require("bm25s", strategy=published.strategy)
             import bm25s
 
             bm25 = bm25s.BM25()
