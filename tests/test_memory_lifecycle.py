@@ -174,6 +174,25 @@ def test_stale_warns_once_and_unbuilt_raises_or_builds(memory_at: MemoryAt, life
         assert "stale" in mem.stats()["strategies"]["gem"]
 
 
+def test_a_base_built_under_iterative_is_built_and_goes_stale_with_it(
+    memory_at: MemoryAt, lifecycle_config: Config
+) -> None:
+    """Building ``iterative`` over ``fused`` builds fused's parts; fused itself (it keeps no arrays) is recorded as
+    built too, so it can be asked directly with no index of its own, and a new document makes it stale like the
+    strategy that built it."""
+    config = lifecycle_config.model_copy(update={"strategy": "iterative", "iterative": {"base": "fused"}})
+    with open_memory(memory_at("m"), config, ScriptedLLM()) as mem:
+        mem.add_text(documents(1)[0], "a")
+        mem.index()
+        states = mem.strategy_states()
+        built = {name for name, state in states.items() if state.state == "built"}
+        assert {"iterative", "fused", "dense", "bm25"} <= built and "gem" not in built, states
+        assert [h.kind for h in mem.retrieve(QUESTIONS[0], 2, strategy="fused")] == ["chunk", "chunk"]
+        mem.add_text(documents(2)[1], "b")
+        mem.index("full")  # chunks the new document only
+        assert mem.strategy_states()["fused"].state == "stale"
+
+
 # -- a strategy written outside the package ------------------------------------------------------------------
 
 

@@ -16,10 +16,11 @@ from gemrag.config import Config
 from gemrag.memory.answer_lengths import RECORDED, model_cache_dir, record_lengths
 from gemrag.memory.documents import chunk_pending, chunk_titles
 from gemrag.memory.handle import MemoryHandle
-from gemrag.memory.states import record_build
+from gemrag.memory.states import record_build, record_parts
 from gemrag.models.base import Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.strategies import strategy_config
+from gemrag.strategies.platform.composite import BUILT_PARTS
 from gemrag.strategies.platform.titles import READ_TITLES
 
 
@@ -101,12 +102,15 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
         chosen = memory.get_strategy(strategy)
         span.set_attribute("gemrag.strategy", chosen.name)
         published = store.published_generation(chosen.name)
+        generations = store.published_generations()
+        memory.ctx.state.pop(BUILT_PARTS, None)  # parts noted by a build that failed before recording them
         state = store.build_state(chosen.name)
         new_chunks = chunked if state.state == "never built" else state.new_chunks
         with tracing.span(f"gemrag.build {chosen.name}", {"gemrag.strategy": chosen.name, "gemrag.state": state.state}):
             chosen.build(memory.ctx)
         with tracing.span("gemrag.index.publish", {"gemrag.strategy": chosen.name}):
             record_build(memory, chosen, published)
+            record_parts(memory, generations)
     _record_lengths(memory)
     seconds = time.perf_counter() - start
     store.set_meta("index_seconds", float(store.get_meta("index_seconds", 0.0)) + seconds)

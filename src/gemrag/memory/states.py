@@ -18,6 +18,7 @@ from gemrag.store.graph_rows import BuildState
 from gemrag.strategies import available
 from gemrag.strategies.base import Strategy
 from gemrag.strategies.platform.common import build_models, not_indexed
+from gemrag.strategies.platform.composite import BUILT_PARTS
 
 
 class StaleStrategyWarning(UserWarning):
@@ -55,6 +56,14 @@ def record_build(memory: MemoryHandle, strategy: Strategy, before: int | None) -
         return  # it keeps its previous generation (nothing changed for it)
     generation = memory.store.begin_build(name)
     memory.store.publish(name, generation, [], carry=True, models=build_models(memory.ctx))
+
+
+def record_parts(memory: MemoryHandle, before: dict[str, int]) -> None:
+    """After a successful build: record every strategy built as a part of it (:data:`BUILT_PARTS`, e.g. ``fused``
+    under ``iterative``) as :func:`record_build` records the strategy asked for, ``before`` being every strategy's
+    published generation before the build (``store.published_generations()``). Clears the list."""
+    for part in memory.ctx.state.pop(BUILT_PARTS, []):
+        record_build(memory, part, before.get(part.name))
 
 
 def check_ready(memory: MemoryHandle, strategy: Strategy, *, build: bool) -> None:

@@ -25,6 +25,23 @@ PASSAGE_KINDS = frozenset({"chunk", "verbatim"})
 """Hit kinds that are passages of the input (a chunk, a conversation turn); the others are derived texts."""
 
 
+BUILT_PARTS = "index:built parts"
+"""``ctx.state`` key: the strategies built inside another's build in this ``index`` (:func:`build_part`), for the
+memory to record each as built (:func:`gemrag.memory.states.record_parts`)."""
+
+
+def build_part(ctx: StrategyContext, strategy: Strategy) -> None:
+    """Build ``strategy`` as a part of another strategy's build (``fused``'s parts, ``iterative``'s base) and note
+    it under :data:`BUILT_PARTS`, so a part that keeps no arrays of its own (``fused`` under ``iterative``) is
+    recorded as built like the strategy the index was asked for, and can be asked directly afterwards.
+
+    Raises:
+        Whatever the strategy's build raises.
+    """
+    strategy.build(ctx)
+    ctx.state.setdefault(BUILT_PARTS, []).append(strategy)
+
+
 class NamedStrategies:
     """Registered strategies by name, each constructed once with its own section of the configuration.
 
@@ -67,7 +84,7 @@ class NamedStrategies:
         """
         for strategy in self.get(ctx):
             if getattr(strategy, "needs_build", True):
-                strategy.build(ctx)
+                build_part(ctx, strategy)
 
     def plan(self, ctx: StrategyContext, work: PlanWork, name: str) -> StrategyPlan:
         """The plan of :meth:`build` as the plan of strategy ``name``: each strategy's passes in build order, named
