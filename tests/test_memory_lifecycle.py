@@ -159,8 +159,9 @@ def test_stale_warns_once_and_unbuilt_raises_or_builds(memory_at: MemoryAt, life
     with open_memory(memory_at("m"), lifecycle_config, ScriptedLLM()) as mem:
         mem.add_text(docs[0], "a")
         mem.index()
-        with pytest.raises(MemoryNotIndexedError, match="gemrag index --strategy dense"):
+        with pytest.raises(MemoryNotIndexedError, match="gemrag index --strategy dense") as unbuilt:
             mem.retrieve(QUESTIONS[0], strategy="dense")
+        assert str(unbuilt.value).endswith("built here: gem (ask one with `--strategy NAME`)")
         assert mem.strategy_states()["dense"].state == "never built" and "full" not in mem.strategy_states()
         assert mem.retrieve(QUESTIONS[0], strategy="dense", build=True)
         assert mem.strategy_states()["dense"].describe() == "built (generation 1)"

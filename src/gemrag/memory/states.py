@@ -71,7 +71,8 @@ def check_ready(memory: MemoryHandle, strategy: Strategy, *, build: bool) -> Non
     (stderr) when stale. Cached per (published generation, chunk set), so a retrieval costs one small query.
 
     Raises:
-        MemoryNotIndexedError: the strategy was never built and ``build`` is False.
+        MemoryNotIndexedError: the strategy was never built and ``build`` is False (the message names the strategies
+            that are built, e.g. a memory built under an earlier default).
     """
     if not needs_build(strategy):
         return
@@ -83,11 +84,14 @@ def check_ready(memory: MemoryHandle, strategy: Strategy, *, build: bool) -> Non
     state = memory.store.build_state(name)
     if state.state == "never built":
         if not build:
+            others = sorted(set(memory.store.published_generations()) - {name})
+            built = f"; built here: {', '.join(others)} (ask one with `--strategy NAME`)" if others else ""
             raise not_indexed(
                 memory.ctx,
                 name,
                 f"the strategy {name!r} has not been built in this memory: run `gemrag index --strategy {name} "
-                f"--memory {memory.store.location}` (or retrieve with build=True / `gemrag ask --build-missing`)",
+                f"--memory {memory.store.location}` (or retrieve with build=True / `gemrag ask --build-missing`)"
+                f"{built}",
             )
         memory.index(name)
         return check_ready(memory, strategy, build=False)
