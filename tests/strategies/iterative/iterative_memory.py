@@ -1,5 +1,5 @@
 """The ``iterative`` tests' corpus and memories: five short documents (two two-hop chains and a distractor), a
-memory over them built for ``iterative`` (dense, the default base, over hashed bag-of-words vectors) with a scripted
+memory over them built for ``iterative`` (over dense, named: a base of one ranking, over hashed bag-of-words vectors) with a scripted
 LLM (:class:`steps_llm.StepLLM`), and the helpers the tests read hits with."""
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ Opener = Callable[..., Memory]
 
 
 def open_memory(path: Path, config: Config, llm: StepLLM, **settings: Any) -> Memory:
-    """A memory at ``path`` over :data:`DOCS`, ``iterative`` built (its base, dense), ``llm`` its LLM and ``settings``
-    its ``[iterative]`` section (``mode = "ircot"`` unless given: decompose is the default, and the IRCoT tests
-    leave their mode unsaid)."""
-    settings = {"mode": "ircot", **settings}
+    """A memory at ``path`` over :data:`DOCS`, ``iterative`` built (its base dense unless given: the tests compare
+    with dense's rankings), ``llm`` its LLM and ``settings`` its ``[iterative]`` section (``mode = "ircot"`` unless
+    given: decompose is the default, and the IRCoT tests leave their mode unsaid)."""
+    settings = {"mode": "ircot", "base": "dense", **settings}
     cfg = load_config(
         None, {"memory": {"chunk_tokens": 60}, "gem": gem_config(config).model_dump(), "iterative": settings}
     )

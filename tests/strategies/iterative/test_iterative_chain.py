@@ -66,7 +66,7 @@ def test_the_first_pass_is_shared_by_both_forms(opened: Opener) -> None:
     mem = opened(llm, max_steps=2, chain="queries")
     mem.retrieve(QUESTION, 3, strategy="iterative")
     assert len(llm.calls) == 2
-    grow = IterativeStrategy(IterativeConfig(mode="ircot", max_steps=2, chain="grow"))
+    grow = IterativeStrategy(IterativeConfig(base="dense", mode="ircot", max_steps=2, chain="grow"))
     llm.replies["next_query"] = [REPLIES[1]]
     grow.retrieve(mem.ctx, QUESTION, 3)
     # the first pass is answered by the LLM cache (the same prompt), the second reads the chain: a new call

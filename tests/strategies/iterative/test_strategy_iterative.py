@@ -222,7 +222,7 @@ def test_config_errors_are_clear(tmp_path: Path, config: Config) -> None:
     made = get_strategy("iterative", load_config(None, {"iterative": {"base": "fused", "mode": "decompose"}}))
     assert isinstance(made, IterativeStrategy) and made.config.base == "fused" and not made.nested
     assert IterativeConfig().model_dump() == {
-        "base": "dense",
+        "base": "fused",
         "mode": "decompose",
         "max_steps": 2,
         "min_steps": 1,
@@ -267,4 +267,4 @@ def test_gemrag_config_shows_the_section(tmp_path: Path, monkeypatch: pytest.Mon
     result = CliRunner().invoke(cli.app, ["config", "--set", "iterative.mode=decompose"])
     assert result.exit_code == 0, result.output
     section = result.output.split("[iterative]")[1].split("\n[")[0]
-    assert 'base = "dense"' in section and 'mode = "decompose"' in section and "max_steps = 2" in section
+    assert 'base = "fused"' in section and 'mode = "decompose"' in section and "max_steps = 2" in section
