@@ -1,6 +1,6 @@
 """The ``iterative`` tests' corpus and memories: five short documents (two two-hop chains and a distractor), a
-memory over them built for ``iterative`` (over dense, named: a base of one ranking, over hashed bag-of-words vectors) with a scripted
-LLM (:class:`steps_llm.StepLLM`), and the helpers the tests read hits with."""
+memory over them built for ``iterative`` (over dense, named: a base of one ranking, over hashed bag-of-words
+vectors) with a scripted LLM (:class:`steps_llm.StepLLM`), and the helpers the tests read hits with."""
 
 from __future__ import annotations
 

@@ -122,7 +122,8 @@ class LoadedGist:
     Attributes:
         ids: (n,) int64 store ids. kind: (n,) int8 (:data:`VERBATIM`, :data:`GIST`, :data:`FACT_ROW`).
         vectors: (n, d) float32. gist: (n,) int64 window gist ids. day: (n,) int64 ordinals. texts: id -> text.
-        rows: kind -> (k,) int64 rows of that kind. bm25: the bm25s index over the verbatim rows (None: no verbatim rows).
+        rows: kind -> (k,) int64 rows of that kind. bm25: the bm25s index over the verbatim rows (None: no verbatim
+            rows).
     """
 
     ids: np.ndarray
