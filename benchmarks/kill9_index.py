@@ -2,12 +2,12 @@
 restarted, finish without repeating an LLM call (issue 7, point 4).
 
 The text is the first ``--chars`` characters of the shipped QuALITY story, split into ``--parts`` documents.
-Each round starts ``gemrag index`` on the first k parts (k grows after each completed build, so later rounds
-have new work) as a child process, runs a concurrent reader half-way, and SIGKILLs the child's process group
-at a random moment in ``[0, window]`` s unless it finished first (the window starts at ``--max-delay`` and
-becomes the duration of the last completed build, so kills keep landing inside builds); after every round a
-reader opens the memory and retrieves (``gemrag ask --retrieve-only``). Once ``--kills`` kills were made, a
-last run indexes every part to completion. The report:
+Each round starts ``gemrag index --strategy gem`` (GEM-RAG's build, whatever the configured default) on the first
+k parts (k grows after each completed build, so later rounds have new work) as a child process, runs a concurrent
+reader half-way, and SIGKILLs the child's process group at a random moment in ``[0, window]`` s unless it finished
+first (the window starts at ``--max-delay`` and becomes the duration of the last completed build, so kills keep
+landing inside builds); after every round a reader opens the memory and retrieves (``gemrag ask --strategy gem
+--retrieve-only``). Once ``--kills`` kills were made, a last run indexes every part to completion. The report:
 
 * builds completed (rounds that exited 0) and kills made;
 * memories unreadable after a kill, or during a build (must be 0): a check fails unless the retrieval
@@ -149,7 +149,8 @@ class Harness:
         return [sys.executable, "-m", "gemrag", *argv]
 
     def index_command(self, n_docs: int) -> list[str]:
-        return self.gemrag(["index", *map(str, self.docs[:n_docs]), "--memory", str(self.memory), "-q"])
+        argv = ["index", *map(str, self.docs[:n_docs]), "--memory", str(self.memory), "--strategy", "gem", "-q"]
+        return self.gemrag(argv)
 
     def _rows(self, sql: str) -> list[Any] | None:
         """Rows of a query on the memory opened read-only (SQLite or PostgreSQL); None when it is no memory yet."""
@@ -178,7 +179,9 @@ class Harness:
         self.figures[f"checks_{key}"] += 1
         was_published = self.published()
         run = subprocess.run(
-            self.gemrag(["ask", QUESTION, "--memory", str(self.memory), "--retrieve-only", "--json"]),
+            self.gemrag(
+                ["ask", QUESTION, "--memory", str(self.memory), "--strategy", "gem", "--retrieve-only", "--json"]
+            ),
             env=self.env,
             capture_output=True,
             text=True,

@@ -58,11 +58,16 @@ def fake_llm() -> ScriptedLLM:
 
 @pytest.fixture
 def config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Config:
+    """A small GEM configuration, in the test's own directory and free of ``GEMRAG_*`` variables. It names ``gem``
+    as its strategy: the tests that take it assert GEM-RAG's behaviour, whatever the configured default is."""
     for var in list(__import__("os").environ):
         if var.startswith("GEMRAG_"):
             monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
-    return load_config(None, {"memory": {"chunk_tokens": 30}, "gem": {"questions": 3, "eigen": 2, "eigen_top": 3}})
+    return load_config(
+        None,
+        {"strategy": "gem", "memory": {"chunk_tokens": 30}, "gem": {"questions": 3, "eigen": 2, "eigen_top": 3}},
+    )
 
 
 @pytest.fixture

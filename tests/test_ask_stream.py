@@ -184,9 +184,8 @@ def test_the_answer_streams_after_the_progress_bars_stopped(
         events.append("bar done")
 
     monkeypatch.setattr(cli, "rich_progress", lambda console=None: recording)
-    result = runner.invoke(
-        app, ["ask", QUESTION, "--memory", str(tmp_path / "fresh"), "--build-missing", "--stream", *SMALL_CHUNKS]
-    )  # gem: its utility questions are written under a progress bar
+    argv = ["ask", QUESTION, "--memory", str(tmp_path / "fresh"), "-s", "gem", "--build-missing", "--stream"]
+    result = runner.invoke(app, [*argv, *SMALL_CHUNKS])  # gem: its utility questions are written under a progress bar
     assert result.exit_code == 0, result.output
     assert "bar" in events and events.index("token") > max(i for i, e in enumerate(events) if e == "bar done")
     assert f"answer: {REPLY}\n" in result.output

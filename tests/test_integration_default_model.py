@@ -28,7 +28,12 @@ def test_default_model_indexes_and_answers(tmp_path: Path) -> None:
     text = STORY.read_text(encoding="utf-8")
     opening = text[: text.find("\n\n", 2500)]  # about 4 chunks of 100 tokens
     cfg = load_config(
-        None, {"memory": {"chunk_tokens": 100, "budget": 3}, "gem": {"questions": 2, "eigen": 1, "eigen_top": 2}}
+        None,
+        {
+            "strategy": "gem",
+            "memory": {"chunk_tokens": 100, "budget": 3},
+            "gem": {"questions": 2, "eigen": 1, "eigen_top": 2},
+        },
     )
     assert cfg.llm.model == DEFAULT_MODEL
     with Memory.open(tmp_path / "mem", cfg) as mem:

@@ -36,6 +36,7 @@ def memory(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     cfg = load_config(
         None,
         {
+            "strategy": "gem",
             "llm": {"model": "qwen2.5-coder-0.5b", "n_ctx": 2048},
             "memory": {"chunk_tokens": 100, "budget": 4},
             "gem": {"questions": 3, "eigen": 1, "eigen_top": 3},

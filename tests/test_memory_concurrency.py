@@ -107,7 +107,7 @@ def hook(name):
         os._exit(137)
 
 publish.crash_hook = hook
-cfg = load_config(None, {{"memory": {{"chunk_tokens": 30}}, "gem": {gem!r}}})
+cfg = load_config(None, {{"strategy": "gem", "memory": {{"chunk_tokens": 30}}, "gem": {gem!r}}})
 with Memory.open(memory, cfg, llm=Killed(), embedder=HashEmbedder()) as mem:
     mem.add_text(doc, "garden")
     mem.index()

@@ -60,10 +60,10 @@ def test_the_same_text_at_two_paths_is_one_document(tmp_path: Path, memory_at: M
         (tmp_path / folder).mkdir()
     (tmp_path / "a" / "note.txt").write_text(KEEPER)
     shutil.copy(tmp_path / "a" / "note.txt", tmp_path / "b" / "note.txt")
-    invoke("index", "a/note.txt", "--memory", m, "-q")
+    invoke("index", "a/note.txt", "--memory", m, "-s", "gem", "-q")
     calls = doubles.calls
     assert calls > 0  # gem wrote utility questions and summaries for a
-    result = invoke("index", "b/note.txt", "--memory", m, "-q")
+    result = invoke("index", "b/note.txt", "--memory", m, "-s", "gem", "-q")
     a_path, b_path = (str((tmp_path / f / "note.txt").resolve()) for f in ("a", "b"))
     assert f"{b_path}: same content as {a_path} (document 1)" in " ".join(result.stderr.split())
     assert "0 added, 0 updated, 0 unchanged, 1 same content" in result.stderr
@@ -98,7 +98,7 @@ def test_a_moved_or_renamed_file_is_a_move_under_sync(
     notes.mkdir()
     (notes / "one.md").write_text("Note one is about boats. The harbour master is Ilse.\n")
     (notes / "two.md").write_text("Note two is about trains. The station master is Oskar.\n")
-    sync = ["index", "notes", "--sync", "--memory", m, "-q"]
+    sync = ["index", "notes", "--sync", "--memory", m, "-s", "gem", "-q"]
     assert "2 added, 0 updated, 0 unchanged, 0 removed" in invoke(*sync).stderr
     with Memory.open(m, embedder=HashEmbedder(model_id="onnx:test")) as mem:
         before = {
@@ -123,7 +123,7 @@ def test_a_moved_or_renamed_file_is_a_move_under_sync(
         assert len(mem.store.questions()) == questions and mem.store.build_state("gem").state == "built"
         assert [(v["reason"], v["id"]) for v in mem.store.document_history(two)] == [("moved", 2)]
     shutil.copy(notes / "one.md", tmp_path / "copy.md")
-    result = invoke("index", "copy.md", "--memory", m, "-q")  # not synced: another source of document 1
+    result = invoke("index", "copy.md", "--memory", m, "-s", "gem", "-q")  # not synced: another source of document 1
     assert "1 same content" in result.stderr
     assert "2 unchanged, 0 removed" in invoke(*sync).stderr  # copy.md is outside notes/: --sync leaves it alone
 

@@ -44,7 +44,10 @@ def test_an_edited_paragraph_costs_its_chunks_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, paragraph: int
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    config = load_config(None, {"memory": {"chunk_tokens": 100}, "gem": {"questions": 5, "eigen": 2, "eigen_top": 5}})
+    config = load_config(
+        None,
+        {"strategy": "gem", "memory": {"chunk_tokens": 100}, "gem": {"questions": 5, "eigen": 2, "eigen_top": 5}},
+    )
     story = tmp_path / "story.txt"
     story.write_text(STORY.read_text(encoding="utf-8"), encoding="utf-8")
     llm = ScriptedLLM()

@@ -27,6 +27,7 @@ def _env(tmp_path: Path, delay: float, hold: Path | None = None) -> dict[str, st
         KILL9_CALL_LOG=str(tmp_path / "calls.log"),
         KILL9_FAKE_DELAY=str(delay),
         GEMRAG_PROGRESS="false",
+        GEMRAG_STRATEGY="gem",  # GEM-RAG's build: its LLM calls are what the stand-in slows
         PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO / "tests")]),
     )
     if hold is not None:

@@ -57,12 +57,13 @@ def summarized(
     ablation: dict[str, list[Any]] | None = None,
     n_resamples: int = 500,
 ) -> EvalResults:
-    """A one-memory toy run of ``records`` over ``runs``, its summary computed (no index builds)."""
+    """A one-memory toy run of ``records`` over ``runs``, configured with ``gem`` (a bare ablation key such as
+    ``questions`` is GEM's), its summary computed (no index builds)."""
     questions = len({r["question_id"] for r in records})
     res = EvalResults(
         out_dir=tmp_path,
         dataset={"name": "toy", "kind": kind, "path": "x", "questions": questions, "groups": 1, "documents": 1},
-        config={},
+        config={"strategy": "gem"},
         models={"embedder": "e", "llm": "l"},
         budget=4,
         answer=answer,

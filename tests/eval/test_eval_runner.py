@@ -387,7 +387,7 @@ def cli_app() -> typer.Typer:
     [
         (["--strategies", "gem,nope"], "unknown strategy"),
         (["--ablation", "questions"], "bad --ablation"),
-        (["--ablation", "eigen=zero"], "invalid ablation value"),
+        (["--ablation", "gem.eigen=zero"], "invalid ablation value"),
     ],
 )
 def test_cli_errors_exit_2(tmp_path: Path, config: Config, args: list[str], message: str) -> None:

@@ -113,7 +113,7 @@ def settings(ray: str | None) -> object:
     llm: dict[str, object] = {"model": "qwen2.5-coder-0.5b", "n_ctx": 2048, "n_threads": 1}
     if ray:
         llm |= {"ray": ray, "ray_actors": 2, "ray_actor_concurrency": 1, "ray_actor_cpus": 1}
-    return load_config(None, {"llm": llm, "memory": {"chunk_tokens": 100}, "progress": False})
+    return load_config(None, {"strategy": "gem", "llm": llm, "memory": {"chunk_tokens": 100}, "progress": False})
 
 
 def test_two_nodes_build_survive_a_killed_worker_and_fill_the_cache(cluster: tuple[str, Path], tmp_path: Path) -> None:

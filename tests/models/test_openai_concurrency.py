@@ -437,7 +437,7 @@ def test_a_gem_build_keeps_concurrency_requests_in_flight(stub: tuple[str, Stub]
     base_url, state = stub
     state.delay = 0.15
     words = [f"word{i}" for i in range(600)]
-    config = load_config(None, {"memory": {"chunk_tokens": 40}, "gem": {"questions": 2, "eigen": 0}})
+    config = load_config(None, {"strategy": "gem", "memory": {"chunk_tokens": 40}, "gem": {"questions": 2, "eigen": 0}})
     with Memory.open(tmp_path / "m", config, llm=_llm(base_url, concurrency=3), embedder=HashEmbedder()) as mem:
         mem.add_text(" ".join(words) + ".", "doc")
         mem.index()

@@ -44,7 +44,7 @@ def config(url: str, ray: str | None) -> object:
     llm = {"provider": "openai", "model": "standin", "base_url": url, "api_key": "x", "concurrency": 4}
     if ray:
         llm |= {"ray": ray, "ray_actors": ACTORS, "ray_actor_concurrency": PER_ACTOR}
-    return load_config(None, {"llm": llm, "memory": {"chunk_tokens": 16}, "progress": False})
+    return load_config(None, {"strategy": "gem", "llm": llm, "memory": {"chunk_tokens": 16}, "progress": False})
 
 
 def build(path: Path, cfg: object) -> Memory:
@@ -119,8 +119,8 @@ def test_without_llm_ray_nothing_imports_ray(tmp_path: Path) -> None:
         "from fakes import HashEmbedder, ScriptedLLM\n"
         "from gemrag import Memory, load_config\n"
         "import gemrag.cli, gemrag.models.factory\n"
-        f"m = Memory.open({str(tmp_path / 'm')!r}, load_config(None, {{'progress': False}}), llm=ScriptedLLM(),"
-        " embedder=HashEmbedder())\n"
+        f"m = Memory.open({str(tmp_path / 'm')!r}, load_config(None, {{'strategy': 'gem', 'progress': False}}),"
+        " llm=ScriptedLLM(), embedder=HashEmbedder())\n"
         "m.add_text('The lighthouse keeper counts puffins. They return in spring.'); m.index(); m.close()\n"
         "assert 'ray' not in sys.modules, 'ray was imported'\n"
     )

@@ -260,7 +260,9 @@ def test_cli_writes_the_page(gem_memory: Memory, tmp_path: Path) -> None:
     directory = gem_memory.store.database.directory
     gem_memory.close()
     out = tmp_path / "view.html"
-    result = CliRunner().invoke(app, ["view", "--memory", str(directory), "-o", str(out), "--min-weight", "0"])
+    result = CliRunner().invoke(
+        app, ["view", "--memory", str(directory), "-s", "gem", "-o", str(out), "--min-weight", "0"]
+    )
     assert result.exit_code == 0, result.output
     assert out.exists() and "edges" in result.output
     missing = CliRunner().invoke(app, ["view", "--memory", str(tmp_path / "nothing"), "-o", str(out)])
@@ -278,7 +280,7 @@ def test_cli_question_path_needs_the_embedder_only(tmp_path: Path, config: Confi
         expected = [h.node_id for h in mem.retrieve(QUESTION, 3)]
     out = tmp_path / "path.html"
     unreachable = {"GEMRAG_LLM__PROVIDER": "openai", "GEMRAG_LLM__BASE_URL": "http://127.0.0.1:9/v1"}
-    args = ["view", "-m", str(directory), "-o", str(out), "-q", QUESTION, "-b", "3"]
+    args = ["view", "-m", str(directory), "-s", "gem", "-o", str(out), "-q", QUESTION, "-b", "3"]
     result = CliRunner().invoke(app, args, env=unreachable)
     assert result.exit_code == 0, result.output
     assert "path of 3 nodes" in result.output
@@ -288,5 +290,5 @@ def test_cli_question_path_needs_the_embedder_only(tmp_path: Path, config: Confi
     assert path["steps"][0]["via"] is None and path["q_star"]
     fake = build_gem_memory(tmp_path / "fake", config)  # hashing embedder: the configured one does not match
     fake.close()
-    wrong = CliRunner().invoke(app, ["view", "-m", str(tmp_path / "fake"), "-o", str(out), "-q", QUESTION])
+    wrong = CliRunner().invoke(app, ["view", "-m", str(tmp_path / "fake"), "-s", "gem", "-o", str(out), "-q", QUESTION])
     assert wrong.exit_code == 2 and "error" in wrong.output

@@ -169,7 +169,10 @@ def test_deeper_tree_links_summaries_of_summaries(memory_at: MemoryAt, module_co
 
 def test_coexists_with_gem_and_rebuilds_from_the_cache(memory_at: MemoryAt, module_config: Config) -> None:
     cfg = module_config.model_copy(
-        update={"gem": gem_config(module_config).model_copy(update={"questions": 1, "eigen": 2, "eigen_top": 3})}
+        update={
+            "strategy": "gem",
+            "gem": gem_config(module_config).model_copy(update={"questions": 1, "eigen": 2, "eigen_top": 3}),
+        }
     )
     llm = ScriptedLLM()
     with open_memory(memory_at("m"), cfg, llm) as mem:
