@@ -101,15 +101,14 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
             phase.set_attribute("gemrag.chunks.made", chunked)
         chosen = memory.get_strategy(strategy)
         span.set_attribute("gemrag.strategy", chosen.name)
-        published = store.published_generation(chosen.name)
-        generations = store.published_generations()
+        generations = store.published_generations()  # every strategy's, before the build (the parts' too)
         memory.ctx.state.pop(BUILT_PARTS, None)  # parts noted by a build that failed before recording them
         state = store.build_state(chosen.name)
         new_chunks = chunked if state.state == "never built" else state.new_chunks
         with tracing.span(f"gemrag.build {chosen.name}", {"gemrag.strategy": chosen.name, "gemrag.state": state.state}):
             chosen.build(memory.ctx)
         with tracing.span("gemrag.index.publish", {"gemrag.strategy": chosen.name}):
-            record_build(memory, chosen, published)
+            record_build(memory, chosen, generations.get(chosen.name))
             record_parts(memory, generations)
     _record_lengths(memory)
     seconds = time.perf_counter() - start
