@@ -126,11 +126,15 @@ class _TypedEnv(EnvSettingsSource):
         return super().prepare_field_value(field_name, field, value, value_is_complex)
 
 
+#: The strategy a memory uses when none is named (``strategy`` in a file, ``GEMRAG_STRATEGY``, ``--strategy``).
+DEFAULT_STRATEGY = "gem"
+
+
 class Config(BaseSettings):
     """All of gemrag's settings.
 
     Attributes:
-        strategy: the retrieval strategy name (``gem`` is the default).
+        strategy: the retrieval strategy name (default :data:`DEFAULT_STRATEGY`).
         llm, embedder: see :class:`LLMSettings`, :class:`EmbedderSettings`. GEM's ``[gem]`` is a strategy section
             like every other (:class:`gemrag.strategies.gem.settings.GemConfig`).
         memory: the memory's settings, :class:`~gemrag.memory_settings.MemorySettings`: its location (the memory
@@ -147,7 +151,7 @@ class Config(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="GEMRAG_", env_nested_delimiter="__", extra="allow")
 
-    strategy: str = "gem"
+    strategy: str = DEFAULT_STRATEGY
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     answer: AnswerSettings = Field(default_factory=AnswerSettings)

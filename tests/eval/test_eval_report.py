@@ -252,3 +252,14 @@ def test_answer_seconds_count_an_answer_whose_retrieval_came_from_the_cache(tmp_
     ]
     res = summarized(tmp_path, records, ["steps"], n_resamples=200)
     assert res.summary.aggregates["steps"]["answer_seconds"] == pytest.approx(9.0)
+
+
+def test_results_without_a_recorded_strategy_were_gems(tmp_path: Path) -> None:
+    """Bare ablation keys of early results (no ``config.strategy``) stay GEM's whatever today's default is; a recorded
+    strategy is taken as written."""
+    from gemrag.eval.report import LEGACY_STRATEGY, configured_strategy
+
+    res = multiple_choice_results(tmp_path)
+    assert configured_strategy(res) == LEGACY_STRATEGY == "gem"
+    res.config = {"strategy": "dense"}
+    assert configured_strategy(res) == "dense"

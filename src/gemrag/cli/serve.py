@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from gemrag.config import load_config
+from gemrag.config import DEFAULT_STRATEGY, load_config
 from gemrag.console import cli_errors, err
 from gemrag.errors import ConfigError, GemragError
 from gemrag.store import as_location, memory_root
@@ -82,7 +82,9 @@ def serve_command(
         ),
     ] = False,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
-    strategy: Annotated[str | None, typer.Option(help="Default strategy of every namespace (default gem).")] = None,
+    strategy: Annotated[
+        str | None, typer.Option(help=f"Default strategy of every namespace (default {DEFAULT_STRATEGY}).")
+    ] = None,
 ) -> None:
     """Serve the memories under --memory over HTTP (FastAPI; OpenAPI at /openapi.json, docs at /docs; a web page
     to work with them at /): add documents, background index jobs with progress, retrieve, ask, stats, delete.

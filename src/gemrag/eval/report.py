@@ -203,11 +203,16 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
     return summary
 
 
+#: What an evaluation that recorded no ``config.strategy`` (results written by early releases) was configured with.
+LEGACY_STRATEGY = "gem"
+
+
 def configured_strategy(results: EvalResults) -> str:
-    """The strategy an evaluation was configured with (``config.strategy``, the default's when absent): its ablation
-    keys without a strategy (``questions``) are that strategy's settings (:func:`gemrag.eval.variants.ablation_target`).
+    """The strategy an evaluation was configured with (``config.strategy``; :data:`LEGACY_STRATEGY` when absent, the
+    default of the releases that did not record it): its ablation keys without a strategy (``questions``) are that
+    strategy's settings (:func:`gemrag.eval.variants.ablation_target`).
     """
-    return str(results.config.get("strategy") or Config().strategy)
+    return str(results.config.get("strategy") or LEGACY_STRATEGY)
 
 
 # -- markdown ----------------------------------------------------------------------------------------
