@@ -7,8 +7,8 @@ gemrag talks to every language model through one protocol, :class:`gemrag.models
 strategy's build and every answer goes through it (cached and metered by the memory, like the built-in backends).
 Wrap your provider's client the same way; this example needs no model at all, so it runs offline in seconds.
 
-:class:`ExtractiveLLM` answers the three kinds of request the default strategy, ``gem`` (GEM-RAG), and the answer
-step make:
+:class:`ExtractiveLLM` answers the three kinds of request GEM-RAG's strategy, ``gem`` (the one this example builds),
+and the answer step make:
 
 * **utility questions** (a JSON ``schema`` with a ``questions`` array): one question per sentence of the passage;
   a backend that can constrain its output should honour ``schema``, the others must at least return JSON (gemrag

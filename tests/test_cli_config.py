@@ -28,7 +28,7 @@ def test_config_prints_every_section_with_the_paper_faithful_defaults(
     assert settings["unweaver"]["weighted"] is False
     assert settings["hlgraph"]["source_chunks"] == 0
     assert settings["remem"]["edge_weights"] == "hipporag2" and settings["remem"]["filter_match"] == "snap"
-    assert settings["gem"]["search"] == "best_first" and settings["strategy"] == "gem"
+    assert settings["gem"]["search"] == "best_first" and settings["strategy"] == "fused"
     assert {"llm", "embedder", "raptor", "remem_gist", "remem_temporal", "bm25"} <= set(settings)
 
 

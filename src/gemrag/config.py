@@ -127,7 +127,7 @@ class _TypedEnv(EnvSettingsSource):
 
 
 #: The strategy a memory uses when none is named (``strategy`` in a file, ``GEMRAG_STRATEGY``, ``--strategy``).
-DEFAULT_STRATEGY = "gem"
+DEFAULT_STRATEGY = "fused"
 
 
 class Config(BaseSettings):

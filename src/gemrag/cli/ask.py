@@ -53,7 +53,14 @@ def ask_command(
     ] = None,
     choices: Annotated[str | None, typer.Option(help="Multiple-choice options separated by '|'.")] = None,
     show_context: Annotated[bool, typer.Option("--show-context", help="Print the full context texts.")] = False,
-    retrieve_only: Annotated[bool, typer.Option("--retrieve-only", help="Only retrieve; no LLM call.")] = False,
+    retrieve_only: Annotated[
+        bool,
+        typer.Option(
+            "--retrieve-only",
+            help="Only retrieve, no answer: no LLM call with dense, bm25, fused, full, gem, raptor or "
+            "unweaver (remem, remem_gist, remem_temporal, hlgraph and iterative call it to retrieve).",
+        ),
+    ] = False,
     # Deprecated, hidden (and without a help text, as the help shows none): --set gem.search=best_first|rank|fused.
     search: Annotated[str | None, typer.Option(hidden=True)] = None,
     strategy: StrategyOpt = None,
