@@ -14,8 +14,10 @@ locomo``) and the dataset file the runs answered, and prints two Markdown tables
    and evidence recall by turn (the records' ``evidence_recall``: the share of gold turns the context covered; no
    judge needed), per category.
 
-A question without an answer (the record has ``error`` set, or no ``answer``) counts as F1 0 under both scorers and
-in the "no answer" column; evidence recall averages the records that carry one (an errored question carries none).
+A question without an answer (the record has ``error`` set) counts as F1 0 under both scorers and in the "no answer"
+column; evidence recall averages the records that carry one (an errored question carries none). A record of a
+retrieval-only run (``gemrag eval --no-answer``: no ``answer``, no ``error``) gives evidence recall only: it is
+neither scored nor counted as unanswered, and a row without any answered question is left out of the F1 lines.
 With ``--runs N`` records, each run r > 0 is a row of its own; with several RUN_DIRs rows are prefixed by the
 directory as given. Nothing is written but ``--out``; re-running is cheap.
 
@@ -89,6 +91,11 @@ def _answered(record: dict[str, Any]) -> bool:
     return not record.get("error") and record.get("answer") is not None
 
 
+def _retrieval_only(record: dict[str, Any]) -> bool:
+    """A ``--no-answer`` record: nothing was asked of the LLM, so there is no F1 to score (not a failure)."""
+    return not record.get("error") and record.get("answer") is None
+
+
 def rescore(records: Sequence[dict[str, Any]], questions: dict[str, Question], prefix: str = "") -> dict[str, Scores]:
     """Re-score one run directory's records, one row per strategy (and per repeat ``run`` > 0).
 
@@ -114,12 +121,14 @@ def rescore(records: Sequence[dict[str, Any]], questions: dict[str, Question], p
             continue
         run = int(rec.get("run", 0))
         row = rows.setdefault(f"{prefix}{rec['strategy']}" + (f" (run {run})" if run else ""), Scores())
+        if rec.get("evidence_recall") is not None:
+            row.evidence.setdefault(cat, []).append(float(rec["evidence_recall"]))
+        if _retrieval_only(rec):
+            continue
         answered = _answered(rec)
         row.unanswered += not answered
         row.amem.setdefault(cat, []).append(amem_f1(str(rec["answer"]), amem_reference(q)) if answered else 0.0)
         row.locomo.setdefault(cat, []).append(float(rec.get("f1") or 0.0) if answered else 0.0)
-        if rec.get("evidence_recall") is not None:
-            row.evidence.setdefault(cat, []).append(float(rec["evidence_recall"]))
     return rows
 
 
@@ -165,7 +174,9 @@ def markdown(rows: dict[str, Scores]) -> str:
     ]
     lines += [_row(name, [f"{v:.2f}" for v in values] + ["—"]) for name, values in PUBLISHED]
     lines += [
-        _row(name, [_cell(s.amem.get(c, [])) for c, _ in CATEGORIES] + [str(s.unanswered)]) for name, s in rows.items()
+        _row(name, [_cell(s.amem.get(c, [])) for c, _ in CATEGORIES] + [str(s.unanswered)])
+        for name, s in rows.items()
+        if s.amem
     ]
     lines += [
         "",
@@ -180,7 +191,8 @@ def markdown(rows: dict[str, Scores]) -> str:
         "|" + "---|" * (len(cats) + 1),
     ]
     for name, s in rows.items():
-        lines.append(_row(f"{name}: F1", [_cell(s.locomo.get(c, [])) for c, _ in CATEGORIES]))
+        if s.locomo:  # a retrieval-only row has evidence recall and no F1
+            lines.append(_row(f"{name}: F1", [_cell(s.locomo.get(c, [])) for c, _ in CATEGORIES]))
         lines.append(_row(f"{name}: evidence recall", [_cell(s.evidence.get(c, [])) for c, _ in CATEGORIES]))
     return "\n".join(lines) + "\n"
 

@@ -166,6 +166,25 @@ def test_compare_prints_published_rows_and_ours(
     assert rows[f"{other}: bm25"].amem == {"4": [1.0]} and rows[f"{run}: dense"].unanswered == 1
 
 
+def test_compare_reads_a_retrieval_only_run_as_evidence_recall_alone(
+    tmp_path: Path, compare: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gemrag eval --no-answer`` records (no answer, no error) are not F1 0 and not "no answer": no F1 line."""
+    data = locomo_tiny(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    records = [_record(1, "fused", None, None, 1.0), _record(4, "fused", None, None, 0.5)]
+    records.append(_record(4, "dense", "Paris", 1.0, 0.0) | {"question_id": "conv-x_q4"})
+    (run / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert compare.main([str(run), "--data", str(data)]) == 0
+    printed = capsys.readouterr().out
+    assert "| fused |" not in printed and "| fused: F1 |" not in printed
+    assert "| fused: evidence recall | 100.0 (100.0–100.0), n 1 | — | — | 50.0 (50.0–50.0), n 1 | — |" in printed
+    assert "| dense | — | — | — | 100.0 (100.0–100.0), n 1 | — | 0 |" in printed
+    rows = compare.collect([run], data)
+    assert rows["fused"].unanswered == 0 and rows["fused"].amem == {} and rows["fused"].locomo == {}
+
+
 def test_compare_rejects_records_of_another_dataset(
     tmp_path: Path, compare: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
