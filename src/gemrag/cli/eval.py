@@ -172,8 +172,8 @@ def eval_command(
         Opt(
             help="Sweep a setting: STRATEGY.KEY=v1,v2,... runs the variant STRATEGY[KEY=v] per value (e.g. "
             "remem.damping=0.3,0.7; GEM-RAG's: gem.questions=0,1,3,5, gem.eigen=0,2,4,6, "
-            "gem.search=best_first,rank); a bare KEY is the configured strategy's (with strategy gem: questions=0,1,3,5) or the memory's "
-            "(chunk_tokens, budget). Repeatable."
+            "gem.search=best_first,rank); a bare KEY is the configured strategy's (with strategy gem: "
+            "questions=0,1,3,5) or the memory's (chunk_tokens, budget). Repeatable."
         ),
     ] = None,
     no_answer: Annotated[bool, Opt("--no-answer", help="Retrieval only (Recall@k, latency): no LLM answers.")] = False,
