@@ -105,10 +105,10 @@ def index_command(
     BM25 index (no LLM call); for gem, utility questions, embeddings, the graph and the eigentheme summary nodes
     (GEM-RAG section III.B.1); every strategy's build is on its page of the documentation. A document is identified
     by its source (a file's resolved path, or --id): a source whose text changed replaces its previous version (only
-    its changed chunks cost LLM calls), an unchanged one costs nothing; a source whose text another document already holds becomes another source of it
-    ("same content as ...": no chunk, no LLM call), and with --sync a moved or renamed file is a move (its
-    document stays); prints the added / updated / unchanged (and with --sync removed) counts.
-    Resumable: interrupt with Ctrl-C (or kill it) and run it again. One process builds a memory at a time:
+    its changed chunks cost LLM calls), an unchanged one costs nothing; a source whose text another document already
+    holds becomes another source of it ("same content as ...": no chunk, no LLM call), and with --sync a moved or
+    renamed file is a move (its document stays); prints the added / updated / unchanged (and with --sync removed)
+    counts. Resumable: interrupt with Ctrl-C (or kill it) and run it again. One process builds a memory at a time:
     another one gets a one-line error (exit code 2) unless --wait.
 
     Before any LLM call it prints the build's cost plan: the chunks to process and, per LLM pass, the calls, prompt
