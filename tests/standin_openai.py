@@ -40,6 +40,14 @@ class StandIn:
         self.in_flight = 0
         self.max_in_flight = 0
         self.llm = ScriptedLLM()
+        self.ended = threading.Condition(self.lock)  # notified when a stream ends, sent whole or aborted
+
+    def streams_ended(self, timeout: float = 10.0) -> tuple[int, int]:
+        """``(streamed, aborted)`` once at least one stream has ended, waiting up to ``timeout`` seconds: the client
+        reads a stream's last byte before the server's thread counts it, so a test reading the counts at once races."""
+        with self.ended:
+            self.ended.wait_for(lambda: self.streamed + self.aborted > 0, timeout)
+            return self.streamed, self.aborted
 
     def text(self, body: dict[str, Any]) -> str:
         """The scripted answer to a chat completion request: wait for a slot, hold it ``latency`` seconds."""
@@ -131,11 +139,13 @@ def serve(state: StandIn) -> tuple[ThreadingHTTPServer, str]:
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
-                with state.lock:
+                with state.ended:
                     state.aborted += 1
+                    state.ended.notify_all()
                 return
-            with state.lock:
+            with state.ended:
                 state.streamed += 1
+                state.ended.notify_all()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

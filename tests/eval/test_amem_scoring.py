@@ -109,6 +109,13 @@ def _record(qid: int, strategy: str, answer: str | None, f1: float | None, evide
     return rec | {"evidence_recall": evidence, "error": None, "run": 0}
 
 
+def _run_dir(path: Path, records: list[dict[str, Any]]) -> Path:
+    """A ``gemrag eval`` output directory at ``path`` holding ``records`` (its ``records.jsonl`` alone)."""
+    path.mkdir()
+    (path / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def compare() -> ModuleType:
     return load_script(SCRIPT, "amem_compare")
@@ -118,8 +125,6 @@ def test_compare_prints_published_rows_and_ours(
     tmp_path: Path, compare: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = locomo_tiny(tmp_path)
-    run = tmp_path / "run"
-    run.mkdir()
     errored = _record(5, "dense", None, None, None) | {"error": "model crashed"}
     records = [
         _record(1, "dense", "painting", 0.5, 1.0),  # A-Mem 2/3
@@ -131,7 +136,7 @@ def test_compare_prints_published_rows_and_ours(
         _record(7, "dense", "Yes", 0.0, None),  # the trap: LoCoMo 0, A-Mem 1
         _record(4, "bm25", "Paris", 1.0, 1.0),
     ]
-    (run / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    run = _run_dir(tmp_path / "run", records)
     out = tmp_path / "compare.md"
     assert compare.main([str(run), "--data", str(data), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -158,9 +163,7 @@ def test_compare_prints_published_rows_and_ours(
     )
     assert evidence in printed
     assert printed.index("| A-Mem (published") < printed.index("| dense |") < printed.index("| bm25 |")
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "records.jsonl").write_text(json.dumps(records[-1]) + "\n", encoding="utf-8")
+    other = _run_dir(tmp_path / "other", records[-1:])
     rows = compare.collect([run, other], data)  # several directories: rows named by directory
     assert list(rows) == [f"{run}: dense", f"{run}: bm25", f"{other}: bm25"]
     assert rows[f"{other}: bm25"].amem == {"4": [1.0]} and rows[f"{run}: dense"].unanswered == 1
@@ -171,11 +174,8 @@ def test_compare_reads_a_retrieval_only_run_as_evidence_recall_alone(
 ) -> None:
     """``gemrag eval --no-answer`` records (no answer, no error) are not F1 0 and not "no answer": no F1 line."""
     data = locomo_tiny(tmp_path)
-    run = tmp_path / "run"
-    run.mkdir()
     records = [_record(1, "fused", None, None, 1.0), _record(4, "fused", None, None, 0.5)]
-    records.append(_record(4, "dense", "Paris", 1.0, 0.0) | {"question_id": "conv-x_q4"})
-    (run / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    run = _run_dir(tmp_path / "run", [*records, _record(4, "dense", "Paris", 1.0, 0.0)])
     assert compare.main([str(run), "--data", str(data)]) == 0
     printed = capsys.readouterr().out
     assert "| fused |" not in printed and "| fused: F1 |" not in printed
@@ -188,10 +188,8 @@ def test_compare_reads_a_retrieval_only_run_as_evidence_recall_alone(
 def test_compare_rejects_records_of_another_dataset(
     tmp_path: Path, compare: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = tmp_path / "run"
-    run.mkdir()
     stray = _record(1, "dense", "x", 0.0, None) | {"question_id": "conv-26_q1"}
-    (run / "records.jsonl").write_text(json.dumps(stray) + "\n", encoding="utf-8")
+    run = _run_dir(tmp_path / "run", [stray])
     with pytest.raises(SystemExit) as exit_info:
         compare.main([str(run), "--data", str(locomo_tiny(tmp_path))])
     assert exit_info.value.code == 2

@@ -119,7 +119,7 @@ def test_streaming_from_an_openai_compatible_backend(root: Path, config: Config)
     assert "".join(data["text"] for _, data in got[:-1]) == REPLY == answer["text"]
     usage = answer["usage"]
     assert (usage["prompt_tokens"], usage["completion_tokens"]) == (USAGE["prompt_tokens"], USAGE["completion_tokens"])
-    assert state.streamed == 1 and json.loads(next(iter(state.bodies)))["stream"] is True
+    assert state.streams_ended() == (1, 0) and json.loads(next(iter(state.bodies)))["stream"] is True
 
 
 def test_the_openapi_schema_documents_the_event_stream(root: Path, config: Config) -> None:
