@@ -30,7 +30,8 @@ from gemrag.types import Hit
 #: The k of every evaluation's Recall@k (:func:`recall_at_ks`).
 RECALL_KS = (2, 5)
 #: ``recall_rule`` of the records scored by the rule of :func:`gemrag.eval.metrics.first_passages` (records without it
-#: were scored before issue 38: the first k distinct documents of the ranking, a k-chunk election for committees).
+#: were scored under the earlier rule: the first k distinct documents of the ranking, a k-chunk election for
+#: committees).
 RECALL_RULE = "first k passages"
 #: Kinds whose Recall@k is of the gold answer span in the retrieved chunks (:func:`gemrag.eval.metrics.answer_recall`);
 #: a question's ``metadata["evidence_passages"]`` (``eval qa``) come first (:func:`gemrag.eval.metrics.passage_recall`).
@@ -184,7 +185,7 @@ def document_recall_at_k(passage_documents: Sequence[Sequence[str]], gold_ids: S
 
     HippoRAG's passage Recall@k (:func:`recall_at_k`) when a passage is a chunk of a longer document: a document
     is retrieved at k when one of the first k passages comes from it. Two chunks of one document use two of the k
-    ranks (the rule before issue 38 counted the first k *distinct* documents of a deeper list instead).
+    ranks (the earlier rule counted the first k *distinct* documents of a deeper list instead).
 
     Args:
         passage_documents: per retrieved passage, best first (e.g. :func:`first_passages`), the ids of the
@@ -231,7 +232,7 @@ def recall_at_ks(
     evidence: Sequence[str] = (),
     answers: Sequence[str] = (),
 ) -> dict[str, float]:
-    """``{"recall@k": value}`` for each k: the one Recall@k rule of every strategy (issue 38), read from the first k
+    """``{"recall@k": value}`` for each k: the one Recall@k rule of every strategy, read from the first k
     passages of one ranking (:func:`first_passages`).
 
     Args:

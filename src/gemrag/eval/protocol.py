@@ -3,8 +3,8 @@
 One frozen value, resolved once from ``run_eval``'s arguments and the dataset's kind, recorded in ``run.json`` (so a
 directory answered under another protocol is refused on resume) and read by the runner for every answer:
 
-* ``short``: answers in the form span-answer scorers (EM / token F1) expect (issue 29 item 2;
-  :func:`gemrag.answers.answering.short_answer_prompt`), for ``answer_form="short"``, or ``"auto"`` on the kinds of
+* ``short``: answers in the form span-answer scorers (EM / token F1) expect
+  (:func:`gemrag.answers.answering.short_answer_prompt`), for ``answer_form="short"``, or ``"auto"`` on the kinds of
   :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS`.
 * ``adversarial``: LoCoMo's category-5 questions as a two-option choice (``"options"``) or as written (``"open"``),
   and ``date_hint``: LoCoMo's category-2 questions with its date hint; both as LoCoMo's released evaluation asks

@@ -339,7 +339,7 @@ def markdown_report(results: EvalResults) -> str:
             f"({sum(a['unjudged'] or 0 for a in aggs.values())} unjudged: malformed judge output)."
         )
     earlier = sum(1 for r in results.records if r.get("recall@2") is not None and "recall_rule" not in r)
-    if earlier:  # resumed from records written before issue 38
+    if earlier:  # resumed from records written under the earlier Recall@k rule
         lines[-1] += (
             f" {earlier} records hold Recall@k by the earlier rule (the first k distinct documents; a k-chunk "
             "election for committees): re-score them with benchmarks/rescore_recall.py."

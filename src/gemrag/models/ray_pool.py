@@ -1,6 +1,6 @@
 """LLM calls on a pool of Ray actors: many machines (or processes) answering one build's extraction items.
 
-Issue 28, point 4. Every LLM pass of every method goes through the one extraction pipeline
+Every LLM pass of every method goes through the one extraction pipeline
 (:mod:`gemrag.strategies.platform.extraction`), which sends its items to ``CachedLLM.complete_iter``; the misses
 reach this backend's :meth:`RayLLM.complete_iter`, which hands each request to one of ``llm.ray_actors`` Ray actors
 (at most ``llm.ray_actor_concurrency`` in flight per actor) and yields each answer as it arrives. So:

@@ -1,7 +1,7 @@
 """Streamed completions: the optional streaming capability of an LLM backend, and the fallback that gives any LLM
 one.
 
-A user waiting for an answer wants to read it as the model writes it (issue 41): a backend that can hand out its
+A user waiting for an answer wants to read it as the model writes it: a backend that can hand out its
 text piece by piece — the embedded llama.cpp model token by token
 (:meth:`gemrag.models.llama.backend.LlamaCppLLM.complete_stream`), an OpenAI-compatible server with ``stream=True``
 (:meth:`gemrag.models.openai.backend.OpenAILLM.complete_stream`) — implements the optional method

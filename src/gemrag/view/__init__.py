@@ -1,6 +1,5 @@
 """The memory view (``gemrag view``): one self-contained offline HTML page showing the graph a strategy published
-in a memory, coloured by the strategy's themes (GEM's eigenthemes), with a retrieval's path highlighted (issue 13,
-item 1).
+in a memory, coloured by the strategy's themes (GEM's eigenthemes), with a retrieval's path highlighted.
 
 Modules: :mod:`gemrag.view.data` (what to draw, read through the store API; the themes come from the strategy's
 optional ``themes``, GEM's dominant eigentheme per chunk being :mod:`gemrag.strategies.gem.themes`, paper III.B.1),

@@ -8,8 +8,8 @@ A JSON schema is enforced by the GBNF grammar llama-cpp-python derives from it
 With the GGUF's own chat template (the default), completions are decoded by
 :class:`gemrag.models.llama.batch.BatchDecoder` in a context of ``n_parallel`` sequences: the KV cache keeps
 the prompts' shared prefix between calls, grammars are parsed once and checked on the chosen token only, and
-:meth:`LlamaCppLLM.complete_iter` decodes up to ``n_parallel`` requests together (issue 9), and
-:meth:`LlamaCppLLM.complete_stream` hands out an answer token by token (issue 41). A named ``chat_format`` keeps
+:meth:`LlamaCppLLM.complete_iter` decodes up to ``n_parallel`` requests together, and
+:meth:`LlamaCppLLM.complete_stream` hands out an answer token by token. A named ``chat_format`` keeps
 llama-cpp-python's ``create_chat_completion`` path (:mod:`gemrag.models.llama.legacy`).
 
 ``llama_cpp`` is imported lazily, and the weights are only loaded on the first call that needs them (a

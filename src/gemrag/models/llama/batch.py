@@ -1,6 +1,6 @@
 """Several completions decoded together in one llama.cpp context, with prompt-prefix reuse and cached grammars.
 
-This is the decoding engine of :class:`gemrag.models.llama.backend.LlamaCppLLM` (issue 9, points 2 and 3). It works
+This is the decoding engine of :class:`gemrag.models.llama.backend.LlamaCppLLM`. It works
 on token ids; the chat template, tokenization and text are the backend's job.
 
 * **Batched decoding.** The context is created with ``n_seq_max = n_seq`` and a unified KV cache
@@ -399,7 +399,7 @@ class BatchDecoder:
 
     def run_steps(self, requests: Sequence[DecodeRequest]) -> Iterator[Step]:
         """Decode every request as :meth:`run` does, yielding one :class:`Step` per ``llama_decode`` call: the
-        tokens it added to each request's completion (a streamed answer shows them as they come, issue 41) and the
+        tokens it added to each request's completion (a streamed answer shows them as they come) and the
         requests it finished. Same contract as :meth:`run` (who holds the decoder, closing, errors); a step that
         added no token and finished nothing is not yielded.
 

@@ -1,4 +1,4 @@
-"""The installed llama.cpp build and this CPU: which instruction sets each has (issue 7).
+"""The installed llama.cpp build and this CPU: which instruction sets each has.
 
 llama-cpp-python's default build compiles llama.cpp with ``-march=native`` (``GGML_NATIVE=ON``), which on a CPU
 with AVX-512/AMX produced a library that crashes in ``decode``; gemrag installs a portable build instead

@@ -1,4 +1,4 @@
-"""Run the local LLM once in a child process, so that a native crash becomes a one-line error (issue 7).
+"""Run the local LLM once in a child process, so that a native crash becomes a one-line error.
 
 A llama.cpp built for another CPU (llama-cpp-python's default ``-march=native`` build, an AVX-512/AMX wheel
 from pip's cache) dies with SIGSEGV or SIGILL inside ``decode``, which kills the whole Python process with a

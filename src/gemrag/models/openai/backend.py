@@ -15,7 +15,7 @@ Structured output differs between servers, hence :attr:`OpenAILLM.json_mode`:
 An answer read as it is written: :meth:`OpenAILLM.complete_stream` (``stream=True``,
 :mod:`gemrag.models.openai.stream`).
 
-Many requests at once (:meth:`OpenAILLM.complete_iter`, issue 9): at most ``concurrency`` requests in flight
+Many requests at once (:meth:`OpenAILLM.complete_iter`): at most ``concurrency`` requests in flight
 (a thread pool; the ``openai`` client is thread-safe), each retried by the SDK on connection errors,
 408/409/429 and 5xx with exponential backoff (0.5 s doubling up to 8 s, minus up to 25% jitter) or the wait
 the server's ``Retry-After``/``retry-after-ms`` header asks for (up to 120 s), ``max_retries`` times; and an

@@ -46,7 +46,7 @@ class FusedConfig(BaseModel):
         weights: one weight >= 0 per part (default all 1).
         depth: hits asked of each part before fusing (nodes, >= 1; a part is always asked for at least
             ``budget``); default None: exactly ``budget``, so a node counts only for the parts that put it in their
-            own top ``budget``. Measured (issue 29, docs/results.md "fused: the window"), dense + BM25, score fusion,
+            own top ``budget``. Measured (docs/results.md "fused: the window"), dense + BM25, score fusion,
             Recall@5 against the best part: MuSiQue 30 q (T = 256) 73.3 against dense's 76.9 (p 0.33), where depth
             20 (the old default; there each question's whole 20-paragraph corpus) gave 67.2 (p 0.04); MuSiQue 100 q
             67.5 against 64.8 (20: 66.2); HotpotQA 100 q 85.5 against bm25's 82.5 (20: 85.0).

@@ -67,7 +67,7 @@ QUESTION_BLOCK = 65536
 """Utility questions embedded and turned into question vectors at a time (:func:`node_graph_inputs`)."""
 
 QUESTION_DTYPE: np.dtype[np.floating[Any]] = np.dtype(np.float16)
-"""The dtype GEM keeps and publishes its question vectors ``v_ij`` in: float16 (half precision, issue 40), so a
+"""The dtype GEM keeps and publishes its question vectors ``v_ij`` in: float16 (half precision), so a
 1M-chunk build holds 3.9 GB of them instead of 7.7 GB at m = 5, d = 384. Every consumer reads them one block of rows
 at a time in float32 (or converts small ones whole), and a memory published with float32 ones is read alike. Not a
 setting: a knob for measurements only (``benchmarks/bench_gem_build.py --question-dtype float32`` sets it to float32

@@ -75,7 +75,7 @@ class IterativeConfig(BaseModel):
         mode: ``"decompose"`` (default: the LLM splits the question into sub-questions up front) or ``"ircot"``
             (the LLM writes each next query from the passages so far). Decompose is the default because it measured
             better with the embedded 1.5B: MuSiQue dev, 100 questions, Recall@5 +7.3 points over IRCoT (p 0.008) and
-            +9.2 over dense (p < 0.001) at 1.6 LLM calls per question (docs/results.md, issue 42).
+            +9.2 over dense (p < 0.001) at 1.6 LLM calls per question (docs/results.md, the multi-hop section).
         max_steps: LLM passes per question the mode may spend (>= 0, default 2; :mod:`~.steps` defines what counts):
             ``"ircot"`` at most ``max_steps`` next-query passes (so at most ``max_steps + 1`` retrievals);
             ``"decompose"`` the decomposition into at most ``max_steps + 1`` sub-questions plus the sub-answer
@@ -85,8 +85,8 @@ class IterativeConfig(BaseModel):
             say "enough" after one read (the 0.5B in 29 of 30 MuSiQue questions). 0 trusts every "enough".
         chain: IRCoT mode: what each next-query pass reads besides the question and the passages: ``"grow"``
             (default; IRCoT's chain of thought, section 3: the thoughts of the passes before it, and the searches
-            made) or ``"queries"`` (the searches made only, the form measured in issue 42, whose 1.5B ended 67 to
-            76 of 100 loops on a repeated query).
+            made) or ``"queries"`` (the searches made only, the form of the first multi-hop measurements, whose
+            1.5B ended 67 to 76 of 100 loops on a repeated query).
         read: passages of each step the LLM reads (>= 1, default 5), independent of the budget, so the first k
             hits of a K-hit retrieval are the k-hit retrieval (with ``merge = "interleave"`` and a nested base).
         merge: how the steps' lists become one context: ``"interleave"`` (default: round-robin by rank over the

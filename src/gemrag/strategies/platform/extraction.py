@@ -1,4 +1,4 @@
-"""One extraction pipeline for every LLM pass of every strategy (issue 9, point 5).
+"""One extraction pipeline for every LLM pass of every strategy.
 
 A build asks the LLM one thing about each of many items — utility questions per chunk (GEM-RAG section III.B.1),
 a summary per eigentheme (GEM-RAG III.B.1) or per cluster (RAPTOR section 3), entities, triples or events per

@@ -1,4 +1,4 @@
-"""Chunk titles per method: whether a strategy reads a chunk as ``title\\ntext`` or as its text alone (issue 38).
+"""Chunk titles per method: whether a strategy reads a chunk as ``title\\ntext`` or as its text alone.
 
 A memory records once whether its chunks have their document's title available (``memory.chunk_titles``,
 :data:`TITLES_META`, :func:`gemrag.memory.documents.record_titles`). Each strategy then decides whether it reads them

@@ -4,7 +4,7 @@
 The question and the candidate facts (the top ``linking_top_k``, 5 by default) go to the LLM as structured output
 (:class:`~gemrag.strategies.remem.openie_prompts.RecognizedFacts`, at most as many facts as candidates: HippoRAG 2's
 code keeps up to ``link_top_k`` of the filter's answer, ``rerank_facts`` → ``DSPyFilter.rerank``; gemrag kept at most
-four before issue 38). Each returned fact is matched to a candidate (``filter_match``): by default as HippoRAG 2's
+four in earlier releases). Each returned fact is matched to a candidate (``filter_match``): by default as HippoRAG 2's
 code does (``"snap"``), each returned fact becomes the candidate whose text is closest to it
 (``difflib.get_close_matches`` with no cutoff), so a paraphrased or shortened copy still selects its fact — and an
 invented fact selects the nearest real one; ``"exact"`` (gemrag's earlier rule, a variant) keeps only facts equal to
