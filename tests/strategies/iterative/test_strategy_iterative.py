@@ -233,6 +233,7 @@ def test_config_errors_are_clear(tmp_path: Path, config: Config) -> None:
         "rerank_depth": 10,
         "rerank_window": 20,
         "rerank_step": 10,
+        "follow_up": "always",
         "answer_from": "passages",
         "attempts": 1,
     }
@@ -268,3 +269,24 @@ def test_gemrag_config_shows_the_section(tmp_path: Path, monkeypatch: pytest.Mon
     assert result.exit_code == 0, result.output
     section = result.output.split("[iterative]")[1].split("\n[")[0]
     assert 'base = "fused"' in section and 'mode = "decompose"' in section and "max_steps = 2" in section
+
+
+def test_one_subquestion_asks_no_follow_up_when_needed_only(opened: Any) -> None:
+    """Self-ask's "Are follow up questions needed here: No": under ``follow_up = "needed"`` a decomposition of one
+    sub-question retrieves nothing more (the context is the question's own ranking); ``"always"`` (the default)
+    retrieves the paraphrase and interleaves it; two sub-questions are retrieved under both."""
+    one = [{"subquestions": ["What do tide tables list for every hour?"]}]  # a retrieval of its own
+    always = opened(StepLLM(decompose=list(one)), mode="decompose")
+    needed_llm = StepLLM(decompose=list(one))
+    needed = opened(needed_llm, mode="decompose", follow_up="needed")
+    hits = needed.retrieve(QUESTION, 3, strategy="iterative")
+    trace = hits[0].meta["trace"]
+    assert needed_llm.passes() == ["decompose"] and trace["stop"] == "no_follow_up" and len(trace["steps"]) == 1
+    assert ids(hits) == ids(needed.retrieve(QUESTION, 3, strategy="dense"))
+    merged = always.retrieve(QUESTION, 3, strategy="iterative")
+    assert len(merged[0].meta["trace"]["steps"]) == 2 and merged[0].meta["trace"]["stop"] == "done"
+    lists = [ids(always.retrieve(s["query"], 5, strategy="dense")) for s in merged[0].meta["trace"]["steps"]]
+    assert ids(merged) == interleaved(lists, 3) and ids(merged) != ids(hits)
+    two = StepLLM(decompose=[{"subquestions": ["Who directed the film Blue River?", "Where was #1 born?"]}])
+    split = opened(two, mode="decompose", follow_up="needed", max_steps=1).retrieve(QUESTION, 3, strategy="iterative")
+    assert len(split[0].meta["trace"]["steps"]) == 3

@@ -41,6 +41,9 @@ from gemrag.strategies.platform.composite import hit_key, unique_hits
 from gemrag.strategies.platform.titles import memory_titles
 from gemrag.types import Hit
 
+FollowUp = Literal["always", "needed"]
+"""Decompose mode: whether one sub-question is retrieved (``"always"``) or means no follow-up (``"needed"``)."""
+
 Chain = Literal["grow", "queries"]
 """What IRCoT's reasoning step reads besides the question and passages: ``"grow"``, the thoughts so far and the
 searches made; ``"queries"``, the searches made only (:func:`ircot`)."""
@@ -162,15 +165,19 @@ def ircot(search: Search, question: str, first: Step, chain: Chain = "grow") -> 
     return steps
 
 
-def decompose(search: Search, question: str, first: Step) -> list[Step]:
+def decompose(search: Search, question: str, first: Step, follow_up: FollowUp = "always") -> list[Step]:
     """Self-ask (Press et al. 2023, section 3) with the decomposition written up front: the LLM splits the question
     into at most ``max_calls + 1`` sub-questions; each is retrieved in order, its ``#k`` filled with the answer the
     LLM reads from sub-question k's passages (one pass per answer, within the budget; module docstring). A pass
     that failed is not repeated: the next reference to that answer would get the same prompt, hence the LLM cache's
     same failure, and spend a pass another answer could use.
 
+    With ``follow_up = "needed"`` a decomposition of one sub-question asks no follow-up (self-ask's "Are follow up
+    questions needed here: No"): nothing more is retrieved, the question's own retrieval is the context.
+
     ``trace``: ``subquestions`` (as written), ``answers`` (``{k: answer}``), ``stop`` (``"done"``, ``"failure"``
-    when the decomposition failed, ``"max_steps"`` when the budget was 0).
+    when the decomposition failed, ``"max_steps"`` when the budget was 0, ``"no_follow_up"`` for one sub-question
+    under ``follow_up = "needed"``).
 
     Returns:
         The steps: ``first`` (the question), then one per sub-question (``info``: ``subquestion`` as written,
@@ -188,6 +195,9 @@ def decompose(search: Search, question: str, first: Step) -> list[Step]:
     answers: dict[int, str] = {}
     failed: set[int] = set()  # sub-questions whose answer pass failed: not asked again
     search.trace.update(subquestions=subquestions, answers=answers, stop="done")
+    if follow_up == "needed" and len(subquestions) == 1:
+        search.trace["stop"] = "no_follow_up"
+        return steps
     queries: dict[int, str] = {}  # sub-question number -> the text retrieved
     for i, written in enumerate(subquestions, start=1):
         refs = [k for k in passes.references(written) if 1 <= k < i]
