@@ -91,7 +91,7 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
 def strategy_help() -> str:
     """The help of ``--strategy``: every registered strategy (:func:`gemrag.strategies.available`, built-in ones
     included), the configured default first (:data:`gemrag.config.DEFAULT_STRATEGY` unless a file or
-    ``GEMRAG_STRATEGY`` names another), e.g. ``"gem (default), bm25, dense, ... or unweaver."``."""
+    ``GEMRAG_STRATEGY`` names another), e.g. ``"fused (default), bm25, dense, ... or unweaver."``."""
     default = Config().strategy
     names = [default] + [n for n in available() if n != default]
     shown = [f"{default} (default)", *names[1:]]
