@@ -294,7 +294,7 @@ Budget = Annotated[
     int | None, Field(description="How many context nodes to retrieve (default: the strategy's budget).", ge=1)
 ]
 StrategyName = Annotated[
-    str | None, Field(description="A strategy built in this memory (default: the server's, e.g. gem or dense).")
+    str | None, Field(description="A strategy built in this memory (default: the server's, e.g. fused or gem).")
 ]
 
 

@@ -1,6 +1,6 @@
 """The runs of an evaluation: each strategy (or strategy variant, :mod:`gemrag.eval.variants`), then one variant per
-ablation value of any strategy's setting (``remem.top_k=3,5``; a bare key such as ``questions`` is the configured
-strategy's, GEM-RAG Figure 2 and Table III with the default ``gem``), each with the configuration its memory is
+ablation value of any strategy's setting (``remem.top_k=3,5``, or ``gem.questions=…`` for GEM-RAG Figure 2 and
+Table III; a bare key is the configured strategy's), each with the configuration its memory is
 opened with."""
 
 from __future__ import annotations

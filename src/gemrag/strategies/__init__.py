@@ -1,4 +1,4 @@
-"""Retrieval strategies, registered by name (``gem`` is the default)."""
+"""Retrieval strategies, registered by name (``fused`` is the default, :data:`gemrag.config.DEFAULT_STRATEGY`)."""
 
 from gemrag.strategies.base import (
     Strategy,
