@@ -117,6 +117,21 @@ def test_select_by_documents_and_per_category_keeps_file_order() -> None:
         ds.select(per_category=0)
 
 
+def test_select_by_category_keeps_the_file_ids_and_names_the_known_categories() -> None:
+    docs = [Document(id=f"d{i}", text=f"text {i}") for i in range(2)]
+    cats = ["1", "3", "1", "3", "5"]
+    questions = [_q(f"q{i}", ["d0"], category=c) for i, c in enumerate(cats)] + [_q("other", ["d1"], category="1")]
+    ds = Dataset(name="conv", kind="locomo", documents=docs, questions=questions)
+    three = ds.select(categories=["3"])
+    assert [q.id for q in three.questions] == ["q1", "q3"] and [d.id for d in three.documents] == ["d0"]
+    first = ds.select(categories=["1", "5"], per_category=1)  # the category filter comes before per_category
+    assert [q.id for q in first.questions] == ["q0", "q4"]
+    with pytest.raises(ValueError, match=r"unknown question category '4'; the file has 1, 3, 5"):
+        ds.select(categories=["4"])
+    with pytest.raises(ValueError, match="none given"):
+        ds.select(categories=[])
+
+
 def test_build_dataset_turns_validation_errors_into_input_error(tmp_path: Path) -> None:
     doc = Document(id="d", text="t")
     with pytest.raises(InputError, match=r"broken\.json.*duplicate document id 'd'"):

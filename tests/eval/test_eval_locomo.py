@@ -328,6 +328,15 @@ def test_locomo_answer_prompt_allows_abstaining(tmp_path: Path, config: Config) 
     assert len(default.prompts) == 5 and all(p.endswith(ABSTAIN) for p in default.prompts)
 
 
+def test_no_abstain_asks_as_locomos_released_evaluation(tmp_path: Path, config: Config) -> None:
+    llm = AnsweringLLM()
+    _run(tmp_path, config, "n", llm=llm, abstain=False)
+    assert len(llm.prompts) == 5 and not any(ABSTAIN in p for p in llm.prompts)
+    assert all(p.endswith("\nShort answer:") for p in llm.prompts)
+    assert any("(a) Not mentioned in the conversation" in p or "(b) Not mentioned" in p for p in llm.prompts)
+    assert json.loads((tmp_path / "n" / "run.json").read_text())["abstain"] is False
+
+
 def test_workers_give_the_records_of_one_worker_in_order(tmp_path: Path, config: Config) -> None:
     keys = ("question_id", "answer", "em", "f1", "evidence_recall", "evidence_covered", "context", "tokens")
     one = [{k: r[k] for k in keys} for r in _run(tmp_path, config, "w1").records]

@@ -50,6 +50,16 @@ def test_fingerprint_records_each_non_default_setting() -> None:
     assert full.fingerprint() == {"answer_form": "short", "adversarial": "options", "date_hint": True}
     plain = AnswerProtocol.resolve("locomo", True, "default", "open", False)
     assert plain.fingerprint() == {}
+    no_abstain = AnswerProtocol.resolve("locomo", True, "auto", "options", True, abstain=False)
+    assert no_abstain.fingerprint() == {**full.fingerprint(), "abstain": False}
+
+
+def test_abstain_applies_to_answered_locomo_only() -> None:
+    assert AnswerProtocol.resolve("locomo", True, "auto", "options", True).abstain is True
+    assert AnswerProtocol.resolve("locomo", True, "auto", "open", True, abstain=False).abstain is False
+    # no kind but LoCoMo has unanswerable questions; retrieval only asks nothing: the option does not apply
+    assert AnswerProtocol.resolve("musique", True, "auto", "open", False, abstain=False).abstain is None
+    assert AnswerProtocol.resolve("locomo", False, "auto", "options", True, abstain=False).abstain is None
 
 
 def test_asked_applies_the_hint_and_the_options() -> None:

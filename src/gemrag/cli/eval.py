@@ -93,6 +93,18 @@ def _joined(values: Sequence[str] | None) -> str | None:
     return ",".join(values) if values else None
 
 
+def _categories(value: str) -> list[str]:
+    """``--categories 1,3`` as ``["1", "3"]``.
+
+    Raises:
+        ConfigError: no category is named.
+    """
+    names = [c.strip() for c in value.split(",") if c.strip()]
+    if not names:
+        raise ConfigError(f"--categories {value!r}: name at least one category (e.g. 3)")
+    return names
+
+
 def _dataset_options(
     own: bool, documents: Sequence[str] | None, memory: str | None, per_question_corpus: bool
 ) -> dict[str, Any] | None:
@@ -136,6 +148,14 @@ def eval_command(
             "--documents",
             help="Comma-separated document ids, or @FILE with one id per line: only the questions over them "
             "(e.g. conv-26). qa: the .txt/.md files or directories the questions are about (repeatable).",
+        ),
+    ] = None,
+    categories: Annotated[
+        str | None,
+        Opt(
+            "--categories",
+            help="Comma-separated question categories: only their questions (e.g. LoCoMo's 3, open domain); "
+            "question ids stay those of the whole file.",
         ),
     ] = None,
     per_category: Annotated[
@@ -200,6 +220,15 @@ def eval_command(
             "--date-hint/--no-date-hint",
             help="locomo category 2: append LoCoMo's 'Use DATE of CONVERSATION to answer with an approximate date.' "
             "as its released evaluation does (default), or ask the question as written.",
+        ),
+    ] = True,
+    abstain: Annotated[
+        bool,
+        Opt(
+            "--abstain/--no-abstain",
+            help="locomo: the answer prompt lets the model say the answer is not mentioned (default, as LoCoMo's "
+            "RAG reader asks), or asks as LoCoMo's released evaluate_gpts.py does, without that line (category 5 "
+            "keeps its 'Not mentioned' option).",
         ),
     ] = True,
     per_question_corpus: Annotated[
@@ -275,6 +304,7 @@ def eval_command(
             opts = {"budget": budget, "runs": runs, "seed": seed, "limit": limit}
             opts["documents"] = parse_documents(_joined(documents))
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
+            skip |= {"--categories": categories is not None, "--no-abstain": not abstain}
             skip |= {"--per-question-corpus": per_question_corpus, "--reference": reference is not None}
             skip |= {"--workers": workers != 1, "--merge": bool(merge), "--answer-form": answer_form != "auto"}
             skip |= {"--adversarial": adversarial != "options", "--no-date-hint": not date_hint}
@@ -297,6 +327,7 @@ def eval_command(
             limit=limit,
             select={
                 "documents": None if own else parse_documents(_joined(documents)),
+                "categories": None if categories is None else _categories(categories),
                 "per_category": per_category,
             },
             workers=workers,
@@ -315,6 +346,7 @@ def eval_command(
             memory_root=None if own else memory,
             adversarial=adversarial,
             date_hint=date_hint,
+            abstain=abstain,
         )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")

@@ -199,19 +199,27 @@ class Dataset(BaseModel):
             QuestionGroup(doc_ids=key, documents=self.documents_for(qs[0]), questions=qs) for key, qs in buckets.items()
         ]
 
-    def select(self, *, documents: Sequence[str] | None = None, per_category: int | None = None) -> Dataset:
+    def select(
+        self,
+        *,
+        documents: Sequence[str] | None = None,
+        categories: Sequence[str] | None = None,
+        per_category: int | None = None,
+    ) -> Dataset:
         """Return a copy with a subset of the questions and only the documents they need.
 
         Args:
             documents: keep only questions asked over these document ids (every id of a question's
                 ``doc_ids`` must be listed; e.g. one LoCoMo conversation, ``["conv-26"]``).
+            categories: then keep only the questions of these categories (e.g. LoCoMo's ``["3"]``, open domain);
+                question ids stay those of the whole file, so runs over a category pair with runs over all.
             per_category: then keep the first ``per_category`` questions of each ``category`` in file order
                 (questions without a category form one category); a stratified subset that stays the same
                 when the command is repeated, unlike a random sample. The file order of the kept questions is
                 preserved.
 
         Raises:
-            ValueError: an unknown document id, or ``per_category`` < 1.
+            ValueError: an unknown document id, a category no question has, or ``per_category`` < 1.
         """
         questions = list(self.questions)
         if documents is not None:
@@ -221,6 +229,14 @@ class Dataset(BaseModel):
                 raise ValueError(f"unknown document id(s) {', '.join(map(repr, unknown))}")
             wanted = set(documents)
             questions = [q for q in questions if set(q.doc_ids) <= wanted]
+        if categories is not None:
+            have = {q.category for q in self.questions}
+            unknown = [c for c in categories if c not in have]
+            if unknown or not categories:
+                known = ", ".join(sorted(str(c) for c in have if c is not None)) or "none"
+                named = ", ".join(map(repr, unknown)) or "(none given)"
+                raise ValueError(f"unknown question category {named}; the file has {known}")
+            questions = [q for q in questions if q.category in set(categories)]
         if per_category is not None:
             if per_category < 1:
                 raise ValueError(f"per_category must be >= 1, got {per_category}")

@@ -19,7 +19,7 @@ from typing import Any
 from gemrag.answers.answering import answer_question
 from gemrag.eval.adversarial import read_option
 from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
-from gemrag.eval.categories import ABSTAIN_KINDS, running_note, score_free_form
+from gemrag.eval.categories import running_note, score_free_form
 from gemrag.eval.citations import citation_record, plain_answer, question_judge
 from gemrag.eval.costs import CostTap, planned_cost, token_counter
 from gemrag.eval.datasets import Dataset, Question, QuestionGroup
@@ -260,7 +260,7 @@ class GroupRunner:
                         context,
                         q.choices or None,
                         rec["retrieval_seconds"],
-                        abstain=self.dataset.kind in ABSTAIN_KINDS,
+                        abstain=bool(self.protocol.abstain),
                         short=self.protocol.short,
                         cite=cites,
                         temperature=temperature,

@@ -9,6 +9,12 @@ directory answered under another protocol is refused on resume) and read by the 
 * ``adversarial``: LoCoMo's category-5 questions as a two-option choice (``"options"``) or as written (``"open"``),
   and ``date_hint``: LoCoMo's category-2 questions with its date hint; both as LoCoMo's released evaluation asks
   them (Maharana et al., ACL 2024; :mod:`gemrag.eval.adversarial`). Other kinds: ``"open"`` and no hint.
+* ``abstain``: the answer prompt lets the model say the answer is not mentioned
+  (:data:`gemrag.answers.answering.ABSTAIN`), on the kinds of :data:`gemrag.eval.categories.ABSTAIN_KINDS` (LoCoMo)
+  by default. LoCoMo's released evaluation (``task_eval/evaluate_gpts.py``, ``QA_PROMPT``) has no such line for
+  categories 1-4 and offers "Not mentioned in the conversation" only as category 5's option; ``abstain=False``
+  asks as it does (its RAG reader, ``task_eval/dpr_qa.py``, asks "If no information is available ..., write 'No
+  information available'", the form kept by default).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 
 from gemrag.errors import ConfigError
 from gemrag.eval.adversarial import ADVERSARIAL_MODES, asked_question
-from gemrag.eval.categories import SHORT_ANSWER_KINDS
+from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS
 from gemrag.eval.datasets import Question
 
 __all__ = ["ANSWER_FORMS", "AnswerProtocol"]
@@ -35,14 +41,19 @@ class AnswerProtocol:
         short: answer in the short span form (else the default answer prompt).
         adversarial: ``"options"`` or ``"open"`` (LoCoMo category 5; ``"open"`` for other kinds).
         date_hint: append LoCoMo's date hint to category-2 questions (False for other kinds).
+        abstain: the answer prompt allows "not mentioned"; None where the option does not apply (a kind outside
+            :data:`~gemrag.eval.categories.ABSTAIN_KINDS`, or retrieval only), read as False.
     """
 
     short: bool = False
     adversarial: str = "open"
     date_hint: bool = False
+    abstain: bool | None = None
 
     @classmethod
-    def resolve(cls, kind: str, answer: bool, answer_form: str, adversarial: str, date_hint: bool) -> AnswerProtocol:
+    def resolve(
+        cls, kind: str, answer: bool, answer_form: str, adversarial: str, date_hint: bool, abstain: bool = True
+    ) -> AnswerProtocol:
         """The protocol ``run_eval`` applies to a dataset of ``kind``.
 
         Args:
@@ -51,6 +62,7 @@ class AnswerProtocol:
             answer_form: one of :data:`ANSWER_FORMS`.
             adversarial: one of :data:`gemrag.eval.adversarial.ADVERSARIAL_MODES`; only LoCoMo's is kept.
             date_hint: only LoCoMo's is kept.
+            abstain: only kept on the kinds of :data:`~gemrag.eval.categories.ABSTAIN_KINDS`.
 
         Raises:
             ConfigError: ``answer_form`` or ``adversarial`` is not one of the known values.
@@ -61,7 +73,8 @@ class AnswerProtocol:
             raise ConfigError(f"adversarial must be one of {', '.join(ADVERSARIAL_MODES)}, not {adversarial!r}")
         locomo = answer and kind == "locomo"
         short = answer and (answer_form == "short" or (answer_form == "auto" and kind in SHORT_ANSWER_KINDS))
-        return cls(short=short, adversarial=adversarial if locomo else "open", date_hint=date_hint and locomo)
+        declines = abstain if answer and kind in ABSTAIN_KINDS else None
+        return cls(short, adversarial if locomo else "open", date_hint and locomo, declines)
 
     def fingerprint(self) -> dict[str, Any]:
         """The protocol's ``run.json`` keys; each is absent at its old default, so older directories still resume."""
@@ -69,6 +82,7 @@ class AnswerProtocol:
             **({"answer_form": "short"} if self.short else {}),
             **({"adversarial": "options"} if self.adversarial == "options" else {}),
             **({"date_hint": True} if self.date_hint else {}),
+            **({"abstain": False} if self.abstain is False else {}),
         }
 
     def asked(self, kind: str, question: Question) -> tuple[str, tuple[str, str] | None]:

@@ -79,6 +79,7 @@ def run_eval(
     memory_root: str | None = None,
     adversarial: str = "options",
     date_hint: bool = True,
+    abstain: bool = True,
 ) -> EvalResults:
     """Evaluate ``strategies`` (and a gem ablation) on a dataset file; resumable.
 
@@ -93,8 +94,8 @@ def run_eval(
             passages, derived nodes skipped (:func:`gemrag.eval.metrics.first_passages`): the same rule for every
             strategy, UnWeaver's committees included (records marked ``recall_rule``).
         limit: evaluate only the first ``limit`` questions (after ``select``).
-        select: ``{"documents": [ids], "per_category": n}``, passed to :meth:`Dataset.select` (a stated subset,
-            e.g. one LoCoMo conversation and n questions of each category).
+        select: ``{"documents": [ids], "categories": [names], "per_category": n}``, passed to
+            :meth:`Dataset.select` (a stated subset, e.g. one LoCoMo conversation and n questions of each category).
         workers: questions answered in parallel (threads), kept in question order; with llama_cpp the answers
             are serialized (the llama.cpp backend runs one call at a time), so mostly retrieval overlaps.
         out_dir: where ``memories/``, ``records.jsonl``, ``index.jsonl``, ``results.{json,md}`` and plots go.
@@ -130,6 +131,10 @@ def run_eval(
         date_hint: LoCoMo's category-2 questions are answered with LoCoMo's date hint appended
             (:data:`gemrag.eval.adversarial.DATE_HINT`, as its released evaluation does; ``run.json`` records
             ``"date_hint": true``); False asks them as written. Other kinds: no effect.
+        abstain: the answer prompt lets the model say the answer is not mentioned (LoCoMo, the default, as LoCoMo's
+            RAG reader asks); False asks as LoCoMo's released ``evaluate_gpts.py`` does, without that line
+            (category 5 still gets its "Not mentioned" option; ``run.json`` records ``"abstain": false``;
+            :class:`~gemrag.eval.protocol.AnswerProtocol`). Other kinds: no effect.
 
     Returns:
         :class:`EvalResults`; each record holds ``question_id``, ``strategy``, ``setting``, ``context`` (node
@@ -145,7 +150,7 @@ def run_eval(
         ``summary_hits`` / ``context_hits``; citing (``[answer] cite``) also ``cited_answer`` and the fields of
         :func:`gemrag.eval.citations.citation_record` (``answer`` is scored without markers). Records are in
         question order whatever ``workers``. LoCoMo: category-5 answers score F1 = EM = 1 iff they decline
-        (:mod:`gemrag.eval.categories`), and the answer prompt allows "not mentioned".
+        (:mod:`gemrag.eval.categories`), and the answer prompt allows "not mentioned" unless ``abstain`` is False.
 
     Raises:
         ConfigError: unknown dataset kind, strategy or ablation parameter; an out dir or a ``merge`` dir of
@@ -177,7 +182,7 @@ def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     emb = embedder or build_embedder(config.embedder)
     llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
-    protocol = AnswerProtocol.resolve(dataset.kind, answer, answer_form, adversarial, date_hint)
+    protocol = AnswerProtocol.resolve(dataset.kind, answer, answer_form, adversarial, date_hint, abstain)
     sampling = Sampling(runs=runs, seed=seed)
     judgements, judge_backend = (judge or JudgeChoice()).setup(out, dataset.kind, free_form, config, llm_label)
     fingerprint = {
