@@ -104,8 +104,9 @@ class IterativeConfig(BaseModel):
             the sub-question, usually a paraphrase of a one-fact question, is retrieved and merged with the question's
             own list) or ``"needed"`` (self-ask, section 3: "Are follow up questions needed here: No" answers from
             the question alone, so one sub-question means no follow-up and the context is the question's own
-            retrieval, step 1). On LoCoMo conv-26 (199 questions, 1.5B, over ``fused``) ``"always"`` lost evidence
-            recall in the 134 questions not split (71.5 with ``fused`` alone against 63.5; docs/results.md).
+            retrieval, step 1). Not yet measured: on LoCoMo's dev conversations (497 questions, 1.5B, over ``fused``)
+            a single sub-question came in 18; the evidence recall lost there came from the 346 decompositions that
+            needed no sub-answer, mostly two sub-questions (67.6 with ``fused`` alone against 63.7; docs/results.md).
         answer_from: what the final answer reads: ``"passages"`` (default: the merged context, as every strategy) or
             ``"steps"`` (decompose mode only: the sub-questions as retrieved and the sub-answers read, before the
             passages, as self-ask composes its answer from its intermediate answers, section 3; the passages keep
