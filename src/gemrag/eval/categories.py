@@ -35,7 +35,8 @@ __all__ = [
 
 LOCOMO_CATEGORIES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop", "5": "adversarial"}
 #: Dataset kinds whose answer prompt lets the model say the answer is not mentioned (they have unanswerable
-#: questions); every other kind keeps the default prompt, and so its LLM cache keys.
+#: questions), unless ``gemrag eval --no-abstain`` drops that line (:class:`gemrag.eval.protocol.AnswerProtocol`);
+#: every other kind keeps the default prompt, and so its LLM cache keys.
 ABSTAIN_KINDS = frozenset({"locomo"})
 #: Dataset kinds whose official scorers compare a short answer span with the gold (SQuAD-style EM / token F1):
 #: ``gemrag eval`` answers them with the short answer prompt by default (``--answer-form``).
