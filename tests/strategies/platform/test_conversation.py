@@ -121,3 +121,28 @@ def test_a_chunked_locomo_document_gives_back_its_turns() -> None:
     assert [t.session for t in turns] == [1, 1, 1, 2, 2, 2]
     assert any(len(t.sources) > 1 for t in turns)
     assert turns[3].iso_date == "2023-07-02"
+
+
+def test_turns_come_back_from_chunks_stored_on_one_line() -> None:
+    """A memory stores each chunk with its whitespace collapsed (``normalize_chunk``), so the loader's one turn per
+    line arrives as one line per chunk: every date-stamped ``[<date>] <speaker>:`` inside it still starts a turn."""
+    from gemrag.ingest.chunker import chunk_text, normalize_chunk
+    from gemrag.ingest.tokenizer import minilm_tokenizer
+
+    said = [
+        ("Caroline", "I went to a support group yesterday. It was powerful. [shares a photo of a lake]"),
+        ("Melanie", "That's great: how was it? I painted a sunrise last year."),
+        ("Caroline", "Thanks, Mel!"),
+        ("Melanie", "Anytime."),
+    ]
+    lines = [f"[1:56 pm on 8 May, 2023] {who}: {text}" for who, text in said]
+    lines.append("[9:00 am on 2 July, 2023] Caroline: New day.")
+    text = "\n".join(lines)
+    stored = [normalize_chunk(c.text) for c in chunk_text(text, minilm_tokenizer(), 40)]
+    assert all("\n" not in s for s in stored) and len(stored) < len(lines)  # several turns per stored chunk
+    turns = document_turns([chunk(i + 1, s, i) for i, s in enumerate(stored)])
+    assert [t.line for t in turns] == lines
+    assert [t.session for t in turns] == [1, 1, 1, 1, 2]
+    # a bracket that is not a date stamp (a photo caption, a note) does not start a turn
+    one = parse_turns("[8 May 2023] Ann: See [the note] Bob: not a turn. [8 May 2023] Bob: A turn.")
+    assert [(t.speaker, t.text) for t in one] == [("Ann", "See [the note] Bob: not a turn."), ("Bob", "A turn.")]

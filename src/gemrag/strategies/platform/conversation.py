@@ -8,7 +8,8 @@ Pure functions, no store and no model:
 * :func:`parse_turns`: the turns of one text. A line ``[<date>] <speaker>: <text>`` (the form the LoCoMo loader
   writes, :mod:`gemrag.eval.loaders.locomo`) starts a dialogue turn; a following line without that form continues
   it (a turn whose text has a line break); a blank line ends it. Other lines form *plain* turns (no speaker, no
-  date), one per paragraph, so any document has turns;
+  date), one per paragraph, so any document has turns. A memory stores chunks with their line breaks collapsed, so
+  a date-stamped ``[<date>] <speaker>:`` inside a line starts a turn too (:func:`split_inline_turns`);
 * :func:`document_turns`: the turns of one document's chunks, in order, each with the chunk(s) it came from. The
   chunker cuts at sentence boundaries, so a turn of several sentences can be split across two chunks: when a chunk
   begins with plain text and the previous chunk ended in a dialogue turn, that text is the rest of the turn; it is
@@ -31,6 +32,9 @@ from gemrag.store import NodeRecord
 
 HEADER = re.compile(r"^\[(?P<date>[^\]\n]*)\]\s*(?P<speaker>[^:\n\[\]]{1,80}?):[ \t]?(?P<text>.*)$")
 """A dialogue line: ``[<date>] <speaker>: <text>``."""
+INLINE_HEADER = re.compile(r"(?<=\S)[ \t]+(?=\[(?P<date>[^\]\n]*)\]\s*[^:\n\[\]]{1,80}?:)")
+"""The space before a ``[<date>] <speaker>:`` inside a line; it starts a turn when ``<date>`` is a date
+(:func:`parse_date`), as in a chunk the memory stored with its line breaks collapsed."""
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
@@ -97,6 +101,21 @@ class Turn:
         return f"[{self.date or ''}] {self.speaker}: {self.text}"
 
 
+def split_inline_turns(text: str) -> str:
+    """``text`` with a line break before every date-stamped ``[<date>] <speaker>:`` that does not start a line.
+
+    A memory stores a chunk's text with its whitespace collapsed (:func:`gemrag.ingest.chunker.normalize_chunk`), so
+    the loader's one turn per line reaches :func:`parse_turns` as a single line. A bracket whose content is not a
+    date (:func:`parse_date`), such as LoCoMo's ``[shares a photo of ...]``, is left inside its turn. The result has
+    the same length as ``text`` (one space or tab becomes ``\\n``).
+    """
+
+    def brk(m: re.Match[str]) -> str:
+        return m.group(0)[:-1] + "\n" if parse_date(m.group("date")) else m.group(0)
+
+    return INLINE_HEADER.sub(brk, text)
+
+
 def parse_turns(text: str, source: int | None = None) -> list[Turn]:
     """The turns of one text (module docstring), each with ``sources = [source]`` when a source is given.
 
@@ -106,7 +125,7 @@ def parse_turns(text: str, source: int | None = None) -> list[Turn]:
     turns: list[Turn] = []
     sources = [source] if source is not None else []
     current: Turn | None = None
-    for raw in text.splitlines():
+    for raw in split_inline_turns(text).splitlines():
         line = raw.strip()
         if not line:
             current = None
