@@ -19,8 +19,9 @@ from pydantic import BaseModel, Field
 from gemrag.models.base import Message
 from gemrag.prompting import one_shot
 
-GIST_VERSION = "gist-v1"
-"""Artefact version of the gist pass (bump when its prompt or schema changes)."""
+GIST_VERSION = "gist-v2"
+"""Artefact version of the gist pass (bump when its prompt, its schema or the turns of a window change; v2: turns
+read out of chunks stored on one line, so gists of the earlier merged windows are written again, not reused)."""
 MAX_FACTS = 12
 """Most facts accepted per window (the grammar bounds the list)."""
 MAX_GIST_CHARS = 800

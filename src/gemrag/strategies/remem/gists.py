@@ -4,7 +4,7 @@
 Windows (:func:`gemrag.strategies.platform.conversation.session_windows`) may span chunks, but artefacts belong to one
 node: a window's result is stored under the chunk its first turn came from (:attr:`Window.start_chunk`), as one
 :class:`WindowGists` artefact per chunk holding the results of every window starting there, in order. The
-artefact version includes the window size (``gist-v1/w12``), so changing ``gist_window`` recomputes the gists.
+artefact version includes the window size (``gist-v2/w12``), so changing ``gist_window`` recomputes the gists.
 
 The pass runs through the extraction pipeline (:func:`gemrag.strategies.platform.extraction.run_extraction`: batched,
 every answer cached before use, repair retries). A chunk's artefact is committed as soon as all of its windows
