@@ -52,7 +52,9 @@ KEYS_BEFORE = {
     "judge": "dde0044374767e6a5274f07ff24734ac08a4260c56860c870a81e4d6273defa2",
     "reply": "388b6773b9e82fce20dbe1373ccaa9d1654f92c0846cad09f1fec3fc1db731a6",
     "chat": "7b88fdb0e5e501cd775c1ba50ad6488d8e554806a8439c166d7da49d382a25f3",
-    "versions": "1abe48512cd0301bbb274cea01700e43e20bd2eee20480bbe9599a09ae6742a7",
+    # GIST_VERSION became gist-v2 on purpose: the turn parser now splits turns out of stored one-line chunks, so the
+    # gist windows change and a rebuild must not reuse gists of merged windows (the gist prompt itself is unchanged)
+    "versions": "a6732f08ec6bf4049cf2e423c84766a1e33d00b48aec08f9a91039e586403152",
 }
 
 
