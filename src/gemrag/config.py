@@ -48,7 +48,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from pydantic_settings import (
@@ -101,9 +101,19 @@ class AnswerSettings(BaseModel):
             points with dense (EM p 0.03) and 7.7 / 11.3 with fused, its answers growing from ~4 to ~10 words
             (docs/results.md, "Cited answers on and off"). True or False applies to every form; False gives the
             prompts of earlier releases (and their cached answers).
+        dates: time-aware reading (:mod:`gemrag.answers.dates`): ``"off"`` (default, until measured): the context as
+            retrieved; ``"auto"``: a question with a time anchor ("when", "before", "in March", "the first time") over
+            hits from dated sources (conversation turns with their date stamps, documents with a date) is answered
+            from those hits oldest first, each prefixed with its date and its relative time expressions resolved
+            (``last Sunday (= 7 May 2023)``); ``"on"``: every question so. Not ``"off"``, an index also stores each
+            chunk's dates (rules, no LLM call).
+        date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
+            expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
     """
 
     cite: bool | None = None
+    dates: Literal["auto", "on", "off"] = "off"
+    date_llm: bool = False
 
     def cites(self, *, short: bool = False) -> bool:
         """Whether an answer of this form cites: ``cite`` when set, else True for sentence and multiple-choice
