@@ -32,6 +32,7 @@ from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import JsonlAppender, read_jsonl
 from gemrag.memory import Memory
+from gemrag.memory.asking import read_as
 from gemrag.memory.retrieval import warm_published
 from gemrag.models.base import LLM, Embedder
 from gemrag.strategies.base import WARM_UP, ProgressFactory, note_advance
@@ -257,7 +258,7 @@ class GroupRunner:
                         mem.meter,
                         mem.store,
                         asked,
-                        context,
+                        read_as(mem, asked, context),  # the [answer] reading settings (time-aware reading)
                         q.choices or None,
                         rec["retrieval_seconds"],
                         abstain=bool(self.protocol.abstain),
