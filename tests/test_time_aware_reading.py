@@ -27,7 +27,7 @@ from gemrag.answers.dates import (
 from gemrag.answers.dates.chunks import NAMESPACE, date_chunks, document_date
 from gemrag.answers.dates.context import HitDate, annotate, chronological
 from gemrag.answers.dates.llm import llm_step, parse_period
-from gemrag.config import Config, load_config
+from gemrag.config import AnswerSettings, Config, load_config
 from gemrag.errors import ConfigError
 from gemrag.models.base import Completion, Usage
 from gemrag.types import Hit
@@ -344,3 +344,16 @@ def test_index_with_date_llm_asks_the_model_once_per_unresolved_expression(
         assert [(n.text, n.value, n.by) for d in stored for n in d.notes] == [("On Saturday", "2023-05-06", "llm")]
         assert annotate_dates(mem.store) == 0  # nothing left to annotate: no second call
     assert len(llm.prompts) == 1
+
+
+def test_an_evaluation_reads_time_questions_dated(tmp_path: Path, config: Config) -> None:
+    """``gemrag eval`` answers through the same reading settings (``memory.asking.read_as``): with ``dates = "auto"``
+    LoCoMo's "When did Ann move?" is read dated, "Where did Ann move?" as retrieved."""
+    from test_eval_locomo import AnsweringLLM, _run
+
+    llm = AnsweringLLM()
+    _run(tmp_path, config.model_copy(update={"answer": AnswerSettings(dates="auto")}), "dated", llm=llm)
+    when = next(p for p in llm.prompts if "Question: When did Ann move?" in p)
+    where = next(p for p in llm.prompts if "Question: Where did Ann move?" in p)
+    assert "(date: 8 May 2023)" in when and "last week (= the week of 1 May 2023)" in when
+    assert "(date:" not in where and "(= " not in where
