@@ -212,6 +212,9 @@ def test_ask_with_dates_on_shows_the_absolute_date_in_the_prompt(
         stored = mem.store.artifacts(NAMESPACE, "dates", ChunkDates, "dates-v1")
         assert len(stored) == len(mem.store.nodes("chunk")) >= 2  # every chunk dated at index time
         answer = mem.ask("When did Maria adopt Biscuit?")
+        doc_id = mem.store.documents()[0]["id"]
+        mem.delete(doc_id)  # the dates leave with their chunks
+        assert mem.store.artifacts(NAMESPACE, "dates", ChunkDates, "dates-v1") == {}
     prompt = llm.prompts[-1]
     assert "last Sunday (= 21 May 2023)" in prompt
     assert "(date: 25 May 2023)" in prompt and "(date: 8 May 2023)" in prompt
