@@ -13,8 +13,8 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag.answers.answering import answer_prompt, answer_question, answer_stream
 from gemrag.answers.consistency import most_consistent, token_f1
-from gemrag.answers.reading import Reading, locate_quote, parse_quotes, reading_prompt, split_answer
-from gemrag.answers.shaping import GAP, Shaping, edges_order, shape_context, trim_passages
+from gemrag.answers.reading import NOT_FOUND, Reading, locate_quote, parse_quotes, reading_prompt, split_answer
+from gemrag.answers.shaping import GAP, Shaping, edges_order, evidence_score, shape_context, trim_passages
 from gemrag.config import load_config
 from gemrag.memory.asking import reading_of
 from gemrag.models.base import Completion, Message, Usage
@@ -190,3 +190,18 @@ def test_settings_build_the_reading() -> None:
 def test_reading_prompt_refuses_plain() -> None:
     with pytest.raises(ValueError):
         reading_prompt("q", ["t"], "plain", short=True, abstain=False)
+
+
+def test_weak_evidence_abstains_without_a_call(tmp_path: Path) -> None:
+    llm = Replies("Ivo")
+    hits = [Hit(1, "chunk", 0.9, "Gulls cried over the harbour. Rain fell.")]
+    answer = _ask(tmp_path, llm, Reading(abstain_below=0.5), hits=hits, short=True)
+    assert answer.text == NOT_FOUND and llm.seen == [] and answer.reading["abstained"]
+    strong = _ask(tmp_path, llm, Reading(abstain_below=-0.5), hits=hits, short=True)  # every cosine is above -0.5
+    assert strong.text == "Ivo" and "abstained" not in strong.reading and "evidence" in strong.reading
+
+
+def test_evidence_score_is_the_best_sentence_cosine() -> None:
+    assert evidence_score("boat?", ["Rain fell. Marta sold the boat."], Keyword()) == pytest.approx(1.0)
+    assert evidence_score("boat?", ["Rain fell."], Keyword()) == pytest.approx(0.0)
+    assert evidence_score("boat?", [], Keyword()) == -1.0

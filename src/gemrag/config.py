@@ -112,6 +112,9 @@ class AnswerSettings(BaseModel):
         samples: self-consistency (Wang et al. 2023): ``samples`` > 1 free-form answers sampled at
             ``sample_temperature`` (seeds 1..k), and the one the others agree with most is kept
             (:mod:`gemrag.answers.consistency`); 1 (default) is one greedy answer. Multiple choice stays greedy.
+        abstain_below: abstention on weak evidence: when the best cosine between the question and a sentence of the
+            context (the memory's embedder) is below this, a free-form answer is "Not found in the memory." with no
+            LLM call; None (default) never abstains this way.
     """
 
     cite: bool | None = None
@@ -124,6 +127,7 @@ class AnswerSettings(BaseModel):
     shape_margin: float = Field(default=0.25, ge=0.0, le=2.0)
     samples: int = Field(default=1, ge=1, le=15)
     sample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
 
     def cites(self, *, short: bool = False) -> bool:
         """Whether an answer of this form cites: ``cite`` when set, else True for sentence and multiple-choice

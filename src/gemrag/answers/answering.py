@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from gemrag.answers.answer import Answer, Quote
 from gemrag.answers.consistency import most_consistent
 from gemrag.answers.reading import (
+    NOT_FOUND,
     READING_MAX_TOKENS,
     Reading,
     aid_prompt,
@@ -40,7 +41,7 @@ from gemrag.answers.reading import (
     reading_prompt,
     split_answer,
 )
-from gemrag.answers.shaping import shape_context
+from gemrag.answers.shaping import evidence_score, shape_context
 from gemrag.errors import StructuredOutputError
 from gemrag.models.base import LLM, Completion, Embedder, Message, Usage
 from gemrag.models.meter import UsageMeter
@@ -251,7 +252,9 @@ def answer_question(
             Self-consistency samples ``reading.samples`` free-form answers at ``reading.temperature`` with seeds
             ``seed + 1 .. seed + k`` (``seed`` 0 when None) and keeps the most consistent one
             (:func:`gemrag.answers.consistency.most_consistent`); its ``reading["votes"]`` lists all of them.
-        embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``).
+        embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``) and to abstain
+            (``reading.abstain_below``: below it the answer is :data:`~gemrag.answers.reading.NOT_FOUND`, no LLM call,
+            and ``reading["abstained"]`` is True; ``reading["evidence"]`` holds the score either way).
 
     Raises:
         ValueError: fewer than 2 or more than 10 choices; trimming without an embedder.
@@ -273,6 +276,14 @@ def answer_question(
         )
     hits, texts, info = _shown(question, hits, embedder, reading if agent is None else Reading())
     form = reading.form if agent is None else "plain"
+    if reading.abstain_below is not None and agent is None and not choices:
+        if embedder is None:
+            raise ValueError("abstaining on weak evidence needs the memory's embedder")
+        info["evidence"] = score = round(evidence_score(question, texts, embedder), 4)
+        if score < reading.abstain_below:
+            info.update(form=form, samples=reading.samples, abstained=True)
+            seconds = time.perf_counter() - t1
+            return Answer(NOT_FOUND, None, hits, retrieval_seconds, seconds, Usage(), reading=info)
     if agent is not None and not choices:
         messages = shorten_prompt(question, str(agent), abstain=abstain)
     elif form != "plain" and not choices:

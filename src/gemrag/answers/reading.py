@@ -44,6 +44,8 @@ NOTES_INSTRUCTION = (
     "First write a short note for each passage, one per line, as [n] Note: what the passage says about the "
     'question, or "nothing relevant". Then write a line that starts with "Answer:".'
 )
+#: The answer of a question the memory abstains from (``abstain_below``): nothing in the context supports one.
+NOT_FOUND = "Not found in the memory."
 #: Completion limit of a quote or notes reading (tokens): the quotes or notes, then the answer.
 READING_MAX_TOKENS = 320
 
@@ -190,14 +192,18 @@ class Reading:
         shaping: the context shaping to apply first (:mod:`gemrag.answers.shaping`), or None for none.
         samples: free-form answers sampled for self-consistency (:mod:`gemrag.answers.consistency`); 1 = greedy.
         temperature: the sampling temperature when ``samples`` > 1.
+        abstain_below: answer :data:`NOT_FOUND` without an LLM call when the context's evidence score
+            (:func:`gemrag.answers.shaping.evidence_score`, the best question-sentence cosine) is below this; None
+            never abstains. Free-form questions only (multiple choice must choose).
     """
 
     form: ReadingForm = "plain"
     shaping: Shaping | None = None
     samples: int = 1
     temperature: float = 0.7
+    abstain_below: float | None = None
 
     @property
     def plain(self) -> bool:
-        """True for today's answer path: the plain form, no shaping, one greedy answer."""
-        return self.form == "plain" and self.shaping is None and self.samples == 1
+        """True for today's answer path: the plain form, no shaping, one greedy answer, no abstention."""
+        return self.form == "plain" and self.shaping is None and self.samples == 1 and self.abstain_below is None

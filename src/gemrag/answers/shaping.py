@@ -135,6 +135,22 @@ def trim_passages(
     return out
 
 
+def evidence_score(question: str, texts: Sequence[str], embedder: Embedder) -> float:
+    """How well the context can answer ``question``, strategy-neutral: the highest cosine between the question and
+    any sentence of the context, with the memory's embedder (one call over the question and every sentence); the
+    score behind abstention (``[answer] abstain_below``). Retrieval scores are not comparable across strategies (a
+    cosine, a BM25 score, a fused rank), a sentence cosine is.
+
+    Returns:
+        The best sentence cosine, in [-1, 1]; -1.0 for an empty context.
+    """
+    flat = [t[s:e] for t in texts for s, e in split_sentences(t)]
+    if not flat:
+        return -1.0
+    vecs = np.asarray(embedder.embed([question, *flat]), dtype=np.float32)
+    return float((vecs[1:] @ vecs[0]).max())
+
+
 def shape_context(question: str, hits: Sequence[Hit], embedder: Embedder | None, shaping: Shaping) -> Shaped:
     """The context shaped for reading (module docstring): duplicates dropped, sentences trimmed, passages ordered.
 

@@ -58,7 +58,7 @@ def reading_of(settings: AnswerSettings) -> Reading:
         if settings.shape
         else None
     )
-    return Reading(settings.reading, shaping, settings.samples, settings.sample_temperature)
+    return Reading(settings.reading, shaping, settings.samples, settings.sample_temperature, settings.abstain_below)
 
 
 def _query_usage(memory: MemoryHandle) -> Usage:
