@@ -355,7 +355,9 @@ def test_an_evaluation_reads_time_questions_dated(tmp_path: Path, config: Config
     from test_eval_locomo import AnsweringLLM, _run
 
     llm = AnsweringLLM()
-    _run(tmp_path, config.model_copy(update={"answer": AnswerSettings(dates="auto")}), "dated", llm=llm)
+    res = _run(tmp_path, config.model_copy(update={"answer": AnswerSettings(dates="auto")}), "dated", llm=llm)
+    dated = {r["question_id"] for r in res.records if r.get("dated")}
+    assert dated == {"conv-t_q2", "conv-t_q3"}  # "When did Ann move?", "What did Ann realize after the race?"
     when = next(p for p in llm.prompts if "Question: When did Ann move?" in p)
     where = next(p for p in llm.prompts if "Question: Where did Ann move?" in p)
     assert "(date: 8 May 2023)" in when and "last week (= the week of 1 May 2023)" in when
