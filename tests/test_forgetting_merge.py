@@ -24,6 +24,7 @@ import pytest
 import scipy.sparse as sp
 from test_strategy_raptor import pca
 
+from backends import MemoryAt
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config, load_config
@@ -73,7 +74,7 @@ def merge_config(config: Config) -> Config:
     return load_config(None, {"memory": {"chunk_tokens": 40}, "gem": {"questions": 2, "eigen": 2, "eigen_top": 3}})
 
 
-def open_memory(location: Path, config: Config, llm: ScriptedLLM | None = None) -> Memory:
+def open_memory(location: str | Path, config: Config, llm: ScriptedLLM | None = None) -> Memory:
     mem = Memory.open(location, config, llm=llm or ScriptedLLM(), embedder=HashEmbedder())
     mem._strategies["raptor"] = RaptorStrategy(RaptorConfig(reducer=pca, reduction_dim=3, max_clusters=6))
     return mem
@@ -282,8 +283,8 @@ def sentences(mem: Memory, question: str) -> str:
         return " ".join(h.text for h in mem.retrieve(question, 3, strategy="hlgraph"))
 
 
-def test_a_merged_relation_loses_the_removed_documents_wording(tmp_path: Path, merge_config: Config) -> None:
-    with open_memory(tmp_path / "m", merge_config, LedgerLLM()) as mem:
+def test_a_merged_relation_loses_the_removed_documents_wording(memory_at: MemoryAt, merge_config: Config) -> None:
+    with open_memory(memory_at("m"), merge_config, LedgerLLM()) as mem:
         build(mem, "abc", "hlgraph")
         (paid,) = [n for n in mem.store.nodes("relation", strategy="hlgraph") if "paid" in n.text.lower()]
         assert paid.meta["label"] == "PAID" and "Kestrel" in paid.meta["passive"]  # B's wording, B's chunk first
@@ -304,8 +305,8 @@ def fact_edge(mem: Memory, a: str, b: str) -> float:
     return sum(w for kind, s, d, w in mem.store.edge_list("remem", "fact") if (s, d) == (entities[a], entities[b]))
 
 
-def test_an_edge_only_the_removed_document_made_goes_with_it(tmp_path: Path, merge_config: Config) -> None:
-    with open_memory(tmp_path / "m", merge_config) as mem:
+def test_an_edge_only_the_removed_document_made_goes_with_it(memory_at: MemoryAt, merge_config: Config) -> None:
+    with open_memory(memory_at("m"), merge_config) as mem:
         build(mem, "abc", "remem")
         # triple occurrences counted both ways (HippoRAG 2's weights): "paid" and "warned" in B and in C
         assert fact_edge(mem, "ilse varga", "mayor holt") == 2 * 4
@@ -318,3 +319,35 @@ def test_an_edge_only_the_removed_document_made_goes_with_it(tmp_path: Path, mer
         entities = {n.text: n for n in mem.store.nodes("entity", strategy="remem")}
         sources = mem.store.node_sources([entities["ilse varga"].id])[entities["ilse varga"].id]
         assert entities["ilse varga"].meta["inputs"] == len(sources)  # what it rests on now
+
+
+def test_unweaver_keeps_an_unchanged_shortening_and_defers_a_changed_one(tmp_path: Path) -> None:
+    """A class whose descriptions are too long (here over 100 characters) is shortened by the LLM: at a removal, one
+    the removal left unchanged keeps its shortening (no LLM call), one it changed leaves until the next ``index``."""
+    cfg = load_config(None, {"memory": {"chunk_tokens": 40}, "unweaver": {"representative_max_chars": 100}})
+
+    def classes(mem: Memory) -> dict[str, dict[str, Any]]:
+        return {n.text: n.meta for n in mem.store.nodes("entity", strategy="unweaver")}
+
+    with open_memory(tmp_path / "ac", cfg) as mem:
+        build(mem, "ac", "unweaver")
+        want = classes(mem)
+    llm = ScriptedLLM()
+    with open_memory(tmp_path / "abc", cfg, llm) as mem:
+        build(mem, "abc", "unweaver")
+        before = classes(mem)
+        calls = llm.calls
+        mem.delete("b")
+        assert llm.calls == calls
+        after = classes(mem)
+        reused = [n for n, m in after.items() if m["shortened"] == "llm"]
+        deferred = sorted(set(want) - set(after))
+        assert reused and deferred  # the case each way
+        for name in reused:  # unchanged by the removal: the same shortening as before and as without B
+            assert after[name]["representative"] == before[name]["representative"] == want[name]["representative"]
+        for name in deferred:  # changed and too long: its shortening needs the LLM
+            assert want[name]["shortened"] == "llm" and name in before
+        for name, meta in after.items():  # the others as without B
+            assert meta == want[name]
+        mem.index("unweaver")
+        assert classes(mem) == want
