@@ -151,7 +151,7 @@ def _table(spec: str, records: _Records) -> str:
     lines = ["| RAG | " + " | ".join(headers) + " |", "|---|" + "---|" * len(headers)]
     lines += [f"| {name} | " + " | ".join(row) + " |" for name, row in zip(names, rows, strict=True)]
     lines += ["", f"Scores in %, 95 % intervals; from the published record `results/{run.name}.json`."]
-    return "\n" + "\n".join(lines) + "\n"
+    return "\n\n" + "\n".join(lines) + "\n\n"  # blank lines: the comments stay out of the table's block
 
 
 def render(text: str, root: Path, source: str = "<text>") -> str:
