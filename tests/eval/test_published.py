@@ -121,7 +121,9 @@ def test_cli_publish_writes_the_record(tmp_path: Path, config: Config, monkeypat
     assert bad.exit_code == 2 and "--publish" in bad.output and not (tmp_path / "x.json").exists()
 
 
-def test_marked_figures_are_generated_and_a_hand_edit_is_found(tmp_path: Path, config: Config) -> None:
+def test_marked_figures_are_generated_and_a_hand_edit_is_found(
+    tmp_path: Path, config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, out = _multihop(tmp_path, config)
     root = tmp_path / "results"
     run = publish_run(out, "mh", root, command="x")
@@ -149,5 +151,10 @@ def test_marked_figures_are_generated_and_a_hand_edit_is_found(tmp_path: Path, c
     (tmp_path / "docs").mkdir()
     (tmp_path / "README.md").write_text(edited, encoding="utf-8")
     assert docs_main(["--repo", str(tmp_path), "--check"]) == 1
+    said = capsys.readouterr().out
+    assert (
+        "README.md:1: mh bm25 recall@5 ci: the document says '99.9 (" in said
+        and f"gives '{100 * r5.mean:.1f} (" in said
+    )
     assert docs_main(["--repo", str(tmp_path)]) == 0 and (tmp_path / "README.md").read_text() == done
     assert docs_main(["--repo", str(tmp_path), "--check"]) == 0

@@ -39,7 +39,7 @@ from pathlib import Path
 from gemrag.errors import InputError
 from gemrag.eval.published import Comparison, Interval, PublishedRun, load_published
 
-__all__ = ["MARK", "documents", "main", "render", "render_file"]
+__all__ = ["MARK", "differences", "documents", "main", "render", "render_file"]
 
 #: A marked block: its kind (``result`` or ``result-table``), its spec and the generated text between the marks.
 MARK = re.compile(r"<!-- (?P<kind>result|result-table): (?P<spec>[^>]*?) -->(?P<body>.*?)<!-- /result -->", re.S)
@@ -174,6 +174,23 @@ def render(text: str, root: Path, source: str = "<text>") -> str:
     return MARK.sub(one, text)
 
 
+def differences(text: str, root: Path, source: str = "<text>") -> list[str]:
+    """One line per marked figure of ``text`` that differs from its record: ``SOURCE:LINE: SPEC: the document says
+    '...', the record gives '...'`` (``[]`` when every figure is generated).
+
+    Raises:
+        InputError: as :func:`render`.
+    """
+    out = []
+    for match in MARK.finditer(text):
+        new = MARK.fullmatch(render(match.group(0), root, source))
+        if new is not None and new["body"] != match["body"]:
+            line = text.count("\n", 0, match.start()) + 1
+            said, gives = (" ".join(b.split())[:80] for b in (match["body"], new["body"]))
+            out.append(f"{source}:{line}: {match['spec']}: the document says {said!r}, the record gives {gives!r}")
+    return out
+
+
 def render_file(path: Path, root: Path) -> tuple[str, str]:
     """``(current text, regenerated text)`` of one document."""
     text = path.read_text(encoding="utf-8")
@@ -201,15 +218,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for path in documents(args.repo):
             text, new = render_file(path, root)
-            if text != new:
-                stale.append(path)
-                if not args.check:
-                    path.write_text(new, encoding="utf-8")
+            if text == new:
+                continue
+            stale += differences(text, root, str(path)) if args.check else [f"{path}: regenerated from its records"]
+            if not args.check:
+                path.write_text(new, encoding="utf-8")
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for path in stale:
-        print(f"{path}: {'differs from' if args.check else 'regenerated from'} its records")
+    for line in stale:
+        print(line)
     return 1 if args.check and stale else 0
 
 
