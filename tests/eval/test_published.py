@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_eval_factual import covid_file
 from test_eval_locomo import locomo_file
 from test_eval_runner import cli_app, multihop_file
 from typer.testing import CliRunner
@@ -87,6 +88,22 @@ def test_locomo_evidence_recall_rescores_from_the_turns_each_context_node_covers
     assert set(run.strategies["dense"].categories) == {"1", "2", "4", "5"}
     lost = next(r for r in records if r["gold_turns"] and any(r["context_turns"]))
     assert rescore_record(dict(lost, context_turns=[[]]))["evidence_recall"] == 0.0
+
+
+def test_answer_span_recall_rescores_from_the_ranked_chunks_texts(tmp_path: Path, config: Config) -> None:
+    out = tmp_path / "covid"
+    res = run_eval(
+        "covid_qa", covid_file(tmp_path), ["dense"], config=config, budget=1, out_dir=out, answer=False, plots=False,
+        embedder=HashEmbedder(),
+    )  # fmt: skip
+    run = publish_run(out, "covid", tmp_path / "results", command="x")
+    records = load_records(run, tmp_path / "results")
+    by_id = {r["question_id"]: r for r in res.records}
+    for rec in records:
+        assert rec["gold_answers"] and all(h["text"] for h in rec["retrieved"])
+        assert rescore_record(rec) == {k: by_id[rec["question_id"]][k] for k in ("recall@2", "recall@5")}
+    found = next(r for r in records if r["scores"]["recall@5"] == 1.0)
+    assert rescore_record(dict(found, gold_answers=["no such span anywhere"]))["recall@5"] == 0.0
 
 
 def test_non_default_settings_from_the_recorded_configuration() -> None:

@@ -196,7 +196,7 @@ class _Annotator:
         self.views: dict[str, tuple[dict[int, list[str]], dict[int, list[str]], dict[int, str]]] = {}
 
     def _view(self, name: str) -> tuple[dict[int, list[str]], dict[int, list[str]], dict[int, str]]:
-        """``(chunk -> documents, chunk -> turns, node -> kind)`` of one memory."""
+        """``(chunk -> documents, node -> turns it covers, chunk -> text)`` of one memory."""
         if name in self.views:
             return self.views[name]
         directory = self.run_dir / "memories" / name
@@ -210,9 +210,11 @@ class _Annotator:
             chunk_docs: dict[int, list[str]] = {}
             chunk_turns: dict[int, list[str]] = {}
             kinds: dict[int, str] = {}
+            texts_of: dict[int, str] = {}
             for node in store.nodes():
                 kinds[node.id] = node.kind
             for node in store.nodes("chunk"):
+                texts_of[node.id] = node.text
                 src = sources.get(node.doc_id) if node.doc_id is not None else None
                 chunk_docs[node.id] = self.same_text.get(self.docs[src].text, [src]) if src in self.docs else []
                 located = spans.span(node.id)
@@ -229,7 +231,7 @@ class _Annotator:
                 chunk_turns[nid] = list(dict.fromkeys(t for c in chunks for t in chunk_turns.get(c, [])))
         finally:
             store.close()
-        self.views[name] = (chunk_docs, chunk_turns, kinds)
+        self.views[name] = (chunk_docs, chunk_turns, texts_of)
         return self.views[name]
 
     def slim(self, record: dict[str, Any]) -> dict[str, Any]:
@@ -237,7 +239,7 @@ class _Annotator:
         name = self.memory_of.get((record["group"], record["strategy"]))
         if name is None:
             raise InputError(f"{self.run_dir}/index.jsonl: no build of {record['strategy']} in group {record['group']}")
-        chunk_docs, chunk_turns, _ = self._view(name)
+        chunk_docs, chunk_turns, chunk_text = self._view(name)
         out: dict[str, Any] = {k: record.get(k) for k in ("question_id", "strategy", "group", "category", "run")}
         out["setting"] = record.get("setting") or {}
         out["error"] = record.get("error")
@@ -251,6 +253,10 @@ class _Annotator:
         ]
         out["context"] = list(record.get("context") or [])
         question = self.questions.get(str(record["question_id"]))
+        if record.get("recall_from") == "answer span in chunk" and question is not None:  # COVID-QA: spans in texts
+            out["gold_answers"] = list(question.answers)
+            for hit in out["retrieved"]:
+                hit["text"] = chunk_text.get(int(hit["id"]), "") if hit["kind"] == "chunk" else ""
         if record.get("evidence_recall") is not None and question is not None:
             gold: list[str] = []
             for doc_id in question.doc_ids:

@@ -7,7 +7,8 @@ A published run is two files in ``results/``:
   the SHA-256 of its file), the settings that differed from the defaults, and per strategy each metric with n and
   its 95 % interval, the paired tests between strategies, and per question category the same;
 * ``NAME.records.jsonl.gz``: one line per (question, strategy): the question's gold ids, its ranking (node id, kind,
-  and the dataset documents of each hit), the dialog turns each context node covers, and the scores the run gave it.
+  and the dataset documents of each hit; for answer-span recall also its text and the gold answers), the dialog turns
+  each context node covers, and the scores the run gave it.
 
 The figures of ``NAME.json`` are computed from the per-question scores by :func:`score_records` (the same
 percentile bootstrap, seed and question order as ``gemrag eval``'s report, :mod:`gemrag.eval.report`), and the
@@ -367,24 +368,27 @@ def rescore_record(record: dict[str, Any]) -> dict[str, float]:
     * ``recall@k`` (k in :data:`gemrag.eval.metrics.RECALL_KS`), when the record has ``gold_documents``: the one
       Recall@k rule of ``gemrag eval`` (:func:`gemrag.eval.metrics.recall_at_ks`) over ``retrieved``, each hit's
       ``docs`` naming the dataset documents it comes from;
+    * ``recall@k`` when it has ``gold_answers`` instead (COVID-QA): whether a gold answer span occurs in one of the
+      first k passages' ``text`` (:func:`gemrag.eval.metrics.answer_recall`);
     * ``evidence_recall``, when it has ``gold_turns``: the share of them among the turns the context nodes cover
       (``context_turns``, one list per context node; :mod:`gemrag.eval.evidence`).
 
-    A record whose retrieval failed (``error``) scores 0 recall. Scores that need more than the record (COVID-QA's
-    answer spans need the chunks' texts) are not recomputed.
+    A record whose retrieval failed (``error``) scores 0 recall by documents (as the runner scores it); answer scores
+    (F1, EM, accuracy) are not recomputed: they need the gold answers' scorer of each benchmark.
 
     Returns:
         ``{metric: value in [0, 1]}`` for the metrics the record can be re-scored on (``{}`` for none).
     """
     out: dict[str, float] = {}
-    gold = record.get("gold_documents") or []
-    if gold:
-        if record.get("error"):
-            out.update({f"recall@{k}": 0.0 for k in RECALL_KS})
-        else:
-            docs = {int(h["id"]): list(h.get("docs") or []) for h in record.get("retrieved") or []}
-            ranking = [Hit(int(h["id"]), str(h["kind"]), 0.0, "") for h in record.get("retrieved") or []]
-            out.update(recall_at_ks(ranking, RECALL_KS, lambda hit: docs.get(hit.node_id, []), gold=gold))
+    gold, answers = record.get("gold_documents") or [], record.get("gold_answers") or []
+    if gold and record.get("error"):
+        out.update({f"recall@{k}": 0.0 for k in RECALL_KS})
+    elif (gold or answers) and not record.get("error"):
+        hits = record.get("retrieved") or []
+        docs = {int(h["id"]): list(h.get("docs") or []) for h in hits}
+        ranking = [Hit(int(h["id"]), str(h["kind"]), 0.0, str(h.get("text", ""))) for h in hits]
+        by_docs = lambda hit: docs.get(hit.node_id, [])  # noqa: E731
+        out.update(recall_at_ks(ranking, RECALL_KS, by_docs, gold=gold, answers=[] if gold else answers))
     turns = record.get("gold_turns") or []
     if turns and not record.get("error"):
         covered = {t for node in record.get("context_turns") or [] for t in node}
