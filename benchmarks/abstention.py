@@ -65,10 +65,10 @@ def score_run(run_dir: Path, memory_root: Path | None = None) -> list[dict[str, 
                 raise FileNotFoundError(f"{directory}: no such memory")
             store = open_store(directory, readonly=True)
             try:
-                texts[name] = {
-                    n.id: n.text
-                    for n in store.nodes_by_id([i for r in records for i in r.get("context") or []]).values()
+                mine = {
+                    i for r in records if memory_of[(r["group"], r["strategy"])] == name for i in r.get("context") or []
                 }
+                texts[name] = {n.id: n.text for n in store.nodes_by_id(sorted(mine)).values()}
             finally:
                 store.close()
         question, unanswerable = questions[rec["question_id"]]

@@ -37,8 +37,9 @@ ReadingForm = Literal["plain", "quote", "notes"]
 READING_FORMS: tuple[str, ...] = ("plain", "quote", "notes")
 
 QUOTE_INSTRUCTION = (
-    "First copy, word for word, the sentence or sentences of the context that answer the question, one per line, "
-    'each as [n] "sentence" where n is the number of its passage. Then write a line that starts with "Answer:".'
+    "First copy, word for word, the one sentence of the context that answers the question (two only if the answer "
+    'needs both), each on its own line as [n] "sentence" where n is the number of its passage. Then write a line '
+    'that starts with "Answer:".'
 )
 NOTES_INSTRUCTION = (
     "First write a short note for each passage, one per line, as [n] Note: what the passage says about the "
