@@ -59,7 +59,7 @@ def _passages(n: int, rng: random.Random) -> list[str]:
     return out
 
 
-def _entry(i: int, passage: str) -> dict[str, Any]:
+def _entry(passage: str) -> dict[str, Any]:
     answer = {"questions": [f"What about {' '.join(passage.split()[k : k + 6])}?" for k in (0, 12, 24)]}
     return {
         "text": json.dumps(answer),
@@ -69,21 +69,27 @@ def _entry(i: int, passage: str) -> dict[str, Any]:
         "seconds": 1.0,
         "input": [
             {"role": "system", "content": INSTRUCTION},
-            {"role": "user", "content": f'Passage {i % HOLDERS}:\n"""\n{passage}\n"""'},
+            {"role": "user", "content": f'Passage:\n"""\n{passage}\n"""'},
         ],
     }
 
 
 def fill(store: Any, n: int, passages: list[str]) -> tuple[float, int]:
-    """Store ``n`` entries with their marks; (seconds, mark rows)."""
+    """Store ``n`` entries with their marks (each passage's response marked once: its ``HOLDERS`` entries differ by
+    key only, as one chunk's calls of several passes would by their instructions); (seconds, mark rows)."""
     start, marks = time.perf_counter(), 0
+    memo: dict[int, tuple[str, set[int]]] = {}
     for first in range(0, n, BATCH):
         rows, mark_rows = [], []
         for i in range(first, min(n, first + BATCH)):
-            response = _entry(i, passages[i % len(passages)])
+            j = i % len(passages)
+            if j not in memo:
+                response = _entry(passages[j])
+                memo[j] = (json.dumps(response), response_marks(response))
+            text, entry_marks = memo[j]
             key = f"{i:064x}"
-            rows.append((key, "bench", json.dumps(response), time.time()))
-            mark_rows += [(m, key) for m in (ENTRY_MARK, *response_marks(response))]
+            rows.append((key, "bench", text, time.time()))
+            mark_rows += [(m, key) for m in (ENTRY_MARK, *entry_marks)]
         with store.transaction() as c:
             c.executemany("INSERT INTO llm_cache(key, model, response, created) VALUES (?,?,?,?)", rows)
             c.executemany("INSERT OR IGNORE INTO llm_marks(mark, key) VALUES (?,?)", mark_rows)
