@@ -157,10 +157,9 @@ def test_a_plain_delete_then_a_later_erase(memory_at: MemoryAt, config: Config) 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_an_erase_a_reader_kept_from_finishing_names_the_file_and_completes_when_run_again(
-    memory_at: MemoryAt, config: Config
+    memory_at: MemoryAt, config: Config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gemrag import cli
-    from gemrag.cli import erase as cli_erase
 
     location = Path(memory_at("m"))
     with _open(location, config) as mem:
@@ -172,20 +171,20 @@ def test_an_erase_a_reader_kept_from_finishing_names_the_file_and_completes_when
     reader.execute("BEGIN")
     reader.execute("SELECT COUNT(*) FROM nodes").fetchone()  # holds a snapshot of the old pages
     real_open = Memory.open
-    cli_erase.Memory.open = classmethod(  # type: ignore[method-assign]
-        lambda cls, d, c=None, **kw: real_open(d, config, llm=ParaphrasingLLM(), embedder=HashEmbedder())
-    )
-    try:
-        first = CliRunner().invoke(cli.app, ["erase", "--memory", str(location)])
-        assert first.exit_code == 1, first.output
-        assert "memory.sqlite" in first.output and "run `gemrag erase` again" in " ".join(first.output.split())
-        reader.execute("COMMIT")
-        reader.close()
-        second = CliRunner().invoke(cli.app, ["erase", "--memory", str(location)])
-        assert second.exit_code == 0, second.output
-        assert "erased: VACUUM; write-ahead log checkpointed and truncated" in " ".join(second.output.split())
-    finally:
-        cli_erase.Memory.open = real_open  # type: ignore[method-assign]
+
+    def fake_open(cls: type[Memory], d: Any, c: Config | None = None, **kw: Any) -> Memory:
+        return real_open(d, config, llm=ParaphrasingLLM(), embedder=HashEmbedder())
+
+    monkeypatch.setattr(Memory, "open", classmethod(fake_open))  # as cli/options.py:open_memory opens it
+    first = CliRunner().invoke(cli.app, ["erase", "--memory", str(location)])
+    assert first.exit_code == 1, first.output
+    assert "memory.sqlite" in first.output and "run `gemrag erase` again" in " ".join(first.output.split())
+    reader.execute("COMMIT")
+    reader.close()
+    second = CliRunner().invoke(cli.app, ["erase", "--memory", str(location)])
+    assert second.exit_code == 0, second.output
+    assert "erased: VACUUM; write-ahead log checkpointed and truncated" in " ".join(second.output.split())
+    monkeypatch.undo()
     with _open(location, config) as mem:
         assert byte_leaks(mem, PASSWORD) == []
 

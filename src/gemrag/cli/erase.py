@@ -6,10 +6,19 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from gemrag.cli.options import ConfigFile, ExistingMemory, Wait, memory_target
-from gemrag.config import load_config
+from gemrag.cli.options import (
+    NO_MODEL_FLAGS,
+    ConfigFile,
+    MemoryOpt,
+    ModelOptions,
+    SetOpt,
+    Wait,
+    build_config,
+    memory_target,
+    model_options,
+    open_memory,
+)
 from gemrag.console import cli_errors
-from gemrag.memory import Memory
 from gemrag.store.erase import PurgeReport
 
 out = Console()
@@ -20,18 +29,27 @@ INCOMPLETE_EXIT = 1
 """Exit code of an erase that could not finish while another process read old bytes (bad input exits with 2)."""
 
 
-def erase_command(memory: ExistingMemory = None, config: ConfigFile = None, wait: Wait = 0.0) -> None:
+@model_options()
+def erase_command(
+    memory: MemoryOpt = None,
+    config: ConfigFile = None,
+    wait: Wait = 0.0,
+    set_: SetOpt = None,
+    models: ModelOptions = NO_MODEL_FLAGS,
+) -> None:
     """Erase every byte of text no current document states: what `gemrag delete`, an edited file re-indexed and
     `index --sync` removed since the last erase, from the LLM and embedding caches, the kept versions, the failure
     messages, unpublished array files and the database's free pages, write-ahead log and dead rows (SQLite VACUUM and
     WAL truncation; PostgreSQL VACUUM FULL). No LLM call; prints what it erased. Runs at any time and again: exits
     with code 1 while another process still reads old bytes (the message names the file or tables; run it again once
     that process is done), 2 on an error (e.g. another process is building: --wait). Copies made by `gemrag view`
-    and `gemrag copy`, and traces already exported to a collector, are outside the memory: erase them yourself."""
+    and `gemrag copy`, and traces already exported to a collector, are outside the memory: erase them yourself. The
+    embedder of the configuration and the model flags names the embedding-cache entries of the texts kept. The memory
+    must exist."""
     with cli_errors():
-        cfg = load_config(config)
+        cfg = build_config(config, sets=set_, models=models)
         location = memory_target(memory, cfg, existing=True)
-    with cli_errors("run `gemrag erase` again: it finishes what is left"), Memory.open(location, cfg) as mem:
+    with cli_errors("run `gemrag erase` again: it finishes what is left"), open_memory(location, cfg, None) as mem:
         report = mem.erase(wait=wait)
     for line in purge_lines(report):
         out.print(line)

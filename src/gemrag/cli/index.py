@@ -21,7 +21,7 @@ from gemrag.cli.erase import INCOMPLETE_EXIT, purge_lines
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,
     ConfigFile,
-    MemoryDir,
+    MemoryOpt,
     ModelOptions,
     Quiet,
     SetOpt,
@@ -49,7 +49,7 @@ out = Console()
 
 @model_options()
 def index_command(
-    memory: MemoryDir = None,
+    memory: MemoryOpt = None,
     paths: Annotated[
         list[str] | None,
         typer.Argument(help=".txt/.md files or directories; '-' reads standard input; none: rebuild only."),
