@@ -368,13 +368,18 @@ class ErasureOut(BaseModel):
 
 
 class PurgeOut(BaseModel):
-    """What ``?purge=true`` erased besides the delete (:class:`gemrag.store.erase.PurgeReport`): the text fragments
-    searched for, the chat exchanges quoting the text (deleted with it), the rows purged and the physical erase."""
+    """What an erase erased (``POST .../erase``, or ``?purge=true`` after a delete; :class:`gemrag.store.erase.
+    PurgeReport`): the marks of removed text erased (of those the removals had quarantined), the chat exchanges the
+    delete withdrew (they rested on its chunks), the rows purged, the physical erase (``erasure.complete`` false:
+    another process still reads old bytes, ``erasure.detail`` names the file or tables: erase again) and the
+    seconds it took."""
 
     fragments: int
     exchanges: list[DocumentInfo]
     purged: PurgedOut
     erasure: ErasureOut
+    quarantined: int = 0
+    seconds: float = 0.0
 
 
 class DeleteOut(BaseModel):
@@ -391,6 +396,7 @@ class DeleteOut(BaseModel):
     kept_by: list[str] = Field(default_factory=list)
     purge: PurgeOut | None = None
     rebuilt: dict[str, int] = Field(default_factory=dict)
+    dependents: list[DocumentInfo] = Field(default_factory=list)
 
 
 class NamespaceList(BaseModel):
