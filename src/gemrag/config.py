@@ -20,6 +20,7 @@ Example ``gemrag.toml``::
 
     [answer]
     cite = true               # every answer names the passages it uses, [1]..[n] (unset: all but short answers)
+    verify = "flag"           # check each answer sentence against its citations: "flag", "drop" or "off"
 
     [raptor]                  # any strategy's own section, validated by that strategy's model
     summary_tokens = 200
@@ -48,7 +49,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from pydantic_settings import (
@@ -101,9 +102,21 @@ class AnswerSettings(BaseModel):
             points with dense (EM p 0.03) and 7.7 / 11.3 with fused, its answers growing from ~4 to ~10 words
             (docs/results.md, "Cited answers on and off"). True or False applies to every form; False gives the
             prompts of earlier releases (and their cached answers).
+        verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
+            ``answer``) checked against the passages it cites (:mod:`gemrag.answers.verification`): ``"flag"``
+            (default) marks the unsupported ones, ``"drop"`` removes them from the text with the citations only they
+            made, ``"off"`` checks nothing. The default flags: a check costs one short LLM call per sentence of more
+            than ``verify_overlap_words`` words (the cited passages and the sentence in, ~6 tokens out; cached), no
+            call for shorter ones, and an answer the user reads is worth that (docs/verification.md has the measured
+            cost and precision). Evaluation runs never verify (they call the answering directly).
+        verify_overlap_words: sentences of at most this many words (markers removed) are checked by token overlap,
+            with no model call (default 6, the short-answer length); 0 sends every sentence to the LLM, a large
+            number checks everything by overlap.
     """
 
     cite: bool | None = None
+    verify: Literal["flag", "drop", "off"] = "flag"
+    verify_overlap_words: int = Field(6, ge=0)
 
     def cites(self, *, short: bool = False) -> bool:
         """Whether an answer of this form cites: ``cite`` when set, else True for sentence and multiple-choice
