@@ -20,10 +20,12 @@ supported" (*partial* and *unsupported* are its positives). Three settings of ``
 For each it prints the confusion counts, the precision and recall of the flag (with Wilson 95 % intervals), the
 accuracy, and the extra LLM requests, prompt and completion tokens and seconds per sentence. The checks go through
 the memory's cache and meter (a fresh cache in a temporary directory: ``auto`` runs first, so its cost is the
-uncached one; ``entailment`` reuses its verdicts). ::
+uncached one; ``entailment`` reuses its verdicts; ``--cache DIR`` keeps the cache, so that a run stopped early
+resumes where it stopped). With a model, each answer's verdicts are printed as they come (``.`` agrees with the
+label, ``x`` does not). ::
 
     python benchmarks/verify_citations.py                                   # overlap only (no model)
-    python benchmarks/verify_citations.py --llm-model qwen2.5-coder-0.5b --set llm.n_threads=1
+    python benchmarks/verify_citations.py --llm-model qwen2.5-coder-0.5b --set llm.n_ctx=2048 --cache verify-cache
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ def run(items: list[dict[str, Any]], mode: str, llm: Any, meter: Any, store: Any
                     "method": check.method,
                 }
             )
+        if llm is not None:  # progress, so that an interrupted run shows what it did (its cache keeps it)
+            marks = "".join("." if r["supported"] == r["gold"] else "x" for r in rows[-len(labelled) :])
+            print(f"  {mode} {item['id']}: {marks}", flush=True)
     seconds = time.perf_counter() - start
     spent = meter.totals.get("query", Usage()) - before
     tp = sum(1 for r in rows if not r["gold"] and not r["supported"])  # flagged and truly unsupported
@@ -151,6 +156,10 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=[], help="section.key=value config override (repeatable)")
     ap.add_argument("--limit", type=int, help="only the first N answers")
     ap.add_argument("--json", type=Path, help="also write the verdicts and figures to this file")
+    ap.add_argument("--modes", default="auto,entailment,overlap", help="comma-separated, of: " + ", ".join(MODES))
+    ap.add_argument(
+        "--cache", type=Path, help="a memory directory holding the LLM cache: a run stopped early resumes from it"
+    )
     args = ap.parse_args()
 
     from gemrag.config import load_config
@@ -161,10 +170,12 @@ def main() -> int:
 
     items = [json.loads(line) for line in args.labels.read_text(encoding="utf-8").splitlines() if line.strip()]
     items = items[: args.limit] if args.limit else items
-    modes = ["auto", "entailment", "overlap"] if args.llm_model else ["overlap"]
+    modes = [m for m in args.modes.split(",") if args.llm_model or m == "overlap"]
+    if unknown := [m for m in modes if m not in MODES]:
+        ap.error(f"unknown mode(s): {', '.join(unknown)}")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        store = open_store(Path(tmp) / "cache")
+        store = open_store(args.cache or Path(tmp) / "cache")
         meter = UsageMeter(None, "query")
         llm = None
         if args.llm_model:
