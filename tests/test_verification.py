@@ -155,6 +155,9 @@ def test_an_uncited_sentence_counts_as_unsupported_unless_the_answer_cites_nothi
     whole, llm, _ = _verify(_answer(text.replace(" [2]", ""), []))
     assert [(c.cited, c.supported) for c in whole.verification] == [([], True), ([], True)] and llm.calls == 2
     assert "Port Hollow" in llm.prompts[0] and "Ansel" in llm.prompts[0]
+    # no marker in the text, but citations made outside it (the quote reading's quoted passages): checked against those
+    quoted, llm, _ = _verify(_answer("The boat came from Port Hollow once a month with oil.", [2]))
+    assert [(c.cited, c.supported) for c in quoted.verification] == [([2], True)] and "Ansel" not in llm.prompts[0]
     nothing, _, _ = _verify(_answer("Ansel Brandt lit the lamp every evening.", [], hits=[]))
     assert [c.supported for c in nothing.verification] == [False]  # no context: nothing supports it
 

@@ -5,12 +5,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from gemrag.models.base import Usage
 from gemrag.types import Hit
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A sentence the model quoted from a context passage before answering (``[answer] reading = "quote"``,
+    :mod:`gemrag.answers.reading`).
+
+    Attributes:
+        passage: the 1-based passage number the model named (``hits[passage - 1]``).
+        text: the quote as the model wrote it (quotation marks removed).
+        start, end: the character span of the quoted text in that hit's text (``hit.text[start:end]``), or None
+            when the quote was not found there.
+    """
+
+    passage: int
+    text: str
+    start: int | None = None
+    end: int | None = None
+
+    @property
+    def verified(self) -> bool:
+        """True when the quote was found in the passage it names."""
+        return self.start is not None
 
 
 class SentenceCheck(BaseModel):
@@ -19,9 +42,11 @@ class SentenceCheck(BaseModel):
     Attributes:
         sentence: the sentence, ``Answer.text[start:end]`` (its ``[n]`` markers included).
         start, end: its character span ``[start, end)`` in the answer's text.
-        cited: the passage numbers its own markers name (1-based, ascending); empty: uncited.
-        supported: whether the cited passages support it (an uncited sentence in an answer that cites elsewhere is
-            not supported; in an answer citing nothing it was checked against the whole context).
+        cited: the passages it was checked against (1-based, ascending): those its own markers name; in an answer
+            whose text has no marker, those the answer cites as a whole (the quote reading's quoted passages);
+            empty: uncited.
+        supported: whether the cited passages support it (an uncited sentence in an answer with markers elsewhere
+            is not supported; in an answer citing nothing it was checked against the whole context).
         method: ``"entailment"`` (the LLM judged it) or ``"overlap"`` (token overlap, no model call).
     """
 
@@ -50,6 +75,11 @@ class Answer:
             when citing is off (``[answer] cite = false``) or the answer cites nothing.
         dropped_citations: how many markers named no context passage (a number outside ``1..len(hits)``); they
             were removed from ``text``.
+        quotes: the sentences the model quoted before answering (``reading = "quote"``), each located in its
+            passage; the verified ones are the answer's citations.
+        reading: how the context was read, for reports: ``form`` (``"plain"``, ``"quote"``, ``"notes"``),
+            ``samples`` and, with several, ``votes`` (the sampled answers); with a shaped context ``words_before``,
+            ``words_after`` and ``duplicates`` (node ids dropped). Empty for the plain, unshaped, greedy reading.
         verification: each sentence of ``text`` checked against the passages it cites, in order
             (``[answer] verify``, :mod:`gemrag.answers.verification`); empty when verifying is off, for a
             multiple-choice answer, or for an answer not given through the memory's ``ask``/``answer``.
@@ -65,6 +95,8 @@ class Answer:
     usage: Usage = field(default_factory=Usage)
     cited: list[int] = field(default_factory=list)
     dropped_citations: int = 0
+    quotes: list[Quote] = field(default_factory=list)
+    reading: dict[str, Any] = field(default_factory=dict)
     verification: list[SentenceCheck] = field(default_factory=list)
     dropped_sentences: list[str] = field(default_factory=list)
     verification_usage: Usage = field(default_factory=Usage)

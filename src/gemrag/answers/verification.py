@@ -13,9 +13,11 @@ Rules (the product's, documented in docs/verification.md):
 * Sentences are split at ``.``, ``!``, ``?`` followed by white space (citation markers right after the full stop
   belong to the sentence before) and at line breaks (:func:`answer_sentences`).
 * A sentence is checked against the passages its own ``[n]`` markers name. A sentence without a marker in an answer
-  that cites elsewhere is *uncited*: unsupported without a check, as in ALCE (a statement without citations has
-  citation recall 0). When the answer cites nothing at all (citing off, an agent's answer, a model that wrote no
-  marker), every sentence is checked against the whole context instead; its ``cited`` stays empty.
+  whose other sentences have markers is *uncited*: unsupported without a check, as in ALCE (a statement without
+  citations has citation recall 0). When no sentence has a marker, every sentence is checked against the passages
+  the answer cites as a whole (its ``cited``: the quote reading's quoted passages, :mod:`gemrag.answers.reading`),
+  which become its ``cited``; and when the answer cites nothing at all (citing off, an agent's answer, a model that
+  wrote no marker), against the whole context, its ``cited`` left empty.
 * A sentence of at most ``overlap_words`` words (markers removed), or any sentence of an extractive (short-form)
   answer, is checked by overlap; the others by entailment.
 * A multiple-choice answer (its text is the chosen option) is not checked.
@@ -318,13 +320,16 @@ def verify_answer(
     before = meter.totals.get("query", Usage())
     t0 = time.perf_counter()
     sentences = answer_sentences(answer.text, len(answer.hits))
+    unmarked = not any(s.cited for s in sentences)
+    if unmarked and answer.cited:  # citations made outside the text (the quote reading's quoted passages)
+        sentences = [replace(s, cited=list(answer.cited)) for s in sentences]
     with meter.phase("query"):
         checks = check_sentences(
             llm,
             question,
             sentences,
             [h.text for h in answer.hits],
-            whole_context=not answer.cited,
+            whole_context=unmarked and not answer.cited,
             extractive=extractive,
             overlap_words=overlap_words,
             on_failure=lambda message: store.record_failure("query/verify", None, message),

@@ -23,7 +23,7 @@ from gemrag.answers.provenance import cited_sources, describe_answer, describe_h
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,
     ConfigFile,
-    ExistingMemory,
+    MemoryOpt,
     ModelOptions,
     SetOpt,
     StrategyOpt,
@@ -48,7 +48,7 @@ out = Console()
 @model_options()
 def ask_command(
     question: Annotated[str, typer.Argument(help="The question.")],
-    memory: ExistingMemory = None,
+    memory: MemoryOpt = None,
     budget: Annotated[
         int | None,
         typer.Option(

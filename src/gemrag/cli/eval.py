@@ -236,7 +236,7 @@ def eval_command(
     ] = False,
     no_plots: Annotated[bool, Opt("--no-plots", help="Do not write PNG plots.")] = False,
     reference: Annotated[
-        str | None, Opt("--reference", help="Run the paired bootstrap compares with (default gem, else the first).")
+        str | None, Opt("--reference", help="Run the paired bootstrap compares with (default: the first run).")
     ] = None,
     merge: Annotated[
         list[Path] | None,

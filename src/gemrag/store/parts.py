@@ -215,7 +215,7 @@ class Rows(Protocol):
         self, strategy: str, generation: int, kind: str, src: np.ndarray, dst: np.ndarray, weight: np.ndarray
     ) -> None: ...
     def edges(
-        self, node_id: int, strategy: str = "gem", kind: str | None = None, *, build: tuple[str, int] | None = None
+        self, node_id: int, strategy: str, kind: str | None = None, *, build: tuple[str, int] | None = None
     ) -> list[tuple[int, float]]: ...
     def edge_list(
         self, strategy: str, kind: str | None = None, *, build: tuple[str, int] | None = None

@@ -153,14 +153,6 @@ def referencing_prune(
     return pruned_publication(ctx, published, generation, arrays, axes)
 
 
-def gem_prune(ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
-    """GEM's published graph without the deleted nodes: rows of ``node_ids``, ``node_vectors`` and W, the
-    deleted nodes' utility questions (axis ``"m"``), and ``question_owner`` re-indexed. The deleted nodes include
-    every summary one of whose members was removed (:mod:`gemrag.strategies.platform.forgetting`); the next build
-    regenerates them."""
-    return referencing_prune(ctx, "gem", gone, generation, axis="m", references=("question_owner",))
-
-
 def prune_strategy(
     ctx: StrategyContext, name: str, strategy: Strategy | None, gone: set[int], generation: int
 ) -> Publication | None:
