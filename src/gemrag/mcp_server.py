@@ -35,6 +35,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field
 
+from gemrag.answers.answer import SentenceCheck
 from gemrag.answers.provenance import CitedNode, RetrievedNode, describe_answer, retrieve_nodes
 from gemrag.errors import ConfigError, GemragError, InputError
 from gemrag.ingest import Document
@@ -98,7 +99,9 @@ class AskResult(BaseModel):
     """What ``ask`` answered: ``answer`` (the LLM's text, its ``[n]`` markers naming context passages), the
     ``context`` nodes it was given (in that order), the passages it rests on (``cited``: the numbers ``n``;
     ``citations``: those nodes with their provenance; ``dropped_citations``: markers naming no passage, removed),
-    and the seconds spent retrieving and generating."""
+    the seconds spent retrieving and generating, and each answer sentence checked against the passages it cites
+    (``verification``: ``sentence``, its span ``start``/``end`` in ``answer``, ``cited``, ``supported``, ``method``;
+    ``dropped_sentences``: the unsupported ones removed under ``[answer] verify = "drop"``)."""
 
     question: str
     answer: str
@@ -109,6 +112,8 @@ class AskResult(BaseModel):
     citations: list[CitedNode] = []
     retrieval_seconds: float
     answer_seconds: float
+    verification: list[SentenceCheck] = []
+    dropped_sentences: list[str] = []
 
 
 class ForgetResult(BaseModel):

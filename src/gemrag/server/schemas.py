@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gemrag.answers.answer import SentenceCheck
 from gemrag.answers.provenance import RetrievedNode
 from gemrag.memory.index_plan import IndexPlan
 
@@ -287,7 +288,9 @@ class AnswerOut(BaseModel):
     """The answer (``choice``: 0-based index of the picked option, or None), with the evidence it was given and the
     passages it rests on: ``cited`` (the context numbers ``n`` its ``[n]`` markers name, ascending), ``citations``
     (those context nodes with their provenance) and ``dropped_citations`` (markers naming no context passage,
-    removed from ``text``)."""
+    removed from ``text``); ``verification``: each sentence of ``text`` checked against the passages it cites
+    (``sentence``, its span ``start``/``end`` in ``text``, ``cited``, ``supported``, ``method``: ``"entailment"`` or
+    ``"overlap"``; ``[answer] verify``), and ``dropped_sentences``: the unsupported ones removed under ``"drop"``."""
 
     text: str
     choice: int | None
@@ -298,6 +301,8 @@ class AnswerOut(BaseModel):
     retrieval_seconds: float
     answer_seconds: float
     usage: UsageOut
+    verification: list[SentenceCheck] = Field(default_factory=list)
+    dropped_sentences: list[str] = Field(default_factory=list)
 
 
 class ChatRequest(Strict):
