@@ -18,10 +18,15 @@ from gemrag.answers.answer import Answer
 from gemrag.answers.answering import LETTERS, answer_question, answer_stream
 from gemrag.memory.handle import MemoryHandle
 from gemrag.models.base import Usage
+from gemrag.store.parts import Caches, Database
 from gemrag.types import Hit
 
 
-class Asker(MemoryHandle, Protocol):
+class AskStore(Database, Caches, Protocol):
+    """What asking uses of a store: its location (for traces) and the caches the answer's model calls use."""
+
+
+class Asker(MemoryHandle[AskStore], Protocol):
     """What asking needs of a memory (:class:`gemrag.memory.Memory` is one): its retrieval and its answer from a
     given context, so that an ask goes through the same (overridable) methods a caller uses."""
 
@@ -41,7 +46,7 @@ class Asker(MemoryHandle, Protocol):
     ) -> Answer: ...
 
 
-def _query_usage(memory: MemoryHandle) -> Usage:
+def _query_usage(memory: MemoryHandle[AskStore]) -> Usage:
     """The memory's ``query`` usage so far (what its meter counted for retrievals and answers)."""
     return memory.ctx.meter.totals.get("query", Usage())
 
@@ -123,7 +128,7 @@ def ask_stream(
 
 
 def answer(
-    memory: MemoryHandle,
+    memory: MemoryHandle[AskStore],
     question: str,
     hits: Sequence[Hit],
     choices: Sequence[str] | None,

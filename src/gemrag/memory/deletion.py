@@ -19,12 +19,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gemrag.errors import GemragError
 from gemrag.memory.handle import MemoryHandle
 from gemrag.store.erase import PurgeReport
-from gemrag.store.parts import Connection
+from gemrag.store.parts import BuildArrays, Connection, Database, DocumentChunks, Documents, NodeRows, RowDeletes
 from gemrag.store.publish import Publication
 from gemrag.strategies.base import Strategy
 from gemrag.strategies.platform.forgetting import forgotten_nodes
@@ -63,7 +63,12 @@ class DeleteReport:
     rebuilt: dict[str, int] = field(default_factory=dict)
 
 
-def resolve_document(memory: MemoryHandle, document: int | str) -> dict[str, Any]:
+class DeletionStore(Database, DocumentChunks, NodeRows, RowDeletes, Documents, BuildArrays, Protocol):
+    """What deleting documents uses of a store: documents and their sources, chunks and derived nodes, the deletes
+    and the publication of the strategies' rebuilt generations, in the database's transactions."""
+
+
+def resolve_document(memory: MemoryHandle[DeletionStore], document: int | str) -> dict[str, Any]:
     """The one document ``document`` names: an id, or a source path / title as ``gemrag info`` lists them (of the
     document or of any of its further sources).
 
@@ -79,7 +84,9 @@ def resolve_document(memory: MemoryHandle, document: int | str) -> dict[str, Any
     return matches[0]
 
 
-def resolve_source(memory: MemoryHandle, document: int | str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def resolve_source(
+    memory: MemoryHandle[DeletionStore], document: int | str
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The document ``document`` names (:func:`resolve_document`) and, when it names one source of a document held
     by several (its identity, exact path or title, else the end of its path), that source (a holder dict of
     :meth:`gemrag.store.MemoryStore.holders`); None: the whole document (named by its id, or by all its sources).
@@ -109,7 +116,7 @@ def resolve_source(memory: MemoryHandle, document: int | str) -> tuple[dict[str,
 
 
 def delete_document(
-    memory: MemoryHandle, document: int | str, *, keep_text: bool = False
+    memory: MemoryHandle[DeletionStore], document: int | str, *, keep_text: bool = False
 ) -> tuple[dict[str, Any], int, int, list[str], list[str], list[str]]:
     """Delete one document atomically (see the module docstring), recording it in the version history (reason
     ``deleted``; its text too when ``keep_text``); the caller holds the build lock. When ``document`` names one
@@ -151,7 +158,7 @@ class Removal:
 
 
 def remove_chunks(
-    memory: MemoryHandle,
+    memory: MemoryHandle[DeletionStore],
     chunk_ids: Sequence[int],
     rows: Callable[[Connection, list[int]], None],
     *,
@@ -186,7 +193,7 @@ def remove_chunks(
 
 
 def remove_documents(
-    memory: MemoryHandle,
+    memory: MemoryHandle[DeletionStore],
     documents: Sequence[tuple[dict[str, Any], str]],
     *,
     keep_text: bool = False,

@@ -39,14 +39,15 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from gemrag import tracing
 from gemrag.errors import GemragError, MemoryNotIndexedError
-from gemrag.memory.deletion import DeleteReport, delete_document, remove_documents, resolve_source
+from gemrag.memory.deletion import DeleteReport, DeletionStore, delete_document, remove_documents, resolve_source
 from gemrag.memory.handle import MemoryHandle
 from gemrag.models.cache import INPUT_KEY
 from gemrag.store.erase import PurgeReport, strings_of
+from gemrag.store.parts import Caches, QuestionRows
 from gemrag.strategies.base import WARM_UP
 from gemrag.strategies.platform.forgetting import forgotten_nodes
 from gemrag.strategies.platform.titles import indexed_text_of
@@ -64,6 +65,11 @@ CHAT_SOURCE = re.compile(r"^chat:.*#\d+$")
 
 _WORD = re.compile(r"\w+")
 _PIECE = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+class ForgettingStore(DeletionStore, QuestionRows, Caches, Protocol):
+    """What forgetting uses of a store: deleting (:class:`~gemrag.memory.deletion.DeletionStore`), the utility
+    questions and caches it erases from, and the database's physical erase."""
 
 
 def normalise(text: str) -> str:
@@ -134,7 +140,9 @@ class Fragments:
         return Fragments(f for f in self.all if f not in held)
 
 
-def forget(memory: MemoryHandle, document: int | str, *, purge: bool = False, rebuild: bool = False) -> DeleteReport:
+def forget(
+    memory: MemoryHandle[ForgettingStore], document: int | str, *, purge: bool = False, rebuild: bool = False
+) -> DeleteReport:
     """Delete ``document`` (module docstring); with ``purge`` erase every copy of its text, with ``rebuild`` rebuild
     the strategies it changed at once. The caller holds the memory's build lock.
 
@@ -191,7 +199,7 @@ def forget(memory: MemoryHandle, document: int | str, *, purge: bool = False, re
     return report
 
 
-def _delete_and_purge(memory: MemoryHandle, doc: dict[str, Any]) -> DeleteReport:
+def _delete_and_purge(memory: MemoryHandle[ForgettingStore], doc: dict[str, Any]) -> DeleteReport:
     """Steps 1 and 2 of the module docstring for a whole document: the chat exchanges quoting it found, all deleted
     in one transaction, then the caches, versions and logs purged."""
     store = memory.store
@@ -221,22 +229,22 @@ def _delete_and_purge(memory: MemoryHandle, doc: dict[str, Any]) -> DeleteReport
     )
 
 
-def _document_texts(memory: MemoryHandle, documents: Iterable[dict[str, Any]]) -> Iterator[str]:
+def _document_texts(memory: MemoryHandle[ForgettingStore], documents: Iterable[dict[str, Any]]) -> Iterator[str]:
     """The titles and texts of ``documents``."""
     for d in documents:
         yield str(d["title"] or "")
         yield memory.store.document_text(int(d["id"]))
 
 
-def _remaining_texts(memory: MemoryHandle) -> Iterator[str]:
+def _remaining_texts(memory: MemoryHandle[ForgettingStore]) -> Iterator[str]:
     """What the memory still states after the delete: its documents' titles and texts, its derived nodes' texts."""
     yield from _document_texts(memory, memory.store.documents())
     yield from (n.text for n in memory.store.nodes() if n.kind != "chunk")
 
 
-def _kept_embeddings(memory: MemoryHandle) -> set[str]:
+def _kept_embeddings(memory: MemoryHandle[ForgettingStore]) -> set[str]:
     """The embedding-cache keys of the texts the memory still holds (module docstring), for the current embedder."""
-    store, embedder = memory.store, memory.ctx.embedder
+    store, embedder = memory.store, memory.embedder
     titled = indexed_text_of(memory.ctx, titles=True)
     texts = {WARM_UP}
     for n in store.nodes():
@@ -249,7 +257,7 @@ def _kept_embeddings(memory: MemoryHandle) -> set[str]:
     return {embedder.key(t) for t in texts}
 
 
-def _rebuild(memory: MemoryHandle, names: Iterable[str]) -> dict[str, int]:
+def _rebuild(memory: MemoryHandle[ForgettingStore], names: Iterable[str]) -> dict[str, int]:
     """Index each strategy of ``names`` this process knows (step 3 of the module docstring): name -> LLM calls.
     Nothing is rebuilt when no chunk is left."""
     spent: dict[str, int] = {}
