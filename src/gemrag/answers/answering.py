@@ -310,7 +310,11 @@ def _agent_answer(hits: Sequence[Hit]) -> object | None:
 def _follow_ups(hits: Sequence[Hit]) -> FollowUps:
     """The follow-ups a retrieval gave for the answer (the first hit's ``meta["follow_ups"]`` that has some), or
     ``()``."""
-    return next((h.meta["follow_ups"] for h in hits if h.meta.get("follow_ups")), ())
+    for h in hits:
+        follow_ups = h.meta.get("follow_ups")
+        if follow_ups and isinstance(follow_ups, (list, tuple)):
+            return follow_ups
+    return ()
 
 
 def answer_stream(

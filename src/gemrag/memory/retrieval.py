@@ -20,6 +20,7 @@ from gemrag.answers.provenance import with_provenance
 from gemrag.errors import DamagedMemoryError, StaleGenerationError
 from gemrag.memory.handle import MemoryHandle
 from gemrag.memory.states import StateStore, check_ready
+from gemrag.store.parts import NodeRows
 from gemrag.strategies.base import WARM_UP, Strategy, StrategyContext, warm_strategy
 from gemrag.strategies.platform.forgetting import check_inputs
 from gemrag.types import SAME_TEXT, Hit, provenance_nodes
@@ -29,9 +30,9 @@ FILL_ROUNDS = 3
 to two with a budget grown by the number of repeats, to fill the context with the next hits."""
 
 
-class RetrievalStore(StateStore, Protocol):
-    """What retrieval uses of a store: the build states (to check the strategy is ready), the published generation
-    and the database's retrieval scope."""
+class RetrievalStore(StateStore, NodeRows, Protocol):
+    """What retrieval uses of a store: the build states (to check the strategy is ready), the published generation,
+    the database's retrieval scope and the node rows that give the hits their provenance."""
 
 
 def distinct_texts(hits: Sequence[Hit]) -> list[Hit]:

@@ -33,7 +33,7 @@ the stream first.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 
 from gemrag.errors import GemragError
 from gemrag.models.base import LLM, Completion, Message
@@ -84,7 +84,7 @@ def complete_stream(
     yield completion
 
 
-def pieces(stream: Iterator[StreamItem], final: list[Completion]) -> Iterator[str]:
+def pieces(stream: Iterator[StreamItem], final: list[Completion]) -> Generator[str, None, None]:
     """The ``str`` pieces of ``stream``; its :class:`Completion` is appended to ``final`` once ``stream`` is closed
     (so whatever the stream held is released before the caller yields the Completion in turn). Closing this
     generator closes ``stream``.

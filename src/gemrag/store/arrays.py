@@ -180,10 +180,11 @@ def load_matrix(path: Path, entry: ArrayEntry, *, mmap: bool) -> Matrix:
     size = path.stat().st_size
     if entry.sparse:
         try:
-            array: Matrix = sp.csr_matrix(sp.load_npz(path))
+            csr = sp.csr_matrix(sp.load_npz(path))
         except (OSError, ValueError, KeyError) as exc:
             raise ValueError(f"{entry.file}: {exc}") from exc
-        nnz: int | None = int(array.nnz)
+        array: Matrix = csr
+        nnz: int | None = int(csr.nnz)
     else:
         try:
             array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
