@@ -136,9 +136,7 @@ def span(
     tracer = _active_tracer()
     if tracer is None:
         return NO_SPAN
-    return tracer.start_as_current_span(  # type: ignore[no-any-return]
-        name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes)
-    )
+    return tracer.start_as_current_span(name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes))
 
 
 def start_span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: str = "INTERNAL") -> Span:
@@ -156,7 +154,7 @@ def start_span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: 
     tracer = _active_tracer()
     if tracer is None:
         return NO_SPAN
-    return tracer.start_span(name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes))  # type: ignore[no-any-return]
+    return tracer.start_span(name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes))
 
 
 def current(span: Span) -> AbstractContextManager[Any]:
@@ -168,7 +166,7 @@ def current(span: Span) -> AbstractContextManager[Any]:
     """
     if span is NO_SPAN or _api is None or _api is _UNSET:
         return NO_SPAN
-    return _api.use_span(span, end_on_exit=False)  # type: ignore[no-any-return]
+    return _api.use_span(span, end_on_exit=False)
 
 
 T = TypeVar("T")
