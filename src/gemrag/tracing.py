@@ -19,7 +19,7 @@ This module imports nothing of gemrag (the lowest layer), so every layer may tra
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib.metadata import entry_points
 from typing import Any, Protocol, TypeVar
@@ -173,7 +173,7 @@ T = TypeVar("T")
 _END = object()
 
 
-def each_within(span: Span, items: Iterator[T], each: Callable[[T], None] | None = None) -> Iterator[T]:
+def each_within(span: Span, items: Iterator[T], each: Callable[[T], None] | None = None) -> Generator[T, None, None]:
     """Yield the items of ``items`` with ``span`` current while each one is produced (:func:`current`, so the spans
     opened by that step are its children; never across a ``yield``), and end ``span`` when the items end, fail, or
     this generator is closed (which first closes ``items`` when it can be closed).

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -330,7 +330,7 @@ def answer_stream(
     cite: bool = False,
     temperature: float = 0.0,
     seed: int | None = None,
-) -> Iterator[str | Answer]:
+) -> Generator[str | Answer, None, None]:
     """:func:`answer_question` as a stream: the answer's text in pieces as the LLM writes them, then the
     :class:`~gemrag.answers.answer.Answer` (contract of the LLM's stream: :mod:`gemrag.models.streaming`).
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Annotated, Any
 
 import typer
@@ -159,7 +159,7 @@ def streams(flag: bool | None, as_json: bool, terminal: bool) -> bool:
     return terminal if flag is None else flag
 
 
-def _print_stream(stream: Iterator[str | Answer]) -> Answer:
+def _print_stream(stream: Generator[str | Answer, None, None]) -> Answer:
     """Print ``answer: `` and each piece of ``stream`` (:meth:`Memory.ask_stream`) on standard output as it comes
     (as plain text: no markup, no highlighting, no wrapping inserted), then a newline; closes the stream (Ctrl-C
     stops the generation). Returns the final Answer.

@@ -10,7 +10,7 @@ and the ``gemrag.ask`` / ``gemrag.answer`` spans (:mod:`gemrag.tracing`).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Protocol
 
 from gemrag import tracing
@@ -97,7 +97,7 @@ def ask_stream(
     budget: int | None,
     strategy: str | None,
     build: bool,
-) -> Iterator[str | Answer]:
+) -> Generator[str | Answer, None, None]:
     """Retrieve now (:func:`context`, so a bad question or an unbuilt strategy raises here), then return the
     generator of :func:`gemrag.answers.answering.answer_stream` (``str`` pieces, then the :class:`Answer`, whose usage
     is set to the retrieval's and the answer's together when the stream ends), each step's model spans under one
