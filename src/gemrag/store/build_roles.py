@@ -33,9 +33,11 @@ class Artifacts(Protocol):
         """Store (or replace) one node's artefact, committed at once (resumable builds).
 
         Args:
-            strategy: the owning strategy. kind: the artefact kind (e.g. ``"triples"``).
+            strategy: the owning strategy.
+            kind: the artefact kind (e.g. ``"triples"``).
             node_id: the node (normally a chunk) it was computed from.
-            value: the validated pydantic value. version: the prompt version that produced it.
+            value: the validated pydantic value.
+            version: the prompt version that produced it.
 
         Raises:
             ValueError: a bad strategy or kind name.
@@ -133,7 +135,8 @@ class BuildArrays(Protocol):
         (read back as CSR).
 
         Args:
-            strategy, generation: the build (from :meth:`begin_build`).
+            strategy: the building strategy.
+            generation: its build generation (from :meth:`begin_build`).
             name: the array's name (``[A-Za-z0-9_-]+``).
             array: the array.
             axes: optional axis names, one per dimension (arrays sharing an axis name must agree on its length).
@@ -235,7 +238,9 @@ class VectorSearch(Protocol):
         artefact above :data:`gemrag.store.hnsw.ANN_ABOVE` rows; the exact search needs none).
 
         Args:
-            strategy, generation: the build (from ``begin_build``). name: the array's name.
+            strategy: the building strategy.
+            generation: its build generation (from ``begin_build``).
+            name: the array's name.
             vectors: ``(n, d)`` float rows (the array written with ``write_array``).
 
         Returns:
@@ -259,7 +264,9 @@ class VectorSearch(Protocol):
         candidates, where there is one, rescored exactly, so every backend gives the same scores).
 
         Args:
-            strategy, generation, name: the published array (its generation as loaded by the caller).
+            strategy: the strategy whose published array is searched.
+            generation: its generation, as loaded by the caller.
+            name: the array's name.
             vectors: ``(n, d)`` float, that array as loaded (the exact search and the rescoring use it).
             query: ``(d,)`` float, not all zero.
             k: how many rows (``k > n`` returns all).

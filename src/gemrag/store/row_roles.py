@@ -165,9 +165,13 @@ class NodeRows(Protocol):
         that generation is published.
 
         Args:
-            strategy: the deriving strategy. generation: its build generation (from ``begin_build``).
-            kind: the strategy's node kind (not ``"chunk"``). text: the node's text.
-            n_tokens: its length in embedder tokens. meta: JSON-serializable details. ord_: its position.
+            strategy: the deriving strategy.
+            generation: its build generation (from ``begin_build``).
+            kind: the strategy's node kind (not ``"chunk"``).
+            text: the node's text.
+            n_tokens: its length in embedder tokens.
+            meta: JSON-serializable details.
+            ord_: its position.
             sources: ids of every chunk it was made from: removing any of them removes the node (their number is kept
                 in the node's meta, :data:`gemrag.store.graph_rows.INPUTS`).
 
@@ -258,8 +262,12 @@ class EdgeRows(Protocol):
         """Stage edges of build ``(strategy, generation)`` (visible to readers once it is published).
 
         Args:
-            strategy, generation: the build. kind: the strategy's edge kind.
-            src, dst: ``(E,)`` node ids (int). weight: ``(E,)`` float weights.
+            strategy: the building strategy.
+            generation: its build generation.
+            kind: the strategy's edge kind.
+            src: ``(E,)`` source node ids (int).
+            dst: ``(E,)`` destination node ids (int).
+            weight: ``(E,)`` float weights.
 
         Raises:
             ReadOnlyMemoryError: the store is read-only.
