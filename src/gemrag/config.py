@@ -48,7 +48,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from pydantic_settings import (
@@ -101,9 +101,33 @@ class AnswerSettings(BaseModel):
             points with dense (EM p 0.03) and 7.7 / 11.3 with fused, its answers growing from ~4 to ~10 words
             (docs/results.md, "Cited answers on and off"). True or False applies to every form; False gives the
             prompts of earlier releases (and their cached answers).
+        reading: how the model reads the context before it answers (:mod:`gemrag.answers.reading`): ``"plain"``
+            (the answer prompt, default), ``"quote"`` (copy the sentences used, then answer; the verified quotes
+            become the citations) or ``"notes"`` (chain-of-note, Yu et al. 2023: a note per passage, then answer).
+        shape: shape the context before reading (:mod:`gemrag.answers.shaping`; no LLM call): duplicates merged
+            (``shape_dedupe``), sentences trimmed to those matching the question with the memory's embedder
+            (``shape_trim``, keeping at least ``shape_keep_min`` sentences a passage and every sentence within
+            ``shape_margin`` cosine of the best), and ordered (``shape_order``: ``"rank"`` or ``"edges"``, the best
+            passages at both ends).
+        samples: self-consistency (Wang et al. 2023): ``samples`` > 1 free-form answers sampled at
+            ``sample_temperature`` (seeds 1..k), and the one the others agree with most is kept
+            (:mod:`gemrag.answers.consistency`); 1 (default) is one greedy answer. Multiple choice stays greedy.
+        abstain_below: abstention on weak evidence: when the best cosine between the question and a sentence of the
+            context (the memory's embedder) is below this, a free-form answer is "Not found in the memory." with no
+            LLM call; None (default) never abstains this way.
     """
 
     cite: bool | None = None
+    reading: Literal["plain", "quote", "notes"] = "plain"
+    shape: bool = False
+    shape_order: Literal["rank", "edges"] = "edges"
+    shape_trim: bool = True
+    shape_dedupe: bool = True
+    shape_keep_min: int = Field(default=2, ge=1)
+    shape_margin: float = Field(default=0.25, ge=0.0, le=2.0)
+    samples: int = Field(default=1, ge=1, le=15)
+    sample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
 
     def cites(self, *, short: bool = False) -> bool:
         """Whether an answer of this form cites: ``cite`` when set, else True for sentence and multiple-choice

@@ -5,9 +5,33 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from gemrag.models.base import Usage
 from gemrag.types import Hit
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A sentence the model quoted from a context passage before answering (``[answer] reading = "quote"``,
+    :mod:`gemrag.answers.reading`).
+
+    Attributes:
+        passage: the 1-based passage number the model named (``hits[passage - 1]``).
+        text: the quote as the model wrote it (quotation marks removed).
+        start, end: the character span of the quoted text in that hit's text (``hit.text[start:end]``), or None
+            when the quote was not found there.
+    """
+
+    passage: int
+    text: str
+    start: int | None = None
+    end: int | None = None
+
+    @property
+    def verified(self) -> bool:
+        """True when the quote was found in the passage it names."""
+        return self.start is not None
 
 
 @dataclass
@@ -27,6 +51,11 @@ class Answer:
             when citing is off (``[answer] cite = false``) or the answer cites nothing.
         dropped_citations: how many markers named no context passage (a number outside ``1..len(hits)``); they
             were removed from ``text``.
+        quotes: the sentences the model quoted before answering (``reading = "quote"``), each located in its
+            passage; the verified ones are the answer's citations.
+        reading: how the context was read, for reports: ``form`` (``"plain"``, ``"quote"``, ``"notes"``),
+            ``samples`` and, with several, ``votes`` (the sampled answers); with a shaped context ``words_before``,
+            ``words_after`` and ``duplicates`` (node ids dropped). Empty for the plain, unshaped, greedy reading.
     """
 
     text: str
@@ -37,6 +66,8 @@ class Answer:
     usage: Usage = field(default_factory=Usage)
     cited: list[int] = field(default_factory=list)
     dropped_citations: int = 0
+    quotes: list[Quote] = field(default_factory=list)
+    reading: dict[str, Any] = field(default_factory=dict)
 
     @property
     def citations(self) -> list[Hit]:

@@ -29,9 +29,21 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gemrag.answers.answer import Answer
+from gemrag.answers.answer import Answer, Quote
+from gemrag.answers.consistency import most_consistent
+from gemrag.answers.reading import (
+    NOT_FOUND,
+    READING_MAX_TOKENS,
+    Reading,
+    aid_prompt,
+    read_quotes,
+    reading_aid,
+    reading_prompt,
+    split_answer,
+)
+from gemrag.answers.shaping import evidence_score, shape_context
 from gemrag.errors import StructuredOutputError
-from gemrag.models.base import LLM, Completion, Message, Usage
+from gemrag.models.base import LLM, Completion, Embedder, Message, Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.models.streaming import complete_stream, pieces
 from gemrag.models.structured import complete_structured
@@ -81,6 +93,7 @@ def answer_prompt(
     abstain: bool = False,
     cite: bool = False,
     follow_ups: FollowUps = (),
+    aside: str = "",
 ) -> list[Message]:
     """Messages with the retrieved context followed by the question (and lettered options, if any).
 
@@ -88,11 +101,12 @@ def answer_prompt(
     instead of guessing — for datasets with unanswerable questions (LoCoMo category 5, Maharana et al. 2024).
     ``cite``: ask for ``[n]`` markers naming the passages used (free form), or for their numbers in the JSON's
     ``passages`` (multiple choice). ``follow_ups``: the retrieval's sub-questions and answers, shown before the
-    context (:func:`follow_ups_text`). The default prompt is unchanged, so the LLM cache keys of other evaluations
-    stay the same.
+    context (:func:`follow_ups_text`). ``aside``: the quotes or notes of a multiple-choice reading's first call
+    (:func:`gemrag.answers.reading.reading_aid`), shown after the passages. The default prompt is unchanged, so the
+    LLM cache keys of other evaluations stay the same.
     """
     system = "Answer questions about a document using the context passages retrieved from it."
-    user = f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\nQuestion: {question}\n"
+    user = f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\n{aside}Question: {question}\n"
     if choices:
         options = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
         letters = ", ".join(LETTERS[: len(choices)])
@@ -201,6 +215,8 @@ def answer_question(
     cite: bool = False,
     temperature: float = 0.0,
     seed: int | None = None,
+    reading: Reading | None = None,
+    embedder: Embedder | None = None,
 ) -> Answer:
     """Answer ``question`` from a given context (the LLM gets the context, then the question).
 
@@ -230,12 +246,22 @@ def answer_question(
         temperature, seed: sampling of a free-form answer (default greedy: temperature 0, the backend's seed);
             repeated evaluation runs (``gemrag eval --runs N``) sample each run with its own seed. A choice among
             options stays greedy (structured output).
+        reading: how the context is read (:class:`~gemrag.answers.reading.Reading`: the quote or notes form, the
+            context shaping, self-consistency samples); None is the plain reading, today's prompts exactly. A
+            shaped context changes which hits are shown and in what order: the Answer's ``hits`` are the shown ones.
+            Self-consistency samples ``reading.samples`` free-form answers at ``reading.temperature`` with seeds
+            ``seed + 1 .. seed + k`` (``seed`` 0 when None) and keeps the most consistent one
+            (:func:`gemrag.answers.consistency.most_consistent`); its ``reading["votes"]`` lists all of them.
+        embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``) and to abstain
+            (``reading.abstain_below``: below it the answer is :data:`~gemrag.answers.reading.NOT_FOUND`, no LLM call,
+            and ``reading["abstained"]`` is True; ``reading["evidence"]`` holds the score either way).
 
     Raises:
-        ValueError: fewer than 2 or more than 10 choices.
+        ValueError: fewer than 2 or more than 10 choices; trimming without an embedder.
     """
     if choices is not None and not 2 <= len(choices) <= len(LETTERS):
         raise ValueError(f"give between 2 and {len(LETTERS)} choices")
+    reading = reading or Reading()
     before = meter.totals.get("query", Usage())
     t1 = time.perf_counter()
     agent = _agent_answer(hits)
@@ -243,19 +269,41 @@ def answer_question(
     cite = cite and bool(hits)
     cited: list[int] = []
     dropped = 0
+    quotes: list[Quote] = []
     if agent is not None and not choices and (not short or len(str(agent).split()) <= SHORT_WORDS):
         return Answer(
             short_form(str(agent)) if short else str(agent), None, list(hits), retrieval_seconds, 0.0, Usage()
         )
+    hits, texts, info = _shown(question, hits, embedder, reading if agent is None else Reading())
+    form = reading.form if agent is None else "plain"
+    if reading.abstain_below is not None and agent is None and not choices:
+        if embedder is None:
+            raise ValueError("abstaining on weak evidence needs the memory's embedder")
+        info["evidence"] = score = round(evidence_score(question, texts, embedder), 4)
+        if score < reading.abstain_below:
+            info.update(form=form, samples=reading.samples, abstained=True)
+            seconds = time.perf_counter() - t1
+            return Answer(NOT_FOUND, None, hits, retrieval_seconds, seconds, Usage(), reading=info)
     if agent is not None and not choices:
         messages = shorten_prompt(question, str(agent), abstain=abstain)
+    elif form != "plain" and not choices:
+        last = ABSTAIN if abstain else GUESS
+        preface = follow_ups_text(steps)
+        messages = reading_prompt(question, texts, form, short=short, abstain=abstain, preface=preface, last=last)
     elif short and not choices:
-        messages = short_answer_prompt(question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps)
+        messages = short_answer_prompt(question, texts, abstain=abstain, cite=cite, follow_ups=steps)
     else:
-        texts = [h.text for h in hits]
         messages = answer_prompt(question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps)
     model = llm()
     with meter.phase("query"):
+        if choices and form != "plain":
+            first = aid_prompt(question, texts, form, follow_ups_text(steps))
+            aid = model.complete(first, max_tokens=READING_MAX_TOKENS)
+            quotes = read_quotes(aid.text, [h.text for h in hits]) if form == "quote" else []
+            aside = reading_aid(form, aid.text)
+            messages = answer_prompt(
+                question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps, aside=aside
+            )
         if choices:
             n_passages = len(hits) if cite else 0
             try:
@@ -276,21 +324,76 @@ def answer_question(
                 choice = None
             text = choices[choice] if choice is not None else ""
         else:
-            limit = SHORT_MAX_TOKENS if short else ANSWER_MAX_TOKENS
-            completion = model.complete(messages, max_tokens=limit, temperature=temperature, seed=seed)
-            raw = completion.text
-            if cite:
-                found = parse_citations(raw, len(hits))
-                raw, cited, dropped = found.text, found.cited, found.dropped
-                if markers_only(raw):
-                    uncited = (short_answer_prompt if short else answer_prompt)(
-                        question, [h.text for h in hits], abstain=abstain, follow_ups=steps
-                    )
-                    raw = model.complete(uncited, max_tokens=limit, temperature=temperature, seed=seed).text
-            text, choice = (short_form(raw) if short else raw.strip()), None
+            limit = READING_MAX_TOKENS if form != "plain" else SHORT_MAX_TOKENS if short else ANSWER_MAX_TOKENS
+            uncited = (short_answer_prompt if short else answer_prompt)(
+                question, texts, abstain=abstain, follow_ups=steps
+            )
+            k = reading.samples if agent is None else 1
+            reads = [
+                _read(model, messages, uncited, hits, form, short=short, cite=cite, limit=limit,
+                      temperature=reading.temperature if k > 1 else temperature,
+                      seed=((seed or 0) + i + 1) if k > 1 else seed)
+                for i in range(k)
+            ]  # fmt: skip
+            pick = most_consistent([r[0] for r in reads]) if k > 1 else 0
+            text, cited, dropped, quotes = reads[pick]
+            choice = None
+            if k > 1:
+                info["votes"] = [r[0] for r in reads]
     t2 = time.perf_counter()
     spent = meter.totals.get("query", Usage()) - before
-    return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent, cited, dropped)
+    if not reading.plain and agent is None:
+        info = {"form": form, "samples": reading.samples, **info}
+    return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent, cited, dropped, quotes, info)
+
+
+def _shown(
+    question: str, hits: Sequence[Hit], embedder: Embedder | None, reading: Reading
+) -> tuple[list[Hit], list[str], dict[str, Any]]:
+    """The hits shown to the model, in the order shown, the text each shows, and what shaping did (for
+    ``Answer.reading``): the hits as retrieved when ``reading.shaping`` is None."""
+    if reading.shaping is None or not hits:
+        return list(hits), [h.text for h in hits], {}
+    shaped = shape_context(question, hits, embedder, reading.shaping)
+    info = {"words_before": shaped.words_before, "words_after": shaped.words_after, "duplicates": shaped.dropped}
+    return shaped.hits, shaped.texts, info
+
+
+def _read(
+    model: LLM,
+    messages: list[Message],
+    uncited: list[Message],
+    hits: Sequence[Hit],
+    form: str,
+    *,
+    short: bool,
+    cite: bool,
+    limit: int,
+    temperature: float,
+    seed: int | None,
+) -> tuple[str, list[int], int, list[Quote]]:
+    """One free-form completion read into ``(text, cited, dropped, quotes)``.
+
+    Plain form: the ``[n]`` markers when citing (a markers-only reply asked again with ``uncited``), the text cut to
+    its short form when ``short``. Quote and notes forms: the answer after the ``Answer:`` line
+    (:func:`gemrag.answers.reading.split_answer`); under ``quote`` the quotes are located in their passages and the
+    verified ones are cited (with any markers the answer line names)."""
+    raw = model.complete(messages, max_tokens=limit, temperature=temperature, seed=seed).text
+    if form == "plain":
+        cited: list[int] = []
+        dropped = 0
+        if cite:
+            found = parse_citations(raw, len(hits))
+            raw, cited, dropped = found.text, found.cited, found.dropped
+            if markers_only(raw):
+                raw = model.complete(uncited, max_tokens=limit, temperature=temperature, seed=seed).text
+        return (short_form(raw) if short else raw.strip()), cited, dropped, []
+    body, said = split_answer(raw)
+    quotes = read_quotes(body, [h.text for h in hits]) if form == "quote" else []
+    found = parse_citations(said, len(hits))
+    cited = sorted({q.passage for q in quotes if q.verified} | set(found.cited if cite or form == "quote" else []))
+    text = short_form(found.text) if short else found.text.strip()
+    return text, cited, found.dropped, quotes
 
 
 def markers_only(text: str) -> bool:
@@ -330,6 +433,8 @@ def answer_stream(
     cite: bool = False,
     temperature: float = 0.0,
     seed: int | None = None,
+    reading: Reading | None = None,
+    embedder: Embedder | None = None,
 ) -> Generator[str | Answer, None, None]:
     """:func:`answer_question` as a stream: the answer's text in pieces as the LLM writes them, then the
     :class:`~gemrag.answers.answer.Answer` (contract of the LLM's stream: :mod:`gemrag.models.streaming`).
@@ -350,9 +455,12 @@ def answer_stream(
     Answer is read from the whole completion (:func:`gemrag.prompting.parse_citations`): its ``text`` without the
     dropped markers, its ``cited`` and ``dropped_citations`` as :func:`answer_question` gives them.
 
+    A reading other than the plain one (quotes or notes first, a shaped context, several samples) is not streamed
+    either: the model's quotes or notes are not the answer, so the answer is yielded once when it is read.
+
     Args:
-        llm, meter, store, question, hits, choices, retrieval_seconds, abstain, cite, temperature, seed: as
-            :func:`answer_question` (no ``short``: the span-answer form of benchmarks is not streamed).
+        llm, meter, store, question, hits, choices, retrieval_seconds, abstain, cite, temperature, seed, reading,
+            embedder: as :func:`answer_question` (no ``short``: the span-answer form of benchmarks is not streamed).
 
     Yields:
         Non-empty ``str`` pieces, then one :class:`~gemrag.answers.answer.Answer` (``text``: the whole, stripped answer,
@@ -362,10 +470,10 @@ def answer_stream(
         ValueError: fewer than 2 or more than 10 choices.
         GemragError: the LLM failed (before or between pieces).
     """
-    if choices is not None or _agent_answer(hits) is not None:
+    if choices is not None or _agent_answer(hits) is not None or (reading is not None and not reading.plain):
         answer = answer_question(
             llm, meter, store, question, hits, choices, retrieval_seconds, abstain=abstain, cite=cite,
-            temperature=temperature, seed=seed,
+            temperature=temperature, seed=seed, reading=reading, embedder=embedder,
         )  # fmt: skip
         if answer.text:
             yield answer.text

@@ -32,6 +32,7 @@ from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import JsonlAppender, read_jsonl
 from gemrag.memory import Memory
+from gemrag.memory.asking import reading_of
 from gemrag.memory.retrieval import warm_published
 from gemrag.models.base import LLM, Embedder
 from gemrag.strategies.base import WARM_UP, ProgressFactory, note_advance
@@ -265,10 +266,17 @@ class GroupRunner:
                         cite=cites,
                         temperature=temperature,
                         seed=seed,
+                        reading=reading_of(mem.config.answer),
+                        embedder=mem.embedder,
                     )
                 plain = plain_answer(ans)  # scored without its citation markers
                 rec.update(answer=read_option(plain, options), choice=ans.choice, answer_seconds=ans.answer_seconds)
                 rec.update({"options": list(options), "reply": plain} if options else {})  # LoCoMo category 5
+                if ans.reading:  # a reading other than the plain one: its form, shaping, votes
+                    rec["reading"] = ans.reading
+                    rec["shown"] = [h.node_id for h in ans.hits]
+                if ans.quotes:
+                    rec["quotes"] = [[q.passage, q.text, q.verified] for q in ans.quotes]
                 if cites:
                     rec["cited_answer"] = ans.text
                     rec.update(citation_record(ans, gold_of(q)))

@@ -16,6 +16,9 @@ from typing import Protocol
 from gemrag import tracing
 from gemrag.answers.answer import Answer
 from gemrag.answers.answering import LETTERS, answer_question, answer_stream
+from gemrag.answers.reading import Reading
+from gemrag.answers.shaping import Shaping
+from gemrag.config import AnswerSettings
 from gemrag.memory.handle import MemoryHandle
 from gemrag.models.base import Usage
 from gemrag.store.parts import Caches, Database
@@ -44,6 +47,23 @@ class Asker(MemoryHandle[AskStore], Protocol):
         abstain: bool = False,
         short: bool = False,
     ) -> Answer: ...
+
+
+def reading_of(settings: AnswerSettings) -> Reading:
+    """The :class:`~gemrag.answers.reading.Reading` the ``[answer]`` settings ask for: the form, the shaping when
+    ``shape`` is on, and the self-consistency samples."""
+    shaping = (
+        Shaping(
+            dedupe=settings.shape_dedupe,
+            trim=settings.shape_trim,
+            keep_min=settings.shape_keep_min,
+            trim_margin=settings.shape_margin,
+            order=settings.shape_order,
+        )
+        if settings.shape
+        else None
+    )
+    return Reading(settings.reading, shaping, settings.samples, settings.sample_temperature, settings.abstain_below)
 
 
 def _query_usage(memory: MemoryHandle[AskStore]) -> Usage:
@@ -116,8 +136,9 @@ def ask_stream(
         raise
     ctx = memory.ctx
     stream = answer_stream(
-        ctx.get_llm, ctx.meter, memory.store, question, hits, choices, seconds, cite=ctx.config.answer.cites()
-    )
+        ctx.get_llm, ctx.meter, memory.store, question, hits, choices, seconds, cite=ctx.config.answer.cites(),
+        reading=reading_of(ctx.config.answer), embedder=ctx.embedder,
+    )  # fmt: skip
 
     def finish(item: str | Answer) -> None:
         if isinstance(item, Answer):
@@ -137,8 +158,9 @@ def answer(
     abstain: bool,
     short: bool,
 ) -> Answer:
-    """:func:`gemrag.answers.answering.answer_question` with the memory's LLM, meter and store, citing when
-    ``config.answer.cites(short=short)``, in one ``gemrag.answer`` span.
+    """:func:`gemrag.answers.answering.answer_question` with the memory's LLM, meter, store and embedder, citing when
+    ``config.answer.cites(short=short)`` and reading as the ``[answer]`` settings say (:func:`reading_of`), in one
+    ``gemrag.answer`` span.
 
     Raises:
         ValueError: fewer than 2 or more than 10 choices.
@@ -156,6 +178,8 @@ def answer(
             abstain=abstain,
             short=short,
             cite=ctx.config.answer.cites(short=short),
+            reading=reading_of(ctx.config.answer),
+            embedder=ctx.embedder,
         )
         span.set_attributes(tracing.usage_attributes(answer.usage))
         return answer

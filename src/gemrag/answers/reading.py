@@ -1,0 +1,210 @@
+"""How the model reads the retrieved context: the reading forms of an answer (``[answer] reading``) and their parsing.
+
+Retrieval finds the evidence; a small reader loses much of it (on LoCoMo the embedded 1.5B's evidence recall is far
+above its answer F1). The reading forms change what the model writes before its answer, the same for every retrieval
+strategy:
+
+* ``"plain"`` (default): the answer prompt of :mod:`gemrag.answers.answering`, unchanged (its LLM cache keys hold).
+* ``"quote"``, quote then answer: the model first copies the sentence(s) it uses from the numbered passages, each as
+  ``[n] "sentence"``, then writes ``Answer: ...``. The quotes are checked against the passages they name
+  (:func:`locate_quote`) and the verified ones become the answer's citations, with their character spans. This is
+  the "extract, then answer" reading of evidence-first QA (Gao et al., 2023, ALCE, section 4's "Summ"/"Snippet"
+  readers, which answer from extracted passages) in its simplest form for a small model: the extraction and the
+  answer are one completion.
+* ``"notes"``, chain-of-note (Yu et al., 2023, "Chain-of-Note: Enhancing Robustness in Retrieval-Augmented Language
+  Models", section 3.1): a short reading note per passage on what it says about the question (or that it is
+  irrelevant), then the answer built on the notes.
+
+A multiple-choice question reads in two calls under ``quote`` / ``notes``: the quotes or notes first (free text),
+then the choice prompt with them shown after the passages (:func:`reading_aid`), so the option letter is still
+decoded under its JSON schema.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from gemrag.answers.answer import Quote
+from gemrag.answers.shaping import Shaping
+from gemrag.ingest.chunker import split_sentences
+from gemrag.models.base import Message
+from gemrag.prompting import format_context
+
+ReadingForm = Literal["plain", "quote", "notes"]
+READING_FORMS: tuple[str, ...] = ("plain", "quote", "notes")
+
+QUOTE_INSTRUCTION = (
+    "First copy, word for word, the one sentence of the context that answers the question (two only if the answer "
+    'needs both), each on its own line as [n] "sentence" where n is the number of its passage. Then write a line '
+    'that starts with "Answer:".'
+)
+NOTES_INSTRUCTION = (
+    "First write a short note for each passage, one per line, as [n] Note: what the passage says about the "
+    'question, or "nothing relevant". Then write a line that starts with "Answer:".'
+)
+#: The answer of a question the memory abstains from (``abstain_below``): nothing in the context supports one.
+NOT_FOUND = "Not found in the memory."
+#: Completion limit of a quote or notes reading (tokens): the quotes or notes, then the answer.
+READING_MAX_TOKENS = 320
+
+
+def reading_prompt(
+    question: str,
+    texts: Sequence[str],
+    form: ReadingForm,
+    *,
+    short: bool,
+    abstain: bool,
+    preface: str = "",
+    last: str = "",
+) -> list[Message]:
+    """Messages of a quote or notes reading of a free-form question: the numbered passages, the question, the
+    reading instruction, and how to answer (``short``: a phrase in the words of the context, as
+    :func:`gemrag.answers.answering.short_answer_prompt` asks; else briefly). ``preface``: text shown before the
+    context (self-ask's follow-ups). ``last``: the guess-or-decline sentence (``abstain``).
+
+    Raises:
+        ValueError: ``form`` is ``"plain"`` (that prompt is :mod:`gemrag.answers.answering`'s).
+    """
+    if form == "plain":
+        raise ValueError("the plain reading uses the answer prompt")
+    instruction = QUOTE_INSTRUCTION if form == "quote" else NOTES_INSTRUCTION
+    how = (
+        "After Answer:, give a short phrase of a few words, not a sentence, using the exact words of the context."
+        if short
+        else "After Answer:, answer briefly."
+    )
+    system = "Answer questions about a document using the context passages retrieved from it."
+    user = f"{preface}Context:\n{format_context(texts)}\n\nQuestion: {question}\n\n{instruction} {how} {last}".rstrip()
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def aid_prompt(question: str, texts: Sequence[str], form: ReadingForm, preface: str = "") -> list[Message]:
+    """The first call of a multiple-choice quote or notes reading: the quotes or notes alone, without options (so
+    the reading is the same whatever the options are), ending before the answer.
+
+    Raises:
+        ValueError: ``form`` is ``"plain"``.
+    """
+    if form == "plain":
+        raise ValueError("the plain reading has no reading aid")
+    instruction = (QUOTE_INSTRUCTION if form == "quote" else NOTES_INSTRUCTION).split(" Then write")[0]
+    system = "Answer questions about a document using the context passages retrieved from it."
+    user = f"{preface}Context:\n{format_context(texts)}\n\nQuestion: {question}\n\n{instruction}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def reading_aid(form: ReadingForm, text: str) -> str:
+    """The quotes or notes of a first call as the choice prompt shows them, after the passages: a heading and the
+    lines (an ``Answer:`` line, if the model wrote one anyway, cut off); ``""`` when there are none."""
+    body = split_answer(text)[0].strip()
+    if not body:
+        return ""
+    heading = "Sentences quoted from the context" if form == "quote" else "Reading notes on the passages"
+    return f"{heading}:\n{body}\n\n"
+
+
+_ANSWER_LINE = re.compile(r"^\s*(?:\*\*)?(?:final |short )?answer\s*(?:\*\*)?\s*:", re.IGNORECASE | re.MULTILINE)
+
+
+def split_answer(text: str) -> tuple[str, str]:
+    """A reading's completion split at its last ``Answer:`` line: ``(reading, answer)``, the answer stripped of the
+    label. Without such a line the whole text is the reading and the answer is its last non-empty line that is not a
+    quote or note (``""`` if none)."""
+    marks = list(_ANSWER_LINE.finditer(text))
+    if marks:
+        m = marks[-1]
+        return text[: m.start()], text[m.end() :].strip().strip("*").strip()
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    rest = [line for line in lines if not _QUOTE_LINE.match(line)]
+    return text, (rest[-1] if rest else "")
+
+
+_QUOTE_LINE = re.compile(r"^\s*[-*]?\s*\[(\d+)\]\s*(?:note\s*:)?\s*[:\-]?\s*(.+?)\s*$", re.IGNORECASE)
+_QUOTES = "\"'“”‘’«»`"
+
+
+def parse_quotes(reading: str, n_passages: int) -> list[tuple[int, str]]:
+    """The ``[n] "sentence"`` lines of a quote reading: ``(n, sentence)`` pairs, in order, quotation marks removed;
+    lines naming no passage in ``1..n_passages`` or with fewer than 3 characters are skipped."""
+    out: list[tuple[int, str]] = []
+    for line in reading.splitlines():
+        m = _QUOTE_LINE.match(line)
+        if not m:
+            continue
+        n, body = int(m.group(1)), m.group(2).strip().strip(_QUOTES).strip()
+        if 1 <= n <= n_passages and len(body) >= 3:
+            out.append((n, body))
+    return out
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _norm(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def locate_quote(quote: str, passage: str, min_overlap: float = 0.8) -> tuple[int, int] | None:
+    """The character span of ``quote`` in ``passage``: the exact text if it is there (case and spacing aside), else
+    the passage's sentence (:func:`gemrag.ingest.chunker.split_sentences`) sharing the most words with it, when at
+    least ``min_overlap`` of the quote's words are in that sentence (a small model drops or changes a word while
+    copying); None when neither holds (the quote is not in the passage).
+
+    Returns:
+        ``(start, end)`` character offsets into ``passage``, or None.
+    """
+    if not quote.strip():
+        return None
+    at = passage.lower().find(quote.strip().lower())
+    if at >= 0:
+        return at, at + len(quote.strip())
+    words = _norm(quote).split()
+    if not words:
+        return None
+    best: tuple[float, tuple[int, int]] | None = None
+    for s, e in split_sentences(passage):
+        have = set(_norm(passage[s:e]).split())
+        overlap = sum(1 for w in words if w in have) / len(words)
+        if best is None or overlap > best[0]:
+            best = (overlap, (s, e))
+    return best[1] if best is not None and best[0] >= min_overlap else None
+
+
+def read_quotes(reading: str, passages: Sequence[str]) -> list[Quote]:
+    """The quotes of a quote reading, each located in the passage it names (:func:`locate_quote`; ``passages[n -
+    1]`` is passage ``n``)."""
+    quotes = []
+    for n, text in parse_quotes(reading, len(passages)):
+        span = locate_quote(text, passages[n - 1])
+        quotes.append(Quote(n, text, *(span if span else (None, None))))
+    return quotes
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How an answer reads its context (built from the ``[answer]`` settings).
+
+    Attributes:
+        form: ``"plain"``, ``"quote"`` or ``"notes"`` (module docstring).
+        shaping: the context shaping to apply first (:mod:`gemrag.answers.shaping`), or None for none.
+        samples: free-form answers sampled for self-consistency (:mod:`gemrag.answers.consistency`); 1 = greedy.
+        temperature: the sampling temperature when ``samples`` > 1.
+        abstain_below: answer :data:`NOT_FOUND` without an LLM call when the context's evidence score
+            (:func:`gemrag.answers.shaping.evidence_score`, the best question-sentence cosine) is below this; None
+            never abstains. Free-form questions only (multiple choice must choose).
+    """
+
+    form: ReadingForm = "plain"
+    shaping: Shaping | None = None
+    samples: int = 1
+    temperature: float = 0.7
+    abstain_below: float | None = None
+
+    @property
+    def plain(self) -> bool:
+        """True for today's answer path: the plain form, no shaping, one greedy answer, no abstention."""
+        return self.form == "plain" and self.shaping is None and self.samples == 1 and self.abstain_below is None
