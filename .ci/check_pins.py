@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 
 def canonical(name: str) -> str:
@@ -22,12 +23,12 @@ def canonical(name: str) -> str:
 def main(report_path: str, constraints_path: str) -> int:
     """0 when every package of the report is pinned at its resolved version, else 1 (each mismatch printed)."""
     pins: dict[str, str] = {}
-    for line in open(constraints_path, encoding="utf-8"):
+    for line in Path(constraints_path).read_text(encoding="utf-8").splitlines():
         spec = line.split("#", 1)[0].split(";", 1)[0].strip()
         if "==" in spec:
             name, version = spec.split("==", 1)
             pins[canonical(name)] = version.strip()
-    report = json.load(open(report_path, encoding="utf-8"))
+    report = json.loads(Path(report_path).read_text(encoding="utf-8"))
     bad = []
     for item in report["install"]:
         name, version = canonical(item["metadata"]["name"]), item["metadata"]["version"]

@@ -1,6 +1,13 @@
-"""Re-score the Recall@k of ``gemrag eval`` output directories with the rule of issue 38, without any LLM call.
+"""Re-score the Recall@k of ``gemrag eval`` output directories with the rule of issue 38, without any LLM call; or
+re-score a published result (``results/NAME.json``) from its committed per-question records alone.
 
     python benchmarks/rescore_recall.py RUN_DIR [RUN_DIR ...] [--dataset PATH] [--json OUT.json]
+    python benchmarks/rescore_recall.py --published NAME [NAME ...] [--results DIR]
+
+``--published``: every per-question record of ``results/NAME.records.jsonl.gz`` is scored again from its ranking
+(:func:`gemrag.eval.published.rescore_record`: Recall@k from the documents of each ranked hit, LoCoMo's evidence
+recall from the turns each context node covers), the figures are aggregated again (:func:`score_records`: the same
+bootstrap) and compared with those ``results/NAME.json`` publishes; the exit status is 1 when one differs.
 
 The rule (:func:`gemrag.eval.metrics.first_passages`, :func:`gemrag.eval.metrics.document_recall_at_k`): R@k is the
 share of a question's gold documents found among the documents of the first k passages (chunk hits; derived nodes
@@ -30,13 +37,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gemrag.errors import InputError
 from gemrag.eval.loading import load_dataset
 from gemrag.eval.metrics import RECALL_KS, RECALL_RULE, recall_at_ks
+from gemrag.eval.published import load_published, load_records, rescore_record, score_records
 from gemrag.eval.report import read_jsonl
 from gemrag.store import open_store
 from gemrag.types import Hit
 
-__all__ = ["rescore", "rescore_dir"]
+__all__ = ["rescore", "rescore_dir", "rescore_published"]
 
 
 class _MemoryView:
@@ -142,13 +151,75 @@ def rescore_dir(run_dir: Path, dataset: Path | None = None) -> dict[str, dict[st
     return out
 
 
+def rescore_published(name: str, root: Path) -> list[dict[str, Any]]:
+    """Re-score a published result from its committed per-question records.
+
+    Returns:
+        One row per strategy and metric the records re-score: ``strategy``, ``metric``, ``published`` and
+        ``rescored`` (means in %, with their intervals ``published_ci`` / ``rescored_ci``) and ``same`` (mean,
+        interval and n all equal).
+
+    Raises:
+        InputError: no such record, or its records file is missing.
+    """
+    run = load_published(name, root)
+    records = load_records(run, root)
+    rescored = [dict(r, scores={**r["scores"], **rescore_record(r)}) for r in records]
+    again, _ = score_records(rescored, list(run.strategies))
+    metrics = {m for r in records for m in rescore_record(r)}
+    rows = []
+    for strategy, result in run.strategies.items():
+        for metric in sorted(metrics & set(result.metrics)):
+            old, new = result.metrics[metric], again[strategy].metrics[metric]
+            rows.append(
+                {
+                    "strategy": strategy,
+                    "metric": metric,
+                    "published": 100 * old.mean,
+                    "rescored": 100 * new.mean,
+                    "published_ci": [100 * old.low, 100 * old.high],
+                    "rescored_ci": [100 * new.low, 100 * new.high],
+                    "n": new.n,
+                    "same": old == new,
+                }
+            )
+    return rows
+
+
+def _published(names: Sequence[str], root: Path) -> int:
+    differ = 0
+    for name in names:
+        print(f"\n{root / name}.json\n")
+        print("| strategy | metric | n | published | re-scored | same |")
+        print("|---|---|---|---|---|---|")
+        for r in rescore_published(name, root):
+            cis = [f"{r[k + '_ci'][0]:.1f}–{r[k + '_ci'][1]:.1f}" for k in ("published", "rescored")]
+            print(
+                f"| {r['strategy']} | {r['metric']} | {r['n']} | {r['published']:.1f} ({cis[0]}) | "
+                f"{r['rescored']:.1f} ({cis[1]}) | {'yes' if r['same'] else 'NO'} |"
+            )
+            differ += not r["same"]
+    return 1 if differ else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print one markdown table per output directory (old vs new R@k per strategy)."""
+    """Print one markdown table per output directory (old vs new R@k per strategy), or per published result
+    (published vs re-scored figures; exit 1 when one differs)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    parser.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR")
     parser.add_argument("--dataset", type=Path, help="the dataset file (COVID-QA answer spans), if moved")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--published", nargs="+", metavar="NAME", help="re-score these published results instead")
+    parser.add_argument("--results", type=Path, default=Path("results"), help="where they are (default results/)")
     args = parser.parse_args(argv)
+    if args.published:
+        try:
+            return _published(args.published, args.results)
+        except InputError as exc:
+            print(f"error: {exc}")
+            return 2
+    if not args.run_dirs:
+        parser.error("give RUN_DIR ... or --published NAME ...")
     everything: dict[str, Any] = {}
     for run_dir in args.run_dirs:
         rows = rescore_dir(run_dir, args.dataset)

@@ -1,13 +1,16 @@
-"""The command line's shared options: the one model-options group every command takes, and GEM's flags of earlier
-releases (``--questions``, ``--eigen``, ``--eigen-top``, ``--search``), now ``--set gem.*`` items with a warning."""
+"""The command line's shared options: ``--memory``, ``--config``, ``--set`` and the one model-options group every
+command that opens a memory takes, one help text each, and GEM's flags of earlier releases (``--questions``,
+``--eigen``, ``--eigen-top``, ``--search``), now ``--set gem.*`` items with a warning."""
 
 from __future__ import annotations
 
 import inspect
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 from fakes import HashEmbedder, ScriptedLLM
@@ -44,10 +47,39 @@ def test_model_options_show_the_flags_and_hand_over_one_group() -> None:
         model_options("llm_colour")
 
 
-def test_every_model_flag_command_takes_the_same_group() -> None:
-    from gemrag.cli import ask, demo, doctor, eval, index
+OPENING = ["index", "ask", "info", "chat", "delete", "mcp", "serve", "view"]
+"""The commands that open a memory (``demo`` keeps its own, cached one; ``eval`` its own per run)."""
 
-    for command in (index.index_command, ask.ask_command, eval.eval_command, doctor.doctor_command):
+
+def _params(command: str) -> dict[str, Any]:
+    group = typer.main.get_command(app)
+    return {p.name: p for p in group.commands[command].params}  # type: ignore[attr-defined]
+
+
+def test_every_command_opening_a_memory_takes_the_shared_options_with_one_help_each() -> None:
+    """``--memory``, ``--config``, ``--set`` and the model flags: one declaration each (cli/options.py), so every
+    command that opens a memory (``serve``, ``chat``, ``mcp``, ``view`` and ``delete`` included) shows the same help
+    for them, as ``gemrag COMMAND --help`` renders it."""
+    shared = ["memory", "config", "set_", *MODEL_FLAGS]
+    helps = {command: {name: _params(command)[name].help for name in shared} for command in OPENING}
+    assert all(helps[command] == helps["index"] for command in OPENING), helps
+    assert "GEMRAG_MEMORY" in helps["index"]["memory"] and "section.key=value" in helps["index"]["set_"]
+    for command in OPENING:
+        params = _params(command)
+        assert params["memory"].opts == ["--memory", "-m"] and params["set_"].opts == ["--set"]
+        assert params["set_"].multiple and params["memory"].required is False
+        shown = " ".join(
+            CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "400", "NO_COLOR": "1"}).output.split()
+        )
+        assert helps["index"]["memory"] in shown and "--llm-model" in shown and "--embedder-base-url" in shown
+
+
+def test_every_model_flag_command_takes_the_same_group() -> None:
+    from gemrag.cli import ask, chat, delete, demo, doctor, eval, index, info, mcp, serve, view
+
+    opening = (info.info_command, chat.chat_command, delete.delete_command, mcp.mcp_command, serve.serve_command)
+    opening += (view.view_command,)
+    for command in (index.index_command, ask.ask_command, eval.eval_command, doctor.doctor_command, *opening):
         params = inspect.signature(command).parameters
         assert set(MODEL_FLAGS) <= set(params) and "models" not in params
         assert all(params[n].annotation is MODEL_FLAGS[n] for n in MODEL_FLAGS)

@@ -241,7 +241,6 @@ def test_fragments_match_sentences_and_names_in_any_spacing_or_case() -> None:
 
 def test_cli_delete_purge_prints_what_it_erased(canary_memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     from gemrag import cli
-    from gemrag.cli import delete as cli_delete
 
     store: Any = canary_memory.store
     location, config = getattr(store.database, "url", None) or store.database.directory, canary_memory.config
@@ -254,7 +253,7 @@ def test_cli_delete_purge_prints_what_it_erased(canary_memory: Memory, monkeypat
         mem._strategies["raptor"] = RaptorStrategy(RaptorConfig(reducer=pca, reduction_dim=3, max_clusters=6))
         return mem
 
-    monkeypatch.setattr(cli_delete.Memory, "open", classmethod(fake_open))
+    monkeypatch.setattr(Memory, "open", classmethod(fake_open))  # as cli/options.py:open_memory opens it
     result = CliRunner().invoke(cli.app, ["delete", "canary.txt", "--purge", "--rebuild", "--memory", str(location)])
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())

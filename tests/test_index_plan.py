@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -171,14 +172,14 @@ def test_calibration_is_measured_once_per_model_and_machine(tmp_path: Path, monk
 
 
 def test_a_calibration_made_at_another_load_is_measured_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Cached at load 6.2, asked at 0.1 on two cores: measured again (and cached with the new load)."""
+    """Cached at load 6.2, asked at 0.1 on eight cores: measured again (and cached with the new load)."""
     load = [6.2]
     monkeypatch.setattr("gemrag.models.rates._load", lambda: load[0])
-    monkeypatch.setattr("gemrag.models.rates.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("gemrag.models.rates.os.cpu_count", lambda: 8)
     clock = [0.0]
     llm = LocalLLM(clock)
     calibrate(llm, tmp_path, clock=lambda: clock[0])
-    load[0] = 5.5  # within 0.5 a core: the cached measure
+    load[0] = 4.0  # within 0.5 a core: the cached measure
     calibrate(llm, tmp_path, clock=lambda: clock[0])
     assert llm.calls == 3
     load[0] = 0.1
@@ -187,6 +188,49 @@ def test_a_calibration_made_at_another_load_is_measured_again(tmp_path: Path, mo
     assert llm.calls == 6 and "at load 0.1" in (cached_calibration(llm, tmp_path) or UNKNOWN).detail
     calibrate(llm, tmp_path, clock=lambda: clock[0])
     assert llm.calls == 6
+
+
+def test_a_calibration_on_a_busy_machine_is_not_kept_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Load 7.9 on two cores (the machine shared with other work): the measure is used once, said, and not kept."""
+    monkeypatch.setattr("gemrag.models.rates._load", lambda: 7.9)
+    monkeypatch.setattr("gemrag.models.rates.os.cpu_count", lambda: 2)
+    clock = [0.0]
+    llm = LocalLLM(clock)
+    rates = calibrate(llm, tmp_path, clock=lambda: clock[0])
+    assert rates.source == "calibration" and rates.prompt_per_second == pytest.approx(100.0)
+    assert "busy (load 7.9 on 2 cores)" in rates.detail and "not kept" in rates.detail, rates.detail
+    assert cached_calibration(llm, tmp_path) is None
+    calibrate(llm, tmp_path, clock=lambda: clock[0])
+    assert llm.calls == 6  # measured again, not read back
+
+
+class TimedLLM(LocalLLM):
+    """A LocalLLM whose calls report the seconds they took on the fake clock (as llama.cpp reports its own)."""
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        start = self.clock[0]
+        completion = super().complete(messages, **kwargs)
+        return replace(completion, usage=replace(completion.usage, seconds=self.clock[0] - start))
+
+
+def test_a_builds_recorded_seconds_come_before_a_calibration(
+    tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("gemrag.models.rates._load", lambda: 1.0)
+    config = config.model_copy(update={"cache_dir": tmp_path / "cache"})
+    clock = [0.0]
+    monkeypatch.setattr("gemrag.models.rates.perf_counter", lambda: clock[0])
+    llm = TimedLLM(clock)
+    with Memory.open(tmp_path / "m", config, llm=llm, embedder=HashEmbedder()) as mem:
+        mem.add_text(DOC_A + "\n\n" + DOC_B, "two")
+        assert mem.plan_index("hlgraph").rates.source == "calibration"  # nothing recorded yet
+        mem.index("hlgraph")
+        mem.add_text(DOC_B + " The end.", "more")
+        plan = mem.plan_index("hlgraph")
+        assert plan.rates.source == "recorded" and plan.minutes is not None, plan.rates
+        assert plan_index(mem, "hlgraph", recalibrate=True).rates.source == "calibration"
 
 
 def test_recorded_rates_fit_seconds_to_tokens() -> None:

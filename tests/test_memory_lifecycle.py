@@ -316,7 +316,6 @@ def test_user_strategy_survives_gem_rebuilds_and_deletes_cleanly(keyword_memory:
 
 def test_cli_delete_prints_what_it_did(keyword_memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     from gemrag import cli
-    from gemrag.cli import delete as cli_delete
 
     store = keyword_memory.store
     directory, config = (
@@ -329,7 +328,7 @@ def test_cli_delete_prints_what_it_did(keyword_memory: Memory, monkeypatch: pyte
     def fake_open(cls: type[Memory], d: Path, c: Config | None = None, **kw: Any) -> Memory:
         return real_open(d, config, llm=ScriptedLLM(), embedder=HashEmbedder())
 
-    monkeypatch.setattr(cli_delete.Memory, "open", classmethod(fake_open))
+    monkeypatch.setattr(Memory, "open", classmethod(fake_open))  # as cli/options.py:open_memory opens it
     result = CliRunner().invoke(cli.app, ["delete", "part 0", "--memory", str(directory)])
     assert result.exit_code == 0, result.output
     assert "deleted document 1 (part 0" in result.output and "LLM calls 0" in result.output

@@ -28,6 +28,7 @@ from gemrag.errors import ConfigError
 
 __all__ = [
     "DEPRECATED_KEYS",
+    "EARLIER_METHOD",
     "DeprecatedSettingWarning",
     "MemorySettings",
     "deprecated_key",
@@ -67,12 +68,21 @@ class MemorySettings(BaseModel):
     chunk_titles: bool | None = None
 
 
+EARLIER_METHOD = "gem"
+"""The method of earlier releases (the only one at first, then the default strategy), which what they wrote names
+without saying so: its section held the memory's settings before ``[memory]`` existed (:data:`DEPRECATED_KEYS`), an
+evaluation they ran recorded no strategy (:func:`gemrag.eval.report.configured_strategy`), and an evaluation
+directory's fingerprint keeps the memory's settings under its name (:func:`gemrag.eval.titles.title_free_fingerprint`),
+so that directories begun then can be continued. The one place generic code names a method for history's sake; no
+code path chooses by it."""
+
 DEPRECATED_KEYS: dict[tuple[str, str], tuple[str, str]] = {
-    ("gem", "chunk_tokens"): ("memory", "chunk_tokens"),
-    ("gem", "budget"): ("memory", "budget"),
-    ("gem", "chunk_titles"): ("memory", "chunk_titles"),
+    (EARLIER_METHOD, "chunk_tokens"): ("memory", "chunk_tokens"),
+    (EARLIER_METHOD, "budget"): ("memory", "budget"),
+    (EARLIER_METHOD, "chunk_titles"): ("memory", "chunk_titles"),
 }
-"""Old key -> the key that replaced it (``[gem]`` held the memory's settings before ``[memory]`` existed)."""
+"""Old key -> the key that replaced it (``[gem]``, :data:`EARLIER_METHOD`'s section, held the memory's settings before
+``[memory]`` existed)."""
 
 
 def deprecated_key(path: tuple[str, ...]) -> tuple[str, str] | None:

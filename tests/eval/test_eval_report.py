@@ -146,6 +146,28 @@ def test_paired_bootstrap_against_gem(tmp_path: Path) -> None:
     assert (cmp["diff"], cmp["low"], cmp["high"], cmp["p"]) == expected
 
 
+def test_the_reference_is_the_first_run_unless_chosen(tmp_path: Path) -> None:
+    """No strategy is the reference by name: without --reference it is the first run given, whichever that is, and
+    the plots colour it (and its variants ``NAME[...]``) apart from the others."""
+    from matplotlib.colors import to_hex
+    from matplotlib.figure import Figure
+
+    from gemrag.eval.plots import _bar_plot
+
+    res = multiple_choice_results(tmp_path)
+    res.runs = ["dense", "gem"]
+    res.summary = summarize(res, n_resamples=200)
+    assert res.summary.reference == "dense" and [c["strategy"] for c in res.summary.comparisons] == ["gem"]
+    res.reference = "gem"
+    assert summarize(res, n_resamples=200).reference == "gem"
+    ax = Figure().subplots()
+    names = ["dense", "dense[k1=1.2]", "gem", "densest"]
+    ci = {"mean": 0.5, "low": 0.4, "high": 0.6, "n": 4}
+    _bar_plot(ax, names, [ci] * 4, "Accuracy (%)", "dense")
+    colors = [to_hex(bar.get_facecolor()) for bar in ax.patches]
+    assert colors == ["#1f77b4", "#1f77b4", "#8c8c8c", "#8c8c8c"]
+
+
 def test_markdown_table_rows_and_columns(tmp_path: Path) -> None:
     res = multiple_choice_results(tmp_path)
     md = markdown_report(res)

@@ -112,3 +112,12 @@ def test_run_eval_builds_and_records_what_each_run_read(tmp_path: Path, config: 
     (out / FILE).unlink()  # as an output directory of an older gemrag
     with pytest.raises(ConfigError, match="--set gem.read_titles=true"):
         run_eval("quality", quality_file(tmp_path), ["gem"], llm=ScriptedLLM(), plots=False, **kwargs)
+
+
+def test_the_fingerprint_keeps_the_shape_earlier_releases_wrote(config: Config) -> None:
+    """An evaluation directory begun by an earlier release is continued only if its ``run.json`` matches: the memory's
+    ``chunk_tokens`` and GEM's settings stay under ``gem`` (where they were before ``[memory]`` existed), however
+    generic code now names that entry (``memory_settings.EARLIER_METHOD``)."""
+    fingerprint = title_free_fingerprint(config)
+    gem = {k: v for k, v in gem_config(config).model_dump(mode="json").items() if k != "read_titles"}
+    assert fingerprint == {"gem": {"chunk_tokens": config.memory.chunk_tokens, **gem, "chunk_titles": True}}

@@ -204,3 +204,50 @@ def test_the_memory_view_with_a_retrieval_path(client: TestClient) -> None:
     unbuilt = client.get("/v1/namespaces/n/view", params={"strategy": "gem", "question": "cat?"})
     assert unbuilt.status_code == 409, unbuilt.text
     assert client.get("/v1/namespaces/none/view").status_code == 404
+
+
+def test_a_job_logs_its_stages_and_names_its_failed_items(tmp_path: Path, config: Config) -> None:
+    """The log says the plan, each stage's start and end, the outcome; an item whose model answer stayed invalid
+    is named by document and passage (the failures of ``failures_since``), in the job and in its log."""
+    llm = ScriptedLLM(fail=lambda i, prompt: "questions that this passage answers" in prompt and "Pilot" in prompt)
+    app = create_app(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm)
+    with TestClient(app) as client:
+        add(client, "n", CAT, "cat")
+        add(client, "n", GARDEN, "garden")
+        job = index(client, "n", "gem")
+    assert job["status"] == "succeeded", job
+    lines = [line["text"] for line in job["log"]]
+    assert lines[0].startswith("queued") and lines[-1] == "succeeded"
+    assert any(line.startswith("plan: ") for line in lines)
+    stage = job["stages"][0]
+    assert f"{stage['description']}: {stage['total']} items" in lines
+    assert f"{stage['description']}: {stage['completed']} of {stage['total']} done" in lines
+    assert job["failures"], job  # the chunk naming Pilot never got valid questions
+    named = [f for f in job["failures"] if f["document"] is not None]  # the others: summaries quoting it
+    assert named and {f["document"] for f in named} == {"cat"}
+    assert all(f["passage"] >= 1 and f["message"] for f in named)
+    assert any(line.startswith("failed item ('cat', passage ") for line in lines)
+    assert job["report"]["failures"] >= 1
+
+
+def test_build_state_names_the_default_strategy(client: TestClient) -> None:
+    add(client, "n", CAT, "cat")
+    assert client.get("/v1/namespaces/n/build-state").json()["default"] == "dense"  # web_config's
+
+
+def test_a_chat_turn_recalls_replies_and_is_remembered(client: TestClient) -> None:
+    add(client, "n", CAT, "cat")
+    index(client, "n")
+    r = client.post("/v1/namespaces/n/chat", json={"message": "What is the cat named?", "persona": "Keeper"})
+    assert r.status_code == 200, r.text
+    turn = r.json()
+    assert turn["turn"] == 1 and turn["reply"] and turn["strategy"] == "dense"
+    assert any("Pilot" in h["text"] for h in turn["hits"]) and turn["hits"][0]["passages"]
+    second = client.post("/v1/namespaces/n/chat", json={"message": "And where does it sleep?", "persona": "Keeper"})
+    assert second.json()["turn"] == 2
+    history = client.get("/v1/namespaces/n/chat/Keeper").json()
+    assert [e["user"] for e in history["exchanges"]] == ["What is the cat named?", "And where does it sleep?"]
+    assert all(e["reply"] for e in history["exchanges"])
+    assert client.get("/v1/namespaces/n/chat/Nobody").json()["exchanges"] == []
+    assert client.post("/v1/namespaces/n/chat", json={"message": "hi", "persona": "a:b"}).status_code == 400
+    assert client.post("/v1/namespaces/n/chat", json={"message": ""}).status_code == 422

@@ -158,6 +158,10 @@ def run_flow(web: WebPage, answer_word: str, timeout: int = TIMEOUT) -> None:
     web.tab("Documents")
     page.check("#purge")
     page.get_by_role("button", name="Delete cat").click()
+    dialog = page.locator("dialog#confirm")
+    dialog.wait_for()  # asked first: a purge cannot be undone
+    assert "cannot be undone" in dialog.inner_text()
+    page.click("#confirm-ok")
     page.wait_for_function("document.querySelectorAll('#documents tbody tr').length === 1", timeout=timeout)
     assert 'Deleted "cat"' in page.inner_text("#status") and "purged" in page.inner_text("#status")
     again = ask(web, timeout)
@@ -248,7 +252,17 @@ def test_a_key_never_shows_another_namespace(browser: Any, tmp_path: Path, confi
 def test_the_page_references_nothing_outside_its_origin() -> None:
     web = resources.files("gemrag.server").joinpath("web")
     names = sorted(p.name for p in web.iterdir())
-    assert names == ["app.css", "app.js", "ask.js", "core.js", "documents.js", "index.html", "indexing.js"]
+    assert names == [
+        "app.css",
+        "app.js",
+        "ask.js",
+        "chat.js",
+        "core.js",
+        "documents.js",
+        "index.html",
+        "indexing.js",
+        "strategies.js",
+    ]
     for name in names:
         text = web.joinpath(name).read_text(encoding="utf-8")
         assert "http://" not in text and "https://" not in text and "//cdn" not in text, name

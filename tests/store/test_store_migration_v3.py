@@ -81,7 +81,7 @@ def test_v2_memory_upgrades_in_place(tmp_path: Path, config: Config) -> None:
             assert store.build_state(s).state == "built"
         assert store.node_sources(list(summaries)) == {i: sorted(m) for i, m in summaries.items()}
         assert {k for k, *_ in store.edge_list("gem")} == {"similarity"}
-        assert store.edges(store.nodes("chunk")[0].id)  # readers see them in the published generation
+        assert store.edges(store.nodes("chunk")[0].id, "gem")  # readers see them in the published generation
         with pytest.raises(MemoryNotIndexedError, match="older gemrag"):
             mem.retrieve(QUESTION, 3, strategy="raptor")
         assert store.build_state("raptor").state == "never built"

@@ -96,7 +96,7 @@ def test_v1_memory_opens_upgrades_and_retrieves(v1: tuple[Path, list[Hit], list[
         assert seen(mem.retrieve(QUESTION, 3)) == seen(gem)  # the adopted arrays, at once
         assert seen(mem.retrieve(QUESTION, 3, strategy="dense")) == seen(dense)
         assert mem.stats()["strategy_report"]["spectrum"]["n"] > 0
-        assert len(mem.store.nodes("summary")) == 2 and mem.store.edges(mem.store.nodes("chunk")[0].id)
+        assert len(mem.store.nodes("summary")) == 2 and mem.store.edges(mem.store.nodes("chunk")[0].id, "gem")
         assert (path / "gem_weights.npy").exists()  # schema-1 files stay until a builder removes them
         mem.index()  # generation 2, from the cache
         assert llm.calls == 0 and mem.store.published_generation("gem") == 2

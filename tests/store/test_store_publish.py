@@ -55,7 +55,7 @@ def test_publish_and_load(memory_at: MemoryAt) -> None:
     assert store.load_published("fake") is None and store.published_generation("fake") is None
     assert build(store, 5, 1) == 1
     assert_reads_build(store, 5, 1)
-    assert store.edges(1, "fake") == [(2, 0.5)] and store.edges(1) == []  # edges are namespaced by strategy
+    assert store.edges(1, "fake") == [(2, 0.5)] and store.edges(1, "other") == []  # edges are namespaced by strategy
     assert build(store, 7, 2) == 2
     assert_reads_build(store, 7, 2)
     if hasattr(store.database, "directory"):

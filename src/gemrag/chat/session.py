@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from typing import Any
 
 from gemrag.chat.prompts import chat_prompt
 from gemrag.errors import ConfigError, ReadOnlyMemoryError
@@ -43,7 +44,7 @@ from gemrag.strategies import available
 from gemrag.strategies.platform.conversation import parse_turns
 from gemrag.types import Hit
 
-__all__ = ["DEFAULT_STRATEGY", "ChatSession", "Exchange", "exchange_source"]
+__all__ = ["DEFAULT_STRATEGY", "ChatSession", "Exchange", "exchange_source", "stored_exchanges"]
 
 DEFAULT_STRATEGY = "hlgraph"
 """The strategy of a chat when none is given (the issue's choice: HLGraphRAG's event memory)."""
@@ -102,6 +103,20 @@ class Exchange:
         user = " ".join(t.text for t in turns if t.speaker is not None and t.speaker != persona)
         replies = [t.text for t in turns if t.speaker == persona]
         return cls(turn, user, " ".join(replies) if replies else None, text, doc_id)
+
+
+def stored_exchanges(store: Any, persona: str, last: int | None = None) -> list[Exchange]:
+    """The exchanges with ``persona`` stored in a memory's ``store`` (documents of source ``chat:<persona>#<turn>``),
+    oldest first; only the ``last`` ones when given (None: all)."""
+    stored = sorted(
+        (int(m.group("turn")), int(d["id"]))
+        for d in store.documents()
+        if (m := _SOURCE.match(str(d["source"]))) and m.group("persona") == persona
+    )
+    chosen = stored[len(stored) - last :] if last is not None else stored
+    if last == 0:
+        chosen = []
+    return [Exchange.read(turn, doc_id, store.document_text(doc_id), persona) for turn, doc_id in chosen]
 
 
 class ChatSession:

@@ -22,7 +22,7 @@ from gemrag.answers.provenance import cited_sources, describe_answer, describe_h
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,
     ConfigFile,
-    ExistingMemory,
+    MemoryOpt,
     ModelOptions,
     SetOpt,
     StrategyOpt,
@@ -44,7 +44,7 @@ out = Console()
 @model_options()
 def ask_command(
     question: Annotated[str, typer.Argument(help="The question.")],
-    memory: ExistingMemory = None,
+    memory: MemoryOpt = None,
     budget: Annotated[
         int | None,
         typer.Option(

@@ -2,7 +2,8 @@
 :mod:`gemrag.cli.main`).
 
 The session logic is :class:`gemrag.chat.ChatSession`; this module reads lines, prints replies and reports errors.
-It does not import :mod:`gemrag.cli.main` (that module imports this one), so its option types are declared here.
+The options every command that opens a memory shares (``--memory``, ``--config``, ``--set``, the model flags) come
+from :mod:`gemrag.cli.options`; its own are declared here.
 """
 
 from __future__ import annotations
@@ -15,12 +16,20 @@ from rich.console import Console
 from rich.text import Text
 
 from gemrag.chat import DEFAULT_STRATEGY, ChatSession, check_name
-from gemrag.cli.options import memory_target
-from gemrag.config import load_config
+from gemrag.cli.options import (
+    NO_MODEL_FLAGS,
+    ConfigFile,
+    MemoryOpt,
+    ModelOptions,
+    SetOpt,
+    build_config,
+    memory_target,
+    model_options,
+    open_memory,
+)
 from gemrag.console import cli_errors, err, fail
 from gemrag.errors import ConfigError
 from gemrag.ingest import read_document
-from gemrag.memory import Memory
 from gemrag.strategies import available
 
 out = Console()
@@ -30,16 +39,10 @@ __all__ = ["chat_command"]
 QUIT = {"/quit", "/exit"}
 
 
+@model_options()
 def chat_command(
     persona: Annotated[str, typer.Option("--persona", "-p", help="The character's name.")],
-    memory: Annotated[
-        str | None,
-        typer.Option(
-            "--memory",
-            "-m",
-            help="The character's memory: a directory or a postgresql:// URL (default: GEMRAG_MEMORY).",
-        ),
-    ] = None,
+    memory: MemoryOpt = None,
     strategy: Annotated[
         str | None, typer.Option("--strategy", "-s", help=f"Retrieval strategy (default {DEFAULT_STRATEGY}).")
     ] = None,
@@ -63,16 +66,15 @@ def chat_command(
     show_memories: Annotated[
         bool, typer.Option("--show-memories", help="Print the memories recalled at each turn (stderr).")
     ] = False,
-    config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
-    sets: Annotated[
-        list[str] | None, typer.Option("--set", help="section.key=value, as for the other commands (repeatable).")
-    ] = None,
+    config: ConfigFile = None,
+    set_: SetOpt = None,
+    models: ModelOptions = NO_MODEL_FLAGS,
 ) -> None:
     """Chat with the character --persona (HLGraphRAG section 4's character chatbot): each message recalls memories
     from --memory with the strategy, the model answers in character, and every exchange is stored in the memory
     as it happens (speakers and turn numbers) and indexed every --index-every exchanges, so the character
-    remembers what was said long ago and in earlier sessions. Leave with /quit or Ctrl-D; Ctrl-C loses nothing
-    already said. Runs again with the same --persona continue the conversation."""
+    remembers what was said long ago and in earlier sessions. The memory must exist, unless --create. Leave with
+    /quit or Ctrl-D; Ctrl-C loses nothing already said. Runs again with the same --persona continue the conversation."""
     name = strategy or DEFAULT_STRATEGY
     for what, given in (("persona", persona), ("user", user)):
         try:
@@ -82,16 +84,16 @@ def chat_command(
     if name not in available():
         fail(ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}"))
     with cli_errors():
+        cfg = build_config(config, strategy=name, sets=set_, models=models)
         location = memory_target(
             memory,
-            load_config(config),
+            cfg,
             existing=not create,
             hint="index the character's documents into it with `gemrag index`, or pass --create to start empty",
         )
     with cli_errors(resume_hint="run `gemrag chat` again to continue the conversation", also=(ValueError,)):
         description = read_document(persona_file).text if persona_file else ""
-        cfg = load_config(config, {"strategy": name}, sets)
-        with Memory.open(location, cfg) as mem:
+        with open_memory(location, cfg, None) as mem:
             session = ChatSession(
                 mem,
                 persona,

@@ -1,21 +1,29 @@
 """``gemrag delete``: remove a document from a memory (registered in :mod:`gemrag.cli.main`).
 
-This module does not import :mod:`gemrag.cli.main` (that module imports this one), so its option types are declared
-here.
+The options every command that opens a memory shares (``--memory``, ``--config``, ``--set``, the model flags,
+``--wait``) come from :mod:`gemrag.cli.options`; its own are declared here.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from gemrag.cli.options import memory_target
-from gemrag.config import load_config
+from gemrag.cli.options import (
+    NO_MODEL_FLAGS,
+    ConfigFile,
+    MemoryOpt,
+    ModelOptions,
+    SetOpt,
+    Wait,
+    build_config,
+    memory_target,
+    model_options,
+    open_memory,
+)
 from gemrag.console import cli_errors
-from gemrag.memory import Memory
 from gemrag.store.erase import PurgeReport
 
 out = Console()
@@ -23,21 +31,14 @@ out = Console()
 __all__ = ["delete_command", "purge_lines"]
 
 
+@model_options()
 def delete_command(
     document: Annotated[
         str, typer.Argument(help="The document's id, source path or title, as `gemrag info` lists them.")
     ],
-    memory: Annotated[
-        str | None,
-        typer.Option("--memory", "-m", help="Memory: a directory or a postgresql:// URL (default: GEMRAG_MEMORY)."),
-    ] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
-    wait: Annotated[
-        float,
-        typer.Option(
-            "--wait", min=0.0, help="Seconds to wait while another process builds this memory (default: fail)."
-        ),
-    ] = 0.0,
+    memory: MemoryOpt = None,
+    config: ConfigFile = None,
+    wait: Wait = 0.0,
     purge: Annotated[
         bool,
         typer.Option(
@@ -50,17 +51,20 @@ def delete_command(
         bool,
         typer.Option("--rebuild", help="Rebuild the strategies it changed now (default: at the next `gemrag index`)."),
     ] = False,
+    set_: SetOpt = None,
+    models: ModelOptions = NO_MODEL_FLAGS,
 ) -> None:
     """Delete DOCUMENT: its chunks, their utility questions and artefacts, the strategies' nodes made from it only,
     and their edges, in one atomic step (no LLM call); the deletion is recorded in the history (`gemrag info
     --history`). A document several sources hold (the same text at two paths) loses only the source named and
     stays while another source holds it; its id deletes it whole. Strategies become stale; the next `gemrag index`
     recomputes what depended on the document, with LLM calls only for what changed (cached answers stay), or
-    `--rebuild` does it at once. `--purge` erases every copy of the text besides and prints what it erased."""
+    `--rebuild` does it at once (with the models of the configuration and the model flags). `--purge` erases every
+    copy of the text besides and prints what it erased. The memory must exist."""
     with cli_errors():
-        cfg = load_config(config)
+        cfg = build_config(config, sets=set_, models=models)
         location = memory_target(memory, cfg, existing=True)
-    with cli_errors(), Memory.open(location, cfg) as mem:
+    with cli_errors(), open_memory(location, cfg, None) as mem:
         mem.build_wait = wait
         report = mem.delete(document, purge=purge, rebuild=rebuild)
         states = mem.strategy_states()

@@ -8,7 +8,9 @@ types are declared here, the shared ones (model flags, ``--config``, ``--set``, 
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -236,7 +238,7 @@ def eval_command(
     ] = False,
     no_plots: Annotated[bool, Opt("--no-plots", help="Do not write PNG plots.")] = False,
     reference: Annotated[
-        str | None, Opt("--reference", help="Run the paired bootstrap compares with (default gem, else the first).")
+        str | None, Opt("--reference", help="Run the paired bootstrap compares with (default: the first run).")
     ] = None,
     merge: Annotated[
         list[Path] | None,
@@ -251,6 +253,19 @@ def eval_command(
     set_: SetOpt = None,
     models: ModelOptions = NO_MODEL_FLAGS,
     quiet: Quiet = False,
+    publish: Annotated[
+        str | None,
+        Opt(
+            "--publish",
+            help="After the run, write its record to RESULTS/NAME.json and its per-question records to "
+            "RESULTS/NAME.records.jsonl.gz (figures with 95% intervals and paired tests, the command, code version, "
+            "machine and load, the dataset's hash, settings that differ from the defaults); the docs' marked figures "
+            "are generated from them (python -m gemrag.eval.publish_docs).",
+        ),
+    ] = None,
+    results_dir: Annotated[
+        Path, Opt("--results-dir", help="Where --publish writes (the repository's results/ directory).")
+    ] = Path("results"),
     runs: RunsOpt = None,
     seed: SeedOpt = 0,
     judge_model: JudgeModelOpt = None,
@@ -274,6 +289,7 @@ def eval_command(
     from gemrag.eval.loading import check_kind
     from gemrag.eval.memories import check_memory_root
     from gemrag.eval.protocol import ANSWER_FORMS
+    from gemrag.eval.publish import check_publish_name, publish_run, published_command
     from gemrag.eval.report import markdown_report
     from gemrag.eval.runner import run_eval
     from gemrag.eval.variants import split_strategies
@@ -318,6 +334,9 @@ def eval_command(
             raise ConfigError(
                 f"{', '.join(dog_only)}: these only apply to the cmu_dog acceptance test, not to {kind!r}"
             )
+        if publish is not None:
+            check_publish_name(publish)
+        started_load = os.getloadavg()[0]
         results = run_eval(
             kind,
             path,
@@ -348,5 +367,22 @@ def eval_command(
             date_hint=date_hint,
             abstain=abstain,
         )
+        if publish is not None:
+            selection = {"limit": limit, "documents": parse_documents(_joined(documents)), "per_category": per_category}
+            selection["categories"] = None if categories is None else _categories(categories)
+            options = {"answer_form": answer_form, "adversarial": adversarial, "date_hint": date_hint}
+            options |= {"abstain": abstain, "runs": runs or 1}
+            record = publish_run(
+                out,
+                publish,
+                results_dir,
+                command=published_command(sys.argv, path),
+                dataset_options=_dataset_options(own, documents, memory, per_question_corpus),
+                selection=selection,
+                options=options,
+                load=(started_load, os.getloadavg()[0]),
+            )
     typer.echo(markdown_report(results))
     err.print(f"results: {out / 'results.md'}, {out / 'results.json'}, records: {out / 'records.jsonl'}")
+    if publish is not None:
+        err.print(f"published: {results_dir / (record.name + '.json')}, {results_dir / record.records_file}")

@@ -20,7 +20,7 @@ from rich.console import Console
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,
     ConfigFile,
-    MemoryDir,
+    MemoryOpt,
     ModelOptions,
     Quiet,
     SetOpt,
@@ -48,7 +48,7 @@ out = Console()
 
 @model_options()
 def index_command(
-    memory: MemoryDir = None,
+    memory: MemoryOpt = None,
     paths: Annotated[
         list[str] | None,
         typer.Argument(help=".txt/.md files or directories; '-' reads standard input; none: rebuild only."),

@@ -12,19 +12,28 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from gemrag.cli.options import ConfigFile, ExistingMemory, SetOpt, memory_target
-from gemrag.config import load_config
+from gemrag.cli.options import (
+    NO_MODEL_FLAGS,
+    ConfigFile,
+    MemoryOpt,
+    ModelOptions,
+    SetOpt,
+    build_config,
+    memory_target,
+    model_options,
+    open_memory,
+)
 from gemrag.console import cli_errors
 from gemrag.errors import GemragError
-from gemrag.memory import Memory
 
 __all__ = ["info_command"]
 
 out = Console()
 
 
+@model_options()
 def info_command(
-    memory: ExistingMemory = None,
+    memory: MemoryOpt = None,
     config: ConfigFile = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     history: Annotated[
@@ -36,13 +45,14 @@ def info_command(
         ),
     ] = None,
     set_: SetOpt = None,
+    models: ModelOptions = NO_MODEL_FLAGS,
 ) -> None:
     """Documents (and which were updated), chunks, summary nodes, models, tokens and seconds per phase, failures,
     and the spectrum report (top eigenvalues, Remark 2's estimated number of themes, Remark 3's Λ = Σλ²)."""
     with cli_errors():
-        cfg = load_config(config, None, set_)
+        cfg = build_config(config, sets=set_, models=models)
         memory = memory_target(memory, cfg, existing=True)
-        with Memory.open(memory, cfg) as mem:
+        with open_memory(memory, cfg, None) as mem:
             versions = mem.store.document_history(history) if history is not None else None
             stats = mem.stats() if versions is None else {}
         if versions is not None and not versions:

@@ -24,8 +24,9 @@ from gemrag.console import fail
 from gemrag.errors import GemragError
 from gemrag.memory import Memory
 from gemrag.memory_settings import DeprecatedSettingWarning
+from gemrag.models.factory import check_model_settings
 from gemrag.store import location_problem
-from gemrag.strategies import available
+from gemrag.strategies import available, check_config
 from gemrag.strategies.base import ProgressFactory
 
 __all__ = [
@@ -33,19 +34,19 @@ __all__ = [
     "EmbModel",
     "EmbProvider",
     "EmbUrl",
-    "ExistingMemory",
     "LLMModel",
     "LLMProvider",
     "LLMUrl",
     "MODEL_FLAGS",
     "NO_MODEL_FLAGS",
-    "MemoryDir",
+    "MemoryOpt",
     "ModelOptions",
     "Quiet",
     "SetOpt",
     "StrategyOpt",
     "Wait",
     "build_config",
+    "check_settings",
     "deprecated_sets",
     "memory_target",
     "model_options",
@@ -53,29 +54,24 @@ __all__ = [
     "strategy_help",
 ]
 
-MemoryDir = Annotated[
+MemoryOpt = Annotated[
     str | None,
     typer.Option(
         "--memory",
         "-m",
-        help="Memory: a directory (created if missing) or postgresql://user@host:port/db?schema=NAME "
-        "(default: GEMRAG_MEMORY, or memory in gemrag.toml).",
+        help="The memory: a directory or postgresql://user@host:port/db?schema=NAME (default: GEMRAG_MEMORY, or "
+        "memory in gemrag.toml).",
     ),
 ]
-ExistingMemory = Annotated[
-    str | None,
-    typer.Option(
-        "--memory",
-        "-m",
-        help="Memory (made by `gemrag index`): a directory or postgresql://user@host:port/db?schema=NAME "
-        "(default: GEMRAG_MEMORY, or memory in gemrag.toml).",
-    ),
-]
+"""``--memory``, declared once for every command that opens a memory (whether it must exist already is the command's
+to say; ``gemrag serve`` keeps one memory per namespace under it)."""
 Wait = Annotated[
     float,
     typer.Option("--wait", min=0.0, help="Seconds to wait while another process builds this memory (default: fail)."),
 ]
-ConfigFile = Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")]
+ConfigFile = Annotated[
+    Path | None, typer.Option("--config", help="TOML config file (default: GEMRAG_CONFIG, else ./gemrag.toml).")
+]
 LLMProvider = Annotated[str | None, typer.Option("--llm-provider", help="llama_cpp (embedded) or openai.")]
 LLMModel = Annotated[
     str | None,
@@ -231,14 +227,28 @@ def build_config(
     return load_config(config_file, {"strategy": strategy, **overrides, "memory": memory or {}}, sets)
 
 
-def open_memory(location: str, config: Config, progress: ProgressFactory | None) -> Memory:
-    """Open the memory at ``location`` for a command (``progress``: its progress bars, None: none). The one place the
-    commands open a memory, so a harness can give them stand-in models (``benchmarks/kill9_index.py``).
+def check_settings(config: Config) -> None:
+    """Check a command's configuration before any work, as :meth:`gemrag.memory.Memory.open` does when it opens a
+    memory: every strategy section (:func:`gemrag.strategies.check_config`) and the model names
+    (:func:`gemrag.models.factory.check_model_settings`). For the commands that may not open one at once (``view``
+    without ``--question``, ``serve``, which opens a namespace's memory at its first request).
+
+    Raises:
+        ConfigError: an unknown strategy or section, an invalid value, or a model name not accepted (one line).
+    """
+    check_config(config)
+    check_model_settings(config.llm, config.embedder)
+
+
+def open_memory(location: str, config: Config, progress: ProgressFactory | None, *, readonly: bool = False) -> Memory:
+    """Open the memory at ``location`` for a command (``progress``: its progress bars, None: none; ``readonly``: a
+    read-only memory, e.g. ``gemrag view``'s). The one place the commands open a memory, so a harness can give them
+    stand-in models (``benchmarks/kill9_index.py``).
 
     Raises:
         GemragError: the memory cannot be opened (see :meth:`gemrag.memory.Memory.open`).
     """
-    return Memory.open(location, config, progress=progress)
+    return Memory.open(location, config, progress=progress, readonly=readonly or None)
 
 
 def memory_target(option: str | Path | None, config: Config | None, *, existing: bool, hint: str = "") -> str:

@@ -1,7 +1,8 @@
 """``gemrag serve``: the HTTP server (:mod:`gemrag.server`) under uvicorn (registered in :mod:`gemrag.cli.main`).
 
-Needs the ``serve`` extra (FastAPI, uvicorn, python-multipart). This module does not import :mod:`gemrag.cli.main`
-(that module imports this one), so its option types are declared here.
+Needs the ``serve`` extra (FastAPI, uvicorn, python-multipart). The options every command that opens a memory shares
+(``--memory``, ``--config``, ``--set``, the model flags) come from :mod:`gemrag.cli.options`, so the served memories
+are opened with them; the server's own options are declared here.
 """
 
 from __future__ import annotations
@@ -14,11 +15,20 @@ from typing import Annotated
 
 import typer
 
-from gemrag.config import DEFAULT_STRATEGY, load_config
+from gemrag.cli.options import (
+    NO_MODEL_FLAGS,
+    ConfigFile,
+    MemoryOpt,
+    ModelOptions,
+    SetOpt,
+    build_config,
+    check_settings,
+    model_options,
+)
+from gemrag.config import DEFAULT_STRATEGY, memory_location
 from gemrag.console import cli_errors, err
 from gemrag.errors import ConfigError, GemragError
-from gemrag.store import as_location, memory_root
-from gemrag.strategies import check_config
+from gemrag.store import Location, as_location, memory_exists, memory_root
 
 __all__ = ["serve_command"]
 
@@ -31,6 +41,27 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def served_root(location: str) -> Location:
+    """The root of the served namespaces at ``location`` (``--memory``, or the configured memory): a directory or a
+    PostgreSQL URL whose schema prefixes the namespaces' schemas.
+
+    Raises:
+        ConfigError: ``location`` is malformed or a file, or a directory that is itself a memory (its namespaces
+            would be nested inside that memory's directory).
+    """
+    root = as_location(location)
+    try:
+        memory_root(root)
+    except GemragError as exc:
+        raise ConfigError(f"--memory {exc}") from None
+    if isinstance(root, Path) and memory_exists(root):
+        raise ConfigError(
+            f"--memory {location} is a memory itself; gemrag serve keeps one memory per namespace under it "
+            "(DIR/NAMESPACE/): give a directory to hold them"
+        )
+    return root
 
 
 def check_port(host: str, port: int) -> None:
@@ -55,16 +86,9 @@ def check_port(host: str, port: int) -> None:
             ) from None
 
 
+@model_options()
 def serve_command(
-    memory: Annotated[
-        str,
-        typer.Option(
-            "--memory",
-            "-m",
-            help="Root directory: one memory per namespace, in DIR/NAMESPACE/; or a postgresql://...?schema=PREFIX "
-            "URL: one schema PREFIX_NAMESPACE per namespace, shared by every server given the URL.",
-        ),
-    ],
+    memory: MemoryOpt = None,
     host: Annotated[str, typer.Option(help="Interface to listen on (default loopback only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.", min=1, max=65535)] = 8765,
     api_key: Annotated[
@@ -81,15 +105,20 @@ def serve_command(
             "--allow-open", help="Serve a non-loopback host without API keys (anyone reaching it can use it)."
         ),
     ] = False,
-    config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
+    config: ConfigFile = None,
     strategy: Annotated[
         str | None, typer.Option(help=f"Default strategy of every namespace (default {DEFAULT_STRATEGY}).")
     ] = None,
+    set_: SetOpt = None,
+    models: ModelOptions = NO_MODEL_FLAGS,
 ) -> None:
     """Serve the memories under --memory over HTTP (FastAPI; OpenAPI at /openapi.json, docs at /docs; a web page
     to work with them at /): add documents, background index jobs with progress, retrieve, ask, stats, delete.
-    Each namespace is its own memory (DIR/NAMESPACE/); an API key reaches only the namespaces it is given. Without
-    keys the server only listens on loopback unless --allow-open."""
+    Each namespace is its own memory: DIR/NAMESPACE/ under a directory (created if missing, and not itself a
+    memory), or the schema NAME_NAMESPACE of a postgresql://...?schema=NAME URL, shared by every server given the
+    URL. Every namespace's memory is opened with the configuration, --set items and model flags given here. An API
+    key reaches only the namespaces it is given. Without keys the server only listens on loopback unless
+    --allow-open."""
     with cli_errors(resume_hint="start the server again"):
         try:
             import uvicorn
@@ -99,10 +128,9 @@ def serve_command(
             from gemrag.server import KeyRing, create_app, load_key_file
         except ImportError as exc:
             raise ConfigError(f"gemrag serve needs the serve extra: pip install 'gemrag[serve]' ({exc})") from None
-        try:
-            memory_root(as_location(memory))
-        except GemragError as exc:
-            raise ConfigError(f"--memory {exc}") from None
+        cfg = build_config(config, strategy=strategy, sets=set_, models=models)
+        check_settings(cfg)  # the namespaces' memories are opened later, at their first request
+        root = served_root(memory_location(memory, cfg))
         grants: dict[str, list[str]] = load_key_file(api_keys) if api_keys else {}
         if api_key is not None and not api_key.strip():
             raise ConfigError("--api-key is empty; give a key (or none, for a loopback server without keys)")
@@ -114,10 +142,8 @@ def serve_command(
                 f"refusing to serve {host} without API keys: pass --api-key/--api-keys, or --allow-open to "
                 "let anyone who can reach it read and write every namespace"
             )
-        cfg = load_config(config, {"strategy": strategy} if strategy else None)
-        check_config(cfg)
         check_port(host, port)
-        app = create_app(as_location(memory), cfg, keys=keys)
+        app = create_app(root, cfg, keys=keys)
     if keys is None:
         err.print(
             f"[yellow]no API keys configured:[/] anyone who can reach {host}:{port} can use every namespace"
@@ -126,5 +152,5 @@ def serve_command(
         )
     else:
         err.print(f"{len(keys)} API key(s) configured; each reaches only its namespaces")
-    err.print(f"serving the memories under {memory} on http://{host}:{port} (web page at /, API docs at /docs)")
+    err.print(f"serving the memories under {root} on http://{host}:{port} (web page at /, API docs at /docs)")
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -1,8 +1,8 @@
 """``gemrag view``: write a memory's graph as one self-contained offline HTML page (registered in
 :mod:`gemrag.cli.main`; the page is built by :mod:`gemrag.view`).
 
-This module does not import :mod:`gemrag.cli.main` (that module imports this one), so its option types are declared
-here.
+The options every command that opens a memory shares (``--memory``, ``--config``, ``--set``, the model flags) come
+from :mod:`gemrag.cli.options`; its own are declared here.
 """
 
 from __future__ import annotations
@@ -13,11 +13,20 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from gemrag.cli.options import memory_target
-from gemrag.config import load_config
+from gemrag.cli.options import (
+    NO_MODEL_FLAGS,
+    ConfigFile,
+    MemoryOpt,
+    ModelOptions,
+    SetOpt,
+    build_config,
+    check_settings,
+    memory_target,
+    model_options,
+    open_memory,
+)
 from gemrag.console import cli_errors
 from gemrag.errors import ConfigError, InputError
-from gemrag.memory import Memory
 from gemrag.store import location_name, open_store
 from gemrag.strategies import available
 from gemrag.view import RetrievalPath, retrieval_path, view_data, write_html
@@ -27,11 +36,9 @@ out = Console()
 __all__ = ["view_command"]
 
 
+@model_options()
 def view_command(
-    memory: Annotated[
-        str | None,
-        typer.Option("--memory", "-m", help="Memory: a directory or a postgresql:// URL (default: GEMRAG_MEMORY)."),
-    ] = None,
+    memory: MemoryOpt = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write.")] = Path("memory.html"),
     question: Annotated[
         str | None, typer.Option("--question", "-q", help="Highlight the path this question's retrieval takes.")
@@ -49,22 +56,25 @@ def view_command(
         ),
     ] = None,
     budget: Annotated[int | None, typer.Option("--budget", "-b", min=1, help="Nodes the retrieval returns.")] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="TOML config file (default ./gemrag.toml).")] = None,
+    config: ConfigFile = None,
+    set_: SetOpt = None,
+    models: ModelOptions = NO_MODEL_FLAGS,
 ) -> None:
     """Write the memory graph of a strategy as one offline HTML page (no network needed to open it): chunk nodes
     coloured by their dominant eigentheme, summary nodes distinct, edges above a weight threshold, a search box, a
     node's text and utility questions on click, and GEM's spectrum (eigenvalues, Remark 2 estimate, Lambda).
     With --question, the retrieval's path is highlighted (q*, the visited nodes in order); that needs the
-    embedder only (no LLM call for gem). The memory is opened read-only and not changed."""
+    embedder only (no LLM call for gem). The memory must exist; it is opened read-only and not changed."""
     with cli_errors():
-        location = memory_target(memory, load_config(config), existing=True)
+        cfg = build_config(config, sets=set_, models=models)
+        check_settings(cfg)  # also when no --question opens the memory with them
+        location = memory_target(memory, cfg, existing=True)
     with cli_errors(also=(ValueError, KeyError)):
         if output.is_dir() or not output.parent.is_dir():
             what = "is a directory" if output.is_dir() else f"needs the directory {output.parent}, which does not exist"
             raise InputError(f"--output {output} {what}; give the HTML file to write")
         if question is not None and not question.strip():
             raise ValueError("--question is empty; give the question whose retrieval path to show")
-        cfg = load_config(config)
         name = strategy or cfg.strategy
         if name not in available():
             raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(available())}")
@@ -76,7 +86,7 @@ def view_command(
                 # nothing is chunked here: the memory's own chunk size, so no --config is needed just for it
                 if chunked is not None:
                     cfg = cfg.model_copy(update={"memory": cfg.memory.model_copy(update={"chunk_tokens": chunked})})
-                with Memory.open(location, cfg, readonly=True) as mem:
+                with open_memory(location, cfg, None, readonly=True) as mem:
                     name = mem.get_strategy(name).name
                     path = retrieval_path(question, name, mem.retrieve(question, budget, strategy=name))
             data = view_data(store, name, min_weight=min_weight, config=cfg, path=path)

@@ -32,7 +32,7 @@ from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import JsonlAppender, read_jsonl
 from gemrag.memory import Memory
-from gemrag.memory.asking import reading_of
+from gemrag.memory.asking import read_as, reading_of
 from gemrag.memory.retrieval import warm_published
 from gemrag.models.base import LLM, Embedder
 from gemrag.strategies.base import WARM_UP, ProgressFactory, note_advance
@@ -252,13 +252,14 @@ class GroupRunner:
         with tap.measure() as cost:
             if self.answer and rec["error"] is None:
                 asked, options = self.protocol.asked(self.dataset.kind, q)  # not what retrieval got
+                shown = read_as(mem, asked, context)  # the [answer] reading settings (time-aware reading)
                 with self.answer_lock or nullcontext():
                     ans = answer_question(
                         mem.llm,
                         mem.meter,
                         mem.store,
                         asked,
-                        context,
+                        shown,
                         q.choices or None,
                         rec["retrieval_seconds"],
                         abstain=bool(self.protocol.abstain),
@@ -270,6 +271,8 @@ class GroupRunner:
                         embedder=mem.embedder,
                     )
                 plain = plain_answer(ans)  # scored without its citation markers
+                if any("date" in h.meta for h in shown):  # read as a dated, chronological context ([answer] dates)
+                    rec["dated"] = True
                 rec.update(answer=read_option(plain, options), choice=ans.choice, answer_seconds=ans.answer_seconds)
                 rec.update({"options": list(options), "reply": plain} if options else {})  # LoCoMo category 5
                 if ans.reading:  # a reading other than the plain one: its form, shaping, votes

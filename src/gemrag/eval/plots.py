@@ -49,10 +49,12 @@ def _errors(cis: list[dict[str, float]]) -> tuple[list[float], list[list[float]]
     return means, [below, above]
 
 
-def _bar_plot(ax: Axes, names: list[str], cis: list[dict[str, float]], label: str) -> None:
+def _bar_plot(ax: Axes, names: list[str], cis: list[dict[str, float]], label: str, reference: str | None) -> None:
+    """Bars of the runs ``names`` with their CIs; the reference run and its variants (``reference[...]``) in blue."""
     means, yerr = _errors(cis)
     positions = list(range(len(names)))
-    colors = ["#1f77b4" if n == "gem" or n.startswith("gem[") else "#8c8c8c" for n in names]
+    ours = [reference is not None and (n == reference or n.startswith(f"{reference}[")) for n in names]
+    colors = ["#1f77b4" if highlighted else "#8c8c8c" for highlighted in ours]
     ax.bar(positions, means, yerr=yerr, capsize=5, color=colors, edgecolor="black", linewidth=0.6)
     for x, mean, c in zip(positions, means, cis, strict=True):
         ax.annotate(
@@ -107,7 +109,7 @@ def write_plots(results: EvalResults) -> list[Path]:
         width = max(5.0, 0.12 * sum(max(len(n), 6) for n in names) + 2)
         fig = Figure(figsize=(min(width, 14.0), 4.5), layout="constrained")
         ax = fig.subplots()
-        _bar_plot(ax, names, cis, _label(metric))
+        _bar_plot(ax, names, cis, _label(metric), s.reference)
         n = max(c["n"] for c in cis)
         title = _label(metric).removesuffix(" (%)")
         ax.set_title(f"{d['name']}: {title}\n95% bootstrap CI, n = {n} questions, B = {results.budget}", fontsize=11)

@@ -29,6 +29,7 @@ from gemrag.eval.results import EvalResults, Summary
 from gemrag.eval.stats import bootstrap_ci, paired_bootstrap_diff
 from gemrag.eval.tokens import TOKEN_KEYS, token_markdown, token_table
 from gemrag.eval.variants import ablation_target, sweep_label, variant_name
+from gemrag.memory_settings import EARLIER_METHOD
 
 __all__ = [
     "METRICS",
@@ -147,7 +148,7 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
     if not results.runs:
         return summary
     chosen = getattr(results, "reference", None)
-    ref = chosen if chosen in results.runs else "gem" if "gem" in results.runs else results.runs[0]
+    ref = chosen if chosen in results.runs else results.runs[0]  # --reference, else the first run given
     summary.reference = ref
     primary = ("accuracy", "f1", "recall@5", "recall@2", "evidence_recall")
     metric = next((m for m in primary if aggregates[ref][m]), None) or next(
@@ -204,7 +205,7 @@ def summarize(results: EvalResults, *, n_resamples: int = 10000, seed: int = 0) 
 
 
 #: What an evaluation that recorded no ``config.strategy`` (results written by early releases) was configured with.
-LEGACY_STRATEGY = "gem"
+LEGACY_STRATEGY = EARLIER_METHOD
 
 
 def configured_strategy(results: EvalResults) -> str:

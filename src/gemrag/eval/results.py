@@ -15,7 +15,7 @@ class Summary:
 
     Attributes:
         aggregates: per run name, see :func:`gemrag.eval.report.aggregate`.
-        reference: the run the others are compared with (``gem`` if evaluated, else the first run).
+        reference: the run the others are compared with (``--reference``, else the first run).
         metric: the per-question metric of the comparisons and sweeps (``accuracy``, ``f1``, ``recall@5``
             or ``recall@2``: the first the reference has data for), or None when there is none.
         comparisons: one dict per other run: ``strategy``, ``reference``, ``metric``, ``n`` (shared
@@ -55,7 +55,7 @@ class EvalResults:
         run) build.
         summary: aggregates, paired comparisons and sweeps (:class:`gemrag.eval.report.Summary`).
         seconds: wall-clock seconds of this invocation.
-        reference: the run chosen for the paired comparisons (None: gem if evaluated, else the first run).
+        reference: the run chosen for the paired comparisons (None: the first run).
         repeats: how many times every question was answered (``--runs``; records carry ``run``, 0-based).
     """
 

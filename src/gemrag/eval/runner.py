@@ -104,8 +104,8 @@ def run_eval(
         answer: False = retrieval only (Recall@k, latency), no LLM answers.
         progress: progress-bar factory (``progress(description, total)``), also used by index builds.
         llm, embedder: backends to use instead of the configured ones (tests inject doubles).
-        reference: the run the paired bootstrap compares the others with (default gem if evaluated, else the
-            first run).
+        reference: the run the paired bootstrap compares the others with (default: the first run, in the order
+            of ``strategies``).
         write_report, plots: write ``results.json`` / ``results.md`` and the PNG plots at the end.
         merge: output directories of the same evaluation run elsewhere (other strategies or documents, same
             configuration): their records and build measurements are added to ``out_dir`` first and not

@@ -28,6 +28,7 @@ from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.plan import RunSpec
 from gemrag.eval.report import read_jsonl
+from gemrag.memory_settings import EARLIER_METHOD
 from gemrag.strategies import available, strategy_config
 from gemrag.strategies.base import title_default
 from gemrag.strategies.platform.titles import READ_TITLES
@@ -91,16 +92,21 @@ def pin_titles(runs: Sequence[RunSpec]) -> list[RunSpec]:
 
 
 def title_free_fingerprint(config: Config) -> dict[str, Any]:
-    """The fingerprint's ``gem`` (without ``budget``; ``chunk_titles`` true unless switched off, absent when off as
-    before the setting existed) and ``sections`` (absent when empty) entries, both without ``read_titles``."""
-    gem = {"chunk_tokens": config.memory.chunk_tokens}  # the memory's, in ``gem`` as before [memory] existed
-    gem_section = strategy_config("gem", config)  # through the registry, as every section: the fingerprint's key
-    gem |= {k: v for k, v in (gem_section.model_dump(mode="json") if gem_section else {}).items() if k != READ_TITLES}
+    """The fingerprint's entry named :data:`~gemrag.memory_settings.EARLIER_METHOD` (``gem``: the memory's
+    ``chunk_tokens`` with that method's settings, as earlier releases wrote it before ``[memory]`` existed, so their
+    directories can be continued; without ``budget``; ``chunk_titles`` true unless switched off, absent when off as
+    before the setting existed) and ``sections`` (every other strategy section; absent when empty), both without
+    ``read_titles``."""
+    first = {"chunk_tokens": config.memory.chunk_tokens}  # the memory's, where earlier releases kept it
+    section = strategy_config(EARLIER_METHOD, config)  # through the registry, as every section
+    first |= {k: v for k, v in (section.model_dump(mode="json") if section else {}).items() if k != READ_TITLES}
     if _titles_on(config):  # new memories index titles; absent = without, as before the setting
-        gem["chunk_titles"] = True
-    sections = {n: {k: v for k, v in s.items() if k != READ_TITLES} for n, s in config.sections.items() if n != "gem"}
+        first["chunk_titles"] = True
+    sections = {
+        n: {k: v for k, v in s.items() if k != READ_TITLES} for n, s in config.sections.items() if n != EARLIER_METHOD
+    }
     sections = {name: s for name, s in sections.items() if s}
-    return {"gem": gem, **({"sections": sections} if sections else {})}
+    return {EARLIER_METHOD: first, **({"sections": sections} if sections else {})}
 
 
 def _describe(titles: dict[str, bool]) -> str:

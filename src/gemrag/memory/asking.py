@@ -16,6 +16,7 @@ from typing import Protocol
 from gemrag import tracing
 from gemrag.answers.answer import Answer
 from gemrag.answers.answering import LETTERS, answer_question, answer_stream
+from gemrag.answers.dates import dated_context
 from gemrag.answers.reading import Reading
 from gemrag.answers.shaping import Shaping
 from gemrag.config import AnswerSettings
@@ -69,6 +70,16 @@ def reading_of(settings: AnswerSettings) -> Reading:
 def _query_usage(memory: MemoryHandle[AskStore]) -> Usage:
     """The memory's ``query`` usage so far (what its meter counted for retrievals and answers)."""
     return memory.ctx.meter.totals.get("query", Usage())
+
+
+def read_as(memory: MemoryHandle, question: str, hits: Sequence[Hit]) -> list[Hit]:
+    """The hits as the answer reads them: the reading settings of ``[answer]`` applied to the retrieved context.
+
+    Time-aware reading (``[answer] dates``, :func:`gemrag.answers.dates.dated_context`): a dated, chronological
+    context for time-anchored questions; ``"off"`` (the default) returns the hits unchanged.
+    """
+    # --- time-aware reading: the one place it joins the answer path (gemrag.answers.dates) ---
+    return dated_context(memory.store, question, hits, memory.ctx.config.answer.dates)
 
 
 def context(
@@ -135,6 +146,7 @@ def ask_stream(
         span.end()
         raise
     ctx = memory.ctx
+    hits = read_as(memory, question, hits)
     stream = answer_stream(
         ctx.get_llm, ctx.meter, memory.store, question, hits, choices, seconds, cite=ctx.config.answer.cites(),
         reading=reading_of(ctx.config.answer), embedder=ctx.embedder,
@@ -167,6 +179,7 @@ def answer(
     """
     ctx = memory.ctx
     with tracing.span("gemrag.answer", {"gemrag.memory": memory.store.location, "gemrag.hits": len(hits)}) as span:
+        hits = read_as(memory, question, hits)
         answer = answer_question(
             ctx.get_llm,
             ctx.meter,

@@ -12,9 +12,10 @@ not put yet (``gemrag index PATHS``) are put in preview (:func:`gemrag.memory.so
   the repairs (an answer that fails validation is asked again, up to twice) at the rate recorded for the pass.
   Completion tokens are the mean the model wrote for the pass in this memory, else in the other memories of this
   machine (:mod:`gemrag.memory.answer_lengths`), else the pass's typical answer.
-* **Minutes** come from the model's measured rates (:mod:`gemrag.models.rates`): a short calibration of a model
-  run here (cached per model and machine, measured again when the load average moved since), else the rates of
-  its calls this memory recorded, else unknown (None: never a guess presented as a measurement). They count the
+* **Minutes** come from the model's measured rates (:mod:`gemrag.models.rates`): the rates of its calls this memory
+  recorded (the builds' own model-seconds, once there are enough of them; ``recalibrate`` skips them), else a short
+  calibration of a model run here (cached per model and machine, measured again when the load average moved since,
+  never kept when made on a busy machine), else unknown (None: never a guess presented as a measurement). They count the
   LLM's time only (embedding and graph work are not in them).
 
 ``gemrag index`` prints the plan first and, on a terminal, asks before a plan over :data:`CONFIRM_MINUTES`.
@@ -286,18 +287,21 @@ def _work(memory: Memory, preview: PutPreview | None, model: _MemoryModel) -> tu
 def _rates(
     memory: Memory, model: _MemoryModel, calibrating: bool, refresh: bool, announce: Callable[[str], None] | None
 ) -> Rates:
-    """The rates of the memory's LLM (module docstring)."""
+    """The rates of the memory's LLM (module docstring): the model's calls this memory recorded (its builds' own
+    model-seconds) first, unless ``refresh``; else a calibration (cached, or measured when ``calibrating``)."""
     backend = getattr(model.llm, "inner", model.llm)
-    if runs_here(backend):
+    here = runs_here(backend)
+    if not refresh:
+        concurrency = 1 if here else int(getattr(backend, "concurrency", 1) or 1)
+        found = recorded_rates(model.responses(), concurrency=concurrency, model=model.llm.model_id)
+        if found is not None:
+            return found
+    if here:
         cache_dir = model_cache_dir(memory.config)
         if calibrating or refresh:
             return calibrate(backend, cache_dir, refresh=refresh, announce=announce)
-        found = cached_calibration(backend, cache_dir)
-        if found is not None:
-            return found
-    concurrency = 1 if runs_here(backend) else int(getattr(backend, "concurrency", 1) or 1)
-    found = recorded_rates(model.responses(), concurrency=concurrency, model=model.llm.model_id)
-    return found or UNKNOWN
+        return cached_calibration(backend, cache_dir) or UNKNOWN
+    return UNKNOWN
 
 
 def _estimate(plan: StrategyPlan, rates: Rates) -> StrategyEstimate:

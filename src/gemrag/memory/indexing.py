@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gemrag import tracing
+from gemrag.answers.dates import annotate_dates
+from gemrag.answers.dates.llm import llm_step
 from gemrag.config import Config
 from gemrag.memory.answer_lengths import RECORDED, model_cache_dir, record_lengths
 from gemrag.memory.documents import ChunkStore, chunk_pending, chunk_titles
@@ -94,6 +96,18 @@ def _record_lengths(memory: Memory) -> None:
     record_lengths(model_cache_dir(memory.config), model_id, memory.store.location, responses)
 
 
+def _annotate_dates(memory: Memory) -> None:
+    """Time-aware reading's index step (``[answer] dates`` not ``"off"``): every chunk without its dates gets them
+    (:func:`gemrag.answers.dates.annotate_dates`; with ``[answer] date_llm`` the LLM resolves what the rules leave),
+    in a ``gemrag.index.dates`` span. Nothing with ``"off"``."""
+    answer = memory.config.answer
+    if answer.dates == "off":
+        return
+    with tracing.span("gemrag.index.dates") as phase:
+        step = llm_step(memory.ctx.get_llm, memory.store) if answer.date_llm else None
+        phase.set_attribute("gemrag.chunks.dated", annotate_dates(memory.store, step))
+
+
 def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> IndexReport:
     store = memory.store
     start = time.perf_counter()
@@ -104,6 +118,7 @@ def _run_index(memory: Memory, strategy: str | None, span: tracing.Span) -> Inde
         with tracing.span("gemrag.index.chunk") as phase:
             chunked = chunk_pending(store, memory.config.memory.chunk_tokens)
             phase.set_attribute("gemrag.chunks.made", chunked)
+        _annotate_dates(memory)
         chosen = memory.get_strategy(strategy)
         span.set_attribute("gemrag.strategy", chosen.name)
         generations = store.published_generations()  # every strategy's, before the build (the parts' too)

@@ -9,7 +9,8 @@ Two measures, never a guess:
   prefix. The result is cached as JSON under ``<cache dir>/model-rates/`` keyed by the model id, its cache identity
   and the machine (host name, CPU model, cores, ``n_threads``): it is measured once per model and machine
   (:func:`calibrate`; ``refresh`` measures again; so does a load average that moved by more than
-  :data:`LOAD_DRIFT` a core since the cached measure, which records its load).
+  :data:`LOAD_DRIFT` a core since the cached measure, which records its load). A calibration made while the machine
+  was busy (a load above its core count, :func:`busy`) is never kept as the machine's speed: its detail says so.
 * **recorded** (any backend, the only measure of a remote endpoint's): the seconds and tokens of the model's calls
   the memory cached (:meth:`gemrag.store.Store.recent_llm_responses`), fitted by least squares to the same two
   rates (:func:`recorded_rates`). An HTTP call's seconds are its own wall-clock time, and ``concurrency`` of them run
@@ -43,6 +44,7 @@ __all__ = [
     "GENERATED",
     "UNKNOWN",
     "Rates",
+    "busy",
     "calibrate",
     "cached_calibration",
     "calibration_path",
@@ -150,8 +152,22 @@ def _load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
 
 
+def busy(load: float, cores: int | None = None) -> bool:
+    """Whether a load average above the machine's core count (``cores``, default :func:`os.cpu_count`) makes a
+    calibration unrepresentative: other work then competes for every core (tried: load 7.9 on 2 cores measured
+    0.4 generated tokens/s and planned 205 minutes for a build that takes 6 idle)."""
+    return load > (cores or os.cpu_count() or 1)
+
+
 def _from_record(record: dict[str, Any]) -> Rates:
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record["measured_at"]))
+    cores = os.cpu_count() or 1
+    warning = (
+        f"; measured while the machine was busy (load {record['load']:.1f} on {cores} cores): these minutes run "
+        "long, and the measure is not kept (the next plan measures again; --recalibrate when the machine is idle)"
+        if busy(float(record["load"]), cores)
+        else ""
+    )
     return Rates(
         "calibration",
         float(record["prompt_per_second"]),
@@ -160,7 +176,7 @@ def _from_record(record: dict[str, Any]) -> Rates:
         detail=(
             f"calibrated {when} on {record['machine']['cpu']} ({record['machine']['n_threads']} threads): "
             f"{record['prompt_per_second']:.1f} prompt and {record['completion_per_second']:.1f} generated tokens/s "
-            f"at load {record['load']:.1f} (now {_load():.1f}; --recalibrate measures again)"
+            f"at load {record['load']:.1f} (now {_load():.1f}; --recalibrate measures again){warning}"
         ),
     )
 
@@ -169,6 +185,8 @@ def _cached_record(llm: LLM, cache_dir: Path) -> dict[str, Any] | None:
     try:
         record = json.loads(calibration_path(llm, cache_dir).read_text(encoding="utf-8"))
         _from_record(record)
+        if busy(float(record["load"])):  # kept by an earlier release: never used as the machine's speed
+            return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return record if isinstance(record, dict) else None
@@ -217,7 +235,8 @@ def calibrate(
     """The prompt and generation rates of ``llm`` on this machine: cached (:func:`cached_calibration`) unless
     ``refresh`` or the load changed since (:func:`load_drifted`), else measured now with three calls of the backend
     itself (module docstring; seconds: the model's load, then about 250 prompt tokens and up to :data:`GENERATED`
-    generated ones) and cached.
+    generated ones) and cached, unless measured while the machine was :func:`busy` (a load above its core count):
+    then the rates are returned with a detail saying so, and not kept.
 
     Args:
         llm: the backend (not the memory's cached LLM: its cache would answer the calls).
@@ -261,6 +280,8 @@ def calibrate(
         "completion_per_second": 1.0 / per_token,
         "calls": [list(read), list(write)],
     }
+    if busy(record["load"]):  # not kept: its detail says so
+        return _from_record(record)
     path = calibration_path(llm, cache_dir)
     with contextlib.suppress(OSError):  # an unwritable cache only costs a calibration next time
         path.parent.mkdir(parents=True, exist_ok=True)

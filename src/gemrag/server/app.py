@@ -15,6 +15,8 @@ Routes (all JSON; the OpenAPI schema is at ``/openapi.json``, the interactive do
   the plan alone, starting nothing (:mod:`gemrag.memory.index_plan`);
 * ``POST /v1/namespaces/{ns}/retrieve`` (question, strategy, budget -> hits), ``POST .../ask`` (LLM answer; with
   ``"stream": true`` as Server-Sent Events, :mod:`gemrag.server.streaming`), ``GET .../stats``;
+* ``POST /v1/namespaces/{ns}/chat`` (one turn of a character chat, its recalled memories and reply; the exchange is
+  stored and indexed) and ``GET .../chat/{persona}`` (its history): :mod:`gemrag.server.chat`;
 * ``GET /v1/namespaces/{ns}/view`` (HTML): the memory view (:mod:`gemrag.view`) of a strategy's graph, with an
   optional question's retrieval path.
 
@@ -28,7 +30,7 @@ W3C ``traceparent`` (:mod:`gemrag.server.trace_context`).
 
 import time
 from collections.abc import AsyncIterator, Generator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -51,10 +53,11 @@ from gemrag.models.base import LLM, Embedder
 from gemrag.server import schemas as m
 from gemrag.server import trace_context
 from gemrag.server.auth import KeyRing
+from gemrag.server.chat import install_chat
 from gemrag.server.errors import AuthError, ConflictError, ForbiddenError, NotFoundError, install_handlers
 from gemrag.server.jobs import JobManager
 from gemrag.server.namespaces import NAMESPACE_PATTERN, Namespaces
-from gemrag.server.serialize import answer_out, build_state_out, hits_out, jsonable
+from gemrag.server.serialize import answer_out, build_state_out, failures_since, hits_out, jsonable
 from gemrag.server.streaming import SSE_RESPONSE, stream_answer
 from gemrag.server.web import HTML_RESPONSE, install_web, memory_view
 from gemrag.strategies import available
@@ -297,7 +300,12 @@ def create_app(
         def run(progress: Any) -> Any:
             with spaces.writing(ns, progress=progress, wait=WRITE_WAIT) as memory:
                 progress.plan(memory.plan_index(strategy).model_dump(mode="json"))  # before any LLM call of the build
-                return memory.index(strategy)
+                since = time.time()
+                try:
+                    return memory.index(strategy)
+                finally:  # in words, whatever ended the build; never hiding why it ended
+                    with suppress(Exception):
+                        progress.failures(failures_since(memory, since))
 
         return jobs.start(ns, strategy, run)
 
@@ -366,6 +374,8 @@ def create_app(
             answer = memory.ask(body.question, body.choices, body.budget, strategy)
             name = strategy or memory.strategy.name
         return answer_out(answer, name)
+
+    install_chat(app, spaces, NS, strategy_of, WRITE_WAIT)
 
     @app.get("/v1/namespaces/{ns}/stats", response_model=dict[str, Any], responses=_errors(404), tags=["query"])
     def stats(ns: NS) -> Any:

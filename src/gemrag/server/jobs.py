@@ -29,6 +29,8 @@ from gemrag.memory.indexing import IndexReport
 
 KEEP_FINISHED = 200
 """Finished jobs kept (oldest dropped first)."""
+KEEP_LOG = 500
+"""Log lines kept per job (the oldest dropped first, the first line always kept)."""
 
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
@@ -67,6 +69,15 @@ class Stage:
 
 
 @dataclass
+class LogLine:
+    """One line of a job's log: ``time`` (Unix seconds) and ``text`` (for people: a stage started or ended, its
+    status note, cancel asked, the outcome)."""
+
+    time: float
+    text: str
+
+
+@dataclass
 class Job:
     """An index job and what is known of it so far (read it through :meth:`JobManager.snapshot`).
 
@@ -78,7 +89,9 @@ class Job:
             report: the
             :class:`~gemrag.memory.indexing.IndexReport` as a dict once succeeded. error: ``{"type", "message"}`` once
             failed. cancel_requested: True once :meth:`JobManager.cancel` asked it to stop (it stops at its next
-            progress event).
+            progress event). log: what happened so far, one :class:`LogLine` each (at most :data:`KEEP_LOG`).
+            failures: the items of the build that failed, in words (``{"document", "passage", "phase",
+            "message"}``, :func:`gemrag.server.serialize.failures_since`), recorded by the job's ``run``.
     """
 
     id: str
@@ -93,6 +106,15 @@ class Job:
     report: dict[str, Any] | None = None
     error: dict[str, str] | None = None
     cancel_requested: bool = False
+    log: list[LogLine] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    def say(self, text: str) -> None:
+        """Append a log line now (the caller holds the manager's lock); beyond :data:`KEEP_LOG` lines the second
+        oldest goes (the first says how the job began)."""
+        self.log.append(LogLine(time.time(), text))
+        if len(self.log) > KEEP_LOG:
+            del self.log[1]
 
 
 class JobManager:
@@ -127,6 +149,7 @@ class JobManager:
                     "poll it and start another when it has finished"
                 )
             job = Job(uuid.uuid4().hex, namespace, strategy)
+            job.say(f"queued: index {strategy or 'the configured strategy'}")
             self._jobs[job.id] = job
             self._forget_old()
             thread = threading.Thread(target=self._run, args=(job, run), name=f"gemrag-index-{job.id}", daemon=True)
@@ -157,8 +180,9 @@ class JobManager:
             job = self._jobs.get(job_id)
             if job is None or job.namespace != namespace:
                 raise UnknownJobError(f"no index job {job_id!r} in namespace {namespace!r}")
-            if job.status not in FINISHED:
+            if job.status not in FINISHED and not job.cancel_requested:
                 job.cancel_requested = True
+                job.say("cancel asked: the job stops when the LLM call in flight has ended (never inside one)")
         return self.snapshot(namespace, job_id)
 
     def jobs(self, namespace: str) -> list[dict[str, Any]]:
@@ -181,6 +205,7 @@ class JobManager:
     def _run(self, job: Job, run: Callable[[JobProgress], IndexReport]) -> None:
         with self._lock:
             job.status, job.started = "running", time.time()
+            job.say("running")
         try:
             progress = self._progress(job)
             progress.check()  # cancelled while queued
@@ -206,6 +231,13 @@ class JobManager:
             job.report, job.error = report, error
             job.status = "cancelled" if cancelled else "failed" if error is not None else "succeeded"
             job.finished = time.time()
+            if error is not None:
+                job.say(f"failed: {error['type']}: {error['message']}")
+            elif cancelled:
+                done = ", ".join(f"{s.description} {s.completed} of {s.total} done" for s in job.stages)
+                job.say("cancelled" + (f" ({done})" if done else " before its first stage"))
+            else:
+                job.say("succeeded")
 
     def _progress(self, job: Job) -> JobProgress:
         return JobProgress(job, self._lock)
@@ -230,11 +262,23 @@ class JobProgress:
             if self._job.cancel_requested:
                 raise JobCancelled(f"index job {self._job.id} was cancelled")
 
+    def failures(self, failures: list[dict[str, Any]]) -> None:
+        """Record the build's failed items in words (see :class:`Job`), one log line each."""
+        with self._lock:
+            self._job.failures = list(failures)
+            for f in failures:
+                where = f"{f['document']!r}, passage {f['passage']}" if f.get("document") else "a derived node"
+                self._job.say(f"failed item ({where}): {f['message']}")
+
     def plan(self, plan: dict[str, Any]) -> None:
         """Record the build's cost plan (:meth:`gemrag.memory.index_plan.IndexPlan.model_dump`, JSON mode) in the job,
         then stop if the job was cancelled meanwhile (before the build's first LLM call)."""
         with self._lock:
             self._job.plan = plan
+            calls, minutes = plan.get("calls"), plan.get("minutes")
+            self._job.say(
+                f"plan: {calls} LLM calls" + (f", about {minutes:.1f} minutes" if isinstance(minutes, float) else "")
+            )
         self.check()
 
     @contextmanager
@@ -248,13 +292,17 @@ class JobProgress:
         stage = Stage(description, int(total))
         with self._lock:
             self._job.stages.append(stage)
+            self._job.say(f"{description}: {stage.total} item{'' if stage.total == 1 else 's'}")
 
         def advance(n: int = 1, *, tokens: int = 0, note: str | None = None) -> None:
             with self._lock:
                 stage.completed += n
                 stage.tokens += tokens
-                if note is not None:
+                if note is not None and note != stage.note:
                     stage.note = note
+                    self._job.say(f"{description}: {note}")
             self.check()
 
         yield advance
+        with self._lock:
+            self._job.say(f"{description}: {stage.completed} of {stage.total} done")

@@ -130,6 +130,7 @@ class BuildStateOut(BaseModel):
 
     strategies: list[StrategyStateOut]
     documents: list[DocumentStateOut]
+    default: str | None = Field(None, description="The strategy a request naming none uses (the server's setting).")
 
 
 class IndexRequest(Strict):
@@ -158,6 +159,23 @@ class StageOut(BaseModel):
     completed: int
     tokens: int
     note: str
+
+
+class FailureOut(BaseModel):
+    """One item of a build that failed, in words: its ``document`` (title; None for a derived node), ``passage``
+    (1-based chunk number in it), the ``phase`` and the error ``message``."""
+
+    document: str | None
+    passage: int | None
+    phase: str
+    message: str
+
+
+class LogLineOut(BaseModel):
+    """One line of a job's log: Unix ``time`` (seconds) and ``text`` for people."""
+
+    time: float
+    text: str
 
 
 class UsageOut(BaseModel):
@@ -210,6 +228,13 @@ class JobOut(BaseModel):
     report: IndexReportOut | None
     error: JobError | None
     cancel_requested: bool = False
+    log: list[LogLineOut] = Field(
+        default_factory=list,
+        description="What happened so far, oldest first: stages started and ended, notes, cancel asked, the outcome.",
+    )
+    failures: list[FailureOut] = Field(
+        default_factory=list, description="The build's items that failed (after their retries), in words."
+    )
 
 
 class JobList(BaseModel):
@@ -273,6 +298,47 @@ class AnswerOut(BaseModel):
     retrieval_seconds: float
     answer_seconds: float
     usage: UsageOut
+
+
+class ChatRequest(Strict):
+    """One message of a character chat over the memory (``gemrag chat``)."""
+
+    message: str = Field(min_length=1, max_length=10_000, description="What the user says.")
+    persona: str = Field("Assistant", min_length=1, max_length=80, description="The character's name.")
+    strategy: str | None = Field(
+        None, max_length=64, description="Strategy recalling memories (default: the server's)."
+    )
+    budget: int | None = Field(None, ge=1, le=1000, description="At most this many memories a turn.")
+
+
+class ChatOut(BaseModel):
+    """One chat turn: the ``reply``, its ``turn`` number, the ``strategy`` that recalled the ``hits`` (the memories
+    the reply was given, with their provenance) and the turn's wall time (``seconds``: recall, reply, storing and
+    indexing the exchange)."""
+
+    persona: str
+    turn: int
+    reply: str
+    strategy: str
+    hits: list[HitOut]
+    seconds: float
+
+
+class ChatExchangeOut(BaseModel):
+    """One stored exchange: the user's message, the reply (None when the turn was interrupted before it) and the
+    id of the document holding it."""
+
+    turn: int
+    user: str
+    reply: str | None
+    document: int
+
+
+class ChatHistoryOut(BaseModel):
+    """A chat's stored exchanges with ``persona``, oldest first."""
+
+    persona: str
+    exchanges: list[ChatExchangeOut]
 
 
 class PurgedOut(BaseModel):

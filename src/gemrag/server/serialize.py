@@ -108,4 +108,28 @@ def build_state_out(memory: Memory) -> m.BuildStateOut:
                 whole = bool(doc["chunked"]) and all(i in covered[name] for i in ids)
                 per[name] = "built" if whole else "stale"
         documents.append(m.DocumentStateOut(**doc, chunks=len(ids), strategies=per))
-    return m.BuildStateOut(strategies=strategies, documents=documents)
+    return m.BuildStateOut(strategies=strategies, documents=documents, default=memory.strategy.name)
+
+
+def failures_since(memory: Memory, since: float, limit: int = 200) -> list[dict[str, Any]]:
+    """The failures the memory recorded at or after ``since`` (Unix seconds; a build's items whose model answer stayed
+    invalid after its retries), each in words for people: ``document`` (its title, None for a derived node or none),
+    ``passage`` (1-based chunk number in it, None when unknown), ``phase`` and ``message``; at most ``limit``,
+    oldest first."""
+    rows = [f for f in memory.store.failures() if f["at"] >= since][:limit]
+    ids = sorted({int(f["node_id"]) for f in rows if f["node_id"] is not None})
+    nodes = memory.store.nodes_by_id(ids) if ids else {}
+    titles = {int(d["id"]): str(d["title"]) for d in memory.store.documents()}
+    out = []
+    for f in rows:
+        node = nodes.get(int(f["node_id"])) if f["node_id"] is not None else None
+        doc_id = getattr(node, "doc_id", None)
+        out.append(
+            {
+                "document": titles.get(int(doc_id)) if doc_id is not None else None,
+                "passage": int(node.ord) + 1 if node is not None and doc_id is not None else None,
+                "phase": str(f["phase"]),
+                "message": str(f["message"]),
+            }
+        )
+    return out

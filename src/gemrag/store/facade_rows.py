@@ -157,7 +157,7 @@ class RowMembers:
         self.parts.rows.add_edges(strategy, generation, kind, src, dst, weight)
 
     def edges(
-        self, node_id: int, strategy: str = "gem", kind: str | None = None, *, build: Build | None = None
+        self, node_id: int, strategy: str, kind: str | None = None, *, build: Build | None = None
     ) -> list[tuple[int, float]]:
         """``parts.rows``: :meth:`~gemrag.store.row_roles.EdgeRows.edges`."""
         return self.parts.rows.edges(node_id, strategy, kind, build=build)

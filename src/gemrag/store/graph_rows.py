@@ -167,7 +167,7 @@ class GraphRows(SqlPart):
             )
 
     def edges(
-        self, node_id: int, strategy: str = "gem", kind: str | None = None, *, build: tuple[str, int] | None = None
+        self, node_id: int, strategy: str, kind: str | None = None, *, build: tuple[str, int] | None = None
     ) -> list[tuple[int, float]]:
         """A node's outgoing edges in the strategy's published generation (or in build ``(strategy, g)``) as
         ``(neighbour id, weight)``, strongest first; optionally of one edge kind."""

@@ -275,7 +275,7 @@ class EdgeRows(Protocol):
         ...
 
     def edges(
-        self, node_id: int, strategy: str = "gem", kind: str | None = None, *, build: Build | None = None
+        self, node_id: int, strategy: str, kind: str | None = None, *, build: Build | None = None
     ) -> list[tuple[int, float]]:
         """A node's outgoing edges in the strategy's published generation (or in ``build``) as
         ``(neighbour id, weight)``, strongest first; optionally of one edge kind (empty when never built)."""

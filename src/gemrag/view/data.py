@@ -51,8 +51,9 @@ class RetrievalPath:
         steps: the returned nodes in retrieval order: ``{"node": store id, "via": store id of the node whose edge
             led to it or None (the start node, owner of q*, and restarts), "score": float, "rank": int}``.
             ``via`` is only known for strategies that walk a graph and report it (GEM's best-first search).
-        q_star: the utility question q* = argmax_q SIM(v_p, v_q) that chose the start node (GEM, paper III.B.2),
-            or "".
+        q_star: the stored question q* that chose the start node, as the first hit's ``meta["matched_question"]``
+            names it (GEM: the utility question argmax_q SIM(v_p, v_q), paper III.B.2), or "" (a strategy that
+            names none).
     """
 
     question: str
@@ -243,8 +244,9 @@ def retrieval_path(question: str, strategy: str, hits: list[Hit]) -> RetrievalPa
 
     Args:
         question: the question. strategy: the strategy that retrieved.
-        hits: what ``Memory.retrieve`` returned; ``hit.meta["via"]`` (GEM best-first) gives the walk's edges and
-            the first hit's ``meta["matched_question"]`` is q* for GEM.
+        hits: what ``Memory.retrieve`` returned; ``hit.meta["via"]`` (a graph walk such as GEM's best-first search)
+            gives the walk's edges and the first hit's ``meta["matched_question"]`` (a start node chosen by matching
+            stored questions, such as GEM's) is q*; a strategy setting neither draws its hits in order.
 
     Returns:
         The :class:`RetrievalPath`.
@@ -252,5 +254,5 @@ def retrieval_path(question: str, strategy: str, hits: list[Hit]) -> RetrievalPa
     steps = [
         {"node": h.node_id, "via": h.meta.get("via"), "score": round(float(h.score), 6), "rank": h.rank} for h in hits
     ]
-    q_star = str(hits[0].meta.get("matched_question", "")) if hits and strategy == "gem" else ""
+    q_star = str(hits[0].meta.get("matched_question", "")) if hits else ""
     return RetrievalPath(question, strategy, steps, q_star)

@@ -137,8 +137,9 @@ def test_deleting_a_document_removes_the_classes_only_it_named(memory_at: Memory
         mem.delete(mem.store.documents()[3]["id"])  # the Mira Holt document
         classes = classes_by_name(mem)
         assert "Mira Holt" not in classes and "Tarnow" not in classes
-        # its representative held the deleted chunk's description: the class leaves until the next build
-        assert "The Lantern Festival" not in classes
+        # chunk 2 still names it: the class stays, its representative re-taken from chunk 2 alone
+        assert "Mira Holt" not in classes["The Lantern Festival"].meta["representative"]
+        assert classes["The Lantern Festival"].meta["inputs"] == 1
         published = mem.store.load_published("unweaver")
         D = published.arrays["incidence"]
         assert D.shape == (len(classes), 3) and (np.diff(D.tocsr().indptr) > 0).all()

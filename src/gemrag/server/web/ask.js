@@ -1,8 +1,54 @@
-// The gemrag web page, part 4 of 5: asking (the streamed answer, [n] citations as links, the hits with their
-// passages, the cited span marked in its document).
+// The gemrag web page, part 4 of 5: asking (the streamed answer, [n] citations as links, weak citations and
+// unsupported sentences marked, "not found in the memory" when the model declines; retrieve-only; the hits with
+// their passages, the cited span marked in its document: the reader follows the current answer).
 "use strict";
 (() => {
-  const { $, state, ApiError, request, api, nsPath, showError, clearError, el, fmt } = window.gemrag;
+  const { $, state, ApiError, request, api, nsPath, showError, clearError, status, el, fmt, plural, thousands } =
+    window.gemrag;
+  const MAX_QUESTION = 10000; // characters (the API's limit)
+  const WEAK = 0.3; // a cited passage whose cosine to the question is below this is marked weak
+  const COSINE = new Set(["dense", "raptor"]); // strategies whose score is that cosine (other scales are not judged)
+  const DECLINED = /\b(not mentioned|not (provided|stated|given|found|included|contained) in|no (information|mention)|does(n't| not) (say|mention|contain|provide|state)|cannot (be )?(answer|determine|find|tell)|can't (answer|determine|tell)|i don't know|no answer)\b/i;
+
+  // -- what was shown for the last question goes as a new one starts (the reader with it) ------------------
+  function hideReader() {
+    $("reader").hidden = true;
+    $("reader-title").textContent = "";
+    $("reader-meta").textContent = "";
+    $("reader-text").replaceChildren();
+  }
+
+  function forgetAnswer() {
+    state.hits = [];
+    $("answer-text").replaceChildren();
+    $("answer-meta").textContent = "";
+    $("answer-state").replaceChildren();
+    $("answer-state").hidden = true;
+    $("hits").replaceChildren();
+    $("hits-order").textContent = "";
+    hideReader();
+  }
+
+  const count = () => {
+    const n = Array.from($("question").value).length;
+    $("question-count").textContent = `${thousands(n)} / ${thousands(MAX_QUESTION)} characters`;
+    $("question-count").classList.toggle("over", n > MAX_QUESTION);
+  };
+  $("question").addEventListener("input", count);
+
+  // the question, or null (the error said why: nothing is cut silently)
+  function question() {
+    const text = $("question").value.trim();
+    if (!state.ns) return showError("Choose a namespace first."), null;
+    if (!text) return showError("Write a question."), null;
+    const n = Array.from(text).length;
+    if (n > MAX_QUESTION) {
+      showError(`The question is ${thousands(n)} characters long; the limit is ${thousands(MAX_QUESTION)}. ` +
+        "Shorten it: nothing was cut.");
+      return null;
+    }
+    return text;
+  }
 
   // -- ask: the streamed answer, citations, hits, the cited span -------------------------------------------
   function parseEvent(block) {
@@ -15,25 +61,55 @@
     return { name, data: data.length ? JSON.parse(data.join("\n")) : null };
   }
 
-  $("ask-stop").addEventListener("click", () => state.ask && state.ask.abort());
+  $("ask-stop").addEventListener("click", () => {
+    if (!state.ask) return;
+    state.ask.abort();
+    hideReader(); // a stopped answer has no citation to read
+  });
+
+  function settings(text) {
+    const body = { question: text };
+    if ($("ask-strategy").value) body.strategy = $("ask-strategy").value;
+    if ($("budget").value) body.budget = Number($("budget").value);
+    return body;
+  }
+
+  // retrieve-only: the hits a question finds, no LLM call
+  $("retrieve-button").addEventListener("click", async () => {
+    clearError();
+    const text = question();
+    if (!text) return;
+    if (state.ask) state.ask.abort();
+    forgetAnswer();
+    const body = settings(text);
+    state.lastQuestion = text;
+    state.lastBudget = body.budget || null;
+    status("Retrieving…");
+    try {
+      const found = await api(nsPath("/retrieve"), { method: "POST", json: body });
+      state.hits = found.hits;
+      showHits(found.hits, new Set());
+      $("answer-meta").textContent = `Retrieve only: no answer written, no LLM call · retrieval ${fmt(found.seconds)} s · ` +
+        plural(found.hits.length, "hit");
+      status(`Retrieved ${plural(found.hits.length, "hit")}.`);
+    } catch (error) {
+      showError(error);
+    }
+  });
 
   $("ask-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     clearError();
-    const question = $("question").value.trim();
-    if (!question || !state.ns) return showError(state.ns ? "Write a question." : "Choose a namespace first.");
-    const body = { question, stream: true };
-    if ($("ask-strategy").value) body.strategy = $("ask-strategy").value;
-    if ($("budget").value) body.budget = Number($("budget").value);
+    const text = question();
+    if (!text) return;
+    const body = Object.assign(settings(text), { stream: true });
     if (state.ask) state.ask.abort();
     const controller = (state.ask = new AbortController());
-    $("answer-text").replaceChildren();
-    $("answer-meta").textContent = "";
-    $("hits").replaceChildren();
-    $("reader").hidden = true;
+    forgetAnswer();
+    status("Retrieving, then the model writes…");
     $("answer").setAttribute("aria-busy", "true");
     $("ask-stop").disabled = false;
-    state.lastQuestion = question;
+    state.lastQuestion = text;
     state.lastBudget = body.budget || null;
     try {
       const response = await request(nsPath("/ask"), {
@@ -52,8 +128,11 @@
           buffer = buffer.slice(end + 2);
         }
       }
+      if (state.ask === controller && $("message").hidden) status("Answered.");
     } catch (error) {
-      showError(error);
+      if (error && error.name === "AbortError") {
+        if (state.ask === controller) status("Stopped: the answer was not finished.");
+      } else showError(error);
     } finally {
       if (state.ask === controller) state.ask = null;
       $("answer").setAttribute("aria-busy", "false");
@@ -78,33 +157,108 @@
     });
   }
 
-  function showAnswer(answer) {
-    state.hits = answer.hits;
+  // a piece of the answer's text with its [n] markers as links (`linked` collects the numbers linked)
+  function linkify(text, hits, linked) {
     const parts = [];
-    const linked = new Set();
     let last = 0;
-    for (const match of answer.text.matchAll(/\[(\d+)\]/g)) {
+    for (const match of text.matchAll(/\[(\d+)\]/g)) {
       const n = Number(match[1]);
-      parts.push(answer.text.slice(last, match.index));
+      parts.push(text.slice(last, match.index));
       last = match.index + match[0].length;
-      if (n >= 1 && n <= answer.hits.length) {
+      if (n >= 1 && n <= hits.length) {
         parts.push(citeLink(n));
         linked.add(n);
       } else parts.push(match[0]);
     }
-    parts.push(answer.text.slice(last));
+    parts.push(text.slice(last));
+    return parts;
+  }
+
+  // the answer's sentences, those its verification found unsupported by their citations marked (when it has one)
+  function answerParts(answer, linked) {
+    const checks = (answer.verification || []).filter((v) => v && v.supported === false);
+    if (!checks.length) return linkify(answer.text, answer.hits, linked);
+    const chars = Array.from(answer.text); // Python offsets count code points
+    const spans = [];
+    for (const v of checks) {
+      let start = v.start;
+      let end = v.end;
+      if (!(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && end <= chars.length && start < end)) {
+        const at = v.sentence ? answer.text.indexOf(v.sentence) : -1;
+        if (at < 0) continue;
+        start = Array.from(answer.text.slice(0, at)).length;
+        end = start + Array.from(v.sentence).length;
+      }
+      if (!spans.length || start >= spans[spans.length - 1][1]) spans.push([start, end]);
+    }
+    const parts = [];
+    let last = 0;
+    for (const [start, end] of spans.sort((a, b) => a[0] - b[0])) {
+      parts.push(...linkify(chars.slice(last, start).join(""), answer.hits, linked));
+      parts.push(el("span", { class: "unsupported", title: "Its citations do not support this sentence" },
+        ...linkify(chars.slice(start, end).join(""), answer.hits, linked),
+        el("span", { class: "flag", text: " unsupported" })));
+      last = end;
+    }
+    parts.push(...linkify(chars.slice(last).join(""), answer.hits, linked));
+    return parts;
+  }
+
+  const isWeak = (hit) => COSINE.has(hit.strategy) && hit.score < WEAK;
+
+  function answerState(answer) {
+    const box = $("answer-state");
+    const declined = !answer.text.trim() || (!answer.cited.length && DECLINED.test(answer.text));
+    const weak = answer.cited.filter((n) => answer.hits[n - 1] && isWeak(answer.hits[n - 1]));
+    const unsupported = (answer.verification || []).filter((v) => v && v.supported === false).length;
+    const notes = [];
+    if (declined) {
+      notes.push(el("p", { class: "state-box notfound", "data-state": "not-found" },
+        el("strong", { text: "Not found in the memory. " }),
+        "The model found no answer in the retrieved passages. See what was found with Retrieve only, try another " +
+        "strategy or a larger budget, or add the documents that hold the answer."));
+    }
+    if (weak.length) {
+      notes.push(el("p", { class: "state-box weak", "data-state": "weak" },
+        el("strong", { text: "Weak evidence. " }),
+        `${weak.length === 1 ? "Citation" : "Citations"} ${weak.map((n) => `[${n}]`).join(", ")} rest on passages ` +
+        `whose similarity to the question is below ${WEAK.toFixed(2)}: check them before trusting the answer.`));
+    }
+    if (unsupported) {
+      notes.push(el("p", { class: "state-box weak", "data-state": "unsupported" },
+        el("strong", { text: "Unsupported sentences. " }),
+        `${plural(unsupported, "sentence")} of the answer ${unsupported === 1 ? "is" : "are"} not supported by ` +
+        "the passages cited: they are marked."));
+    }
+    box.replaceChildren(...notes);
+    box.hidden = notes.length === 0;
+  }
+
+  function showAnswer(answer) {
+    state.hits = answer.hits;
+    const linked = new Set();
+    const parts = answerParts(answer, linked);
     // passages the answer cites without a marker in its text (a model that wrote only "[1]" is asked again uncited)
     const unmarked = answer.cited.filter((n) => !linked.has(n) && n >= 1 && n <= answer.hits.length);
     if (unmarked.length) parts.push(" ", el("span", { class: "meta", text: "Cites " }), ...unmarked.map(citeLink));
     $("answer-text").replaceChildren(...parts);
+    answerState(answer);
     const u = answer.usage;
     $("answer-meta").textContent =
       `Retrieval ${fmt(answer.retrieval_seconds)} s · answer ${fmt(answer.answer_seconds)} s · ` +
       `${u.prompt_tokens} prompt + ${u.completion_tokens} completion tokens · ${u.calls} LLM call${u.calls === 1 ? "" : "s"}` +
       (u.cached ? ` (${u.cached} cached)` : "") + ` · ${u.embedding_tokens} embedding tokens` +
       (answer.dropped_citations ? ` · ${answer.dropped_citations} citation(s) to no passage removed` : "");
-    const cited = new Set(answer.cited);
-    $("hits").replaceChildren(...answer.hits.map((hit, i) => hitItem(hit, i + 1, cited.has(i + 1))));
+    showHits(answer.hits, new Set(answer.cited));
+  }
+
+  // the hits in the order the model read them ([n] is the n-th); said when that is not the order of their scores
+  function showHits(hits, cited) {
+    $("hits").replaceChildren(...hits.map((hit, i) => hitItem(hit, i + 1, cited.has(i + 1))));
+    const sorted = hits.every((h, i) => i === 0 || h.score <= hits[i - 1].score);
+    $("hits-order").textContent = !hits.length ? "No hits." : sorted ? "Sorted by score, best first."
+      : "In the strategy's own order (its walk through the graph), not sorted by score; [n] is the n-th passage the model read.";
+    $("hits-order").dataset.order = sorted ? "score" : "walk";
   }
 
   function passageLabel(p) {
@@ -115,12 +269,15 @@
   function hitItem(hit, n, cited) {
     const docs = hit.documents.map((d) => d.title).join(", ") || "no document";
     const derived = hit.kind !== "chunk";
+    const weak = isWeak(hit);
     return el(
       "li",
-      { id: `hit-${n}`, class: cited ? "cited" : null, "data-kind": hit.kind, "data-node": hit.node_id, tabindex: -1 },
+      { id: `hit-${n}`, class: [cited ? "cited" : "", weak ? "weak" : ""].join(" ").trim() || null, "data-kind": hit.kind,
+        "data-node": hit.node_id, tabindex: -1 },
       el("div", {
         class: "hit-head",
-        text: `[${n}] score ${fmt(hit.score, 3)} · ${hit.strategy} · ${hit.kind} · ${docs}` +
+        text: `[${n}] score ${fmt(hit.score, 3)}${weak ? ` (weak: below ${WEAK.toFixed(2)})` : ""} · ${hit.strategy} · ` +
+          `${hit.kind} · ${docs}` +
           (derived ? ` · made from ${hit.passages.length} passage${hit.passages.length === 1 ? "" : "s"}` : ""),
       }),
       el("p", { class: "hit-text", text: hit.text }),
@@ -156,6 +313,7 @@
 
   async function openPassage(passage) {
     clearError();
+    const hits = state.hits;
     let doc;
     try {
       doc = await documentText(passage.document);
@@ -165,6 +323,7 @@
       }
       return showError(error);
     }
+    if (state.hits !== hits) return; // another question started meanwhile: its answer owns the reader
     $("reader-title").textContent = doc.title;
     $("reader-meta").textContent = `${doc.source} · version ${doc.version}` +
       (doc.version !== passage.document.version ? ` (the hit cited version ${passage.document.version})` : "") +
@@ -184,4 +343,7 @@
     if (mark) text.scrollTop = Math.max(0, mark.offsetTop - text.offsetTop - text.clientHeight / 3);
     $("reader-title").focus({ preventScroll: true });
   }
+
+  count();
+  Object.assign(window.gemrag, { forgetAnswer, hideReader, linkify });
 })();

@@ -20,9 +20,25 @@ window.gemrag = {};
   };
 
   // -- talking to the API ---------------------------------------------------------------------------------
+  // FastAPI's 422 gives `detail` as a list of {loc, msg}; gemrag's own errors give a string
+  function detailText(detail) {
+    if (Array.isArray(detail)) {
+      return detail
+        .map((d) => {
+          const where = (d.loc || []).filter((part) => part !== "body").map((part) =>
+            typeof part === "number" ? `#${part + 1}` : String(part).replace(/_/g, " "));
+          const value = typeof d.input === "string" && d.input.length > 60 ? ` (${d.input.length} characters given)` : "";
+          return (where.length ? `${where.join(" › ")}: ` : "") + (d.msg || "invalid") + value;
+        })
+        .join("; ");
+    }
+    if (detail && typeof detail === "object") return JSON.stringify(detail);
+    return detail ? String(detail) : "";
+  }
+
   class ApiError extends Error {
     constructor(status, body) {
-      super((body && body.detail) || `HTTP ${status}`);
+      super(detailText(body && body.detail) || `HTTP ${status}`);
       this.status = status;
       this.body = body || {};
     }
@@ -68,18 +84,23 @@ window.gemrag = {};
         403: `This API key may not use namespace "${state.ns}".`,
         404: "Not found.",
         409: "Not possible now.",
-      }[error.status] || "The server refused the request.";
-      return `${lead} (${error.status} ${error.body.error || ""}) ${error.body.detail || ""}`.trim();
+        422: "The server could not accept this input.",
+        503: "The server's model is not available.",
+      }[error.status] || (error.status >= 500 ? "The server failed." : "The server refused the request.");
+      const name = error.status === 422 ? "invalid input" : error.body.error || "";
+      return `${lead} (${error.status} ${name}) ${detailText(error.body.detail)}`.trim();
     }
     if (error && error.name === "AbortError") return "Stopped.";
     return String((error && error.message) || error);
   }
 
+  // an error replaces the status line: nothing stale stays beside it
   function showError(error) {
     const box = $("message");
     box.textContent = explain(error);
     box.dataset.status = error instanceof ApiError ? String(error.status) : "";
     box.hidden = false;
+    $("status").textContent = "";
   }
 
   function clearError() {
@@ -113,6 +134,9 @@ window.gemrag = {};
   }
 
   const fmt = (x, digits = 2) => (x === null || x === undefined ? "?" : Number(x).toFixed(digits));
+  const plural = (n, word, many) => `${n} ${n === 1 ? word : many || word + "s"}`;
+  const thousands = (n) => Number(n).toLocaleString("en");
 
-  Object.assign(window.gemrag, { $, KEY, NS, POLL_MS, state, ApiError, request, api, apiText, nsPath, explain, showError, clearError, status, el, stateBadge, fmt });
+  Object.assign(window.gemrag, { $, KEY, NS, POLL_MS, state, ApiError, request, api, apiText, nsPath, explain,
+    detailText, showError, clearError, status, el, stateBadge, fmt, plural, thousands });
 })();

@@ -2,7 +2,8 @@
 // delete).
 "use strict";
 (() => {
-  const { $, KEY, NS, state, ApiError, api, nsPath, showError, clearError, status, el, stateBadge } = window.gemrag;
+  const { $, KEY, NS, state, ApiError, api, nsPath, showError, clearError, status, el, stateBadge, plural, strategyNote } =
+    window.gemrag;
 
   // -- key and namespace -----------------------------------------------------------------------------------
   function showKeyState() {
@@ -57,13 +58,13 @@
     $("documents-empty").hidden = false;
     $("strategy-states").replaceChildren();
     $("index-strategies").replaceChildren();
+    state.nsReady = false;
+    state.defaultStrategy = null;
     $("plan").replaceChildren();
     $("job").replaceChildren();
-    $("answer-text").replaceChildren();
-    $("answer-meta").textContent = "";
-    $("hits").replaceChildren();
-    $("reader").hidden = true;
-    $("reader-text").replaceChildren();
+    window.gemrag.forgetJobs();
+    window.gemrag.forgetAnswer();
+    window.gemrag.forgetChat();
     $("graph-frame").srcdoc = "";
     fillStrategySelects();
   }
@@ -81,18 +82,21 @@
       state.ns = names[0];
       $("ns").value = state.ns;
     }
-    if (state.ns) await loadDocuments();
-    else status("Choose a namespace, or type a new name and add documents to it.");
+    if (state.ns) {
+      await loadDocuments();
+      if (state.nsReady) await window.gemrag.refreshJobs();
+    } else status("Choose a namespace, or type a new name and add documents to it.");
   }
 
   // -- documents -------------------------------------------------------------------------------------------
   function fillStrategySelects() {
     const built = state.strategies.filter((s) => s.state !== "never built").map((s) => s.strategy);
-    for (const id of ["ask-strategy", "graph-strategy"]) {
+    const fallback = state.defaultStrategy ? `the server's default (${state.defaultStrategy})` : "the server's default";
+    for (const id of ["ask-strategy", "graph-strategy", "chat-strategy"]) {
       const select = $(id);
       const keep = select.value;
       select.replaceChildren(
-        el("option", { value: "", text: "the server's default" }),
+        el("option", { value: "", text: fallback }),
         ...built.map((name) => el("option", { value: name, text: name })),
       );
       if (built.includes(keep)) select.value = keep;
@@ -100,15 +104,18 @@
     }
     const boxes = $("index-strategies");
     const checked = new Set(Array.from(boxes.querySelectorAll("input:checked")).map((box) => box.value));
+    // one line each: the name (the default marked), its build state, what it is for
     boxes.replaceChildren(
       ...state.strategies.map((s) =>
         el(
           "label",
-          {},
+          { class: "choice", "data-strategy": s.strategy },
           el("input", { type: "checkbox", name: "strategy", value: s.strategy, checked: checked.has(s.strategy) }),
           ` ${s.strategy} `,
-          stateBadge(s.strategy, s.state),
-          el("span", { class: "hint", text: ` ${s.describe}` }),
+          s.strategy === state.defaultStrategy ? el("span", { class: "default-mark", text: "default " }) : null,
+          el("span", { class: `state state-${s.state === "never built" ? "never" : s.state}`, "data-state": s.state,
+            text: s.describe }),
+          el("span", { class: "note", text: strategyNote(s.strategy) }),
         ),
       ),
     );
@@ -129,7 +136,10 @@
       return;
     }
     if (ns !== state.ns) return;
+    state.nsReady = true;
     state.strategies = overview.strategies;
+    state.defaultStrategy = overview.default || null;
+    window.gemrag.clearPlan(); // the documents may have changed: a plan made before is stale
     fillStrategySelects();
     const active = overview.strategies.filter((s) => s.state !== "never built");
     $("strategy-states").replaceChildren(
@@ -140,10 +150,10 @@
       el(
         "tr",
         { "data-doc": doc.id },
-        el("td", { text: doc.title }),
-        el("td", { text: doc.source }),
-        el("td", { class: "num", text: doc.version }),
-        el("td", { class: "num", text: doc.chunked ? doc.chunks : "not chunked yet" }),
+        el("td", { class: "title", text: doc.title }),
+        el("td", { class: "source", text: doc.source }),
+        el("td", { class: "num", "data-label": "Version ", text: doc.version }),
+        el("td", { class: "num", "data-label": "Chunks ", text: doc.chunked ? doc.chunks : "not chunked yet" }),
         el(
           "td",
           {},
@@ -163,9 +173,28 @@
     status(`Namespace "${ns}": ${rows.length} document${rows.length === 1 ? "" : "s"}.`);
   }
 
+  // a delete is confirmed first in a dialog of the page; with purge it says that nothing can bring the text back
+  function confirmDelete(doc, purge) {
+    const dialog = $("confirm");
+    $("confirm-text").textContent =
+      `Delete "${doc.title}" with its ${plural(doc.chunks, "chunk")} and everything built from them? ` +
+      (purge
+        ? "Purge is on: every copy of its text (caches, kept versions, chat exchanges quoting it) is erased too. " +
+          "This cannot be undone."
+        : "Copies of its text in caches stay until a purge; add it again to undo.");
+    $("confirm-ok").textContent = purge ? "Delete and purge" : "Delete";
+    return new Promise((resolve) => {
+      dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+      dialog.returnValue = "";
+      dialog.showModal();
+      $("confirm-cancel").focus();
+    });
+  }
+
   async function deleteDocument(doc) {
     clearError();
     const purge = $("purge").checked;
+    if (!(await confirmDelete(doc, purge))) return status(`"${doc.title}" kept.`);
     let done = "";
     try {
       const report = await api(nsPath(`/documents/${doc.id}${purge ? "?purge=true" : ""}`), { method: "DELETE" });
@@ -181,9 +210,13 @@
     if (done) status(done);
   }
 
+  // one wording for what an add did to each document
+  const WORDS = { added: "added", updated: "updated (a new version)", unchanged: "unchanged",
+    same: "unchanged (the same text is already stored)", moved: "moved" };
+
   function added(report) {
     const counts = {};
-    for (const d of report.documents) counts[d.status] = (counts[d.status] || 0) + 1;
+    for (const d of report.documents) counts[WORDS[d.status] || d.status] = (counts[WORDS[d.status] || d.status] || 0) + 1;
     return Object.entries(counts)
       .map(([what, n]) => `${n} ${what}`)
       .join(", ");

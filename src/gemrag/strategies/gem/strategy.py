@@ -56,7 +56,7 @@ from gemrag.strategies.platform.common import (
     prompt_vector,
     publish_arrays,
 )
-from gemrag.strategies.platform.incremental import gem_prune
+from gemrag.strategies.platform.incremental import referencing_prune
 from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.platform.titles import memory_titles, strategy_reads_titles
 from gemrag.types import Hit
@@ -331,10 +331,12 @@ class GemStrategy:
 
     def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
         """The published graph without the nodes in ``gone`` (a deleted document's chunks and every summary node
-        with one of them among its members: :mod:`gemrag.strategies.platform.forgetting`), as generation
-        ``generation``, not yet published
-        (:func:`gemrag.strategies.platform.incremental.gem_prune`)."""
-        return gem_prune(ctx, gone, generation)
+        with one of them among its members: :mod:`gemrag.strategies.platform.forgetting`; the next build
+        regenerates them), as generation ``generation``, not yet published: the rows of ``node_ids``,
+        ``node_vectors`` and W lose the deleted nodes, the utility questions (axis ``"m"``) lose the deleted nodes'
+        ones, and ``question_owner`` is re-indexed
+        (:func:`gemrag.strategies.platform.incremental.referencing_prune`). None: no published graph."""
+        return referencing_prune(ctx, self.name, gone, generation, axis="m", references=("question_owner",))
 
     def _loaded(self, ctx: StrategyContext) -> LoadedGem:
         """The published generation, validated and normalized once per generation (not per question)."""

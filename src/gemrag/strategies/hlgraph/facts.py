@@ -169,8 +169,14 @@ def run_extraction_pass(
     """
     version = title_version(ctx, EXTRACTION_VERSION, titles)
     report = extract_artifacts(ctx, chunks, extraction(), strategy=OWNER, kind=KIND, version=version, titles=titles)
-    answers = ctx.store.artifacts(OWNER, KIND, ChunkMemory, version, [c.id for c in chunks])
-    return answers, report
+    return stored_answers(ctx, chunks, titles=titles), report
+
+
+def stored_answers(ctx: StrategyContext, chunks: Sequence[NodeRecord], *, titles: bool) -> dict[int, ChunkMemory]:
+    """The stored extraction answers of ``chunks`` (chunk id -> answer; chunks without one are absent), with no LLM
+    call: what :func:`run_extraction_pass` returns after its pass, and what a removal reassembles the graph from."""
+    version = title_version(ctx, EXTRACTION_VERSION, titles)
+    return ctx.store.artifacts(OWNER, KIND, ChunkMemory, version, [c.id for c in chunks])
 
 
 EXTRACTION_TOKENS = 350

@@ -44,15 +44,21 @@ from gemrag.models.structured import complete_structured
 from gemrag.store import Published
 from gemrag.store.publish import Publication
 from gemrag.strategies.base import StrategyContext, register
-from gemrag.strategies.hlgraph.association import AssociationGraph, directed_relations
+from gemrag.strategies.hlgraph.association import AssociationGraph
 from gemrag.strategies.hlgraph.facts import (
-    Assembly,
-    assemble,
     fact_sentence,
     plan_extraction_pass,
     run_extraction_pass,
+    stored_answers,
 )
-from gemrag.strategies.hlgraph.prompts import MAX_IDEAS, MAX_ITEM_CHARS, MainIdeas, ideas_prompt, ideas_schema
+from gemrag.strategies.hlgraph.graph_arrays import AXES, EVENT, NAME, PAIR, graph_arrays
+from gemrag.strategies.hlgraph.prompts import (
+    MAX_IDEAS,
+    MAX_ITEM_CHARS,
+    MainIdeas,
+    ideas_prompt,
+    ideas_schema,
+)
 from gemrag.strategies.platform.common import (
     chunk_hits,
     chunk_ids_and_vectors,
@@ -63,17 +69,11 @@ from gemrag.strategies.platform.common import (
     prompt_vector,
     publish_arrays,
 )
-from gemrag.strategies.platform.incremental import referencing_prune
+from gemrag.strategies.platform.incremental import pruned_publication, remaining_chunks
 from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.platform.titles import strategy_reads_titles
 from gemrag.types import SOURCE_NODES, Hit
 
-NAME = "hlgraph"
-SUBJECT, EVENT = 0, 1
-"""Values of the ``node_kind`` array."""
-PAIR, PARTICIPANT = 0, 1
-"""Values of the ``rel_role`` array: a relation between object 1 and object 2, or an event node's edge to one of
-its participants."""
 IDEAS_MAX_TOKENS = 16 + MAX_IDEAS * (MAX_ITEM_CHARS // 3 + 4)
 
 
@@ -110,23 +110,6 @@ class HLGraphConfig(ReadTitles):
     routing: bool = True
     passive: Literal["llm", "rule"] = "llm"
     source_chunks: int = Field(0, ge=0, le=100)
-
-
-AXES = {
-    "node_ids": ("n",),
-    "node_kind": ("n",),
-    "node_vectors": ("n", "d"),
-    "rel_src": ("r",),
-    "rel_dst": ("r",),
-    "rel_labels": ("r", "d"),
-    "rel_weight": ("r",),
-    "rel_fact": ("r",),
-    "rel_role": ("r",),
-    "rel_inverse": ("r",),
-}
-"""Named dimensions of the published arrays: n graph nodes (subjects and events), r relation rows (each fact in
-both directions), d embedding size. ``rel_src``/``rel_dst`` hold rows of the ``n`` arrays; ``rel_fact`` the store
-id of the fact each row states (a ``relation`` node, or the ``event`` node itself)."""
 
 
 @dataclass
@@ -173,7 +156,8 @@ class HLGraphStrategy:
     kept_kinds = frozenset({"subject", "relation"})
     """A subject (a name) and a subject relation (two names and a meaning) are stated by each chunk they came from on
     its own, so they stay while another chunk states them; an event leaves with any of its chunks, since its why and
-    when came from the chunk that stated it first (:mod:`gemrag.strategies.platform.forgetting`)."""
+    when came from the chunk that stated it first (:mod:`gemrag.strategies.platform.forgetting`). Either way
+    :meth:`prune` makes them again from the chunks that remain, with the wording of the first of them."""
 
     def __init__(self, config: HLGraphConfig | None = None) -> None:
         self.config = config or HLGraphConfig()
@@ -197,70 +181,37 @@ class HLGraphStrategy:
             MemoryNotIndexedError: the memory holds no chunks.
             GemragError: a fatal model error (the artefacts committed before it stay).
         """
-        cfg = self.config
         chunks = chunk_nodes(ctx)
         generation = ctx.store.begin_build(NAME)
-        titles = strategy_reads_titles(ctx, NAME)
-        answers, _ = run_extraction_pass(ctx, chunks, titles=titles)
-        asm = assemble([c.id for c in chunks], answers, routing=cfg.routing, passive=cfg.passive)
-        d = int(chunk_ids_and_vectors(ctx, chunks[:1], titles=titles)[1].shape[1])
-        node_vectors = ctx.embedder.embed([n.text for n in asm.nodes]) if asm.nodes else np.zeros((0, d), np.float32)
-        node_ids, fact_ids = _store_nodes(ctx, generation, asm)
-        rows: list[tuple[int, int, str, str, int, int, float]] = []  # (o1, o2, label, passive, role, fact, weight)
-        for i, f in enumerate(asm.facts):
-            weight = float(len(f.sources))
-            if f.object2 >= 0:
-                rows.append((f.object1, f.object2, f.label, f.passive, PAIR, fact_ids[i], weight))
-            if f.kind == "event":  # the event node and its participants, labelled with the event both ways
-                rows += [
-                    (p, f.event_node, f.label, f.label, PARTICIPANT, fact_ids[i], weight)
-                    for p in (f.object1, f.object2)
-                    if p >= 0
-                ]
-        texts = sorted({r[2] for r in rows} | {r[3] for r in rows})
-        vectors = dict(zip(texts, ctx.embedder.embed(texts), strict=True)) if texts else {}
-
-        def column(k: int, dtype: Any) -> np.ndarray:
-            return np.array([r[k] for r in rows], dtype=dtype)
-
-        def labels_of(k: int) -> np.ndarray:
-            return np.stack([vectors[str(r[k])] for r in rows]) if rows else np.zeros((0, d), np.float32)
-
-        src, dst, labels, which, inverse = directed_relations(
-            column(0, np.int64), column(1, np.int64), labels_of(2), labels_of(3), directional=cfg.directional
-        )
-        ids = np.array(node_ids, dtype=np.int64)
-        arrays = {
-            "node_ids": ids,
-            "node_kind": np.array([SUBJECT if n.kind == "subject" else EVENT for n in asm.nodes], np.int8),
-            "node_vectors": np.asarray(node_vectors, np.float32),
-            "rel_src": src,
-            "rel_dst": dst,
-            "rel_labels": labels,
-            "rel_weight": column(6, np.float32)[which],
-            "rel_fact": column(5, np.int64)[which],
-            "rel_role": column(4, np.int8)[which],
-            "rel_inverse": inverse.astype(np.int8),
-        }
-        meta = {
-            "subjects": sum(n.kind == "subject" for n in asm.nodes),
-            "events": sum(n.kind == "event" for n in asm.nodes),
-            "relations": sum(f.kind == "relation" for f in asm.facts),
-            "relation_rows": int(src.size),
-            "passive_by_rule": sum(f.passive_by_rule for f in asm.facts),
-            "extracted_chunks": asm.extracted,
-            "directional": cfg.directional,
-            "routing": cfg.routing,
-        }
-        edges = _pair_edges(ids[src] if src.size else src, ids[dst] if dst.size else dst, arrays["rel_weight"])
+        answers, _ = run_extraction_pass(ctx, chunks, titles=strategy_reads_titles(ctx, NAME))
+        arrays, meta, edges = graph_arrays(ctx, generation, chunks, answers, self.config)
         publish_arrays(ctx, NAME, generation, arrays, axes=AXES, meta=meta, edges={"association": edges})
 
     def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
-        """The published graph without the deleted nodes: their rows, and every relation row that touches one or
-        states a deleted fact (a fact node all of whose chunks were deleted), via
-        :func:`gemrag.strategies.platform.incremental.referencing_prune`."""
-        return referencing_prune(
-            ctx, NAME, gone, generation, axis="r", references=("rel_src", "rel_dst"), ids="rel_fact"
+        """The published graph as a build without the removed chunks makes it (DESIGN.md, "Forgetting": a kept node
+        keeps nothing of a removed source): reassembled, with no LLM call, from the stored extraction answers of the
+        chunks the build covered that remain (:func:`~gemrag.strategies.hlgraph.facts.stored_answers`,
+        :func:`~gemrag.strategies.platform.incremental.remaining_chunks`), by the build's merge rule
+        (:func:`~gemrag.strategies.hlgraph.facts.assemble`: equal normalized names and labels meet, the first chunk
+        in reading order gives the wording; the paper, section 3, "Encoding", does not say how to merge). So a subject
+        or a relation another chunk states stays with the surface form, label and passive voice of the first chunk
+        that remains; an event another chunk states stays with that chunk's why and time frame; a relation's weight
+        (the chunks stating it) and the association edges count the remaining chunks only. The nodes are new nodes
+        of the pruned generation; the embedder is asked for the node and label vectors again (answered by its
+        cache, but for a wording no remaining chunk had first before).
+
+        Returns:
+            The rebuilt generation, written but not published (its nodes replace the previous generation's);
+            None when the strategy has no published build or no chunk of it remains.
+        """
+        published = ctx.store.load_published(NAME, mmap=False)
+        chunks = remaining_chunks(ctx, NAME, gone)
+        if published is None or not chunks:
+            return None
+        answers = stored_answers(ctx, chunks, titles=strategy_reads_titles(ctx, NAME))
+        arrays, meta, edges = graph_arrays(ctx, generation, chunks, answers, self.config)
+        return pruned_publication(
+            ctx, published, generation, arrays, dict(AXES), meta, carry=False, edges={"association": edges}
         )
 
     # -- retrieve -------------------------------------------------------------------------------------------
@@ -402,69 +353,6 @@ class HLGraphStrategy:
             **{k: meta.get(k) for k in (*keys, "directional", "routing")},
             "ranked": self.config.ranked,
         }
-
-
-def _store_nodes(ctx: StrategyContext, generation: int, asm: Assembly) -> tuple[list[int], list[int]]:
-    """Insert the graph's nodes (kinds ``subject``, ``event``) and the SRQ facts (kind ``relation``); returns
-    ``(graph node ids, fact ids)``, an event's fact id being its event node's id. Each fact's ``meta`` holds
-    ``kind, object1, label, object2, passive, why, time`` (the texts the sentences are rendered from)."""
-    event_meta = {f.event_node: f for f in asm.facts if f.kind == "event"}
-    names = [n.text for n in asm.nodes]
-
-    def meta(f: Any) -> dict[str, Any]:
-        other = names[f.object2] if f.object2 >= 0 else ""
-        return {
-            "kind": f.kind,
-            "object1": names[f.object1],
-            "label": f.label,
-            "object2": other,
-            "passive": f.passive,
-            "passive_by_rule": f.passive_by_rule,
-            "why": f.why,
-            "time": f.time,
-        }
-
-    with ctx.store.transaction():
-        node_ids = [
-            ctx.store.add_node(
-                NAME,
-                generation,
-                n.kind,
-                n.text,
-                ord_=i,
-                sources=n.sources,
-                meta=meta(event_meta[i]) if i in event_meta else None,
-            )
-            for i, n in enumerate(asm.nodes)
-        ]
-        fact_ids = [
-            node_ids[f.event_node]
-            if f.kind == "event"
-            else ctx.store.add_node(
-                NAME,
-                generation,
-                "relation",
-                fact_sentence(f.kind, names[f.object1], f.label, names[f.object2]),
-                ord_=i,
-                meta=meta(f),
-                sources=f.sources,
-            )
-            for i, f in enumerate(asm.facts)
-        ]
-    return node_ids, fact_ids
-
-
-def _pair_edges(src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One store edge per directed node pair (store ids), weighted by the summed weights of its relations."""
-    total: dict[tuple[int, int], float] = {}
-    for a, b, w in zip(src.tolist(), dst.tolist(), np.asarray(weight).tolist(), strict=True):
-        total[(a, b)] = total.get((a, b), 0.0) + w
-    pairs = list(total)
-    return (
-        np.array([a for a, _ in pairs], np.int64),
-        np.array([b for _, b in pairs], np.int64),
-        np.array([total[p] for p in pairs], np.float64),
-    )
 
 
 __all__ = ["HLGraphConfig", "HLGraphStrategy", "LoadedHLGraph"]

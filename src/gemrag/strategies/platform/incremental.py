@@ -10,22 +10,32 @@ A strategy may define ``prune(ctx, gone, generation) -> Publication | None`` (No
 be rebuilt); otherwise :func:`generic_prune` is used, which handles every build whose arrays are indexed by
 node ids through a ``node_ids`` array on axis ``"n"`` (every array with an ``"n"`` axis loses the deleted rows
 along it) and whose other arrays do not refer to rows of ``"n"``.
+
+A build that *merges* what several chunks state into one node or one weight (REMem's entities, facts and edge
+counts, HLGraphRAG's subjects, relations and events, UnWeaver's classes) cannot be pruned by dropping rows: a merged
+node keeps the first source's wording and an edge keeps the removed source's count. Such a strategy reassembles its
+build at the removal from the stored extraction artefacts of the chunks that remain (:func:`remaining_chunks`; no
+LLM call, the embedder's cache answers the texts it embedded before) and publishes it as a *rebuilt* generation
+(:func:`pruned_publication` with ``carry=False``: new nodes replace the previous generation's), so the memory equals
+one built without the removed text (DESIGN.md, "Forgetting").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from gemrag.store import NodeRecord
 from gemrag.store.arrays import Matrix
 from gemrag.store.hnsw import index_artifact_name
 from gemrag.store.publish import KEEP_COVERS, Publication, Published
+from gemrag.store.publish_types import Edges
 from gemrag.strategies.base import Strategy, StrategyContext
-from gemrag.strategies.platform.common import SEARCH_META, write_publication
+from gemrag.strategies.platform.common import SEARCH_META, document_order, write_publication
 
 NODE_AXIS = "n"
 """The axis name of arrays indexed like a build's ``node_ids``."""
@@ -67,9 +77,14 @@ def pruned_publication(
     arrays: dict[str, Matrix],
     axes: dict[str, tuple[str, ...] | None],
     meta: dict[str, Any] | None = None,
+    *,
+    carry: bool = True,
+    edges: Edges | Mapping[str, Edges] | None = None,
 ) -> Publication:
-    """Write a pruned generation's arrays and return its publication: derived nodes and edges carried over,
-    the covered chunk set kept, the previous build's parameters and model ids kept."""
+    """Write a pruned generation's arrays and return its publication: the covered chunk set kept, the previous
+    build's parameters and model ids kept; derived nodes and edges carried over (``carry``), or, with
+    ``carry=False``, a reassembled build's: the nodes it added to ``generation`` and its ``edges`` replace the
+    previous generation's."""
     clean_axes = {k: v for k, v in axes.items() if v is not None}
     publication = write_publication(
         ctx,
@@ -78,11 +93,20 @@ def pruned_publication(
         arrays,
         axes=clean_axes,
         meta={**published.meta, **(meta or {}), "pruned_from": published.generation},
+        edges=edges,
         covers=KEEP_COVERS,
-        carry=True,
+        carry=carry,
         search=[n for n in published.meta.get(SEARCH_META, []) if n in arrays],
     )
     return replace(publication, params=published.params, models=published.models)
+
+
+def remaining_chunks(ctx: StrategyContext, strategy: str, gone: set[int]) -> list[NodeRecord]:
+    """The chunks the published build of ``strategy`` covers that stay after the removal of ``gone``, in reading
+    order (:func:`~gemrag.strategies.platform.common.document_order`, the order a build reads them in); chunks added
+    since the build are not among them (the reassembled build covers what the pruned one did)."""
+    covered = (ctx.store.covered_chunks(strategy) or set()) - gone
+    return sorted((c for c in ctx.store.nodes("chunk") if c.id in covered), key=document_order)
 
 
 def generic_prune(
@@ -151,14 +175,6 @@ def referencing_prune(
     for name, ref in refs.items():
         arrays[name] = new_index[ref[keep_rows]].astype(np.int64)
     return pruned_publication(ctx, published, generation, arrays, axes)
-
-
-def gem_prune(ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
-    """GEM's published graph without the deleted nodes: rows of ``node_ids``, ``node_vectors`` and W, the
-    deleted nodes' utility questions (axis ``"m"``), and ``question_owner`` re-indexed. The deleted nodes include
-    every summary one of whose members was removed (:mod:`gemrag.strategies.platform.forgetting`); the next build
-    regenerates them."""
-    return referencing_prune(ctx, "gem", gone, generation, axis="m", references=("question_owner",))
 
 
 def prune_strategy(

@@ -32,7 +32,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gemrag.store import Published
+from gemrag.store import NodeRecord, Published
+from gemrag.store.publish import Publication
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.baselines.bm25 import tokenize
 from gemrag.strategies.platform.common import (
@@ -47,6 +48,7 @@ from gemrag.strategies.platform.common import (
     warm_loaded,
 )
 from gemrag.strategies.platform.conversation import Window, date_bound, document_turns, parse_date, session_windows
+from gemrag.strategies.platform.incremental import generic_prune, remaining_chunks
 from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.remem.agent import AgentResult, ToolHit, run_agent
 from gemrag.strategies.remem.agent_prompts import FACT, LEXICAL, MAX_K, SEMANTIC, FactArgs, LexicalArgs, SemanticArgs
@@ -60,9 +62,8 @@ VERBATIM, GIST, FACT_ROW = 0, 1, 2
 """Values of the ``node_kind`` array."""
 AXES = {name: ("n",) for name in ("node_ids", "node_kind", "node_gist", "node_day")} | {"node_vectors": ("n", "d")}
 """Every array is indexed by the node axis n (turns, gists, facts), so deleting a document is the generic prune
-(:func:`gemrag.strategies.platform.incremental.generic_prune`). ``node_gist``: the store id of the node's window gist
-(-1:
-none); ``node_day``: its date as a proleptic Gregorian ordinal (0: unknown)."""
+(:func:`gemrag.strategies.platform.incremental.generic_prune`, in :meth:`RememGistStrategy.prune`). ``node_gist``: the
+store id of the node's window gist (-1: none); ``node_day``: its date as a proleptic Gregorian ordinal (0: unknown)."""
 
 
 class RememGistConfig(BaseModel):
@@ -271,10 +272,7 @@ class RememGistStrategy:
             MemoryNotIndexedError: the memory holds no chunks.
             GemragError: a fatal model error (the artefacts committed before it stay).
         """
-        chunks = chunk_nodes(ctx)
-        windows: list[Window] = []
-        for _, doc_chunks in groupby(chunks, key=lambda c: c.doc_id):
-            windows += session_windows(document_turns(list(doc_chunks)), self.config.gist_window)
+        windows = self._windows(chunk_nodes(ctx))
         generation = ctx.store.begin_build(self.name)
         # the gist artefacts belong to remem_gist, so every strategy built on them shares the LLM answers
         answers, report = run_gists(ctx, NAME, windows, self.config.gist_window)
@@ -299,6 +297,34 @@ class RememGistStrategy:
             "gist_calls": report.items,
         }
         publish_arrays(ctx, self.name, generation, arrays, axes=AXES, meta=meta, search=["node_vectors"])
+
+    def _windows(self, chunks: list[NodeRecord]) -> list[Window]:
+        """The session windows of ``chunks`` (in reading order), document by document: a window never spans two."""
+        windows: list[Window] = []
+        for _, doc_chunks in groupby(chunks, key=lambda c: c.doc_id):
+            windows += session_windows(document_turns(list(doc_chunks)), self.config.gist_window)
+        return windows
+
+    def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
+        """The published build without the removed chunks' rows
+        (:func:`~gemrag.strategies.platform.incremental.generic_prune`), which is the build without them: a window,
+        its gist and its facts come from one document, so every window of a removed chunk's document leaves whole
+        (its nodes are among ``gone``) and no other row depended on it. The build's counts (turns, windows, gists,
+        facts, failed windows) are those of what remains; ``gist_calls`` stays the last build's.
+
+        Returns:
+            The pruned generation, written but not published; None when the strategy has no published build.
+        """
+        published = ctx.store.load_published(self.name, mmap=False)
+        if published is None:
+            return None
+        gone_ids = np.fromiter(gone, dtype=np.int64, count=len(gone))
+        kinds = np.asarray(published.arrays["node_kind"])[~np.isin(np.asarray(published.arrays["node_ids"]), gone_ids)]
+        windows = len(self._windows(remaining_chunks(ctx, self.name, gone)))
+        gists = int((kinds == GIST).sum())
+        counts = {"turns": int((kinds == VERBATIM).sum()), "windows": windows, "gists": gists}
+        counts |= {"facts": int((kinds == FACT_ROW).sum()), "failed_windows": windows - gists}
+        return generic_prune(ctx, self.name, gone, generation, meta=counts)
 
     def _loaded(self, ctx: StrategyContext) -> LoadedGist:
         return load_published(ctx, self.name, lambda p: LoadedGist.from_published(ctx, p))

@@ -143,6 +143,23 @@ def run_openie(
         version=triples_version,
         titles=titles,
     )
+    return dataclasses.replace(
+        stored_openie(ctx, chunks, require_entity=require_entity, titles=titles), ner=ner_report, facts=facts_report
+    )
+
+
+def stored_openie(
+    ctx: StrategyContext, chunks: Sequence[NodeRecord], *, require_entity: bool = True, titles: bool
+) -> OpenIEResult:
+    """Every chunk's cleaned triples from the stored artefacts alone (no LLM call; a chunk without its artefacts has
+    no triples): what :func:`run_openie` returns after its passes, and what a removal reassembles the graph from
+    (:meth:`gemrag.strategies.remem.strategy.RememStrategy.prune`). The reports are empty."""
+    ner_version, triples_version = (title_version(ctx, v, titles) for v in (NER_VERSION, TRIPLES_VERSION))
+    ids = [c.id for c in chunks]
+    entities = {
+        nid: _dedupe(v.named_entities)
+        for nid, v in ctx.store.artifacts(OWNER, NER_KIND, NamedEntities, ner_version, ids).items()
+    }
     raw = ctx.store.artifacts(OWNER, TRIPLES_KIND, Triples, triples_version, ids)
     cleaned: dict[int, list[Triple]] = {}
     dropped = 0
@@ -152,7 +169,7 @@ def run_openie(
         )
         cleaned[nid] = kept
         dropped += lost
-    return OpenIEResult(cleaned, len(raw), dropped, ner_report, facts_report)
+    return OpenIEResult(cleaned, len(raw), dropped, ExtractionReport(), ExtractionReport())
 
 
 NER_TOKENS = 45

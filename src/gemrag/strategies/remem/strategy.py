@@ -38,7 +38,7 @@ from gemrag.config import ReadTitles
 from gemrag.graph.names import alnum_length
 from gemrag.graph.ppr import TransitionMatrix
 from gemrag.graph.synonyms import synonym_pairs
-from gemrag.store import Published
+from gemrag.store import NodeRecord, Published
 from gemrag.store.publish import Publication
 from gemrag.strategies.base import StrategyContext, register
 from gemrag.strategies.platform.common import (
@@ -53,12 +53,12 @@ from gemrag.strategies.platform.common import (
     publish_arrays,
     warm_loaded,
 )
-from gemrag.strategies.platform.incremental import referencing_prune
+from gemrag.strategies.platform.incremental import pruned_publication, remaining_chunks
 from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.platform.titles import strategy_reads_titles
 from gemrag.strategies.remem.fact_graph import EdgeLists, adjacency, fact_graph_edges, index_facts
 from gemrag.strategies.remem.fact_seeds import entity_seed_weights, passage_seed_weights, top_indices
-from gemrag.strategies.remem.openie import plan_openie, run_openie
+from gemrag.strategies.remem.openie import OpenIEResult, plan_openie, run_openie, stored_openie
 from gemrag.strategies.remem.recognition import recognize_facts
 from gemrag.types import Hit
 
@@ -231,11 +231,21 @@ class RememStrategy:
             MemoryNotIndexedError: the memory holds no chunks.
             GemragError: a fatal model error (the artefacts committed before it stay).
         """
-        cfg = self.config
         chunks = chunk_nodes(ctx)
         generation = ctx.store.begin_build(NAME)
         titles = strategy_reads_titles(ctx, NAME)
-        openie = run_openie(ctx, chunks, require_entity=cfg.require_entity, titles=titles)
+        openie = run_openie(ctx, chunks, require_entity=self.config.require_entity, titles=titles)
+        arrays, meta, edges = self._assemble(ctx, generation, chunks, openie)
+        publish_arrays(ctx, NAME, generation, arrays, axes=AXES, meta=meta, edges=edges, search=["fact_vectors"])
+
+    def _assemble(
+        self, ctx: StrategyContext, generation: int, chunks: list[NodeRecord], openie: OpenIEResult
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+        """The graph over ``chunks`` from their cleaned triples: entity and fact store nodes added to ``generation``,
+        and ``(arrays, meta, store edges by kind)`` to publish. No LLM call; the embedder embeds the passages,
+        entities and facts (cache hits for texts embedded before)."""
+        cfg = self.config
+        titles = strategy_reads_titles(ctx, NAME)
         chunk_ids, passage_vectors = chunk_ids_and_vectors(ctx, chunks, titles=titles)
         index = index_facts([openie.triples[int(c)] for c in chunk_ids])
         d = passage_vectors.shape[1]
@@ -298,18 +308,34 @@ class RememStrategy:
             "extracted_chunks": openie.extracted,
             "dropped_triples": openie.dropped,
         }
-        edges_by_kind = _store_edges(edges, node_ids)
-        publish_arrays(
-            ctx, NAME, generation, arrays, axes=AXES, meta=meta, edges=edges_by_kind, search=["fact_vectors"]
-        )
+        return arrays, meta, _store_edges(edges, node_ids)
 
     def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
-        """The published graph without the deleted nodes: their rows and columns, and the facts they stated or
-        whose subject or object they were (:func:`gemrag.strategies.platform.incremental.referencing_prune`). Fact-edge
-        counts between surviving entities keep the deleted passages' share until the next build."""
-        return referencing_prune(
-            ctx, NAME, gone, generation, axis="f", references=("fact_subject", "fact_object"), ids="fact_ids"
-        )
+        """The published graph as a build without the removed chunks makes it (DESIGN.md, "Forgetting": a kept node
+        keeps nothing of a removed source): the graph is reassembled, with no LLM call, from the stored OpenIE
+        artefacts of the chunks the build covered that remain (:func:`~gemrag.strategies.remem.openie.stored_openie`,
+        :func:`~gemrag.strategies.platform.incremental.remaining_chunks`). So an entity or a fact another passage
+        states stays (as a new node of the pruned generation, its sources without the removed chunks); a fact edge
+        weighs the triple occurrences of the passages that remain (an edge only the removed passages made is gone,
+        and PPR no longer walks it); passage edges, the entities' mention counts and every row of the PPR graph
+        arrays are those of the remaining passages; synonym edges are found again among the remaining entities by
+        the build's rule (HippoRAG 2, Gutiérrez et al. 2025, section 3, offline indexing: entity pairs whose
+        embeddings' cosine reaches ``synonymy_edge_sim_threshold``, at most ``synonymy_edge_topk`` per entity), so
+        an entity's neighbour list once capped by a removed entity is the one the smaller graph gives. The
+        embedder is asked for the passages', entities' and facts' vectors again (answered by its cache).
+
+        Returns:
+            The rebuilt generation, written but not published (its nodes replace the previous generation's);
+            None when the strategy has no published build or no chunk of it remains.
+        """
+        published = ctx.store.load_published(NAME, mmap=False)
+        chunks = remaining_chunks(ctx, NAME, gone)
+        if published is None or not chunks:
+            return None
+        titles = strategy_reads_titles(ctx, NAME)
+        openie = stored_openie(ctx, chunks, require_entity=self.config.require_entity, titles=titles)
+        arrays, meta, edges = self._assemble(ctx, generation, chunks, openie)
+        return pruned_publication(ctx, published, generation, arrays, dict(AXES), meta, carry=False, edges=edges)
 
     def _loaded(self, ctx: StrategyContext) -> LoadedRemem:
         return load_published(ctx, NAME, LoadedRemem.from_published)

@@ -13,16 +13,17 @@ the threshold (at a word boundary when there is one), and the fallback is record
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from gemrag.errors import GemragError
 from gemrag.models.batch import CompletionRequest
+from gemrag.store import NodeRecord
 from gemrag.strategies.base import StrategyContext
 from gemrag.strategies.platform.extraction import Extraction, run_extraction
 from gemrag.strategies.platform.planning import PassPlan, PlanWork, estimate_pass
-from gemrag.strategies.unweaver.entity_classes import EntityClasses
+from gemrag.strategies.unweaver.entity_classes import EntityClasses, equivalence_classes
 from gemrag.strategies.unweaver.prompts import shorten_prompt
 
 SHORTEN_PHASE = "index/unweaver/shorten"
@@ -114,6 +115,57 @@ def representatives(
         )
         run_extraction(ctx, long, extraction, save=save, fail=fail, in_order=True)
     return result
+
+
+def reused_representatives(
+    classes: EntityClasses,
+    descriptions: Sequence[Sequence[str]],
+    *,
+    max_chars: int,
+    known: Mapping[tuple[str, str], Representative],
+) -> list[Representative | None]:
+    """The representatives of every class with no LLM call (a removal: DESIGN.md, "Forgetting"): a class whose
+    concatenated descriptions fit in ``max_chars`` gets them, as :func:`representatives` gives it; a longer one the
+    representative ``known`` holds for its ``(name, concatenated descriptions)`` — the shortening the LLM wrote for
+    that same input, unchanged by the removal —, else None (its shortening must be asked for: the next build does).
+
+    Args:
+        classes: the classes. descriptions: per chunk position, its entities' descriptions.
+        max_chars: the length threshold (characters). known: ``(name, concatenated descriptions) -> representative``.
+    """
+    texts = concatenate(classes, descriptions)
+    return [
+        Representative(n, t) if len(t) <= max_chars else known.get((n, t))
+        for n, t in zip(classes.names, texts, strict=True)
+    ]
+
+
+def published_shortenings(
+    names: Sequence[Sequence[str]],
+    descriptions: Sequence[Sequence[str]],
+    nodes: Sequence[NodeRecord],
+    *,
+    max_chars: int,
+) -> dict[tuple[str, str], Representative]:
+    """The LLM-shortened representatives of a published build, by ``(name, concatenated descriptions)``: what
+    :func:`reused_representatives` reuses for a class the removal left unchanged.
+
+    Args:
+        names, descriptions: per chunk of the build (in its order), its entities' names and descriptions.
+        nodes: the build's class nodes (meta ``key``, ``representative``, ``shortened``).
+        max_chars: the length threshold (characters); shorter classes need no shortening and are not listed.
+    """
+    classes = equivalence_classes(names)
+    by_key = {n.meta.get("key"): n for n in nodes}
+    known = {}
+    for key, name, text in zip(classes.keys, classes.names, concatenate(classes, descriptions), strict=True):
+        node = by_key.get(key)
+        if node is None or len(text) <= max_chars or node.text != name:
+            continue
+        shown = str(node.meta.get("representative", name))
+        description = shown[len(name) + 2 :] if shown.startswith(f"{name}: ") else ""
+        known[(name, text)] = Representative(name, description, node.meta.get("shortened"))
+    return known
 
 
 SHORTEN_FILL = 0.6

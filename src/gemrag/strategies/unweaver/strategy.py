@@ -27,6 +27,7 @@ Retrieve (online):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -49,7 +50,7 @@ from gemrag.strategies.platform.common import (
     publish_arrays,
 )
 from gemrag.strategies.platform.extraction import Extraction, extract_artifacts
-from gemrag.strategies.platform.incremental import pruned_publication, take
+from gemrag.strategies.platform.incremental import pruned_publication, remaining_chunks, take
 from gemrag.strategies.platform.planning import PlanWork, StrategyPlan, artifact_pass, artifact_todo
 from gemrag.strategies.platform.titles import strategy_reads_titles, title_version
 from gemrag.strategies.unweaver.alignment import fairness_allocation, least_squares_alignment, relevance_weights
@@ -65,7 +66,13 @@ from gemrag.strategies.unweaver.prompts import (
     entities_version,
     entity_cap,
 )
-from gemrag.strategies.unweaver.representatives import Representative, plan_shortenings, representatives
+from gemrag.strategies.unweaver.representatives import (
+    Representative,
+    plan_shortenings,
+    published_shortenings,
+    representatives,
+    reused_representatives,
+)
 from gemrag.types import Hit
 
 NAME = "unweaver"
@@ -205,22 +212,40 @@ class UnweaverStrategy:
         version = entities_version(entity_cap(self.config.max_entities, ctx.config.memory.chunk_tokens))
         return title_version(ctx, version, strategy_reads_titles(ctx, NAME))
 
-    def _classes(self, ctx: StrategyContext, chunks: list[NodeRecord]) -> tuple[EntityClasses, list[Representative]]:
-        """Extraction artefacts -> classes and representatives (semantic merging when configured)."""
-        cfg = self.config
+    def _entities(self, ctx: StrategyContext, chunks: list[NodeRecord]) -> tuple[list[list[str]], list[list[str]]]:
+        """Each chunk's extracted entity names and descriptions, from the stored artefacts (no LLM call)."""
         found = ctx.store.artifacts(NAME, ENTITIES_KIND, ChunkEntities, self.version(ctx), [c.id for c in chunks])
         entities = [found[c.id].entities if c.id in found else [] for c in chunks]
-        names = [[e.name for e in chunk] for chunk in entities]
-        descriptions = [[e.description for e in chunk] for chunk in entities]
+        return [[e.name for e in chunk] for chunk in entities], [[e.description for e in chunk] for chunk in entities]
+
+    def _classes(
+        self,
+        ctx: StrategyContext,
+        chunks: list[NodeRecord],
+        known: Mapping[tuple[str, str], Representative] | None = None,
+    ) -> tuple[EntityClasses, list[Representative | None]] | None:
+        """Extraction artefacts -> classes and representatives (semantic merging when configured). ``known``: no LLM
+        call, long classes reuse these shortenings (:func:`reused_representatives`; None where it has none), and
+        None is returned when a semantic merge would need a representative it lacks."""
+        cfg = self.config
+        names, descriptions = self._entities(ctx, chunks)
         classes = equivalence_classes(names)
         options = {"max_chars": cfg.representative_max_chars, "shorten_tokens": cfg.shorten_tokens}
-        reps = representatives(ctx, classes, descriptions, **options)
+
+        def texts(classes: EntityClasses) -> list[Representative | None]:
+            if known is None:
+                return list(representatives(ctx, classes, descriptions, **options))
+            return reused_representatives(classes, descriptions, max_chars=cfg.representative_max_chars, known=known)
+
+        reps = texts(classes)
         if cfg.semantic_merge and len(classes) > 1:
-            vectors = ctx.embedder.embed([r.text for r in reps])
+            if any(r is None for r in reps):
+                return None
+            vectors = ctx.embedder.embed([r.text for r in reps if r is not None])
             src, dst, _ = synonym_pairs(vectors, cfg.semantic_threshold, top_k=100)
             if src.size:
                 classes = merge_classes(classes, (src, dst))
-                reps = representatives(ctx, classes, descriptions, **options)
+                reps = texts(classes)
         return classes, reps
 
     def plan(self, ctx: StrategyContext, work: PlanWork) -> StrategyPlan:
@@ -268,10 +293,27 @@ class UnweaverStrategy:
         report = extract_artifacts(
             ctx, chunks, extraction(cap), strategy=NAME, kind=ENTITIES_KIND, version=version, titles=titles
         )
-        classes, reps = self._classes(ctx, chunks)
+        built = self._classes(ctx, chunks)
+        assert built is not None  # with the LLM, every class has its representative
+        arrays, meta = self._assemble(ctx, generation, chunks, *built)
+        meta |= {"failed_this_build": report.failed}
+        publish_arrays(ctx, NAME, generation, arrays, axes=AXES, meta=meta)
+
+    def _assemble(
+        self,
+        ctx: StrategyContext,
+        generation: int,
+        chunks: list[NodeRecord],
+        classes: EntityClasses,
+        found: list[Representative | None],
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The class store nodes (added to ``generation``), their vectors and the chunk–class matrix over
+        ``chunks``; a class without a representative (None) is left out. Returns ``(arrays, meta)``."""
+        keep = [j for j, r in enumerate(found) if r is not None]
+        reps = [r for r in found if r is not None]
         chunk_ids = np.array([c.id for c in chunks], dtype=np.int64)
         vectors = ctx.embedder.embed([r.text for r in reps]) if reps else np.zeros((0, ctx.embedder.dim), np.float32)
-        D = classes.incidence
+        D = sp.csr_matrix(classes.incidence[keep])
         with ctx.store.transaction():
             class_ids = [
                 ctx.store.add_node(
@@ -280,7 +322,7 @@ class UnweaverStrategy:
                     "entity",
                     rep.name,
                     ord_=j,
-                    meta={"key": classes.keys[j], "representative": rep.text, "shortened": rep.shortened},
+                    meta={"key": classes.keys[keep[j]], "representative": rep.text, "shortened": rep.shortened},
                     sources=[int(chunk_ids[i]) for i in D.indices[D.indptr[j] : D.indptr[j + 1]]],
                 )
                 for j, rep in enumerate(reps)
@@ -291,26 +333,60 @@ class UnweaverStrategy:
             "class_vectors": np.asarray(vectors, dtype=np.float32),
             "incidence": D,
         }
+        version = self.version(ctx)
         meta = {
             "chunks": len(chunks),
             "classes": len(reps),
-            "entities": int(sum(len(m) for m in classes.members)),
-            "extracted_chunks": len(ctx.store.artifacts(NAME, ENTITIES_KIND, ChunkEntities, version)),
-            "entity_cap": cap,
-            "failed_this_build": report.failed,
+            "entities": int(sum(len(classes.members[j]) for j in keep)),
+            "extracted_chunks": len(
+                ctx.store.artifacts(NAME, ENTITIES_KIND, ChunkEntities, version, [int(i) for i in chunk_ids])
+            ),
+            "entity_cap": entity_cap(self.config.max_entities, ctx.config.memory.chunk_tokens),
             "shortened": sum(r.shortened == "llm" for r in reps),
             "truncated": sum(r.shortened == "truncated" for r in reps),
         }
-        publish_arrays(ctx, NAME, generation, arrays, axes=AXES, meta=meta)
+        return arrays, meta
 
     def prune(self, ctx: StrategyContext, gone: set[int], generation: int) -> Publication | None:
-        """The published build without the deleted chunks (columns of D) and classes (rows), and without the
-        classes left with no chunk. A class one of whose chunks was removed is among the deleted nodes (its
-        representative concatenates its chunks' descriptions: :mod:`gemrag.strategies.platform.forgetting`), so no
-        surviving representative holds a removed chunk's description; the next build remakes those classes."""
+        """The published build as a build without the removed chunks makes it (DESIGN.md, "Forgetting": a kept node
+        keeps nothing of a removed source), with no LLM call: the classes are formed again from the stored entity
+        artefacts of the chunks the build covered that remain
+        (:func:`~gemrag.strategies.platform.incremental.remaining_chunks`), by the paper's rule (section 2: entities
+        whose names are syntactically equivalent form one class; its representative is its name and its members'
+        descriptions in chunk order, Appendix A eq. 4, shortened above ``representative_max_chars``, footnote 4). So
+        a class another chunk names stays with the display name of its first remaining member, the descriptions of
+        the remaining chunks only and their vector, and D (eq. 6) loses the removed chunks' columns. The one
+        exception: a class whose remaining descriptions are too long and differ from the published class's needs an
+        LLM shortening, so it is left out until the next ``index`` makes it (a class unchanged by the removal keeps
+        its shortening, :func:`~gemrag.strategies.unweaver.representatives.reused_representatives`); with
+        ``semantic_merge`` and such a class, the rows of the removed chunks and classes are dropped instead
+        (:meth:`_drop_rows`). The class nodes are new nodes of the pruned generation; the embedder is asked for the
+        representatives' vectors again (answered by its cache for those embedded before).
+
+        Returns:
+            The rebuilt generation, written but not published; None when the strategy has no published build or no
+            chunk of it remains.
+        """
         published = ctx.store.load_published(NAME, mmap=False)
-        if published is None:
+        chunks = remaining_chunks(ctx, NAME, gone)
+        if published is None or not chunks:
             return None
+        before = remaining_chunks(ctx, NAME, set())  # the build's chunks, the removed ones still stored
+        known = published_shortenings(
+            *self._entities(ctx, before),
+            ctx.store.nodes("entity", strategy=NAME),
+            max_chars=self.config.representative_max_chars,
+        )
+        built = self._classes(ctx, chunks, known=known)
+        if built is None:
+            return self._drop_rows(ctx, published, gone, generation)
+        arrays, meta = self._assemble(ctx, generation, chunks, *built)
+        return pruned_publication(ctx, published, generation, arrays, dict(AXES), meta, carry=False)
+
+    def _drop_rows(self, ctx: StrategyContext, published: Published, gone: set[int], generation: int) -> Publication:
+        """The published build without the removed chunks (columns of D) and classes (rows), and without the
+        classes left with no chunk: the fallback of :meth:`prune` (the classes that lost a chunk are among the
+        removed nodes, :mod:`gemrag.strategies.platform.forgetting`; the next build remakes them)."""
         a = published.arrays
         gone_ids = np.fromiter(gone, dtype=np.int64, count=len(gone))
         keep_n = ~np.isin(np.asarray(a["node_ids"]), gone_ids)

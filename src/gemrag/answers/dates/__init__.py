@@ -1,0 +1,30 @@
+"""Time-aware reading (``[answer] dates``): every chunk of a dated source carries its absolute date and its relative
+time expressions resolved at index time (:mod:`~gemrag.answers.dates.expressions`: the rules;
+:mod:`~gemrag.answers.dates.llm`: the optional LLM step; :mod:`~gemrag.answers.dates.chunks`: the chunks' dates, kept
+as store artefacts), and a question with a time anchor (:mod:`~gemrag.answers.dates.questions`) is answered from the
+dated context, oldest first (:mod:`~gemrag.answers.dates.context`).
+
+Sources: LongMemEval (Wu et al., 2024), section 5, time-aware query expansion; REMem's temporal facts (seed
+``remem-retrieval-strategies.txt``, "Temporal Strategy"). Docs: ``docs/reading.md``, "Time-aware reading"."""
+
+from gemrag.answers.dates.chunks import ChunkDates, annotate_dates, chunk_dates
+from gemrag.answers.dates.context import DatesMode, HitDate, dated_context, hit_dates, reads_dates
+from gemrag.answers.dates.expressions import TimeNote, format_period, resolve_expressions, vague_expressions
+from gemrag.answers.dates.questions import TimeAnchor, time_anchor
+
+__all__ = [
+    "ChunkDates",
+    "DatesMode",
+    "HitDate",
+    "TimeAnchor",
+    "TimeNote",
+    "annotate_dates",
+    "chunk_dates",
+    "dated_context",
+    "format_period",
+    "hit_dates",
+    "reads_dates",
+    "resolve_expressions",
+    "time_anchor",
+    "vague_expressions",
+]

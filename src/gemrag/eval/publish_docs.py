@@ -1,0 +1,235 @@
+"""Generate the documentation's measured figures from the published results (``results/*.json``).
+
+A document marks each figure it takes from a published run, and this module rewrites the text between the marks
+from the record, so a figure is changed by changing its record (and regenerating), never by hand::
+
+    fused finds <!-- result: locomo-evidence fused evidence_recall ci -->67.7 (63.8–71.6)<!-- /result --> of it
+
+    <!-- result-table: locomo-evidence evidence_recall by=category -->
+    | RAG | 1 (n 74) | ... |
+    <!-- /result -->
+
+An inline mark is ``<!-- result: NAME STRATEGY METRIC [FORMAT] [vs=OTHER] [category=C] -->`` (words split as a
+shell does, so a variant's name with spaces is quoted): NAME is a record in ``results/``, METRIC one of
+:data:`gemrag.eval.published.SCORED_METRICS`; FORMAT is ``mean`` (default, ``67.7``), ``ci`` (``67.7 (63.8–71.6)``),
+``interval`` (``63.8–71.6``), ``n`` (questions) or, with ``vs=OTHER`` (the paired test of STRATEGY minus OTHER),
+``mean`` (``+9.3``), ``ci`` (``+9.3 (+6.0 to +12.8, p < 0.001)``), ``interval``, ``p`` (``p < 0.001``), ``short``
+(``+9.3, p < 0.001``) or ``n``. Scores are in % with one decimal.
+
+A table mark is ``<!-- result-table: NAME METRIC[,METRIC...] [by=category] [strategies=A,B] [format=ci|mean] -->``:
+one row per strategy, one column per metric (or, ``by=category``, per question category and ``all`` for the first
+metric), then a line naming the record.
+
+    python -m gemrag.eval.publish_docs            # rewrite README.md and docs/**/*.md in place
+    python -m gemrag.eval.publish_docs --check    # exit 1, naming each figure that differs from its record
+
+The marks are generic: any page may use them, whatever the run (retrieval, answers, a benchmark that writes a
+:class:`~gemrag.eval.published.PublishedRun`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gemrag.errors import InputError
+from gemrag.eval.published import Comparison, Interval, PublishedRun, load_published
+
+__all__ = ["MARK", "differences", "documents", "main", "render", "render_file"]
+
+#: A marked block: its kind (``result`` or ``result-table``), its spec and the generated text between the marks.
+MARK = re.compile(r"<!-- (?P<kind>result|result-table): (?P<spec>[^>]*?) -->(?P<body>.*?)<!-- /result -->", re.S)
+#: Column headers of the metrics in a generated table.
+HEADERS = {
+    "accuracy": "accuracy", "f1": "F1", "em": "EM", "recall@2": "R@2", "recall@5": "R@5",
+    "evidence_recall": "evidence recall", "judged": "judged",
+}  # fmt: skip
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _signed(x: float) -> str:
+    value = f"{100 * x:+.1f}".replace("-", "−")
+    return "+0.0" if value in ("−0.0", "+0.0") else value
+
+
+def _p(p: float) -> str:
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p {p:.3f}" if p < 0.1 else f"p {p:.2f}"
+
+
+def _metric_text(value: Interval, fmt: str) -> str:
+    formats = {
+        "mean": lambda: _pct(value.mean),
+        "ci": lambda: f"{_pct(value.mean)} ({_pct(value.low)}–{_pct(value.high)})",
+        "interval": lambda: f"{_pct(value.low)}–{_pct(value.high)}",
+        "n": lambda: str(value.n),
+    }
+    if fmt not in formats:
+        raise InputError(f"format {fmt!r}: use one of {', '.join(formats)}")
+    return formats[fmt]()
+
+
+def _diff_text(c: Comparison, fmt: str) -> str:
+    interval = f"{_signed(c.low)} to {_signed(c.high)}"
+    formats = {
+        "mean": lambda: _signed(c.diff),
+        "ci": lambda: f"{_signed(c.diff)} ({interval}, {_p(c.p)})",
+        "interval": lambda: interval,
+        "p": lambda: _p(c.p),
+        "short": lambda: f"{_signed(c.diff)}, {_p(c.p)}",
+        "n": lambda: str(c.n),
+    }
+    if fmt not in formats:
+        raise InputError(f"format {fmt!r} with vs=: use one of {', '.join(formats)}")
+    return formats[fmt]()
+
+
+class _Records:
+    """The published runs read so far (each file once)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.runs = root, {}  # type: ignore[var-annotated]
+
+    def __call__(self, name: str) -> PublishedRun:
+        if name not in self.runs:
+            self.runs[name] = load_published(name, self.root)
+        return self.runs[name]
+
+
+def _split(spec: str) -> tuple[list[str], dict[str, str]]:
+    words = shlex.split(spec)
+    return [w for w in words if "=" not in w], dict(w.split("=", 1) for w in words if "=" in w)
+
+
+def _inline(spec: str, records: _Records) -> str:
+    words, keys = _split(spec)
+    if len(words) not in (3, 4):
+        raise InputError(f"<!-- result: {spec} -->: give NAME STRATEGY METRIC [FORMAT] [vs=OTHER] [category=C]")
+    run, strategy, metric = records(words[0]), words[1], words[2]
+    fmt = words[3] if len(words) == 4 else "mean"
+    try:
+        if "vs" in keys:
+            return _diff_text(run.comparison(strategy, keys["vs"], metric), fmt)
+        return _metric_text(run.metric(strategy, metric, keys.get("category")), fmt)
+    except KeyError as exc:
+        raise InputError(str(exc.args[0])) from exc
+
+
+def _table(spec: str, records: _Records) -> str:
+    words, keys = _split(spec)
+    if len(words) != 2:
+        raise InputError(f"<!-- result-table: {spec} -->: give NAME METRIC[,METRIC...] [by=category] [strategies=..]")
+    run, metrics = records(words[0]), [m for m in words[1].split(",") if m]
+    names = [s for s in keys["strategies"].split(",") if s] if "strategies" in keys else list(run.strategies)
+    fmt = keys.get("format", "ci")
+    try:
+        if keys.get("by") == "category":
+            metric = metrics[0]
+            first = run.strategies[names[0]]
+            cats = [c for c in first.categories if metric in first.categories[c]]
+            headers = [f"{c} (n {first.categories[c][metric].n})" for c in cats]
+            headers.append(f"all (n {run.metric(names[0], metric).n})")
+            rows = [
+                [_metric_text(run.metric(s, metric, c), fmt) for c in cats] + [_metric_text(run.metric(s, metric), fmt)]
+                for s in names
+            ]
+        elif keys.get("by") is None:
+            headers = [HEADERS.get(m, m) for m in metrics]
+            rows = [[_metric_text(run.metric(s, m), fmt) for m in metrics] for s in names]
+        else:
+            raise InputError(f"<!-- result-table: {spec} -->: by={keys['by']!r}: only by=category")
+    except KeyError as exc:
+        raise InputError(str(exc.args[0])) from exc
+    lines = ["| RAG | " + " | ".join(headers) + " |", "|---|" + "---|" * len(headers)]
+    lines += [f"| {name} | " + " | ".join(row) + " |" for name, row in zip(names, rows, strict=True)]
+    lines += ["", f"Scores in %, 95 % intervals; from the published record `results/{run.name}.json`."]
+    return "\n\n" + "\n".join(lines) + "\n\n"  # blank lines: the comments stay out of the table's block
+
+
+def render(text: str, root: Path, source: str = "<text>") -> str:
+    """``text`` with every marked block regenerated from the records in ``root``.
+
+    Raises:
+        InputError: a mark names a missing record, strategy, metric or category, or has a bad spec (the message
+            names ``source`` and the line).
+    """
+    records = _Records(root)
+
+    def one(match: re.Match[str]) -> str:
+        try:
+            body = (_inline if match["kind"] == "result" else _table)(match["spec"], records)
+        except InputError as exc:
+            line = text.count("\n", 0, match.start()) + 1
+            raise InputError(f"{source}:{line}: {exc}") from exc
+        return f"<!-- {match['kind']}: {match['spec']} -->{body}<!-- /result -->"
+
+    return MARK.sub(one, text)
+
+
+def differences(text: str, root: Path, source: str = "<text>") -> list[str]:
+    """One line per marked figure of ``text`` that differs from its record: ``SOURCE:LINE: SPEC: the document says
+    '...', the record gives '...'`` (``[]`` when every figure is generated).
+
+    Raises:
+        InputError: as :func:`render`.
+    """
+    out = []
+    for match in MARK.finditer(text):
+        new = MARK.fullmatch(render(match.group(0), root, source))
+        if new is not None and new["body"] != match["body"]:
+            line = text.count("\n", 0, match.start()) + 1
+            said, gives = (" ".join(b.split())[:80] for b in (match["body"], new["body"]))
+            out.append(f"{source}:{line}: {match['spec']}: the document says {said!r}, the record gives {gives!r}")
+    return out
+
+
+def render_file(path: Path, root: Path) -> tuple[str, str]:
+    """``(current text, regenerated text)`` of one document."""
+    text = path.read_text(encoding="utf-8")
+    return text, render(text, root, str(path))
+
+
+def documents(repo: Path) -> list[Path]:
+    """The documents that may hold marks: ``README.md`` and every ``docs/**/*.md`` of ``repo``."""
+    return [p for p in [repo / "README.md", *sorted((repo / "docs").rglob("*.md"))] if p.is_file()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Rewrite (or with ``--check`` verify) the marked figures of the repository's documents.
+
+    Returns:
+        0 when everything is (now) generated, 1 with ``--check`` when a figure differs from its record, 2 on a bad
+        mark (one ``error:`` line).
+    """
+    parser = argparse.ArgumentParser(description="Generate the documentation's figures from results/*.json.")
+    parser.add_argument("--repo", type=Path, default=Path("."), help="the repository (default: .)")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a figure differs")
+    args = parser.parse_args(argv)
+    root = args.repo / "results"
+    stale = []
+    try:
+        for path in documents(args.repo):
+            text, new = render_file(path, root)
+            if text == new:
+                continue
+            stale += differences(text, root, str(path)) if args.check else [f"{path}: regenerated from its records"]
+            if not args.check:
+                path.write_text(new, encoding="utf-8")
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for line in stale:
+        print(line)
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,177 @@
+"""How the web page of ``gemrag serve`` reads, in Debian's chromium (the ``browser`` fixture, test doubles): every
+tab in light and dark mode and on a 375 px screen, where nothing scrolls sideways; each strategy explained where it
+is chosen (what it builds, its LLM calls to index, when to use it), the default marked; a delete asks first and
+"Keep it" keeps the document; a declined answer is shown as "not found in the memory", a weak citation as weak;
+retrieve-only shows hits without an LLM call; the chat keeps its history across a reload and shows each reply's
+recalled memories.
+
+``$GEMRAG_WEB_SCREENSHOTS`` (a directory, read at import) saves a screenshot of each tab in each look there as
+``web-<tab>-<light|dark|narrow>.png`` (the documentation's: ``docs/img``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from test_server_web import CAT, GARDEN, web_config
+from test_web_page import QUESTION, TIMEOUT, served
+
+from fakes import HashEmbedder, StreamingLLM
+from gemrag.config import Config
+
+SHOTS = os.environ.get("GEMRAG_WEB_SCREENSHOTS")
+"""Read at import: the ``config`` fixture clears every ``GEMRAG_*`` variable before the test runs."""
+LOOKS = {
+    "light": {"viewport": {"width": 1280, "height": 860}, "color_scheme": "light"},
+    "dark": {"viewport": {"width": 1280, "height": 860}, "color_scheme": "dark"},
+    "narrow": {"viewport": {"width": 375, "height": 740}, "color_scheme": "light"},
+}
+TABS = ["Documents", "Index", "Ask", "Chat", "Graph"]
+
+
+def seed(url: str) -> None:
+    """Two documents, built with dense and bm25 through the API."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for text, title in ((CAT, "cat"), (GARDEN, "garden")):
+            r = client.post("/v1/namespaces/notes/documents", json={"documents": [{"text": text, "title": title}]})
+            assert r.status_code == 201, r.text
+        for strategy in ("dense", "bm25"):
+            job = client.post("/v1/namespaces/notes/index", json={"strategy": strategy}).json()
+            for _ in range(600):
+                if client.get(f"/v1/namespaces/notes/jobs/{job['id']}").json()["status"] not in ("queued", "running"):
+                    break
+                time.sleep(0.05)
+
+
+def open_page(browser: Any, url: str, look: str) -> tuple[Any, Any, list[str]]:
+    """A new context in ``look`` with the page open on namespace "notes"; also the list its script errors go to."""
+    context = browser.new_context(**LOOKS[look])
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url + "/")
+    page.wait_for_selector("body[data-ready='1']", timeout=TIMEOUT)
+    page.fill("#ns", "notes")
+    page.click("#ns-form button[type=submit]")
+    page.wait_for_function("document.querySelectorAll('#documents tbody tr').length === 2", timeout=TIMEOUT)
+    return context, page, errors
+
+
+def sideways(page: Any) -> int:
+    """How many pixels the page scrolls sideways (0: none)."""
+    return int(page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth"))
+
+
+@pytest.mark.parametrize("look", list(LOOKS))
+def test_every_tab_in_light_dark_and_narrow(browser: Any, tmp_path: Path, config: Config, look: str) -> None:
+    llm = StreamingLLM("The keeper's cat is named Pilot [1].")
+    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm) as url:
+        seed(url)
+        context, page, errors = open_page(browser, url, look)
+        try:
+            background = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+            for tab in TABS:
+                page.get_by_role("tab", name=tab).click()
+                if tab == "Index":
+                    page.locator("#index-strategies input[value='dense']").check()
+                    page.get_by_role("button", name="Show the cost plan").click()
+                    page.wait_for_selector("#plan-table", timeout=TIMEOUT)
+                if tab == "Ask":
+                    page.fill("#question", QUESTION)
+                    page.click("#ask-button")
+                    page.wait_for_function(
+                        "document.getElementById('answer-meta').textContent.includes('Retrieval')", timeout=TIMEOUT
+                    )
+                    page.locator("#answer-text a.cite[data-marker='1']").click()
+                    page.locator("#reader-text mark#cited-span").wait_for(timeout=TIMEOUT)
+                if tab == "Chat":
+                    page.fill("#chat-message", "Tell me about the cat.")
+                    page.click("#chat-send")
+                    page.wait_for_selector("#chat-log li.exchange", timeout=TIMEOUT)
+                if tab == "Graph":
+                    page.get_by_role("button", name="Show the graph").click()
+                    page.frame_locator("#graph-frame").locator("body[data-ready='1']").wait_for(timeout=TIMEOUT)
+                assert sideways(page) == 0, f"{tab} scrolls sideways in {look}"
+                if SHOTS:
+                    Path(SHOTS).mkdir(parents=True, exist_ok=True)
+                    page.screenshot(path=str(Path(SHOTS) / f"web-{tab.lower()}-{look}.png"), full_page=look != "narrow")
+            if look == "narrow":
+                page.get_by_role("tab", name="Documents").click()
+                delete = page.get_by_role("button", name="Delete cat")
+                box = delete.bounding_box()
+                assert box is not None and box["x"] + box["width"] <= 375  # Delete on screen
+        finally:
+            context.close()
+    assert errors == []
+    dark = background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)")
+    assert dark == (look == "dark"), background
+
+
+def test_strategies_explained_delete_asks_and_answer_states(browser: Any, tmp_path: Path, config: Config) -> None:
+    llm = StreamingLLM("The text does not mention the lighthouse's colour.")
+    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm) as url:
+        seed(url)
+        context, page, errors = open_page(browser, url, "light")
+        try:
+            page.get_by_role("tab", name="Index").click()
+            gem = page.inner_text("#index-strategies label[data-strategy='gem']")
+            assert "one LLM call per chunk" in gem and "use it for" in gem, gem
+            dense = page.inner_text("#index-strategies label[data-strategy='dense']")
+            assert "no LLM call to index" in dense and "default" in dense.lower(), dense  # web_config's default
+            assert "never built never built" not in page.inner_text("#index-strategies")
+
+            page.get_by_role("tab", name="Documents").click()
+            page.get_by_role("button", name="Delete cat").click()
+            page.locator("dialog#confirm").wait_for()
+            page.click("#confirm-cancel")
+            assert page.locator("#documents tbody tr").count() == 2  # kept
+            assert "kept" in page.inner_text("#status")
+
+            page.get_by_role("tab", name="Ask").click()
+            page.fill("#question", "What colour is the lighthouse?")
+            page.click("#retrieve-button")
+            page.wait_for_function("document.querySelectorAll('#hits > li').length > 0", timeout=TIMEOUT)
+            assert "no LLM call" in page.inner_text("#answer-meta")
+            assert llm.calls == 0
+            page.click("#ask-button")
+            page.wait_for_selector("#answer-state [data-state='not-found']", timeout=TIMEOUT)
+            assert "Not found in the memory" in page.inner_text("#answer-state")
+            assert page.inner_text("#hits-order")  # the order of the hits is said
+        finally:
+            context.close()
+    assert errors == []
+
+
+def test_the_chat_keeps_its_history_and_shows_its_memories(browser: Any, tmp_path: Path, config: Config) -> None:
+    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=StreamingLLM()) as url:
+        seed(url)
+        context, page, errors = open_page(browser, url, "light")
+        try:
+            page.get_by_role("tab", name="Chat").click()
+            page.fill("#persona", "Keeper")
+            for n, message in enumerate(("What is the cat named?", "Where does Pilot sleep?"), start=1):
+                page.fill("#chat-message", message)
+                page.click("#chat-send")
+                page.wait_for_function(
+                    f"document.querySelectorAll('#chat-log li.exchange').length === {n}", timeout=TIMEOUT
+                )
+            last = page.locator("#chat-log li.exchange").last
+            assert "Where does Pilot sleep?" in last.inner_text() and "Keeper:" in last.inner_text()
+            assert "Recalled" in last.locator("details.recalled summary").inner_text()
+            last.locator("details.recalled summary").click()
+            assert "Pilot" in last.locator("details.recalled").inner_text()  # the memory the reply was given
+            page.reload()
+            page.wait_for_selector("body[data-ready='1']", timeout=TIMEOUT)
+            page.get_by_role("tab", name="Chat").click()
+            page.fill("#persona", "Keeper")
+            page.click("#chat-load")
+            page.wait_for_function("document.querySelectorAll('#chat-log li.exchange').length === 2", timeout=TIMEOUT)
+            assert "What is the cat named?" in page.inner_text("#chat-log")
+        finally:
+            context.close()
+    assert errors == []

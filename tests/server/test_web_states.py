@@ -1,0 +1,107 @@
+"""The web page's states in Debian's chromium (the ``browser`` fixture, test doubles): a 422 names its field and
+message (FastAPI's ``detail`` list); the document reader is hidden until a citation opens it and follows the current
+answer (a new question or Stop hides the old one); Stop is no error; a question over the limit says the limit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from test_server_web import CAT, GARDEN, web_config
+from test_web_page import TIMEOUT, WebPage, served
+
+from fakes import HashEmbedder, StreamingLLM
+from gemrag.config import Config
+from gemrag.server.schemas import MAX_TEXT_CHARS
+
+
+def index_dense(web: WebPage) -> None:
+    page = web.page
+    page.set_input_files(
+        "#files",
+        files=[
+            {"name": "cat.txt", "mimeType": "text/plain", "buffer": CAT.encode()},
+            {"name": "garden.md", "mimeType": "text/markdown", "buffer": GARDEN.encode()},
+        ],
+    )
+    page.get_by_role("button", name="Upload").click()
+    page.wait_for_function("document.querySelectorAll('#documents tbody tr').length === 2", timeout=TIMEOUT)
+    web.tab("Index")
+    page.locator("#index-strategies input[value='dense']").check()
+    page.get_by_role("button", name="Start indexing").click()
+    page.wait_for_selector(".job-status[data-status='succeeded']", timeout=TIMEOUT)
+
+
+def ask(web: WebPage, question: str, *, wait: bool = True) -> None:
+    web.tab("Ask")
+    web.page.fill("#question", question)
+    web.page.click("#ask-button")
+    if wait:
+        web.page.wait_for_function(
+            "document.getElementById('answer-meta').textContent.includes('Retrieval')", timeout=TIMEOUT
+        )
+
+
+def test_a_422_shows_its_field_and_message(browser: Any, tmp_path: Path, config: Config) -> None:
+    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=StreamingLLM()) as url:
+        web = WebPage(browser, url)
+        try:
+            page = web.page
+            web.open_namespace("notes")
+            page.fill("#paste-title", "huge")
+            page.evaluate(f"document.getElementById('paste-text').value = 'a'.repeat({MAX_TEXT_CHARS + 1})")
+            page.get_by_role("button", name="Add text").click()
+            page.wait_for_selector("#message[data-status='422']", timeout=TIMEOUT)
+            message = page.inner_text("#message")
+            status = page.inner_text("#status")
+        finally:
+            web.close()
+    assert "[object Object]" not in message, message
+    assert "text" in message.lower() and f"at most {MAX_TEXT_CHARS} characters" in message, message
+    assert status == "", status  # no stale status line beside the error
+
+
+def test_the_reader_hides_and_follows_the_current_answer(browser: Any, tmp_path: Path, config: Config) -> None:
+    llm = StreamingLLM("The keeper's cat is named Pilot [1]. " + "It sleeps in the lamp room. " * 30, delay=0.03)
+    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm) as url:
+        web = WebPage(browser, url)
+        try:
+            page = web.page
+            web.open_namespace("notes")
+            index_dense(web)
+            web.tab("Ask")
+            assert not page.locator("#reader").is_visible()  # nothing to read before any question
+
+            ask(web, "What is the keeper's cat named?")
+            page.locator("#answer-text a.cite[data-marker='1']").click()
+            page.locator("#reader-text mark#cited-span").wait_for(timeout=TIMEOUT)
+            assert page.locator("#reader").is_visible()
+
+            ask(web, "What does Marta grow?", wait=False)  # a new question: the old document goes
+            page.wait_for_function("document.getElementById('answer').getAttribute('aria-busy') === 'true'")
+            assert not page.locator("#reader").is_visible()
+            assert page.inner_text("#reader-text") == ""
+            page.wait_for_function(
+                "document.getElementById('answer').getAttribute('aria-busy') === 'false'", timeout=TIMEOUT
+            )
+
+            page.locator("#answer-text a.cite[data-marker='1']").click()
+            page.locator("#reader-text mark#cited-span").wait_for(timeout=TIMEOUT)
+            ask(web, "Where does Pilot sleep?", wait=False)
+            page.wait_for_function("document.getElementById('answer-text').textContent.length > 0", timeout=TIMEOUT)
+            page.get_by_role("button", name="Stop").click()
+            page.wait_for_function("document.getElementById('answer').getAttribute('aria-busy') === 'false'")
+            assert not page.locator("#reader").is_visible()
+            assert page.locator("#message").is_hidden()  # Stop is not an error
+            assert "Stopped" in page.inner_text("#status")
+
+            page.fill("#question", "why " * 2600)  # 10,400 characters: over the limit, said, not cut
+            page.click("#ask-button")
+            page.wait_for_selector("#message:not([hidden])")
+            message = page.inner_text("#message")
+            assert "10,000" in message or "10000" in message, message
+            assert len(page.input_value("#question")) == len("why " * 2600)
+        finally:
+            web.close()
+    assert web.unexpected_errors() == []

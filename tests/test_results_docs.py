@@ -1,0 +1,42 @@
+"""The documentation's measured figures are generated from the published results in results/: regenerating every
+marked figure of README.md and docs/**/*.md changes nothing (a figure edited by hand, or a record changed without
+regenerating, fails here: run ``python -m gemrag.eval.publish_docs``), and every published result re-scores from
+its committed per-question records to the figures it publishes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gemrag.eval.publish_docs import MARK, documents, render_file
+from gemrag.eval.published import load_published, published_names
+from paths import load_script
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "results"
+
+
+def test_every_marked_figure_is_its_records() -> None:
+    stale = []
+    for path in documents(REPO):
+        text, new = render_file(path, RESULTS)
+        if text != new:
+            stale.append(str(path.relative_to(REPO)))
+    assert not stale, f"figures differ from results/ (run python -m gemrag.eval.publish_docs): {stale}"
+
+
+def test_the_readme_takes_its_retrieval_figures_from_records() -> None:
+    marks = MARK.findall((REPO / "README.md").read_text(encoding="utf-8"))
+    assert len(marks) >= 3
+    names = {spec.split()[0] for _, spec, _ in marks}
+    assert names <= set(published_names(RESULTS))
+
+
+@pytest.mark.parametrize("name", published_names(RESULTS))
+def test_a_published_result_rescores_from_its_committed_records(name: str) -> None:
+    run = load_published(name, RESULTS)
+    assert (RESULTS / run.records_file).stat().st_size < 1_000_000  # committed records stay small
+    rescore = load_script(REPO / "benchmarks" / "rescore_recall.py", "rescore_recall")
+    rows = rescore.rescore_published(name, RESULTS)
+    assert rows and all(r["same"] for r in rows), [r for r in rows if not r["same"]]
