@@ -17,6 +17,7 @@ from gemrag import tracing
 from gemrag.answers.answer import Answer
 from gemrag.answers.answering import LETTERS, answer_question, answer_stream
 from gemrag.answers.dates import dated_context
+from gemrag.answers.dates.chunks import DatingStore
 from gemrag.answers.reading import Reading
 from gemrag.answers.shaping import Shaping
 from gemrag.config import AnswerSettings
@@ -26,8 +27,9 @@ from gemrag.store.parts import Caches, Database
 from gemrag.types import Hit
 
 
-class AskStore(Database, Caches, Protocol):
-    """What asking uses of a store: its location (for traces) and the caches the answer's model calls use."""
+class AskStore(Database, Caches, DatingStore, Protocol):
+    """What asking uses of a store: its location (for traces), the caches the answer's model calls use, and the
+    chunks' dates (:class:`~gemrag.answers.dates.chunks.DatingStore`)."""
 
 
 class Asker(MemoryHandle[AskStore], Protocol):
@@ -72,7 +74,7 @@ def _query_usage(memory: MemoryHandle[AskStore]) -> Usage:
     return memory.ctx.meter.totals.get("query", Usage())
 
 
-def read_as(memory: MemoryHandle, question: str, hits: Sequence[Hit]) -> list[Hit]:
+def read_as(memory: MemoryHandle[AskStore], question: str, hits: Sequence[Hit]) -> list[Hit]:
     """The hits as the answer reads them: the reading settings of ``[answer]`` applied to the retrieved context.
 
     Time-aware reading (``[answer] dates``, :func:`gemrag.answers.dates.dated_context`): a dated, chronological

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from gemrag import tracing
 from gemrag.answers.dates import annotate_dates
+from gemrag.answers.dates.chunks import DatingStore
 from gemrag.answers.dates.llm import llm_step
 from gemrag.config import Config
 from gemrag.memory.answer_lengths import RECORDED, model_cache_dir, record_lengths
@@ -42,9 +43,10 @@ class IndexReport:
     llm_calls: int = 0
 
 
-class IndexStore(StateStore, ChunkStore, Caches, Protocol):
+class IndexStore(StateStore, ChunkStore, Caches, DatingStore, Protocol):
     """What an index run uses of a store: chunking (:class:`~gemrag.memory.documents.ChunkStore`), the build states
-    (:class:`~gemrag.memory.states.StateStore`), the LLM cache's counts and the recorded failures."""
+    (:class:`~gemrag.memory.states.StateStore`), the LLM cache's counts and the recorded failures, and dating the
+    chunks (:class:`~gemrag.answers.dates.chunks.DatingStore`)."""
 
 
 class Memory(MemoryHandle[IndexStore], Protocol):
