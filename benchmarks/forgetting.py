@@ -20,8 +20,11 @@ base's LLM cache:
 * ``replace``: the canary file is rewritten with an EDITED note (other names and codes: its own strings may
   appear, the original's must not) and the folder added again (``Memory.add([folder])``: the source is updated);
 * ``sync``: the canary file is removed and the folder added with ``sync=True`` (``gemrag index --sync``);
-* ``purge``: ``Memory.delete(<path>, purge=True)`` (the text erased from caches, kept versions, chat exchanges and,
-  physically, from files and rows); ``n/a`` while ``Memory.delete`` has no ``purge`` keyword.
+* ``purge``: ``Memory.delete(<path>, purge=True)`` (the text erased from caches, kept versions and, physically, from
+  files and rows); ``n/a`` while ``Memory.delete`` has no ``purge`` keyword;
+* ``edit_erase``, ``delete_erase``, ``erase_reader``, ``erase_interrupt``: ``replace`` or ``delete``, then after the
+  rebuild, from a new session, ``Memory.erase()`` (with another process reading, or interrupted, then run again:
+  ``benchmarks/forgetting_erase.py``); their rows and files at the end are counted after the erase.
 
 After the removal (no rebuild yet), then after ``index`` rebuilt the strategy, canary strings are counted
 (case-insensitively) in: the hits of the five questions and the chunk texts of their provenance passages; every
@@ -119,10 +122,11 @@ from forgetting_corpus import (  # noqa: E402
     slug,
     write_corpus,
 )
+from forgetting_erase import ERASE_SCENARIOS, erase_later, removal_of  # noqa: E402
 from forgetting_scan import measure, measure_answers, measure_hits, measure_nodes, retrieve_all, scan_files, scan_rows  # noqa: E402
 
-SCENARIOS = ("delete", "replace", "sync", "purge")
-REMOVALS = ("delete", "sync", "purge")
+SCENARIOS = ("delete", "replace", "sync", "purge", *ERASE_SCENARIOS)
+REMOVALS = ("delete", "sync", "purge", "delete_erase", "erase_reader", "erase_interrupt")
 """The scenarios after which no document answers the questions (abstention is measured there)."""
 
 
@@ -244,7 +248,7 @@ def scenario_location(run: Run, backend: str, strategy: str, scenario: str) -> s
 
 def remove_canary(run: Run, mem: Any, scenario: str) -> dict[str, Any]:
     """The scenario's removal; what it reported."""
-    corpus = run.corpus
+    corpus, scenario = run.corpus, removal_of(scenario)
     if scenario in ("delete", "purge"):
         kwargs = {"purge": True} if scenario == "purge" else {}
         report = mem.delete(str(corpus.canary), **kwargs)
@@ -280,6 +284,8 @@ def run_scenario(run: Run, backend: str, strategy: str, scenario: str) -> dict[s
         )
         if backend == "sqlite":
             figures["files_open"] = scan_files(Path(location))
+    if scenario in ERASE_SCENARIOS:
+        figures["erase"] = erase_later(run.models, location, scenario)
     figures["rows_closed"] = scan_rows(location)
     if backend == "sqlite":
         figures["files_closed"] = scan_files(Path(location))
@@ -318,7 +324,7 @@ def leak_row(row: dict[str, Any]) -> list[str]:
     before = f"{base['before']['hits']['leaking_questions']}/{len(QUESTIONS)}"
     if "skipped" in s:
         return head + [before] + ["n/a"] * (width - 1)
-    replace = row["scenario"] == "replace"
+    replace = removal_of(row["scenario"]) == "replace"
     calls = f"{s['rebuild']['llm_calls']} / {row['full_build']['llm_calls']}"
     files = f"{sum(s['files_open'].values())} / {sum(s['files_closed'].values())}" if "files_closed" in s else "–"
     end = f"{sum(s['rows_closed'].values())} · {files}"
@@ -478,9 +484,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             for backend in backends:
                 for scenario in scenarios:
+                    variant = "edited" if removal_of(scenario) == "replace" else "rest"
                     row: dict[str, Any] = {"backend": backend, "strategy": strategy, "scenario": scenario,
-                                           "base": base, "full_build": full["edited" if scenario == "replace"
-                                                                            else "rest"]}  # fmt: skip
+                                           "base": base, "full_build": full[variant]}  # fmt: skip
                     t0 = time.perf_counter()
                     try:
                         row["figures"] = run_scenario(run, backend, strategy, scenario)

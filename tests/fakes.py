@@ -158,7 +158,8 @@ class ScriptedLLM:
     over the gists, then answers with the first result; UnWeaver's entities are the capitalized names, each described
     by the sentences naming it, and a shortened description is the first sentence; HLGraphRAG's extraction links the
     first two names of each sentence, its main ideas are the question's names; the ``gemrag chat`` character replies
-    with its first memory.
+    with its first memory; a citation check finds a sentence supported iff the cited passages hold each of its words
+    of more than three letters.
     """
 
     def __init__(self, fail: Callable[[int, str], bool] | None = None, interrupt_after: int | None = None) -> None:
@@ -229,6 +230,12 @@ class ScriptedLLM:
             claims = [line.split(". ", 1)[1] for line in lines]
             verdicts = [{w for w in WORD.findall(c.lower()) if len(w) > 3} <= premise for c in claims]
             text = json.dumps({"verdicts": verdicts})
+            return Completion(text, json.loads(text), usage)
+        if system.startswith("You check whether a sentence of an answer is supported"):  # citation check
+            premise = set(WORD.findall(prompt.split("Passages:\n", 1)[1].split("\n\nQuestion: ", 1)[0].lower()))
+            sentence = prompt.split("Answer sentence: ", 1)[1].split("\n\n", 1)[0]
+            supported = {w for w in WORD.findall(sentence.lower()) if len(w) > 3} <= premise
+            text = json.dumps({"supported": supported})
             return Completion(text, json.loads(text), usage)
         if system.startswith("You merge several descriptions"):  # UnWeaver shortening: the first sentence
             descriptions = prompt.split("Descriptions:\n", 1)[1]

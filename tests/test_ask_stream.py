@@ -50,15 +50,17 @@ def test_ask_stream_yields_the_pieces_then_the_answer(memory_dir: Path, config: 
         texts, answer = drain(mem.ask_stream(QUESTION, strategy="dense"))
         assert "".join(texts) == REPLY == answer.text and len(texts) == len(REPLY.split())
         assert [h.node_id for h in answer.hits] == [h.node_id for h in mem.retrieve(QUESTION, strategy="dense")]
-        # metered at the end: the question's embedding and the LLM call
-        assert answer.usage.completion_tokens == 5 and answer.usage.prompt_tokens > 5 and answer.usage.calls == 2
-        assert answer.answer_seconds > 0 and mem.store.llm_cache_counts()[1] == 1
+        # metered at the end: the question's embedding and the LLM call, then the check of the (uncited) answer
+        # against its context ([answer] verify, by default "flag"), counted in the usage too
+        own, check = answer.usage - answer.verification_usage, answer.verification_usage
+        assert own.completion_tokens == 5 and own.prompt_tokens > 5 and own.calls == 2 and check.calls == 1
+        assert answer.answer_seconds > 0 and mem.store.llm_cache_counts()[1] == 2
         texts, cached = drain(mem.ask_stream(QUESTION, strategy="dense"))
         assert texts == [REPLY] and cached.text == REPLY  # a cached answer streams at once
-        assert cached.usage.calls == 0 and cached.usage.completion_tokens == 0 and cached.usage.cached == 2
+        assert cached.usage.calls == 0 and cached.usage.completion_tokens == 0 and cached.usage.cached == 3
         whole = mem.ask(QUESTION, strategy="dense")  # the streamed answer is the whole answer's cache entry
         assert whole.text == REPLY and whole.usage.calls == 0
-    assert llm.streams == 1 and llm.finished == 1 and llm.calls == 1
+    assert llm.streams == 1 and llm.finished == 1 and llm.calls == 2  # the answer and its check
 
 
 def test_ask_stream_checks_before_it_streams(memory_dir: Path, config: Config) -> None:
@@ -86,7 +88,8 @@ def test_closing_the_stream_stops_the_generation_and_records_nothing(memory_dir:
         # an abandoned answer is neither metered nor cached
         assert mem.meter.total().completion_tokens == 0 and mem.store.llm_cache_counts()[1] == 0
         _, answer = drain(mem.ask_stream(QUESTION, strategy="dense"))
-        assert answer.usage.completion_tokens == 5 and answer.text == REPLY and llm.finished == 1
+        own = answer.usage - answer.verification_usage
+        assert own.completion_tokens == 5 and answer.text == REPLY and llm.finished == 1
 
 
 @pytest.mark.parametrize(
@@ -148,7 +151,7 @@ def test_gemrag_ask_stream_and_no_stream(fake_cli: StreamingLLM, memory_dir: Pat
     assert result.exit_code == 0 and f"answer: {REPLY}" in result.output and fake_cli.streams == 0
     result = ask(memory_dir, "--stream")  # forced (the answer is cached by now: one piece)
     assert result.exit_code == 0 and result.output.count(f"answer: {REPLY}\n") == 1
-    assert fake_cli.streams == 0 and fake_cli.calls == 1
+    assert fake_cli.streams == 0 and fake_cli.calls == 2  # the answer and its check, each once (then cached)
     result = ask(memory_dir, "--no-stream")
     assert result.exit_code == 0 and f"answer: {REPLY}" in result.output
 

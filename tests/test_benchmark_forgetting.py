@@ -68,8 +68,16 @@ def test_fake_run_on_sqlite(
         if strategy in ("dense", "bm25"):  # chunks only: nothing of the canary is left to retrieve
             assert after["hits"]["leaking_questions"] == 0 and rebuilt["hits"]["leaking_questions"] == 0
             assert after["nodes"]["total"] == 0 and rebuilt["nodes"]["total"] == 0
-        if scenario == "replace":
+        if scenario in ("replace", "edit_erase"):
             assert rebuilt["hits"]["edited_questions"] >= 3, strategy  # the new version is found
+        if scenario in forgetting.ERASE_SCENARIOS:  # a later erase leaves no row and no byte of the canary
+            erase = figures["erase"]
+            assert erase["erase"]["complete"] and erase["erase"]["marks"] >= 0, (strategy, scenario)
+            assert sum(figures["rows_closed"].values()) == sum(figures["files_closed"].values()) == 0, figures
+            if scenario == "erase_reader":  # the reader kept it from finishing; it said which file
+                assert not erase["first"]["complete"] and "memory.sqlite" in erase["first"]["detail"]
+            if scenario == "erase_interrupt":
+                assert erase["first"]["interrupted"]
         assert figures["rebuild"]["llm_calls"] <= row["full_build"]["llm_calls"]
     gem = rows[("gem", "delete")]
     assert gem["full_build"]["llm_calls"] > 0 and gem["base"]["build_llm_calls"] > gem["full_build"]["llm_calls"]

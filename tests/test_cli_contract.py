@@ -41,6 +41,7 @@ BASE: dict[str, dict[str, Any]] = {
     "demo": {},
     "eval": {"kind": "quality", "path": "data.jsonl"},
     "delete": {"document": "lighthouse", "memory": "mem"},
+    "erase": {"memory": "mem"},
     "chat": {"memory": "mem", "persona": "Ava"},
     "mcp": {"memory": "mem"},
     "view": {"memory": "mem"},
@@ -213,7 +214,7 @@ def bad_values(command: str, param: Any) -> list[Any]:
             return ROOT
         if command == "eval":
             return EVAL_ROOT
-        return READ_MEMORY if command in ("ask", "info", "delete", "view", "chat") else WRITE_MEMORY
+        return READ_MEMORY if command in ("ask", "info", "delete", "erase", "view", "chat") else WRITE_MEMORY
     if command == "copy":
         return READ_MEMORY if name == "source" else WRITE_MEMORY
     if name == "history" and command == "chat":
@@ -316,6 +317,7 @@ def sandbox(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         "gemrag.memory.retrieval.retrieve_published",
         "gemrag.memory.asking.answer_question",
         "gemrag.memory.deletion.remove_chunks",  # deleting
+        "gemrag.memory.facade.erase",  # erasing
         "gemrag.memory.Memory.stats",
         "gemrag.cli.demo.run_demo",
         "gemrag.eval.runner.build_embedder",

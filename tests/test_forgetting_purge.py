@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,6 @@ from conftest import STORY
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.config import Config
-from gemrag.memory.forgetting import Fragments, fragments_of, normalise
 from gemrag.memory.states import StaleStrategyWarning
 from gemrag.store.erase import Erasure, json_text
 from gemrag.store.parts import Erasing
@@ -64,7 +63,8 @@ def purge_config(config: Config) -> Config:
 @pytest.fixture
 def canary_memory(memory_at: MemoryAt, purge_config: Config, tmp_path: Path) -> Iterator[Memory]:
     """A memory of three story documents, a canary file added twice (its first version kept in the history), a chat
-    exchange quoting the canary and one not, every cheap strategy built, a question about the canary asked, a failure
+    exchange resting on the canary's chunks (its reply recalled them, as :class:`gemrag.chat.ChatSession` records)
+    and one not, every cheap strategy built, a question about the canary asked, a failure
     message quoting it and an LLM cache entry of an older gemrag (no recorded input)."""
     canary = tmp_path / "canary.txt"
     canary.write_text(CANARY_V1, encoding="utf-8")
@@ -84,13 +84,18 @@ def canary_memory(memory_at: MemoryAt, purge_config: Config, tmp_path: Path) -> 
         assert mem.ask(CANARY_QUESTION, strategy="dense").text  # the answer prompt quoting the canary is cached
         assert mem.ask(STORY_QUESTION, strategy="dense").text
         quote = "[turn 1, 2024-05-01] user: What is the code?\n[turn 1, 2024-05-01] Ada: I remember: " + CANARY_V1[:61]
-        mem.add_text(quote, "chat with Ada, turn 1", "chat:Ada#1")
+        recalled = [n.id for n in mem.store.nodes("chunk") if marked(n.text)]
+        mem.add_text(quote, "chat with Ada, turn 1", "chat:Ada#1", rests_on=recalled)
         mem.add_text(
             "[turn 2, 2024-05-01] user: Hello\n[turn 2, 2024-05-01] Ada: Hello to you.", "turn 2", "chat:Ada#2"
         )
         mem.index("dense")
         mem.store.record_failure("index", None, "malformed answer for 'Captain Ilse Varga keeps the Zephyr code'")
-        mem.store.put_llm("legacy-entry", "fake:scripted-llm", {"text": "an answer cached by an older gemrag"})
+        with mem.store.transaction() as c:  # as an older gemrag cached it: no recorded input, no marks
+            c.execute(
+                "INSERT INTO llm_cache(key, model, response, created) VALUES (?,?,?,?)",
+                ("legacy-entry", "fake:scripted-llm", json.dumps({"text": "an answer cached by an older gemrag"}), 0.0),
+            )
         yield mem
 
 
@@ -108,9 +113,9 @@ def leaks_in_files(directory: Path) -> list[str]:
     return found
 
 
-def leaks_in_rows(mem: Memory) -> list[str]:
-    """``table.column: marker`` for every canary marker in a text, JSON or bytea value of any table of the memory's
-    PostgreSQL schema (bytea searched as bytes, case-insensitive)."""
+def leaks_in_rows(mem: Memory, markers: Sequence[str] = MARKERS) -> list[str]:
+    """``table.column: marker`` for every marker (default: the canary's) in a text, JSON or bytea value of any table
+    of the memory's PostgreSQL schema (bytea searched as bytes, case-insensitive)."""
     store: Any = mem.store
     columns = store.database._query(
         "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = ?"
@@ -122,7 +127,7 @@ def leaks_in_rows(mem: Memory) -> list[str]:
     for table, column, kind in columns:
         for (value,) in store.database._query(f'SELECT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL'):
             data = bytes(value).lower() if kind == "bytea" else str(value).casefold().encode()
-            found += [f"{table}.{column}: {m}" for m in MARKERS if m.encode() in data]
+            found += [f"{table}.{column}: {m}" for m in markers if m.encode() in data]
     return sorted(set(found))
 
 
@@ -228,17 +233,6 @@ def test_purge_of_one_source_keeps_the_shared_text(memory_at: MemoryAt, purge_co
         assert mem.retrieve(CANARY_QUESTION, 1, strategy="dense")[0].text.startswith("The secret launch code")
 
 
-def test_fragments_match_sentences_and_names_in_any_spacing_or_case() -> None:
-    found = fragments_of(CANARY_V1) | fragments_of(json.dumps({"name": "Ilse Varga", "kind": "said", "n": 3}))
-    assert normalise("Captain Ilse Varga keeps the Zephyr code in a brass locket.") in found
-    assert "ilse varga" in found and "said" not in found  # a short name-like text whole, a short word not
-    fragments = Fragments(found)
-    assert fragments.holds('{"content": "...captain  ILSE varga keeps the zephyr\\ncode in a brass locket."}')
-    assert fragments.holds("Ask Ilse Vargas.")  # a substring, like a byte search
-    assert not fragments.holds("The launch of the station was secret.")
-    assert len(fragments.without(["Everyone knows Ilse Varga."])) == len(fragments) - 1
-
-
 def test_cli_delete_purge_prints_what_it_erased(canary_memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     from gemrag import cli
 
@@ -257,6 +251,9 @@ def test_cli_delete_purge_prints_what_it_erased(canary_memory: Memory, monkeypat
     result = CliRunner().invoke(cli.app, ["delete", "canary.txt", "--purge", "--rebuild", "--memory", str(location)])
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
-    assert "purged" in out and "LLM cache entries holding the text and 1 unverifiable" in out
-    assert "cleared 1 kept version texts" in out and "deleted 1 chat exchanges quoting it: chat with Ada, turn 1" in out
+    assert "erased" in out and "LLM cache entries holding removed text and 1 unverifiable" in out
+    assert (
+        "cleared 1 kept version texts" in out
+        and "withdrew 1 chat exchanges resting on it: chat with Ada, turn 1" in out
+    )
     assert "erased: VACUUM" in out and "rebuilt: bm25 (0 LLM calls)" in out

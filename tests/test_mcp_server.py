@@ -116,13 +116,27 @@ def test_forget_deletes_and_purges_the_text(tools: MemoryTools) -> None:
         tools.forget("light")
 
 
+def test_erase_after_a_plain_forget_erases_the_text(tools: MemoryTools) -> None:
+    tools.remember(LIGHTHOUSE, title="lighthouse", id="light")
+    tools.remember(ORCHARD, title="orchard")
+    assert tools.ask("What colour does Mara paint the tower?").answer
+    assert tools.forget("light").purged is None
+    files = [p for p in tools.memory.store.database.directory.rglob("*") if p.is_file()]  # type: ignore[attr-defined]
+    assert [p.name for p in files if b"mara repaints" in p.read_bytes().lower()]  # until the erase
+    erased = tools.erase()
+    assert erased.complete and erased.erased["llm_entries"] >= 1 and "VACUUM" in erased.detail
+    files = [p for p in tools.memory.store.database.directory.rglob("*") if p.is_file()]  # type: ignore[attr-defined]
+    assert not [p.name for p in files if b"mara repaints" in p.read_bytes().lower()]
+    assert tools.erase().erased["llm_entries"] == 0  # again: nothing left, nothing else goes
+
+
 def test_mcp_tools_in_process(tools: MemoryTools) -> None:
     """Through the SDK's in-process client: structured results, and bad input as tool errors, not crashes."""
 
     async def run() -> None:
         async with Client(create_server(tools)) as client:
             listed = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(listed) == {"remember", "recall", "ask", "forget"}
+            assert set(listed) == {"remember", "recall", "ask", "forget", "erase"}
             assert listed["recall"].input_schema["required"] == ["question"]
             assert "hits" in listed["recall"].output_schema["properties"]
             done = await client.call_tool("remember", {"text": ORCHARD, "title": "orchard"})
@@ -141,6 +155,8 @@ def test_mcp_tools_in_process(tools: MemoryTools) -> None:
             assert not forgot.is_error and forgot.structured_content["purged"]["llm_entries"] >= 1
             missing = await client.call_tool("forget", {"document": "orchard"})
             assert missing.is_error and "no document" in missing.content[0].text
+            erased = await client.call_tool("erase", {})
+            assert not erased.is_error and erased.structured_content["complete"] is True
 
     anyio.run(run)
 
@@ -177,7 +193,7 @@ def test_stdio_remember_and_recall_with_minilm(tmp_path: Path) -> None:
 
     async def dialogue() -> None:
         async with _session(_server(tmp_path / "mem", "--strategy", "dense"), garbage) as s:
-            assert {t.name for t in (await s.list_tools()).tools} == {"remember", "recall", "ask", "forget"}
+            assert {t.name for t in (await s.list_tools()).tools} == {"remember", "recall", "ask", "forget", "erase"}
             one = await s.call_tool("remember", {"text": LIGHTHOUSE, "title": "lighthouse"})
             two = await s.call_tool("remember", {"text": ORCHARD, "title": "orchard"})
             assert not one.is_error and not two.is_error, (one.content, two.content)

@@ -20,6 +20,7 @@ Example ``gemrag.toml``::
 
     [answer]
     cite = true               # every answer names the passages it uses, [1]..[n] (unset: all but short answers)
+    verify = "flag"           # check each answer sentence against its citations: "flag", "drop" or "off"
 
     [raptor]                  # any strategy's own section, validated by that strategy's model
     summary_tokens = 200
@@ -123,6 +124,16 @@ class AnswerSettings(BaseModel):
             chunk's dates (rules, no LLM call).
         date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
             expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
+        verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
+            ``answer``) checked against the passages it cites (:mod:`gemrag.answers.verification`): ``"flag"``
+            (default) marks the unsupported ones, ``"drop"`` removes them from the text with the citations only they
+            made, ``"off"`` checks nothing. The default flags: a check costs one short LLM call per sentence of more
+            than ``verify_overlap_words`` words (the cited passages and the sentence in, ~6 tokens out; cached), no
+            call for shorter ones, and an answer the user reads is worth that (docs/verification.md has the measured
+            cost and precision). Evaluation runs never verify (they call the answering directly).
+        verify_overlap_words: sentences of at most this many words (markers removed) are checked by token overlap,
+            with no model call (default 6, the short-answer length); 0 sends every sentence to the LLM, a large
+            number checks everything by overlap.
     """
 
     cite: bool | None = None
@@ -138,6 +149,8 @@ class AnswerSettings(BaseModel):
     abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
     dates: Literal["auto", "on", "off"] = "off"
     date_llm: bool = False
+    verify: Literal["flag", "drop", "off"] = "flag"
+    verify_overlap_words: int = Field(6, ge=0)
 
     def cites(self, *, short: bool = False) -> bool:
         """Whether an answer of this form cites: ``cite`` when set, else True for sentence and multiple-choice

@@ -1,4 +1,5 @@
-"""An MCP server over one memory: the tools ``remember``, ``recall``, ``ask`` and ``forget`` (Model Context Protocol).
+"""An MCP server over one memory: the tools ``remember``, ``recall``, ``ask``, ``forget`` and ``erase`` (Model Context
+Protocol).
 
 Built on the official ``mcp`` Python SDK (its :class:`~mcp.server.mcpserver.MCPServer`, formerly FastMCP;
 install the ``mcp`` extra). ``gemrag mcp --memory DIR`` (:mod:`gemrag.cli.mcp`) serves it over stdio, so an agent
@@ -13,8 +14,10 @@ install the ``mcp`` extra). ``gemrag mcp --memory DIR`` (:mod:`gemrag.cli.mcp`) 
 * ``ask(question, budget?, strategy?)``: the LLM's answer, the context it was given and the passages it cites
   (:class:`AskResult`).
 * ``forget(document, purge?, rebuild?)``: delete a document (its id, the ``id`` it was remembered under, or its
-  title) with everything derived from it; ``purge`` also erases every copy of its text (caches, kept versions, chat
-  exchanges quoting it, the files), ``rebuild`` rebuilds the changed strategies at once (:class:`ForgetResult`).
+  title) with everything derived from it and the chat exchanges resting on it; ``purge`` then erases (as ``erase``),
+  ``rebuild`` rebuilds the changed strategies at once (:class:`ForgetResult`).
+* ``erase()``: erase every copy of text no current document states (caches, kept versions, the files:
+  :meth:`gemrag.memory.Memory.erase`; :class:`EraseResult`).
 
 Bad input (empty text or question, a budget below 1, an unknown strategy, a memory not indexed yet, a memory
 another process is building) comes back as a tool error with a one-line message (``isError: true``), never as
@@ -32,12 +35,14 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field
 
+from gemrag.answers.answer import SentenceCheck
 from gemrag.answers.provenance import CitedNode, RetrievedNode, describe_answer, retrieve_nodes
 from gemrag.errors import ConfigError, GemragError, InputError
 from gemrag.ingest import Document
 from gemrag.ingest.loader import decode_text
 from gemrag.memory import Memory
 from gemrag.memory.sources import Source
+from gemrag.store.erase import PurgeReport
 from gemrag.strategies.base import available
 
 try:
@@ -94,7 +99,9 @@ class AskResult(BaseModel):
     """What ``ask`` answered: ``answer`` (the LLM's text, its ``[n]`` markers naming context passages), the
     ``context`` nodes it was given (in that order), the passages it rests on (``cited``: the numbers ``n``;
     ``citations``: those nodes with their provenance; ``dropped_citations``: markers naming no passage, removed),
-    and the seconds spent retrieving and generating."""
+    the seconds spent retrieving and generating, and each answer sentence checked against the passages it cites
+    (``verification``: ``sentence``, its span ``start``/``end`` in ``answer``, ``cited``, ``supported``, ``method``;
+    ``dropped_sentences``: the unsupported ones removed under ``[answer] verify = "drop"``)."""
 
     question: str
     answer: str
@@ -105,6 +112,8 @@ class AskResult(BaseModel):
     citations: list[CitedNode] = []
     retrieval_seconds: float
     answer_seconds: float
+    verification: list[SentenceCheck] = []
+    dropped_sentences: list[str] = []
 
 
 class ForgetResult(BaseModel):
@@ -130,6 +139,38 @@ class ForgetResult(BaseModel):
     erase_complete: bool | None = None
     rebuilt: dict[str, int] = {}
     seconds: float
+
+
+class EraseResult(BaseModel):
+    """What ``erase`` erased (:class:`gemrag.store.erase.PurgeReport`).
+
+    Attributes:
+        erased: the counts (``llm_entries``, ``llm_unverifiable``, ``embeddings``, ``versions``, ``exchanges``,
+            ``failures``, ``meta``, ``bytes_before``, ``bytes_after``).
+        complete: False while another process reads old bytes (``detail`` names the file or tables: erase again).
+        detail: what the physical erase did. seconds: wall time (s).
+    """
+
+    erased: dict[str, int]
+    complete: bool
+    detail: str
+    seconds: float
+
+
+def _erased_counts(report: PurgeReport) -> dict[str, int]:
+    """The counts of an erase, for a tool's answer."""
+    p, e = report.purged, report.erasure
+    return {
+        "llm_entries": p.llm_entries,
+        "llm_unverifiable": p.llm_unverifiable,
+        "embeddings": p.embeddings,
+        "versions": p.versions,
+        "exchanges": len(report.exchanges),
+        "failures": p.failures,
+        "meta": p.meta,
+        "bytes_before": e.bytes_before,
+        "bytes_after": e.bytes_after,
+    }
 
 
 class MemoryTools:
@@ -227,20 +268,7 @@ class MemoryTools:
         """
         with self._lock:
             report = self.memory.delete(document, purge=purge, rebuild=rebuild)
-        purged = None
-        if report.purge is not None:
-            p, e = report.purge.purged, report.purge.erasure
-            purged = {
-                "llm_entries": p.llm_entries,
-                "llm_unverifiable": p.llm_unverifiable,
-                "embeddings": p.embeddings,
-                "versions": p.versions,
-                "exchanges": len(report.purge.exchanges),
-                "failures": p.failures,
-                "meta": p.meta,
-                "bytes_before": e.bytes_before,
-                "bytes_after": e.bytes_after,
-            }
+        purged = None if report.purge is None else _erased_counts(report.purge)
         return ForgetResult(
             document_id=int(report.document["id"]),
             title=str(report.document["title"]),
@@ -253,6 +281,18 @@ class MemoryTools:
             rebuilt=report.rebuilt,
             seconds=report.seconds,
         )
+
+    def erase(self) -> EraseResult:
+        """Erase every byte of text no current document states (:meth:`gemrag.memory.Memory.erase`).
+
+        Raises:
+            MemoryBusyError: another process is building this memory. ReadOnlyMemoryError: opened read-only.
+            DatabaseLockedError: the database stayed locked.
+        """
+        with self._lock:
+            report = self.memory.erase()
+        e = report.erasure
+        return EraseResult(erased=_erased_counts(report), complete=e.complete, detail=e.detail, seconds=report.seconds)
 
     def _resolve(self, strategy: str | None, budget: int | None) -> str:
         """The strategy to use (checked), after checking ``budget`` (Memory.retrieve takes 0 as "default").
@@ -299,7 +339,7 @@ StrategyName = Annotated[
 
 
 def create_server(tools: MemoryTools, name: str = "gemrag") -> MCPServer:
-    """An MCP server exposing ``tools`` as the MCP tools ``remember``, ``recall``, ``ask`` and ``forget``.
+    """An MCP server exposing ``tools`` as the MCP tools ``remember``, ``recall``, ``ask``, ``forget`` and ``erase``.
 
     Args:
         tools: the memory's tools.
@@ -313,7 +353,8 @@ def create_server(tools: MemoryTools, name: str = "gemrag") -> MCPServer:
         instructions=(
             "A long-term graph memory (gemrag). Use `remember` to store a text, `recall` to retrieve the passages "
             "relevant to a question with scores and sources, `ask` to get an answer grounded in the memory, and "
-            "`forget` to delete a document (with purge: every copy of its text)."
+            "`forget` to delete a document (with purge: every copy of its text), `erase` to erase every copy of what "
+            "was removed earlier."
         ),
         log_level="WARNING",
     )
@@ -359,5 +400,16 @@ def create_server(tools: MemoryTools, name: str = "gemrag") -> MCPServer:
     server.add_tool(remember, title="Remember a text")
     server.add_tool(recall, title="Recall from memory")
     server.add_tool(ask, title="Ask the memory")
+
+    def erase() -> EraseResult:
+        """Erase every copy of text no current document states (what forget, a replaced text or a removal took out
+        of the memory: cached model answers, embeddings, kept versions, bytes left in the files). Safe to repeat;
+        complete is false while another process still reads old bytes (call it again later)."""
+        return _tool_call(tools.erase)
+
+    server.add_tool(remember, title="Remember a text")
+    server.add_tool(recall, title="Recall from memory")
+    server.add_tool(ask, title="Ask the memory")
     server.add_tool(forget, title="Forget a document")
+    server.add_tool(erase, title="Erase removed text")
     return server

@@ -111,6 +111,13 @@ def test_delete_with_purge_and_rebuild_erases_the_text(server: tuple[httpx.Clien
     assert hits and {h["documents"][0]["title"] for h in hits} == {"lighthouse"}
     plain = client.delete("/v1/namespaces/vault/documents/lighthouse").json()
     assert plain["purge"] is None and plain["rebuilt"] == {}
+    assert [p.name for p in (root / "vault").rglob("*") if p.is_file() and b"amos reed" in p.read_bytes().lower()]
+    r = client.post("/v1/namespaces/vault/erase")  # later: what the plain delete removed
+    assert r.status_code == 200, r.text
+    erased = r.json()
+    assert erased["erasure"]["complete"] and erased["fragments"] > 0 and erased["quarantined"] >= erased["fragments"]
+    assert not [p.name for p in (root / "vault").rglob("*") if p.is_file() and b"amos reed" in p.read_bytes().lower()]
+    assert client.post("/v1/namespaces/nowhere/erase").status_code == 404
 
 
 def test_upload_files_then_ask(server: tuple[httpx.Client, Path]) -> None:

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from gemrag.models.base import Usage
 from gemrag.types import Hit
@@ -34,6 +36,28 @@ class Quote:
         return self.start is not None
 
 
+class SentenceCheck(BaseModel):
+    """One sentence of an answer checked against the passages it cites (:mod:`gemrag.answers.verification`).
+
+    Attributes:
+        sentence: the sentence, ``Answer.text[start:end]`` (its ``[n]`` markers included).
+        start, end: its character span ``[start, end)`` in the answer's text.
+        cited: the passages it was checked against (1-based, ascending): those its own markers name; in an answer
+            whose text has no marker, those the answer cites as a whole (the quote reading's quoted passages);
+            empty: uncited.
+        supported: whether the cited passages support it (an uncited sentence in an answer with markers elsewhere
+            is not supported; in an answer citing nothing it was checked against the whole context).
+        method: ``"entailment"`` (the LLM judged it) or ``"overlap"`` (token overlap, no model call).
+    """
+
+    sentence: str
+    start: int
+    end: int
+    cited: list[int]
+    supported: bool
+    method: Literal["entailment", "overlap"]
+
+
 @dataclass
 class Answer:
     """An answer with its evidence.
@@ -41,7 +65,7 @@ class Answer:
     Attributes:
         text: the model's answer (for multiple choice: the chosen option's text). A cited answer keeps its markers
             ``[n]`` naming context passages (:func:`gemrag.prompting.parse_citations`; markers naming no passage
-            are removed).
+            are removed). Under ``[answer] verify = "drop"`` the unsupported sentences are removed from it.
         choice: 0-based index of the chosen option (multiple choice), else None.
         hits: the retrieved context nodes, in the order given to the LLM (passage ``[n]`` is ``hits[n - 1]``).
         retrieval_seconds: time to retrieve the context (seconds, without answer generation).
@@ -56,6 +80,11 @@ class Answer:
         reading: how the context was read, for reports: ``form`` (``"plain"``, ``"quote"``, ``"notes"``),
             ``samples`` and, with several, ``votes`` (the sampled answers); with a shaped context ``words_before``,
             ``words_after`` and ``duplicates`` (node ids dropped). Empty for the plain, unshaped, greedy reading.
+        verification: each sentence of ``text`` checked against the passages it cites, in order
+            (``[answer] verify``, :mod:`gemrag.answers.verification`); empty when verifying is off, for a
+            multiple-choice answer, or for an answer not given through the memory's ``ask``/``answer``.
+        dropped_sentences: under ``verify = "drop"``, the unsupported sentences removed from ``text``, in order.
+        verification_usage: what the checks spent in model calls (also counted in ``usage``).
     """
 
     text: str
@@ -68,6 +97,14 @@ class Answer:
     dropped_citations: int = 0
     quotes: list[Quote] = field(default_factory=list)
     reading: dict[str, Any] = field(default_factory=dict)
+    verification: list[SentenceCheck] = field(default_factory=list)
+    dropped_sentences: list[str] = field(default_factory=list)
+    verification_usage: Usage = field(default_factory=Usage)
+
+    @property
+    def unsupported(self) -> list[SentenceCheck]:
+        """The checked sentences that their citations do not support (under ``"drop"``: none are left)."""
+        return [c for c in self.verification if not c.supported]
 
     @property
     def citations(self) -> list[Hit]:

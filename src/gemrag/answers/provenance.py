@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from gemrag.answers.answer import Answer
+from gemrag.answers.answer import Answer, SentenceCheck
 from gemrag.store.parts import NodeRows
 from gemrag.types import SAME_TEXT, DocumentRef, Hit, Passage, Provenance, provenance_nodes
 
@@ -86,7 +86,11 @@ class DescribedAnswer(BaseModel):
         dropped_citations: markers naming no context passage, removed from the text.
         citations: the cited context nodes, in ``cited`` order, each with its provenance.
         context: every context node the LLM was given, in that order.
-        retrieval_seconds, answer_seconds: wall time of retrieving and of answering (seconds).
+        retrieval_seconds, answer_seconds: wall time of retrieving and of answering (seconds; answering includes
+            the checks of ``verification``).
+        verification: each sentence of ``answer`` checked against the passages it cites (``sentence``, its span
+            ``start``/``end`` in ``answer``, ``cited``, ``supported``, ``method``); empty when not checked.
+        dropped_sentences: under ``[answer] verify = "drop"``, the unsupported sentences removed from ``answer``.
     """
 
     answer: str
@@ -98,6 +102,8 @@ class DescribedAnswer(BaseModel):
     context: list[RetrievedNode]
     retrieval_seconds: float
     answer_seconds: float
+    verification: list[SentenceCheck] = Field(default_factory=list)
+    dropped_sentences: list[str] = Field(default_factory=list)
 
 
 def _nodes(hit: Hit) -> list[int]:
@@ -198,6 +204,8 @@ def describe_answer(store: NodeRows | None, answer: Answer, strategy: str) -> De
         context=context,
         retrieval_seconds=answer.retrieval_seconds,
         answer_seconds=answer.answer_seconds,
+        verification=list(answer.verification),
+        dropped_sentences=list(answer.dropped_sentences),
     )
 
 

@@ -12,7 +12,10 @@ Driver": a character AI recalls what was said long ago through its RAG memory).
    <gemrag.memory.Memory.add_text>`), so an interrupted session loses nothing already said; its text is two
    dialogue lines ``[turn N, YYYY-MM-DD] <speaker>: <text>`` with the UTC date (the form
    :mod:`gemrag.strategies.platform.conversation` parses, so REMem's gist strategy reads chats as dialogue), its source
-   ``chat:<persona>#<N>`` and its title ``chat with <persona>, turn N``;
+   ``chat:<persona>#<N>`` and its title ``chat with <persona>, turn N``; it records the chunks the reply rests on
+   (those of the recalled memories, a derived memory's recorded sources, and those the exchanges shown verbatim
+   rest on): removing any of them (a delete, an edit, ``--sync``) withdraws the exchange from the memory and from
+   every session's window (DESIGN.md "Forgetting": what it rests on, not what it quotes);
 4. **index** (the batching policy): after every ``index_every`` stored exchanges the memory is indexed
    incrementally for the strategy (:meth:`Memory.index <gemrag.memory.Memory.index>`: only the new exchanges
    are chunked and embedded, and an LLM strategy extracts only their chunks; the rest comes from the caches).
@@ -248,8 +251,20 @@ class ChatSession:
         except KeyboardInterrupt:
             self._store(Exchange.write(turn, message, None, at, (self.user, self.persona)))
             raise
-        self._store(Exchange.write(turn, message, reply, at, (self.user, self.persona)))
+        self._store(Exchange.write(turn, message, reply, at, (self.user, self.persona)), self._rests_on())
         return reply
+
+    def _rests_on(self) -> list[int]:
+        """The chunks the last reply rests on (module docstring, step 3): those of the memories recalled (a derived
+        hit's recorded sources) and of the exchanges shown verbatim, with what those rest on in turn."""
+        store = self.memory.store
+        chunks = {h.node_id for h in self.last_hits if h.kind == "chunk"}
+        chunks.update(p.chunk_id for h in self.last_hits if h.provenance for p in h.provenance.passages)
+        shown = [e.doc_id for e in self.window() if e.doc_id]
+        for rested in store.document_inputs(shown).values():
+            chunks.update(rested)
+        chunks.update(c for doc_id in shown for c in store.document_chunk_ids(doc_id))
+        return sorted(chunks)
 
     def recall(self, message: str) -> list[Hit]:
         """Memories for ``message``: at most ``budget`` of the strategy's hits, without the chunks of exchanges
@@ -272,7 +287,10 @@ class ChatSession:
         return [h for h in hits if not (h.kind == "chunk" and h.node_id in shown)][:budget]
 
     def window(self) -> list[Exchange]:
-        """The exchanges shown verbatim: the last ``max(history, unindexed)``."""
+        """The exchanges shown verbatim: the last ``max(history, unindexed)`` of those still in the memory (an
+        exchange a removal withdrew, because its reply rested on a removed chunk, leaves the window at once)."""
+        live = {int(d["id"]) for d in self.memory.store.documents()}
+        self.exchanges = [e for e in self.exchanges if not e.doc_id or e.doc_id in live]
         keep = max(self.history, self.unindexed)
         return self.exchanges[len(self.exchanges) - keep :] if keep else []
 
@@ -284,9 +302,10 @@ class ChatSession:
             completion = llm.complete(messages, max_tokens=self.max_tokens, temperature=self.temperature)
         return _clean(completion.text, self.persona)
 
-    def _store(self, exchange: Exchange) -> None:
+    def _store(self, exchange: Exchange, rests_on: list[int] | None = None) -> None:
         title = f"chat with {self.persona}, turn {exchange.turn}"
-        doc_id, _ = self.memory.add_text(exchange.text, title, exchange_source(self.persona, exchange.turn))
+        source = exchange_source(self.persona, exchange.turn)
+        doc_id, _ = self.memory.add_text(exchange.text, title, source, rests_on=rests_on or ())
         self.exchanges.append(replace(exchange, doc_id=doc_id))
         self.next_turn = exchange.turn + 1
         self.unindexed += 1

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from gemrag.answers.answer import Answer
 from gemrag.answers.answering import LETTERS
@@ -36,7 +37,10 @@ from gemrag.console import cli_errors, err
 from gemrag.errors import GemragError
 from gemrag.progress import rich_progress
 
-__all__ = ["ask_command", "streams"]
+__all__ = ["UNSUPPORTED_MARK", "ask_command", "marked", "streams", "verification_lines"]
+
+#: The mark after an answer sentence its citations do not support (``[answer] verify``).
+UNSUPPORTED_MARK = "⚠"
 
 out = Console()
 
@@ -90,7 +94,10 @@ def ask_command(
     retrieval and any build (--build-missing shows its progress bars on standard error first), so a progress bar
     and the answer never share the screen at once. A streamed answer shows its [n] markers as the model writes
     them, also one naming no context passage; the sources under it count such markers as dropped, as they are
-    under a whole answer (whose text has them removed). A strategy's own settings are `--set` items:
+    under a whole answer (whose text has them removed). Each answer sentence is checked against the passages it
+    cites (`--set answer.verify=flag|drop|off`, default flag): a sentence they do not support is printed in red
+    and marked ⚠ (under a streamed answer, listed after it); with `drop` it is removed and listed as dropped; --json
+    gives the checks as "verification". A strategy's own settings are `--set` items:
     `--set gem.search=rank` gives GEM's literal Algorithm 1."""
     with cli_errors("ask again", also=(ValueError,)), deprecated_sets("gem", {"search": search}) as old_sets:
         cfg = build_config(
@@ -136,12 +143,14 @@ def ask_command(
     if answer is not None:
         if not streamed:
             letter = f"({'ABCDEFGHIJ'[answer.choice]}) " if answer.choice is not None else ""
-            out.print(f"[bold]answer:[/] {escape(letter + answer.text)}")
+            out.print(Text.assemble(("answer: ", "bold"), letter, marked(answer)))
+        for line in verification_lines(answer, listed=streamed):
+            out.print(line)
         sources = cited_sources(answer)
         if sources:
             out.print("[bold]sources:[/]")
-            for line in sources:
-                out.print(f"  {escape(line)}")
+            for source in sources:
+                out.print(f"  {escape(source)}")
     table = Table("rank", "id", "kind", "score", "source", "text", title="context")
     for h in hits:
         text = h.text if show_context else (h.text[:100] + ("…" if len(h.text) > 100 else ""))
@@ -149,6 +158,50 @@ def ask_command(
             str(h.rank + 1), str(h.node_id), h.kind, f"{h.score:.3f}", escape(source_label(h.provenance)), escape(text)
         )
     out.print(table)
+
+
+def marked(answer: Answer) -> Text:
+    """The answer's text with each unsupported sentence (``answer.verification``) in red and followed by
+    :data:`UNSUPPORTED_MARK`, so the mark shows also without colours."""
+    text = Text()
+    pos = 0
+    for check in answer.verification:
+        if check.supported:
+            continue
+        text.append(answer.text[pos : check.end], style=None)
+        text.stylize("red", len(text) - (check.end - check.start), len(text))
+        text.append(f" {UNSUPPORTED_MARK}", style="bold red")
+        pos = check.end
+    text.append(answer.text[pos:])
+    return text
+
+
+def verification_lines(answer: Answer, *, listed: bool) -> list[Text]:
+    """What ``gemrag ask`` prints under the answer about its checked sentences: how many of them their citations do
+    not support (uncited ones counted apart), each of them quoted when ``listed`` (a streamed answer, printed before
+    it was checked), and the sentences ``verify = "drop"`` removed. No line when every sentence is supported or
+    nothing was checked."""
+    lines: list[Text] = []
+    bad = answer.unsupported
+    if bad:
+        uncited = sum(1 for c in bad if not c.cited)
+        note = f" ({uncited} uncited)" if uncited else ""
+        total = len(answer.verification)
+        lines.append(
+            Text.assemble(
+                (f"{UNSUPPORTED_MARK} ", "bold red"),
+                f"{len(bad)} of {total} sentence{'s' if total != 1 else ''} not supported by the passages "
+                f"{'they cite' if len(bad) != 1 else 'it cites'}{note}",
+            )
+        )
+        lines += [Text.assemble(("  - ", "red"), (c.sentence, "red")) for c in bad] if listed else []
+    if answer.dropped_sentences:
+        k = len(answer.dropped_sentences)
+        lines.append(
+            Text(f"{UNSUPPORTED_MARK} {k} unsupported sentence{'s' if k != 1 else ''} dropped:", style="bold red")
+        )
+        lines += [Text.assemble(("  - ", "red"), (s, "red")) for s in answer.dropped_sentences]
+    return lines
 
 
 def streams(flag: bool | None, as_json: bool, terminal: bool) -> bool:

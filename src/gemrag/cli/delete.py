@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from gemrag.cli.erase import INCOMPLETE_EXIT, purge_lines
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,
     ConfigFile,
@@ -28,7 +29,7 @@ from gemrag.store.erase import PurgeReport
 
 out = Console()
 
-__all__ = ["delete_command", "purge_lines"]
+__all__ = ["delete_command"]
 
 
 @model_options()
@@ -43,8 +44,8 @@ def delete_command(
         bool,
         typer.Option(
             "--purge",
-            help="Also erase its text: the LLM and embedding cache entries that held it, its kept versions' text, "
-            "the chat exchanges that quoted it, and the bytes left in the files (VACUUM).",
+            help="Then erase every copy of text no current document states, as `gemrag erase` does: the LLM and "
+            "embedding cache entries that held it, kept versions' text, and the bytes left in the files (VACUUM).",
         ),
     ] = False,
     rebuild: Annotated[
@@ -56,11 +57,13 @@ def delete_command(
 ) -> None:
     """Delete DOCUMENT: its chunks, their utility questions and artefacts, the strategies' nodes made from it only,
     and their edges, in one atomic step (no LLM call); the deletion is recorded in the history (`gemrag info
-    --history`). A document several sources hold (the same text at two paths) loses only the source named and
+    --history`). Every chat exchange whose reply recalled one of its chunks is withdrawn with it. A document
+    several sources hold (the same text at two paths) loses only the source named and
     stays while another source holds it; its id deletes it whole. Strategies become stale; the next `gemrag index`
     recomputes what depended on the document, with LLM calls only for what changed (cached answers stay), or
-    `--rebuild` does it at once (with the models of the configuration and the model flags). `--purge` erases every
-    copy of the text besides and prints what it erased. The memory must exist."""
+    `--rebuild` does it at once (with the models of the configuration and the model flags). `--purge` then runs
+    `gemrag erase` (every copy of the text besides) and prints what it erased; it exits with code 1 while another
+    process still reads old bytes. The memory must exist."""
     with cli_errors():
         cfg = build_config(config, sets=set_, models=models)
         location = memory_target(memory, cfg, existing=True)
@@ -74,16 +77,15 @@ def delete_command(
             f"deleted source {doc['source']} of document {doc['id']} ({doc['title']}); the document stays, held by "
             f"{', '.join(report.kept_by)}: 0 chunks deleted, LLM calls {report.llm_calls}"
         )
-        for line in purge_lines(report.purge) if report.purge is not None else []:
-            out.print(line)
+        _print_purge(report.purge)
         return
     out.print(
         f"deleted document {doc['id']} ({doc['title']}, from {doc['source']}): {report.chunks} chunks, "
         f"{report.derived_nodes} derived nodes, in {report.seconds:.2f} s; LLM calls {report.llm_calls}"
     )
-    if report.purge is not None:
-        for line in purge_lines(report.purge):
-            out.print(line)
+    if report.dependents:
+        titles = ", ".join(str(d["title"]) for d in report.dependents)
+        out.print(f"withdrew {len(report.dependents)} chat exchanges resting on it: {titles}")
     if report.rebuilt:
         spent = ", ".join(f"{name} ({calls} LLM calls)" for name, calls in report.rebuilt.items())
         out.print(f"rebuilt: {spent}")
@@ -93,26 +95,14 @@ def delete_command(
     for name, state in states.items():
         if state.state != "never built":
             out.print(f"  {name}: {state.describe()}")
+    _print_purge(report.purge)
 
 
-def purge_lines(purge: PurgeReport) -> list[str]:
-    """What a purge erased, for people (:class:`~gemrag.store.erase.PurgeReport`): the cache entries, embeddings,
-    version texts, chat exchanges, failures and bytes, one line each; an incomplete erase last, in yellow."""
-    p, e = purge.purged, purge.erasure
-    unverifiable = f" and {p.llm_unverifiable} unverifiable ones (cached before inputs were recorded)"
-    lines = [
-        f"purged {p.llm_entries} LLM cache entries holding the text{unverifiable if p.llm_unverifiable else ''}; "
-        f"{p.llm_kept} kept",
-        f"purged {p.embeddings} embedding cache entries ({p.embeddings_kept} of texts still in the memory kept)",
-        f"cleared {p.versions} kept version texts; deleted {p.failures} failure messages and {p.meta} meta entries",
-    ]
-    if purge.exchanges:
-        titles = ", ".join(str(d["title"]) for d in purge.exchanges)
-        lines.append(f"deleted {len(purge.exchanges)} chat exchanges quoting it: {titles}")
-    lines.append(
-        f"erased: {e.detail}; {e.bytes_before:,} -> {e.bytes_after:,} bytes, {e.files_removed} stale files removed "
-        f"({purge.fragments} text fragments searched for)"
-    )
-    if not e.complete:
-        lines.append("[yellow]the erase is incomplete: see above[/]")
-    return lines
+def _print_purge(purge: PurgeReport | None) -> None:
+    """The erase's lines (:func:`gemrag.cli.erase.purge_lines`); exit code 1 when it is incomplete."""
+    if purge is None:
+        return
+    for line in purge_lines(purge):
+        out.print(line)
+    if not purge.erasure.complete:
+        raise typer.Exit(INCOMPLETE_EXIT)

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from gemrag.cli.erase import INCOMPLETE_EXIT, purge_lines
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,
     ConfigFile,
@@ -100,6 +101,14 @@ def index_command(
     recalibrate: Annotated[
         bool, typer.Option("--recalibrate", help="Measure the model's speed on this machine again for the plan.")
     ] = False,
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge",
+            help="Then erase every copy of text no current document states (what an edit or --sync removed), "
+            "as `gemrag erase` does.",
+        ),
+    ] = False,
 ) -> None:
     """Read documents, chunk them and build the strategy's index: for the default, fused, MiniLM embeddings and a
     BM25 index (no LLM call); for gem, utility questions, embeddings, the graph and the eigentheme summary nodes
@@ -115,7 +124,8 @@ def index_command(
     and completion tokens and minutes on this machine (the model's speed is measured once per machine; an
     endpoint's from its recorded calls). On a terminal it asks before a plan over 10 minutes (--yes does not ask; a
     script is never asked); --plan prints the plan and stops, writing nothing. A strategy's own settings are
-    `--set` items: `--set gem.questions=3 --set gem.eigen=4`."""
+    `--set` items: `--set gem.questions=3 --set gem.eigen=4`. Text an edit or --sync removed leaves retrieval at
+    once; --purge then erases its every copy (`gemrag erase`; exit code 1 while another process reads old bytes)."""
     old = {"questions": questions, "eigen": eigen, "eigen_top": eigen_top}
     with cli_errors(), deprecated_sets("gem", old) as old_sets:
         if not paths and (doc_id is not None or sync or keep_versions):
@@ -150,6 +160,7 @@ def index_command(
                 for note in filter(None, (c.note() for c in added.changes)):
                     err.print(note, markup=False, highlight=False)
             report = mem.index()
+            erased = mem.erase() if purge else None
     u = report.usage
     out.print(
         f"indexed {report.documents} document(s): {report.chunks} chunks ({report.new_chunks} new), "
@@ -158,6 +169,11 @@ def index_command(
         f"{u.completion_tokens} completion, {u.embedding_tokens} embedding tokens, {u.cached} cache hits"
         + (f"; [yellow]{report.failures} recorded failure(s)[/] (see gemrag info)" if report.failures else "")
     )
+    if erased is not None:
+        for line in purge_lines(erased):
+            out.print(line)
+        if not erased.erasure.complete:
+            raise typer.Exit(INCOMPLETE_EXIT)
 
 
 def _interactive() -> bool:

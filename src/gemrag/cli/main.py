@@ -1,7 +1,7 @@
 """The ``gemrag`` application: it creates :data:`app` and registers the commands, one module each.
 
-Commands: ``index``, ``ask``, ``info``, ``demo``, ``eval``, ``config``, ``delete``, ``copy``, ``chat``, ``mcp``,
-``view``, ``serve``, ``doctor`` and the ``pg`` group. ``--set section.key=value`` (any setting, including a
+Commands: ``index``, ``ask``, ``info``, ``demo``, ``eval``, ``config``, ``delete``, ``erase``, ``copy``, ``chat``,
+``mcp``, ``view``, ``serve``, ``doctor`` and the ``pg`` group. ``--set section.key=value`` (any setting, including a
 strategy's own section such as ``raptor.summary_tokens=200`` or ``gem.questions=3``) overrides the model and endpoint
 flags, which override ``GEMRAG_*`` environment variables, which override the config file (see :mod:`gemrag.config`).
 """
@@ -19,6 +19,7 @@ from gemrag.cli.copy import copy_command
 from gemrag.cli.delete import delete_command
 from gemrag.cli.demo import demo_command
 from gemrag.cli.doctor import doctor_command
+from gemrag.cli.erase import erase_command
 from gemrag.cli.eval import eval_command
 from gemrag.cli.index import index_command
 from gemrag.cli.info import info_command
@@ -64,6 +65,7 @@ app.command("demo", short_help="Index the shipped story and answer its questions
 app.command("eval", short_help="Compare strategies side by side on a dataset.")(eval_command)
 app.command("config", short_help="Print the effective settings and where they came from.")(config_command)
 app.command("delete", short_help="Delete a document and everything made from it.")(delete_command)
+app.command("erase", short_help="Erase every byte of text no current document states.")(erase_command)
 app.command("copy", short_help="Copy a memory between SQLite and PostgreSQL.")(copy_command)
 app.command("chat", short_help="Chat with a character that remembers (a memory).")(chat_command)
 app.command("mcp", short_help="Serve a memory to MCP clients on stdin/stdout.")(mcp_command)

@@ -39,7 +39,8 @@ The package, one module per job (each role module takes the memory as a small pr
 * reading: :mod:`~gemrag.memory.retrieval` (the published generation, distinct texts, checked inputs, warm-up),
   :mod:`~gemrag.memory.asking` (retrieve, then answer with the memory's LLM);
 * forgetting: :mod:`~gemrag.memory.deletion` (documents and chunks out of every build, one transaction),
-  :mod:`~gemrag.memory.forgetting` (delete, purge, rebuild);
+  :mod:`~gemrag.memory.forgetting` (delete, purge, rebuild), :mod:`~gemrag.memory.erasing` (erasing what no current
+  document states);
 * reporting: :mod:`~gemrag.memory.stats`.
 """
 

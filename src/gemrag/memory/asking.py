@@ -3,14 +3,16 @@
 The bodies of :meth:`gemrag.memory.Memory.ask`, :meth:`~gemrag.memory.Memory.ask_stream` and
 :meth:`~gemrag.memory.Memory.answer` (the facade keeps their documentation). The answer itself (the prompt, the
 choice among options, citations) is :mod:`gemrag.answers.answering`'s; this module adds what the memory owns: its
-LLM, meter, store and ``[answer]`` settings, the ``query`` usage an answer reports (retrieval and answer together)
-and the ``gemrag.ask`` / ``gemrag.answer`` spans (:mod:`gemrag.tracing`).
+LLM, meter, store and ``[answer]`` settings, the ``query`` usage an answer reports (retrieval and answer together),
+the check of each answer sentence against its citations (``[answer] verify``, :func:`verified`; a streamed answer is
+checked when its stream ends, and its final Answer carries the checks) and the ``gemrag.ask`` / ``gemrag.answer``
+spans (:mod:`gemrag.tracing`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Protocol
 
 from gemrag import tracing
@@ -20,6 +22,7 @@ from gemrag.answers.dates import dated_context
 from gemrag.answers.dates.chunks import DatingStore
 from gemrag.answers.reading import Reading
 from gemrag.answers.shaping import Shaping
+from gemrag.answers.verification import verify_answer
 from gemrag.config import AnswerSettings
 from gemrag.memory.handle import MemoryHandle
 from gemrag.models.base import Usage
@@ -153,6 +156,7 @@ def ask_stream(
         ctx.get_llm, ctx.meter, memory.store, question, hits, choices, seconds, cite=ctx.config.answer.cites(),
         reading=reading_of(ctx.config.answer), embedder=ctx.embedder,
     )  # fmt: skip
+    stream = _verified_stream(memory, question, stream)
 
     def finish(item: str | Answer) -> None:
         if isinstance(item, Answer):
@@ -196,5 +200,42 @@ def answer(
             reading=reading_of(ctx.config.answer),
             embedder=ctx.embedder,
         )
+        answer = verified(memory, question, answer, extractive=short)
         span.set_attributes(tracing.usage_attributes(answer.usage))
         return answer
+
+
+def _verified_stream(
+    memory: MemoryHandle[AskStore], question: str, stream: Iterator[str | Answer]
+) -> Generator[str | Answer, None, None]:
+    """``stream``'s pieces as they come, then its final Answer checked (:func:`verified`); closing this closes
+    ``stream`` (which stops the generation)."""
+    try:
+        for item in stream:
+            yield verified(memory, question, item) if isinstance(item, Answer) else item
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+
+
+def verified(memory: MemoryHandle[AskStore], question: str, answer: Answer, *, extractive: bool = False) -> Answer:
+    """The answer checked sentence by sentence against its citations as ``[answer] verify`` says
+    (:func:`gemrag.answers.verification.verify_answer` with the memory's LLM, meter and store; ``extractive``: a
+    short-form answer, checked by token overlap). The one place asking verifies: :func:`answer` (hence :func:`ask`)
+    and the end of :func:`ask_stream`.
+
+    Raises:
+        GemragError: a fatal backend error during a check.
+    """
+    settings = memory.ctx.config.answer
+    return verify_answer(
+        memory.ctx.get_llm,
+        memory.ctx.meter,
+        memory.store,
+        question,
+        answer,
+        settings.verify,
+        extractive=extractive,
+        overlap_words=settings.verify_overlap_words,
+    )

@@ -16,6 +16,7 @@ from gemrag.ingest.loader import decode_text
 from gemrag.memory import asking, retrieval
 from gemrag.memory.deletion import DeleteReport
 from gemrag.memory.documents import check_compatible
+from gemrag.memory.erasing import erase
 from gemrag.memory.forgetting import forget
 from gemrag.memory.index_plan import IndexPlan, plan_index
 from gemrag.memory.indexing import IndexReport, run_index
@@ -27,6 +28,7 @@ from gemrag.models.cache import CachedEmbedder, CachedLLM
 from gemrag.models.factory import build_embedder, build_llm, check_model_settings
 from gemrag.models.meter import UsageMeter
 from gemrag.store import MemoryStore, open_store
+from gemrag.store.erase import PurgeReport
 from gemrag.store.lock import BuildLockHolder
 from gemrag.strategies import StrategyContext, check_config, get_strategy
 from gemrag.strategies.base import ProgressFactory, Strategy, no_progress
@@ -191,15 +193,27 @@ class Memory:
             return put_sources(self, sources, sync=sync, keep_versions=keep_versions)
 
     def add_text(
-        self, text: str, title: str = "text", source: str = "<text>", *, id: str | None = None
+        self,
+        text: str,
+        title: str = "text",
+        source: str = "<text>",
+        *,
+        id: str | None = None,
+        rests_on: Sequence[int] = (),
     ) -> tuple[int, bool]:
         """Add a document given as a string: anonymous (deduplicated by text), or identified by ``id`` (a new text
         under an existing ``id`` replaces that document). Returns ``(doc_id, created)`` as :meth:`add_document`.
 
+        Args:
+            rests_on: chunk ids an anonymous document was made from (a chat exchange: the chunks its reply
+                recalled); removing any of them withdraws the document too (DESIGN.md "Forgetting").
+
         Raises:
             InputError: the text is empty.
+            MemoryBusyError: another process is building this memory. ReadOnlyMemoryError: opened read-only.
         """
-        return self.add_document(Document(source, title, decode_text(text.encode("utf-8"), source)), key=id)
+        doc = Document(source, title, decode_text(text.encode("utf-8"), source))
+        return self.put([Source(doc, id, tuple(int(i) for i in rests_on))]).results[0]
 
     def add_document(self, doc: Document, *, key: str | None = None) -> tuple[int, bool]:
         """Store a loaded document, identified by ``key`` (None: anonymous, deduplicated by text).
@@ -267,7 +281,8 @@ class Memory:
             document: the document's id, or its source path or title (see ``stats()["documents"]``); an id
                 deletes the document whatever holds it.
             wait: seconds to wait for another builder's lock (default :attr:`build_wait`).
-            purge: also erase its text from the caches, kept versions, chat exchanges quoting it and the files.
+            purge: then erase (:meth:`erase`): every copy of text the memory no longer states goes from the
+                caches, kept versions and files.
             rebuild: rebuild the strategies it changed now (``DeleteReport.rebuilt``) rather than at the next index.
 
         Raises:
@@ -277,6 +292,26 @@ class Memory:
         """
         with self.building(wait), self.meter.phase("index"):
             return forget(self, document, purge=purge, rebuild=rebuild)
+
+    def erase(self, *, wait: float | None = None) -> PurgeReport:
+        """Erase every byte of text no current document states (:mod:`gemrag.memory.erasing`): what deletes, edits
+        and ``--sync`` removed since the last erase, from the LLM and embedding caches, kept versions, failure
+        messages, unpublished array files and the database's free pages, write-ahead log and dead rows. Runs at
+        any time, again after an incomplete or interrupted erase; no LLM call.
+
+        Args:
+            wait: seconds to wait for another builder's lock (default :attr:`build_wait`).
+
+        Returns:
+            What was erased (:class:`~gemrag.store.erase.PurgeReport`); ``erasure.complete`` is False while another
+            process reads old bytes (``erasure.detail`` names the file or tables): erase again once it is done.
+
+        Raises:
+            MemoryBusyError: another process is building this memory.
+            ReadOnlyMemoryError: the memory is open read-only. DatabaseLockedError: the database stayed locked.
+        """
+        with self.building(wait):
+            return erase(self)
 
     def strategy_states(self) -> dict[str, Any]:
         """Each strategy's build state (:class:`~gemrag.store.graph_rows.BuildState`: built / stale / never built),

@@ -70,10 +70,13 @@ _ALWAYS_SHOWN = ("added", "updated", "unchanged")
 
 @dataclass(frozen=True)
 class Source:
-    """A document to put in a memory, and its identity (``key``; None: anonymous, deduplicated by text)."""
+    """A document to put in a memory, and its identity (``key``; None: anonymous, deduplicated by text); ``rests_on``:
+    the chunk ids an anonymous document rests on (a chat exchange: the chunks its reply recalled), withdrawn with
+    any of them (:func:`gemrag.memory.deletion.resting_on`)."""
 
     document: Document
     key: str | None = None
+    rests_on: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,9 @@ def put_sources(
         for target, holders in plan.holders.items():
             store.set_holders(c, made.get(target, target), holders)
         added = [store.add_document(s.document.source, s.document.title, s.document.text) for s in anonymous]
+        for (doc_id, _), s in zip(added, anonymous, strict=True):
+            if s.rests_on:
+                store.set_inputs(c, doc_id, s.rests_on)
         for identified, n in order:
             if identified:
                 report.changes.append(_change(plan, n, made))
@@ -276,7 +282,10 @@ def put_sources(
         insert(c)
 
     if plan.leaving or plan.removed:
-        removal = remove_chunks(memory, gone_chunks, rows)
+        replaced = [*plan.updates, *(int(old["id"]) for old in plan.removed)]
+        left = [store.document_text(doc_id) for doc_id in replaced]  # what no erase may keep once no text states it
+        left += [str(old["title"] or "") for old in plan.removed]
+        removal = remove_chunks(memory, gone_chunks, rows, documents=set(replaced), left=left)
         report.chunks_deleted, report.derived_nodes = removal.chunks, removal.derived_nodes
         report.pruned, report.withdrawn = removal.pruned, removal.withdrawn
     else:

@@ -274,15 +274,27 @@ def create_app(
     ) -> m.DeleteOut:
         """Delete a document (by id, source or title) with its chunks and every derived node resting on them;
         strategies are then stale until the next index job, or rebuilt at once with ``rebuild=true``. With
-        ``purge=true`` its text is erased everywhere else too: the LLM and embedding cache entries that held it, its
-        kept versions' text, the chat exchanges that quoted it, and the bytes left in the database (``purge`` in the
-        answer says what). A source of a document other sources hold too (the same text added under two sources) is
-        deleted alone: the document stays."""
+        ``purge=true`` an erase follows (as ``POST .../erase``): every copy of text no current document states goes,
+        the LLM and embedding cache entries that held it, kept versions' text and the bytes left in the database
+        (``purge`` in the answer says what). The chat exchanges whose replies recalled one of its chunks are withdrawn
+        with it (``dependents``). A source of a document other sources hold too (the same text added under two
+        sources) is deleted alone: the document stays."""
         spaces.require(ns)
         with spaces.writing(ns, wait=WRITE_WAIT) as memory:
             _one_document(memory, ns, document)
             report = memory.delete(document, purge=purge, rebuild=rebuild)
         return m.DeleteOut(**asdict(report))
+
+    @app.post("/v1/namespaces/{ns}/erase", response_model=m.PurgeOut, responses=_errors(404, 409), tags=["documents"])
+    def erase(ns: NS) -> m.PurgeOut:
+        """Erase every byte of text no current document states (``gemrag erase``): what deletes, edits and syncs
+        removed since the last erase, from the LLM and embedding caches, kept versions, failure messages and the
+        database's free pages, log and dead rows. No LLM call; safe to repeat. ``erasure.complete`` false: another
+        process still reads old bytes (``erasure.detail`` says which file or tables); call it again later."""
+        spaces.require(ns)
+        with spaces.writing(ns, wait=WRITE_WAIT) as memory:
+            report = memory.erase()
+        return m.PurgeOut(**asdict(report))
 
     @app.post(
         "/v1/namespaces/{ns}/index",

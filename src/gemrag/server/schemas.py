@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gemrag.answers.answer import SentenceCheck
 from gemrag.answers.provenance import RetrievedNode
 from gemrag.memory.index_plan import IndexPlan
 
@@ -287,7 +288,9 @@ class AnswerOut(BaseModel):
     """The answer (``choice``: 0-based index of the picked option, or None), with the evidence it was given and the
     passages it rests on: ``cited`` (the context numbers ``n`` its ``[n]`` markers name, ascending), ``citations``
     (those context nodes with their provenance) and ``dropped_citations`` (markers naming no context passage,
-    removed from ``text``)."""
+    removed from ``text``); ``verification``: each sentence of ``text`` checked against the passages it cites
+    (``sentence``, its span ``start``/``end`` in ``text``, ``cited``, ``supported``, ``method``: ``"entailment"`` or
+    ``"overlap"``; ``[answer] verify``), and ``dropped_sentences``: the unsupported ones removed under ``"drop"``."""
 
     text: str
     choice: int | None
@@ -298,6 +301,8 @@ class AnswerOut(BaseModel):
     retrieval_seconds: float
     answer_seconds: float
     usage: UsageOut
+    verification: list[SentenceCheck] = Field(default_factory=list)
+    dropped_sentences: list[str] = Field(default_factory=list)
 
 
 class ChatRequest(Strict):
@@ -368,13 +373,18 @@ class ErasureOut(BaseModel):
 
 
 class PurgeOut(BaseModel):
-    """What ``?purge=true`` erased besides the delete (:class:`gemrag.store.erase.PurgeReport`): the text fragments
-    searched for, the chat exchanges quoting the text (deleted with it), the rows purged and the physical erase."""
+    """What an erase erased (``POST .../erase``, or ``?purge=true`` after a delete; :class:`gemrag.store.erase.
+    PurgeReport`): the marks of removed text erased (of those the removals had quarantined), the chat exchanges the
+    delete withdrew (they rested on its chunks), the rows purged, the physical erase (``erasure.complete`` false:
+    another process still reads old bytes, ``erasure.detail`` names the file or tables: erase again) and the
+    seconds it took."""
 
     fragments: int
     exchanges: list[DocumentInfo]
     purged: PurgedOut
     erasure: ErasureOut
+    quarantined: int = 0
+    seconds: float = 0.0
 
 
 class DeleteOut(BaseModel):
@@ -391,6 +401,7 @@ class DeleteOut(BaseModel):
     kept_by: list[str] = Field(default_factory=list)
     purge: PurgeOut | None = None
     rebuilt: dict[str, int] = Field(default_factory=dict)
+    dependents: list[DocumentInfo] = Field(default_factory=list)
 
 
 class NamespaceList(BaseModel):

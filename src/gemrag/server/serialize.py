@@ -42,6 +42,8 @@ def answer_out(answer: Answer, strategy: str) -> m.AnswerOut:
         retrieval_seconds=answer.retrieval_seconds,
         answer_seconds=answer.answer_seconds,
         usage=m.UsageOut(**asdict(answer.usage)),
+        verification=list(answer.verification),
+        dropped_sentences=list(answer.dropped_sentences),
     )
 
 

@@ -4,10 +4,12 @@ recorded failures, and purging removed text from them (:class:`Caches`; implemen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from gemrag.store.db_roles import Connection
 
 if TYPE_CHECKING:
     from gemrag.store.erase import Purged
@@ -91,31 +93,40 @@ class Caches(Protocol):
         """Recorded failures, oldest first: dicts with ``at`` (UNIX seconds), ``phase``, ``node_id`` and ``message``."""
         ...
 
+    def forget_marks(self, c: Connection, marks: Iterable[int]) -> None:
+        """Quarantine ``marks`` (signed 64-bit hashes of texts a removal took out,
+        :func:`gemrag.store.erase.marks_of`) inside the removal's transaction ``c``, for the next erase to find what
+        held them (hashes only, never text)."""
+        ...
+
+    def forgotten_marks(self) -> set[int]:
+        """The quarantined marks (:meth:`forget_marks`) no erase has handled yet."""
+        ...
+
     def purge_caches(
         self,
-        tainted: Callable[[str], bool] | None,
+        removed: Collection[int],
         *,
+        handled: Collection[int],
         input_key: str,
         keep_embeddings: Collection[str] | None,
-        documents: Sequence[int] = (),
-        sources: Sequence[str] = (),
     ) -> Purged:
-        """Remove the cached, kept and logged copies of removed text, in one transaction
-        (:mod:`gemrag.store.erase`).
+        """Erase the cached, kept and logged copies of removed text (:mod:`gemrag.store.erase`): cache entries not yet
+        marked are marked first; then, in one transaction, the LLM entries holding a mark of ``removed``, every
+        embedding not kept, every kept version text, the failures and ``meta`` entries holding a removed mark, and the
+        quarantined marks ``handled`` are deleted.
 
         Args:
-            tainted: ``text -> True`` when it holds removed text; None: nothing was removed from the memory (only the
-                versions of ``documents`` / ``sources`` are cleared; the caches and logs are left alone).
+            removed: the marks of removed text the memory no longer states (signed 64-bit ints).
+            handled: the quarantined marks this erase read (deleted from the quarantine).
             input_key: the key of a cached LLM response holding the request's messages
                 (:data:`gemrag.models.cache.INPUT_KEY`); an entry without it is removed as unverifiable.
             keep_embeddings: the embedding-cache keys to keep (every other entry is removed); None: keep all.
-            documents: document ids whose every kept version text is cleared.
-            sources: source identities whose every kept version text is cleared.
 
         Returns:
             The counts (:class:`gemrag.store.erase.Purged`).
 
         Raises:
-            ReadOnlyMemoryError: the store is read-only.
+            ReadOnlyMemoryError: the store is read-only. DatabaseLockedError: the database stayed locked.
         """
         ...

@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from gemrag.errors import DatabaseLockedError
-from gemrag.store.erase import BATCH, Purged, strings_of
+from gemrag.store.erase import BATCH, ENTRY_MARK, Purged, marks_of, response_marks
+from gemrag.store.parts import Connection
 from gemrag.store.sql_part import SqlPart
 
 
@@ -61,11 +62,13 @@ class CacheRows(SqlPart):
         return json.loads(rows[0][0]) if rows else None
 
     def put_llm(self, key: str, model: str, response: dict[str, Any]) -> None:
-        """Cache an LLM response (skipped when read-only). ``writes`` counts the backend calls that stored the key.
+        """Cache an LLM response (skipped when read-only), with its marks (``llm_marks``, :mod:`gemrag.store.erase`:
+        what lets an erase find it by the text it holds). ``writes`` counts the backend calls that stored the key.
 
         Raises:
             DatabaseLockedError: the database stayed locked (the answer must be cached before it is used).
         """
+        marks = [(m, key) for m in (ENTRY_MARK, *response_marks(response))]
 
         def write() -> None:
             with self._db.transaction() as c:
@@ -75,6 +78,7 @@ class CacheRows(SqlPart):
                     " writes = llm_cache.writes + 1",
                     (key, model, json.dumps(response), time.time()),
                 )
+                c.executemany("INSERT OR IGNORE INTO llm_marks(mark, key) VALUES (?,?)", marks)
 
         self._best_effort(write)
 
@@ -177,79 +181,103 @@ class CacheRows(SqlPart):
         rows = self._query("SELECT at, phase, node_id, message FROM failures ORDER BY id")
         return [dict(zip(("at", "phase", "node_id", "message"), r, strict=True)) for r in rows]
 
-    # -- purging removed text (gemrag.store.erase) -------------------------------------------------
+    # -- erasing removed text (gemrag.store.erase) -------------------------------------------------
+    def forget_marks(self, c: Connection, marks: Iterable[int]) -> None:
+        """Quarantine ``marks`` (of texts a removal took out, :func:`gemrag.store.erase.marks_of`) inside the
+        removal's transaction ``c``, for the next erase to find what held them (``forgotten``: hashes, never text)."""
+        now = time.time()
+        c.executemany("INSERT OR IGNORE INTO forgotten(mark, at) VALUES (?,?)", [(int(m), now) for m in marks])
+
+    def forgotten_marks(self) -> set[int]:
+        """The quarantined marks (:meth:`forget_marks`) no erase has handled yet."""
+        return {int(r[0]) for r in self._query("SELECT mark FROM forgotten")}
+
     def purge_caches(
         self,
-        tainted: Callable[[str], bool] | None,
+        removed: Collection[int],
         *,
+        handled: Collection[int],
         input_key: str,
         keep_embeddings: Collection[str] | None,
-        documents: Sequence[int] = (),
-        sources: Sequence[str] = (),
     ) -> Purged:
-        """Remove the cached, kept and logged copies of removed text, in one transaction (module docstring).
+        """Erase the cached, kept and logged copies of removed text (module docstring of :mod:`gemrag.store.erase`):
+        cache entries not yet marked are marked (or, with no recorded input, deleted) first, in batches; then, in one
+        transaction, the LLM entries holding a mark of ``removed`` are looked up and deleted, with every embedding
+        not kept, every kept version text, the failures and ``meta`` entries holding a removed mark, and the
+        quarantined marks ``handled``.
 
         Args:
-            tainted: ``text -> True`` when it holds removed text; None: nothing was removed from the memory (only
-                the versions of ``documents`` / ``sources`` are cleared; the caches and logs are left alone).
+            removed: the marks of removed text the memory no longer states (signed 64-bit ints).
+            handled: the quarantined marks this erase read (deleted from the quarantine).
             input_key: the key of a cached LLM response holding the request's messages
                 (:data:`gemrag.models.cache.INPUT_KEY`); an entry without it is removed as unverifiable.
             keep_embeddings: the embedding-cache keys to keep (every other entry is removed); None: keep all.
-            documents: document ids whose every kept version text is cleared.
-            sources: source identities (``source_key``) whose every kept version text is cleared.
 
         Returns:
             The counts (:class:`Purged`).
 
         Raises:
-            ReadOnlyMemoryError: the store is read-only.
+            ReadOnlyMemoryError: the store is read-only. DatabaseLockedError: the database stayed locked.
         """
-        out = Purged()
-        llm: list[str] = []
-        if tainted is not None:
-            for key, response in self._rows("llm_cache", "key", "response"):
-                try:
-                    data = json.loads(response)
-                except ValueError:
-                    data = None
-                if not isinstance(data, dict) or input_key not in data:
-                    out.llm_unverifiable += 1
-                    llm.append(key)
-                elif tainted("\n".join(strings_of(data))):
-                    out.llm_entries += 1
-                    llm.append(key)
-                else:
-                    out.llm_kept += 1
+        out = Purged(llm_unverifiable=self._mark_entries(input_key))
+        gone = sorted({int(m) for m in removed} - {ENTRY_MARK})
+        llm: set[str] = set()
+        for start in range(0, len(gone), BATCH):
+            part = gone[start : start + BATCH]
+            rows = self._query(f"SELECT DISTINCT key FROM llm_marks WHERE mark IN ({','.join('?' * len(part))})", part)
+            llm.update(str(r[0]) for r in rows)
+        out.llm_entries = len(llm)
+        out.llm_kept = self.llm_cache_counts()[0] - len(llm)
         embeddings: list[str] = []
         if keep_embeddings is not None:
             keys = [str(r[0]) for r in self._query("SELECT key FROM embeddings")]
             embeddings = [k for k in keys if k not in keep_embeddings]
             out.embeddings, out.embeddings_kept = len(embeddings), len(keys) - len(embeddings)
-        named_docs, named_sources = {int(i) for i in documents}, set(sources)
-        versions = [
-            int(i)
-            for i, doc_id, key, text in self._rows("document_versions", "id", "doc_id", "source_key", "text")
-            if text is not None
-            and (int(doc_id) in named_docs or key in named_sources or (tainted is not None and tainted(str(text))))
-        ]
-        failures = [] if tainted is None else [i for i, m in self._rows("failures", "id", "message") if tainted(m)]
-        meta = [] if tainted is None else [k for k, v in self._query("SELECT key, value FROM meta") if tainted(v)]
+        bad = set(gone)
+        failures = [i for i, m in self._rows("failures", "id", "message") if bad & marks_of(str(m), every=True)]
+        meta = [k for k, v in self._query("SELECT key, value FROM meta") if bad & marks_of(str(v), every=True)]
         meta = [k for k in meta if k != "schema_version"]
-        out.versions, out.failures, out.meta = len(versions), len(failures), len(meta)
+        out.failures, out.meta = len(failures), len(meta)
+        out.versions = int(self._query("SELECT COUNT(*) FROM document_versions WHERE text IS NOT NULL")[0][0])
         with self._db.transaction() as c:
             for table, column, ids in (
-                ("llm_cache", "key", llm),
+                ("llm_cache", "key", sorted(llm)),
+                ("llm_marks", "key", sorted(llm)),
                 ("embeddings", "key", embeddings),
                 ("failures", "id", failures),
                 ("meta", "key", meta),
+                ("forgotten", "mark", sorted({int(m) for m in handled})),
             ):
-                for start in range(0, len(ids), BATCH):
-                    part = ids[start : start + BATCH]
-                    c.execute(f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(part))})", part)
-            for start in range(0, len(versions), BATCH):
-                part = versions[start : start + BATCH]
-                c.execute(f"UPDATE document_versions SET text = NULL WHERE id IN ({','.join('?' * len(part))})", part)
+                _delete(c, table, column, ids)
+            c.execute("UPDATE document_versions SET text = NULL WHERE text IS NOT NULL")
         return out
+
+    def _mark_entries(self, input_key: str) -> int:
+        """Mark the LLM cache entries without marks (cached before marks existed, or copied in), :data:`BATCH` a
+        transaction; delete those with no recorded input (they cannot be checked). Returns how many were deleted."""
+        deleted = 0
+        while True:
+            rows = self._query(
+                "SELECT c.key, c.response FROM llm_cache c"
+                f" WHERE NOT EXISTS (SELECT 1 FROM llm_marks m WHERE m.key = c.key) LIMIT {BATCH}"
+            )
+            if not rows:
+                return deleted
+            unverifiable: list[str] = []
+            marks: list[tuple[int, str]] = []
+            for key, response in rows:
+                try:
+                    data = json.loads(response)
+                except ValueError:
+                    data = None
+                if not isinstance(data, dict) or input_key not in data:
+                    unverifiable.append(str(key))
+                else:
+                    marks += [(m, str(key)) for m in (ENTRY_MARK, *response_marks(data))]
+            with self._db.transaction() as c:
+                _delete(c, "llm_cache", "key", unverifiable)
+                c.executemany("INSERT OR IGNORE INTO llm_marks(mark, key) VALUES (?,?)", marks)
+            deleted += len(unverifiable)
 
     def _rows(self, table: str, key: str, *columns: str) -> Iterator[tuple[Any, ...]]:
         """Every row of ``table`` as ``(key, *columns)``, read in batches of :data:`BATCH` in ``key`` order (a
@@ -264,3 +292,10 @@ class CacheRows(SqlPart):
             if len(rows) < BATCH:
                 return
             after = rows[-1][0]
+
+
+def _delete(c: Connection, table: str, column: str, ids: Sequence[Any]) -> None:
+    """Delete the rows of ``table`` whose ``column`` is one of ``ids``, :data:`BATCH` a statement."""
+    for start in range(0, len(ids), BATCH):
+        part = list(ids[start : start + BATCH])
+        c.execute(f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(part))})", part)

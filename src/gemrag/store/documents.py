@@ -19,7 +19,7 @@ who holds what and rewrites a document's holders with :meth:`DocumentRows.releas
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gemrag.store.migrate_v6 import relocate_chunk_spans
@@ -33,10 +33,11 @@ DOCUMENT_KEYS = ("id", "source", "title", "n_chars", "chunked", "key", "version"
 _HISTORY_COLUMNS = "doc_id, source_key, source, title, version, sha256, n_chars, added_at, ended_at, reason, text"
 _HISTORY_KEYS = ("id", "key", "source", "title", "version", "sha256", "n_chars", "added_at", "ended_at", "reason")
 
-REASONS = ("replaced", "removed", "deleted", "moved")
+REASONS = ("replaced", "removed", "deleted", "moved", "withdrawn")
 """Why a version left the memory (or left one of its sources): its source's text changed, its file was gone at
-``index --sync``, it was deleted (``gemrag delete``), or its file was gone at ``index --sync`` while a new file with
-the same text took its place (the document stays, under its new source)."""
+``index --sync``, it was deleted (``gemrag delete``), its file was gone at ``index --sync`` while a new file with
+the same text took its place (the document stays, under its new source), or it rested on a chunk that was removed
+(a chat exchange whose reply recalled it, :func:`gemrag.memory.deletion.resting_on`)."""
 
 HOLDER_KEYS = ("key", "doc_id", "source", "title", "added_at", "primary")
 """The keys of a holder dict (:meth:`DocumentRows.holders`): a source holding a document, and whether it is
@@ -170,6 +171,38 @@ class DocumentRows(SqlPart):
         )
         c.execute("UPDATE documents SET chunked = 1 WHERE id = ?", (doc_id,))
         relocate_chunk_spans(c, [doc_id])
+
+    def set_inputs(self, c: Connection, doc_id: int, chunk_ids: Iterable[int]) -> None:
+        """Inside the caller's transaction: record the chunks document ``doc_id`` rests on (a chat exchange: the
+        chunks its reply recalled), so that removing one of them withdraws the document (``document_inputs``)."""
+        rows = [(int(doc_id), int(i)) for i in sorted(set(chunk_ids))]
+        c.executemany("INSERT OR IGNORE INTO document_inputs(doc_id, chunk_id) VALUES (?,?)", rows)
+
+    def document_inputs(self, doc_ids: Sequence[int]) -> dict[int, list[int]]:
+        """The chunks each of ``doc_ids`` rests on (:meth:`set_inputs`): doc id -> chunk ids (absent: none)."""
+        out: dict[int, list[int]] = {}
+        for start in range(0, len(doc_ids), 500):
+            part = [int(i) for i in doc_ids[start : start + 500]]
+            rows = self._query(
+                f"SELECT doc_id, chunk_id FROM document_inputs WHERE doc_id IN ({','.join('?' * len(part))})"
+                " ORDER BY doc_id, chunk_id",
+                part,
+            )
+            for doc_id, chunk_id in rows:
+                out.setdefault(int(doc_id), []).append(int(chunk_id))
+        return out
+
+    def documents_resting_on(self, chunk_ids: Sequence[int]) -> list[int]:
+        """The documents that rest on one of ``chunk_ids`` (:meth:`set_inputs`), by id."""
+        found: set[int] = set()
+        ids = sorted({int(i) for i in chunk_ids})
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            found.update(
+                int(r[0]) for r in self._query(f"SELECT doc_id FROM document_inputs WHERE chunk_id IN ({marks})", part)
+            )
+        return sorted(found)
 
     def record_version(self, c: Connection, doc: dict[str, Any], reason: str, *, keep_text: bool = False) -> None:
         """Inside the caller's transaction, before the document's rows are deleted: record the version ``doc`` (a

@@ -223,16 +223,23 @@ class BuildMembers:
         """``parts.caches``: :meth:`~gemrag.store.cache_roles.Caches.failures`."""
         return self.parts.caches.failures()
 
+    def forget_marks(self, c: Connection, marks: Iterable[int]) -> None:
+        """``parts.caches``: :meth:`~gemrag.store.cache_roles.Caches.forget_marks`."""
+        self.parts.caches.forget_marks(c, marks)
+
+    def forgotten_marks(self) -> set[int]:
+        """``parts.caches``: :meth:`~gemrag.store.cache_roles.Caches.forgotten_marks`."""
+        return self.parts.caches.forgotten_marks()
+
     def purge_caches(
         self,
-        tainted: Callable[[str], bool] | None,
+        removed: Collection[int],
         *,
+        handled: Collection[int],
         input_key: str,
         keep_embeddings: Collection[str] | None,
-        documents: Sequence[int] = (),
-        sources: Sequence[str] = (),
     ) -> Purged:
         """``parts.caches``: :meth:`~gemrag.store.cache_roles.Caches.purge_caches`."""
         return self.parts.caches.purge_caches(
-            tainted, input_key=input_key, keep_embeddings=keep_embeddings, documents=documents, sources=sources
+            removed, handled=handled, input_key=input_key, keep_embeddings=keep_embeddings
         )

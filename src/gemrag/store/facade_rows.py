@@ -233,6 +233,18 @@ class RowMembers:
         """``parts.documents``: :meth:`~gemrag.store.row_roles.Documents.place_chunks`."""
         self.parts.documents.place_chunks(c, doc_id, keep, new)
 
+    def set_inputs(self, c: Connection, doc_id: int, chunk_ids: Iterable[int]) -> None:
+        """``parts.documents``: :meth:`~gemrag.store.row_roles.Documents.set_inputs`."""
+        self.parts.documents.set_inputs(c, doc_id, chunk_ids)
+
+    def document_inputs(self, doc_ids: Sequence[int]) -> dict[int, list[int]]:
+        """``parts.documents``: :meth:`~gemrag.store.row_roles.Documents.document_inputs`."""
+        return self.parts.documents.document_inputs(doc_ids)
+
+    def documents_resting_on(self, chunk_ids: Sequence[int]) -> list[int]:
+        """``parts.documents``: :meth:`~gemrag.store.row_roles.Documents.documents_resting_on`."""
+        return self.parts.documents.documents_resting_on(chunk_ids)
+
     def record_version(self, c: Connection, doc: dict[str, Any], reason: str, *, keep_text: bool = False) -> None:
         """``parts.documents``: :meth:`~gemrag.store.row_roles.Documents.record_version`."""
         self.parts.documents.record_version(c, doc, reason, keep_text=keep_text)

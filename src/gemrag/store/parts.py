@@ -86,7 +86,7 @@ __all__ = [
 
 @runtime_checkable
 class Erasing(Caches, Database, Protocol):
-    """The store roles of a purge (:mod:`gemrag.store.erase`): the caches part's :meth:`purge_caches` and the
+    """The store roles of an erase (:mod:`gemrag.store.erase`): the caches part's :meth:`purge_caches` and the
     database part's :meth:`secure_deletes` and :meth:`erase_physically`; both backends have them."""
 
 

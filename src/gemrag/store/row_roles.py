@@ -396,6 +396,20 @@ class Documents(Protocol):
         others), and every chunk of the document gets its character span in the new text."""
         ...
 
+    def set_inputs(self, c: Connection, doc_id: int, chunk_ids: Iterable[int]) -> None:
+        """Inside ``c``: record the chunk node ids document ``doc_id`` rests on (a chat exchange: the chunks its reply
+        recalled), so that removing one of them withdraws the document (see :meth:`documents_resting_on`)."""
+        ...
+
+    def document_inputs(self, doc_ids: Sequence[int]) -> dict[int, list[int]]:
+        """The chunks each of ``doc_ids`` rests on (:meth:`set_inputs`): doc id -> sorted chunk node ids (absent when
+        none)."""
+        ...
+
+    def documents_resting_on(self, chunk_ids: Sequence[int]) -> list[int]:
+        """The ids (sorted) of the documents that rest on one of the chunk nodes ``chunk_ids`` (:meth:`set_inputs`)."""
+        ...
+
     def record_version(self, c: Connection, doc: dict[str, Any], reason: str, *, keep_text: bool = False) -> None:
         """Inside ``c``, before the document's rows are deleted: record the version ``doc`` (a document dict) in the
         version history, with its text when ``keep_text``.

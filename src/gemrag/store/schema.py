@@ -34,13 +34,18 @@ table under ``schema_version``; :mod:`gemrag.store.sqlite.migrations` and
 6. chunk spans: ``nodes.span_start`` / ``nodes.span_end``, a chunk's character span ``[start, end)`` in its
    document's current text (NULL for derived nodes, and for a chunk the upgrade could not find in its text), the
    position a hit's provenance gives (:mod:`gemrag.store.migrate_v6`).
+7. forgetting at the cost of the change (:mod:`gemrag.store.erase`): ``llm_marks`` (the content marks of every LLM
+   cache entry's input and output, looked up by mark), ``forgotten`` (the marks of the text removals left for
+   ``gemrag erase``: hashes, never text) and ``document_inputs`` (the chunks a derived document, a chat exchange,
+   rests on: withdrawn with them). Existing memories gain the empty tables; the cache entries they hold are marked
+   by the first erase.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 REBUILD_META = "schema1_not_adopted"
 """``meta`` key: the strategies whose schema-1 arrays an upgrade did not adopt (they must be built again)."""
@@ -92,6 +97,7 @@ TABLES: tuple[Table, ...] = (
         generated_id=True,
     ),
     Table("questions", ("id", "node_id", "ord", "text"), ("id",), generated_id=True),
+    Table("document_inputs", ("doc_id", "chunk_id"), ("doc_id", "chunk_id")),
     Table("node_sources", ("node_id", "chunk_id"), ("node_id", "chunk_id")),
     Table(
         "edges",
@@ -102,6 +108,8 @@ TABLES: tuple[Table, ...] = (
     Table("build_chunks", ("strategy", "chunk_id"), ("strategy", "chunk_id")),
     Table("embeddings", ("key", "model", "dim", "vector"), ("key",)),
     Table("llm_cache", ("key", "model", "response", "created", "writes"), ("key",)),
+    Table("llm_marks", ("mark", "key"), ("mark", "key")),
+    Table("forgotten", ("mark", "at"), ("mark",)),
     Table(
         "usage",
         ("id", "at", "phase", "kind", "model", "prompt_tokens", "completion_tokens", "embedding_tokens", "seconds")

@@ -1,11 +1,11 @@
 """The physical erase of a PostgreSQL memory (the backend's part of :class:`gemrag.store.parts.Erasing`).
 
 A deleted or updated row stays in its table's pages as a dead row version until a vacuum; a plain ``VACUUM`` only
-marks the space reusable, so its bytes stay on disk. A purge runs ``VACUUM (FULL)`` on every table of the memory's
+marks the space reusable, so its bytes stay on disk. An erase runs ``VACUUM (FULL)`` on every table of the memory's
 schema that can hold text (all but ``usage``): each is rewritten into new files holding the live rows alone, with
 its indexes and TOAST table, and the old files are removed. ``VACUUM`` cannot run inside a transaction, so it runs
 on one of the pool's autocommit connections; it takes an exclusive lock on each table in turn, waiting at most the
-store's lock timeout for readers (a table still locked then is reported and left for the next purge). The
+store's lock timeout for readers (a table still locked then is reported and left for the next erase). The
 artefacts a build unpacked into this process's scratch directory (bm25s' index) are removed for every generation
 no longer published. PostgreSQL's own write-ahead log and backups are the server's, outside a memory's reach.
 """
@@ -23,7 +23,7 @@ from gemrag.store.erase import Erasure
 from gemrag.store.postgres.connect import require_psycopg
 
 SKIPPED = frozenset({"usage"})
-"""Tables a purge does not rewrite: they hold no text (token counts and times)."""
+"""Tables an erase does not rewrite: they hold no text (token counts and times)."""
 
 
 class PgEraseMixin:
@@ -83,7 +83,9 @@ class PgEraseMixin:
         vacuumed = len([t for t in tables if t not in SKIPPED]) - len(locked)
         detail = f"VACUUM (FULL) of {vacuumed} tables"
         if locked:
-            detail += f"; {', '.join(locked)} stayed locked by other sessions: run the purge again"
+            detail += (
+                f"; {', '.join(locked)} of schema {self.schema} stayed locked by other sessions: run the erase again"
+            )
         return Erasure(not locked, before, after, removed, detail)
 
     def _schema_bytes(self, conn: Any) -> int:

@@ -112,6 +112,17 @@ PG_UPGRADES: dict[int, list[str | Callable[[Any], None]]] = {
     ],
     # schema 6 (:mod:`gemrag.store.migrate_v6`): every chunk's character span in its document's text
     6: [pg_upgrade_5_to_6],
+    # schema 7 (:mod:`gemrag.store.erase`): forgetting at the cost of the change: the marks of every LLM cache
+    # entry, the marks of removed text waiting for an erase, the chunks a derived document rests on
+    7: [
+        """CREATE TABLE IF NOT EXISTS document_inputs (
+    doc_id BIGINT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, chunk_id BIGINT NOT NULL,
+    PRIMARY KEY (doc_id, chunk_id))""",
+        "CREATE INDEX IF NOT EXISTS document_inputs_chunk ON document_inputs(chunk_id)",
+        "CREATE TABLE IF NOT EXISTS llm_marks (mark BIGINT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (mark, key))",
+        "CREATE INDEX IF NOT EXISTS llm_marks_key ON llm_marks(key)",
+        "CREATE TABLE IF NOT EXISTS forgotten (mark BIGINT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)",
+    ],
 }
 """``{new version: steps}``: the steps from :data:`PG_FIRST_VERSION` up to :data:`SCHEMA_VERSION` (a new memory is
 created at :data:`PG_FIRST_VERSION` and runs them too, so every memory takes the same path). A step is an SQL

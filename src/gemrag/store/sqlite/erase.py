@@ -3,11 +3,12 @@
 SQLite keeps deleted rows' bytes in three places until they are overwritten: the free space of the pages that held
 them, the free pages of the file, and the write-ahead log (``memory.sqlite-wal``), whose frames hold earlier copies
 of every page written since the last checkpoint (and, being reused rather than shrunk, older frames behind them).
-A purge therefore deletes with ``PRAGMA secure_delete = ON`` (freed cells and pages are overwritten with zeros),
+An erase therefore deletes with ``PRAGMA secure_delete = ON`` (freed cells and pages are overwritten with zeros),
 then runs ``VACUUM`` (the database is rebuilt into fresh pages and shrunk) and ``PRAGMA wal_checkpoint(TRUNCATE)``
 (every page copied into the database, the log cut to zero bytes). The checkpoint waits (up to the busy timeout) for
-other connections reading an older snapshot; if they keep reading, the log keeps its frames and the erase reports
-itself incomplete. The ``-shm`` file holds only the log's index (page numbers), never row data.
+other connections reading an older snapshot; if they keep reading, the log keeps its frames (and the database file
+the old pages they read) and the erase reports itself incomplete, naming the file; run again, it completes. The
+``-shm`` file holds only the log's index (page numbers), never row data.
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ class SqliteEraseMixin:
         detail = "VACUUM; write-ahead log checkpointed and truncated"
         if busy:
             detail = (
-                "VACUUM; the write-ahead log could not be truncated while another process read the memory: it keeps "
-                "removed text until a purge runs while no one reads it"
+                f"VACUUM; another process is reading {self.path}: the old pages in it and in its write-ahead log "
+                f"{self.path}-wal keep removed text until an erase runs while no one reads the memory (run it again)"
             )
         return Erasure(not busy, before, self._database_bytes(), 0, detail)
 

@@ -4,7 +4,20 @@ version history is in :mod:`gemrag.store.schema`; :mod:`gemrag.store.sqlite.migr
 
 from __future__ import annotations
 
-SCHEMA = """
+SCHEMA_7 = """
+CREATE TABLE IF NOT EXISTS document_inputs (
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE, chunk_id INTEGER NOT NULL,
+    PRIMARY KEY (doc_id, chunk_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS document_inputs_chunk ON document_inputs(chunk_id);
+CREATE TABLE IF NOT EXISTS llm_marks (mark INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (mark, key)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS llm_marks_key ON llm_marks(key);
+CREATE TABLE IF NOT EXISTS forgotten (mark INTEGER PRIMARY KEY, at REAL NOT NULL);
+"""
+"""The tables schema 7 added (:mod:`gemrag.store.schema`): a new memory creates them with :data:`SCHEMA`, an older one
+gains them empty."""
+
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
     id INTEGER PRIMARY KEY, source TEXT NOT NULL, sha256 TEXT NOT NULL, title TEXT NOT NULL,
@@ -65,3 +78,5 @@ CREATE TABLE IF NOT EXISTS builds (
     arrays TEXT NOT NULL, paths TEXT NOT NULL DEFAULT '[]', meta TEXT NOT NULL DEFAULT '{}',
     params TEXT NOT NULL DEFAULT '{}', models TEXT NOT NULL DEFAULT '{}');
 """
+    + SCHEMA_7
+)

@@ -1,0 +1,180 @@
+"""What an erase costs against the size of the LLM cache: the marks lookup of ``gemrag erase`` against the scan of
+every entry that purging did before (reading and searching each cached prompt and answer).
+
+For each size N a fresh SQLite memory gets N cache entries shaped like a build's (a one-shot instruction, a passage of
+60 words drawn from a 5,000-word vocabulary, a JSON answer), each stored with its real marks
+(:func:`gemrag.store.erase.response_marks`, as :meth:`~gemrag.store.caches.CacheRows.put_llm` does). Passages
+repeat every ``N / 4`` entries, so one passage is held by 4 entries (a chunk's extraction, questions, summary and an
+answer). Then one passage is removed (its marks quarantined, as a removal does) and timed:
+
+* ``erase`` - :meth:`~gemrag.store.caches.CacheRows.purge_caches`: the quarantined marks looked up in ``llm_marks``,
+  the entries holding one deleted (with the check that every entry is marked, an index-only anti-join);
+* ``scan`` - what the purge did before marks: every entry read, decoded and searched for the removed sentences
+  (normalised substring search, :mod:`gemrag.store.erase`'s old way), nothing deleted;
+* ``vacuum`` - the physical erase that follows either (``VACUUM`` and the write-ahead log truncated): it rewrites the
+  whole file, so it grows with the database, not with the change.
+
+Run::
+
+    python benchmarks/erase_cost.py --sizes 10000,100000            # figures on stdout
+    python benchmarks/erase_cost.py --sizes 10000,100000,1000000 --out erase_cost.json
+
+Prints one line per size and the load average of the machine at the end (the figures are wall times on a shared
+machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from gemrag.store import open_store
+from gemrag.store.erase import ENTRY_MARK, marks_of, response_marks
+
+INSTRUCTION = (
+    "You write utility questions. Write 3 different questions that this passage answers. Answer as JSON with the key "
+    "questions."
+)
+PASSAGE_WORDS = 60
+VOCABULARY = 5000
+HOLDERS = 4
+"""Cache entries holding each passage."""
+BATCH = 5000
+
+
+def _passages(n: int, rng: random.Random) -> list[str]:
+    words = [f"w{i:04d}{chr(97 + i % 26)}" for i in range(VOCABULARY)]
+    out = []
+    for _ in range(n):
+        chosen = rng.choices(words, k=PASSAGE_WORDS)
+        sentences = [" ".join(chosen[i : i + 12]).capitalize() + "." for i in range(0, PASSAGE_WORDS, 12)]
+        out.append(" ".join(sentences))
+    return out
+
+
+def _entry(passage: str) -> dict[str, Any]:
+    answer = {"questions": [f"What about {' '.join(passage.split()[k : k + 6])}?" for k in (0, 12, 24)]}
+    return {
+        "text": json.dumps(answer),
+        "parsed": answer,
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "seconds": 1.0,
+        "input": [
+            {"role": "system", "content": INSTRUCTION},
+            {"role": "user", "content": f'Passage:\n"""\n{passage}\n"""'},
+        ],
+    }
+
+
+def fill(store: Any, n: int, passages: list[str]) -> tuple[float, int]:
+    """Store ``n`` entries with their marks (each passage's response marked once: its ``HOLDERS`` entries differ by
+    key only, as one chunk's calls of several passes would by their instructions); (seconds, mark rows)."""
+    start, marks = time.perf_counter(), 0
+    memo: dict[int, tuple[str, set[int]]] = {}
+    for first in range(0, n, BATCH):
+        rows, mark_rows = [], []
+        for i in range(first, min(n, first + BATCH)):
+            j = i % len(passages)
+            if j not in memo:
+                response = _entry(passages[j])
+                memo[j] = (json.dumps(response), response_marks(response))
+            text, entry_marks = memo[j]
+            key = f"{i:064x}"
+            rows.append((key, "bench", text, time.time()))
+            mark_rows += [(m, key) for m in (ENTRY_MARK, *entry_marks)]
+        with store.transaction() as c:
+            c.executemany("INSERT INTO llm_cache(key, model, response, created) VALUES (?,?,?,?)", rows)
+            c.executemany("INSERT OR IGNORE INTO llm_marks(mark, key) VALUES (?,?)", mark_rows)
+        marks += len(mark_rows)
+    return time.perf_counter() - start, marks
+
+
+def scan(store: Any, removed: str) -> tuple[float, int]:
+    """The old purge's search: every entry read, decoded and searched for the removed text's sentences."""
+    fragments = [" ".join(s.casefold().split()) for s in removed.split(". ") if len(s) >= 12]
+    start, found, after = time.perf_counter(), 0, ""
+    while True:
+        rows = store.database._query(
+            "SELECT key, response FROM llm_cache WHERE key > ? ORDER BY key LIMIT 500", (after,)
+        )
+        for _, response in rows:
+            data = json.loads(response)
+            text = " ".join(json.dumps(data, ensure_ascii=False).casefold().split())
+            found += any(f in text for f in fragments)
+        if len(rows) < 500:
+            return time.perf_counter() - start, found
+        after = rows[-1][0]
+
+
+def measure(n: int, root: Path, seed: int = 0) -> dict[str, Any]:
+    """Fill, remove one passage, time the erase, the old scan and the vacuum, for ``n`` entries."""
+    rng = random.Random(seed)
+    passages = _passages(max(1, n // HOLDERS), rng)
+    directory = root / f"m{n}"
+    store = open_store(directory)
+    try:
+        filled, mark_rows = fill(store, n, passages)
+        removed = passages[len(passages) // 2]
+        quarantined = marks_of(removed, every=True)
+        with store.transaction() as c:
+            store.forget_marks(c, quarantined)
+        scanned, scan_found = scan(store, removed)
+        start = time.perf_counter()
+        with store.secure_deletes():
+            purged = store.purge_caches(quarantined, handled=quarantined, input_key="input", keep_embeddings=None)
+        erased = time.perf_counter() - start
+        size = sum(p.stat().st_size for p in directory.iterdir() if p.name.startswith("memory.sqlite"))
+        start = time.perf_counter()
+        erasure = store.erase_physically()
+        vacuumed = time.perf_counter() - start
+    finally:
+        store.close()
+        shutil.rmtree(directory, ignore_errors=True)
+    return {
+        "entries": n,
+        "mark_rows": mark_rows,
+        "database_mb": round(size / 1e6, 1),
+        "fill_s": round(filled, 2),
+        "erase_s": round(erased, 4),
+        "erased_entries": purged.llm_entries,
+        "scan_s": round(scanned, 3),
+        "scan_found": scan_found,
+        "vacuum_s": round(vacuumed, 2),
+        "vacuum_complete": erasure.complete,
+    }
+
+
+def main() -> None:
+    """Parse the arguments, measure each size, print and optionally write the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000", help="comma-separated cache sizes (entries)")
+    parser.add_argument("--workdir", type=Path, help="where the memories are made (default: a temporary directory)")
+    parser.add_argument("--out", type=Path, help="also write the figures as JSON")
+    args = parser.parse_args()
+    root = args.workdir or Path(tempfile.mkdtemp(prefix="gemrag-erase-cost-"))
+    results = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        r = measure(n, root)
+        results.append(r)
+        print(
+            f"{r['entries']:>9,} entries ({r['mark_rows']:,} marks, {r['database_mb']} MB): erase {r['erase_s']} s "
+            f"({r['erased_entries']} entries erased), old scan {r['scan_s']} s ({r['scan_found']} found), "
+            f"vacuum {r['vacuum_s']} s; fill {r['fill_s']} s",
+            flush=True,
+        )
+    load = os.getloadavg()
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
+    if args.out:
+        args.out.write_text(json.dumps({"results": results, "loadavg": load}, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,345 @@
+"""Verified citations: each sentence of an answer checked against the passages it cites.
+
+The check follows the citation recall of ALCE (Gao et al., EMNLP 2023, "Enabling Large Language Models to Generate
+Text with Citations", section 2.3 "Citation quality"): a statement is supported when the concatenation of the passages
+it cites entails it, judged by a natural-language-inference model (ALCE's TRUE, a T5-11B NLI model). Here the judge is
+the memory's own LLM, asked one yes/no question per sentence with a JSON schema (:func:`entailment_prompt`, structured
+output through :func:`gemrag.models.structured.complete_structured_iter`, cached and metered like every call); a short
+or extractive sentence is checked without a model call, by how many of its own words the cited passages contain
+(:func:`overlap_support`), as extractive answers are scored by token overlap (SQuAD's token recall).
+
+Rules (the product's, documented in docs/verification.md):
+
+* Sentences are split at ``.``, ``!``, ``?`` followed by white space (citation markers right after the full stop
+  belong to the sentence before) and at line breaks (:func:`answer_sentences`).
+* A sentence is checked against the passages its own ``[n]`` markers name. A sentence without a marker in an answer
+  whose other sentences have markers is *uncited*: unsupported without a check, as in ALCE (a statement without
+  citations has citation recall 0). When no sentence has a marker, every sentence is checked against the passages
+  the answer cites as a whole (its ``cited``: the quote reading's quoted passages, :mod:`gemrag.answers.reading`),
+  which become its ``cited``; and when the answer cites nothing at all (citing off, an agent's answer, a model that
+  wrote no marker), against the whole context, its ``cited`` left empty.
+* A sentence of at most ``overlap_words`` words (markers removed), or any sentence of an extractive (short-form)
+  answer, is checked by overlap; the others by entailment.
+* A multiple-choice answer (its text is the chosen option) is not checked.
+* A verdict the model could not give as valid JSON after its retries counts as unsupported and is recorded as a
+  ``query/verify`` failure (``gemrag info``).
+
+``verify = "drop"`` removes the unsupported sentences from the answer's text, and with them the citations only they
+made (:func:`drop_unsupported`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from gemrag.answers.answer import Answer, SentenceCheck
+from gemrag.errors import GemragError
+from gemrag.models.base import LLM, Message, Usage
+from gemrag.models.meter import UsageMeter
+from gemrag.models.structured import complete_structured_iter
+from gemrag.prompting import parse_citations, strip_citations
+from gemrag.store.parts import Caches
+
+__all__ = [
+    "OVERLAP_MIN",
+    "OVERLAP_WORDS",
+    "Sentence",
+    "VerifyMode",
+    "answer_sentences",
+    "check_sentences",
+    "drop_unsupported",
+    "entailment_prompt",
+    "overlap_support",
+    "verify_answer",
+]
+
+VerifyMode = Literal["flag", "drop", "off"]
+"""``[answer] verify``: flag unsupported sentences, drop them from the text, or check nothing."""
+
+#: A sentence of at most this many words (citation markers removed) is checked by overlap (``[answer]
+#: verify_overlap_words``' default): the short-answer length of :data:`gemrag.answers.answering.SHORT_WORDS`.
+OVERLAP_WORDS = 6
+#: Share of a sentence's own content words the cited passages must contain for the overlap check to pass.
+OVERLAP_MIN = 2 / 3
+#: Completion limit of one entailment verdict (tokens): ``{"supported": false}`` is about 6.
+VERDICT_MAX_TOKENS = 16
+
+# A sentence ends at . ! ? (closing quotes or brackets allowed), followed by any citation markers, before white space
+# or the end; or at a line break.
+_END = re.compile(r"[.!?][\"'\u201d\u2019)]*(?:\s*\[[^\[\]\n]{1,40}\])*(?=\s|$)|\n")
+# A full stop that ends an abbreviation or an initial (no citation marker after it)
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mr|Mrs|Ms|Prof|St|No|Fig)|(?<![\w.])[A-Z])\.$")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+_STOP_WORDS = (
+    "a an the and or but if then than of in on at to for from by with without about into over under as is are was "
+    "were be been being am do does did done have has had having it its it's this that these those there here he she "
+    "they them his her their him we us our you your i me my mine not no yes so such can could would should will "
+    "shall may might must also which who whom whose what when where why how all any some each both either neither "
+    "very just only more most other another same own up down out off again further once"
+)
+_STOP = frozenset(_STOP_WORDS.split())
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of an answer: ``text`` is ``answer[start:end]`` (markers included), ``cited`` the passage numbers
+    its own markers name (1-based, ascending; empty: uncited)."""
+
+    text: str
+    start: int
+    end: int
+    cited: list[int]
+
+
+def answer_sentences(text: str, n_passages: int) -> list[Sentence]:
+    """The sentences of an answer with the passages each cites (:func:`gemrag.prompting.parse_citations` on each).
+
+    Args:
+        text: the answer's text (with its ``[n]`` markers).
+        n_passages: how many context passages the answer was given (markers outside ``1..n_passages`` name none).
+
+    Returns:
+        The sentences in order, white space trimmed, empty ones (only markers or punctuation) left out.
+    """
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for m in _END.finditer(text):
+        if m.group(0).endswith(".") and _ABBREVIATION.search(text, 0, m.end()):
+            continue  # "e.g." or "Dr." or an initial ends no sentence
+        spans.append((pos, m.start() if m.group(0) == "\n" else m.end()))
+        pos = m.end()
+    spans.append((pos, len(text)))
+    out = []
+    for s, e in spans:
+        piece = text[s:e]
+        if not strip_citations(piece).strip(" \t\n.,;:!?\"'*-"):
+            continue
+        s += len(piece) - len(piece.lstrip())
+        e -= len(piece) - len(piece.rstrip())
+        out.append(Sentence(text[s:e], s, e, parse_citations(text[s:e], n_passages).cited))
+    return out
+
+
+def _words(text: str) -> list[str]:
+    """Lower-cased words without a plural ``s`` (``patients`` -> ``patient``), stop words removed."""
+    words = (w.lower() for w in _WORD.findall(text))
+    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w not in _STOP]
+
+
+def overlap_support(sentence: str, premise: str, question: str = "") -> float:
+    """Share of the sentence's own content words that the premise contains (a token recall, no model call).
+
+    The sentence's own words are its content words (stop words removed, plurals folded) that the question does not
+    already contain, so that restating the question earns nothing; when every word is in the question, all its
+    content words count.
+
+    Args:
+        sentence: the answer sentence (markers are removed here).
+        premise: the cited passages' text.
+        question: the question answered (may be empty).
+
+    Returns:
+        A share in [0, 1]; 0.0 for a sentence without content words.
+    """
+    words = set(_words(strip_citations(sentence)))
+    own = words - set(_words(question)) or words
+    if not own:
+        return 0.0
+    return len(own & set(_words(premise))) / len(own)
+
+
+class Entailment(BaseModel):
+    """The entailment verdict: whether the passages support the sentence."""
+
+    supported: bool
+
+
+ENTAILMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"supported": {"type": "boolean"}},
+    "required": ["supported"],
+}
+"""The JSON schema of a verdict (constrained decoding where the backend supports it)."""
+
+
+def entailment_prompt(question: str, sentence: str, passages: Sequence[str]) -> list[Message]:
+    """The entailment check of one answer sentence against the passages it cites (ALCE's citation recall, asked of
+    an LLM): the passages, the question (so that a sentence such as "He did." can be read), the sentence without its
+    markers, and a yes/no question answered as ``{"supported": true|false}``.
+
+    Args:
+        question: the question the answer replies to.
+        sentence: the sentence (markers are removed here).
+        passages: the cited passages' texts, in citation order (the whole context for an answer citing nothing).
+    """
+    system = (
+        "You check whether a sentence of an answer is supported by the passages it cites. It is supported (true) "
+        "only if the passages state everything the sentence says, or it follows directly from them. If any part of "
+        "the sentence is missing from the passages or contradicts them, it is not supported (false). Reply with "
+        "JSON only."
+    )
+    text = "\n\n".join(passages)
+    user = (
+        f"Passages:\n{text}\n\nQuestion: {question}\nAnswer sentence: {strip_citations(sentence)}\n\n"
+        'Do the passages support everything the answer sentence says? JSON: {"supported": true} or '
+        '{"supported": false}'
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def check_sentences(
+    llm: Callable[[], LLM],
+    question: str,
+    sentences: Sequence[Sentence],
+    passages: Sequence[str],
+    *,
+    whole_context: bool = False,
+    extractive: bool = False,
+    overlap_words: int = OVERLAP_WORDS,
+    on_failure: Callable[[str], None] | None = None,
+) -> list[SentenceCheck]:
+    """Check each sentence against the passages it cites (rules: the module docstring).
+
+    Args:
+        llm: returns the judging LLM (called only when a sentence needs an entailment check; all of them go to it as
+            one batch, :func:`gemrag.models.structured.complete_structured_iter`).
+        question: the question answered.
+        sentences: the answer's sentences (:func:`answer_sentences`).
+        passages: the context passages' texts; passage ``[n]`` is ``passages[n - 1]``.
+        whole_context: the answer cites nothing: check every sentence against all ``passages``.
+        extractive: an extractive (short-form) answer: every sentence is checked by overlap.
+        overlap_words: sentences of at most this many words (markers removed) are checked by overlap (0: none).
+        on_failure: called with a message for each verdict that stayed invalid after its retries.
+
+    Returns:
+        One :class:`~gemrag.answers.answer.SentenceCheck` per sentence, in order.
+
+    Raises:
+        GemragError: a fatal backend error (the model process died).
+    """
+    checks: list[SentenceCheck] = []
+    pending: list[tuple[int, list[Message]]] = []
+    for i, s in enumerate(sentences):
+        numbers = list(range(1, len(passages) + 1)) if whole_context else s.cited
+        words = len(strip_citations(s.text).split())
+        method: Literal["entailment", "overlap"] = "overlap" if extractive or words <= overlap_words else "entailment"
+        check = SentenceCheck(
+            sentence=s.text, start=s.start, end=s.end, cited=list(s.cited), supported=False, method=method
+        )
+        premise = [passages[n - 1] for n in numbers]
+        if premise and method == "overlap":
+            check.supported = overlap_support(s.text, "\n".join(premise), question) >= OVERLAP_MIN
+        elif premise:
+            pending.append((i, entailment_prompt(question, s.text, premise)))
+        checks.append(check)
+    if pending:
+        results = complete_structured_iter(
+            llm(), [p for _, p in pending], Entailment, schema=ENTAILMENT_SCHEMA, max_tokens=VERDICT_MAX_TOKENS
+        )
+        for j, result in results:
+            i = pending[j][0]
+            if isinstance(result, GemragError):
+                if on_failure is not None:
+                    on_failure(f"{question[:60]} / {sentences[i].text[:80]}: {result}")
+                continue
+            checks[i].supported = result.supported
+    return checks
+
+
+def drop_unsupported(answer: Answer) -> Answer:
+    """The answer without its unsupported sentences (``verify = "drop"``).
+
+    The text loses each unsupported sentence (with the white space before it, or after it when it comes first), its
+    ``cited`` becomes the passages the remaining markers name, ``verification`` holds the kept sentences with their
+    spans in the new text, and ``dropped_sentences`` the removed ones, in order. ``dropped_citations`` (markers that
+    named no passage) is unchanged.
+    """
+    kept: list[SentenceCheck] = []
+    dropped: list[str] = []
+    out = ""
+    pos = 0
+    gap: str | None = None  # the white space before the run of dropped sentences ending here
+    for check in answer.verification:
+        before = answer.text[pos : check.start]
+        pos = check.end
+        if not check.supported:
+            dropped.append(check.sentence)
+            gap = before if gap is None else gap
+            continue
+        out += (gap if gap is not None else before) if out else ""
+        gap = None
+        kept.append(check.model_copy(update={"start": len(out), "end": len(out) + len(check.sentence)}))
+        out += check.sentence
+    if not dropped:
+        return answer
+    text = (out + answer.text[pos:]).strip() if kept else ""
+    cited = parse_citations(text, len(answer.hits)).cited
+    return replace(answer, text=text, cited=cited, verification=kept, dropped_sentences=dropped)
+
+
+def verify_answer(
+    llm: Callable[[], LLM],
+    meter: UsageMeter,
+    store: Caches,
+    question: str,
+    answer: Answer,
+    mode: VerifyMode = "flag",
+    *,
+    extractive: bool = False,
+    overlap_words: int = OVERLAP_WORDS,
+) -> Answer:
+    """The answer with each sentence checked against its citations (``verification``), and under ``"drop"`` without
+    the unsupported ones (:func:`drop_unsupported`); unchanged under ``"off"`` or for a multiple-choice answer.
+
+    The checks' model calls run in the meter's ``query`` phase; what they spent is the answer's
+    ``verification_usage`` and is added to its ``usage``, their wall time to its ``answer_seconds``.
+
+    Args:
+        llm: returns the memory's (cached, metered) LLM; called only when a sentence needs an entailment check.
+        meter: the usage meter.
+        store: records a ``query/verify`` failure for a verdict that stayed invalid.
+        question: the question answered.
+        answer: the answer (its ``text``, ``hits`` and ``cited``).
+        mode: ``"flag"``, ``"drop"`` or ``"off"``.
+        extractive, overlap_words: as :func:`check_sentences`.
+
+    Raises:
+        ValueError: an unknown ``mode``.
+        GemragError: a fatal backend error.
+    """
+    if mode not in ("flag", "drop", "off"):
+        raise ValueError(f"verify must be 'flag', 'drop' or 'off' (got {mode!r})")
+    if mode == "off" or answer.choice is not None or not answer.text.strip():
+        return answer
+    before = meter.totals.get("query", Usage())
+    t0 = time.perf_counter()
+    sentences = answer_sentences(answer.text, len(answer.hits))
+    unmarked = not any(s.cited for s in sentences)
+    if unmarked and answer.cited:  # citations made outside the text (the quote reading's quoted passages)
+        sentences = [replace(s, cited=list(answer.cited)) for s in sentences]
+    with meter.phase("query"):
+        checks = check_sentences(
+            llm,
+            question,
+            sentences,
+            [h.text for h in answer.hits],
+            whole_context=unmarked and not answer.cited,
+            extractive=extractive,
+            overlap_words=overlap_words,
+            on_failure=lambda message: store.record_failure("query/verify", None, message),
+        )
+    spent = meter.totals.get("query", Usage()) - before
+    checked = replace(
+        answer,
+        verification=checks,
+        verification_usage=spent,
+        usage=answer.usage + spent,
+        answer_seconds=answer.answer_seconds + time.perf_counter() - t0,
+    )
+    return drop_unsupported(checked) if mode == "drop" else checked

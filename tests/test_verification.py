@@ -1,0 +1,296 @@
+"""Verified citations: each answer sentence checked against the passages it cites (entailment by the LLM, token
+overlap for short sentences), flagged or dropped by ``[answer] verify``, on every surface (``Memory.ask``, the
+stream's final Answer, ``--json``/MCP's description, the server's payload, the CLI's mark). Unit tests with the test
+doubles of tests/fakes.py (the fake judges a sentence supported iff the cited passages hold its long words)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from fakes import HashEmbedder, ScriptedLLM
+from gemrag import Memory
+from gemrag.answers.answer import Answer, SentenceCheck
+from gemrag.answers.provenance import describe_answer
+from gemrag.answers.verification import (
+    answer_sentences,
+    drop_unsupported,
+    entailment_prompt,
+    overlap_support,
+    verify_answer,
+)
+from gemrag.cli.ask import UNSUPPORTED_MARK, marked, verification_lines
+from gemrag.config import AnswerSettings, Config, load_config
+from gemrag.models.base import Completion, Message, Usage
+from gemrag.models.cache import CachedLLM
+from gemrag.models.meter import UsageMeter
+from gemrag.types import Hit
+from test_memory import DOC_A
+
+HITS = [
+    Hit(11, "chunk", 0.9, "The keeper Ansel Brandt lit the lamp every evening at dusk.", 0),
+    Hit(12, "chunk", 0.5, "The supply boat came from Port Hollow once a month with oil and bread.", 1),
+]
+SUPPORTED = "Ansel Brandt lit the lamp every evening [1]."
+UNSUPPORTED = "The supply boat brought golden crowns every week [2]."
+
+
+class _Store:
+    """The LLM cache (a dict) and the failures of a memory's store."""
+
+    def __init__(self) -> None:
+        self.failures: list[tuple[str, str]] = []
+        self.cache: dict[str, dict[str, Any]] = {}
+
+    def record_failure(self, phase: str, node_id: int | None, message: str) -> None:
+        self.failures.append((phase, message))
+
+    def get_llm(self, key: str) -> dict[str, Any] | None:
+        return self.cache.get(key)
+
+    def put_llm(self, key: str, model: str, response: dict[str, Any]) -> None:
+        self.cache[key] = response
+
+
+def _answer(text: str, cited: list[int], hits: list[Hit] = HITS) -> Answer:
+    return Answer(text, None, list(hits), 0.0, 0.0, Usage(prompt_tokens=100, completion_tokens=20, calls=1), cited)
+
+
+def _verify(answer: Answer, mode: str = "flag", llm: Any = None, **kw: Any) -> tuple[Answer, Any, _Store]:
+    llm = llm or ScriptedLLM()
+    store, meter = _Store(), UsageMeter()
+    cached = CachedLLM(llm, store, meter)  # as the memory's LLM: cached and metered
+    out = verify_answer(lambda: cached, meter, store, "Who lit the lamp?", answer, mode, **kw)  # type: ignore[arg-type]
+    return out, llm, store
+
+
+def test_sentences_are_split_with_their_own_markers() -> None:
+    text = "Ansel lit it [1]. The boat came. [2] Then:\n- oil [1, 2]\n- bread [9]\n[2]."
+    found = answer_sentences(text, 2)
+    assert [s.text for s in found] == [
+        "Ansel lit it [1].",
+        "The boat came. [2]",
+        "Then:",
+        "- oil [1, 2]",
+        "- bread [9]",
+    ]
+    assert [s.cited for s in found] == [[1], [2], [], [1, 2], []]  # [9] names no passage; a lone marker is no sentence
+    assert all(text[s.start : s.end] == s.text for s in found)
+    assert answer_sentences("3.5 kg of oil, e.g. in cans [1].", 1)[0].text == "3.5 kg of oil, e.g. in cans [1]."
+    assert answer_sentences("", 2) == [] and answer_sentences("[1].", 2) == []
+
+
+def test_overlap_counts_the_sentences_own_words() -> None:
+    passage = "The keeper Ansel Brandt lit the lamps every evening."
+    assert overlap_support("Ansel Brandt [1].", passage, "Who lit the lamp?") == 1.0
+    assert overlap_support("Vale [1].", passage, "Who lit the lamp?") == 0.0
+    # the question's words earn nothing: only "vale" is the sentence's own, and the passage lacks it
+    assert overlap_support("Vale lit the lamp.", passage, "Who lit the lamp?") == 0.0
+    assert overlap_support("The lamp.", passage, "Who lit the lamp?") == 1.0  # all words in the question: all count
+    assert overlap_support("The.", passage) == 0.0
+
+
+def test_the_entailment_prompt_shows_only_the_cited_passages_and_the_sentence_without_markers() -> None:
+    messages = entailment_prompt("Who?", "Ansel lit it [1].", ["passage one"])
+    user = messages[1]["content"]
+    assert "passage one" in user and "Answer sentence: Ansel lit it.\n" in user and "[1]" not in user
+    assert '{"supported": true}' in user
+
+
+def test_an_unsupported_sentence_is_flagged_and_its_check_counted_in_the_usage() -> None:
+    answer = _answer(f"{SUPPORTED} {UNSUPPORTED}", [1, 2])
+    out, llm, _ = _verify(answer)
+    assert out.text == answer.text and out.cited == [1, 2]  # flag changes nothing but the checks
+    assert [(c.supported, c.method, c.cited) for c in out.verification] == [
+        (True, "entailment", [1]),
+        (False, "entailment", [2]),
+    ]
+    assert [c.sentence for c in out.unsupported] == [UNSUPPORTED]
+    first, second = out.verification
+    assert (first.start, first.end, second.start) == (0, len(SUPPORTED), len(SUPPORTED) + 1)
+    assert llm.calls == 2 and out.verification_usage.calls == 2
+    assert out.usage.calls == 3 and out.usage.prompt_tokens == 100 + out.verification_usage.prompt_tokens > 100
+    # the check of sentence 2 saw passage [2] only
+    assert "Port Hollow" in llm.prompts[1] and "Ansel" not in llm.prompts[1].split("Question:")[0]
+
+
+def test_drop_removes_the_sentence_and_the_citation_only_it_made() -> None:
+    out, _, _ = _verify(_answer(f"{SUPPORTED} {UNSUPPORTED}", [1, 2]), "drop")
+    assert out.text == SUPPORTED and out.cited == [1] and out.citations == [HITS[0]]
+    assert out.dropped_sentences == [UNSUPPORTED]
+    assert [(c.start, c.end, c.supported) for c in out.verification] == [(0, len(SUPPORTED), True)]
+    first, _, _ = _verify(_answer(f"{UNSUPPORTED}\n{SUPPORTED}", [1, 2]), "drop")  # the first one dropped
+    assert first.text == SUPPORTED and first.verification[0].start == 0
+    both, _, _ = _verify(_answer(UNSUPPORTED, [2]), "drop")
+    assert both.text == "" and both.cited == [] and both.verification == []
+
+
+def test_a_supported_answer_is_kept_whole_under_drop() -> None:
+    answer = _answer(f"{SUPPORTED}\n\nAnsel [1].", [1])
+    out, _, _ = _verify(answer, "drop")
+    assert out.text == answer.text and out.cited == [1] and out.dropped_sentences == []
+    assert [(c.supported, c.method) for c in out.verification] == [(True, "entailment"), (True, "overlap")]
+
+
+def test_short_sentences_and_extractive_answers_are_checked_without_a_model_call() -> None:
+    out, llm, _ = _verify(_answer("Ansel Brandt [1]. Vale [1].", [1]))
+    assert [(c.supported, c.method) for c in out.verification] == [(True, "overlap"), (False, "overlap")]
+    assert llm.calls == 0 and out.verification_usage == Usage()
+    long, llm, _ = _verify(_answer(SUPPORTED, [1]), extractive=True)
+    assert long.verification[0].method == "overlap" and long.verification[0].supported and llm.calls == 0
+    every, llm, _ = _verify(_answer("Ansel Brandt [1].", [1]), overlap_words=0)
+    assert every.verification[0].method == "entailment" and llm.calls == 1
+
+
+def test_an_uncited_sentence_counts_as_unsupported_unless_the_answer_cites_nothing() -> None:
+    text = "Ansel Brandt lit the lamp every evening. The boat came from Port Hollow once a month [2]."
+    out, llm, _ = _verify(_answer(text, [2]))
+    assert [(c.cited, c.supported) for c in out.verification] == [([], False), ([2], True)]
+    assert llm.calls == 1  # the uncited sentence needs no check
+    # an answer citing nothing (citing off, an agent's answer) is checked against the whole context
+    whole, llm, _ = _verify(_answer(text.replace(" [2]", ""), []))
+    assert [(c.cited, c.supported) for c in whole.verification] == [([], True), ([], True)] and llm.calls == 2
+    assert "Port Hollow" in llm.prompts[0] and "Ansel" in llm.prompts[0]
+    # no marker in the text, but citations made outside it (the quote reading's quoted passages): checked against those
+    quoted, llm, _ = _verify(_answer("The boat came from Port Hollow once a month with oil.", [2]))
+    assert [(c.cited, c.supported) for c in quoted.verification] == [([2], True)] and "Ansel" not in llm.prompts[0]
+    nothing, _, _ = _verify(_answer("Ansel Brandt lit the lamp every evening.", [], hits=[]))
+    assert [c.supported for c in nothing.verification] == [False]  # no context: nothing supports it
+
+
+def test_off_and_multiple_choice_check_nothing() -> None:
+    answer = _answer(f"{SUPPORTED} {UNSUPPORTED}", [1, 2])
+    off, llm, _ = _verify(answer, "off")
+    assert off is answer and off.verification == [] and llm.calls == 0
+    choice = Answer("Ansel Brandt", 0, list(HITS), 0.0, 0.0, cited=[1])
+    assert _verify(choice)[0].verification == []
+    with pytest.raises(ValueError, match="verify must be"):
+        _verify(answer, "strict")
+
+
+class _NoJson(ScriptedLLM):
+    def complete(self, messages: Any, **kw: Any) -> Completion:
+        self.calls += 1
+        return Completion("yes, I think so", None, Usage(prompt_tokens=5, completion_tokens=4, calls=1))
+
+
+def test_a_verdict_that_stays_invalid_is_unsupported_and_recorded() -> None:
+    out, llm, store = _verify(_answer(SUPPORTED, [1]), llm=_NoJson())
+    assert [c.supported for c in out.verification] == [False] and llm.calls == 3  # three attempts
+    assert [phase for phase, _ in store.failures] == ["query/verify"]
+
+
+def test_drop_unsupported_of_an_unchecked_answer_is_the_answer() -> None:
+    answer = _answer(SUPPORTED, [1])
+    assert drop_unsupported(answer) is answer
+
+
+class _Replies(ScriptedLLM):
+    """Answers the answer prompt with ``reply``; everything else (the citation checks) as ScriptedLLM."""
+
+    def __init__(self, reply: str) -> None:
+        super().__init__()
+        self.reply = reply
+
+    def complete(self, messages: list[Message], **kw: Any) -> Completion:  # type: ignore[override]
+        if "Answer briefly" in messages[-1]["content"]:
+            self.calls += 1
+            return Completion(self.reply, None, Usage(prompt_tokens=50, completion_tokens=20, calls=1))
+        return super().complete(messages, **kw)
+
+
+REPLY = (
+    "Amos Reed lived on Gull Island and lit the great lamp every evening [1]. "
+    "The harbour master gave Amos a golden crown for his singing [1]."
+)
+
+
+def _memory(tmp_path: Path, verify: str) -> Memory:
+    # one chunk: the context is DOC_A as passage [1]
+    config = load_config(None, {"strategy": "dense", "memory": {"chunk_tokens": 400}, "answer": {"verify": verify}})
+    mem = Memory.open(tmp_path / "m", config, llm=_Replies(REPLY), embedder=HashEmbedder())
+    if not mem.store.nodes("chunk"):
+        mem.add_text(DOC_A, "lighthouse", source="lighthouse.txt")
+        mem.index("dense")
+    return mem
+
+
+def test_memory_ask_and_its_stream_carry_the_checks(tmp_path: Path, config: Config) -> None:
+    assert AnswerSettings().verify == "flag"  # the default
+    with _memory(tmp_path, "flag") as mem:
+        answer = mem.ask("Who lived on Gull Island?")
+        assert answer.text == REPLY and [c.supported for c in answer.verification] == [True, False]
+        assert answer.verification_usage.calls == 2 and answer.usage.calls == 4  # embedding, answer, 2 checks
+        *pieces, final = list(mem.ask_stream("Who kept the lamp on Gull Island?"))
+        assert "".join(pieces) == REPLY and isinstance(final, Answer)
+        assert [c.supported for c in final.verification] == [True, False] and final.usage.calls == 4
+        described = describe_answer(None, answer, "dense").model_dump(mode="json")
+        assert described["verification"][1] == {
+            "sentence": REPLY.split(". ")[1],
+            "start": REPLY.index("The harbour"),
+            "end": len(REPLY),
+            "cited": [1],
+            "supported": False,
+            "method": "entailment",
+        }
+    with _memory(tmp_path, "drop") as mem:
+        dropped = mem.ask("Who lived on Gull Island?")  # the answer is cached; the checks too
+        assert dropped.text == REPLY.split(" The harbour")[0] and dropped.cited == [1]
+        assert dropped.dropped_sentences == [REPLY.split(". ")[1]] and dropped.usage.calls == 0
+    with _memory(tmp_path, "off") as mem:
+        assert mem.ask("Who lived on Gull Island?").verification == []
+
+
+def test_the_server_payload_and_the_mcp_result_carry_the_checks(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from gemrag.mcp_server import AskResult, MemoryTools
+    from gemrag.server.serialize import answer_out
+
+    with _memory(tmp_path, "flag") as mem:
+        answer = mem.ask("Who lived on Gull Island?")
+        payload = answer_out(answer, "dense").model_dump(mode="json")
+        assert [c["supported"] for c in payload["verification"]] == [True, False]
+        assert payload["verification"][0]["method"] == "entailment" and payload["dropped_sentences"] == []
+        result = MemoryTools(mem, "dense").ask("Who lived on Gull Island?")
+        assert isinstance(result, AskResult) and [c.supported for c in result.verification] == [True, False]
+
+
+def test_cli_ask_marks_the_unsupported_sentence(tmp_path: Path, config: Config) -> None:
+    with _memory(tmp_path, "flag") as mem:
+        answer = mem.ask("Who lived on Gull Island?")
+    text = marked(answer)
+    assert text.plain == REPLY + f" {UNSUPPORTED_MARK}"  # the mark after the unsupported sentence only
+    assert [str(line) for line in verification_lines(answer, listed=False)] == [
+        f"{UNSUPPORTED_MARK} 1 of 2 sentences not supported by the passages it cites"
+    ]
+    listed = [str(line) for line in verification_lines(answer, listed=True)]
+    assert listed[1] == "  - " + REPLY.split(". ")[1]
+    check = SentenceCheck(sentence="A.", start=0, end=2, cited=[1], supported=True, method="overlap")
+    assert verification_lines(Answer("A.", None, [], 0.0, 0.0, verification=[check]), listed=True) == []
+
+
+def test_cli_ask_json_and_text_output(tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemrag.cli.main import app
+
+    _memory(tmp_path, "flag").close()
+    monkeypatch.setattr("gemrag.memory.facade.build_embedder", lambda settings: HashEmbedder())
+    monkeypatch.setattr("gemrag.memory.facade.build_llm", lambda settings, cache_dir=None: _Replies(REPLY))
+    runner = CliRunner()
+    base = ["ask", "Who lived on Gull Island?", "--memory", str(tmp_path / "m"), "--strategy", "dense"]
+    base += ["--set", "memory.chunk_tokens=400"]
+    result = runner.invoke(app, [*base, "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert [c["supported"] for c in payload["verification"]] == [True, False]
+    result = runner.invoke(app, [*base, "--no-stream"])
+    assert result.exit_code == 0, result.output
+    assert f"[1]. {UNSUPPORTED_MARK}" in result.output and "1 of 2 sentences not supported" in result.output
+    result = runner.invoke(app, [*base, "--no-stream", "--set", "answer.verify=drop"])
+    assert result.exit_code == 0, result.output
+    assert "golden crown" in result.output.split("dropped:")[1] and "answer: Amos Reed" in result.output
+    result = runner.invoke(app, [*base, "--set", "answer.verify=strict"])
+    assert result.exit_code == 2 and "error:" in result.output
