@@ -57,12 +57,13 @@ def cli_errors(
     Raises:
         typer.Exit: code 2 on an error, 130 on KeyboardInterrupt.
     """
+    handled: tuple[type[Exception], ...] = (GemragError, *also)
     try:
         yield
     except KeyboardInterrupt:
         err.print(f"[yellow]interrupted:[/] finished work is saved; {resume_hint}.", soft_wrap=True)
         raise typer.Exit(130) from None
-    except (GemragError, *also) as exc:
+    except handled as exc:
         fail(exc)
 
 

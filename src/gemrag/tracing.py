@@ -19,7 +19,7 @@ This module imports nothing of gemrag (the lowest layer), so every layer may tra
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib.metadata import entry_points
 from typing import Any, Protocol, TypeVar
@@ -136,9 +136,7 @@ def span(
     tracer = _active_tracer()
     if tracer is None:
         return NO_SPAN
-    return tracer.start_as_current_span(  # type: ignore[no-any-return]
-        name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes)
-    )
+    return tracer.start_as_current_span(name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes))
 
 
 def start_span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: str = "INTERNAL") -> Span:
@@ -156,7 +154,7 @@ def start_span(name: str, attributes: Mapping[str, Any] | None = None, *, kind: 
     tracer = _active_tracer()
     if tracer is None:
         return NO_SPAN
-    return tracer.start_span(name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes))  # type: ignore[no-any-return]
+    return tracer.start_span(name, kind=getattr(_api.SpanKind, kind), attributes=_clean(attributes))
 
 
 def current(span: Span) -> AbstractContextManager[Any]:
@@ -168,14 +166,14 @@ def current(span: Span) -> AbstractContextManager[Any]:
     """
     if span is NO_SPAN or _api is None or _api is _UNSET:
         return NO_SPAN
-    return _api.use_span(span, end_on_exit=False)  # type: ignore[no-any-return]
+    return _api.use_span(span, end_on_exit=False)
 
 
 T = TypeVar("T")
 _END = object()
 
 
-def each_within(span: Span, items: Iterator[T], each: Callable[[T], None] | None = None) -> Iterator[T]:
+def each_within(span: Span, items: Iterator[T], each: Callable[[T], None] | None = None) -> Generator[T, None, None]:
     """Yield the items of ``items`` with ``span`` current while each one is produced (:func:`current`, so the spans
     opened by that step are its children; never across a ``yield``), and end ``span`` when the items end, fail, or
     this generator is closed (which first closes ``items`` when it can be closed).

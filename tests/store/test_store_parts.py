@@ -1,7 +1,7 @@
 """A store is a facade over part objects (``gemrag.store.parts``): each backend's part objects against each role
 protocol's method signatures, parameter by parameter; every public method of a part declared by its protocol (the rest
-is private); the facade answering every member from the part that has it, a swapped part included; swapping parts
-through ``open_store(parts=...)``."""
+is private); the facade having every member with its protocol's signature and forwarding each call, with its
+arguments, to the part that has it, a swapped part included; swapping parts through ``open_store(parts=...)``."""
 
 from __future__ import annotations
 
@@ -50,6 +50,12 @@ def _members(role: type) -> list[str]:
     return names + (["_query", "_best_effort"] if role.__name__ == "Database" else [])
 
 
+def _declared(role: type, name: str) -> Any:
+    """What ``role`` (or the role protocol it is made of that declares it) declares as ``name``; None for an attribute
+    declared by annotation alone."""
+    return next((vars(cls)[name] for cls in role.__mro__ if name in vars(cls)), None)
+
+
 def _same_signature(declared: Any, implemented: Any, where: str) -> None:
     """``implemented`` (a bound method) takes the parameters of ``declared`` (the protocol's function, with ``self``) in
     the same order, with the same kinds and defaults; any further parameter has a default."""
@@ -70,7 +76,7 @@ def test_each_backends_part_has_its_protocols_signatures(memory_at: MemoryAt, fi
         part = getattr(store.parts, field)
         assert isinstance(part, role)
         for name in _members(role):
-            declared = vars(StoreDatabase if name.startswith("_") else role).get(name)
+            declared = _declared(StoreDatabase if name.startswith("_") else role, name)
             if declared is None or isinstance(declared, property):  # an attribute (readonly) or a property
                 assert hasattr(part, name) and not inspect.ismethod(getattr(part, name)), name
                 continue
@@ -84,22 +90,62 @@ def test_each_backends_part_has_its_protocols_signatures(memory_at: MemoryAt, fi
         store.close()
 
 
-def test_the_facade_answers_every_member_from_its_part(memory_at: MemoryAt) -> None:
+def test_the_facade_has_every_member_of_every_role_with_its_signature(memory_at: MemoryAt) -> None:
     store = open_store(memory_at("m"))
     try:
         assert isinstance(store, MemoryStore)
         for protocol in (MemoryParts, StrategyStore, SourceStore, Erasing):
             assert isinstance(store, protocol)
-        for field, role in PART_ROLES.items():
-            part = getattr(store.parts, field)
+        for role in PART_ROLES.values():
             for name in role_members(role):
-                if callable(getattr(part, name)):
-                    assert getattr(store, name) == getattr(part, name), f"store.{name} is not parts.{field}.{name}"
+                declared = _declared(role, name)
+                assert name in vars(MemoryStore) or any(name in vars(base) for base in MemoryStore.__mro__), name
+                if isinstance(declared, property):
+                    assert isinstance(inspect.getattr_static(store, name), property), name
                 else:
-                    assert getattr(store, name) == getattr(part, name)
+                    _same_signature(declared, getattr(store, name), f"MemoryStore.{name}")
         assert store.database is store.parts.database
         assert isinstance(store.build_lock(), BuildLockLike)
     finally:
+        store.close()
+
+
+class _Recorder:
+    """A part that records every call made on it and answers it with ``(name, args, kwargs)``."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((name, args, kwargs))
+            return (name, args, kwargs)
+
+        return call
+
+
+def test_the_facade_forwards_every_member_to_its_part_with_its_arguments(memory_at: MemoryAt) -> None:
+    store = open_store(memory_at("m"))
+    real = {field: getattr(store.parts, field) for field in PART_ROLES}
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    try:
+        for field, role in PART_ROLES.items():
+            recorder = _Recorder()
+            setattr(store.parts, field, recorder)
+            for name in role_members(role):
+                declared = _declared(role, name)
+                if isinstance(declared, property):
+                    setattr(recorder, name, object())
+                    assert getattr(store, name) is getattr(recorder, name), f"store.{name}"
+                    continue
+                params = list(inspect.signature(declared).parameters.values())[1:]
+                args = tuple(object() for p in params if p.kind in positional)
+                kwargs = {p.name: object() for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+                getattr(store, name)(*args, **kwargs)
+                assert recorder.calls[-1] == (name, args, kwargs), f"store.{name} is not parts.{field}.{name}"
+    finally:
+        for field, part in real.items():
+            setattr(store.parts, field, part)
         store.close()
 
 

@@ -22,7 +22,7 @@ from gemrag.memory import Memory
 try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
-    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 except ImportError as exc:
     raise ImportError("gemrag.adapters.langchain needs langchain-core: pip install 'gemrag[langchain]'") from exc
 
@@ -65,7 +65,7 @@ class GemragRetriever(BaseRetriever):
             for node in retrieve_nodes(self.memory, query, self.budget, self.strategy)
         ]
 
-    def _get_ls_params(self, **kwargs: Any) -> dict[str, Any]:  # what LangSmith traces name this retriever
-        params = dict(super()._get_ls_params(**kwargs))
+    def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:  # what LangSmith traces name this retriever
+        params = super()._get_ls_params(**kwargs)
         params["ls_embedding_model"] = self.memory.embedder.model_id
         return params

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -413,7 +413,11 @@ def _agent_answer(hits: Sequence[Hit]) -> object | None:
 def _follow_ups(hits: Sequence[Hit]) -> FollowUps:
     """The follow-ups a retrieval gave for the answer (the first hit's ``meta["follow_ups"]`` that has some), or
     ``()``."""
-    return next((h.meta["follow_ups"] for h in hits if h.meta.get("follow_ups")), ())
+    for h in hits:
+        follow_ups = h.meta.get("follow_ups")
+        if follow_ups and isinstance(follow_ups, (list, tuple)):
+            return follow_ups
+    return ()
 
 
 def answer_stream(
@@ -431,7 +435,7 @@ def answer_stream(
     seed: int | None = None,
     reading: Reading | None = None,
     embedder: Embedder | None = None,
-) -> Iterator[str | Answer]:
+) -> Generator[str | Answer, None, None]:
     """:func:`answer_question` as a stream: the answer's text in pieces as the LLM writes them, then the
     :class:`~gemrag.answers.answer.Answer` (contract of the LLM's stream: :mod:`gemrag.models.streaming`).
 

@@ -27,8 +27,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from gemrag.answers.answer import Answer, SentenceCheck
-from gemrag.store import MemoryStore
-from gemrag.store.parts import Rows
+from gemrag.store.parts import NodeRows
 from gemrag.types import SAME_TEXT, DocumentRef, Hit, Passage, Provenance, provenance_nodes
 
 
@@ -114,7 +113,7 @@ def _nodes(hit: Hit) -> list[int]:
     return [*provenance_nodes(hit), *([int(i) for i in same] if isinstance(same, list) else [])]
 
 
-def with_provenance(store: Rows, hits: Sequence[Hit]) -> list[Hit]:
+def with_provenance(store: NodeRows, hits: Sequence[Hit]) -> list[Hit]:
     """The hits with their :class:`~gemrag.types.Provenance` (two or three store queries, no model call).
 
     Args:
@@ -142,7 +141,7 @@ def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(json.dumps(meta, default=str)))
 
 
-def describe_hits(store: Rows | None, hits: Sequence[Hit], strategy: str) -> list[RetrievedNode]:
+def describe_hits(store: NodeRows | None, hits: Sequence[Hit], strategy: str) -> list[RetrievedNode]:
     """Describe retrieved hits with their provenance (:func:`with_provenance` for hits that lack it).
 
     Args:
@@ -185,7 +184,7 @@ def describe_hits(store: Rows | None, hits: Sequence[Hit], strategy: str) -> lis
     return out
 
 
-def describe_answer(store: Rows | None, answer: Answer, strategy: str) -> DescribedAnswer:
+def describe_answer(store: NodeRows | None, answer: Answer, strategy: str) -> DescribedAnswer:
     """An answer with its context and cited passages, each described by :func:`describe_hits`.
 
     Args:
@@ -213,7 +212,8 @@ def describe_answer(store: Rows | None, answer: Answer, strategy: str) -> Descri
 class _Retriever(Protocol):
     """What :func:`retrieve_nodes` needs of a memory (:class:`gemrag.memory.Memory` is one)."""
 
-    store: MemoryStore
+    @property
+    def store(self) -> NodeRows: ...  # the memory's store, as the rows that give a hit its provenance
 
     @property
     def strategy(self) -> Any: ...  # noqa: ANN401 - the memory's configured strategy (its ``name``)

@@ -35,7 +35,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from gemrag.chat.prompts import chat_prompt
@@ -93,7 +93,7 @@ class Exchange:
     @classmethod
     def write(cls, turn: int, user: str, reply: str | None, at: datetime, names: tuple[str, str]) -> Exchange:
         """The exchange with its document text; ``names`` = (user's name, persona), ``at`` the time of the turn."""
-        stamp = f"turn {turn}, {at.astimezone(UTC):%Y-%m-%d}"
+        stamp = f"turn {turn}, {at.astimezone(timezone.utc):%Y-%m-%d}"
         lines = [f"[{stamp}] {names[0]}: {_flat(user)}"]
         if reply is not None:
             lines.append(f"[{stamp}] {names[1]}: {_flat(reply)}")
@@ -183,7 +183,7 @@ class ChatSession:
         self.strategy = memory.get_strategy(name).name
         self.budget, self.index_every, self.history = budget, index_every, history
         self.max_tokens, self.temperature = max_tokens, temperature
-        self.clock = clock or (lambda: datetime.now(UTC))
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
         memory.build_wait = wait
         self.last_hits: list[Hit] = []
         """The memories recalled for the last turn (for display and tests)."""

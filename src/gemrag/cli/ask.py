@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Annotated, Any
 
 import typer
@@ -149,8 +149,8 @@ def ask_command(
         sources = cited_sources(answer)
         if sources:
             out.print("[bold]sources:[/]")
-            for line in sources:
-                out.print(f"  {escape(line)}")
+            for source in sources:
+                out.print(f"  {escape(source)}")
     table = Table("rank", "id", "kind", "score", "source", "text", title="context")
     for h in hits:
         text = h.text if show_context else (h.text[:100] + ("…" if len(h.text) > 100 else ""))
@@ -212,7 +212,7 @@ def streams(flag: bool | None, as_json: bool, terminal: bool) -> bool:
     return terminal if flag is None else flag
 
 
-def _print_stream(stream: Iterator[str | Answer]) -> Answer:
+def _print_stream(stream: Generator[str | Answer, None, None]) -> Answer:
     """Print ``answer: `` and each piece of ``stream`` (:meth:`Memory.ask_stream`) on standard output as it comes
     (as plain text: no markup, no highlighting, no wrapping inserted), then a newline; closes the stream (Ctrl-C
     stops the generation). Returns the final Answer.

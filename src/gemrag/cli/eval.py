@@ -317,7 +317,7 @@ def eval_command(
         cfg = build_config(config, sets=set_, models=models)
         check_model_settings(cfg.llm, cfg.embedder)
         if kind.strip().lower() in ACCEPTANCE_KINDS:
-            opts = {"budget": budget, "runs": runs, "seed": seed, "limit": limit}
+            opts: dict[str, Any] = {"budget": budget, "runs": runs, "seed": seed, "limit": limit}
             opts["documents"] = parse_documents(_joined(documents))
             skip = {"--ablation": bool(ablation), "--no-answer": no_answer, "--per-category": per_category is not None}
             skip |= {"--categories": categories is not None, "--no-abstain": not abstain}

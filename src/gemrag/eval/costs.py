@@ -23,7 +23,8 @@ class LazyLLM:
     of LLM-free strategies never load a model); attributes are those of the backend."""
 
     def __init__(self, make: Callable[[], LLM]) -> None:
-        self._make, self._inner, self._lock = make, None, threading.Lock()
+        self._make, self._lock = make, threading.Lock()
+        self._inner: LLM | None = None
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # copy / pickle probes must not load a model

@@ -233,9 +233,9 @@ class Dataset(BaseModel):
             have = {q.category for q in self.questions}
             unknown = [c for c in categories if c not in have]
             if unknown or not categories:
-                known = ", ".join(sorted(str(c) for c in have if c is not None)) or "none"
+                present = ", ".join(sorted(str(c) for c in have if c is not None)) or "none"
                 named = ", ".join(map(repr, unknown)) or "(none given)"
-                raise ValueError(f"unknown question category {named}; the file has {known}")
+                raise ValueError(f"unknown question category {named}; the file has {present}")
             questions = [q for q in questions if q.category in set(categories)]
         if per_category is not None:
             if per_category < 1:

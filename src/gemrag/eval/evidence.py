@@ -33,12 +33,18 @@ MEMBER_KEYS = ("members", "children")
 
 
 class _Node(Protocol):
-    id: int
-    kind: str
-    doc_id: int | None
-    ord: int
-    text: str
-    meta: dict[str, Any]
+    @property
+    def id(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def doc_id(self) -> int | None: ...
+    @property
+    def ord(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def meta(self) -> dict[str, Any]: ...
 
 
 class _Store(Protocol):

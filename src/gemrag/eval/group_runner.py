@@ -161,8 +161,8 @@ class GroupRunner:
         spans = ChunkSpans(mem.store, {sid: self.docs[ids[0]].text for sid, ids in passages.items()})
 
         def evidence(q: Question, hits: Sequence[Hit]) -> tuple[float | None, list[str]]:
-            turns = [(store_of[d], self.docs[d].metadata.get("turns")) for d in q.doc_ids if d in store_of]
-            turns = [(sid, t) for sid, t in turns if t]
+            found = [(store_of[d], self.docs[d].metadata.get("turns")) for d in q.doc_ids if d in store_of]
+            turns: list[tuple[int, Sequence[dict[str, Any]]]] = [(sid, t) for sid, t in found if t]
             if not turns or not q.gold_passages:
                 return None, []
             return question_evidence(q.gold_passages, turns, hits, spans, mem.store)

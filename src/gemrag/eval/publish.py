@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from gemrag.errors import InputError
 from gemrag.eval.datasets import Dataset
@@ -35,7 +35,7 @@ from gemrag.eval.loading import load_dataset
 from gemrag.eval.published import SCORED_METRICS, DatasetInfo, Machine, PublishedRun, score_records
 from gemrag.eval.report import read_jsonl
 from gemrag.store import open_store
-from gemrag.types import Hit
+from gemrag.types import Hit, NodeKind
 from gemrag.version import package_version
 
 __all__ = [
@@ -225,7 +225,9 @@ class _Annotator:
                         t["dia_id"] for t in turns if int(t["start"]) < end and start < int(t["end"])
                     ]
             members = {
-                nid: member_chunks(Hit(nid, kind, 0.0, ""), store) for nid, kind in kinds.items() if kind != "chunk"
+                nid: member_chunks(Hit(nid, cast(NodeKind, kind), 0.0, ""), store)
+                for nid, kind in kinds.items()
+                if kind != "chunk"
             }
             for nid, chunks in members.items():
                 chunk_turns[nid] = list(dict.fromkeys(t for c in chunks for t in chunk_turns.get(c, [])))

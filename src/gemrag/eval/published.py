@@ -25,14 +25,14 @@ import json
 from collections.abc import Iterable, Sequence
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gemrag.errors import InputError
 from gemrag.eval.metrics import RECALL_KS, recall_at_ks
 from gemrag.eval.stats import bootstrap_ci, paired_bootstrap_diff
-from gemrag.types import Hit
+from gemrag.types import Hit, NodeKind
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -386,7 +386,7 @@ def rescore_record(record: dict[str, Any]) -> dict[str, float]:
     elif (gold or answers) and not record.get("error"):
         hits = record.get("retrieved") or []
         docs = {int(h["id"]): list(h.get("docs") or []) for h in hits}
-        ranking = [Hit(int(h["id"]), str(h["kind"]), 0.0, str(h.get("text", ""))) for h in hits]
+        ranking = [Hit(int(h["id"]), cast(NodeKind, str(h["kind"])), 0.0, str(h.get("text", ""))) for h in hits]
         by_docs = lambda hit: docs.get(hit.node_id, [])  # noqa: E731
         out.update(recall_at_ks(ranking, RECALL_KS, by_docs, gold=gold, answers=[] if gold else answers))
     turns = record.get("gold_turns") or []

@@ -197,9 +197,10 @@ def run_eval(
         **sampling.fingerprint(),
     }
     check_fingerprint(out, fingerprint)
-    check_titles(out, plan, merge or ())  # what each run read, run by run
-    if merge:
-        merge_outputs(out, merge, fingerprint)
+    merged = [Path(m) for m in merge or ()]
+    check_titles(out, plan, merged)  # what each run read, run by run
+    if merged:
+        merge_outputs(out, merged, fingerprint)
     shared = LazyLLM(lambda: llm if llm is not None else build_llm(config.llm, config.cache_dir))
     serialize = llm is None and config.llm.provider == "llama_cpp"
     backends = (progress or no_progress, shared, emb, serialize)

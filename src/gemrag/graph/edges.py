@@ -7,7 +7,6 @@ strongest links (for display, inspection and neighbour look-ups).
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from gemrag.graph.validate import MatrixLike, as_square
@@ -36,7 +35,7 @@ def top_k_edges(W: MatrixLike, k: int) -> tuple[NDArray[np.int64], NDArray[np.in
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     w, n = as_square(W, "W")
-    if not sp.issparse(w):
+    if isinstance(w, np.ndarray):
         return _top_k_edges_dense(w, k)
     coo = w.tocoo()
     coo.sum_duplicates()

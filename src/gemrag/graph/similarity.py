@@ -382,7 +382,7 @@ def extend_similarity(
     sym_new = (
         _similarity_block(vn, qs, new, everyone) + _similarity_block(vn, qs, everyone, new).T
     ) / 2  # (N - n0, N) rows of the sym. part
-    if not sp.issparse(old):
+    if isinstance(old, np.ndarray):
         out = np.empty((big_n, big_n), dtype=np.float64)
         out[:n0, :n0] = old
         out[n0:, :] = sym_new

@@ -137,7 +137,7 @@ def eigenpairs(
                 raise
             values, vectors = _lobpcg_refine(m, k, stopped.eigenvectors, tol, maxiter)
     else:
-        dense = m.toarray() if sp.issparse(m) else m
+        dense = m if isinstance(m, np.ndarray) else m.toarray()
         values, vectors = scipy.linalg.eigh(dense)
     order = _order_by_magnitude(values)[:k]
     return np.asarray(values[order], dtype=np.float64), _fix_signs(np.asarray(vectors[:, order]))
@@ -347,7 +347,7 @@ def spectrum_report(
         values = given[_order_by_magnitude(given)][: min(top, n)]
     else:
         values, _ = eigenpairs(m, min(top, n)) if n else (np.zeros(0), None)
-    if sp.issparse(m):
+    if not isinstance(m, np.ndarray):  # sparse
         m.sum_duplicates()
         energy = float(np.dot(m.data, m.data))
     else:

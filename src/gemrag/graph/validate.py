@@ -6,11 +6,13 @@ Every check raises :class:`ValueError` (a programming error: wrong shape, dtype 
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-MatrixLike = NDArray[np.floating] | sp.sparray | sp.spmatrix
+MatrixLike: TypeAlias = NDArray[np.floating] | sp.sparray | sp.spmatrix
 """A dense ndarray or any scipy.sparse matrix/array."""
 
 _FINITE_ROWS = 1 << 16  # rows checked for NaN/inf per block in as_matrix
@@ -85,7 +87,8 @@ def unit_rows(x: NDArray[np.floating]) -> NDArray[np.float64]:
     """Rows of ``x`` scaled to unit L2 norm, in float64; all-zero rows stay zero (cosine 0 to all)."""
     out = np.asarray(x, dtype=np.float64)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+    unit: NDArray[np.float64] = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+    return unit
 
 
 def square_shape(m: MatrixLike, name: str) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace, or at a
 # blank line. Abbreviations such as "Mr." occasionally split early; that only shortens a chunk.
@@ -21,7 +21,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+|\n\s*\n")
 class Tokenizer(Protocol):
     """What the chunker needs from a ``tokenizers.Tokenizer``."""
 
-    def encode_batch(self, inputs: list[str], add_special_tokens: bool = ...) -> list: ...  # noqa: ANN401
+    def encode_batch(self, inputs: list[str], /, *, add_special_tokens: bool = ...) -> list[Any]: ...
 
 
 @dataclass(frozen=True)

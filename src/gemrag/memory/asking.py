@@ -12,23 +12,30 @@ spans (:mod:`gemrag.tracing`).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Protocol
 
 from gemrag import tracing
 from gemrag.answers.answer import Answer
 from gemrag.answers.answering import LETTERS, answer_question, answer_stream
 from gemrag.answers.dates import dated_context
+from gemrag.answers.dates.chunks import DatingStore
 from gemrag.answers.reading import Reading
 from gemrag.answers.shaping import Shaping
 from gemrag.answers.verification import verify_answer
 from gemrag.config import AnswerSettings
 from gemrag.memory.handle import MemoryHandle
 from gemrag.models.base import Usage
+from gemrag.store.parts import Caches, Database
 from gemrag.types import Hit
 
 
-class Asker(MemoryHandle, Protocol):
+class AskStore(Database, Caches, DatingStore, Protocol):
+    """What asking uses of a store: its location (for traces), the caches the answer's model calls use, and the
+    chunks' dates (:class:`~gemrag.answers.dates.chunks.DatingStore`)."""
+
+
+class Asker(MemoryHandle[AskStore], Protocol):
     """What asking needs of a memory (:class:`gemrag.memory.Memory` is one): its retrieval and its answer from a
     given context, so that an ask goes through the same (overridable) methods a caller uses."""
 
@@ -65,12 +72,12 @@ def reading_of(settings: AnswerSettings) -> Reading:
     return Reading(settings.reading, shaping, settings.samples, settings.sample_temperature, settings.abstain_below)
 
 
-def _query_usage(memory: MemoryHandle) -> Usage:
+def _query_usage(memory: MemoryHandle[AskStore]) -> Usage:
     """The memory's ``query`` usage so far (what its meter counted for retrievals and answers)."""
     return memory.ctx.meter.totals.get("query", Usage())
 
 
-def read_as(memory: MemoryHandle, question: str, hits: Sequence[Hit]) -> list[Hit]:
+def read_as(memory: MemoryHandle[AskStore], question: str, hits: Sequence[Hit]) -> list[Hit]:
     """The hits as the answer reads them: the reading settings of ``[answer]`` applied to the retrieved context.
 
     Time-aware reading (``[answer] dates``, :func:`gemrag.answers.dates.dated_context`): a dated, chronological
@@ -126,7 +133,7 @@ def ask_stream(
     budget: int | None,
     strategy: str | None,
     build: bool,
-) -> Iterator[str | Answer]:
+) -> Generator[str | Answer, None, None]:
     """Retrieve now (:func:`context`, so a bad question or an unbuilt strategy raises here), then return the
     generator of :func:`gemrag.answers.answering.answer_stream` (``str`` pieces, then the :class:`Answer`, whose usage
     is set to the retrieval's and the answer's together when the stream ends), each step's model spans under one
@@ -160,7 +167,7 @@ def ask_stream(
 
 
 def answer(
-    memory: MemoryHandle,
+    memory: MemoryHandle[AskStore],
     question: str,
     hits: Sequence[Hit],
     choices: Sequence[str] | None,
@@ -198,7 +205,9 @@ def answer(
         return answer
 
 
-def _verified_stream(memory: MemoryHandle, question: str, stream: Iterator[str | Answer]) -> Iterator[str | Answer]:
+def _verified_stream(
+    memory: MemoryHandle[AskStore], question: str, stream: Iterator[str | Answer]
+) -> Generator[str | Answer, None, None]:
     """``stream``'s pieces as they come, then its final Answer checked (:func:`verified`); closing this closes
     ``stream`` (which stops the generation)."""
     try:
@@ -210,7 +219,7 @@ def _verified_stream(memory: MemoryHandle, question: str, stream: Iterator[str |
             close()
 
 
-def verified(memory: MemoryHandle, question: str, answer: Answer, *, extractive: bool = False) -> Answer:
+def verified(memory: MemoryHandle[AskStore], question: str, answer: Answer, *, extractive: bool = False) -> Answer:
     """The answer checked sentence by sentence against its citations as ``[answer] verify`` says
     (:func:`gemrag.answers.verification.verify_answer` with the memory's LLM, meter and store; ``extractive``: a
     short-form answer, checked by token overlap). The one place asking verifies: :func:`answer` (hence :func:`ask`)

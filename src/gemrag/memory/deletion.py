@@ -21,12 +21,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gemrag.errors import GemragError
 from gemrag.memory.handle import MemoryHandle
 from gemrag.store.erase import PurgeReport, marks_of
-from gemrag.store.parts import Connection
+from gemrag.store.parts import (
+    BuildArrays,
+    Caches,
+    Connection,
+    Database,
+    DocumentChunks,
+    Documents,
+    NodeRows,
+    RowDeletes,
+)
 from gemrag.store.publish import Publication
 from gemrag.strategies.base import Strategy
 from gemrag.strategies.platform.forgetting import forgotten_nodes
@@ -67,7 +76,13 @@ class DeleteReport:
     dependents: list[dict[str, Any]] = field(default_factory=list)
 
 
-def resolve_document(memory: MemoryHandle, document: int | str) -> dict[str, Any]:
+class DeletionStore(Database, DocumentChunks, NodeRows, RowDeletes, Documents, BuildArrays, Caches, Protocol):
+    """What deleting documents uses of a store: documents and their sources, chunks and derived nodes, the deletes
+    and the publication of the strategies' rebuilt generations, in the database's transactions, and the quarantine of
+    the removed texts' marks (:meth:`~gemrag.store.parts.Caches.forget_marks`)."""
+
+
+def resolve_document(memory: MemoryHandle[DeletionStore], document: int | str) -> dict[str, Any]:
     """The one document ``document`` names: an id, or a source path / title as ``gemrag info`` lists them (of the
     document or of any of its further sources).
 
@@ -83,7 +98,9 @@ def resolve_document(memory: MemoryHandle, document: int | str) -> dict[str, Any
     return matches[0]
 
 
-def resolve_source(memory: MemoryHandle, document: int | str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def resolve_source(
+    memory: MemoryHandle[DeletionStore], document: int | str
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The document ``document`` names (:func:`resolve_document`) and, when it names one source of a document held
     by several (its identity, exact path or title, else the end of its path), that source (a holder dict of
     :meth:`gemrag.store.MemoryStore.holders`); None: the whole document (named by its id, or by all its sources).
@@ -113,7 +130,7 @@ def resolve_source(memory: MemoryHandle, document: int | str) -> tuple[dict[str,
 
 
 def delete_document(
-    memory: MemoryHandle, document: int | str, *, keep_text: bool = False
+    memory: MemoryHandle[DeletionStore], document: int | str, *, keep_text: bool = False
 ) -> tuple[dict[str, Any], Removal, list[str]]:
     """Delete one document atomically (see the module docstring), recording it in the version history (reason
     ``deleted``; its text too when ``keep_text``); the caller holds the build lock. When ``document`` names one
@@ -154,7 +171,9 @@ class Removal:
     marks: int = 0
 
 
-def resting_on(memory: MemoryHandle, chunk_ids: Sequence[int], leaving: Collection[int] = ()) -> list[dict[str, Any]]:
+def resting_on(
+    memory: MemoryHandle[DeletionStore], chunk_ids: Sequence[int], leaving: Collection[int] = ()
+) -> list[dict[str, Any]]:
     """The documents that rest on one of ``chunk_ids`` (recorded with :meth:`~gemrag.store.parts.Documents.
     set_inputs`: a chat exchange on the chunks its reply recalled), and those resting on their chunks in turn, but
     the documents ``leaving`` anyway; document dicts as ``Store.documents`` gives them, by id."""
@@ -173,7 +192,7 @@ def resting_on(memory: MemoryHandle, chunk_ids: Sequence[int], leaving: Collecti
 
 
 def remove_chunks(
-    memory: MemoryHandle,
+    memory: MemoryHandle[DeletionStore],
     chunk_ids: Sequence[int],
     rows: Callable[[Connection, list[int]], None],
     *,
@@ -232,7 +251,7 @@ def remove_chunks(
 
 
 def remove_documents(
-    memory: MemoryHandle,
+    memory: MemoryHandle[DeletionStore],
     documents: Sequence[tuple[dict[str, Any], str]],
     *,
     keep_text: bool = False,

@@ -11,15 +11,21 @@ reads it (:mod:`gemrag.strategies.platform.titles`).
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Protocol
 
 from gemrag.errors import IncompatibleMemoryError
 from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk, rechunk_text
 from gemrag.memory_settings import MemorySettings
-from gemrag.store.parts import RowStore
+from gemrag.store.parts import Database, DocumentChunks, MetaRows, NodeRows
 from gemrag.strategies.platform.titles import TITLES_META
 
 
-def chunk_pending(store: RowStore, chunk_tokens: int) -> int:
+class ChunkStore(Database, MetaRows, DocumentChunks, NodeRows, Protocol):
+    """What chunking and the memory's recorded settings use of a store: its meta, documents and chunks, in the
+    database's transactions."""
+
+
+def chunk_pending(store: ChunkStore, chunk_tokens: int) -> int:
     """Chunk every stored document that has no chunks yet (one transaction per document), each chunk stored with
     its character span in the document's text (as the chunker cut it).
 
@@ -55,7 +61,7 @@ def chunk_new_version(text: str, chunk_tokens: int, keep: Collection[str]) -> li
     return [(normalize_chunk(c.text), c.n_tokens) for c in chunks]
 
 
-def check_compatible(store: RowStore, embedder_id: str, memory: MemorySettings) -> None:
+def check_compatible(store: ChunkStore, embedder_id: str, memory: MemorySettings) -> None:
     """Refuse a memory built with another embedder or chunk size; record the embedder of a new memory and whether
     its chunks have their document's title available to the strategies (unless the store is read-only; see
     :func:`record_titles`).
@@ -87,7 +93,7 @@ def check_compatible(store: RowStore, embedder_id: str, memory: MemorySettings) 
         )
 
 
-def record_titles(store: RowStore, titles: bool | None) -> None:
+def record_titles(store: ChunkStore, titles: bool | None) -> None:
     """Record ``chunk_titles`` in the memory (:data:`~gemrag.strategies.platform.titles.TITLES_META`): a memory
     without chunks takes ``titles`` (None: True); a memory with chunks keeps what it records, and one chunked before
     the setting existed (nothing recorded) records False, so its embeddings, indexes and cached LLM calls stay valid.
@@ -113,7 +119,7 @@ def record_titles(store: RowStore, titles: bool | None) -> None:
         store.set_meta(TITLES_META, wanted)
 
 
-def chunk_titles(store: RowStore) -> bool:
+def chunk_titles(store: ChunkStore) -> bool:
     """Whether this memory's chunks have their document's title available to the strategies (what
     :func:`record_titles` recorded)."""
     return bool(store.get_meta(TITLES_META, False))

@@ -30,18 +30,25 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Protocol
 
 from gemrag import tracing
 from gemrag.memory.handle import MemoryHandle
 from gemrag.models.cache import INPUT_KEY
 from gemrag.store.erase import PurgeReport, marks_of, strings_of
+from gemrag.store.parts import BuildArrays, Caches, Database, DocumentChunks, NodeRows, QuestionRows
 from gemrag.strategies.base import WARM_UP
 from gemrag.strategies.platform.titles import indexed_text_of
 
-__all__ = ["erase", "stated_texts"]
+__all__ = ["ErasingStore", "erase", "stated_texts"]
 
 
-def erase(memory: MemoryHandle) -> PurgeReport:
+class ErasingStore(Database, DocumentChunks, NodeRows, QuestionRows, BuildArrays, Caches, Protocol):
+    """What erasing uses of a store: the quarantined marks and the caches purged of them, the texts the memory still
+    states (documents, nodes, utility questions), the stale build files, and the database's physical erase."""
+
+
+def erase(memory: MemoryHandle[ErasingStore]) -> PurgeReport:
     """Erase every copy of text the memory no longer states (module docstring); the caller holds the build lock.
 
     Returns:
@@ -77,7 +84,7 @@ def erase(memory: MemoryHandle) -> PurgeReport:
     return PurgeReport(len(removed), [], purged, erasure, len(quarantined), time.perf_counter() - start)
 
 
-def stated_texts(memory: MemoryHandle) -> Iterator[str]:
+def stated_texts(memory: MemoryHandle[ErasingStore]) -> Iterator[str]:
     """Every text the memory states now: its documents' titles and texts, and every node's text, meta, utility
     questions and artefacts (:meth:`~gemrag.store.parts.Rows.texts_of`)."""
     store = memory.store
@@ -89,11 +96,11 @@ def stated_texts(memory: MemoryHandle) -> Iterator[str]:
         yield from store.texts_of(ids[start : start + 2000])
 
 
-def _kept_embeddings(memory: MemoryHandle) -> set[str]:
+def _kept_embeddings(memory: MemoryHandle[ErasingStore]) -> set[str]:
     """The embedding-cache keys of the texts the memory still holds (chunks in both title forms, derived nodes and
     their meta's strings, utility questions), for the current embedder: a kept key is recomputed from a kept text, so
     nothing removed can be kept."""
-    store, embedder = memory.store, memory.ctx.embedder
+    store, embedder = memory.store, memory.embedder
     titled = indexed_text_of(memory.ctx, titles=True)
     texts = {WARM_UP}
     for n in store.nodes():

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -72,7 +72,7 @@ class Memory:
         check_config(config)  # every strategy section names a registered strategy and is valid for its model
         self.strategy = get_strategy(config.strategy, config)
         self._strategies = {self.strategy.name: self.strategy}
-        self.ctx = StrategyContext(store, self.embedder, self.llm, config, self.meter, progress or no_progress)  # type: ignore[arg-type]
+        self.ctx = StrategyContext(store, self.embedder, self.llm, config, self.meter, progress or no_progress)
 
     @classmethod
     def open(
@@ -369,7 +369,7 @@ class Memory:
         strategy: str | None = None,
         *,
         build: bool = False,
-    ) -> Iterator[str | Answer]:
+    ) -> Generator[str | Answer, None, None]:
         """:meth:`ask` with the answer read as the LLM writes it: retrieves now (so a bad question or an unbuilt
         strategy raises here, before anything is streamed), then returns a generator that yields the answer's text
         in pieces (``str``, non-empty) and, last, the :class:`~gemrag.answers.answer.Answer` — text, hits (with their

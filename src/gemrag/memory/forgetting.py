@@ -21,17 +21,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import Protocol
 
 from gemrag import tracing
 from gemrag.errors import GemragError, MemoryNotIndexedError
-from gemrag.memory.deletion import DeleteReport, delete_document
-from gemrag.memory.erasing import erase
+from gemrag.memory.deletion import DeleteReport, DeletionStore, delete_document
+from gemrag.memory.erasing import ErasingStore, erase
 from gemrag.memory.handle import MemoryHandle
 
-__all__ = ["forget"]
+__all__ = ["ForgettingStore", "forget"]
 
 
-def forget(memory: MemoryHandle, document: int | str, *, purge: bool = False, rebuild: bool = False) -> DeleteReport:
+class ForgettingStore(DeletionStore, ErasingStore, Protocol):
+    """What forgetting uses of a store: deleting (:class:`~gemrag.memory.deletion.DeletionStore`) and erasing
+    (:class:`~gemrag.memory.erasing.ErasingStore`)."""
+
+
+def forget(
+    memory: MemoryHandle[ForgettingStore], document: int | str, *, purge: bool = False, rebuild: bool = False
+) -> DeleteReport:
     """Delete ``document`` (module docstring); with ``purge`` erase every copy of text the memory no longer states,
     with ``rebuild`` rebuild the strategies it changed at once. The caller holds the memory's build lock.
 
@@ -82,7 +90,7 @@ def forget(memory: MemoryHandle, document: int | str, *, purge: bool = False, re
     return report
 
 
-def _rebuild(memory: MemoryHandle, names: Iterable[str]) -> dict[str, int]:
+def _rebuild(memory: MemoryHandle[ForgettingStore], names: Iterable[str]) -> dict[str, int]:
     """Index each strategy of ``names`` this process knows (step 2 of the module docstring): name -> LLM calls.
     Nothing is rebuilt when no chunk is left."""
     spent: dict[str, int] = {}

@@ -34,12 +34,13 @@ from gemrag.config import Config
 from gemrag.ingest import chunk_text, minilm_tokenizer, normalize_chunk
 from gemrag.memory.answer_lengths import RECORDED, machine_key, machine_lengths, model_cache_dir, pass_means
 from gemrag.memory.handle import MemoryHandle
-from gemrag.memory.sources import PutPreview, Source, preview_put
+from gemrag.memory.sources import PutPreview, Source, SourcesStore, preview_put
 from gemrag.models.base import LLM, Message
 from gemrag.models.batch import CompletionRequest
 from gemrag.models.cache import INPUT_KEY
 from gemrag.models.rates import UNKNOWN, Rates, cached_calibration, calibrate, describe, recorded_rates, runs_here
 from gemrag.store import NodeRecord
+from gemrag.store.parts import Caches
 from gemrag.strategies.platform.common import document_order
 from gemrag.strategies.platform.extraction import RETRIES
 from gemrag.strategies.platform.planning import MIN_RECORDED, PlanWork, StrategyPlan, plan_of
@@ -127,7 +128,12 @@ class IndexPlan(BaseModel):
         return {k: getattr(self, k) for k in keys} | {"rates": self.rates.source}
 
 
-class Memory(MemoryHandle, Protocol):
+class PlanStore(SourcesStore, Caches, Protocol):
+    """What a cost plan reads of a store: what a put would change (:class:`~gemrag.memory.sources.SourcesStore`), the
+    chunks and the LLM cache's recorded answers."""
+
+
+class Memory(MemoryHandle[PlanStore], Protocol):
     """What a plan needs of a memory (:class:`gemrag.memory.Memory` is one)."""
 
     config: Config

@@ -13,14 +13,16 @@ from typing import Any, Protocol
 
 from gemrag import tracing
 from gemrag.answers.dates import annotate_dates
+from gemrag.answers.dates.chunks import DatingStore
 from gemrag.answers.dates.llm import llm_step
 from gemrag.config import Config
 from gemrag.memory.answer_lengths import RECORDED, model_cache_dir, record_lengths
-from gemrag.memory.documents import chunk_pending, chunk_titles
+from gemrag.memory.documents import ChunkStore, chunk_pending, chunk_titles
 from gemrag.memory.handle import MemoryHandle
-from gemrag.memory.states import record_build, record_parts
+from gemrag.memory.states import StateStore, record_build, record_parts
 from gemrag.models.base import Usage
 from gemrag.models.meter import UsageMeter
+from gemrag.store.parts import Caches
 from gemrag.strategies import strategy_config
 from gemrag.strategies.platform.composite import BUILT_PARTS
 from gemrag.strategies.platform.titles import READ_TITLES
@@ -41,12 +43,17 @@ class IndexReport:
     llm_calls: int = 0
 
 
-class Memory(MemoryHandle, Protocol):
+class IndexStore(StateStore, ChunkStore, Caches, DatingStore, Protocol):
+    """What an index run uses of a store: chunking (:class:`~gemrag.memory.documents.ChunkStore`), the build states
+    (:class:`~gemrag.memory.states.StateStore`), the LLM cache's counts and the recorded failures, and dating the
+    chunks (:class:`~gemrag.answers.dates.chunks.DatingStore`)."""
+
+
+class Memory(MemoryHandle[IndexStore], Protocol):
     """What an index run needs of a memory (:class:`gemrag.memory.Memory` is one)."""
 
     config: Config
     meter: UsageMeter
-    embedder: Any
     _llm: Any
 
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Protocol
 
 from gemrag import tracing
 from gemrag.answers.provenance import with_provenance
 from gemrag.errors import DamagedMemoryError, StaleGenerationError
 from gemrag.memory.handle import MemoryHandle
-from gemrag.memory.states import check_ready
+from gemrag.memory.states import StateStore, check_ready
+from gemrag.store.parts import NodeRows
 from gemrag.strategies.base import WARM_UP, Strategy, StrategyContext, warm_strategy
 from gemrag.strategies.platform.forgetting import check_inputs
 from gemrag.types import SAME_TEXT, Hit, provenance_nodes
@@ -26,6 +28,11 @@ from gemrag.types import SAME_TEXT, Hit, provenance_nodes
 FILL_ROUNDS = 3
 """Retrievals at most per question when repeated texts are dropped (:func:`retrieve_published`): the first, then up
 to two with a budget grown by the number of repeats, to fill the context with the next hits."""
+
+
+class RetrievalStore(StateStore, NodeRows, Protocol):
+    """What retrieval uses of a store: the build states (to check the strategy is ready), the published generation,
+    the database's retrieval scope and the node rows that give the hits their provenance."""
 
 
 def distinct_texts(hits: Sequence[Hit]) -> list[Hit]:
@@ -84,7 +91,7 @@ def retrieve_published(
     return unique[:wanted]
 
 
-def warm_published(memory: MemoryHandle, strategy: str | None, budget: int) -> None:
+def warm_published(memory: MemoryHandle[RetrievalStore], strategy: str | None, budget: int) -> None:
     """Load what ``strategy``'s retrieval reads on its published generation (arrays; for ``iterative`` and the REMem
     strategies also the LLM, with no call), so that the next retrieval times retrieval alone: ``gemrag eval``'s
     untimed warm-up (:func:`~gemrag.strategies.base.warm_strategy`, ``budget`` in nodes), in the read scope of
@@ -96,7 +103,7 @@ def warm_published(memory: MemoryHandle, strategy: str | None, budget: int) -> N
             retried: the next retrieval reads the newer one).
     """
     chosen = memory.get_strategy(strategy)
-    embedder = memory.ctx.embedder
+    embedder = memory.embedder
     with memory.ctx.meter.phase("query"), memory.store.retrieval((embedder.model_id, [embedder.key(WARM_UP)])):
         check_ready(memory, chosen, build=False)
         warm_strategy(memory.ctx, chosen, budget)
@@ -128,7 +135,13 @@ def read_published(
 
 
 def retrieve(
-    memory: MemoryHandle, question: str, budget: int | None, strategy: str | None, *, build: bool, attempts: int
+    memory: MemoryHandle[RetrievalStore],
+    question: str,
+    budget: int | None,
+    strategy: str | None,
+    *,
+    build: bool,
+    attempts: int,
 ) -> list[Hit]:
     """The body of :meth:`gemrag.memory.Memory.retrieve`: at most ``budget`` hits for ``question`` (default: the
     strategy's ``default_budget`` if it has one, else ``config.memory.budget``) from ``strategy`` (default: the
@@ -154,7 +167,7 @@ def retrieve(
         check_ready(memory, chosen, build=True)  # may index: before the read scope
     store = memory.store
     attributes = {"gemrag.strategy": chosen.name, "gemrag.memory": store.location, "gemrag.budget": budget}
-    question_vector = (ctx.embedder.model_id, [ctx.embedder.key(question)])  # read with the state (PostgreSQL)
+    question_vector = (memory.embedder.model_id, [memory.embedder.key(question)])  # read with the state (PostgreSQL)
     with (
         tracing.span("gemrag.retrieve", attributes) as span,
         ctx.meter.phase("query"),

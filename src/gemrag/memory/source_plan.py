@@ -23,6 +23,7 @@ the anonymous document's source, or when it holds the same text (memories writte
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -125,11 +126,12 @@ def adoptable(anonymous: list[dict[str, Any]], key: str, digest: str) -> dict[st
     the same text (see the module docstring)."""
     name = Path(key).name
     files = [d for d in anonymous if not str(d["source"]).startswith("<")]
-    for match in (
+    matchers: tuple[Callable[[dict[str, Any]], bool], ...] = (
         lambda d: d in files and file_key(d["source"]) == key,
         lambda d: d in files and d["sha256"] == digest and Path(d["source"]).name == name,
         lambda d: d["sha256"] == digest,
-    ):
+    )
+    for match in matchers:
         found = next((d for d in anonymous if match(d)), None)
         if found is not None:
             return found

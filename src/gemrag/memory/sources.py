@@ -43,11 +43,12 @@ from typing import Any, Protocol
 
 from gemrag.errors import InputError
 from gemrag.ingest import Document, expand_paths, read_document, read_stdin
-from gemrag.memory.deletion import remove_chunks
+from gemrag.memory.deletion import DeletionStore, remove_chunks
 from gemrag.memory.documents import chunk_new_version
 from gemrag.memory.handle import MemoryHandle
 from gemrag.memory.source_plan import HolderPlan, Status, file_key, plan_holders, read_entries
 from gemrag.store import sha256_text
+from gemrag.store.parts import MetaRows
 
 __all__ = [
     "STATUSES",
@@ -154,7 +155,12 @@ class SourceReport:
         return [(c.doc_id, c.status in ("added", "updated")) for c in self.changes if c.status != "removed"]
 
 
-class Memory(MemoryHandle, Protocol):
+class SourcesStore(DeletionStore, MetaRows, Protocol):
+    """What adding, replacing and deleting documents by source uses of a store: deleting
+    (:class:`~gemrag.memory.deletion.DeletionStore`) and the memory's recorded settings."""
+
+
+class Memory(MemoryHandle[SourcesStore], Protocol):
     """What this module needs of a memory (:class:`gemrag.memory.Memory` is one): a memory handle with its
     configuration (the chunk size)."""
 
@@ -440,7 +446,7 @@ def preview_put(memory: Memory, sources: Sequence[Source], *, sync: Sequence[str
     for nd in plan.new_docs.values():
         text = keyed[nd.entry.key].document.text
         fresh = _chunks_along(memory, nd.hint, text)
-        cut = None if fresh is None else [(None, t, n) for t, n in fresh]
+        cut: list[tuple[int | None, str, int]] | None = None if fresh is None else [(None, t, n) for t, n in fresh]
         preview.documents.append(PreviewDocument(None, nd.entry.title, text, cut))
     for old in plan.removed:
         preview.removed.add(int(old["id"]))

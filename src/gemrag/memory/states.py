@@ -10,11 +10,12 @@ naming ``gemrag index --strategy X`` (or builds it).
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Protocol
 
 from gemrag.errors import GemragError
 from gemrag.memory.handle import MemoryHandle
-from gemrag.store.graph_rows import BuildState
+from gemrag.store.parts import BuildArrays, BuildStates, Database, DocumentChunks
+from gemrag.store.records import BuildState
 from gemrag.strategies import available
 from gemrag.strategies.base import Strategy
 from gemrag.strategies.platform.common import build_models, not_indexed
@@ -25,12 +26,17 @@ class StaleStrategyWarning(UserWarning):
     """Retrieval from a strategy whose build predates added or deleted documents (run ``gemrag index``)."""
 
 
+class StateStore(Database, DocumentChunks, BuildStates, BuildArrays, Protocol):
+    """What the build states use of a store: the chunks' signature, each strategy's build state and published
+    generation."""
+
+
 def needs_build(strategy: Strategy) -> bool:
     """False for strategies with nothing to build (``needs_build = False``, e.g. ``full``)."""
     return bool(getattr(strategy, "needs_build", True))
 
 
-def strategy_states(memory: MemoryHandle) -> dict[str, BuildState]:
+def strategy_states(memory: MemoryHandle[StateStore]) -> dict[str, BuildState]:
     """The state of every registered strategy and of every strategy built in the memory, by name."""
     names = sorted(set(available()) | set(memory.store.published_generations()))
     states = {}
@@ -44,7 +50,7 @@ def strategy_states(memory: MemoryHandle) -> dict[str, BuildState]:
     return states
 
 
-def record_build(memory: MemoryHandle, strategy: Strategy, before: int | None) -> None:
+def record_build(memory: MemoryHandle[StateStore], strategy: Strategy, before: int | None) -> None:
     """After a successful build: a strategy that published nothing (it keeps no arrays, e.g. one that reads the
     chunks directly) gets an empty generation recording the chunks it covers, so its state can be tracked like
     any other's. Strategies with nothing to build, or that published, are left alone."""
@@ -58,7 +64,7 @@ def record_build(memory: MemoryHandle, strategy: Strategy, before: int | None) -
     memory.store.publish(name, generation, [], carry=True, models=build_models(memory.ctx))
 
 
-def record_parts(memory: MemoryHandle, before: dict[str, int]) -> None:
+def record_parts(memory: MemoryHandle[StateStore], before: dict[str, int]) -> None:
     """After a successful build: record every strategy built as a part of it (:data:`BUILT_PARTS`, e.g. ``fused``
     under ``iterative``) as :func:`record_build` records the strategy asked for, ``before`` being every strategy's
     published generation before the build (``store.published_generations()``). Clears the list."""
@@ -66,7 +72,7 @@ def record_parts(memory: MemoryHandle, before: dict[str, int]) -> None:
         record_build(memory, part, before.get(part.name))
 
 
-def check_ready(memory: MemoryHandle, strategy: Strategy, *, build: bool) -> None:
+def check_ready(memory: MemoryHandle[StateStore], strategy: Strategy, *, build: bool) -> None:
     """Before retrieving from ``strategy``: build it when unbuilt and ``build``, raise when unbuilt, warn once
     (stderr) when stale. Cached per (published generation, chunk set), so a retrieval costs one small query.
 

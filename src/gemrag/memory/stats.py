@@ -3,15 +3,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from gemrag.memory.handle import MemoryHandle
-from gemrag.memory.states import strategy_states
+from gemrag.memory.states import StateStore, strategy_states
+from gemrag.store.parts import Caches, Documents, MetaRows, NodeRows
 from gemrag.strategies.base import Strategy
 from gemrag.strategies.platform.titles import build_titles
 
 
-def memory_stats(memory: MemoryHandle, strategy: Strategy) -> dict[str, Any]:
+class StatsStore(StateStore, MetaRows, NodeRows, Documents, Caches, Protocol):
+    """What the statistics read of a store: documents, their sources and nodes, meta, build states, usage and
+    failures."""
+
+
+def memory_stats(memory: MemoryHandle[StatsStore], strategy: Strategy) -> dict[str, Any]:
     """What :meth:`gemrag.memory.Memory.stats` reports: the memory's documents, the sources holding each (``sources``:
     document id -> source paths, primary first, for the documents several sources hold), chunk and summary counts,
     models, parameters, index seconds, tokens per phase, failures, ``strategy``'s own report (GEM: the spectrum report

@@ -119,8 +119,15 @@ class LLM(Protocol):
         context_window: the maximum number of tokens (prompt + completion) the model accepts (int).
     """
 
-    model_id: str
-    context_window: int
+    @property
+    def model_id(self) -> str:
+        """A stable identifier of the model and backend."""
+        ...
+
+    @property
+    def context_window(self) -> int:
+        """The maximum number of tokens (prompt + completion) the model accepts."""
+        ...
 
     def complete(
         self,
@@ -161,9 +168,20 @@ class Embedder(Protocol):
         tokens_used: running count of input tokens embedded by this instance (int).
     """
 
-    model_id: str
-    dim: int
-    tokens_used: int
+    @property
+    def model_id(self) -> str:
+        """A stable identifier of the model."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """The embedding dimension d."""
+        ...
+
+    @property
+    def tokens_used(self) -> int:
+        """Running count of input tokens embedded by this instance."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts.

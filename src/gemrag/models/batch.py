@@ -26,7 +26,7 @@ Contract of ``complete_iter(requests)`` (backend method and module function alik
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +74,9 @@ def supports_batches(llm: object) -> bool:
     return callable(getattr(llm, "complete_iter", None))
 
 
-def complete_iter(llm: LLM, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
+def complete_iter(
+    llm: LLM, requests: Sequence[CompletionRequest]
+) -> Generator[tuple[int, Completion | GemragError], None, None]:
     """Complete every request, yielding ``(index, Completion or GemragError)`` in completion order (contract: the
     module docstring). Uses ``llm.complete_iter`` when the backend has one, else ``llm.complete`` one by one.
 
@@ -96,7 +98,7 @@ def complete_iter(llm: LLM, requests: Sequence[CompletionRequest]) -> Iterator[t
 
 def complete_one_by_one(
     llm: LLM, requests: Sequence[CompletionRequest]
-) -> Iterator[tuple[int, Completion | GemragError]]:
+) -> Generator[tuple[int, Completion | GemragError], None, None]:
     """The sequential form of the contract: ``llm.complete`` on each request in order, yielding ``(index, result)``
     with non-fatal errors as results (for backends without batching, or a backend's own fallback path).
 

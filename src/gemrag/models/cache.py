@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -135,7 +135,9 @@ class CachedLLM:
             span.set_attributes(_usage_attributes(self.model_id, result))
             return result
 
-    def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
+    def complete_iter(
+        self, requests: Sequence[CompletionRequest]
+    ) -> Generator[tuple[int, Completion | GemragError], None, None]:
         """Complete many requests (the contract of :mod:`gemrag.models.batch`), answering from the cache first.
 
         Cache hits are yielded at once (metered as cached); the misses go to the backend as ONE batch through
@@ -203,7 +205,7 @@ class CachedLLM:
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
-    ) -> Iterator[StreamItem]:
+    ) -> Generator[StreamItem, None, None]:
         """A streamed :meth:`complete` (contract: :mod:`gemrag.models.streaming`), under the same cache key, so a
         streamed answer is a hit for a later :meth:`complete` and vice versa.
 

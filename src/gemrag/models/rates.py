@@ -280,7 +280,7 @@ def calibrate(
         "completion_per_second": 1.0 / per_token,
         "calls": [list(read), list(write)],
     }
-    if busy(record["load"]):  # not kept: its detail says so
+    if busy(float(str(record["load"]))):  # not kept: its detail says so
         return _from_record(record)
     path = calibration_path(llm, cache_dir)
     with contextlib.suppress(OSError):  # an unwritable cache only costs a calibration next time

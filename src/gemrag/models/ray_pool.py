@@ -26,7 +26,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,14 +116,14 @@ class RayLLM:
         if not ray.is_initialized():
             try:
                 address = ray_address(str(settings.ray))
-                local = {"object_store_memory": LOCAL_OBJECT_STORE} if address == "local" else {}
+                local: dict[str, Any] = {"object_store_memory": LOCAL_OBJECT_STORE} if address == "local" else {}
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ConfigError(f"cannot reach the Ray cluster {settings.ray!r}: {exc}") from exc
         cpus = settings.ray_actor_cpus
         if cpus is None:
             cpus = 1.0 if settings.provider == "llama_cpp" else 0.0
-        worker = ray.remote(_Worker).options(  # type: ignore[attr-defined]
+        worker = ray.remote(_Worker).options(
             max_restarts=-1,
             max_task_retries=-1,
             max_concurrency=self.concurrency,
@@ -131,7 +131,8 @@ class RayLLM:
             scheduling_strategy="SPREAD",
         )
         payload = inner.model_dump()
-        self.actors = [
+        # an actor handle proxies _Worker's methods as remote functions (``handle.complete.remote(...)``)
+        self.actors: list[Any] = [
             worker.remote(payload, str(cache_dir) if cache_dir else None) for _ in range(settings.ray_actors)
         ]
 
@@ -168,7 +169,9 @@ class RayLLM:
                 return result
         raise AssertionError("unreachable: one request gives one result")
 
-    def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
+    def complete_iter(
+        self, requests: Sequence[CompletionRequest]
+    ) -> Generator[tuple[int, Completion | GemragError], None, None]:
         """Every request on the pool, at most ``ray_actor_concurrency`` per actor at a time, yielded as each answer
         arrives (contract: :mod:`gemrag.models.batch`): ``(index, Completion or GemragError)``, each index once.
 

@@ -33,7 +33,7 @@ the stream first.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 
 from gemrag.errors import GemragError
 from gemrag.models.base import LLM, Completion, Message
@@ -56,7 +56,7 @@ def complete_stream(
     max_tokens: int = 256,
     temperature: float = 0.0,
     seed: int | None = None,
-) -> Iterator[StreamItem]:
+) -> Generator[StreamItem, None, None]:
     """Complete a chat as a stream (contract: the module docstring): ``llm.complete_stream`` when the backend has
     one, else ``llm.complete`` with its text yielded at once.
 
@@ -84,7 +84,7 @@ def complete_stream(
     yield completion
 
 
-def pieces(stream: Iterator[StreamItem], final: list[Completion]) -> Iterator[str]:
+def pieces(stream: Generator[StreamItem, None, None], final: list[Completion]) -> Generator[str, None, None]:
     """The ``str`` pieces of ``stream``; its :class:`Completion` is appended to ``final`` once ``stream`` is closed
     (so whatever the stream held is released before the caller yields the Completion in turn). Closing this
     generator closes ``stream``.

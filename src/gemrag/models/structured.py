@@ -158,7 +158,7 @@ def complete_validated_iter(
                 if observe is not None:
                     observe(i, result)
                 try:
-                    value = validate(result)
+                    value: V | GemragError = validate(result)
                 except (ValueError, ValidationError) as exc:
                     error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                     if r + 1 < rounds:

@@ -29,7 +29,7 @@ W3C ``traceparent`` (:mod:`gemrag.server.trace_context`).
 """
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import asdict
 from pathlib import Path
@@ -225,7 +225,7 @@ def create_app(
                 m.Added(
                     doc_id=c.doc_id,
                     created=c.status in ("added", "updated"),
-                    status=c.status,  # type: ignore[arg-type]
+                    status=c.status,
                     version=c.version,
                 )
                 for c in report.changes
@@ -377,7 +377,7 @@ def create_app(
         if body.stream:
             names: list[str] = []  # the strategy that answers, known once the stream's thread opened the memory
 
-            def start(memory: Memory) -> Iterator[str | Answer]:
+            def start(memory: Memory) -> Generator[str | Answer, None, None]:
                 names.append(strategy or memory.strategy.name)
                 return memory.ask_stream(body.question, body.choices, body.budget, strategy)
 

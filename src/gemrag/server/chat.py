@@ -41,7 +41,7 @@ def install_chat(app: FastAPI, spaces: Namespaces, namespace: Any, strategy_of: 
         responses={code: {"model": m.ErrorOut} for code in (409, 503)},
         tags=["query"],
     )
-    def chat_turn(ns: namespace, body: m.ChatRequest) -> m.ChatOut:  # type: ignore[valid-type]
+    def chat_turn(ns: namespace, body: m.ChatRequest) -> m.ChatOut:
         """One turn of a character chat over the namespace's memory (creates it when new): recall memories for the
         message (at most ``budget`` hits of ``strategy``, default the server's), reply in character with the last
         exchanges as history, store the exchange as a document and index it (:class:`gemrag.chat.ChatSession`).
@@ -66,7 +66,7 @@ def install_chat(app: FastAPI, spaces: Namespaces, namespace: Any, strategy_of: 
         tags=["query"],
     )
     def chat_history(
-        ns: namespace,  # type: ignore[valid-type]
+        ns: namespace,
         persona: Persona,
         last: Annotated[int, Query(ge=0, le=1000, description="At most this many exchanges, the latest.")] = 100,
     ) -> m.ChatHistoryOut:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -104,7 +104,7 @@ class SerialLLM:
         with self._lock:
             return backend.complete(messages, **kwargs)
 
-    def complete_stream(self, messages: Sequence[Message], **kwargs: Any) -> Iterator[str | Completion]:
+    def complete_stream(self, messages: Sequence[Message], **kwargs: Any) -> Generator[str | Completion, None, None]:
         """The backend's stream (:func:`gemrag.models.streaming.complete_stream`), holding the lock from the first
         ``next`` until the stream's last piece (or its close): other calls wait for a streamed answer to end (or
         for its client to go away)."""

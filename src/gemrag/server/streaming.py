@@ -26,7 +26,7 @@ import contextlib
 import json
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any
 
 from fastapi import Request
@@ -71,7 +71,7 @@ def sse_event(item: str | Answer | BaseException, render: Callable[[Answer], Bas
 def stream_answer(
     spaces: Namespaces,
     namespace: str,
-    ask: Callable[[Memory], Iterator[str | Answer]],
+    ask: Callable[[Memory], Generator[str | Answer, None, None]],
     render: Callable[[Answer], BaseModel],
     request: Request,
 ) -> StreamingResponse:

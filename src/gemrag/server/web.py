@@ -57,7 +57,7 @@ HTML_RESPONSE: dict[int | str, dict[str, Any]] = {
 
 def page_html() -> str:
     """The page's HTML (``web/index.html``, package data)."""
-    return resources.files("gemrag.server").joinpath(ASSETS, "index.html").read_text(encoding="utf-8")
+    return resources.files("gemrag.server").joinpath(ASSETS).joinpath("index.html").read_text(encoding="utf-8")
 
 
 def install_web(app: FastAPI) -> None:

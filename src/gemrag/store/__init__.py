@@ -23,7 +23,6 @@ from typing import Any
 from gemrag.store.base import MemoryStore
 from gemrag.store.copy import copy_memory, import_caches
 from gemrag.store.files import FileArrays
-from gemrag.store.graph_rows import BuildState
 from gemrag.store.lock import BuildLock
 from gemrag.store.open import (
     Location,
@@ -39,7 +38,8 @@ from gemrag.store.open import (
 )
 from gemrag.store.parts import StoreParts
 from gemrag.store.publish import KEEP_COVERS, ArrayEntry, Manifest, Publication, Published
-from gemrag.store.rows import NodeRecord, sha256_text
+from gemrag.store.records import BuildState, NodeRecord
+from gemrag.store.rows import sha256_text
 from gemrag.store.sqlite.store import Store
 
 __all__ = [

@@ -13,14 +13,14 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeAlias
 
 import numpy as np
 import scipy.sparse as sp
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 
-Matrix = np.ndarray | sp.sparray | sp.spmatrix
+Matrix: TypeAlias = np.ndarray | sp.sparray | sp.spmatrix
 """What a build may store as one array: a dense numpy array or a scipy.sparse matrix (stored as CSR)."""
 
 
@@ -154,7 +154,7 @@ def save_matrix(
         write_file(final, lambda fh: sp.save_npz(fh, csr, compressed=False), step)
         shape, dtype, nnz, sparse = tuple(int(x) for x in csr.shape), csr.dtype.str, int(csr.nnz), True
     else:
-        dense = np.asarray(array)
+        dense: np.ndarray = np.asarray(array)
         if dense.dtype == object:
             raise ValueError(f"array {name!r} has an object dtype")
         if axes is not None and len(axes) != dense.ndim:
@@ -180,10 +180,11 @@ def load_matrix(path: Path, entry: ArrayEntry, *, mmap: bool) -> Matrix:
     size = path.stat().st_size
     if entry.sparse:
         try:
-            array: Matrix = sp.csr_matrix(sp.load_npz(path))
+            csr = sp.csr_matrix(sp.load_npz(path))
         except (OSError, ValueError, KeyError) as exc:
             raise ValueError(f"{entry.file}: {exc}") from exc
-        nnz: int | None = int(array.nnz)
+        array: Matrix = csr
+        nnz: int | None = int(csr.nnz)
     else:
         try:
             array = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)

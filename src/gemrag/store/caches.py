@@ -159,7 +159,7 @@ class CacheRows(SqlPart):
             " FROM usage WHERE phase = ? AND id > ? AND id <= ?",
             (phase, mark, upto if upto is not None else 2**62),
         )
-        keys = ("prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls", "llm_cached")
+        keys: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "embedding_tokens", "llm_calls", "llm_cached")
         keys += ("first_at", "last_at")
         return dict(zip(keys, rows[0], strict=True))
 

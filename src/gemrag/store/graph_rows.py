@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from gemrag.store.documents import DOCUMENT_COLUMNS, document_dict, like_suffix
 from gemrag.store.parts import Connection
+from gemrag.store.records import BuildState, State
 from gemrag.store.sql_part import SqlPart
 
 CHUNK = "chunk"
@@ -35,46 +35,6 @@ INPUTS = "inputs"
 """The key of a derived node's meta that records how many source chunks it was made from (:meth:`add_node`)."""
 
 _BATCH = 500
-
-State = Literal["built", "stale", "never built"]
-
-
-@dataclass(frozen=True)
-class BuildState:
-    """A strategy's build compared with the memory's chunks now.
-
-    Attributes:
-        strategy: the strategy's name. state: ``"built"``, ``"stale"`` or ``"never built"``.
-        generation: the published generation (None when never built).
-        new_chunks: chunks added since that build. deleted_chunks: chunks it covered that were deleted since.
-        new_documents: documents added but not chunked yet (``index`` chunks them).
-        published_at: UNIX time of the publish. params, models: what the build recorded.
-    """
-
-    strategy: str
-    state: State
-    generation: int | None = None
-    new_chunks: int = 0
-    deleted_chunks: int = 0
-    published_at: float | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    models: dict[str, Any] = field(default_factory=dict)
-    new_documents: int = 0
-
-    def describe(self) -> str:
-        """One line for people: ``built (generation 3)``, ``stale: 2 new chunks, 1 deleted chunk`` or
-        ``never built``."""
-        if self.state == "never built":
-            return "never built"
-        if self.state == "built":
-            return f"built (generation {self.generation})"
-        parts = []
-        for n, what in ((self.new_documents, "new document"), (self.new_chunks, "new chunk")):
-            if n:
-                parts.append(f"{n} {what}{'s' if n != 1 else ''}")
-        if self.deleted_chunks:
-            parts.append(f"{self.deleted_chunks} deleted chunk{'s' if self.deleted_chunks != 1 else ''}")
-        return f"stale: {', '.join(parts)} (generation {self.generation})"
 
 
 def _batches(ids: Sequence[int]) -> Iterable[list[int]]:

@@ -11,11 +11,11 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gemrag.store.documents import DOCUMENT_COLUMNS, document_dict
 from gemrag.store.graph_rows import GraphRows
+from gemrag.store.records import NodeRecord
 from gemrag.store.schema import visible_node
 from gemrag.types import DocumentRef, Passage
 
@@ -28,37 +28,6 @@ _NODE_COLUMNS = (
 def sha256_text(text: str) -> str:
     """Hex sha256 of a UTF-8 string (64 characters)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class NodeRecord:
-    """A node row: a chunk of a document or a summary node.
-
-    Attributes:
-        id: node id (int, never reused). kind: ``"chunk"``, or the deriving strategy's kind (e.g. ``"summary"``).
-            doc_id: document id (None for derived nodes).
-        ord: position of the chunk in its document (or of the summary among summaries).
-        text: the node's text. n_tokens: its length in embedder tokens (int).
-        questions_done: 1 when utility questions were generated, 0 pending, -1 failed.
-        meta: JSON-decoded extra fields (e.g. a summary's eigenvalue and member node ids).
-        strategy: the strategy that derived the node (None for chunks).
-        generation: the build generation that derived it (None for chunks).
-        start, end: a chunk's character span ``[start, end)`` in its document's current text (None for derived
-            nodes, and for a chunk whose span is unknown; see :class:`gemrag.types.Passage`).
-    """
-
-    id: int
-    kind: str
-    doc_id: int | None
-    ord: int
-    text: str
-    n_tokens: int
-    questions_done: int
-    meta: dict[str, Any]
-    strategy: str | None = None
-    generation: int | None = None
-    start: int | None = None
-    end: int | None = None
 
 
 def _node(r: Sequence[Any]) -> NodeRecord:

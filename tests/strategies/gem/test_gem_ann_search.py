@@ -119,3 +119,14 @@ def test_float16_questions_and_unnormalized_rows_prepare_the_same_search() -> No
     assert np.array_equal(half.given_row, cast.given_row)
     for q in chunks[:10]:
         assert half.search(q, 4)[0].tolist() == cast.search(q, 4)[0].tolist()
+
+
+def test_a_given_start_node_starts_both_walks_alike(prepared: tuple) -> None:
+    exact, approx, queries = prepared
+    for q, start in zip(queries[:6], (0, 5, 6, 1234, 2999, 17), strict=True):
+        oe, pe, ve = exact.search_path(q, 6, start)
+        oa, pa, va = approx.search_path(q, 6, start)
+        assert oe[0] == start and oa.tolist() == oe.tolist() and va.tolist() == ve.tolist()
+        np.testing.assert_allclose(pa, pe, atol=1e-5)
+    with pytest.raises(ValueError, match="start node"):
+        approx.search_path(queries[0], 4, 3000)

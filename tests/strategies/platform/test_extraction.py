@@ -346,3 +346,18 @@ def test_rich_progress_shows_items_and_tokens_per_second() -> None:
         advance(2)
     text = out.getvalue()
     assert "it/s" in text and "tok/s" in text.split("plain")[0] and "tok/s" not in text.split("plain")[1]
+
+
+def test_a_pass_over_texts_runs_over_other_items_as_their_texts() -> None:
+    texts = Extraction(
+        "names", lambda text: [{"role": "user", "content": text}], Names, max_tokens=64, first_attempt=len
+    )
+    over = texts.over(lambda node: node.text)
+    node = NodeRecord(7, "chunk", 1, 0, "Ada met Grace.", 3, 0, {})
+    assert over.prompt(node) == [{"role": "user", "content": "Ada met Grace."}]
+    assert (over.description, over.output_type, over.max_tokens) == ("names", Names, 64)
+    assert over.first_attempt is not None and over.first_attempt(node) == len("Ada met Grace.")
+    assert over.first_request(node, 2) == texts.first_request("Ada met Grace.", 2)
+    own = texts.over(lambda node: node.text, first_attempt=lambda node: node.id)
+    assert own.first_attempt is not None and own.first_attempt(node) == 7
+    assert dataclasses.replace(texts, first_attempt=None).over(str).first_attempt is None

@@ -167,7 +167,12 @@ def dated_context(store: DatingStore, question: str, hits: Sequence[Hit], mode: 
             continue
         own = chunks[i][0] if len(chunks[i]) == 1 else None
         record = records.get(own) if own is not None else None
-        text = dated_text(hit, when, record.text if record is not None else None, dated.get(own) if record else None)
+        text = dated_text(
+            hit,
+            when,
+            record.text if record is not None else None,
+            dated.get(own) if record and own is not None else None,
+        )
         meta = {**hit.meta, "date": when.first} | ({"date_last": when.last} if when.last != when.first else {})
         out.append(dataclasses.replace(hit, rank=rank, text=text, meta=meta))
     return out

@@ -95,7 +95,8 @@ def _count(word: str) -> int:
 
 
 def _monday(day: date) -> date:
-    return day + relativedelta(weekday=MO(-1))
+    monday: date = day + relativedelta(weekday=MO(-1))
+    return monday
 
 
 def _period(day: date, unit: str) -> tuple[date, Unit]:
@@ -111,7 +112,8 @@ def _period(day: date, unit: str) -> tuple[date, Unit]:
 
 def _shift(anchor: date, unit: str, n: int) -> date:
     """``anchor`` moved by ``n`` units (negative: back)."""
-    return anchor + relativedelta(**{f"{unit}s": n})
+    moved: date = anchor + relativedelta(**{f"{unit}s": n})
+    return moved
 
 
 Resolver = Callable[[re.Match[str], date], tuple[date, Unit]]
@@ -203,7 +205,9 @@ seasons (the hemisphere), a bare weekday (before or after the anchor: the verb's
 
 def _matches(text: str) -> list[tuple[int, int, re.Match[str], Resolver | None]]:
     """Every rule's and vague pattern's matches, longest first where they overlap, in text order."""
-    found = [(m.start(), m.end(), m, f) for p, f in _RULES for m in p.finditer(text)]
+    found: list[tuple[int, int, re.Match[str], Resolver | None]] = [
+        (m.start(), m.end(), m, f) for p, f in _RULES for m in p.finditer(text)
+    ]
     found += [(m.start(), m.end(), m, None) for p in _VAGUE for m in p.finditer(text)]
     found.sort(key=lambda x: (x[0], -(x[1] - x[0]), x[3] is None))
     kept: list[tuple[int, int, re.Match[str], Resolver | None]] = []

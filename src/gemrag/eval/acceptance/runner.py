@@ -24,6 +24,7 @@ tests and the reports are :mod:`gemrag.eval.acceptance.report`.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -207,6 +208,10 @@ class _Acceptance:
         self.done = {_record_key(r) for r in self.records}
         self.memories = EvalMemories(out_dir)  # where the memories are (run_acceptance's memory_root)
 
+    def _done(self, conversation: str, strategy: str, run: int, turn: int) -> bool:
+        """True when the record of ``turn`` of that conversation, strategy and run was written by an earlier run."""
+        return (conversation, turn, strategy, run) in self.done
+
     def run(self) -> None:
         out = JsonlAppender(self.out_dir / "records.jsonl")
         try:
@@ -254,7 +259,7 @@ class _Acceptance:
                                 doc,
                                 run_index=r,
                                 settings=self.settings,
-                                skip=lambda i, c=conv, r=r, n=run.name: (c.id, i, n, r) in self.done,
+                                skip=functools.partial(self._done, conv.id, run.name, r),
                             ):
                                 out.write(rec)
                                 self.records.append(rec)

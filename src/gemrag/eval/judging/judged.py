@@ -168,7 +168,7 @@ class JudgeChoice:
         settings = judge_settings(config, self.model, self.base_url)
         if settings is None or settings == config.llm:  # the evaluation's own model: judged by the memory's LLM
             return Judgements(out_dir, llm_label), None
-        backend: LLM = LazyLLM(lambda: build_llm(settings, config.cache_dir))  # type: ignore[assignment]
+        backend: LLM = LazyLLM(lambda: build_llm(settings, config.cache_dir))
         return Judgements(out_dir, f"{settings.provider}:{settings.model}"), backend
 
 

@@ -190,10 +190,10 @@ def _flat_record(rec: dict[str, Any], where: str, index: int) -> tuple[Document,
     for k in numbers:
         q_where = f"{where}, question{k}"
         options = []
-        m = 1
-        while f"question{k}option{m}" in rec:
-            options.append(req_str(rec, f"question{k}option{m}", q_where).strip())
-            m += 1
+        option = 1
+        while f"question{k}option{option}" in rec:
+            options.append(req_str(rec, f"question{k}option{option}", q_where).strip())
+            option += 1
         if len(options) < 2:
             raise fail(q_where, f"expected fields question{k}option1..N with at least 2 options")
         gold = _gold_index(rec.get(f"question{k}_gold_label"), len(options), q_where)

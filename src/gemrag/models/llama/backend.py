@@ -31,7 +31,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -328,7 +328,9 @@ class LlamaCppLLM:
             seconds,
         )
 
-    def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
+    def complete_iter(
+        self, requests: Sequence[CompletionRequest]
+    ) -> Generator[tuple[int, Completion | GemragError], None, None]:
         """Complete several requests, decoding up to ``n_parallel`` of them together (contract:
         :mod:`gemrag.models.batch`).
 
@@ -420,7 +422,7 @@ class LlamaCppLLM:
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
-    ) -> Iterator[str | Completion]:
+    ) -> Generator[str | Completion, None, None]:
         """:meth:`complete` (free text) as a stream, token by token (contract: :mod:`gemrag.models.streaming`).
 
         The decoder runs the one request step by step (:meth:`~gemrag.models.llama.batch.BatchDecoder.run_steps`); each

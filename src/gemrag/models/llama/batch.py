@@ -35,7 +35,7 @@ import contextlib
 import ctypes
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -293,7 +293,8 @@ class BatchDecoder:
 
     def _grammar_allows(self, grammar: Any, token: int, logit: float) -> bool:
         one = self._one
-        one[0].id, one[0].logit, one[0].p = token, logit, 0.0
+        one[0].id = ctypes.c_int32(token)
+        one[0].logit, one[0].p = logit, 0.0
         data = ctypes.cast(one, ctypes.POINTER(self._lib.llama_token_data))
         arr = self._lib.llama_token_data_array(data=data, size=1, selected=-1, sorted=False)
         self._lib.llama_sampler_apply(grammar, ctypes.byref(arr))
@@ -373,7 +374,7 @@ class BatchDecoder:
         self.decode_seconds += seconds
         return seconds
 
-    def run(self, requests: Sequence[DecodeRequest]) -> Iterator[tuple[int, DecodeResult]]:
+    def run(self, requests: Sequence[DecodeRequest]) -> Generator[tuple[int, DecodeResult], None, None]:
         """Decode every request, yielding ``(index, result)`` in completion order.
 
         Requests start in order as slots and KV cells free up.
@@ -397,7 +398,7 @@ class BatchDecoder:
             for step in steps:
                 yield from step.done
 
-    def run_steps(self, requests: Sequence[DecodeRequest]) -> Iterator[Step]:
+    def run_steps(self, requests: Sequence[DecodeRequest]) -> Generator[Step, None, None]:
         """Decode every request as :meth:`run` does, yielding one :class:`Step` per ``llama_decode`` call: the
         tokens it added to each request's completion (a streamed answer shows them as they come) and the
         requests it finished. Same contract as :meth:`run` (who holds the decoder, closing, errors); a step that

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gemrag.errors import GemragError
@@ -94,7 +94,7 @@ def legacy_stream(
     max_tokens: int,
     temperature: float,
     seed: int,
-) -> Iterator[str | Completion]:
+) -> Generator[str | Completion, None, None]:
     """:func:`legacy_complete` as a stream: ``create_chat_completion(stream=True)``, each chunk's ``delta.content``
     yielded as it is decoded, then the :class:`Completion`.
 
@@ -110,7 +110,8 @@ def legacy_stream(
     t0 = time.perf_counter()
     pieces: list[str] = []
     with _llama_errors(model_id, context_window):
-        chunks = llm.create_chat_completion(stream=True, **kwargs)
+        # stream=True gives an iterator of chunk dicts (llama-cpp-python annotates the union of both forms)
+        chunks: Any = llm.create_chat_completion(stream=True, **kwargs)
     with contextlib.closing(chunks):
         while True:
             with _llama_errors(model_id, context_window):

@@ -387,7 +387,8 @@ def _crash_detail(stderr: str) -> str:
 
 
 def _interpret(out: str, err: str, rc: int | None, timed_out: bool, label: str, seconds: float) -> ProbeResult:
-    phase, version, features, done, error = "start", None, (), None, None
+    phase, version, done, error = "start", None, None, None
+    features: tuple[str, ...] = ()
     for line in out.splitlines():
         if not line.startswith(MARKER):
             continue
@@ -406,7 +407,13 @@ def _interpret(out: str, err: str, rc: int | None, timed_out: bool, label: str, 
         elif kind == "error":
             error = f"{ev.get('type', 'Error')}: {ev.get('message', '')}".replace("\n", " ")[:500]
     version = version or llama_cpp_version()
-    common = {"seconds": seconds, "phase": phase, "returncode": rc, "version": version, "features": features}
+    common: dict[str, Any] = {
+        "seconds": seconds,
+        "phase": phase,
+        "returncode": rc,
+        "version": version,
+        "features": features,
+    }
     if timed_out:
         return ProbeResult("timeout", label, **common)
     if rc is not None and rc < 0:

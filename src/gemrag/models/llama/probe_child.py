@@ -77,10 +77,12 @@ def llama_target(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     )
     emit("phase", phase="close")
     llm.close()
-    return {
-        "chat": chat["choices"][0]["message"].get("content") or "",
-        "json": constrained["choices"][0]["message"].get("content") or "",
-    }
+    return {"chat": _content(chat), "json": _content(constrained)}
+
+
+def _content(response: Any) -> str:
+    """The text of a non-streamed chat completion (llama-cpp-python annotates the union with the streamed form)."""
+    return str(response["choices"][0]["message"].get("content") or "")
 
 
 def _resolve_target(target: str) -> Callable[[dict[str, Any], Emit], dict[str, Any]]:
@@ -96,7 +98,7 @@ def _resolve_target(target: str) -> Callable[[dict[str, Any], Emit], dict[str, A
         spec.loader.exec_module(module)
     else:
         module = importlib.import_module(where)
-    return getattr(module, name)  # type: ignore[no-any-return]
+    return getattr(module, name)
 
 
 def child_main(argv: list[str]) -> int:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Literal
 
@@ -203,7 +203,9 @@ class OpenAILLM:
         request = CompletionRequest(messages, schema=schema, max_tokens=max_tokens, temperature=temperature, seed=seed)
         return self._complete(request, None)
 
-    def complete_iter(self, requests: Sequence[CompletionRequest]) -> Iterator[tuple[int, Completion | GemragError]]:
+    def complete_iter(
+        self, requests: Sequence[CompletionRequest]
+    ) -> Generator[tuple[int, Completion | GemragError], None, None]:
         """Complete every request with at most :attr:`concurrency` in flight, yielding results as they arrive.
 
         Contract: :mod:`gemrag.models.batch`. Each request is one :meth:`complete` (same rate limit, retries and
@@ -249,7 +251,7 @@ class OpenAILLM:
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
-    ) -> Iterator[str | Completion]:
+    ) -> Generator[str | Completion, None, None]:
         """:meth:`complete` (free text) as a stream, ``stream=True`` (:func:`gemrag.models.openai.stream.stream_chat`;
         contract: :mod:`gemrag.models.streaming`). Closing it early closes the HTTP response.
 

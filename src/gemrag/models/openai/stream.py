@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 from gemrag.models.base import Completion, Message, Usage
@@ -33,7 +33,7 @@ def stream_chat(
     max_tokens: int = 256,
     temperature: float = 0.0,
     seed: int | None = None,
-) -> Iterator[str | Completion]:
+) -> Generator[str | Completion, None, None]:
     """One streamed ``chat.completions.create`` request (after waiting for ``limiter``, counted as a non-streamed
     request is; retried by the SDK until the response starts, not after).
 

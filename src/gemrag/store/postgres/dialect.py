@@ -64,5 +64,8 @@ def returns_id(sql: str) -> bool:
     """True for a single-row ``INSERT INTO`` a table with a generated id and no ``RETURNING`` yet."""
     m = _INSERT.match(sql)
     return (
-        bool(m) and m.group(1) in GENERATED_ID_TABLES and "RETURNING" not in sql.upper() and "SELECT" not in sql.upper()
+        m is not None
+        and m.group(1) in GENERATED_ID_TABLES
+        and "RETURNING" not in sql.upper()
+        and "SELECT" not in sql.upper()
     )

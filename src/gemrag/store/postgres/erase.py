@@ -33,9 +33,14 @@ class PgEraseMixin:
     schema: str
     _scratch: Path | None
 
-    def _state(self) -> threading.local: ...  # provided by PgDatabase
-    def _connection(self) -> AbstractContextManager[Any]: ...  # provided by PgDatabase
-    def _query(self, sql: str, args: Any = ()) -> list[Any]: ...  # provided by PgDatabase
+    def _state(self) -> threading.local:
+        raise NotImplementedError  # provided by PgDatabase
+
+    def _connection(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError  # provided by PgDatabase
+
+    def _query(self, sql: str, args: Any = ()) -> list[Any]:
+        raise NotImplementedError  # provided by PgDatabase
 
     def secure_deletes(self) -> AbstractContextManager[None]:
         """A scope whose deletes overwrite what they free: nothing to do on PostgreSQL, whose dead rows

@@ -93,8 +93,9 @@ def load_array_bytes(data: bytes, entry: ArrayEntry) -> Matrix:
     """
     try:
         if entry.sparse:
-            array: Matrix = sp.csr_matrix(sp.load_npz(io.BytesIO(data)))
-            nnz: int | None = int(array.nnz)
+            csr = sp.csr_matrix(sp.load_npz(io.BytesIO(data)))
+            array: Matrix = csr
+            nnz: int | None = int(csr.nnz)
         else:
             array = np.load(io.BytesIO(data), allow_pickle=False)
             array.flags.writeable = False

@@ -12,7 +12,8 @@ from gemrag.errors import StaleGenerationError
 from gemrag.store.caches import CacheRows
 from gemrag.store.parts import StoreDatabase
 from gemrag.store.postgres.snapshot import ROWS_SQL
-from gemrag.store.rows import NodeRecord, SqlRows, _node
+from gemrag.store.records import NodeRecord
+from gemrag.store.rows import SqlRows, _node
 from gemrag.types import DocumentRef, Passage
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from gemrag.store.rows import NodeRecord
+from gemrag.store.records import NodeRecord
 from gemrag.types import Passage
 
 STATE_SQL = (
@@ -82,11 +82,14 @@ class PgSnapshotReads:
     of a PostgreSQL memory answer from (:class:`PgRows`, :class:`PgCaches`,
     :class:`gemrag.store.postgres.generations.PgArrays`)."""
 
-    def _state(self) -> threading.local: ...  # provided by PgDatabase
-    def _run_together(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]: ...  # by PgDatabase
-    def _query(  # provided by PgDatabase
-        self, sql: str, args: Any = (), *, raw: bool = False, last: bool = False
-    ) -> list[Any]: ...
+    def _state(self) -> threading.local:
+        raise NotImplementedError  # provided by PgDatabase
+
+    def _run_together(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+        raise NotImplementedError  # provided by PgDatabase
+
+    def _query(self, sql: str, args: Any = (), *, raw: bool = False, last: bool = False) -> list[Any]:
+        raise NotImplementedError  # provided by PgDatabase
 
     def _snapshot_rows(self) -> SnapshotRows | None:
         """The current snapshot's cache, or None outside a snapshot (and inside a write transaction)."""

@@ -65,6 +65,14 @@ class _Count:
     def __init__(self, rowcount: int) -> None:
         self.rowcount = rowcount
 
+    def fetchone(self) -> Any:
+        """None: a bulk statement returns no row."""
+        return None
+
+    def fetchall(self) -> list[Any]:
+        """No rows: a bulk statement returns none."""
+        return []
+
 
 class PgConnection:
     """What ``with store.transaction() as c`` yields on PostgreSQL: ``execute`` / ``executemany`` of the store's

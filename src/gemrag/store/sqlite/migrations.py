@@ -48,8 +48,8 @@ import numpy as np
 from gemrag.errors import GemragError
 from gemrag.store.arrays import ArrayEntry, fsync_directory
 from gemrag.store.migrate_v6 import upgrade_5_to_6
-from gemrag.store.schema import SCHEMA_VERSION
-from gemrag.store.sqlite.migrate_v3 import REBUILD_META, upgrade_2_to_3
+from gemrag.store.schema import REBUILD_META, SCHEMA_VERSION
+from gemrag.store.sqlite.migrate_v3 import upgrade_2_to_3
 from gemrag.store.sqlite.migrate_v4 import upgrade_3_to_4
 from gemrag.store.sqlite.migrate_v5 import upgrade_4_to_5
 from gemrag.store.sqlite.schema import SCHEMA, SCHEMA_7

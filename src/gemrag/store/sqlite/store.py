@@ -35,7 +35,8 @@ from gemrag.store.files import FileArrays
 from gemrag.store.hnsw import HnswSearch
 from gemrag.store.lock import BuildLock
 from gemrag.store.parts import StoreParts
-from gemrag.store.rows import NodeRecord, SqlRows, sha256_text
+from gemrag.store.records import NodeRecord
+from gemrag.store.rows import SqlRows, sha256_text
 from gemrag.store.schema import DEFAULT_BUSY_TIMEOUT, SCHEMA_VERSION
 from gemrag.store.sqlite.connection import open_connection, translate
 from gemrag.store.sqlite.erase import SqliteEraseMixin

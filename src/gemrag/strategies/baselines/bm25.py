@@ -48,7 +48,7 @@ def tokenize(texts: list[str]) -> list[list[str]]:
     """bm25s' tokenizer with English stopwords: one list of lower-case word tokens per text."""
     import bm25s
 
-    return bm25s.tokenize(texts, stopwords=STOPWORDS, return_ids=False, show_progress=False)  # type: ignore[return-value]
+    return bm25s.tokenize(texts, stopwords=STOPWORDS, return_ids=False, show_progress=False)
 
 
 class BM25Config(ReadTitles):

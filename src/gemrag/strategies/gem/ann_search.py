@@ -208,24 +208,30 @@ class AnnPreparedGraph(PreparedGraph):
         return order, priorities
 
     def search_path(
-        self, prompt_vec: ArrayLike, budget: int
+        self, prompt_vec: ArrayLike, budget: int, start: int | None = None
     ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
-        """:meth:`PreparedGraph.search_path` with ``rel`` computed for the candidates and the frontier only.
+        """:meth:`PreparedGraph.search_path` with ``rel`` computed for the candidates and the frontier only
+        (``start``: the start node when given, else the most relevant candidate).
 
         Raises:
-            ValueError: ``budget < 0``, no sparse ``W``, an empty graph with ``budget > 0``, or a zero prompt.
+            ValueError: ``budget < 0``, no sparse ``W``, an empty graph with ``budget > 0``, a zero prompt, or
+                ``start`` out of range.
         """
         if budget < 0:
             raise ValueError(f"budget must be >= 0, got {budget}")
-        if not sp.issparse(self.weights):
+        if not isinstance(self.weights, (sp.spmatrix, sp.sparray)):
             raise ValueError("the approximate search needs the sparse edge weights W")
+        if start is not None and not 0 <= start < self.n:
+            raise ValueError(f"start node {start} is not in [0, {self.n})")
         p = self._prompt(prompt_vec)
         total = min(int(budget), self.n)
         if self.n == 0 and budget > 0:
             raise ValueError("cannot search an empty graph")
-        start = self.candidates(p, max(ANN_CANDIDATES, 4 * total))
-        rel = dict(zip(start.tolist(), self.relevance_of(start, p).tolist(), strict=True))
-        return _sparse_walk(self, rel, p, total)
+        candidates = self.candidates(p, max(ANN_CANDIDATES, 4 * total))
+        if start is not None:
+            candidates = np.union1d(candidates, np.array([start], dtype=np.int64))
+        rel = dict(zip(candidates.tolist(), self.relevance_of(candidates, p).tolist(), strict=True))
+        return _sparse_walk(self, rel, p, total, start)
 
 
 def _best(scores: dict[int, float]) -> int:
@@ -234,12 +240,13 @@ def _best(scores: dict[int, float]) -> int:
 
 
 def _sparse_walk(
-    graph: AnnPreparedGraph, rel: dict[int, float], p: NDArray[np.float32], total: int
+    graph: AnnPreparedGraph, rel: dict[int, float], p: NDArray[np.float32], total: int, first: int | None = None
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
     """The walk of :func:`gemrag.strategies.gem.search._walk` over dictionaries: ``rel`` holds the nodes whose
-    relevance is known (it grows by each visited node's neighbours); returns ``(order, priorities, via)``."""
+    relevance is known (it grows by each visited node's neighbours), ``first`` the start node (None: the most
+    relevant of ``rel``); returns ``(order, priorities, via)``."""
     w = graph.weights
-    assert sp.issparse(w)
+    assert isinstance(w, (sp.spmatrix, sp.sparray))
     order = np.empty(total, dtype=np.int64)
     priorities = np.empty(total, dtype=np.float64)
     via = np.empty(total, dtype=np.int64)
@@ -248,7 +255,7 @@ def _sparse_walk(
     parent: dict[int, int] = {}
     if total == 0:
         return order, priorities, via
-    node = _best(rel)
+    node = _best(rel) if first is None else first
     priority, came_from = rel[node], -1
     for step in range(total):
         order[step], priorities[step], via[step] = node, priority, came_from

@@ -18,7 +18,7 @@ The store keeps ``W`` as given (a dense array or a scipy.sparse matrix, see :mod
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,7 +41,7 @@ LARGE_EIGSH_MAXITER = 100
 eigenpairs take a bounded time. ``benchmarks/scale.py`` reports whether the cap was reached (not at 10k, 100k, 1M)."""
 
 GraphMode = Literal["dense", "sparse"]
-Matrix = NDArray[np.float64] | sp.csr_matrix
+Matrix: TypeAlias = NDArray[np.float64] | sp.csr_matrix
 
 
 def graph_mode(cfg: GemConfig, n_chunks: int) -> GraphMode:

@@ -161,7 +161,7 @@ def best_first_search(
 
 def _weight_scale(w: NDArray[np.float64] | sp.csr_matrix) -> float:
     """``1 / max(W)`` (0.0 for an all-zero W); raises ValueError for a negative weight."""
-    entries = w.data if sp.issparse(w) else w
+    entries = w.data if isinstance(w, (sp.spmatrix, sp.sparray)) else w
     if entries.size and entries.min() < 0:
         raise ValueError("W must be non-negative (clip negative similarities first)")
     wmax = float(entries.max()) if entries.size else 0.0
@@ -194,7 +194,7 @@ def _walk(
         if via is not None:
             via[step] = came_from
         visited[node] = True
-        if sp.issparse(w):
+        if isinstance(w, (sp.spmatrix, sp.sparray)):
             lo, hi = w.indptr[node], w.indptr[node + 1]
             cols = w.indices[lo:hi]
             row = w.data[lo:hi] * scale

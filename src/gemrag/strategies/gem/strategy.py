@@ -148,9 +148,13 @@ class GemGraph:
     @classmethod
     def from_published(cls, published: Published) -> GemGraph:
         """The graph of a published generation (memory-mapped arrays)."""
-        fields = {name: published.arrays[name] for name in cls.NAMES}
-        lists = {name: published.arrays.get(name) for name in ("question_list", "list_centroids")}
-        return cls(**fields, weights=published.arrays["weights"], **lists)
+        fields: dict[str, np.ndarray] = {name: published.arrays[name] for name in cls.NAMES}
+        return cls(
+            **fields,
+            weights=published.arrays["weights"],
+            question_list=published.arrays.get("question_list"),
+            list_centroids=published.arrays.get("list_centroids"),
+        )
 
 
 @dataclass

@@ -17,7 +17,7 @@ import numpy as np
 from gemrag.errors import GemragError
 from gemrag.store.parts import BuildReads
 from gemrag.strategies.base import Themes
-from gemrag.strategies.gem.graph import chunk_graph
+from gemrag.strategies.gem.graph import GraphMode, chunk_graph
 from gemrag.strategies.gem.settings import GemConfig
 
 __all__ = ["chunk_eigenvectors", "dominant_themes", "gem_themes"]
@@ -79,7 +79,7 @@ def chunk_eigenvectors(store: BuildReads, settings: GemConfig) -> tuple[list[int
     cfg = settings.model_copy(update={**params, "eigen": max(selected)})
     vectors = np.asarray(published.arrays["node_vectors"])[rows]
     qvectors = np.asarray(published.arrays["question_vectors"])[keep]
-    mode = manifest.meta.get("graph") or "dense"
+    mode: GraphMode = "sparse" if manifest.meta.get("graph") == "sparse" else "dense"
     _, _, (_, eigenvectors), _ = chunk_graph(vectors, qvectors, position[owner[keep]], mode, cfg)
     return node_ids[rows].tolist(), eigenvectors, selected
 

@@ -168,11 +168,7 @@ def generate_utility_questions(
     run_extraction(
         ctx,
         nodes,
-        dataclasses.replace(
-            spec,
-            prompt=lambda node: spec.prompt(text_of(node)),
-            first_attempt=lambda node: retry[node.id] * ATTEMPTS,
-        ),
+        spec.over(text_of, first_attempt=lambda node: retry[node.id] * ATTEMPTS),
         save=lambda node, result: ctx.store.set_questions(node.id, kept_questions(result.questions, m, dedupe=dedupe)),
         fail=lambda node, exc: ctx.store.fail_questions(node.id, PHASE, str(exc)),
     )

@@ -93,7 +93,7 @@ def graph_arrays(
         return np.array([r[k] for r in rows], dtype=dtype)
 
     def labels_of(k: int) -> np.ndarray:
-        return np.stack([vectors[r[k]] for r in rows]) if rows else np.zeros((0, d), np.float32)
+        return np.stack([vectors[str(r[k])] for r in rows]) if rows else np.zeros((0, d), np.float32)
 
     src, dst, labels, which, inverse = directed_relations(
         column(0, np.int64), column(1, np.int64), labels_of(2), labels_of(3), directional=cfg.directional

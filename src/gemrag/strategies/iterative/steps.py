@@ -36,9 +36,8 @@ from gemrag.store import NodeRecord
 from gemrag.strategies.base import Strategy, StrategyContext
 from gemrag.strategies.iterative import passes
 from gemrag.strategies.iterative.merge import Step
-from gemrag.strategies.platform.common import indexed_text_of
 from gemrag.strategies.platform.composite import hit_key, unique_hits
-from gemrag.strategies.platform.titles import memory_titles
+from gemrag.strategies.platform.titles import indexed_text_of, memory_titles
 from gemrag.types import Hit
 
 FollowUp = Literal["always", "needed"]

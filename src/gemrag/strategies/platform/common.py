@@ -27,7 +27,7 @@ from gemrag.graph.validate import top_indices, unit_rows
 from gemrag.ingest.tokenizer import minilm_tokenizer
 from gemrag.store import NodeRecord, Published
 from gemrag.store.arrays import Matrix
-from gemrag.store.publish import Edges, Publication
+from gemrag.store.publish_types import Edges, Publication
 from gemrag.store.schema import REBUILD_META
 from gemrag.strategies.base import StrategyContext, strategy_config, title_default
 from gemrag.strategies.platform.titles import READ_TITLES, indexed_text_of, strategy_reads_titles
@@ -93,7 +93,8 @@ def chunk_ids_and_vectors(
 
 def prompt_vector(ctx: StrategyContext, question: str) -> NDArray[np.float32]:
     """``v_p = E(p)``: the question's embedding, ``(d,)`` float32."""
-    return ctx.embedder.embed([question])[0]
+    vector: NDArray[np.float32] = ctx.embedder.embed([question])[0]
+    return vector
 
 
 def cosine_scores(prompt_vec: NDArray[np.floating], vectors: NDArray[np.floating]) -> NDArray[np.float64]:
@@ -324,7 +325,8 @@ def load_published(
     key = f"published:{strategy}"
     cached = ctx.state.get(key)
     if cached is not None and cached[0] == generation:
-        return cached[1]
+        value: T = cached[1]
+        return value
     published = ctx.store.load_published(strategy, mmap=mmap)
     if published is None:
         raise not_indexed(ctx, strategy, message)

@@ -47,6 +47,7 @@ from gemrag.strategies.platform.titles import indexed_nodes
 
 I = TypeVar("I")  # noqa: E741 - an item
 R = TypeVar("R")
+T = TypeVar("T")
 
 BATCH_SIZE = 16
 """Items in flight at once: enough for a backend's parallel slots or HTTP concurrency, few enough that a crash
@@ -79,6 +80,22 @@ class Extraction(Generic[I]):
     max_tokens: int = 256
     attempts: int = 3
     first_attempt: Callable[[I], int] | None = None
+
+    def over(self, text_of: Callable[[T], I], first_attempt: Callable[[T], int] | None = None) -> Extraction[T]:
+        """This pass over other items: an item ``t`` is asked as ``text_of(t)`` is (e.g. a pass over texts run over
+        nodes); its first attempt is ``first_attempt(t)`` (None: this pass's for ``text_of(t)``)."""
+        own = self.first_attempt
+        if first_attempt is None and own is not None:
+            first_attempt = lambda item: own(text_of(item))  # noqa: E731
+        return Extraction(
+            description=self.description,
+            prompt=lambda item: self.prompt(text_of(item)),
+            output_type=self.output_type,
+            schema=self.schema,
+            max_tokens=self.max_tokens,
+            attempts=self.attempts,
+            first_attempt=first_attempt,
+        )
 
     def first_request(self, item: I, attempt: int = 0) -> CompletionRequest:
         """The request :meth:`results` sends first for ``item`` when its first attempt is number ``attempt`` (its

@@ -29,14 +29,14 @@ from collections.abc import Sequence
 
 from gemrag.errors import ForgottenTextError
 from gemrag.store.graph_rows import INPUTS
-from gemrag.store.parts import Rows
+from gemrag.store.parts import NodeRows
 from gemrag.strategies.base import kept_kinds
 from gemrag.types import SAME_TEXT, Hit, provenance_nodes
 
 __all__ = ["check_inputs", "forgotten_nodes", "hit_nodes"]
 
 
-def forgotten_nodes(store: Rows, chunk_ids: Sequence[int]) -> list[int]:
+def forgotten_nodes(store: NodeRows, chunk_ids: Sequence[int]) -> list[int]:
     """The derived nodes (of every strategy and generation) that leave the memory with the chunks ``chunk_ids``
     (module docstring): each with one of them, or with a node leaving, among its recorded sources, unless its kind
     is one its strategy keeps (``kept_kinds``) and it has a source that stays.
@@ -72,7 +72,7 @@ def hit_nodes(hit: Hit) -> list[int]:
     return list(dict.fromkeys(named))
 
 
-def check_inputs(store: Rows, hits: Sequence[Hit]) -> None:
+def check_inputs(store: NodeRows, hits: Sequence[Hit]) -> None:
     """Refuse hits that rest on removed text (module docstring): every node a hit names (:func:`hit_nodes`) must
     exist, and every derived node among them must still have all the inputs it was made from (its meta's
     :data:`~gemrag.store.graph_rows.INPUTS`), unless its kind is one its strategy keeps. Reads the hits' node rows and

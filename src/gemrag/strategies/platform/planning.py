@@ -248,11 +248,17 @@ def estimate_pass(
         ``(plan, answers)``: the pass's plan and, per request, the cache's stored answer (None: a call; always None
         for stand-ins), so a later pass can build its prompts from this one's cached answers.
     """
-    answers = work.model.cached(requests) if exact and requests else [None] * len(requests)
+    none: list[dict[str, Any] | None] = [None] * len(requests)
+    answers = work.model.cached(requests) if exact and requests else none
     todo = [r for r, a in zip(requests, answers, strict=True) if a is None]
     if exact or distinct:  # identical requests of one pass are sent once (the LLM cache answers the others)
         seen: set[str] = set()
-        todo = [r for r in todo if not (_identity(r) in seen or seen.add(_identity(r)))]
+        unique = []
+        for r in todo:
+            if _identity(r) not in seen:
+                seen.add(_identity(r))
+                unique.append(r)
+        todo = unique
     if not exact and uncached is not None:
         todo = todo[:uncached]
     key = signature(todo[0].messages) if todo else ""

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from gemrag.errors import IncompatibleMemoryError
 from gemrag.store import NodeRecord
-from gemrag.store.parts import BuildReads
+from gemrag.store.parts import BuildArrays, MetaRows
 from gemrag.strategies.base import StrategyContext, strategy_config, title_default
 
 TITLES_META = "chunk_titles"
@@ -45,12 +46,16 @@ UNTITLED_VERSION = "+untitled"
 """Suffix of an artefact version extracted without titles in a memory that has them (:func:`title_version`)."""
 
 
-def memory_titles(store: BuildReads) -> bool:
+class TitleReads(MetaRows, BuildArrays, Protocol):
+    """What reading the titles' settings uses of a store: the memory's meta and the builds' manifests."""
+
+
+def memory_titles(store: TitleReads) -> bool:
     """Whether the memory's chunks have their document's title available (what :data:`TITLES_META` records)."""
     return bool(store.get_meta(TITLES_META, False))
 
 
-def built_titles(store: BuildReads, strategy: str) -> bool | None:
+def built_titles(store: TitleReads, strategy: str) -> bool | None:
     """Whether the published build of ``strategy`` read titles: what its manifest's params record, or, for a build
     made before builds recorded it, the memory's record (every strategy read titles exactly when the memory had
     them). None: never built."""
@@ -89,7 +94,7 @@ def strategy_reads_titles(ctx: StrategyContext, strategy: str) -> bool:
     return default if built is None else built
 
 
-def build_titles(store: BuildReads, strategies: Sequence[str]) -> dict[str, bool]:
+def build_titles(store: TitleReads, strategies: Sequence[str]) -> dict[str, bool]:
     """What the published build of each of ``strategies`` that reads chunk text read (``gemrag info``): name ->
     True (``title\\ntext``) or False (the text alone); strategies never built, or reading no indexed text, are left
     out. Unknown names are treated as reading no indexed text."""

@@ -195,7 +195,8 @@ class _Run:
         """Ask once for a free-text answer after the final call stayed malformed."""
         self.result.llm_calls += 1
         last = self.messages[-1]
-        messages = [*self.messages[:-1], {"role": last["role"], "content": f"{last['content']}\n{FALLBACK_NOTE}"}]
+        fallback: Message = {"role": last["role"], "content": f"{last['content']}\n{FALLBACK_NOTE}"}
+        messages = [*self.messages[:-1], fallback]
         try:
             text = validate_text(self.model().complete(messages, max_tokens=STEP_TOKENS, temperature=0.0))
         except (GemragError, ValueError) as exc:

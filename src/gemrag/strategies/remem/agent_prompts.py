@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, Field, RootModel
 
 from gemrag.models.base import Message
 
-SEMANTIC, LEXICAL, FACT, ANSWER = "semantic_retrieve", "lexical_retrieve", "fact_retrieve", "output_answer"
+SEMANTIC: Final = "semantic_retrieve"
+LEXICAL: Final = "lexical_retrieve"
+FACT: Final = "fact_retrieve"
+ANSWER: Final = "output_answer"
 TOOLS = (SEMANTIC, LEXICAL, FACT, ANSWER)
 """The agent's tools, in the order the system message lists them."""
 RETRIEVAL_TOOLS = (SEMANTIC, LEXICAL, FACT)

@@ -216,15 +216,20 @@ def _window_nodes(
     strategy, generation = build
     turns = []
     for i, t in enumerate(w.turns):
-        meta = {"speaker": t.speaker, "date": t.date, "iso_date": t.iso_date, "session": t.session}
+        said = {"speaker": t.speaker, "date": t.date, "iso_date": t.iso_date, "session": t.session}
         node = ctx.store.add_node(
-            strategy, generation, "verbatim", t.line, ord_=first_ord + i, meta={**meta, "members": t.sources},
+            strategy, generation, "verbatim", t.line, ord_=first_ord + i, meta={**said, "members": t.sources},
             sources=t.sources,
         )  # fmt: skip
         turns.append((node, t))
     if answer is None:
         return [(VERBATIM, node, t.line, -1, _day(t.iso_date)) for node, t in turns]
-    meta = {"date": w.date, "iso_date": w.iso_date, "session": w.session, "members": [n for n, _ in turns]}
+    meta: dict[str, Any] = {
+        "date": w.date,
+        "iso_date": w.iso_date,
+        "session": w.session,
+        "members": [n for n, _ in turns],
+    }
     gist = ctx.store.add_node(strategy, generation, "gist", answer.gist, meta=meta, sources=w.sources)
     rows: list[Row] = [(VERBATIM, node, t.line, gist, _day(t.iso_date)) for node, t in turns]
     rows.append((GIST, gist, answer.gist, gist, _day(w.iso_date)))

@@ -69,12 +69,21 @@ def relevance_weights(similarity: ArrayLike) -> NDArray[np.float64]:
     s = np.maximum(as_vector(similarity, "similarity"), MIN_WEIGHT)
     if s.size == 0:
         raise ValueError("no similarities")
-    return s / s.sum()
+    weights: NDArray[np.float64] = s / s.sum()
+    return weights
 
 
-def _routing(R: ArrayLike | sp.spmatrix, w: ArrayLike, c: ArrayLike) -> tuple[NDArray, NDArray, NDArray]:
-    A = np.asarray(R.toarray() if sp.issparse(R) else R, dtype=np.float64)
-    A = as_matrix(A, "R")
+def _dense(R: ArrayLike | sp.spmatrix) -> NDArray[np.float64]:
+    """``R`` as a dense float64 array (a scipy.sparse matrix made dense)."""
+    if isinstance(R, (sp.spmatrix, sp.sparray)):
+        return np.asarray(R.toarray(), dtype=np.float64)
+    return np.asarray(R, dtype=np.float64)
+
+
+def _routing(
+    R: ArrayLike | sp.spmatrix, w: ArrayLike, c: ArrayLike
+) -> tuple[NDArray[np.floating], NDArray[np.floating], NDArray[np.floating]]:
+    A = as_matrix(_dense(R), "R")
     w = as_vector(w, "w", size=A.shape[1])
     c = as_vector(c, "c", size=A.shape[0])
     if np.any(A < 0) or np.any(w <= 0) or np.any(c <= 0):
@@ -185,6 +194,6 @@ def least_squares_alignment(
         The allocation; ``prices = nu`` (module docstring).
     """
     V = as_matrix(vectors, "vectors")
-    Rd = np.asarray(R.toarray() if sp.issparse(R) else R, dtype=np.float64)
+    Rd = _dense(R)
     x, nu = constrained_least_squares(V.T, query, Rd, c)
     return Allocation(x, nu, Rd @ x)
