@@ -28,6 +28,13 @@ ASK = {"question": "Who gave Amos a silver medal?", "strategy": "dense", "budget
 
 
 @pytest.fixture
+def config(config: Config) -> Config:
+    """The shared test configuration with answer verification off: these tests count the answer's own model calls
+    and tokens (verification's extra calls are tested in tests/test_verification.py)."""
+    return config.model_copy(update={"answer": config.answer.model_copy(update={"verify": "off"})})
+
+
+@pytest.fixture
 def root(tmp_path: Path, config: Config) -> Path:
     """A server root with namespace ``ns`` holding DOC_A, built with ``dense`` (hash embedder, no LLM call)."""
     with Memory.open(tmp_path / "root" / "ns", config, llm=StreamingLLM(), embedder=HashEmbedder()) as mem:
@@ -51,8 +58,7 @@ def events(lines: Iterator[str]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def test_tokens_then_one_answer_event(root: Path, config: Config) -> None:
     llm = StreamingLLM(reply=REPLY)
-    unchecked = config.model_copy(update={"answer": config.answer.model_copy(update={"verify": "off"})})
-    with TestClient(create_app(root, unchecked, embedder=HashEmbedder(), llm=llm)) as client:
+    with TestClient(create_app(root, config, embedder=HashEmbedder(), llm=llm)) as client:
         with client.stream("POST", "/v1/namespaces/ns/ask", json=ASK) as r:
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
             got = list(events(r.iter_lines()))
