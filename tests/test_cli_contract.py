@@ -83,6 +83,7 @@ EVAL_ROOT = [
 
 BAD: dict[str, list[Any]] = {
     "config": ["missing.toml", "bad.toml"],
+    "publish": ["../escape", ".hidden"],
     "strategy": ["nosuch"],
     "set_": ["nosuch.key=1", "gem.nosuch=1", "memory.budget=0", "noequals"],
     "sets": ["nosuch.key=1", "gem.nosuch=1", "noequals"],
@@ -124,6 +125,7 @@ BAD: dict[str, list[Any]] = {
 """Bad values by parameter name (numbers get theirs from their declared range, memories by command)."""
 
 ANY_VALUE = {
+    "results_dir": "where --publish writes its record (created when missing); read only with --publish",
     "quiet": "a flag",
     "as_json": "a flag",
     "show_context": "a flag",
