@@ -171,10 +171,12 @@ def test_ask_answers_with_the_agents_answer_without_another_call(tmp_path: Path)
     with built(tmp_path / "m", make_config(), llm) as mem:
         calls = llm.calls
         answer = mem.ask("Where did Bob sell his first painting?")
-        assert llm.calls == calls + 1  # the agent's answer step only: no answer prompt after it
+        # the agent's answer step only, no answer prompt after it (besides the default verification's checks)
+        assert llm.calls == calls + 1 + answer.verification_usage.calls
         assert answer.text == answer.hits[0].meta["agent_answer"] and "Tarnow" in answer.text
         choice = mem.ask("Where did Bob sell his first painting?", ["at the Tarnow market", "online"])
-        assert choice.choice == 0 and llm.calls == calls + 2  # cached agent call; a multiple-choice prompt
+        checks = answer.verification_usage.calls  # multiple choice is not verified
+        assert choice.choice == 0 and llm.calls == calls + 2 + checks  # cached agent call; a multiple-choice prompt
 
 
 def test_warm_up_loads_the_generation_without_an_agent_run(tmp_path: Path) -> None:
