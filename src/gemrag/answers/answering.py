@@ -27,9 +27,8 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
 from gemrag.answers.answer import Answer, Quote
+from gemrag.answers.choices import LETTERS, ChoiceAnswer, choice_schema
 from gemrag.answers.consistency import most_consistent
 from gemrag.answers.reading import (
     NOT_FOUND,
@@ -50,17 +49,6 @@ from gemrag.models.structured import complete_structured
 from gemrag.prompting import CITE_INSTRUCTION, format_context, parse_citations, strip_citations
 from gemrag.store.parts import Caches
 from gemrag.types import Hit
-
-LETTERS = "ABCDEFGHIJ"
-
-
-class ChoiceAnswer(BaseModel):
-    """Structured output of the multiple-choice answer prompt: one option letter, and (citing) the numbers of the
-    context passages the choice rests on."""
-
-    answer: str
-    passages: list[int] = []
-
 
 #: Last instruction of a free-form answer prompt; with ``abstain=True`` the model may decline instead of guessing.
 GUESS = "If the context does not contain the answer, give your best guess."
@@ -183,22 +171,6 @@ def short_form(text: str) -> str:
     if len(line) >= 2 and line[0] == line[-1] and line[0] in "\"'`":
         line = line[1:-1].strip()
     return line[:-1].rstrip() if line.endswith(".") and not line.endswith("..") else line
-
-
-def choice_schema(n_choices: int, n_passages: int = 0) -> dict[str, Any]:
-    """JSON schema restricting the answer to one of the first ``n_choices`` letters; with ``n_passages`` > 0 (a cited
-    answer) also ``passages``, at most ``n_passages`` passage numbers (each one of ``1..n_passages``), after the
-    letter (so a grammar decodes the letter first, from the same prompt prefix)."""
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": {"answer": {"type": "string", "enum": list(LETTERS[:n_choices])}},
-        "required": ["answer"],
-    }
-    if n_passages > 0:
-        numbers = {"type": "integer", "enum": list(range(1, n_passages + 1))}
-        schema["properties"]["passages"] = {"type": "array", "items": numbers, "maxItems": n_passages}
-        schema["required"] = ["answer", "passages"]
-    return schema
 
 
 def answer_question(

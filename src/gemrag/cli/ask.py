@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gemrag.answers.answer import Answer
-from gemrag.answers.answering import LETTERS
+from gemrag.answers.choices import LETTERS
 from gemrag.answers.provenance import cited_sources, describe_answer, describe_hits, source_label
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,

@@ -21,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from gemrag.answers.answering import LETTERS
+from gemrag.answers.choices import LETTERS
 from gemrag.answers.provenance import cited_sources
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,

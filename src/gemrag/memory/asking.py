@@ -17,7 +17,8 @@ from typing import Protocol
 
 from gemrag import tracing
 from gemrag.answers.answer import Answer
-from gemrag.answers.answering import LETTERS, answer_question, answer_stream
+from gemrag.answers.answering import answer_question, answer_stream
+from gemrag.answers.choices import LETTERS
 from gemrag.answers.dates import dated_context
 from gemrag.answers.dates.chunks import DatingStore
 from gemrag.answers.reading import Reading
