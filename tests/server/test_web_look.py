@@ -1,5 +1,6 @@
 """How the web page of ``gemrag serve`` reads, in Debian's chromium (the ``browser`` fixture, test doubles): every
-tab in light and dark mode and on a 375 px screen, where nothing scrolls sideways; each strategy explained where it
+tab in light and dark mode and on a 375 px screen, where nothing scrolls sideways and no table breaks a word across
+lines (the cost plan and the jobs list become one card per row); each strategy explained where it
 is chosen (what it builds, its LLM calls to index, when to use it), the default marked; a delete asks first and
 "Keep it" keeps the document; a declined answer is shown as "not found in the memory", a weak citation as weak;
 retrieve-only shows hits without an LLM call; the chat keeps its history across a reload and shows each reply's
@@ -67,6 +68,31 @@ def sideways(page: Any) -> int:
     return int(page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth"))
 
 
+SPLIT_WORDS = """() => {
+  const split = [];
+  for (const cell of document.querySelectorAll("th, td")) {
+    if (!cell.getClientRects().length) continue; // not shown
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.data.matchAll(/[A-Za-z]{2,}/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        const lines = new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top)));
+        if (lines.size > 1) split.push(word[0]);
+      }
+    }
+  }
+  return split;
+}"""
+"""The words of the shown table cells that break across lines (letters only; a table squeezed below its words)."""
+
+
+def split_words(page: Any) -> list[str]:
+    """The words of the page's shown table cells (headers included) broken across two lines (empty: none)."""
+    return list(page.evaluate(SPLIT_WORDS))
+
+
 @pytest.mark.parametrize("look", list(LOOKS))
 def test_every_tab_in_light_dark_and_narrow(browser: Any, tmp_path: Path, config: Config, look: str) -> None:
     llm = StreamingLLM("The keeper's cat is named Pilot [1].")
@@ -97,6 +123,7 @@ def test_every_tab_in_light_dark_and_narrow(browser: Any, tmp_path: Path, config
                     page.get_by_role("button", name="Show the graph").click()
                     page.frame_locator("#graph-frame").locator("body[data-ready='1']").wait_for(timeout=TIMEOUT)
                 assert sideways(page) == 0, f"{tab} scrolls sideways in {look}"
+                assert split_words(page) == [], f"{tab} breaks words of its tables in {look}"
                 if SHOTS:
                     Path(SHOTS).mkdir(parents=True, exist_ok=True)
                     page.screenshot(path=str(Path(SHOTS) / f"web-{tab.lower()}-{look}.png"), full_page=look != "narrow")
