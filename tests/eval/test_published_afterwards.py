@@ -19,6 +19,7 @@ from gemrag.eval.publish_docs import render
 from gemrag.eval.published import load_published, load_records
 from gemrag.eval.runner import run_eval
 from gemrag.eval.stats import paired_bootstrap_diff
+from paths import load_script
 
 
 def _run(tmp_path: Path, config: Config, name: str = "out") -> Path:
@@ -55,7 +56,9 @@ def test_a_finished_run_is_published_afterwards_with_its_memories_elsewhere(
         assert "error: " in capsys.readouterr().err
 
 
-def test_two_published_runs_are_paired_as_data_and_shown_by_marks(tmp_path: Path, config: Config) -> None:
+def test_two_published_runs_are_paired_as_data_and_shown_by_marks(
+    tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "results"
     publish_run(_run(tmp_path, config), "mh", root, command="x")
     paired = pair_published("bm25-vs-dense", "mh", "mh", root, strategies=["dense", "bm25"], metrics=["recall@5"])
@@ -85,3 +88,10 @@ def test_two_published_runs_are_paired_as_data_and_shown_by_marks(tmp_path: Path
             render(bad, root)
     with pytest.raises(InputError, match="no strategy 'nope'"):
         pair_published("x", "mh", "mh", root, strategies=["dense", "nope"])
+    # the benchmark script pairs published records and keeps the pairing, the same figures
+    script = load_script(Path(__file__).resolve().parents[2] / "benchmarks" / "paired_runs.py", "paired_runs")
+    argv = ["paired_runs.py", "mh", "mh", "--published", "--results", str(root), "--pair", "dense", "bm25"]
+    monkeypatch.setattr("sys.argv", [*argv, "--metric", "recall@5", "--write", "again"])
+    assert script.main() == 0 and load_paired("again", root).metrics == paired.metrics
+    monkeypatch.setattr("sys.argv", [*argv[:4], "--results", str(root), "--metric", "f9"])
+    assert script.main() == 2 and capsys.readouterr().err.startswith("error: ")
