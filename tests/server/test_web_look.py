@@ -35,18 +35,29 @@ LOOKS = {
 TABS = ["Documents", "Index", "Ask", "Chat", "Graph"]
 
 
+HARBOUR = "The harbour froze in the winter of 1947. The ferry to the island stopped for six weeks."
+"""The documents :func:`seed` adds after the builds: each strategy is then stale with new and deleted chunks."""
+
+
+def _add(client: httpx.Client, text: str, title: str) -> None:
+    r = client.post("/v1/namespaces/notes/documents", json={"documents": [{"text": text, "title": title}]})
+    assert r.status_code == 201, r.text
+
+
 def seed(url: str) -> None:
-    """Two documents, built with dense and bm25 through the API."""
+    """Two documents built with dense and bm25 through the API, then one removed and two added: the page shows two
+    documents and both strategies stale, with the longest state line (new and deleted chunks, the generation)."""
     with httpx.Client(base_url=url, timeout=60) as client:
-        for text, title in ((CAT, "cat"), (GARDEN, "garden")):
-            r = client.post("/v1/namespaces/notes/documents", json={"documents": [{"text": text, "title": title}]})
-            assert r.status_code == 201, r.text
+        _add(client, CAT, "cat")
+        _add(client, GARDEN, "garden")
         for strategy in ("dense", "bm25"):
             job = client.post("/v1/namespaces/notes/index", json={"strategy": strategy}).json()
             for _ in range(600):
                 if client.get(f"/v1/namespaces/notes/jobs/{job['id']}").json()["status"] not in ("queued", "running"):
                     break
                 time.sleep(0.05)
+        assert client.delete("/v1/namespaces/notes/documents/garden").status_code == 200
+        _add(client, HARBOUR + " " + GARDEN, "harbour and garden")
 
 
 def open_page(browser: Any, url: str, look: str) -> tuple[Any, Any, list[str]]:
