@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from gemrag.config import AnswerSettings
 from gemrag.errors import ConfigError
 from gemrag.eval.adversarial import DATE_HINT
 from gemrag.eval.datasets import Question
-from gemrag.config import AnswerSettings
 from gemrag.eval.protocol import AnswerProtocol, answer_settings_fingerprint
 
 
