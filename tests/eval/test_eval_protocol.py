@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from gemrag.config import AnswerSettings
 from gemrag.errors import ConfigError
 from gemrag.eval.adversarial import DATE_HINT
 from gemrag.eval.datasets import Question
-from gemrag.eval.protocol import AnswerProtocol
+from gemrag.eval.protocol import AnswerProtocol, answer_settings_fingerprint
 
 
 def _q(category: str) -> Question:
@@ -77,3 +78,25 @@ def test_asked_applies_the_hint_and_the_options() -> None:
 def test_unknown_values_are_config_errors(form: str, mode: str) -> None:
     with pytest.raises(ConfigError, match="must be"):
         AnswerProtocol.resolve("locomo", True, form, mode, True)
+
+
+def test_the_answer_settings_fingerprint_holds_what_differs_from_the_defaults() -> None:
+    assert answer_settings_fingerprint(AnswerSettings()) == {}
+    assert answer_settings_fingerprint(AnswerSettings(verify="off", cite=True, shape_order="rank")) == {}  # unused
+    assert answer_settings_fingerprint(AnswerSettings(reading="quote", dates="auto")) == {
+        "reading": "quote",
+        "dates": "auto",
+    }
+    shaped = AnswerSettings(shape=True, shape_order="rank", shape_keep_min=3, samples=5, sample_temperature=0.9)
+    assert answer_settings_fingerprint(shaped) == {
+        "shape": True,
+        "shape_order": "rank",
+        "shape_keep_min": 3,
+        "samples": 5,
+        "sample_temperature": 0.9,
+    }
+    assert answer_settings_fingerprint(AnswerSettings(dates="on", date_llm=True, abstain_below=0.2)) == {
+        "dates": "on",
+        "date_llm": True,
+        "abstain_below": 0.2,
+    }

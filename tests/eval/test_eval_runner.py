@@ -561,6 +561,32 @@ def test_recall_reads_the_documents_of_the_first_k_passages_for_every_strategy(t
     assert all("recall_from" not in r for r in res.records)  # no per-k election any more
 
 
+def test_a_directory_answered_under_another_reading_is_refused(tmp_path: Path, config: Config) -> None:
+    """The ``[answer]`` settings are in ``run.json``: a resumed run reading otherwise is another configuration; one
+    written before they were recorded resumes with the defaults, and with others only once ``run.json`` says so."""
+    path, out = quality_file(tmp_path), tmp_path / "out"
+    kwargs: dict[str, Any] = {"budget": 2, "plots": False, "embedder": HashEmbedder(), "out_dir": out}
+
+    def reading(**settings: Any) -> Config:
+        return config.model_copy(update={"answer": AnswerSettings(**settings)})
+
+    run_eval("quality", path, ["firstchunks"], config=reading(dates="auto"), llm=ScriptedLLM(), **kwargs)
+    assert json.loads((out / "run.json").read_text())["answer_settings"] == {"dates": "auto"}
+    for other in (config, reading(reading="notes")):
+        with pytest.raises(ConfigError, match="differs in answer_settings"):
+            run_eval("quality", path, ["firstchunks"], config=other, llm=ScriptedLLM(), **kwargs)
+    legacy = {k: v for k, v in json.loads((out / "run.json").read_text()).items() if k != "answer_settings"}
+    (out / "run.json").write_text(json.dumps(legacy))  # as written before the settings were recorded
+    with pytest.raises(ConfigError, match='add "answer_settings": {"dates": "auto"} to it'):
+        run_eval("quality", path, ["firstchunks"], config=reading(dates="auto"), llm=ScriptedLLM(), **kwargs)
+    llm = ScriptedLLM()
+    run_eval("quality", path, ["firstchunks"], config=config, llm=llm, **kwargs)  # the defaults: resumed as before
+    assert llm.calls == 0 and "answer_settings" not in json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**legacy, "answer_settings": {"dates": "auto"}}))  # the fix it names
+    run_eval("quality", path, ["firstchunks"], config=reading(dates="auto"), llm=llm, **kwargs)
+    assert llm.calls == 0
+
+
 #: The ``gem`` entry of ``run.json`` as written before ``[memory]`` existed (issue 40) for the ``config`` fixture:
 #: the memory's chunk size inside it, the budget left out, ``chunk_titles`` true for a new memory.
 OLD_GEM_FINGERPRINT = {

@@ -22,6 +22,7 @@ from gemrag.models import onnx_embedder as onnx_mod
 from gemrag.models.base import LLM, Embedder, cache_identity_of
 from gemrag.models.cache import CachedEmbedder, CachedLLM, cache_key
 from gemrag.models.llama import backend as llama_mod
+from gemrag.models.llama import loading as llama_loading
 from gemrag.models.llama import weights
 from gemrag.models.llama.weights import KNOWN_MODELS
 from gemrag.models.meter import UsageMeter
@@ -55,7 +56,7 @@ def emb_key(backend: Any, text: str = "a text") -> str:
 @pytest.fixture
 def llama(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     """Build a LlamaCppLLM over a small GGUF-looking file (never loaded), llama-cpp-python or not."""
-    monkeypatch.setattr(llama_mod, "_llama_installed", lambda: True)
+    monkeypatch.setattr(llama_loading, "_llama_installed", lambda: True)
 
     def make(content: bytes = b"GGUF" + bytes(2048), name: str = "model.gguf", **kwargs: Any) -> llama_mod.LlamaCppLLM:
         path = tmp_path / hashlib.sha256(content).hexdigest()[:12] / name  # same name, other directory

@@ -4,7 +4,7 @@ six real utility-question calls (chunks of the shipped QuALITY story, gemrag's p
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -15,6 +15,7 @@ from gemrag.ingest.tokenizer import minilm_tokenizer
 from gemrag.models.base import Completion
 from gemrag.models.batch import CompletionRequest
 from gemrag.models.llama.backend import LlamaCppLLM
+from gemrag.models.llama.batch import DecodeRequest, DecodeResult
 from gemrag.strategies.gem.prompts import MAX_QUESTION_CHARS, utility_questions_prompt, utility_questions_schema
 from paths import REPO
 from realparts import require_real
@@ -52,6 +53,32 @@ def requests() -> list[CompletionRequest]:
     return [CompletionRequest(utility_questions_prompt(c, M), utility_questions_schema(M), max_tokens) for c in chunks]
 
 
+Batch = tuple[dict[int, "Completion | GemragError"], dict[int, DecodeResult], list[DecodeRequest]]
+
+
+@pytest.fixture(scope="module")
+def batched(llm: LlamaCppLLM, requests: list[CompletionRequest]) -> Batch:
+    """The six requests decoded once through ``complete_iter`` from an empty KV cache: its results, what the decoder
+    yielded for each (the :class:`DecodeResult`, with its reused prompt tokens) and the decoder's requests; the
+    tests that read this one batch share it, so its six completions are decoded once."""
+    decoder = llm.decoder()
+    assert decoder is not None
+    decoder.clear()
+    run, seen, prepared = decoder.run, {}, []
+
+    def recorded(requests: Sequence[DecodeRequest]) -> Generator[tuple[int, DecodeResult], None, None]:
+        prepared.extend(requests)
+        for i, result in run(requests):
+            seen[i] = result
+            yield i, result
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(decoder, "run", recorded)
+        results = list(llm.complete_iter(requests))
+    assert sorted(i for i, _ in results) == list(range(6))
+    return dict(results), seen, prepared
+
+
 def assert_valid(completion: Completion | GemragError) -> None:
     """The answer follows utility_questions_schema(M): exactly M strings of 8 to MAX_QUESTION_CHARS characters."""
     assert isinstance(completion, Completion), completion
@@ -62,10 +89,10 @@ def assert_valid(completion: Completion | GemragError) -> None:
     assert completion.usage.prompt_tokens > 100 and completion.usage.completion_tokens > 10
 
 
-def test_complete_iter_equals_sequential_complete(llm: LlamaCppLLM, requests: list[CompletionRequest]) -> None:
-    batched = list(llm.complete_iter(requests))
-    assert sorted(i for i, _ in batched) == list(range(6))
-    results = dict(batched)
+def test_complete_iter_equals_sequential_complete(
+    llm: LlamaCppLLM, requests: list[CompletionRequest], batched: Batch
+) -> None:
+    results = batched[0]
     for result in results.values():
         assert_valid(result)
     decoder = llm.decoder()
@@ -88,14 +115,9 @@ def test_complete_iter_equals_sequential_complete(llm: LlamaCppLLM, requests: li
     assert all(u.seconds > 0 and u.calls == 1 for u in usage)
 
 
-def test_completion_order_and_prefix_reuse(llm: LlamaCppLLM, requests: list[CompletionRequest]) -> None:
-    decoder = llm.decoder()
-    assert decoder is not None
-    decoder.clear()
-    prepared = [llm.prepare(r) for r in requests]
-    results = list(decoder.run(prepared))
-    assert sorted(i for i, _ in results) == list(range(6))
-    by_index = dict(results)
+def test_completion_order_and_prefix_reuse(batched: Batch) -> None:
+    _, by_index, prepared = batched  # the decoder's own results of the batch, from an empty cache
+    assert sorted(by_index) == list(range(6)) and len(prepared) == 6
     shared = min(len(p.tokens) for p in prepared) // 3  # the instructions: well over a third of each prompt
     assert by_index[0].reused_tokens == 0  # the first request starts from an empty cache
     assert all(by_index[i].reused_tokens > shared for i in range(1, 6))  # the others copy the shared prefix

@@ -20,6 +20,7 @@ from fakes import HashEmbedder
 from gemrag import cli
 from gemrag.errors import ModelCrashError
 from gemrag.models.llama import backend as llama_mod
+from gemrag.models.llama import loading as llama_loading
 from gemrag.models.llama import probe
 from gemrag.models.llama.probe import ProbeRequest, ProbeResult
 
@@ -245,7 +246,7 @@ def test_load_raises_model_crash_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, gguf: Path, targets: str
 ) -> None:
     monkeypatch.delenv(probe.SKIP_ENV, raising=False)
-    monkeypatch.setattr(llama_mod, "_llama_installed", lambda: True)
+    monkeypatch.setattr(llama_loading, "_llama_installed", lambda: True)
     runs: list[int] = []
     real = functools.partial(probe.run_probe, target=f"{targets}:crash")
 
@@ -264,7 +265,7 @@ def test_load_raises_model_crash_error(
 
 def test_load_checks_before_importing_llama_cpp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, gguf: Path) -> None:
     monkeypatch.delenv(probe.SKIP_ENV, raising=False)
-    monkeypatch.setattr(llama_mod, "_llama_installed", lambda: True)
+    monkeypatch.setattr(llama_loading, "_llama_installed", lambda: True)
     order: list[str] = []
 
     def fake_probe(req: ProbeRequest, **kwargs: Any) -> ProbeResult:
@@ -276,7 +277,7 @@ def test_load_checks_before_importing_llama_cpp(monkeypatch: pytest.MonkeyPatch,
         raise AssertionError("llama_cpp imported before the check")
 
     monkeypatch.setattr(probe, "run_probe", fake_probe)
-    monkeypatch.setattr(llama_mod, "_import_llama", fake_import)
+    monkeypatch.setattr(llama_loading, "_import_llama", fake_import)
     llm = llama_mod.LlamaCppLLM(gguf, n_ctx=512, n_gpu_layers=-1, cache_dir=tmp_path)
     with pytest.raises(ModelCrashError, match="SIGILL"):
         llm.count_tokens("hello")
@@ -290,7 +291,7 @@ runner = CliRunner()
 def test_doctor_reports_a_crash_with_exit_code_2(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, gguf: Path, targets: str
 ) -> None:
-    monkeypatch.setattr(llama_mod, "_llama_installed", lambda: True)
+    monkeypatch.setattr(llama_loading, "_llama_installed", lambda: True)
     monkeypatch.setattr(probe, "llama_cpp_version", lambda: "0.3.36")
     monkeypatch.setattr(probe, "build_system_info", lambda timeout=120.0: NATIVE_INFO)
     real = functools.partial(probe.run_probe, target=f"{targets}:crash")

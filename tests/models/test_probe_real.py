@@ -35,8 +35,15 @@ def small() -> LlamaCppLLM:
         raise
 
 
-def test_real_probe_runs_the_model(small: LlamaCppLLM) -> None:
-    result = probe.run_probe(small.probe_request(), timeout=300)
+@pytest.fixture(scope="module")
+def checked(small: LlamaCppLLM) -> probe.ProbeResult:
+    """One real run of the child-process check of ``small`` (the model loaded and asked in a child process), shared
+    by the tests that read it, so the child runs once."""
+    return probe.run_probe(small.probe_request(), timeout=300)
+
+
+def test_real_probe_runs_the_model(checked: probe.ProbeResult) -> None:
+    result = checked
     assert result.ok, result.message
     assert result.phase == "done" and result.returncode == 0 and result.seconds > 0
     assert result.version and result.features, result
@@ -52,19 +59,23 @@ def test_build_cpu_features_reads_the_installed_build(small: LlamaCppLLM) -> Non
 
 
 def test_success_is_cached_and_load_uses_it(
-    small: LlamaCppLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    small: LlamaCppLLM, checked: probe.ProbeResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(probe.SKIP_ENV, raising=False)
+    runs: list[probe.ProbeRequest] = []
+
+    def the_real_run(request: probe.ProbeRequest, **kwargs: Any) -> probe.ProbeResult:
+        """The check's run: the module's real run of this very request (:func:`checked`), once at most."""
+        assert request == small.probe_request() and not runs, "the cached check ran again"
+        runs.append(request)
+        return checked
+
+    monkeypatch.setattr(probe, "run_probe", the_real_run)
     first = probe.ensure_model_runs(small.probe_request(), cache_dir=tmp_path)
-    assert first is not None and first.ok
+    assert first is not None and first.ok and len(runs) == 1  # no cached result yet: the check ran
     assert len(list((tmp_path / "model-checks").glob("*.json"))) == 1
-
-    def no_second_run(*args: Any, **kwargs: Any) -> probe.ProbeResult:
-        raise AssertionError("the cached check ran again")
-
-    monkeypatch.setattr(probe, "run_probe", no_second_run)
     again = probe.ensure_model_runs(small.probe_request(), cache_dir=tmp_path)
-    assert again is not None and again.ok
+    assert again is not None and again.ok and len(runs) == 1  # the cached success: not run again
 
 
 def test_doctor_end_to_end(small: LlamaCppLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -15,19 +15,26 @@ directory answered under another protocol is refused on resume) and read by the 
   categories 1-4 and offers "Not mentioned in the conversation" only as category 5's option; ``abstain=False``
   asks as it does (its RAG reader, ``task_eval/dpr_qa.py``, asks "If no information is available ..., write 'No
   information available'", the form kept by default).
+
+How the model reads the context (the ``[answer]`` settings: reading form, shaping, samples, abstention, dates) is
+recorded beside the protocol by :func:`answer_settings_fingerprint`, so a directory answered under one reading is
+refused on resume under another.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from gemrag.config import AnswerSettings
 from gemrag.errors import ConfigError
 from gemrag.eval.adversarial import ADVERSARIAL_MODES, asked_question
 from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS
 from gemrag.eval.datasets import Question
 
-__all__ = ["ANSWER_FORMS", "AnswerProtocol"]
+__all__ = ["ANSWER_FORMS", "AnswerProtocol", "answer_settings_fingerprint", "check_answer_settings"]
 
 ANSWER_FORMS = ("auto", "short", "default")
 """The values of ``answer_form`` (``gemrag eval --answer-form``)."""
@@ -89,3 +96,41 @@ class AnswerProtocol:
         """What the answer step asks for ``question`` (retrieval gets the question as written): ``(text, options)``
         from :func:`gemrag.eval.adversarial.asked_question`."""
         return asked_question(kind, question, self.adversarial, self.date_hint)
+
+
+def answer_settings_fingerprint(settings: AnswerSettings) -> dict[str, Any]:
+    """The ``run.json`` entry ``answer_settings``: the ``[answer]`` settings that decide an evaluation's answers, each
+    only when it differs from its default (so a directory answered with the defaults resumes as before the entry
+    existed); ``{}`` when all are defaults.
+
+    Kept: ``reading``, ``shape`` (with the ``shape_*`` settings when it is on), ``samples`` (with
+    ``sample_temperature`` when above 1), ``abstain_below``, ``dates`` (with ``date_llm`` when not ``"off"``). Left
+    out: ``cite`` (its own ``run.json`` key, decided with the answer form), ``verify`` and ``verify_overlap_words``
+    (evaluation runs never verify).
+    """
+    default = AnswerSettings()
+    keep = ["reading", "shape", "samples", "abstain_below", "dates"]
+    keep += [name for name in type(settings).model_fields if name.startswith("shape_")] if settings.shape else []
+    keep += ["sample_temperature"] if settings.samples > 1 else []
+    keep += ["date_llm"] if settings.dates != "off" else []
+    return {k: getattr(settings, k) for k in keep if getattr(settings, k) != getattr(default, k)}
+
+
+def check_answer_settings(out_dir: Path, fingerprint: dict[str, Any]) -> None:
+    """Refuse, with the fix, to resume a directory whose ``run.json`` predates the ``answer_settings`` entry when the
+    run's ``[answer]`` settings are not the defaults: that directory may have been answered with the defaults.
+
+    Raises:
+        ConfigError: ``out_dir/run.json`` has no ``answer_settings`` and ``fingerprint`` has one; the message names
+            the entry to add to ``run.json`` if its answers were read with these settings.
+    """
+    path = out_dir / "run.json"
+    wanted = fingerprint.get("answer_settings")
+    if not wanted or not path.is_file() or "answer_settings" in json.loads(path.read_text(encoding="utf-8")):
+        return
+    entry = json.dumps({"answer_settings": wanted})[1:-1]
+    raise ConfigError(
+        f"{out_dir}/run.json records no [answer] settings (written before they were recorded), so its answers may "
+        f"have been read with the defaults; if they were read with these settings, add {entry} to it, "
+        "else use another --out directory"
+    )

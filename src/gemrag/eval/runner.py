@@ -39,7 +39,7 @@ from gemrag.eval.loading import load_dataset
 from gemrag.eval.memories import EvalMemories, group_id
 from gemrag.eval.merge import merge_outputs
 from gemrag.eval.plan import RunSpec, plan_runs
-from gemrag.eval.protocol import AnswerProtocol
+from gemrag.eval.protocol import AnswerProtocol, answer_settings_fingerprint, check_answer_settings
 from gemrag.eval.repeats import Sampling
 from gemrag.eval.report import check_fingerprint, redact_config, summarize, write_results
 from gemrag.eval.results import EvalResults
@@ -191,11 +191,13 @@ def run_eval(
         "answer": answer,
         **protocol.fingerprint(),  # its keys are absent at their old defaults, as before each option existed
         **({"cite": True} if answer and config.answer.cites(short=protocol.short) else {}),  # absent: uncited prompts
+        **({"answer_settings": read} if answer and (read := answer_settings_fingerprint(config.answer)) else {}),
         "embedder": emb.model_id,
         "llm": llm_label,
         **title_free_fingerprint(config),  # gem's and the other strategies' settings; read_titles: titles.json
         **sampling.fingerprint(),
     }
+    check_answer_settings(out, fingerprint)  # a run.json from before the [answer] settings were recorded
     check_fingerprint(out, fingerprint)
     merged = [Path(m) for m in merge or ()]
     check_titles(out, plan, merged)  # what each run read, run by run

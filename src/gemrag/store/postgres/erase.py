@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gemrag.store import publish
 from gemrag.store.erase import Erasure
@@ -26,28 +26,31 @@ SKIPPED = frozenset({"usage"})
 """Tables an erase does not rewrite: they hold no text (token counts and times)."""
 
 
-class PgEraseMixin:
-    """:meth:`secure_deletes` and :meth:`erase_physically` of the database part
-    :class:`gemrag.store.postgres.store.PgDatabase`."""
+class PgEraseHost(Protocol):
+    """What :class:`PgEraseMixin` reads of the class it is mixed into
+    (:class:`gemrag.store.postgres.store.PgDatabase`): its schema, scratch directory, per-thread transaction state,
+    pooled connections and queries."""
 
     schema: str
     _scratch: Path | None
 
-    def _state(self) -> threading.local:
-        raise NotImplementedError  # provided by PgDatabase
+    def _state(self) -> threading.local: ...
 
-    def _connection(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError  # provided by PgDatabase
+    def _connection(self) -> AbstractContextManager[Any]: ...
 
-    def _query(self, sql: str, args: Any = ()) -> list[Any]:
-        raise NotImplementedError  # provided by PgDatabase
+    def _query(self, sql: str, args: Any = ()) -> list[Any]: ...
+
+
+class PgEraseMixin:
+    """:meth:`secure_deletes` and :meth:`erase_physically` of the database part
+    :class:`gemrag.store.postgres.store.PgDatabase` (whose members they use: :class:`PgEraseHost`)."""
 
     def secure_deletes(self) -> AbstractContextManager[None]:
         """A scope whose deletes overwrite what they free: nothing to do on PostgreSQL, whose dead rows
         :meth:`erase_physically` removes."""
         return nullcontext()
 
-    def erase_physically(self) -> Erasure:
+    def erase_physically(self: PgEraseHost) -> Erasure:
         """``VACUUM (FULL)`` of the memory's tables, then the scratch copies of unpublished generations removed
         (module docstring); the build lock must be held.
 
@@ -71,15 +74,15 @@ class PgEraseMixin:
                     "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename", (self.schema,)
                 ).fetchall()
             ]
-            before = self._schema_bytes(conn)
+            before = _schema_bytes(conn, self.schema)
             locked = []
             for table in (t for t in tables if t not in SKIPPED):
                 try:
                     conn.execute(sql.SQL("VACUUM (FULL) {}").format(sql.Identifier(self.schema, table)))
                 except psycopg.Error:
                     locked.append(table)
-            after = self._schema_bytes(conn)
-        removed = sum(1 for _ in self._remove_unpublished_copies())
+            after = _schema_bytes(conn, self.schema)
+        removed = sum(1 for _ in _remove_unpublished_copies(self))
         vacuumed = len([t for t in tables if t not in SKIPPED]) - len(locked)
         detail = f"VACUUM (FULL) of {vacuumed} tables"
         if locked:
@@ -88,20 +91,23 @@ class PgEraseMixin:
             )
         return Erasure(not locked, before, after, removed, detail)
 
-    def _schema_bytes(self, conn: Any) -> int:
-        row = conn.execute(
-            "SELECT COALESCE(SUM(pg_total_relation_size(format('%%I.%%I', schemaname, tablename))), 0)"
-            " FROM pg_tables WHERE schemaname = %s",
-            (self.schema,),
-        ).fetchone()
-        return int(row[0])
 
-    def _remove_unpublished_copies(self) -> Iterator[Path]:
-        """Remove (and yield) the artefacts unpacked in the scratch directory for generations no longer published."""
-        if self._scratch is None or not (self._scratch / "published").is_dir():
-            return
-        published = {f"{s}.g{g}." for s, g in self._query("SELECT strategy, generation FROM builds")}
-        for entry in sorted((self._scratch / "published").iterdir()):
-            if not any(entry.name.startswith(prefix) for prefix in published):
-                publish.remove_path(entry)
-                yield entry
+def _schema_bytes(conn: Any, schema: str) -> int:
+    """The size in bytes of ``schema``'s tables with their indexes and TOAST tables."""
+    row = conn.execute(
+        "SELECT COALESCE(SUM(pg_total_relation_size(format('%%I.%%I', schemaname, tablename))), 0)"
+        " FROM pg_tables WHERE schemaname = %s",
+        (schema,),
+    ).fetchone()
+    return int(row[0])
+
+
+def _remove_unpublished_copies(db: PgEraseHost) -> Iterator[Path]:
+    """Remove (and yield) the artefacts unpacked in the scratch directory for generations no longer published."""
+    if db._scratch is None or not (db._scratch / "published").is_dir():
+        return
+    published = {f"{s}.g{g}." for s, g in db._query("SELECT strategy, generation FROM builds")}
+    for entry in sorted((db._scratch / "published").iterdir()):
+        if not any(entry.name.startswith(prefix) for prefix in published):
+            publish.remove_path(entry)
+            yield entry

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from gemrag.store.records import NodeRecord
 from gemrag.types import Passage
@@ -76,35 +76,42 @@ class SnapshotRows:
         self.embeddings: dict[tuple[str, str], tuple[int, bytes] | None] = {}  # (model, key) -> (dim, vector)
 
 
+class PgSnapshotHost(Protocol):
+    """What :class:`PgSnapshotReads` reads of the class it is mixed into
+    (:class:`gemrag.store.postgres.store.PgDatabase`): its per-thread transaction state and its statements."""
+
+    def _state(self) -> threading.local: ...
+
+    def _run_together(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]: ...
+
+    def _query(self, sql: str, args: Any = (), *, raw: bool = False, last: bool = False) -> list[Any]: ...
+
+
+def _snapshot_cache(state: threading.local) -> SnapshotRows | None:
+    """The cache of the snapshot this thread's ``state`` is in (made on first use), or None outside a snapshot (and
+    inside a write transaction)."""
+    if not state.snapshot:
+        return None
+    if state.rows is None:
+        state.rows = SnapshotRows()
+    rows: SnapshotRows = state.rows
+    return rows
+
+
 class PgSnapshotReads:
-    """The database side of the batched, snapshot-cached reads (on :class:`gemrag.store.postgres.store.PgDatabase`;
-    see the module docstring): the snapshot's cache and its state row, which the rows, caches and build-arrays parts
-    of a PostgreSQL memory answer from (:class:`PgRows`, :class:`PgCaches`,
-    :class:`gemrag.store.postgres.generations.PgArrays`)."""
+    """The database side of the batched, snapshot-cached reads (on :class:`gemrag.store.postgres.store.PgDatabase`,
+    whose members they use: :class:`PgSnapshotHost`; see the module docstring): the snapshot's cache and its state
+    row, which the rows, caches and build-arrays parts of a PostgreSQL memory answer from (:class:`PgRows`,
+    :class:`PgCaches`, :class:`gemrag.store.postgres.generations.PgArrays`)."""
 
-    def _state(self) -> threading.local:
-        raise NotImplementedError  # provided by PgDatabase
-
-    def _run_together(self, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
-        raise NotImplementedError  # provided by PgDatabase
-
-    def _query(self, sql: str, args: Any = (), *, raw: bool = False, last: bool = False) -> list[Any]:
-        raise NotImplementedError  # provided by PgDatabase
-
-    def _snapshot_rows(self) -> SnapshotRows | None:
+    def _snapshot_rows(self: PgSnapshotHost) -> SnapshotRows | None:
         """The current snapshot's cache, or None outside a snapshot (and inside a write transaction)."""
-        state = self._state()
-        if not state.snapshot:
-            return None
-        if state.rows is None:
-            state.rows = SnapshotRows()
-        rows: SnapshotRows = state.rows
-        return rows
+        return _snapshot_cache(self._state())
 
-    def _read_state(self) -> SnapshotRows | None:
+    def _read_state(self: PgSnapshotHost) -> SnapshotRows | None:
         """The snapshot's cache with its state row read (one statement, in the round trip of ``BEGIN`` when it is
         the snapshot's first), or None outside a snapshot."""
-        rows = self._snapshot_rows()
+        rows = _snapshot_cache(self._state())
         if rows is None or rows.generations is not None:
             return rows
         if rows.prefetch is not None:
@@ -118,8 +125,8 @@ class PgSnapshotReads:
         rows.signature = (int(n), int(top), int(d), int(dtop))
         return rows
 
-    def _prefetch(self, embeddings: tuple[str, Sequence[str]] | None) -> None:
+    def _prefetch(self: PgSnapshotHost, embeddings: tuple[str, Sequence[str]] | None) -> None:
         """Read these embeddings' cache rows with the state (see :meth:`retrieval`)."""
-        rows = self._snapshot_rows()
+        rows = _snapshot_cache(self._state())
         if rows is not None and embeddings is not None:
             rows.prefetch = (str(embeddings[0]), [str(k) for k in embeddings[1]])

@@ -69,7 +69,7 @@ from gemrag.strategies.platform.common import (
     prompt_vector,
     publish_arrays,
 )
-from gemrag.strategies.platform.incremental import pruned_publication, remaining_chunks
+from gemrag.strategies.platform.incremental import pruned_publication, rebuild_inputs
 from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.platform.titles import strategy_reads_titles
 from gemrag.types import SOURCE_NODES, Hit
@@ -204,10 +204,10 @@ class HLGraphStrategy:
             The rebuilt generation, written but not published (its nodes replace the previous generation's);
             None when the strategy has no published build or no chunk of it remains.
         """
-        published = ctx.store.load_published(NAME, mmap=False)
-        chunks = remaining_chunks(ctx, NAME, gone)
-        if published is None or not chunks:
+        inputs = rebuild_inputs(ctx, NAME, gone)
+        if inputs is None:
             return None
+        published, chunks = inputs
         answers = stored_answers(ctx, chunks, titles=strategy_reads_titles(ctx, NAME))
         arrays, meta, edges = graph_arrays(ctx, generation, chunks, answers, self.config)
         return pruned_publication(

@@ -14,7 +14,7 @@ along it) and whose other arrays do not refer to rows of ``"n"``.
 A build that *merges* what several chunks state into one node or one weight (REMem's entities, facts and edge
 counts, HLGraphRAG's subjects, relations and events, UnWeaver's classes) cannot be pruned by dropping rows: a merged
 node keeps the first source's wording and an edge keeps the removed source's count. Such a strategy reassembles its
-build at the removal from the stored extraction artefacts of the chunks that remain (:func:`remaining_chunks`; no
+build at the removal from the stored extraction artefacts of the chunks that remain (:func:`rebuild_inputs`; no
 LLM call, the embedder's cache answers the texts it embedded before) and publishes it as a *rebuilt* generation
 (:func:`pruned_publication` with ``carry=False``: new nodes replace the previous generation's), so the memory equals
 one built without the removed text (DESIGN.md, "Forgetting").
@@ -107,6 +107,17 @@ def remaining_chunks(ctx: StrategyContext, strategy: str, gone: set[int]) -> lis
     since the build are not among them (the reassembled build covers what the pruned one did)."""
     covered = (ctx.store.covered_chunks(strategy) or set()) - gone
     return sorted((c for c in ctx.store.nodes("chunk") if c.id in covered), key=document_order)
+
+
+def rebuild_inputs(ctx: StrategyContext, strategy: str, gone: set[int]) -> tuple[Published, list[NodeRecord]] | None:
+    """What a strategy that reassembles its build at a removal starts from: its published build and the chunks of it
+    that remain (:func:`remaining_chunks`, in reading order); None when there is no published build or no chunk of it
+    remains (the strategy's ``prune`` then returns None: its build is dropped)."""
+    published = ctx.store.load_published(strategy, mmap=False)
+    chunks = remaining_chunks(ctx, strategy, gone)
+    if published is None or not chunks:
+        return None
+    return published, chunks
 
 
 def generic_prune(

@@ -53,7 +53,7 @@ from gemrag.strategies.platform.common import (
     publish_arrays,
     warm_loaded,
 )
-from gemrag.strategies.platform.incremental import pruned_publication, remaining_chunks
+from gemrag.strategies.platform.incremental import pruned_publication, rebuild_inputs
 from gemrag.strategies.platform.planning import PlanWork, StrategyPlan
 from gemrag.strategies.platform.titles import strategy_reads_titles
 from gemrag.strategies.remem.fact_graph import EdgeLists, adjacency, fact_graph_edges, index_facts
@@ -328,10 +328,10 @@ class RememStrategy:
             The rebuilt generation, written but not published (its nodes replace the previous generation's);
             None when the strategy has no published build or no chunk of it remains.
         """
-        published = ctx.store.load_published(NAME, mmap=False)
-        chunks = remaining_chunks(ctx, NAME, gone)
-        if published is None or not chunks:
+        inputs = rebuild_inputs(ctx, NAME, gone)
+        if inputs is None:
             return None
+        published, chunks = inputs
         titles = strategy_reads_titles(ctx, NAME)
         openie = stored_openie(ctx, chunks, require_entity=self.config.require_entity, titles=titles)
         arrays, meta, edges = self._assemble(ctx, generation, chunks, openie)

@@ -50,7 +50,7 @@ from gemrag.strategies.platform.common import (
     publish_arrays,
 )
 from gemrag.strategies.platform.extraction import Extraction, extract_artifacts
-from gemrag.strategies.platform.incremental import pruned_publication, remaining_chunks, take
+from gemrag.strategies.platform.incremental import pruned_publication, rebuild_inputs, remaining_chunks, take
 from gemrag.strategies.platform.planning import PlanWork, StrategyPlan, artifact_pass, artifact_todo
 from gemrag.strategies.platform.titles import strategy_reads_titles, title_version
 from gemrag.strategies.unweaver.alignment import fairness_allocation, least_squares_alignment, relevance_weights
@@ -367,10 +367,10 @@ class UnweaverStrategy:
             The rebuilt generation, written but not published; None when the strategy has no published build or no
             chunk of it remains.
         """
-        published = ctx.store.load_published(NAME, mmap=False)
-        chunks = remaining_chunks(ctx, NAME, gone)
-        if published is None or not chunks:
+        inputs = rebuild_inputs(ctx, NAME, gone)
+        if inputs is None:
             return None
+        published, chunks = inputs
         before = remaining_chunks(ctx, NAME, set())  # the build's chunks, the removed ones still stored
         known = published_shortenings(
             *self._entities(ctx, before),
