@@ -22,8 +22,9 @@ base's LLM cache:
 * ``sync``: the canary file is removed and the folder added with ``sync=True`` (``gemrag index --sync``);
 * ``purge``: ``Memory.delete(<path>, purge=True)`` (the text erased from caches, kept versions and, physically, from
   files and rows); ``n/a`` while ``Memory.delete`` has no ``purge`` keyword;
-* ``edit_erase``, ``delete_erase``, ``erase_reader``, ``erase_interrupt``: ``replace`` or ``delete``, then after the
-  rebuild, from a new session, ``Memory.erase()`` (with another process reading, or interrupted, then run again:
+* ``edit_erase``, ``delete_erase``, ``erase_reader``, ``erase_interrupt``, ``delete_indexing``: ``replace`` or
+  ``delete`` (``delete_indexing``: while another process indexes), then after the rebuild, from a new session,
+  ``Memory.erase()`` (with another process reading, or interrupted by ``SIGINT``, then run again:
   ``benchmarks/forgetting_erase.py``); their rows and files at the end are counted after the erase.
 
 After the removal (no rebuild yet), then after ``index`` rebuilt the strategy, canary strings are counted
@@ -122,11 +123,11 @@ from forgetting_corpus import (  # noqa: E402
     slug,
     write_corpus,
 )
-from forgetting_erase import ERASE_SCENARIOS, erase_later, removal_of  # noqa: E402
+from forgetting_erase import ERASE_SCENARIOS, delete_while_indexing, erase_later, removal_of  # noqa: E402
 from forgetting_scan import measure, measure_answers, measure_hits, measure_nodes, retrieve_all, scan_files, scan_rows  # noqa: E402
 
 SCENARIOS = ("delete", "replace", "sync", "purge", *ERASE_SCENARIOS)
-REMOVALS = ("delete", "sync", "purge", "delete_erase", "erase_reader", "erase_interrupt")
+REMOVALS = ("delete", "sync", "purge", "delete_erase", "erase_reader", "erase_interrupt", "delete_indexing")
 """The scenarios after which no document answers the questions (abstention is measured there)."""
 
 
@@ -246,8 +247,10 @@ def scenario_location(run: Run, backend: str, strategy: str, scenario: str) -> s
     return url
 
 
-def remove_canary(run: Run, mem: Any, scenario: str) -> dict[str, Any]:
+def remove_canary(run: Run, mem: Any, location: str | Path, strategy: str, scenario: str) -> dict[str, Any]:
     """The scenario's removal; what it reported."""
+    if scenario == "delete_indexing":
+        return delete_while_indexing(run.args, run.models, mem, location, strategy, str(run.corpus.canary))
     corpus, scenario = run.corpus, removal_of(scenario)
     if scenario in ("delete", "purge"):
         kwargs = {"purge": True} if scenario == "purge" else {}
@@ -270,7 +273,7 @@ def run_scenario(run: Run, backend: str, strategy: str, scenario: str) -> dict[s
     figures: dict[str, Any] = {"location": str(location) if backend == "sqlite" else str(location).split("@")[-1]}
     with run.models.session(location) as (mem, llm):
         t0 = time.perf_counter()
-        figures["removal"] = remove_canary(run, mem, scenario)
+        figures["removal"] = remove_canary(run, mem, location, strategy, scenario)
         figures["removal"] |= {"llm_calls": llm.calls, "seconds": round(time.perf_counter() - t0, 3)}
         figures["after_removal"] = measure(
             run.models, mem, location, strategy, run.args.budget, run.models.answer_cache
