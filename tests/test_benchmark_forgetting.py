@@ -76,8 +76,13 @@ def test_fake_run_on_sqlite(
             assert sum(figures["rows_closed"].values()) == sum(figures["files_closed"].values()) == 0, figures
             if scenario == "erase_reader":  # the reader kept it from finishing; it said which file
                 assert not erase["first"]["complete"] and "memory.sqlite" in erase["first"]["detail"]
-            if scenario == "erase_interrupt":
-                assert erase["first"]["interrupted"]
+            if scenario == "erase_interrupt":  # SIGINT inside the transaction kept everything; after it, no rewrite
+                assert erase["first"] == {"interrupted": True, "quarantine_kept": True, "cache_kept": True}
+                assert erase["second"] == {"interrupted": True, "quarantine_left": 0}
+        if scenario == "delete_indexing":  # busy while the other process built; then the delete ran
+            removal = figures["removal"]
+            assert removal["busy"] and removal["canary_kept_while_busy"] and removal["other_exit_code"] == 0
+            assert removal["chunks"] > 0
         assert figures["rebuild"]["llm_calls"] <= row["full_build"]["llm_calls"]
     gem = rows[("gem", "delete")]
     assert gem["full_build"]["llm_calls"] > 0 and gem["base"]["build_llm_calls"] > gem["full_build"]["llm_calls"]
