@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from gemrag.store import open_store
-from gemrag.store.erase import ENTRY_MARK, marks_of, response_marks
+from gemrag.store.caches import write_marks
+from gemrag.store.erase import marks_of, response_marks
 
 INSTRUCTION = (
     "You write utility questions. Write 3 different questions that this passage answers. Answer as JSON with the key "
@@ -80,20 +81,20 @@ def fill(store: Any, n: int, passages: list[str]) -> tuple[float, int]:
     start, marks = time.perf_counter(), 0
     memo: dict[int, tuple[str, set[int]]] = {}
     for first in range(0, n, BATCH):
-        rows, mark_rows = [], []
+        rows, marked = [], []
         for i in range(first, min(n, first + BATCH)):
             j = i % len(passages)
             if j not in memo:
                 response = _entry(passages[j])
-                memo[j] = (json.dumps(response), response_marks(response))
+                memo[j] = (json.dumps(response), sorted(response_marks(response)))
             text, entry_marks = memo[j]
             key = f"{i:064x}"
             rows.append((key, "bench", text, time.time()))
-            mark_rows += [(m, key) for m in (ENTRY_MARK, *entry_marks)]
+            marked.append((key, entry_marks))
         with store.transaction() as c:
             c.executemany("INSERT INTO llm_cache(key, model, response, created) VALUES (?,?,?,?)", rows)
-            c.executemany("INSERT OR IGNORE INTO llm_marks(mark, key) VALUES (?,?)", mark_rows)
-        marks += len(mark_rows)
+            write_marks(c, marked)  # as put_llm writes them
+        marks += sum(len(m) for _, m in marked)
     return time.perf_counter() - start, marks
 
 
@@ -114,6 +115,17 @@ def scan(store: Any, removed: str) -> tuple[float, int]:
         after = rows[-1][0]
 
 
+def _table_bytes(store: Any, names: tuple[str, ...]) -> int:
+    """Bytes of the pages of these tables and indexes (SQLite's ``dbstat``), 0 where ``dbstat`` is missing."""
+    try:
+        rows = store.database._query(
+            f"SELECT SUM(pgsize) FROM dbstat WHERE name IN ({','.join('?' * len(names))})", names
+        )
+    except Exception:  # noqa: BLE001 - a SQLite built without dbstat
+        return 0
+    return int(rows[0][0] or 0)
+
+
 def measure(n: int, root: Path, seed: int = 0) -> dict[str, Any]:
     """Fill, remove one passage, time the erase, the old scan and the vacuum, for ``n`` entries."""
     rng = random.Random(seed)
@@ -132,6 +144,9 @@ def measure(n: int, root: Path, seed: int = 0) -> dict[str, Any]:
             purged = store.purge_caches(quarantined, handled=quarantined, input_key="input", keep_embeddings=None)
         erased = time.perf_counter() - start
         size = sum(p.stat().st_size for p in directory.iterdir() if p.name.startswith("memory.sqlite"))
+        marks_bytes = _table_bytes(
+            store, ("llm_marks", "llm_marks_entry", "llm_entries", "sqlite_autoindex_llm_entries_1")
+        )
         start = time.perf_counter()
         erasure = store.erase_physically()
         vacuumed = time.perf_counter() - start
@@ -142,6 +157,8 @@ def measure(n: int, root: Path, seed: int = 0) -> dict[str, Any]:
         "entries": n,
         "mark_rows": mark_rows,
         "database_mb": round(size / 1e6, 1),
+        "marks_mb": round(marks_bytes / 1e6, 1),
+        "marks_bytes_per_entry": round(marks_bytes / max(n, 1)),
         "fill_s": round(filled, 2),
         "erase_s": round(erased, 4),
         "erased_entries": purged.llm_entries,
@@ -165,7 +182,8 @@ def main() -> None:
         r = measure(n, root)
         results.append(r)
         print(
-            f"{r['entries']:>9,} entries ({r['mark_rows']:,} marks, {r['database_mb']} MB): erase {r['erase_s']} s "
+            f"{r['entries']:>9,} entries ({r['mark_rows']:,} marks, {r['marks_mb']} MB of them, "
+            f"{r['marks_bytes_per_entry']} B an entry; {r['database_mb']} MB): erase {r['erase_s']} s "
             f"({r['erased_entries']} entries erased), old scan {r['scan_s']} s ({r['scan_found']} found), "
             f"vacuum {r['vacuum_s']} s; fill {r['fill_s']} s",
             flush=True,
