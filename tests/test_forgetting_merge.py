@@ -31,6 +31,7 @@ from gemrag.config import Config, load_config
 from gemrag.memory.states import StaleStrategyWarning
 from gemrag.models.base import Completion, Message
 from gemrag.store.graph_rows import INPUTS
+from gemrag.strategies import available
 from gemrag.strategies.hlgraph.facts import passive_voice
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 
@@ -238,6 +239,11 @@ def assert_same_builds(got: dict[str, Any], want: dict[str, Any], what: str) -> 
     assert got.keys() == want.keys(), f"{what}: other strategies built"
     for name in want:
         assert_same(got[name], want[name], f"{name} {what}")
+
+
+def test_every_registered_strategy_is_compared() -> None:
+    """A strategy added to the registry must join the removal-equals-a-build comparison (or say why not)."""
+    assert sorted(STRATEGIES) == sorted(available())
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
