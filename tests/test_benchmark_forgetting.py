@@ -92,6 +92,15 @@ def test_fake_run_on_sqlite(
     assert "| store | strategy | scenario | found before |" in printed
     assert "| strategy | reader | prompt | after removal: abstained / answered / leaked |" in printed
 
+    # the record (results/NAME.json): the published runs' header, one entry per scenario, no leak after an erase
+    report = importlib.import_module("forgetting_report")
+    record = json.loads(report.publish(results, "forgetting-test", argv, root=tmp_path).read_text(encoding="utf-8"))
+    assert record["kind"] == "forgetting" and record["machine"]["cpus"] >= 1 and record["code"]["commit"]
+    assert len(record["rows"]) == len(rows) and record["totals"]["errors"] == 0
+    assert record["totals"]["rows_at_end_after_erase"] == record["totals"]["files_at_end_after_erase"] == 0
+    indexing = next(r for r in record["rows"] if r["scenario"] == "delete_indexing")
+    assert indexing["delete"]["busy"] and indexing["erase"]["final"]["complete"]
+
     # a rerun with the same workdir reuses the base memories and the full-build counts
     assert forgetting.main(argv) == 0
     again = json.loads(out.read_text(encoding="utf-8"))
