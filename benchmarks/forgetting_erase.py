@@ -110,8 +110,11 @@ def reader(location: str | Path) -> Iterator[int]:
 @contextlib.contextmanager
 def sigint_at(target: Any, name: str, after_calls: int) -> Iterator[dict[str, int]]:
     """Send this process a real ``SIGINT`` (what Ctrl-C sends) from inside ``target.name`` on its ``after_calls``-th
-    call, after that call did its work (Python raises ``KeyboardInterrupt`` at the next instruction)."""
+    call, after that call did its work (Python raises ``KeyboardInterrupt`` at the next instruction). Python's own
+    handler is installed for the block: a process started in the background by a shell ignores ``SIGINT``, as a
+    terminal's Ctrl-C would not."""
     real = getattr(target, name)
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     seen = {"calls": 0}
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -127,6 +130,7 @@ def sigint_at(target: Any, name: str, after_calls: int) -> Iterator[dict[str, in
         yield seen
     finally:
         setattr(target, name, real)
+        signal.signal(signal.SIGINT, handler)
 
 
 def _interrupted(run: Any) -> bool:

@@ -156,3 +156,51 @@ def publish(results: dict[str, Any], name: str, argv: Sequence[str] | None, root
     figures |= {"canary": results["canary"], "totals": totals, "rows": rows}
     load = [*results.get("load_average_start", [0.0])[:1], *results.get("load_average_end", [0.0])[:1]]
     return write_record(name, "forgetting", figures, argv=argv, seconds=results["wall_seconds"], load=load, root=root)
+
+
+def _first_run(rows: Sequence[dict[str, Any]]) -> str:
+    """What the erase scenario's first run(s) did, over its rows (one store)."""
+    scenario = rows[0]["scenario"]
+    erases = [r["erase"] for r in rows if "erase" in r]
+    if scenario == "erase_reader":
+        held = sum(not e["first"]["complete"] for e in erases)
+        named = sum(("memory.sqlite" in e["first"]["detail"]) or ("llm_cache" in e["first"]["detail"]) for e in erases)
+        return f"incomplete {held}/{len(erases)}, reader named {named}/{len(erases)}; again: complete"
+    if scenario == "erase_interrupt":
+        kept = sum(e["first"].get("quarantine_kept", False) and e["first"].get("cache_kept", False) for e in erases)
+        return f"SIGINT in the transaction: all kept {kept}/{len(erases)}; SIGINT before the rewrite; third: complete"
+    if scenario == "delete_indexing":
+        busy = sum(r["delete"]["busy"] for r in rows)
+        waited = max(r["delete"]["waited_seconds"] for r in rows)
+        return f"busy {busy}/{len(rows)}, then ran (waited at most {waited:.1f} s)"
+    return "complete" if erases else "–"
+
+
+def summary_table(record: dict[str, Any]) -> str:
+    """The record's leaks per scenario and store, summed over its strategies (Markdown): canary strings in the hits
+    after the removal, in hits, nodes and answers after the rebuild, in the rows and the (SQLite) files at the end,
+    and what an erase scenario's first run did. Every complete erase ends the row with 0 rows and 0 files."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in record["rows"]:
+        groups.setdefault((r["scenario"], r["backend"]), []).append(r)
+    header = ("scenario", "store", "strategies", "hits after removal", "hits · nodes · answers after rebuild",
+              "rows · files at end", "erase")  # fmt: skip
+    lines = []
+    for (scenario, backend), rows in groups.items():
+        done = [r for r in rows if "after_rebuild" in r]
+        errors = len(rows) - len(done)
+        removal = sum(r["after_removal"]["hits"] or 0 for r in done)
+        rebuilt = [sum(r["after_rebuild"][k] or 0 for r in done) for k in ("hits", "nodes", "answers")]
+        files = "–" if backend != "sqlite" else str(sum(r["files_at_end"] or 0 for r in done))
+        cells = [scenario, backend, f"{len(done)}" + (f" ({errors} errors)" if errors else ""), str(removal),
+                 " · ".join(map(str, rebuilt)), f"{sum(r['rows_at_end'] for r in done)} · {files}",
+                 _first_run(done) if done else "–"]  # fmt: skip
+        lines.append(cells)
+    return markdown(header, lines)
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(summary_table(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))

@@ -113,11 +113,13 @@ def test_ctrl_c_inside_the_erase_transaction_loses_nothing(memory_at: MemoryAt, 
                 time.sleep(5)  # the KeyboardInterrupt arrives before this ends
 
         caches._delete = delete_then_sigint  # type: ignore[assignment]
-        try:
+        handler = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, also when run in the
+        try:  # background (where a shell makes a process ignore SIGINT)
             with pytest.raises(KeyboardInterrupt):
                 mem.erase()
         finally:
             caches._delete = real  # type: ignore[assignment]
+            signal.signal(signal.SIGINT, handler)
         assert calls[:2] == ["llm_cache", "llm_marks"]
         assert mem.store.forgotten_marks() == quarantined and mem.store.llm_cache_counts()[0] == entries
         report = mem.erase()
