@@ -154,6 +154,8 @@ def publish(results: dict[str, Any], name: str, argv: Sequence[str] | None, root
     }
     figures = {k: results[k] for k in ("fake", "model", "readers", "strategies", "scenarios", "backends", "documents")}
     figures |= {"canary": results["canary"], "totals": totals, "rows": rows}
+    if results.get("reruns"):  # scenarios run again by a later command, their rows replacing the first run's
+        figures["reruns"] = results["reruns"]
     load = [*results.get("load_average_start", [0.0])[:1], *results.get("load_average_end", [0.0])[:1]]
     return write_record(name, "forgetting", figures, argv=argv, seconds=results["wall_seconds"], load=load, root=root)
 
