@@ -11,14 +11,24 @@ after - before in points with its 95% paired-bootstrap interval and p (:func:`ge
 ``--pair B A`` compares run A of AFTER_DIR with run B of BEFORE_DIR instead (e.g. ``fused`` against its part ``bm25``
 in one output directory, a comparison the evaluation's own report makes only against its ``--reference``).
 ``--category 1,2,3,4`` keeps the questions of those categories only (e.g. LoCoMo without its adversarial ones).
+
+From published records instead of run directories (``results/NAME.json`` and its per-question records; no run
+directory needed), and with ``--write NAME`` kept as data in ``results/paired/NAME.json``
+(:mod:`gemrag.eval.paired`), whose figures the documentation's ``<!-- result-pair: NAME ... -->`` marks show:
+
+    python benchmarks/paired_runs.py --published covid10-plain covid10-shape --metric f1 --metric em \
+        --write covid10-shape-vs-plain
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
+from gemrag.errors import InputError
+from gemrag.eval.paired import pair_published, write_paired
 from gemrag.eval.stats import paired_bootstrap_diff
 
 
@@ -32,17 +42,51 @@ def _records(directory: Path) -> dict[tuple[str, str], dict[str, object]]:
     return out
 
 
-def main() -> None:
+def _published(args: argparse.Namespace) -> int:
+    """Pair two published records (``args.before``/``args.after`` are record names); print one row per metric and,
+    with ``--write``, keep the pairing in ``results/paired/``. Returns the exit status (2 on bad input)."""
+    try:
+        paired = pair_published(
+            args.write or f"{args.after}-vs-{args.before}",
+            str(args.before),
+            str(args.after),
+            args.results,
+            strategies=args.pair,
+            categories=[c.strip() for c in args.category.split(",")] if args.category else (),
+            metrics=[("accuracy" if m == "correct" else m) for m in args.metric or ["recall@5"]],
+        )
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("| run | metric | n | before % | after % | Δ points (95% CI) | p |")
+    print("|---|---|---|---|---|---|---|")
+    for metric, m in paired.metrics.items():
+        c = m.comparison
+        print(
+            f"| {paired.after} vs {paired.before} | {metric} | {c.n} | {100 * m.before:.1f} | {100 * m.after:.1f} | "
+            f"{100 * c.diff:+.1f} ({100 * c.low:+.1f} to {100 * c.high:+.1f}) | {c.p:.3f} |"
+        )
+    if args.write:
+        print(f"written: {write_paired(paired, args.results)}")
+    return 0
+
+
+def main() -> int:
     """Parse the arguments and print one markdown table row per (run, metric)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("before", type=Path)
-    parser.add_argument("after", type=Path)
+    parser.add_argument("before", help="output directory (or, with --published, a published record's name)")
+    parser.add_argument("after", help="output directory (or, with --published, a published record's name)")
+    parser.add_argument("--published", action="store_true", help="BEFORE and AFTER name records in --results")
+    parser.add_argument("--results", type=Path, default=Path("results"), help="published records (default: results)")
+    parser.add_argument("--write", metavar="NAME", help="with --published: keep the pairing as results/paired/NAME")
     parser.add_argument("--metric", action="append", help="record key: recall@2, recall@5, f1, em, correct")
     parser.add_argument("--pair", nargs=2, metavar=("BEFORE_RUN", "AFTER_RUN"), help="compare these two runs")
     parser.add_argument("--category", help="comma-separated question categories to keep (default: all)")
     args = parser.parse_args()
+    if args.published:
+        return _published(args)
     metrics = args.metric or ["recall@5"]
-    before, after = _records(args.before), _records(args.after)
+    before, after = _records(Path(args.before)), _records(Path(args.after))
     if args.category:
         keep = {c.strip() for c in args.category.split(",")}
         before = {k: r for k, r in before.items() if str(r.get("category")) in keep}
@@ -69,7 +113,8 @@ def main() -> None:
                 f"| {run} | {metric} | {len(pairs)} | {100 * sum(b) / len(b):.1f} | {100 * sum(a) / len(a):.1f} | "
                 f"{100 * diff:+.1f} ({100 * low:+.1f} to {100 * high:+.1f}) | {p:.3f} |"
             )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

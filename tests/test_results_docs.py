@@ -1,7 +1,8 @@
 """The documentation's measured figures are generated from the published results in results/: regenerating every
 marked figure of README.md and docs/**/*.md changes nothing (a figure edited by hand, or a record changed without
 regenerating, fails here: run ``python -m gemrag.eval.publish_docs``), and every published result re-scores from
-its committed per-question records to the figures it publishes."""
+its committed per-question records to the figures it publishes, and every paired comparison in results/paired/ is
+recomputed from the two published runs it pairs."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from gemrag.eval.paired import load_paired, pair_published, paired_names
 from gemrag.eval.publish_docs import MARK, documents, render_file
-from gemrag.eval.published import load_published, published_names
+from gemrag.eval.published import load_published, load_records, published_names
 from paths import load_script
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,3 +42,22 @@ def test_a_published_result_rescores_from_its_committed_records(name: str) -> No
     rescore = load_script(REPO / "benchmarks" / "rescore_recall.py", "rescore_recall")
     rows = rescore.rescore_published(name, RESULTS)
     assert rows and all(r["same"] for r in rows), [r for r in rows if not r["same"]]
+
+
+@pytest.mark.parametrize("name", paired_names(RESULTS))
+def test_a_paired_comparison_is_recomputed_from_its_published_records(name: str) -> None:
+    kept = load_paired(name, RESULTS)
+    again = pair_published(
+        name, kept.before, kept.after, RESULTS, strategies=kept.strategies, categories=kept.categories,
+        metrics=list(kept.metrics),
+    )  # fmt: skip
+    assert again.metrics == kept.metrics
+
+
+def test_published_answers_keep_what_a_rescore_of_the_answers_needs() -> None:
+    answered = [n for n in published_names(RESULTS) if load_published(n, RESULTS).answer]
+    assert answered
+    for name in answered:
+        for record in load_records(load_published(name, RESULTS), RESULTS):
+            assert {"answer", "gold_answers", "tokens", "llm_calls", "answer_seconds"} <= set(record), name
+            assert "f1" in record["scores"] and "em" in record["scores"]

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
 
-from gemrag.errors import InputError
+from gemrag.errors import GemragError, InputError
 from gemrag.eval.datasets import Dataset
 from gemrag.eval.evidence import ChunkSpans, gold_turn_spans, member_chunks
 from gemrag.eval.loading import load_dataset
@@ -43,6 +43,7 @@ __all__ = [
     "MACHINE_KEYS",
     "check_publish_name",
     "code_version",
+    "main",
     "machine_info",
     "non_default_settings",
     "publish_run",
@@ -56,6 +57,9 @@ MACHINE_KEYS = frozenset(
     | {"llm.ray", "llm.ray_actors", "llm.ray_actor_concurrency", "llm.ray_actor_cpus", "llm.n_gpu_layers"}
     | {"embedder.timeout", "embedder.concurrency", "embedder.max_retries"}
 )
+#: What a published per-question record keeps of an answer beside its text and scores: its cost (tokens, LLM calls,
+#: seconds) and what the reading settings add (the reading used, its quotes, whether the context was dated).
+ANSWER_KEYS = ("tokens", "llm_calls", "llm_cached", "answer_seconds", "reading", "quotes", "shown", "dated")
 #: ``gemrag eval``'s own options at their defaults (a published run names those it changed).
 EVAL_DEFAULTS: dict[str, Any] = {
     "budget": 4, "answer_form": "auto", "adversarial": "options", "date_hint": True, "abstain": True, "runs": 1
@@ -143,6 +147,23 @@ def non_default_settings(config: Mapping[str, Any], options: Mapping[str, Any] |
     return dict(sorted(out.items()))
 
 
+def _non_default(
+    config: Mapping[str, Any], options: Mapping[str, Any], settings: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """:func:`non_default_settings` of the recorded configuration, with the publisher's stated ``settings`` put into
+    it (as a section of the configuration, so each is compared with its default the same way)."""
+    merged = json.loads(json.dumps(dict(config)))
+    for key, value in (settings or {}).items():
+        section, _, rest = key.partition(".")
+        if not rest:
+            raise InputError(f"setting {key!r}: give section.key=value (e.g. answer.shape=true)")
+        target = merged.setdefault(section, {})
+        for part in rest.split(".")[:-1]:
+            target = target.setdefault(part, {})
+        target[rest.split(".")[-1]] = value
+    return non_default_settings(merged, options)
+
+
 def machine_info(load: Iterable[float] = ()) -> Machine:
     """This machine: CPUs, physical memory, platform, Python, and the given load averages (rounded to 0.01)."""
     try:
@@ -185,8 +206,9 @@ class _Annotator:
     """Adds to a run's records the dataset documents of each ranked hit and the turns each context node covers,
     reading each memory once (read-only)."""
 
-    def __init__(self, run_dir: Path, dataset: Dataset) -> None:
+    def __init__(self, run_dir: Path, dataset: Dataset, memory_root: Path | None = None) -> None:
         self.run_dir, self.dataset = run_dir, dataset
+        self.memory_root = memory_root or run_dir / "memories"
         self.docs = {d.id: d for d in dataset.documents}
         same_text: dict[str, list[str]] = {}
         for d in dataset.documents:
@@ -200,9 +222,9 @@ class _Annotator:
         """``(chunk -> documents, node -> turns it covers, chunk -> text)`` of one memory."""
         if name in self.views:
             return self.views[name]
-        directory = self.run_dir / "memories" / name
+        directory = self.memory_root / name
         if not directory.is_dir():
-            raise InputError(f"{directory}: no such memory (publish needs the run's memories under --out)")
+            raise InputError(f"{directory}: no such memory (give the run's --memory directory)")
         store = open_store(directory, readonly=True)
         try:
             sources = {int(d["id"]): str(d["source"]) for d in store.documents()}
@@ -274,6 +296,9 @@ class _Annotator:
         }
         if record.get("answer") is not None:
             out["answer"] = record["answer"]
+            if question is not None and "gold_answers" not in out:
+                out["gold_answers"] = list(question.answers)
+            out |= {k: record[k] for k in ANSWER_KEYS if record.get(k) is not None}
         return out
 
 
@@ -288,6 +313,9 @@ def publish_run(
     options: Mapping[str, Any] | None = None,
     load: Iterable[float] = (),
     dataset_path: Path | None = None,
+    memory_root: Path | None = None,
+    settings: Mapping[str, Any] | None = None,
+    code: Mapping[str, str] | None = None,
 ) -> PublishedRun:
     """Write ``root/NAME.json`` and ``root/NAME.records.jsonl.gz`` from a finished ``gemrag eval`` directory.
 
@@ -299,6 +327,11 @@ def publish_run(
             (``per_question_corpus``). selection: ``limit``, ``documents``, ``categories``, ``per_category``.
         options: ``gemrag eval``'s own options (:data:`EVAL_DEFAULTS`' keys). load: the 1-minute load average
             sampled when the run started and ended. dataset_path: the dataset file, if moved since the run.
+        memory_root: where the run's memories are (its ``--memory``; default ``run_dir/memories``), opened read-only.
+        settings: dotted settings the run used, stated by the publisher (``{"answer.shape": True}``) for a run whose
+            recorded configuration may lack them; each is checked against today's default and, when it differs,
+            listed in ``non_default`` (over what the configuration says).
+        code: the code version that made the run (``commit``, ``version``, a ``note``), when it was not this checkout.
 
     Returns:
         The record written.
@@ -316,7 +349,7 @@ def publish_run(
     if not path.is_file():
         raise InputError(f"{path}: the run's dataset file is missing (give its new place)")
     dataset = load_dataset(meta["kind"], path, **dict(dataset_options or {}))
-    annotator = _Annotator(run_dir, dataset)
+    annotator = _Annotator(run_dir, dataset, memory_root)
     records = [annotator.slim(r) for r in results["records"]]
     strategies, comparisons = score_records(records, results["runs"])
     text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records)
@@ -327,7 +360,7 @@ def publish_run(
     run = PublishedRun(
         name=name,
         command=command,
-        code=code_version(),
+        code=dict(code) if code else code_version(),
         date=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         seconds=round(float(results.get("seconds", 0.0)), 1),
         machine=machine_info(load),
@@ -344,7 +377,7 @@ def publish_run(
         ),
         budget=int(results["budget"]),
         answer=bool(results["answer"]),
-        non_default=non_default_settings(results["config"], {"budget": results["budget"], **dict(options or {})}),
+        non_default=_non_default(results["config"], {"budget": results["budget"], **dict(options or {})}, settings),
         reference=(results.get("summary") or {}).get("reference"),
         strategies=strategies,
         comparisons=comparisons,
@@ -353,3 +386,87 @@ def publish_run(
     )
     (root / f"{name}.json").write_text(run.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return run
+
+
+def _value(text: str) -> Any:
+    """A ``--setting`` value: JSON (``true``, ``3``, ``"x"``) when it parses, else the text itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m gemrag.eval.publish RUN_DIR NAME``: publish a finished ``gemrag eval --out RUN_DIR`` directory as
+    ``results/NAME.json`` without running it again (:func:`publish_run`).
+
+    The run's own options (LoCoMo's protocol) are read from ``RUN_DIR/run.json`` (its answer form is recorded there
+    resolved, e.g. ``auto`` as ``short``, so it is not taken); what the directory does not record is given here: the
+    command that made it, the selection (``--documents``, ``--categories``), the memories' place (``--memory``, the
+    run's ``--memory``), settings the publisher states (``--setting answer.shape=true``, compared with today's
+    defaults like the recorded configuration) and the code commit. A memory of an older schema is refused (open a
+    copy once with write access to upgrade it; the run's own memories are only read).
+
+    Returns:
+        0 when published, 2 on bad input (one ``error:`` line; nothing is written).
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description="Publish a finished gemrag eval --out directory as results/NAME.json.")
+    parser.add_argument("run_dir", type=Path, help="the run's --out directory (results.json, index.jsonl)")
+    parser.add_argument("name", help="the record's name (letters, digits, '-', '_', '.')")
+    parser.add_argument("--results-dir", type=Path, default=Path("results"), help="where to write (default: results)")
+    parser.add_argument("--memory", type=Path, help="the run's --memory directory (default: RUN_DIR/memories)")
+    parser.add_argument("--dataset", type=Path, help="the dataset file, if it moved since the run")
+    parser.add_argument("--command", help="the command that made the run (default: unknown, and where it was)")
+    parser.add_argument("--documents", help="the run's --documents (comma-separated), for the record")
+    parser.add_argument("--categories", help="the run's --categories (comma-separated), for the record")
+    parser.add_argument("--limit", type=int, help="the run's --limit, for the record")
+    parser.add_argument("--per-question-corpus", action="store_true", help="the run used --per-question-corpus")
+    parser.add_argument(
+        "--setting", action="append", default=[], metavar="SECTION.KEY=VALUE",
+        help="a setting the run used (value as JSON, else text), marked when it differs from today's default",
+    )  # fmt: skip
+    parser.add_argument("--code-commit", help="the git commit of the code that made the run (default: this checkout)")
+    args = parser.parse_args(argv)
+    try:
+        check_publish_name(args.name)
+        settings = {}
+        for spec in args.setting:
+            key, sep, value = spec.partition("=")
+            if not sep or not key.strip():
+                raise InputError(f"--setting {spec!r}: use section.key=value (e.g. answer.shape=true)")
+            settings[key.strip()] = _value(value.strip())
+        try:
+            run = json.loads((args.run_dir / "run.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            run = {}
+        options = {k: run[k] for k in ("adversarial", "date_hint", "abstain", "runs") if k in run}
+        split = lambda text: [x.strip() for x in text.split(",") if x.strip()] if text else None  # noqa: E731
+        selection = {"limit": args.limit, "documents": split(args.documents), "categories": split(args.categories)}
+        code = {"commit": args.code_commit, "version": package_version()} if args.code_commit else None
+        if code is not None:
+            code["note"] = "the commit named when the run was published afterwards"
+        record = publish_run(
+            args.run_dir,
+            args.name,
+            args.results_dir,
+            command=args.command or f"unknown (published afterwards from {args.run_dir.name})",
+            dataset_options={"per_question_corpus": True} if args.per_question_corpus else None,
+            selection=selection,
+            options=options,
+            dataset_path=args.dataset,
+            memory_root=args.memory,
+            settings=settings,
+            code=code,
+        )
+    except GemragError as exc:  # bad input, a memory of an older schema (copy it and open it once to upgrade)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"published: {args.results_dir / (record.name + '.json')}, {args.results_dir / record.records_file}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -16,6 +16,10 @@ shell does, so a variant's name with spaces is quoted): NAME is a record in ``re
 ``mean`` (``+9.3``), ``ci`` (``+9.3 (+6.0 to +12.8, p < 0.001)``), ``interval``, ``p`` (``p < 0.001``), ``short``
 (``+9.3, p < 0.001``) or ``n``. Scores are in % with one decimal.
 
+A paired mark is ``<!-- result-pair: NAME METRIC [FORMAT] -->``: NAME a paired comparison of two published runs in
+``results/paired/`` (:mod:`gemrag.eval.paired`); FORMAT is ``before`` or ``after`` (either run's mean, ``55.1``) or
+one of the ``vs=`` formats above for the difference after minus before (default ``ci``).
+
 A table mark is ``<!-- result-table: NAME METRIC[,METRIC...] [by=category] [strategies=A,B] [format=ci|mean] -->``:
 one row per strategy, one column per metric (or, ``by=category``, per question category and ``all`` for the first
 metric), then a line naming the record.
@@ -37,12 +41,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gemrag.errors import InputError
+from gemrag.eval.paired import PairedRuns, load_paired
 from gemrag.eval.published import Comparison, Interval, PublishedRun, load_published
 
 __all__ = ["MARK", "differences", "documents", "main", "render", "render_file"]
 
-#: A marked block: its kind (``result`` or ``result-table``), its spec and the generated text between the marks.
-MARK = re.compile(r"<!-- (?P<kind>result|result-table): (?P<spec>[^>]*?) -->(?P<body>.*?)<!-- /result -->", re.S)
+#: A marked block: its kind (``result``, ``result-table``, ``result-pair``), its spec and the generated text between
+#: the marks.
+MARK = re.compile(
+    r"<!-- (?P<kind>result|result-table|result-pair): (?P<spec>[^>]*?) -->(?P<body>.*?)<!-- /result -->", re.S
+)
 #: Column headers of the metrics in a generated table.
 HEADERS = {
     "accuracy": "accuracy", "f1": "F1", "em": "EM", "recall@2": "R@2", "recall@5": "R@5",
@@ -96,12 +104,20 @@ class _Records:
     """The published runs read so far (each file once)."""
 
     def __init__(self, root: Path) -> None:
-        self.root, self.runs = root, {}  # type: ignore[var-annotated]
+        self.root = root
+        self.runs: dict[str, PublishedRun] = {}
+        self.pairs: dict[str, PairedRuns] = {}
 
     def __call__(self, name: str) -> PublishedRun:
         if name not in self.runs:
             self.runs[name] = load_published(name, self.root)
         return self.runs[name]
+
+    def paired(self, name: str) -> PairedRuns:
+        """The paired comparison ``results/paired/NAME.json``."""
+        if name not in self.pairs:
+            self.pairs[name] = load_paired(name, self.root)
+        return self.pairs[name]
 
 
 def _split(spec: str) -> tuple[list[str], dict[str, str]]:
@@ -121,6 +137,20 @@ def _inline(spec: str, records: _Records) -> str:
         return _metric_text(run.metric(strategy, metric, keys.get("category")), fmt)
     except KeyError as exc:
         raise InputError(str(exc.args[0])) from exc
+
+
+def _pair(spec: str, records: _Records) -> str:
+    words, _ = _split(spec)
+    if len(words) not in (2, 3):
+        raise InputError(f"<!-- result-pair: {spec} -->: give NAME METRIC [FORMAT]")
+    fmt = words[2] if len(words) == 3 else "ci"
+    try:
+        figures = records.paired(words[0]).metric(words[1])
+    except KeyError as exc:
+        raise InputError(str(exc.args[0])) from exc
+    if fmt in ("before", "after"):
+        return _pct(figures.before if fmt == "before" else figures.after)
+    return _diff_text(figures.comparison, fmt)
 
 
 def _table(spec: str, records: _Records) -> str:
@@ -165,7 +195,8 @@ def render(text: str, root: Path, source: str = "<text>") -> str:
 
     def one(match: re.Match[str]) -> str:
         try:
-            body = (_inline if match["kind"] == "result" else _table)(match["spec"], records)
+            kinds = {"result": _inline, "result-table": _table, "result-pair": _pair}
+            body = kinds[match["kind"]](match["spec"], records)
         except InputError as exc:
             line = text.count("\n", 0, match.start()) + 1
             raise InputError(f"{source}:{line}: {exc}") from exc

@@ -44,6 +44,7 @@ __all__ = [
     "PublishedRun",
     "StrategyResult",
     "load_published",
+    "per_question",
     "load_records",
     "published_names",
     "rescore_record",
@@ -280,7 +281,7 @@ def _value(record: dict[str, Any], metric: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _per_question(records: Iterable[dict[str, Any]], metric: str) -> dict[str, float]:
+def per_question(records: Iterable[dict[str, Any]], metric: str) -> dict[str, float]:
     """``{question id: score}`` in record order; a question answered in several runs scores their mean (as the
     report's ``_scores``)."""
     out: dict[str, list[float]] = {}
@@ -294,7 +295,7 @@ def _per_question(records: Iterable[dict[str, Any]], metric: str) -> dict[str, f
 def _intervals(records: Sequence[dict[str, Any]]) -> dict[str, Interval]:
     out = {}
     for metric in SCORED_METRICS:
-        values = list(_per_question(records, metric).values())
+        values = list(per_question(records, metric).values())
         if values:
             mean, low, high = bootstrap_ci(values, n_resamples=N_RESAMPLES, seed=SEED)
             out[metric] = Interval(mean=mean, low=low, high=high, n=len(values))
@@ -348,7 +349,7 @@ def score_records(
     comparisons = []
     for reference, name in combinations(runs, 2):
         for metric in SCORED_METRICS:
-            a, b = _per_question(by_run[name], metric), _per_question(by_run[reference], metric)
+            a, b = per_question(by_run[name], metric), per_question(by_run[reference], metric)
             common = sorted(set(a) & set(b))
             if not common:
                 continue
