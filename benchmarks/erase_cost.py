@@ -198,6 +198,26 @@ def measure(n: int, root: Path, seed: int = 0) -> dict[str, Any]:
     }
 
 
+def table(record: dict[str, Any]) -> str:
+    """The Markdown table of a record (``--publish``): per size the marks' storage (schema 8 against schema 7's
+    layout), the erase's lookup against the old scan, the vacuum and the load average."""
+    lines = [
+        "| cache entries | marks | marks' storage: schema 7 → 8 (per entry) | erase | old scan | scan / erase | vacuum "
+        "| load |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in record["results"]:
+        lines.append(
+            f"| {r['entries']:,} | {r['mark_rows']:,} | {r['schema7_marks_mb']} MB → {r['marks_mb']} MB "
+            f"({r['schema7_marks_bytes_per_entry']:,} B → {r['marks_bytes_per_entry']:,} B) | {r['erase_s']:.2f} s "
+            f"| {r['scan_s']:.1f} s | {r['scan_s'] / r['erase_s']:.0f}× | {r['vacuum_s']:.1f} s | {r['load']} |"
+        )
+    load = record["machine"]["load"]
+    lines += ["", f"From `results/{record['name']}.json` ({record['machine']['cpus']} CPUs, load average "
+              f"{' to '.join(f'{x:.1f}' for x in load)})."]  # fmt: skip
+    return "\n".join(lines)
+
+
 def main() -> None:
     """Parse the arguments, measure each size, print and optionally write the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -205,7 +225,11 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="where the memories are made (default: a temporary directory)")
     parser.add_argument("--out", type=Path, help="also write the figures as JSON")
     parser.add_argument("--publish", metavar="NAME", help="also write the record results/NAME.json")
+    parser.add_argument("--table", type=Path, metavar="RECORD", help="print the Markdown table of a record and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))))
+        return
     root = args.workdir or Path(tempfile.mkdtemp(prefix="gemrag-erase-cost-"))
     started, load_start = time.perf_counter(), os.getloadavg()[0]
     results = []
