@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from fakes import HashEmbedder, ScriptedLLM
+from gemrag.answers.answer import Answer
 from gemrag.answers.answering import answer_prompt, answer_question, answer_stream
 from gemrag.answers.consistency import most_consistent, token_f1
+from gemrag.answers.evidence import cited_evidence, passage_evidence
 from gemrag.answers.reading import NOT_FOUND, Reading, locate_quote, parse_quotes, reading_prompt, split_answer
 from gemrag.answers.shaping import GAP, Shaping, edges_order, evidence_score, shape_context, trim_passages
 from gemrag.config import load_config
@@ -205,3 +207,23 @@ def test_evidence_score_is_the_best_sentence_cosine() -> None:
     assert evidence_score("boat?", ["Rain fell. Marta sold the boat."], Keyword()) == pytest.approx(1.0)
     assert evidence_score("boat?", ["Rain fell."], Keyword()) == pytest.approx(0.0)
     assert evidence_score("boat?", [], Keyword()) == -1.0
+
+
+def test_each_cited_passage_has_its_own_evidence_score() -> None:
+    assert passage_evidence("boat?", ["Rain fell. Marta sold the boat.", "Rain fell.", ""], Keyword()) == [
+        pytest.approx(1.0),
+        pytest.approx(0.0),
+        -1.0,
+    ]
+    hits = [Hit(1, "chunk", 0.1, "Marta sold the boat."), Hit(2, "chunk", 9.0, "Gulls cried."), Hit(3, "chunk", 5, "x")]
+    answer = Answer("Marta sold it [1], gulls cried [2].", None, hits, 0.0, 0.0, cited=[1, 2])
+    assert cited_evidence("Who sold the boat?", answer, Keyword()) == {1: 1.0, 2: 0.0}  # not the strategy's scores
+    uncited = Answer("Marta.", None, hits, 0.0, 0.0)
+    assert cited_evidence("Who sold the boat?", uncited, Failing()) == {}  # nothing cited: no embedder call
+
+
+class Failing:
+    """An embedder that must not be called."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise AssertionError("the embedder was called")

@@ -170,6 +170,9 @@ def test_off_and_multiple_choice_check_nothing() -> None:
     assert _verify(choice)[0].verification == []
     with pytest.raises(ValueError, match="verify must be"):
         _verify(answer, "strict")
+    abstained = Answer("Not found in the memory.", None, list(HITS), 0.0, 0.0, reading={"abstained": True})
+    out, llm, _ = _verify(abstained)
+    assert out is abstained and out.verification == [] and llm.calls == 0  # an abstention claims nothing
 
 
 class _NoJson(ScriptedLLM):

@@ -1,5 +1,6 @@
 """How the web page of ``gemrag serve`` reads, in Debian's chromium (the ``browser`` fixture, test doubles): every
-tab in light and dark mode and on a 375 px screen, where nothing scrolls sideways; each strategy explained where it
+tab in light and dark mode and on a 375 px screen, where nothing scrolls sideways and no table breaks a word across
+lines (the cost plan and the jobs list become one card per row); each strategy explained where it
 is chosen (what it builds, its LLM calls to index, when to use it), the default marked; a delete asks first and
 "Keep it" keeps the document; a declined answer is shown as "not found in the memory", a weak citation as weak;
 retrieve-only shows hits without an LLM call; the chat keeps its history across a reload and shows each reply's
@@ -34,18 +35,29 @@ LOOKS = {
 TABS = ["Documents", "Index", "Ask", "Chat", "Graph"]
 
 
+HARBOUR = "The harbour froze in the winter of 1947. The ferry to the island stopped for six weeks."
+"""The documents :func:`seed` adds after the builds: each strategy is then stale with new and deleted chunks."""
+
+
+def _add(client: httpx.Client, text: str, title: str) -> None:
+    r = client.post("/v1/namespaces/notes/documents", json={"documents": [{"text": text, "title": title}]})
+    assert r.status_code == 201, r.text
+
+
 def seed(url: str) -> None:
-    """Two documents, built with dense and bm25 through the API."""
+    """Two documents built with dense and bm25 through the API, then one removed and two added: the page shows two
+    documents and both strategies stale, with the longest state line (new and deleted chunks, the generation)."""
     with httpx.Client(base_url=url, timeout=60) as client:
-        for text, title in ((CAT, "cat"), (GARDEN, "garden")):
-            r = client.post("/v1/namespaces/notes/documents", json={"documents": [{"text": text, "title": title}]})
-            assert r.status_code == 201, r.text
+        _add(client, CAT, "cat")
+        _add(client, GARDEN, "garden")
         for strategy in ("dense", "bm25"):
             job = client.post("/v1/namespaces/notes/index", json={"strategy": strategy}).json()
             for _ in range(600):
                 if client.get(f"/v1/namespaces/notes/jobs/{job['id']}").json()["status"] not in ("queued", "running"):
                     break
                 time.sleep(0.05)
+        assert client.delete("/v1/namespaces/notes/documents/garden").status_code == 200
+        _add(client, HARBOUR + " " + GARDEN, "harbour and garden")
 
 
 def open_page(browser: Any, url: str, look: str) -> tuple[Any, Any, list[str]]:
@@ -65,6 +77,31 @@ def open_page(browser: Any, url: str, look: str) -> tuple[Any, Any, list[str]]:
 def sideways(page: Any) -> int:
     """How many pixels the page scrolls sideways (0: none)."""
     return int(page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth"))
+
+
+SPLIT_WORDS = """() => {
+  const split = [];
+  for (const cell of document.querySelectorAll("th, td")) {
+    if (!cell.getClientRects().length) continue; // not shown
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.data.matchAll(/[A-Za-z]{2,}/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        const lines = new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top)));
+        if (lines.size > 1) split.push(word[0]);
+      }
+    }
+  }
+  return split;
+}"""
+"""The words of the shown table cells that break across lines (letters only; a table squeezed below its words)."""
+
+
+def split_words(page: Any) -> list[str]:
+    """The words of the page's shown table cells (headers included) broken across two lines (empty: none)."""
+    return list(page.evaluate(SPLIT_WORDS))
 
 
 @pytest.mark.parametrize("look", list(LOOKS))
@@ -97,6 +134,7 @@ def test_every_tab_in_light_dark_and_narrow(browser: Any, tmp_path: Path, config
                     page.get_by_role("button", name="Show the graph").click()
                     page.frame_locator("#graph-frame").locator("body[data-ready='1']").wait_for(timeout=TIMEOUT)
                 assert sideways(page) == 0, f"{tab} scrolls sideways in {look}"
+                assert split_words(page) == [], f"{tab} breaks words of its tables in {look}"
                 if SHOTS:
                     Path(SHOTS).mkdir(parents=True, exist_ok=True)
                     page.screenshot(path=str(Path(SHOTS) / f"web-{tab.lower()}-{look}.png"), full_page=look != "narrow")

@@ -1,6 +1,8 @@
 """The web page's states in Debian's chromium (the ``browser`` fixture, test doubles): a 422 names its field and
 message (FastAPI's ``detail`` list); the document reader is hidden until a citation opens it and follows the current
-answer (a new question or Stop hides the old one); Stop is no error; a question over the limit says the limit.
+answer (a new question or Stop hides the old one); Stop is no error; a question over the limit says the limit; a
+citation is weak by its evidence score whatever the strategy (``bm25`` here, whose own scores are no cosine); "not
+found in the memory" follows the answer's abstention flag, the reply's wording only when it has none.
 """
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from test_server_web import CAT, GARDEN, web_config
+from test_web_look import open_page, seed
 from test_web_page import TIMEOUT, WebPage, served
 
 from fakes import HashEmbedder, StreamingLLM
-from gemrag.config import Config
+from gemrag.config import Config, load_config
 from gemrag.server.schemas import MAX_TEXT_CHARS
 
 
@@ -105,3 +108,71 @@ def test_the_reader_hides_and_follows_the_current_answer(browser: Any, tmp_path:
         finally:
             web.close()
     assert web.unexpected_errors() == []
+
+
+def test_weak_citations_are_judged_by_evidence_for_every_strategy(browser: Any, tmp_path: Path, config: Config) -> None:
+    # bm25 ranks the garden passage third for this question (a BM25 score, on no cosine scale); the answer cites it
+    llm = StreamingLLM("The keeper's cat is named Pilot [1]. Marta grows tomatoes [3].")
+    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm) as url:
+        seed(url)
+        context, page, errors = open_page(browser, url, "light")
+        try:
+            page.get_by_role("tab", name="Ask").click()
+            page.select_option("#ask-strategy", "bm25")
+            page.fill("#question", "What is the keeper's cat named?")
+            page.click("#ask-button")
+            page.wait_for_function(
+                "document.getElementById('answer-meta').textContent.includes('Retrieval')", timeout=TIMEOUT
+            )
+            state = page.inner_text("#answer-state")
+            weak = page.locator("#hits > li.weak").evaluate_all("items => items.map((li) => li.id)")
+            first, third = page.inner_text("#hit-1 .hit-head"), page.inner_text("#hit-3 .hit-head")
+            rule = page.inner_text("#weak-rule")
+        finally:
+            context.close()
+    assert errors == []
+    assert "Weak evidence" in state and "[3]" in state and "[1]" not in state, state
+    assert "below 0.30" in state, state  # the threshold is stated
+    assert weak == ["hit-3"], weak
+    assert "bm25" in first and "evidence 0.55" in first and "weak" not in first, first
+    assert "evidence 0.17 (weak: below 0.30)" in third and "Marta" not in third, third
+    assert "below 0.30" in rule and "every strategy" in rule, rule
+
+
+def served_abstaining(tmp_path: Path, below: float, llm: StreamingLLM) -> Any:
+    """The page's server with ``[answer] abstain_below = below`` (dense by default, small chunks)."""
+    cfg = load_config(None, {"strategy": "dense", "memory": {"chunk_tokens": 30}, "answer": {"abstain_below": below}})
+    return served(tmp_path / f"root{below}", cfg, embedder=HashEmbedder(), llm=llm)
+
+
+def test_not_found_follows_the_abstention_flag_not_the_wording(browser: Any, tmp_path: Path, config: Config) -> None:
+    declining = "The text does not mention the lighthouse's colour."
+    seen = {}
+    for below in (-1.0, 0.99):  # -1: the evidence always suffices (abstained: false); 0.99: never (abstained: true)
+        llm = StreamingLLM(declining)
+        with served_abstaining(tmp_path, below, llm) as url:
+            seed(url)
+            context, page, errors = open_page(browser, url, "light")
+            try:
+                page.get_by_role("tab", name="Ask").click()
+                page.fill("#question", "What colour is the lighthouse?")
+                page.click("#ask-button")
+                page.wait_for_function(
+                    "document.getElementById('answer').getAttribute('aria-busy') === 'false'"
+                    " && document.getElementById('answer-text').textContent.length > 0",
+                    timeout=TIMEOUT,
+                )
+                box = page.locator("#answer-state [data-state='not-found']")
+                seen[below] = {
+                    "not_found": box.count(),
+                    "from": box.get_attribute("data-from") if box.count() else None,
+                    "text": page.inner_text("#answer-text"),
+                    "calls": llm.calls,
+                }
+            finally:
+                context.close()
+        assert errors == []
+    # checked and sufficient: the reply's wording does not make it "not found"
+    assert seen[-1.0]["not_found"] == 0 and seen[-1.0]["text"].startswith(declining), seen
+    # abstained: "not found", from the flag, with no LLM call
+    assert seen[0.99] == {"not_found": 1, "from": "abstained", "text": "Not found in the memory.", "calls": 0}, seen

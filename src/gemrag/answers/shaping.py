@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gemrag.answers.evidence import passage_evidence
 from gemrag.ingest.chunker import split_sentences
 from gemrag.models.base import Embedder
 from gemrag.types import Hit
@@ -144,11 +145,7 @@ def evidence_score(question: str, texts: Sequence[str], embedder: Embedder) -> f
     Returns:
         The best sentence cosine, in [-1, 1]; -1.0 for an empty context.
     """
-    flat = [t[s:e] for t in texts for s, e in split_sentences(t)]
-    if not flat:
-        return -1.0
-    vecs = np.asarray(embedder.embed([question, *flat]), dtype=np.float32)
-    return float((vecs[1:] @ vecs[0]).max())
+    return max(passage_evidence(question, texts, embedder), default=-1.0)
 
 
 def shape_context(question: str, hits: Sequence[Hit], embedder: Embedder | None, shaping: Shaping) -> Shaped:

@@ -295,7 +295,8 @@ def verify_answer(
     overlap_words: int = OVERLAP_WORDS,
 ) -> Answer:
     """The answer with each sentence checked against its citations (``verification``), and under ``"drop"`` without
-    the unsupported ones (:func:`drop_unsupported`); unchanged under ``"off"`` or for a multiple-choice answer.
+    the unsupported ones (:func:`drop_unsupported`); unchanged under ``"off"``, for a multiple-choice answer and for
+    an abstention (``answer.reading["abstained"]``: "Not found in the memory." claims nothing to check).
 
     The checks' model calls run in the meter's ``query`` phase; what they spent is the answer's
     ``verification_usage`` and is added to its ``usage``, their wall time to its ``answer_seconds``.
@@ -315,8 +316,8 @@ def verify_answer(
     """
     if mode not in ("flag", "drop", "off"):
         raise ValueError(f"verify must be 'flag', 'drop' or 'off' (got {mode!r})")
-    if mode == "off" or answer.choice is not None or not answer.text.strip():
-        return answer
+    if mode == "off" or answer.choice is not None or not answer.text.strip() or answer.reading.get("abstained"):
+        return answer  # an abstention ("Not found in the memory.") claims nothing about the context
     before = meter.totals.get("query", Usage())
     t0 = time.perf_counter()
     sentences = answer_sentences(answer.text, len(answer.hits))

@@ -42,6 +42,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from gemrag import __version__
 from gemrag.answers.answer import Answer
+from gemrag.answers.evidence import cited_evidence
 from gemrag.config import Config
 from gemrag.errors import InputError
 from gemrag.ingest import Document
@@ -57,7 +58,7 @@ from gemrag.server.chat import install_chat
 from gemrag.server.errors import AuthError, ConflictError, ForbiddenError, NotFoundError, install_handlers
 from gemrag.server.jobs import JobManager
 from gemrag.server.namespaces import NAMESPACE_PATTERN, Namespaces
-from gemrag.server.serialize import answer_out, build_state_out, failures_since, hits_out, jsonable
+from gemrag.server.serialize import answer_out, build_state_out, failures_since, hits_out, jsonable, with_evidence
 from gemrag.server.streaming import SSE_RESPONSE, stream_answer
 from gemrag.server.web import HTML_RESPONSE, install_web, memory_view
 from gemrag.strategies import available
@@ -376,16 +377,19 @@ def create_app(
         strategy = strategy_of(body.strategy)
         if body.stream:
             names: list[str] = []  # the strategy that answers, known once the stream's thread opened the memory
+            scores: dict[int, float] = {}  # the citations' evidence, filled before the answer is handed over
 
             def start(memory: Memory) -> Generator[str | Answer, None, None]:
                 names.append(strategy or memory.strategy.name)
-                return memory.ask_stream(body.question, body.choices, body.budget, strategy)
+                stream = memory.ask_stream(body.question, body.choices, body.budget, strategy)
+                return with_evidence(memory, body.question, stream, scores)
 
-            return stream_answer(spaces, ns, start, lambda answer: answer_out(answer, names[0]), request)
+            return stream_answer(spaces, ns, start, lambda answer: answer_out(answer, names[0], scores), request)
         with spaces.reading(ns) as memory:
             answer = memory.ask(body.question, body.choices, body.budget, strategy)
             name = strategy or memory.strategy.name
-        return answer_out(answer, name)
+            scores = cited_evidence(body.question, answer, memory.embedder)
+        return answer_out(answer, name, scores)
 
     install_chat(app, spaces, NS, strategy_of, WRITE_WAIT)
 

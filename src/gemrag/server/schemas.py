@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gemrag.answers.answer import SentenceCheck
+from gemrag.answers.evidence import WEAK_EVIDENCE
 from gemrag.answers.provenance import RetrievedNode
 from gemrag.memory.index_plan import IndexPlan
 
@@ -261,9 +262,12 @@ class HitOut(RetrievedNode):
 
 
 class CitedHitOut(HitOut):
-    """A context node the answer cites: ``marker`` is the ``n`` of its ``[n]`` markers (its rank + 1)."""
+    """A context node the answer cites: ``marker`` is the ``n`` of its ``[n]`` markers (its rank + 1); ``evidence``:
+    its evidence score, the best cosine between the question and one of its sentences
+    (:func:`gemrag.answers.evidence.passage_evidence`; None when not computed)."""
 
     marker: int
+    evidence: float | None = None
 
 
 class Hits(BaseModel):
@@ -290,7 +294,11 @@ class AnswerOut(BaseModel):
     (those context nodes with their provenance) and ``dropped_citations`` (markers naming no context passage,
     removed from ``text``); ``verification``: each sentence of ``text`` checked against the passages it cites
     (``sentence``, its span ``start``/``end`` in ``text``, ``cited``, ``supported``, ``method``: ``"entailment"`` or
-    ``"overlap"``; ``[answer] verify``), and ``dropped_sentences``: the unsupported ones removed under ``"drop"``."""
+    ``"overlap"``; ``[answer] verify``), and ``dropped_sentences``: the unsupported ones removed under ``"drop"``.
+    ``weak_below``: a citation whose ``evidence`` is below it is weak (:data:`gemrag.answers.evidence.WEAK_EVIDENCE`).
+    ``abstained``: True when the answer is "Not found in the memory." because the context's evidence score
+    (``evidence``) was below ``[answer] abstain_below``, False when it was checked and sufficed, None when the server
+    does not check (``abstain_below`` unset)."""
 
     text: str
     choice: int | None
@@ -303,6 +311,9 @@ class AnswerOut(BaseModel):
     usage: UsageOut
     verification: list[SentenceCheck] = Field(default_factory=list)
     dropped_sentences: list[str] = Field(default_factory=list)
+    weak_below: float = WEAK_EVIDENCE
+    abstained: bool | None = None
+    evidence: float | None = Field(None, description="The context's evidence score, when abstention checked it.")
 
 
 class ChatRequest(Strict):

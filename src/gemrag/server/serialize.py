@@ -7,17 +7,18 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from gemrag.answers.answer import Answer
+from gemrag.answers.evidence import cited_evidence
 from gemrag.answers.provenance import describe_hits
 from gemrag.memory import Memory
 from gemrag.server import schemas as m
 from gemrag.types import Hit
 
-__all__ = ["answer_out", "build_state_out", "hits_out", "jsonable"]
+__all__ = ["answer_out", "build_state_out", "hits_out", "jsonable", "with_evidence"]
 
 
 def hits_out(hits: Sequence[Hit], strategy: str) -> list[m.HitOut]:
@@ -28,23 +29,47 @@ def hits_out(hits: Sequence[Hit], strategy: str) -> list[m.HitOut]:
     return [m.HitOut(**{**n.model_dump(), "meta": jsonable(n.meta)}) for n in describe_hits(None, hits, strategy)]
 
 
-def answer_out(answer: Answer, strategy: str) -> m.AnswerOut:
+def answer_out(answer: Answer, strategy: str, evidence: dict[int, float] | None = None) -> m.AnswerOut:
     """The answer as the API returns it, whole or as a stream's final ``answer`` event: its context with provenance
-    (:func:`hits_out`) and the cited context nodes."""
+    (:func:`hits_out`), the cited context nodes with their evidence scores (``evidence``: marker -> score, as
+    :func:`gemrag.answers.evidence.cited_evidence` gives them; a marker missing from it has None), and whether it
+    abstained (``answer.reading["abstained"]``; None when abstention was not checked)."""
     hits = hits_out(answer.hits, strategy)
+    evidence = evidence or {}
+    checked = "evidence" in answer.reading
     return m.AnswerOut(
         text=answer.text,
         choice=answer.choice,
         hits=hits,
         cited=list(answer.cited),
         dropped_citations=answer.dropped_citations,
-        citations=[m.CitedHitOut(marker=n, **hits[n - 1].model_dump()) for n in answer.cited],
+        citations=[m.CitedHitOut(marker=n, evidence=evidence.get(n), **hits[n - 1].model_dump()) for n in answer.cited],
         retrieval_seconds=answer.retrieval_seconds,
         answer_seconds=answer.answer_seconds,
         usage=m.UsageOut(**asdict(answer.usage)),
         verification=list(answer.verification),
         dropped_sentences=list(answer.dropped_sentences),
+        abstained=bool(answer.reading.get("abstained")) if checked else None,
+        evidence=answer.reading["evidence"] if checked else None,
     )
+
+
+def with_evidence(
+    memory: Memory, question: str, stream: Iterator[str | Answer], scores: dict[int, float]
+) -> Generator[str | Answer, None, None]:
+    """``stream``'s pieces as they come (a streamed answer, :meth:`gemrag.memory.Memory.ask_stream`); before handing
+    over its final Answer, ``scores`` is filled with the evidence score of each passage it cites
+    (:func:`gemrag.answers.evidence.cited_evidence`, one call of the memory's embedder, while the memory is open), for
+    :func:`answer_out`. Closing this closes ``stream`` (which stops the generation)."""
+    try:
+        for item in stream:
+            if isinstance(item, Answer):
+                scores.update(cited_evidence(question, item, memory.embedder))
+            yield item
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
 
 
 def jsonable(value: Any) -> Any:

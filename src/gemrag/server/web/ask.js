@@ -6,8 +6,8 @@
   const { $, state, ApiError, request, api, nsPath, showError, clearError, status, el, fmt, plural, thousands } =
     window.gemrag;
   const MAX_QUESTION = 10000; // characters (the API's limit)
-  const WEAK = 0.3; // a cited passage whose cosine to the question is below this is marked weak
-  const COSINE = new Set(["dense", "raptor"]); // strategies whose score is that cosine (other scales are not judged)
+  // the wording of a model that declines: read only when the answer carries no abstention flag (the server did not
+  // check the evidence: [answer] abstain_below unset)
   const DECLINED = /\b(not mentioned|not (provided|stated|given|found|included|contained) in|no (information|mention)|does(n't| not) (say|mention|contain|provide|state)|cannot (be )?(answer|determine|find|tell)|can't (answer|determine|tell)|i don't know|no answer)\b/i;
 
   // -- what was shown for the last question goes as a new one starts (the reader with it) ------------------
@@ -20,6 +20,7 @@
 
   function forgetAnswer() {
     state.hits = [];
+    state.evidence = new Map();
     $("answer-text").replaceChildren();
     $("answer-meta").textContent = "";
     $("answer-state").replaceChildren();
@@ -204,16 +205,25 @@
     return parts;
   }
 
-  const isWeak = (hit) => COSINE.has(hit.strategy) && hit.score < WEAK;
+  // a cited passage is weak when its evidence score (the best cosine between the question and one of its sentences,
+  // the same measure for every strategy) is below the answer's weak_below
+  const evidenceOf = (n) => (state.evidence.has(n) ? state.evidence.get(n) : null);
+  const isWeak = (n) => evidenceOf(n) !== null && evidenceOf(n) < state.weakBelow;
+
+  // the model declined: the answer's structured flag (abstained on weak evidence) when it has one, else its wording
+  function declined(answer) {
+    if (answer.abstained === true || answer.abstained === false) return answer.abstained;
+    return !answer.text.trim() || (!answer.cited.length && DECLINED.test(answer.text));
+  }
 
   function answerState(answer) {
     const box = $("answer-state");
-    const declined = !answer.text.trim() || (!answer.cited.length && DECLINED.test(answer.text));
-    const weak = answer.cited.filter((n) => answer.hits[n - 1] && isWeak(answer.hits[n - 1]));
+    const weak = answer.cited.filter(isWeak);
     const unsupported = (answer.verification || []).filter((v) => v && v.supported === false).length;
     const notes = [];
-    if (declined) {
-      notes.push(el("p", { class: "state-box notfound", "data-state": "not-found" },
+    if (declined(answer)) {
+      notes.push(el("p", { class: "state-box notfound", "data-state": "not-found",
+        "data-from": answer.abstained === true ? "abstained" : "wording" },
         el("strong", { text: "Not found in the memory. " }),
         "The model found no answer in the retrieved passages. See what was found with Retrieve only, try another " +
         "strategy or a larger budget, or add the documents that hold the answer."));
@@ -221,8 +231,10 @@
     if (weak.length) {
       notes.push(el("p", { class: "state-box weak", "data-state": "weak" },
         el("strong", { text: "Weak evidence. " }),
-        `${weak.length === 1 ? "Citation" : "Citations"} ${weak.map((n) => `[${n}]`).join(", ")} rest on passages ` +
-        `whose similarity to the question is below ${WEAK.toFixed(2)}: check them before trusting the answer.`));
+        `${weak.length === 1 ? "Citation" : "Citations"} ${weak.map((n) => `[${n}]`).join(", ")} ` +
+        `${weak.length === 1 ? "rests on a passage" : "rest on passages"} whose evidence score (the best similarity ` +
+        `between the question and one of its sentences) is below ${state.weakBelow.toFixed(2)}: check ` +
+        `${weak.length === 1 ? "it" : "them"} before trusting the answer.`));
     }
     if (unsupported) {
       notes.push(el("p", { class: "state-box weak", "data-state": "unsupported" },
@@ -236,6 +248,10 @@
 
   function showAnswer(answer) {
     state.hits = answer.hits;
+    state.evidence = new Map((answer.citations || []).filter((c) => typeof c.evidence === "number")
+      .map((c) => [c.marker, c.evidence]));
+    state.weakBelow = typeof answer.weak_below === "number" ? answer.weak_below : state.weakBelow;
+    $("weak-below").textContent = state.weakBelow.toFixed(2);
     const linked = new Set();
     const parts = answerParts(answer, linked);
     // passages the answer cites without a marker in its text (a model that wrote only "[1]" is asked again uncited)
@@ -269,14 +285,17 @@
   function hitItem(hit, n, cited) {
     const docs = hit.documents.map((d) => d.title).join(", ") || "no document";
     const derived = hit.kind !== "chunk";
-    const weak = isWeak(hit);
+    const weak = cited && isWeak(n);
+    const evidence = cited ? evidenceOf(n) : null;
     return el(
       "li",
       { id: `hit-${n}`, class: [cited ? "cited" : "", weak ? "weak" : ""].join(" ").trim() || null, "data-kind": hit.kind,
         "data-node": hit.node_id, tabindex: -1 },
       el("div", {
         class: "hit-head",
-        text: `[${n}] score ${fmt(hit.score, 3)}${weak ? ` (weak: below ${WEAK.toFixed(2)})` : ""} · ${hit.strategy} · ` +
+        text: `[${n}] score ${fmt(hit.score, 3)}` +
+          (evidence === null ? "" : ` · evidence ${fmt(evidence, 2)}` +
+            (weak ? ` (weak: below ${state.weakBelow.toFixed(2)})` : "")) + ` · ${hit.strategy} · ` +
           `${hit.kind} · ${docs}` +
           (derived ? ` · made from ${hit.passages.length} passage${hit.passages.length === 1 ? "" : "s"}` : ""),
       }),

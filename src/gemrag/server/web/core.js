@@ -13,6 +13,8 @@ window.gemrag = {};
     lastQuestion: "",
     lastBudget: null,
     hits: [],
+    evidence: new Map(), // citation marker n -> its passage's evidence score (the current answer's)
+    weakBelow: 0.3, // a citation whose evidence score is below this is weak (the answer's weak_below)
     job: null, // the polled job
     queue: [], // strategies still to index after it
     ask: null, // AbortController of the streamed answer

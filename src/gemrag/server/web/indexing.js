@@ -34,21 +34,24 @@
 
   function planTable(plans) {
     const head = ["Strategy / pass", "Chunks or items", "LLM calls", "Prompt tokens", "Completion tokens", "Minutes"];
+    // each value names its column (data-label): a narrow screen shows the rows as cards
+    const cell = (i, text) => el("td", { class: "num", "data-label": head[i], text });
     const row = (label, items, x, cls) =>
       el("tr", cls || {},
         label,
-        el("td", { class: "num", text: items }),
-        el("td", { class: "num", text: thousands(x.calls) }),
-        el("td", { class: "num", text: thousands(x.prompt_tokens) }),
-        el("td", { class: "num", text: thousands(x.completion_tokens) }),
-        el("td", { class: "num", text: x.calls ? minutesText(x.minutes) : "0" }));
+        cell(1, items),
+        cell(2, thousands(x.calls)),
+        cell(3, thousands(x.prompt_tokens)),
+        cell(4, thousands(x.completion_tokens)),
+        cell(5, x.calls ? minutesText(x.minutes) : "0"));
     const rows = [];
     for (const plan of plans) {
       for (const s of plan.strategies) {
         rows.push(row(el("th", { scope: "row", text: s.strategy + (s.known ? "" : " (cost unknown)") }), s.chunks, s,
           { class: "plan-strategy", "data-strategy": s.strategy }));
         for (const p of s.passes) {
-          rows.push(row(el("td", { class: "pass", text: `${p.description}${p.exact ? "" : " (estimate)"}` }), p.items, p));
+          rows.push(row(el("td", { class: "pass", text: `${p.description}${p.exact ? "" : " (estimate)"}` }), p.items, p,
+            { class: "plan-pass" }));
         }
       }
     }
@@ -61,7 +64,7 @@
     else if (rates) caption += ` (minutes from this machine's ${rates.source === "recorded" ? "recorded calls" : "calibration"})`;
     const notes = plans.map((p) => p.rates && p.rates.detail).filter((d, i, all) => d && all.indexOf(d) === i);
     return el("div", { class: "table-wrap" },
-      el("table", { class: "grid", id: "plan-table" },
+      el("table", { class: "grid stack", id: "plan-table" },
         el("caption", { text: caption }),
         el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col", text: h })))),
         el("tbody", {}, rows)),
@@ -268,15 +271,15 @@
     const tokens = r ? thousands(r.usage.prompt_tokens + r.usage.completion_tokens) : "–";
     const vs = (planned, actual) => `${planned === null || planned === undefined ? "–" : planned} → ${actual}`;
     return el("tr", { "data-job": job.id, "data-status": job.status },
-      el("td", { text: clock(started) }),
-      el("td", { text: job.strategy || "default" }),
-      el("td", {}, el("span", { class: `job-word job-${job.status}`, text: job.status + (job.cancel_requested &&
+      el("td", { "data-label": "Started", text: clock(started) }),
+      el("td", { "data-label": "Strategy", text: job.strategy || "default" }),
+      el("td", { "data-label": "Outcome" }, el("span", { class: `job-word job-${job.status}`, text: job.status + (job.cancel_requested &&
         ACTIVE.includes(job.status) ? " (cancelling)" : "") })),
-      el("td", { class: "num", text: vs(plan && plan.calls, r ? r.llm_calls : "–") }),
-      el("td", { class: "num", text: tokens }),
-      el("td", { class: "num", text: vs(plan && plan.minutes !== null ? fmt(plan.minutes, 1) : null,
+      el("td", { class: "num", "data-label": "LLM calls", text: vs(plan && plan.calls, r ? r.llm_calls : "–") }),
+      el("td", { class: "num", "data-label": "Tokens", text: tokens }),
+      el("td", { class: "num", "data-label": "Minutes", text: vs(plan && plan.minutes !== null ? fmt(plan.minutes, 1) : null,
         minutes === null ? "–" : fmt(minutes, 1)) }),
-      el("td", { class: "num", text: r ? r.failures : job.error ? job.error.type : "–" }));
+      el("td", { class: "num", "data-label": "Failures", text: r ? r.failures : job.error ? job.error.type : "–" }));
   }
 
   function renderJobs(jobs) {
