@@ -22,8 +22,9 @@ base's LLM cache:
 * ``sync``: the canary file is removed and the folder added with ``sync=True`` (``gemrag index --sync``);
 * ``purge``: ``Memory.delete(<path>, purge=True)`` (the text erased from caches, kept versions and, physically, from
   files and rows); ``n/a`` while ``Memory.delete`` has no ``purge`` keyword;
-* ``edit_erase``, ``delete_erase``, ``erase_reader``, ``erase_interrupt``: ``replace`` or ``delete``, then after the
-  rebuild, from a new session, ``Memory.erase()`` (with another process reading, or interrupted, then run again:
+* ``edit_erase``, ``delete_erase``, ``erase_reader``, ``erase_interrupt``, ``delete_indexing``: ``replace`` or
+  ``delete`` (``delete_indexing``: while another process indexes), then after the rebuild, from a new session,
+  ``Memory.erase()`` (with another process reading, or interrupted by ``SIGINT``, then run again:
   ``benchmarks/forgetting_erase.py``); their rows and files at the end are counted after the erase.
 
 After the removal (no rebuild yet), then after ``index`` rebuilt the strategy, canary strings are counted
@@ -58,9 +59,11 @@ configured embedded models)::
 
 ``--workdir`` keeps the memories (one folder per LLM model): a rerun reuses the base memories, the full-build
 counts and the answer cache, and redoes the scenarios (fresh copies), so after a change it costs little;
-``--fresh`` starts that model's folder over (needed when a change alters what a build makes). PostgreSQL:
-``--postgres-url postgresql://...`` (one schema per scenario, ``fg_<model>_<strategy>_<scenario>``, replaced on
-each run), else a pgserver started here in a fresh ``/tmp`` directory, removed at the end.
+``--publish NAME`` also writes the record ``results/NAME.json`` (the leak counts of every scenario, the erase runs,
+the totals; :func:`publish`). ``--fresh`` starts that model's folder over (needed when a change alters what a build
+makes). PostgreSQL: ``--postgres-url postgresql://...`` (one schema per scenario,
+``fg_<model>_<strategy>_<scenario>``, replaced on each run), else a pgserver started here in a fresh ``/tmp``
+directory, removed at the end.
 
 Columns of the first table (per store, strategy and scenario; the goal is 0 in every leak column):
 
@@ -122,12 +125,11 @@ from forgetting_corpus import (  # noqa: E402
     slug,
     write_corpus,
 )
-from forgetting_erase import ERASE_SCENARIOS, erase_later, removal_of  # noqa: E402
+from forgetting_erase import ERASE_SCENARIOS, delete_while_indexing, erase_later, removal_of  # noqa: E402
+from forgetting_report import abstention_table, leak_row, leak_table, publish  # noqa: E402
 from forgetting_scan import measure, measure_answers, measure_hits, measure_nodes, retrieve_all, scan_files, scan_rows  # noqa: E402
 
 SCENARIOS = ("delete", "replace", "sync", "purge", *ERASE_SCENARIOS)
-REMOVALS = ("delete", "sync", "purge", "delete_erase", "erase_reader", "erase_interrupt")
-"""The scenarios after which no document answers the questions (abstention is measured there)."""
 
 
 def load_average() -> float:
@@ -246,8 +248,10 @@ def scenario_location(run: Run, backend: str, strategy: str, scenario: str) -> s
     return url
 
 
-def remove_canary(run: Run, mem: Any, scenario: str) -> dict[str, Any]:
+def remove_canary(run: Run, mem: Any, location: str | Path, strategy: str, scenario: str) -> dict[str, Any]:
     """The scenario's removal; what it reported."""
+    if scenario == "delete_indexing":
+        return delete_while_indexing(run.args, run.models, mem, location, strategy, str(run.corpus.canary))
     corpus, scenario = run.corpus, removal_of(scenario)
     if scenario in ("delete", "purge"):
         kwargs = {"purge": True} if scenario == "purge" else {}
@@ -270,7 +274,7 @@ def run_scenario(run: Run, backend: str, strategy: str, scenario: str) -> dict[s
     figures: dict[str, Any] = {"location": str(location) if backend == "sqlite" else str(location).split("@")[-1]}
     with run.models.session(location) as (mem, llm):
         t0 = time.perf_counter()
-        figures["removal"] = remove_canary(run, mem, scenario)
+        figures["removal"] = remove_canary(run, mem, location, strategy, scenario)
         figures["removal"] |= {"llm_calls": llm.calls, "seconds": round(time.perf_counter() - t0, 3)}
         figures["after_removal"] = measure(
             run.models, mem, location, strategy, run.args.budget, run.models.answer_cache
@@ -290,85 +294,6 @@ def run_scenario(run: Run, backend: str, strategy: str, scenario: str) -> dict[s
     if backend == "sqlite":
         figures["files_closed"] = scan_files(Path(location))
     return figures
-
-
-# -- tables ---------------------------------------------------------------------------------------------------------
-def _q(m: dict[str, Any], key: str = "leaking_questions") -> str:
-    """``k/5`` questions, or ``refused`` when the retrieval raised (e.g. a node resting on removed text)."""
-    value = m["hits"].get(key)
-    return "refused" if value is None else f"{value}/{m['hits']['questions']}"
-
-
-def point_cells(m: dict[str, Any], replace: bool) -> list[str]:
-    """hits, nodes, answers and caches at one point of a scenario."""
-    hits = _q(m) + (f" (new {_q(m, 'edited_questions')})" if replace and m["hits"]["error"] is None else "")
-    answers = f"{m['leaking_answers']}/{m['answers_asked']}" if m["answers_asked"] else "–"
-    caches = f"{m['caches']['llm_responses']} · {m['caches']['embeddings']}"
-    return [hits, str(m["nodes"]["total"]), answers, caches]
-
-
-LEAK_HEADER = (
-    "store", "strategy", "scenario", "found before", "hits", "nodes", "answers", "caches (LLM · emb)",
-    "rebuilt: hits", "rebuilt: nodes", "rebuilt: answers", "rebuilt: caches", "rebuild calls / full",
-    "rows · files open / closed",
-)  # fmt: skip
-
-
-def leak_row(row: dict[str, Any]) -> list[str]:
-    """One line of the leak table (:data:`LEAK_HEADER`)."""
-    head = [row["backend"], row["strategy"], row["scenario"]]
-    width = len(LEAK_HEADER) - len(head)
-    if "error" in row:
-        return head + [f"error: {row['error'][:100]}"] + [""] * (width - 1)
-    s, base = row["figures"], row["base"]
-    before = f"{base['before']['hits']['leaking_questions']}/{len(QUESTIONS)}"
-    if "skipped" in s:
-        return head + [before] + ["n/a"] * (width - 1)
-    replace = removal_of(row["scenario"]) == "replace"
-    calls = f"{s['rebuild']['llm_calls']} / {row['full_build']['llm_calls']}"
-    files = f"{sum(s['files_open'].values())} / {sum(s['files_closed'].values())}" if "files_closed" in s else "–"
-    end = f"{sum(s['rows_closed'].values())} · {files}"
-    cells = point_cells(s["after_removal"], replace) + point_cells(s["after_rebuild"], replace)
-    return head + [before, *cells, calls, end]
-
-
-def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
-
-
-def leak_table(results: dict[str, Any]) -> str:
-    return markdown(LEAK_HEADER, [leak_row(r) for r in results["rows"]])
-
-
-def abstention_table(results: dict[str, Any]) -> str:
-    """Per strategy, reader and prompt, the answers of the removal scenarios (all stores) after the removal and
-    after the rebuild: abstained / answered / leaked; and the answers (same prompt) holding a canary string before
-    the removal. A total row per reader and prompt."""
-    sums: dict[tuple[str, str, str], dict[str, list[int]]] = {}
-    for row in results["rows"]:
-        s = row.get("figures", {})
-        if row["scenario"] not in REMOVALS or "after_removal" not in s:
-            continue
-        before = row["base"]["before"]["answers"]
-        for point in ("after_removal", "after_rebuild"):
-            for reader, prompts in s[point]["answers"].items():
-                for p, got in prompts.items():
-                    for key in ((row["strategy"], reader, p), ("all", reader, p)):
-                        cell = sums.setdefault(key, {"after_removal": [0, 0, 0], "after_rebuild": [0, 0, 0],
-                                                     "before": [0, 0]})  # fmt: skip
-                        add = (got["abstained"], got["answered"], got["leaked"])
-                        cell[point] = [x + y for x, y in zip(cell[point], add, strict=True)]
-                        if point == "after_removal" and reader in before:
-                            b = before[reader][p]
-                            cell["before"] = [cell["before"][0] + b["leaked"], cell["before"][1] + len(b["answers"])]
-    rows = []
-    for (strategy, reader, prompt), cell in sorted(sums.items(), key=lambda kv: (kv[0][0] == "all", kv[0])):
-        rows.append([strategy, reader, prompt] + [" / ".join(map(str, cell[p])) for p in ("after_removal",
-                    "after_rebuild")] + [f"{cell['before'][0]}/{cell['before'][1]}"])  # fmt: skip
-    header = ("strategy", "reader", "prompt", "after removal: abstained / answered / leaked",
-              "after rebuild: abstained / answered / leaked", "before: canary in answer")  # fmt: skip
-    return markdown(header, rows)
 
 
 # -- main -----------------------------------------------------------------------------------------------------------
@@ -409,6 +334,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workdir", type=Path, help="where the memories live (default: a temporary folder)")
     parser.add_argument("--out", type=Path, help="write every figure as JSON (default: <workdir>/forgetting.json)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars for the builds")
+    parser.add_argument("--publish", metavar="NAME", help="also write the record results/NAME.json")
     parser.add_argument(
         "--fresh", action="store_true", help="start over: delete this model's memories, counts and caches first"
     )
@@ -417,6 +343,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    from gemrag.eval.publish import check_publish_name
     from gemrag.memory import Memory
     from gemrag.store import open_store
     from gemrag.strategies import available
@@ -428,6 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown or set(scenarios) - set(SCENARIOS) or set(backends) - {"sqlite", "postgres"}:
         print(f"unknown strategy, scenario or backend in {strategies + scenarios + backends}", file=sys.stderr)
         return 2
+    if args.publish:
+        check_publish_name(args.publish)  # before the run, not after it
     models = make_models(args)
     model = "fake" if args.fake else str(models.config.llm.model)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="gemrag-forgetting-"))
@@ -509,6 +438,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(abstention_table(results))
     print(f"\nwall {results['wall_seconds']:.0f} s; load average now {results['load_average_end']}; figures in {out}")
+    if args.publish:
+        print(f"record: {publish(results, args.publish, argv)}")
     return 1 if any("error" in r for r in results["rows"]) else 0
 
 

@@ -76,8 +76,13 @@ def test_fake_run_on_sqlite(
             assert sum(figures["rows_closed"].values()) == sum(figures["files_closed"].values()) == 0, figures
             if scenario == "erase_reader":  # the reader kept it from finishing; it said which file
                 assert not erase["first"]["complete"] and "memory.sqlite" in erase["first"]["detail"]
-            if scenario == "erase_interrupt":
-                assert erase["first"]["interrupted"]
+            if scenario == "erase_interrupt":  # SIGINT inside the transaction kept everything; after it, no rewrite
+                assert erase["first"] == {"interrupted": True, "quarantine_kept": True, "cache_kept": True}
+                assert erase["second"] == {"interrupted": True, "quarantine_left": 0}
+        if scenario == "delete_indexing":  # busy while the other process built; then the delete ran
+            removal = figures["removal"]
+            assert removal["busy"] and removal["canary_kept_while_busy"] and removal["other_exit_code"] == 0
+            assert removal["chunks"] > 0
         assert figures["rebuild"]["llm_calls"] <= row["full_build"]["llm_calls"]
     gem = rows[("gem", "delete")]
     assert gem["full_build"]["llm_calls"] > 0 and gem["base"]["build_llm_calls"] > gem["full_build"]["llm_calls"]
@@ -86,6 +91,15 @@ def test_fake_run_on_sqlite(
     printed = capsys.readouterr().out
     assert "| store | strategy | scenario | found before |" in printed
     assert "| strategy | reader | prompt | after removal: abstained / answered / leaked |" in printed
+
+    # the record (results/NAME.json): the published runs' header, one entry per scenario, no leak after an erase
+    report = importlib.import_module("forgetting_report")
+    record = json.loads(report.publish(results, "forgetting-test", argv, root=tmp_path).read_text(encoding="utf-8"))
+    assert record["kind"] == "forgetting" and record["machine"]["cpus"] >= 1 and record["code"]["commit"]
+    assert len(record["rows"]) == len(rows) and record["totals"]["errors"] == 0
+    assert record["totals"]["rows_at_end_after_erase"] == record["totals"]["files_at_end_after_erase"] == 0
+    indexing = next(r for r in record["rows"] if r["scenario"] == "delete_indexing")
+    assert indexing["delete"]["busy"] and indexing["erase"]["final"]["complete"]
 
     # a rerun with the same workdir reuses the base memories and the full-build counts
     assert forgetting.main(argv) == 0

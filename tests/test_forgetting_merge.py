@@ -31,6 +31,7 @@ from gemrag.config import Config, load_config
 from gemrag.memory.states import StaleStrategyWarning
 from gemrag.models.base import Completion, Message
 from gemrag.store.graph_rows import INPUTS
+from gemrag.strategies import available, get_strategy
 from gemrag.strategies.hlgraph.facts import passive_voice
 from gemrag.strategies.raptor.strategy import RaptorConfig, RaptorStrategy
 
@@ -238,6 +239,13 @@ def assert_same_builds(got: dict[str, Any], want: dict[str, Any], what: str) -> 
     assert got.keys() == want.keys(), f"{what}: other strategies built"
     for name in want:
         assert_same(got[name], want[name], f"{name} {what}")
+
+
+def test_every_registered_strategy_is_compared() -> None:
+    """A strategy gemrag ships must join the removal-equals-a-build comparison (or say why not); strategies other
+    test modules register are not gemrag's."""
+    shipped = [n for n in available() if type(get_strategy(n)).__module__.startswith("gemrag.")]
+    assert sorted(STRATEGIES) == sorted(shipped)
 
 
 @pytest.mark.parametrize("name", STRATEGIES)

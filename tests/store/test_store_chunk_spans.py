@@ -108,7 +108,7 @@ def test_an_older_memory_gains_its_chunk_spans_at_the_upgrade(tmp_path: Path, ve
     conn.close()
     store = Store(path)
     try:
-        assert store.get_meta("schema_version") == SCHEMA_VERSION == 7 and has_table(store, "document_sources")
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 8 and has_table(store, "document_sources")
         chunks = store.nodes("chunk")
         assert [(n.start, n.end) for n in chunks[:-1]] == [(c.start, c.end) for c in cut]
         assert (chunks[-1].start, chunks[-1].end) == (None, None)
@@ -147,7 +147,7 @@ def test_an_older_postgres_memory_gains_its_chunk_spans_at_the_upgrade(
             old.close()
         store = open_store(url)
         try:
-            assert store.get_meta("schema_version") == SCHEMA_VERSION == 7 and has_table(store, "document_sources")
+            assert store.get_meta("schema_version") == SCHEMA_VERSION == 8 and has_table(store, "document_sources")
             assert [(n.start, n.end) for n in store.nodes("chunk")] == [(c.start, c.end) for c in cut]
         finally:
             store.close()

@@ -74,7 +74,7 @@ def test_v2_memory_upgrades_in_place(tmp_path: Path, config: Config) -> None:
     llm = ScriptedLLM()
     with Memory.open(tmp_path / "v2", config, llm=llm, embedder=HashEmbedder()) as mem:
         store = mem.store
-        assert store.get_meta("schema_version") == SCHEMA_VERSION == 7
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 8
         assert store.database.conn.execute("PRAGMA foreign_key_check").fetchall() == []
         for s in ("gem", "dense"):  # the published generations are used as they are: no rebuild
             assert mem.retrieve(QUESTION, 3, strategy=s) == before[s]

@@ -90,7 +90,7 @@ def test_v3_memory_upgrades_in_place_and_adopts_its_files(
     llm = ScriptedLLM()
     with Memory.open(path, config, llm=llm, embedder=HashEmbedder()) as mem:
         store = mem.store
-        assert store.get_meta("schema_version") == SCHEMA_VERSION == 7
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 8
         assert store.database.conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert store.database.conn.execute(f"SELECT {DOC_COLUMNS} FROM documents ORDER BY id").fetchall() == old_rows
         assert [(d["key"], d["version"]) for d in store.documents()] == [(None, 1), (None, 1)]

@@ -44,7 +44,7 @@ def test_a_schema_4_memory_upgrades_to_schema_5_and_6(backend: str, memory_at: M
         assert store.get_meta("schema_version") == 4 and not has_sources_table(store)
     with Memory.open(location, config, llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         store = mem.store
-        assert store.get_meta("schema_version") == SCHEMA_VERSION == 7 and has_sources_table(store)
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 8 and has_sources_table(store)
         assert store.documents() == documents and store.build_state("dense").state == "built"
         assert [h.text for h in mem.retrieve(QUESTION, 3, strategy="dense")] == before
         assert mem.add_text(DOC_B, "another copy", id="/again.txt") == (2, False)  # joins the first holder

@@ -88,7 +88,7 @@ def test_v1_memory_opens_upgrades_and_retrieves(v1: tuple[Path, list[Hit], list[
     path, gem, dense = v1
     llm = ScriptedLLM()
     with Memory.open(path, config, llm=llm, embedder=HashEmbedder()) as mem:
-        assert mem.store.get_meta("schema_version") == SCHEMA_VERSION == 7
+        assert mem.store.get_meta("schema_version") == SCHEMA_VERSION == 8
         assert mem.store.published_generations() == {"gem": 1, "dense": 1}
         for chunk in mem.store.nodes("chunk"):  # schema 6: the spans found again in the stored text
             text = mem.store.document_text(chunk.doc_id)  # type: ignore[arg-type]

@@ -111,7 +111,7 @@ def test_a_schema_3_memory_upgrades_to_schema_4(url: str, monkeypatch: pytest.Mo
         old.close()
     store = open_store(url)
     try:
-        assert store.get_meta("schema_version") == SCHEMA_VERSION == 7
+        assert store.get_meta("schema_version") == SCHEMA_VERSION == 8
         [doc] = store.documents()
         assert (doc["id"], doc["key"], doc["version"]) == (doc_id, None, 1)
         with store.transaction() as c:  # the same text under an identity: sha256 is no longer UNIQUE

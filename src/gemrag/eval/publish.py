@@ -42,6 +42,7 @@ __all__ = [
     "EVAL_DEFAULTS",
     "MACHINE_KEYS",
     "check_publish_name",
+    "code_version",
     "main",
     "machine_info",
     "non_default_settings",
@@ -178,7 +179,7 @@ def machine_info(load: Iterable[float] = ()) -> Machine:
     )
 
 
-def _code_version() -> dict[str, str]:
+def code_version() -> dict[str, str]:
     """The git commit of the gemrag source tree (``-dirty`` with uncommitted changes) and the package version."""
     root = Path(__file__).resolve().parents[3]
     try:
@@ -359,7 +360,7 @@ def publish_run(
     run = PublishedRun(
         name=name,
         command=command,
-        code=dict(code) if code else _code_version(),
+        code=dict(code) if code else code_version(),
         date=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         seconds=round(float(results.get("seconds", 0.0)), 1),
         machine=machine_info(load),

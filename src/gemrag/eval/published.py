@@ -230,8 +230,19 @@ class PublishedRun(_Model):
 
 
 def published_names(root: Path) -> list[str]:
-    """The names of the published runs in ``root`` (``results/``), sorted."""
-    return sorted(p.name[: -len(".json")] for p in root.glob("*.json")) if root.is_dir() else []
+    """The names of the published runs in ``root`` (``results/``), sorted. A benchmark's record there (a JSON object
+    with a ``kind``, which a :class:`PublishedRun` never has: ``forgetting``, ``erase-cost``) is not a run."""
+    if not root.is_dir():
+        return []
+    names = []
+    for path in sorted(root.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None  # load_published names the broken file
+        if not (isinstance(data, dict) and "kind" in data):
+            names.append(path.name[: -len(".json")])
+    return names
 
 
 def load_published(name: str, root: Path) -> PublishedRun:

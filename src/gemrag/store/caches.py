@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from gemrag.errors import DatabaseLockedError
-from gemrag.store.erase import BATCH, ENTRY_MARK, Purged, marks_of, response_marks
+from gemrag.store.erase import BATCH, Purged, marks_of, response_marks
 from gemrag.store.parts import Connection
 from gemrag.store.sql_part import SqlPart
 
@@ -62,13 +62,14 @@ class CacheRows(SqlPart):
         return json.loads(rows[0][0]) if rows else None
 
     def put_llm(self, key: str, model: str, response: dict[str, Any]) -> None:
-        """Cache an LLM response (skipped when read-only), with its marks (``llm_marks``, :mod:`gemrag.store.erase`:
-        what lets an erase find it by the text it holds). ``writes`` counts the backend calls that stored the key.
+        """Cache an LLM response (skipped when read-only), with its marks (``llm_entries`` and ``llm_marks``,
+        :mod:`gemrag.store.erase`: what lets an erase find it by the text it holds). ``writes`` counts the backend
+        calls that stored the key.
 
         Raises:
             DatabaseLockedError: the database stayed locked (the answer must be cached before it is used).
         """
-        marks = [(m, key) for m in (ENTRY_MARK, *response_marks(response))]
+        marks = sorted(response_marks(response))
 
         def write() -> None:
             with self._db.transaction() as c:
@@ -78,7 +79,7 @@ class CacheRows(SqlPart):
                     " writes = llm_cache.writes + 1",
                     (key, model, json.dumps(response), time.time()),
                 )
-                c.executemany("INSERT OR IGNORE INTO llm_marks(mark, key) VALUES (?,?)", marks)
+                write_marks(c, [(key, marks)])
 
         self._best_effort(write)
 
@@ -220,12 +221,17 @@ class CacheRows(SqlPart):
             ReadOnlyMemoryError: the store is read-only. DatabaseLockedError: the database stayed locked.
         """
         out = Purged(llm_unverifiable=self._mark_entries(input_key))
-        gone = sorted({int(m) for m in removed} - {ENTRY_MARK})
-        llm: set[str] = set()
+        gone = sorted({int(m) for m in removed})
+        found: dict[int, str] = {}
         for start in range(0, len(gone), BATCH):
             part = gone[start : start + BATCH]
-            rows = self._query(f"SELECT DISTINCT key FROM llm_marks WHERE mark IN ({','.join('?' * len(part))})", part)
-            llm.update(str(r[0]) for r in rows)
+            rows = self._query(
+                "SELECT DISTINCT e.id, e.key FROM llm_marks m JOIN llm_entries e ON e.id = m.entry"
+                f" WHERE m.mark IN ({','.join('?' * len(part))})",
+                part,
+            )
+            found.update((int(i), str(k)) for i, k in rows)
+        llm, entries = sorted(found.values()), sorted(found)
         out.llm_entries = len(llm)
         out.llm_kept = self.llm_cache_counts()[0] - len(llm)
         embeddings: list[str] = []
@@ -241,8 +247,9 @@ class CacheRows(SqlPart):
         out.versions = int(self._query("SELECT COUNT(*) FROM document_versions WHERE text IS NOT NULL")[0][0])
         with self._db.transaction() as c:
             for table, column, ids in (
-                ("llm_cache", "key", sorted(llm)),
-                ("llm_marks", "key", sorted(llm)),
+                ("llm_cache", "key", llm),
+                ("llm_marks", "entry", entries),
+                ("llm_entries", "id", entries),
                 ("embeddings", "key", embeddings),
                 ("failures", "id", failures),
                 ("meta", "key", meta),
@@ -253,18 +260,19 @@ class CacheRows(SqlPart):
         return out
 
     def _mark_entries(self, input_key: str) -> int:
-        """Mark the LLM cache entries without marks (cached before marks existed, or copied in), :data:`BATCH` a
-        transaction; delete those with no recorded input (they cannot be checked). Returns how many were deleted."""
+        """Mark the LLM cache entries without marks (no row in ``llm_entries``: cached before marks existed, or
+        copied in), :data:`BATCH` a transaction; delete those with no recorded input (they cannot be checked). Returns
+        how many were deleted."""
         deleted = 0
         while True:
             rows = self._query(
                 "SELECT c.key, c.response FROM llm_cache c"
-                f" WHERE NOT EXISTS (SELECT 1 FROM llm_marks m WHERE m.key = c.key) LIMIT {BATCH}"
+                f" WHERE NOT EXISTS (SELECT 1 FROM llm_entries e WHERE e.key = c.key) LIMIT {BATCH}"
             )
             if not rows:
                 return deleted
             unverifiable: list[str] = []
-            marks: list[tuple[int, str]] = []
+            marked: list[tuple[str, list[int]]] = []
             for key, response in rows:
                 try:
                     data = json.loads(response)
@@ -273,10 +281,10 @@ class CacheRows(SqlPart):
                 if not isinstance(data, dict) or input_key not in data:
                     unverifiable.append(str(key))
                 else:
-                    marks += [(m, str(key)) for m in (ENTRY_MARK, *response_marks(data))]
+                    marked.append((str(key), sorted(response_marks(data))))
             with self._db.transaction() as c:
                 _delete(c, "llm_cache", "key", unverifiable)
-                c.executemany("INSERT OR IGNORE INTO llm_marks(mark, key) VALUES (?,?)", marks)
+                write_marks(c, marked)
             deleted += len(unverifiable)
 
     def _rows(self, table: str, key: str, *columns: str) -> Iterator[tuple[Any, ...]]:
@@ -292,6 +300,24 @@ class CacheRows(SqlPart):
             if len(rows) < BATCH:
                 return
             after = rows[-1][0]
+
+
+def write_marks(c: Connection, marked: Sequence[tuple[str, Sequence[int]]]) -> None:
+    """Record cache entries' marks inside the transaction ``c``: each key gets its number in ``llm_entries`` (kept
+    when it has one), and each of its marks a row ``(mark, number)`` of ``llm_marks``."""
+    if not marked:
+        return
+    keys = [k for k, _ in marked]
+    c.executemany("INSERT OR IGNORE INTO llm_entries(key) VALUES (?)", [(k,) for k in keys])
+    number: dict[str, int] = {}
+    for start in range(0, len(keys), BATCH):
+        part = keys[start : start + BATCH]
+        rows = c.execute(f"SELECT key, id FROM llm_entries WHERE key IN ({','.join('?' * len(part))})", part)
+        number.update((str(k), int(i)) for k, i in rows.fetchall())
+    c.executemany(
+        "INSERT OR IGNORE INTO llm_marks(mark, entry) VALUES (?,?)",
+        [(int(m), number[k]) for k, marks in marked for m in marks],
+    )
 
 
 def _delete(c: Connection, table: str, column: str, ids: Sequence[Any]) -> None:

@@ -22,7 +22,10 @@ the other its fingerprints):
   one, so that an entry sharing a run of at least ``SHINGLE_WORDS + WINDOW - 1`` = 16 words with a removed text
   shares a mark with it wherever the run sits (a chunk inside a prompt, after a numbering or a label).
 
-Every LLM cache entry's marks (of its recorded input and of its output) are written with it (``llm_marks``); the
+Every LLM cache entry's marks (of its recorded input and of its output) are written with it: the entry gets a number
+(``llm_entries``: its id and key, one row an entry; the row says the entry is marked) and each distinct mark a row
+``(mark, number)`` of ``llm_marks`` (about 20 bytes a mark on SQLite, where repeating the 64-character key made it
+about 150); the
 marks of every removed text are written in the removal's transaction (``forgotten``, the quarantine: hashes, never
 text). An erase (:meth:`gemrag.store.caches.CacheRows.purge_caches`) takes the quarantined marks the memory no longer
 states, deletes the cache entries holding one (looked up by mark), and deletes the quarantine itself:
@@ -64,9 +67,6 @@ SHINGLE_WORDS = 5
 """Words of one shingle (a word n-gram) whose hash may become a fingerprint mark."""
 WINDOW = 12
 """Consecutive shingles of which the smallest hash is a fingerprint (winnowing's window ``w``)."""
-ENTRY_MARK = 0
-"""The mark every LLM cache entry records besides its own, so an entry without any row in ``llm_marks`` is one not
-yet marked. Never a removed mark."""
 
 _WORD = re.compile(r"\w+")
 _PIECE = re.compile(r"(?<=[.!?;:)\]])\s+|\n+")
@@ -161,7 +161,7 @@ def json_text(raw: str) -> str:
 
 
 def _hash(text: str) -> int:
-    """A signed 64-bit hash of ``text`` (blake2b), never :data:`ENTRY_MARK`."""
+    """A signed 64-bit hash of ``text`` (blake2b), never 0."""
     value = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big", signed=True)
     return value or 1
 
@@ -209,7 +209,7 @@ def marks_of(texts: str | Iterable[str], *, every: bool = False) -> set[int]:
     erase compares with, so that a cache entry's winnowed marks meet them on any shared run of 16 words.
 
     Returns:
-        Signed 64-bit ints (never :data:`ENTRY_MARK`).
+        Signed 64-bit ints (never 0).
     """
     out: set[int] = set()
     for text in [texts] if isinstance(texts, str) else texts:

@@ -39,13 +39,17 @@ table under ``schema_version``; :mod:`gemrag.store.sqlite.migrations` and
    ``gemrag erase``: hashes, never text) and ``document_inputs`` (the chunks a derived document, a chat exchange,
    rests on: withdrawn with them). Existing memories gain the empty tables; the cache entries they hold are marked
    by the first erase.
+8. compact erase marks: an LLM cache entry's marks refer to it by a small integer (``llm_entries``: one row per
+   entry, its id and key) instead of repeating its 64-character key in every mark row (``llm_marks(mark, entry)``);
+   the row of ``llm_entries`` is what says an entry is marked. The marks of schema 7 are dropped; the first erase
+   marks the entries again.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 REBUILD_META = "schema1_not_adopted"
 """``meta`` key: the strategies whose schema-1 arrays an upgrade did not adopt (they must be built again)."""
@@ -108,7 +112,8 @@ TABLES: tuple[Table, ...] = (
     Table("build_chunks", ("strategy", "chunk_id"), ("strategy", "chunk_id")),
     Table("embeddings", ("key", "model", "dim", "vector"), ("key",)),
     Table("llm_cache", ("key", "model", "response", "created", "writes"), ("key",)),
-    Table("llm_marks", ("mark", "key"), ("mark", "key")),
+    Table("llm_entries", ("id", "key"), ("id",), generated_id=True),
+    Table("llm_marks", ("mark", "entry"), ("mark", "entry")),
     Table("forgotten", ("mark", "at"), ("mark",)),
     Table(
         "usage",

@@ -4,6 +4,8 @@ Every upgrade step runs in one ``BEGIN IMMEDIATE`` transaction together with the
 kill leaves the old version (the step runs again at the next open) or the new one; two processes opening an
 old memory at once upgrade it once (the second re-reads the version inside its own transaction).
 
+Schema 7 -> 8 replaces the erase marks by their compact form (:data:`gemrag.store.sqlite.schema.SCHEMA_8`).
+
 Schema 6 -> 7 adds the empty forgetting tables (:data:`gemrag.store.sqlite.schema.SCHEMA_7`).
 
 Schema 5 -> 6 (every chunk's character span in its document's text, found again from the stored texts) is in
@@ -52,7 +54,7 @@ from gemrag.store.schema import REBUILD_META, SCHEMA_VERSION
 from gemrag.store.sqlite.migrate_v3 import upgrade_2_to_3
 from gemrag.store.sqlite.migrate_v4 import upgrade_3_to_4
 from gemrag.store.sqlite.migrate_v5 import upgrade_4_to_5
-from gemrag.store.sqlite.schema import SCHEMA, SCHEMA_7
+from gemrag.store.sqlite.schema import SCHEMA, SCHEMA_7, SCHEMA_8
 
 __all__ = [
     "REBUILD_META",
@@ -124,7 +126,8 @@ def ensure_schema(conn: sqlite3.Connection, directory: Path) -> int:
                     upgrade_4_to_5(conn)
                 if found <= 5:
                     upgrade_5_to_6(conn)
-                for statement in SCHEMA_7.split(";"):  # schema 7: the forgetting tables, empty
+                # schema 7: the forgetting tables, empty; schema 8: the erase marks in their compact form
+                for statement in (SCHEMA_7 if found <= 6 else "").split(";") + SCHEMA_8.split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 _set_version(conn, SCHEMA_VERSION)

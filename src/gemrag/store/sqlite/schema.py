@@ -9,12 +9,21 @@ CREATE TABLE IF NOT EXISTS document_inputs (
     doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE, chunk_id INTEGER NOT NULL,
     PRIMARY KEY (doc_id, chunk_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS document_inputs_chunk ON document_inputs(chunk_id);
-CREATE TABLE IF NOT EXISTS llm_marks (mark INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (mark, key)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS llm_marks_key ON llm_marks(key);
 CREATE TABLE IF NOT EXISTS forgotten (mark INTEGER PRIMARY KEY, at REAL NOT NULL);
 """
-"""The tables schema 7 added (:mod:`gemrag.store.schema`): a new memory creates them with :data:`SCHEMA`, an older one
-gains them empty."""
+"""The tables schema 7 added (:mod:`gemrag.store.schema`) and schema 8 kept: a new memory creates them with
+:data:`SCHEMA`, an older one gains them empty."""
+
+SCHEMA_8 = """
+DROP TABLE IF EXISTS llm_marks;
+CREATE TABLE IF NOT EXISTS llm_entries (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS llm_marks (mark INTEGER NOT NULL, entry INTEGER NOT NULL, PRIMARY KEY (mark, entry))
+    WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS llm_marks_entry ON llm_marks(entry);
+"""
+"""Schema 8's compact erase marks (:mod:`gemrag.store.schema`): schema 7's ``llm_marks`` (keyed by the cache key) is
+dropped, ``llm_entries`` numbers the marked cache entries and ``llm_marks`` refers to them by number (an integer of
+1 to 3 bytes instead of a 64-character key per mark); the first erase marks the entries again."""
 
 SCHEMA = (
     """
@@ -79,4 +88,5 @@ CREATE TABLE IF NOT EXISTS builds (
     params TEXT NOT NULL DEFAULT '{}', models TEXT NOT NULL DEFAULT '{}');
 """
     + SCHEMA_7
+    + SCHEMA_8
 )
