@@ -247,7 +247,7 @@ def test_auto_dates_a_time_question_from_dates_computed_on_the_read_path(
 ) -> None:
     """A memory indexed with dates off has no stored dates; answering with dates on computes them by the rules and
     writes nothing."""
-    with Memory.open(tmp_path / "m", _config(monkeypatch, tmp_path), llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
+    with Memory.open(tmp_path / "m", _config(monkeypatch, tmp_path, dates="off"), llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
         mem.add_text(CONVERSATION, "Maria and Tom", source="chat.txt")
         mem.index()
     llm = ScriptedLLM()
@@ -281,8 +281,8 @@ def test_a_dated_document_dates_its_chunks(monkeypatch: pytest.MonkeyPatch, tmp_
     assert answer.hits[-1] in undated  # undated passages come after the dated ones
 
 
-def test_the_dates_setting_is_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    assert _config(monkeypatch, tmp_path).answer.dates == "off"
+def test_the_dates_setting_defaults_to_auto_and_is_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert _config(monkeypatch, tmp_path).answer.dates == "auto"
     with pytest.raises(ConfigError):
         _config(monkeypatch, tmp_path, dates="sometimes")
 

@@ -116,11 +116,12 @@ class AnswerSettings(BaseModel):
         abstain_below: abstention on weak evidence: when the best cosine between the question and a sentence of the
             context (the memory's embedder) is below this, a free-form answer is "Not found in the memory." with no
             LLM call; None (default) never abstains this way.
-        dates: time-aware reading (:mod:`gemrag.answers.dates`): ``"off"`` (default, until measured): the context as
-            retrieved; ``"auto"``: a question with a time anchor ("when", "before", "in March", "the first time") over
+        dates: time-aware reading (:mod:`gemrag.answers.dates`): ``"auto"`` (default; measured on LoCoMo's
+            temporal questions, docs/reading.md): a question with a time anchor ("when", "before", "in March", "the first time") over
             hits from dated sources (conversation turns with their date stamps, documents with a date) is answered
             from those hits oldest first, each prefixed with its date and its relative time expressions resolved
-            (``last Sunday (= 7 May 2023)``); ``"on"``: every question so. Not ``"off"``, an index also stores each
+            (``last Sunday (= 7 May 2023)``), every other question from the context as retrieved (the plain prompt,
+            its cached answers); ``"on"``: every question so; ``"off"``: the context as retrieved. Not ``"off"``, an index also stores each
             chunk's dates (rules, no LLM call).
         date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
             expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
@@ -147,7 +148,7 @@ class AnswerSettings(BaseModel):
     samples: int = Field(default=1, ge=1, le=15)
     sample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
-    dates: Literal["auto", "on", "off"] = "off"
+    dates: Literal["auto", "on", "off"] = "auto"
     date_llm: bool = False
     verify: Literal["flag", "drop", "off"] = "flag"
     verify_overlap_words: int = Field(6, ge=0)
