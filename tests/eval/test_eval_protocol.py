@@ -83,10 +83,11 @@ def test_unknown_values_are_config_errors(form: str, mode: str) -> None:
 def test_the_answer_settings_fingerprint_holds_what_differs_from_the_defaults() -> None:
     assert answer_settings_fingerprint(AnswerSettings()) == {}
     assert answer_settings_fingerprint(AnswerSettings(verify="off", cite=True, shape_order="rank")) == {}  # unused
-    assert answer_settings_fingerprint(AnswerSettings(reading="quote", dates="auto")) == {
+    assert answer_settings_fingerprint(AnswerSettings(reading="quote", dates="off")) == {
         "reading": "quote",
-        "dates": "auto",
+        "dates": "off",
     }
+    assert answer_settings_fingerprint(AnswerSettings(dates="auto")) == {}  # the default
     shaped = AnswerSettings(shape=True, shape_order="rank", shape_keep_min=3, samples=5, sample_temperature=0.9)
     assert answer_settings_fingerprint(shaped) == {
         "shape": True,
