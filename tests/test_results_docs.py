@@ -31,8 +31,10 @@ def test_every_marked_figure_is_its_records() -> None:
 def test_the_readme_takes_its_retrieval_figures_from_records() -> None:
     marks = MARK.findall((REPO / "README.md").read_text(encoding="utf-8"))
     assert len(marks) >= 3
-    names = {spec.split()[0] for _, spec, _ in marks}
-    assert names <= set(published_names(RESULTS))
+    runs = {spec.split()[0] for kind, spec, _ in marks if kind != "result-pair"}
+    pairs = {spec.split()[0] for kind, spec, _ in marks if kind == "result-pair"}
+    assert runs and runs <= set(published_names(RESULTS))
+    assert pairs <= set(paired_names(RESULTS))  # a paired figure names a comparison of two published runs
 
 
 @pytest.mark.parametrize("name", published_names(RESULTS))

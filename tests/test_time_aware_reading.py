@@ -247,7 +247,9 @@ def test_auto_dates_a_time_question_from_dates_computed_on_the_read_path(
 ) -> None:
     """A memory indexed with dates off has no stored dates; answering with dates on computes them by the rules and
     writes nothing."""
-    with Memory.open(tmp_path / "m", _config(monkeypatch, tmp_path, dates="off"), llm=ScriptedLLM(), embedder=HashEmbedder()) as mem:
+    with Memory.open(
+        tmp_path / "m", _config(monkeypatch, tmp_path, dates="off"), llm=ScriptedLLM(), embedder=HashEmbedder()
+    ) as mem:
         mem.add_text(CONVERSATION, "Maria and Tom", source="chat.txt")
         mem.index()
     llm = ScriptedLLM()

@@ -117,12 +117,12 @@ class AnswerSettings(BaseModel):
             context (the memory's embedder) is below this, a free-form answer is "Not found in the memory." with no
             LLM call; None (default) never abstains this way.
         dates: time-aware reading (:mod:`gemrag.answers.dates`): ``"auto"`` (default; measured on LoCoMo's
-            temporal questions, docs/reading.md): a question with a time anchor ("when", "before", "in March", "the first time") over
-            hits from dated sources (conversation turns with their date stamps, documents with a date) is answered
-            from those hits oldest first, each prefixed with its date and its relative time expressions resolved
-            (``last Sunday (= 7 May 2023)``), every other question from the context as retrieved (the plain prompt,
-            its cached answers); ``"on"``: every question so; ``"off"``: the context as retrieved. Not ``"off"``, an index also stores each
-            chunk's dates (rules, no LLM call).
+            temporal questions, docs/reading.md): a question with a time anchor ("when", "before", "in March", "the
+            first time") over hits from dated sources (conversation turns with their date stamps, documents with a
+            date) is answered from those hits oldest first, each prefixed with its date and its relative time
+            expressions resolved (``last Sunday (= 7 May 2023)``), every other question from the context as
+            retrieved (the plain prompt, its cached answers); ``"on"``: every question so; ``"off"``: the context as
+            retrieved. Not ``"off"``, an index also stores each chunk's dates (rules, no LLM call).
         date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
             expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
         verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/

@@ -570,20 +570,20 @@ def test_a_directory_answered_under_another_reading_is_refused(tmp_path: Path, c
     def reading(**settings: Any) -> Config:
         return config.model_copy(update={"answer": AnswerSettings(**settings)})
 
-    run_eval("quality", path, ["firstchunks"], config=reading(dates="auto"), llm=ScriptedLLM(), **kwargs)
-    assert json.loads((out / "run.json").read_text())["answer_settings"] == {"dates": "auto"}
+    run_eval("quality", path, ["firstchunks"], config=reading(dates="off"), llm=ScriptedLLM(), **kwargs)
+    assert json.loads((out / "run.json").read_text())["answer_settings"] == {"dates": "off"}
     for other in (config, reading(reading="notes")):
         with pytest.raises(ConfigError, match="differs in answer_settings"):
             run_eval("quality", path, ["firstchunks"], config=other, llm=ScriptedLLM(), **kwargs)
     legacy = {k: v for k, v in json.loads((out / "run.json").read_text()).items() if k != "answer_settings"}
     (out / "run.json").write_text(json.dumps(legacy))  # as written before the settings were recorded
-    with pytest.raises(ConfigError, match='add "answer_settings": {"dates": "auto"} to it'):
-        run_eval("quality", path, ["firstchunks"], config=reading(dates="auto"), llm=ScriptedLLM(), **kwargs)
+    with pytest.raises(ConfigError, match='add "answer_settings": {"dates": "off"} to it'):
+        run_eval("quality", path, ["firstchunks"], config=reading(dates="off"), llm=ScriptedLLM(), **kwargs)
     llm = ScriptedLLM()
     run_eval("quality", path, ["firstchunks"], config=config, llm=llm, **kwargs)  # the defaults: resumed as before
     assert llm.calls == 0 and "answer_settings" not in json.loads((out / "run.json").read_text())
-    (out / "run.json").write_text(json.dumps({**legacy, "answer_settings": {"dates": "auto"}}))  # the fix it names
-    run_eval("quality", path, ["firstchunks"], config=reading(dates="auto"), llm=llm, **kwargs)
+    (out / "run.json").write_text(json.dumps({**legacy, "answer_settings": {"dates": "off"}}))  # the fix it names
+    run_eval("quality", path, ["firstchunks"], config=reading(dates="off"), llm=llm, **kwargs)
     assert llm.calls == 0
 
 

@@ -119,6 +119,7 @@ PG_UPGRADES: dict[int, list[str | Callable[[Any], None]]] = {
     doc_id BIGINT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, chunk_id BIGINT NOT NULL,
     PRIMARY KEY (doc_id, chunk_id))""",
         "CREATE INDEX IF NOT EXISTS document_inputs_chunk ON document_inputs(chunk_id)",
+        "DROP TABLE IF EXISTS llm_marks",  # a later schema's (a step run again) has no key column; 8 drops it anyway
         "CREATE TABLE IF NOT EXISTS llm_marks (mark BIGINT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (mark, key))",
         "CREATE INDEX IF NOT EXISTS llm_marks_key ON llm_marks(key)",
         "CREATE TABLE IF NOT EXISTS forgotten (mark BIGINT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)",
