@@ -164,9 +164,10 @@ def rescore_published(name: str, root: Path) -> list[dict[str, Any]]:
     """
     run = load_published(name, root)
     records = load_records(run, root)
-    rescored = [dict(r, scores={**r["scores"], **rescore_record(r)}) for r in records]
+    kind = run.dataset.kind
+    rescored = [dict(r, scores={**r["scores"], **rescore_record(r, kind)}) for r in records]
     again, _ = score_records(rescored, list(run.strategies))
-    metrics = {m for r in records for m in rescore_record(r)}
+    metrics = {m for r in records for m in rescore_record(r, kind)}
     rows = []
     for strategy, result in run.strategies.items():
         for metric in sorted(metrics & set(result.metrics)):

@@ -175,3 +175,22 @@ def test_marked_figures_are_generated_and_a_hand_edit_is_found(
     )
     assert docs_main(["--repo", str(tmp_path)]) == 0 and (tmp_path / "README.md").read_text() == done
     assert docs_main(["--repo", str(tmp_path), "--check"]) == 0
+
+
+def test_an_answer_is_rescored_with_its_benchmarks_scorer() -> None:
+    """F1 and EM come back from the answer and the gold answers alone: SQuAD's rules, and LoCoMo's per category
+    (category 5 is right iff the answer declines)."""
+    record = {"answer": "a grey cat", "gold_answers": ["the grey cat named Pilot"], "scores": {"f1": 0.0, "em": 0.0}}
+    squad = rescore_record(record, "covid_qa")
+    assert squad["em"] == 0.0 and 0.5 < squad["f1"] < 1.0
+    exact = rescore_record({**record, "answer": "The grey cat named Pilot."}, "covid_qa")
+    assert (exact["em"], exact["f1"]) == (1.0, 1.0)
+    assert "f1" not in rescore_record(record)  # no kind: the answer is not scored
+    trap = {
+        "answer": "Not mentioned in the conversation",
+        "gold_answers": ["Pilot"],
+        "category": "5",
+        "scores": {"f1": 0},
+    }
+    assert rescore_record(trap, "locomo")["f1"] == 1.0
+    assert rescore_record({**trap, "answer": "Pilot"}, "locomo")["f1"] == 0.0

@@ -374,8 +374,8 @@ def score_records(
     return strategies, comparisons
 
 
-def rescore_record(record: dict[str, Any]) -> dict[str, float]:
-    """Recompute the retrieval scores of one published per-question record from its ranking alone.
+def rescore_record(record: dict[str, Any], kind: str | None = None) -> dict[str, float]:
+    """Recompute the scores of one published per-question record from its ranking and its answer alone.
 
     * ``recall@k`` (k in :data:`gemrag.eval.metrics.RECALL_KS`), when the record has ``gold_documents``: the one
       Recall@k rule of ``gemrag eval`` (:func:`gemrag.eval.metrics.recall_at_ks`) over ``retrieved``, each hit's
@@ -385,8 +385,12 @@ def rescore_record(record: dict[str, Any]) -> dict[str, float]:
     * ``evidence_recall``, when it has ``gold_turns``: the share of them among the turns the context nodes cover
       (``context_turns``, one list per context node; :mod:`gemrag.eval.evidence`).
 
-    A record whose retrieval failed (``error``) scores 0 recall by documents (as the runner scores it); answer scores
-    (F1, EM, accuracy) are not recomputed: they need the gold answers' scorer of each benchmark.
+    * ``em`` and ``f1`` of a free-form answer, when ``kind`` (the dataset kind, e.g. ``"covid_qa"``, ``"locomo"``) is
+      given and the record has ``answer`` and ``gold_answers``: the scorer ``gemrag eval`` used
+      (:func:`gemrag.eval.categories.score_free_form`: SQuAD EM / token F1, LoCoMo's official rules per category).
+
+    A record whose retrieval failed (``error``) scores 0 recall by documents (as the runner scores it); multiple-choice
+    accuracy is not recomputed.
 
     Returns:
         ``{metric: value in [0, 1]}`` for the metrics the record can be re-scored on (``{}`` for none).
@@ -405,4 +409,18 @@ def rescore_record(record: dict[str, Any]) -> dict[str, float]:
     if turns and not record.get("error"):
         covered = {t for node in record.get("context_turns") or [] for t in node}
         out["evidence_recall"] = sum(1 for t in turns if t in covered) / len(turns)
+    scored = record.get("scores") or {}
+    if kind is not None and record.get("answer") is not None and answers and "f1" in scored:
+        from gemrag.eval.categories import score_free_form
+        from gemrag.eval.datasets import Question
+
+        category = record.get("category")
+        question = Question(
+            id=str(record.get("question_id") or "q"),
+            doc_ids=["-"],
+            question="",
+            answers=list(answers),
+            category=category,
+        )
+        out["em"], out["f1"] = score_free_form(kind, question, str(record["answer"]))
     return out
