@@ -199,7 +199,7 @@
     try {
       const report = await api(nsPath(`/documents/${doc.id}${purge ? "?purge=true" : ""}`), { method: "DELETE" });
       done =
-        `Deleted "${doc.title}": ${report.chunks} chunks, ${report.derived_nodes} derived nodes` +
+        `Deleted "${doc.title}": ${plural(report.chunks, "chunk")}, ${plural(report.derived_nodes, "derived node")}` +
         (report.purge ? `; purged (${report.purge.erasure.complete ? "complete" : report.purge.erasure.detail})` : "") +
         ".";
       state.texts.clear();
