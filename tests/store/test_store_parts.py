@@ -110,6 +110,20 @@ def test_the_facade_has_every_member_of_every_role_with_its_signature(memory_at:
         store.close()
 
 
+def test_every_public_member_of_the_facade_has_its_protocols_docstring() -> None:
+    """``help(store.nodes)``, ``inspect.getdoc`` and the API reference read each member's contract: the docstring its
+    protocol declares (the facade's members are made from the declarations, not written again)."""
+    public = [name for name in dir(MemoryStore) if not name.startswith("_")]
+    assert set(role_members(MemoryParts)) <= set(public)
+    declared = {name: _declared(role, name) for role in PART_ROLES.values() for name in role_members(role)}
+    for name in public:
+        doc = inspect.getdoc(getattr(MemoryStore, name))
+        assert doc, f"MemoryStore.{name} has no docstring"
+        if name in declared:
+            assert doc == inspect.getdoc(declared[name]), f"MemoryStore.{name} is not documented as its protocol"
+    assert inspect.signature(MemoryStore.add_node) == inspect.signature(declared["add_node"])
+
+
 class _Recorder:
     """A part that records every call made on it and answers it with ``(name, args, kwargs)``."""
 

@@ -14,35 +14,31 @@ build arrays, vector search, caches, build lock), which a backend builds in one 
 The rows, documents, artefacts, caches and build generations are written once (:mod:`~gemrag.store.rows`,
 :mod:`~gemrag.store.graph_rows`, :mod:`~gemrag.store.documents`, :mod:`~gemrag.store.artifacts`,
 :mod:`~gemrag.store.caches`, :mod:`~gemrag.store.publish`) in SQLite's dialect, run as it is on SQLite and translated
-by :mod:`gemrag.store.postgres.dialect` on PostgreSQL. The facade offers every member of every part's protocol as a
-real, typed method (:mod:`gemrag.store.facade_rows`, :mod:`gemrag.store.facade_builds`, the database's and the build
-lock's here), forwarded to the part that has it (looked up at each call: a part swapped in :attr:`MemoryStore.parts`
-is the one called); a caller types against the protocols of the roles it uses. ``examples/custom_store.py`` swaps
-parts."""
+by :mod:`gemrag.store.postgres.dialect` on PostgreSQL.
+
+The facade subclasses the protocol of every part (:class:`~gemrag.store.parts.MemoryParts`), so a type checker, the
+API reference and :func:`help` read each member's signature and contract where it is declared, once; each member is
+made here from its declaration (:func:`_forwarder`): a method (or a property) with the declared signature and
+docstring that forwards the call to the part that has it, looked up at each call (a part swapped in
+:attr:`MemoryStore.parts` is the one called). A caller types against the protocols of the roles it uses.
+``examples/custom_store.py`` swaps parts."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+import functools
+from typing import Any
 
-from gemrag.store.db_roles import BuildLockLike, Connection
-from gemrag.store.facade_builds import BuildMembers
-from gemrag.store.facade_rows import RowMembers
-from gemrag.store.parts import StoreDatabase, StoreParts
-
-if TYPE_CHECKING:
-    from gemrag.store.erase import Erasure
+from gemrag.store.parts import PART_ROLES, MemoryParts, StoreDatabase, StoreParts, role_members
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(RowMembers, BuildMembers):
+class MemoryStore(MemoryParts):
     """A memory's store: documents, chunks and derived nodes, utility questions, edges, artefacts, the model caches,
     usage, failures and the published builds, each kept by one part (see the module docstring for the backends).
 
-    Every member of the part protocols (:class:`gemrag.store.parts.MemoryParts`) is a method of the store, answered
-    by its part (``store.nodes(...)`` is ``store.parts.rows.nodes(...)``).
+    Every member of the part protocols (:class:`gemrag.store.parts.MemoryParts`) is a member of the store, answered
+    by its part (``store.nodes(...)`` is ``store.parts.rows.nodes(...)``), with the protocol's signature and docstring.
 
     Args:
         parts: the part objects, every one set.
@@ -66,45 +62,28 @@ class MemoryStore(RowMembers, BuildMembers):
         ``directory``, are there)."""
         return self.parts.database
 
-    @property
-    def readonly(self) -> bool:
-        """``parts.database``: :attr:`~gemrag.store.db_roles.Database.readonly`."""
-        return self.parts.database.readonly
 
-    @property
-    def location(self) -> str:
-        """``parts.database``: :attr:`~gemrag.store.db_roles.Database.location`."""
-        return self.parts.database.location
+def _forwarder(field: str, name: str, declared: Any) -> object:
+    """The facade's member ``name``, declared by the protocol of the part ``field`` as ``declared`` (a function, a
+    property, or None for an attribute declared by annotation alone): a property reading the part's attribute, or a
+    method calling the part's, with the declared docstring and signature (``__wrapped__``, as :func:`functools.wraps`
+    gives)."""
 
-    @property
-    def in_snapshot(self) -> bool:
-        """``parts.database``: :attr:`~gemrag.store.db_roles.Database.in_snapshot`."""
-        return self.parts.database.in_snapshot
+    def part(store: MemoryStore) -> Any:
+        return getattr(store.parts, field)
 
-    def transaction(self) -> AbstractContextManager[Connection]:
-        """``parts.database``: :meth:`~gemrag.store.db_roles.Database.transaction`."""
-        return self.parts.database.transaction()
+    if declared is None or isinstance(declared, property):
+        return property(lambda store: getattr(part(store), name), doc=declared.__doc__ if declared else None)
 
-    def snapshot(self) -> AbstractContextManager[None]:
-        """``parts.database``: :meth:`~gemrag.store.db_roles.Database.snapshot`."""
-        return self.parts.database.snapshot()
+    def member(store: MemoryStore, /, *args: Any, **kwargs: Any) -> Any:
+        return getattr(part(store), name)(*args, **kwargs)
 
-    def retrieval(self, embeddings: tuple[str, Sequence[str]] | None = None) -> AbstractContextManager[None]:
-        """``parts.database``: :meth:`~gemrag.store.db_roles.Database.retrieval`."""
-        return self.parts.database.retrieval(embeddings)
+    functools.update_wrapper(member, declared)
+    member.__module__, member.__qualname__ = __name__, f"{MemoryStore.__qualname__}.{name}"
+    return member
 
-    def secure_deletes(self) -> AbstractContextManager[None]:
-        """``parts.database``: :meth:`~gemrag.store.db_roles.Database.secure_deletes`."""
-        return self.parts.database.secure_deletes()
 
-    def erase_physically(self) -> Erasure:
-        """``parts.database``: :meth:`~gemrag.store.db_roles.Database.erase_physically`."""
-        return self.parts.database.erase_physically()
-
-    def close(self) -> None:
-        """``parts.database``: :meth:`~gemrag.store.db_roles.Database.close`."""
-        self.parts.database.close()
-
-    def build_lock(self) -> BuildLockLike:
-        """``parts.lock``: :meth:`~gemrag.store.db_roles.BuildLocking.build_lock`."""
-        return self.parts.lock.build_lock()
+for _field, _role in PART_ROLES.items():
+    for _name in role_members(_role):
+        _declared = next((vars(cls)[_name] for cls in _role.__mro__ if _name in vars(cls)), None)
+        setattr(MemoryStore, _name, _forwarder(_field, _name, _declared))

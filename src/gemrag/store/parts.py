@@ -25,8 +25,8 @@ and :mod:`gemrag.store.cache_roles` and are re-exported here; :class:`Rows` is s
 ``isinstance(part, BuildArrays)`` checks that the methods are there, ``tests/store/test_store_parts.py`` checks both
 backends' part objects and the facade against every protocol's signatures, and the type checker checks every caller.
 They list every method called from outside the store, each with its contract (shapes, units, errors). A caller types
-against the roles it uses (the facade, :class:`gemrag.store.base.MemoryStore`, has them all, as real methods);
-swapping a part is passing an object (``parts=`` of :func:`gemrag.store.open.open_store`,
+against the roles it uses (the facade, :class:`gemrag.store.base.MemoryStore`, subclasses them all, each member made
+from its declaration); swapping a part is passing an object (``parts=`` of :func:`gemrag.store.open.open_store`,
 ``examples/custom_store.py``), never subclassing.
 """
 
