@@ -62,25 +62,20 @@ class FileArrays(Generations):
         m = self.manifest(strategy)
         if m is None:
             return None
-        arrays: dict[str, Matrix] = {}
-        for e in m.arrays.values():
+
+        def array(e: ArrayEntry) -> Matrix:
             try:
-                arrays[e.name] = load_matrix(self.arrays_directory / e.file, e, mmap=mmap)
+                return load_matrix(self.arrays_directory / e.file, e, mmap=mmap)
             except FileNotFoundError:
                 raise self._missing(strategy, m.generation, e.file) from None
-            except ValueError as exc:
-                raise DamagedMemoryError(self._damaged(strategy, m.generation, str(exc))) from exc
-        try:
-            check_axes(list(m.arrays.values()))
-        except ValueError as exc:
-            raise DamagedMemoryError(self._damaged(strategy, m.generation, str(exc))) from exc
-        paths = {}
-        for name in m.paths:
-            path = self.arrays_directory / f"{strategy}.g{m.generation}.{name}"
-            if not path.exists():
-                raise self._missing(strategy, m.generation, path.name)
-            paths[name] = path
-        return Published(strategy, m.generation, arrays, paths, m.meta, m.published_at, m.params, m.models)
+
+        def path(name: str) -> Path:
+            found = self.arrays_directory / f"{strategy}.g{m.generation}.{name}"
+            if not found.exists():
+                raise self._missing(strategy, m.generation, found.name)
+            return found
+
+        return self._read_published(m, array, path)
 
     def _missing(self, strategy: str, generation: int, file: str) -> GemragError:
         if not self._db.in_snapshot and self.published_generation(strategy) == generation:
@@ -89,11 +84,8 @@ class FileArrays(Generations):
             f"generation {generation} of {strategy!r} was replaced while it was read", strategy, generation
         )
 
-    def _damaged(self, strategy: str, generation: int, detail: str) -> str:
-        return (
-            f"the memory {self.arrays_directory} is damaged: generation {generation} of {strategy!r}: {detail}; "
-            f"run `gemrag index` again (strategy {strategy}) to rebuild it"
-        )
+    def _where(self) -> str:
+        return str(self.arrays_directory)
 
     def write_array(
         self, strategy: str, generation: int, name: str, array: Matrix, axes: Sequence[str] | None = None

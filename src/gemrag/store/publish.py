@@ -32,11 +32,14 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any, Literal
 
+from gemrag.errors import DamagedMemoryError
 from gemrag.store.arrays import (
     NAME_PATTERN,
     ArrayEntry,
+    Matrix,
     check_axes,
     fsync_directory,
     remove_path,
@@ -178,6 +181,40 @@ class Generations(SqlPart):
             )
         self._parts.arrays.remove_stale_files()
         return int(deleted)
+
+    def _read_published(
+        self, m: Manifest, array: Callable[[ArrayEntry], Matrix], path: Callable[[str], Path]
+    ) -> Published:
+        """The build the manifest ``m`` names, read by the storage: ``array`` reads one entry's array, ``path`` gives
+        one named artefact's path (each raises what its storage finds missing); the arrays are checked against their
+        entries and each other's axes (:func:`check_axes`) before any path is asked for.
+
+        Raises:
+            DamagedMemoryError: an array does not match its entry, or arrays disagree on a named axis.
+        """
+        arrays: dict[str, Matrix] = {}
+        for e in m.arrays.values():
+            try:
+                arrays[e.name] = array(e)
+            except ValueError as exc:
+                raise DamagedMemoryError(self._damaged(m.strategy, m.generation, str(exc))) from exc
+        try:
+            check_axes(list(m.arrays.values()))
+        except ValueError as exc:
+            raise DamagedMemoryError(self._damaged(m.strategy, m.generation, str(exc))) from exc
+        paths = {name: path(name) for name in m.paths}
+        return Published(m.strategy, m.generation, arrays, paths, m.meta, m.published_at, m.params, m.models)
+
+    def _damaged(self, strategy: str, generation: int, detail: str) -> str:
+        """The message of a damaged build: where the memory is (:meth:`_where`), the generation, what is wrong."""
+        return (
+            f"the memory {self._where()} is damaged: generation {generation} of {strategy!r}: {detail}; "
+            f"run `gemrag index` again (strategy {strategy}) to rebuild it"
+        )
+
+    def _where(self) -> str:
+        """Where the arrays live, for messages: the database's location (a storage elsewhere names its own)."""
+        return self._db.location
 
     def _durable(self) -> AbstractContextManager[object]:
         """Around a publishing transaction: make its commit durable before older arrays are removed (the database

@@ -288,25 +288,19 @@ class PgArrays(Generations):
         blobs: dict[str, list[bytes]] = {}
         for name, data in rows:
             blobs.setdefault(str(name), []).append(bytes(data))
-        arrays: dict[str, Matrix] = {}
-        for e in m.arrays.values():
+
+        def array(e: ArrayEntry) -> Matrix:
             if e.name not in blobs:
                 raise DamagedMemoryError(self._damaged(strategy, m.generation, f"array {e.name} is missing"))
-            try:
-                arrays[e.name] = load_array_bytes(b"".join(blobs[e.name]), e)
-            except ValueError as exc:
-                raise DamagedMemoryError(self._damaged(strategy, m.generation, str(exc))) from exc
-        try:
-            check_axes(list(m.arrays.values()))
-        except ValueError as exc:
-            raise DamagedMemoryError(self._damaged(strategy, m.generation, str(exc))) from exc
-        paths = {}
-        for name in m.paths:
+            return load_array_bytes(b"".join(blobs[e.name]), e)
+
+        def path(name: str) -> Path:
             packed = blobs.get(PATH_PREFIX + name)
             if packed is None:
                 raise DamagedMemoryError(self._damaged(strategy, m.generation, f"artefact {name} is missing"))
-            paths[name] = self._unpack(strategy, m.generation, name, b"".join(packed))
-        return Published(strategy, m.generation, arrays, paths, m.meta, m.published_at, m.params, m.models)
+            return self._unpack(strategy, m.generation, name, b"".join(packed))
+
+        return self._read_published(m, array, path)
 
     def _unpack(self, strategy: str, generation: int, name: str, data: bytes) -> Path:
         """The artefact unpacked under the scratch directory (once per generation)."""
@@ -328,12 +322,6 @@ class PgArrays(Generations):
             os.replace(tmp / name, target)
             shutil.rmtree(tmp, ignore_errors=True)
         return target
-
-    def _damaged(self, strategy: str, generation: int, detail: str) -> str:
-        return (
-            f"the memory {self._db.location} is damaged: generation {generation} of {strategy!r}: {detail}; "
-            f"run `gemrag index` again (strategy {strategy}) to rebuild it"
-        )
 
     # -- cleaning ---------------------------------------------------------------------------------
     def stale_files(self, strategy: str | None = None) -> Iterator[Path]:
