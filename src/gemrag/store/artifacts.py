@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from gemrag.errors import DamagedMemoryError
+from gemrag.store.parts import Artifacts
 from gemrag.store.sql_part import SqlPart
 
 M = TypeVar("M", bound=BaseModel)
@@ -34,27 +35,14 @@ def _check(strategy: str, kind: str) -> None:
             raise ValueError(f"{what} name {name!r} must match {_NAME.pattern}")
 
 
-class ArtifactRows(SqlPart):
+class ArtifactRows(SqlPart, Artifacts):
     """The artefacts part of a store (:class:`gemrag.store.parts.Artifacts`): artefact rows (arguments: those of
     :class:`~gemrag.store.sql_part.SqlPart`)."""
 
     def put_artifact(self, strategy: str, kind: str, node_id: int, value: BaseModel, version: str) -> None:
-        """Store (or replace) one node's artefact, committed at once (resumable builds).
-
-        Args:
-            strategy: the owning strategy. kind: the artefact kind (e.g. ``"triples"``).
-            node_id: the node (normally a chunk) it was computed from.
-            value: the validated pydantic value. version: the prompt version that produced it.
-
-        Raises:
-            ValueError: a bad strategy or kind name.
-            IntegrityError (the database's): no node has that id.
-            ReadOnlyMemoryError: the store is read-only.
-        """
         self.put_artifacts(strategy, kind, [(node_id, value)], version)
 
     def put_artifacts(self, strategy: str, kind: str, values: Iterable[tuple[int, BaseModel]], version: str) -> None:
-        """Store several ``(node_id, value)`` artefacts in one transaction (see :meth:`put_artifact`)."""
         _check(strategy, kind)
         now = time.time()
         rows = [(strategy, kind, int(n), version, v.model_dump_json(), now) for n, v in values]
@@ -66,21 +54,11 @@ class ArtifactRows(SqlPart):
             )
 
     def get_artifact(self, strategy: str, kind: str, node_id: int, model: type[M], version: str) -> M | None:
-        """One node's artefact of the given prompt version, or None (missing, or made by another version).
-
-        Raises:
-            DamagedMemoryError: the stored JSON does not validate against ``model``.
-        """
         return self.artifacts(strategy, kind, model, version, [node_id]).get(int(node_id))
 
     def artifacts(
         self, strategy: str, kind: str, model: type[M], version: str, node_ids: Sequence[int] | None = None
     ) -> dict[int, M]:
-        """Artefacts of one kind and prompt version, by node id (all nodes, or those given).
-
-        Raises:
-            DamagedMemoryError: a stored JSON does not validate against ``model``.
-        """
         _check(strategy, kind)
         sql = "SELECT node_id, data FROM artifacts WHERE strategy = ? AND kind = ? AND version = ?"
         rows: list[Any] = []
@@ -103,7 +81,6 @@ class ArtifactRows(SqlPart):
         return out
 
     def missing_artifacts(self, strategy: str, kind: str, version: str, node_ids: Sequence[int]) -> list[int]:
-        """The given node ids (in their order) that have no artefact of this kind made by ``version``."""
         _check(strategy, kind)
         have = {
             int(r[0])
@@ -115,7 +92,6 @@ class ArtifactRows(SqlPart):
         return [int(i) for i in node_ids if int(i) not in have]
 
     def artifact_counts(self, strategy: str | None = None) -> dict[tuple[str, str, str], int]:
-        """Number of stored artefacts per ``(strategy, kind, version)`` (one strategy's, or all)."""
         sql = "SELECT strategy, kind, version, COUNT(*) FROM artifacts"
         args: tuple[Any, ...] = ()
         if strategy is not None:
@@ -123,8 +99,6 @@ class ArtifactRows(SqlPart):
         return {(s, k, v): int(n) for s, k, v, n in self._query(sql + " GROUP BY strategy, kind, version", args)}
 
     def delete_artifacts(self, strategy: str, kind: str | None = None, *, stale_for: str | None = None) -> int:
-        """Delete a strategy's artefacts (of one kind, or all; with ``stale_for``, only those not made by that
-        prompt version). Returns the number of rows deleted."""
         sql, args = "DELETE FROM artifacts WHERE strategy = ?", [strategy]
         if kind is not None:
             sql, args = sql + " AND kind = ?", [*args, kind]

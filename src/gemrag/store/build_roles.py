@@ -271,8 +271,8 @@ class VectorSearch(Protocol):
             query: ``(d,)`` float, not all zero.
             k: how many rows (``k > n`` returns all).
             rows: optional ``(m,)`` int rows to search among (a filtered search; always exact).
-            unit: optional ``(n, d)`` unit rows (float32 or float64) of ``vectors`` made once per loaded build: scores
-                are then float32 products, on every backend.
+            unit: optional ``(n, d)`` unit rows (float32 or float64) of ``vectors`` made once per loaded build
+                (:func:`gemrag.graph.ann.unit_rows32`): scores are then float32 products, on every backend.
 
         Returns:
             ``(rows, cosines)``: ``(min(k, m),)`` int64 row indices into ``vectors``, best first, ties to the lower

@@ -20,18 +20,17 @@ import numpy as np
 
 from gemrag.errors import DatabaseLockedError
 from gemrag.store.erase import BATCH, Purged, marks_of, response_marks
-from gemrag.store.parts import Connection
+from gemrag.store.parts import Caches, Connection
 from gemrag.store.sql_part import SqlPart
 
 
-class CacheRows(SqlPart):
+class CacheRows(SqlPart, Caches):
     """The caches part of a store (:class:`gemrag.store.parts.Caches`): LLM and embedding caches, usage and
     failures, and the purge of removed text from them (arguments: those of :class:`~gemrag.store.sql_part.SqlPart`).
     """
 
     # -- embeddings -------------------------------------------------------------------------------
     def get_embeddings(self, model: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """Cached vectors for the given text-hash keys (missing keys are absent from the result)."""
         out: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), 500):
             part = list(keys[start : start + 500])
@@ -45,8 +44,6 @@ class CacheRows(SqlPart):
         return out
 
     def put_embeddings(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
-        """Cache float32 vectors under text-hash keys (skipped when read-only, dropped if the database stays
-        locked: a cache miss only costs an embedding later)."""
         rows = [(k, model, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items]
 
         def write() -> None:
@@ -57,18 +54,12 @@ class CacheRows(SqlPart):
 
     # -- llm cache --------------------------------------------------------------------------------
     def get_llm(self, key: str) -> dict[str, Any] | None:
-        """A cached LLM response by key, or None."""
         rows = self._query("SELECT response FROM llm_cache WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else None
 
     def put_llm(self, key: str, model: str, response: dict[str, Any]) -> None:
-        """Cache an LLM response (skipped when read-only), with its marks (``llm_entries`` and ``llm_marks``,
-        :mod:`gemrag.store.erase`: what lets an erase find it by the text it holds). ``writes`` counts the backend
-        calls that stored the key.
-
-        Raises:
-            DatabaseLockedError: the database stayed locked (the answer must be cached before it is used).
-        """
+        # Stored with its marks (llm_entries, llm_marks: what lets an erase find it by the text it holds,
+        # store/erase.py).
         marks = sorted(response_marks(response))
 
         def write() -> None:
@@ -84,7 +75,6 @@ class CacheRows(SqlPart):
         self._best_effort(write)
 
     def cached_llm(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The cached LLM responses of those of ``keys`` the cache holds (key -> response), read 500 keys a query."""
         out: dict[str, dict[str, Any]] = {}
         for start in range(0, len(keys), 500):
             part = list(dict.fromkeys(keys[start : start + 500]))
@@ -94,28 +84,17 @@ class CacheRows(SqlPart):
         return out
 
     def recent_llm_responses(self, model: str, limit: int = 5000) -> list[dict[str, Any]]:
-        """The last ``limit`` responses the cache stored for ``model`` (newest first): each with its ``text``,
-        ``prompt_tokens``, ``completion_tokens``, ``seconds`` (of the backend call) and, when recorded, the request's
-        messages (:data:`gemrag.models.cache.INPUT_KEY`). Cost plans read them for a model's recorded rates and
-        each pass's mean completion (:mod:`gemrag.memory.index_plan`)."""
         rows = self._query(
             "SELECT response FROM llm_cache WHERE model = ? ORDER BY created DESC LIMIT ?", (model, int(limit))
         )
         return [json.loads(r[0]) for r in rows]
 
     def llm_cache_counts(self) -> tuple[int, int]:
-        """``(keys, backend calls)`` of the LLM cache: calls > keys means some LLM call was repeated."""
         keys, writes = self._query("SELECT COUNT(*), COALESCE(SUM(writes), 0) FROM llm_cache")[0]
         return int(keys), int(writes)
 
     # -- usage and failures -----------------------------------------------------------------------
     def log_usage(self, rows: Sequence[tuple[str, str, str, int, int, int, float, int]]) -> None:
-        """Append usage rows ``(phase, kind, model, prompt, completion, embedding tokens, seconds, cached)``
-        (skipped when read-only).
-
-        Raises:
-            DatabaseLockedError: the database stayed locked (the meter keeps the rows and retries).
-        """
         now = time.time()
         values = [(now, *r) for r in rows]
 
@@ -130,8 +109,6 @@ class CacheRows(SqlPart):
         self._best_effort(write)
 
     def usage_by_phase(self) -> dict[str, dict[str, float]]:
-        """Totals per phase of what was actually spent: prompt/completion/embedding tokens and seconds of
-        backend calls (cache hits excluded), the number of backend calls, and the number of cache hits."""
         rows = self._query(
             "SELECT phase, SUM(prompt_tokens * (1 - cached)), SUM(completion_tokens * (1 - cached)),"
             " SUM(embedding_tokens * (1 - cached)), SUM(seconds), SUM(1 - cached), SUM(cached)"
@@ -141,15 +118,10 @@ class CacheRows(SqlPart):
         return {r[0]: dict(zip(keys, r[1:], strict=True)) for r in rows}
 
     def usage_mark(self) -> int:
-        """The id of the last usage row (0 for none): rows logged later have larger ids (see :meth:`usage_after`)."""
         rows = self._query("SELECT COALESCE(MAX(id), 0) FROM usage")
         return int(rows[0][0])
 
     def usage_after(self, mark: int, upto: int | None = None, phase: str = "index") -> dict[str, float]:
-        """Costs of the ``phase`` rows with ``mark < id <= upto`` (no upper bound when ``upto`` is None), cache
-        hits counted with their original tokens: ``prompt_tokens`` and ``completion_tokens`` of LLM rows,
-        ``embedding_tokens`` of embedding rows, ``llm_calls`` (LLM rows), ``llm_cached`` (LLM cache hits), and
-        ``first_at`` / ``last_at`` (Unix seconds of the first and last row; 0.0 when there is none)."""
         rows = self._query(
             "SELECT COALESCE(SUM(CASE WHEN kind = 'llm' THEN prompt_tokens END), 0),"
             " COALESCE(SUM(CASE WHEN kind = 'llm' THEN completion_tokens END), 0),"
@@ -165,8 +137,6 @@ class CacheRows(SqlPart):
         return dict(zip(keys, rows[0], strict=True))
 
     def record_failure(self, phase: str, node_id: int | None, message: str) -> None:
-        """Record a failure (e.g. malformed model output after all retries) for ``gemrag info`` (skipped when
-        read-only)."""
 
         def write() -> None:
             with self._db.transaction() as c:
@@ -178,19 +148,15 @@ class CacheRows(SqlPart):
         self._best_effort(write)
 
     def failures(self) -> list[dict[str, Any]]:
-        """Recorded failures, oldest first."""
         rows = self._query("SELECT at, phase, node_id, message FROM failures ORDER BY id")
         return [dict(zip(("at", "phase", "node_id", "message"), r, strict=True)) for r in rows]
 
     # -- erasing removed text (gemrag.store.erase) -------------------------------------------------
     def forget_marks(self, c: Connection, marks: Iterable[int]) -> None:
-        """Quarantine ``marks`` (of texts a removal took out, :func:`gemrag.store.erase.marks_of`) inside the
-        removal's transaction ``c``, for the next erase to find what held them (``forgotten``: hashes, never text)."""
         now = time.time()
         c.executemany("INSERT OR IGNORE INTO forgotten(mark, at) VALUES (?,?)", [(int(m), now) for m in marks])
 
     def forgotten_marks(self) -> set[int]:
-        """The quarantined marks (:meth:`forget_marks`) no erase has handled yet."""
         return {int(r[0]) for r in self._query("SELECT mark FROM forgotten")}
 
     def purge_caches(
@@ -201,25 +167,6 @@ class CacheRows(SqlPart):
         input_key: str,
         keep_embeddings: Collection[str] | None,
     ) -> Purged:
-        """Erase the cached, kept and logged copies of removed text (module docstring of :mod:`gemrag.store.erase`):
-        cache entries not yet marked are marked (or, with no recorded input, deleted) first, in batches; then, in one
-        transaction, the LLM entries holding a mark of ``removed`` are looked up and deleted, with every embedding
-        not kept, every kept version text, the failures and ``meta`` entries holding a removed mark, and the
-        quarantined marks ``handled``.
-
-        Args:
-            removed: the marks of removed text the memory no longer states (signed 64-bit ints).
-            handled: the quarantined marks this erase read (deleted from the quarantine).
-            input_key: the key of a cached LLM response holding the request's messages
-                (:data:`gemrag.models.cache.INPUT_KEY`); an entry without it is removed as unverifiable.
-            keep_embeddings: the embedding-cache keys to keep (every other entry is removed); None: keep all.
-
-        Returns:
-            The counts (:class:`Purged`).
-
-        Raises:
-            ReadOnlyMemoryError: the store is read-only. DatabaseLockedError: the database stayed locked.
-        """
         out = Purged(llm_unverifiable=self._mark_entries(input_key))
         gone = sorted({int(m) for m in removed})
         found: dict[int, str] = {}

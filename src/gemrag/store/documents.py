@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gemrag.store.migrate_v6 import relocate_chunk_spans
-from gemrag.store.parts import Connection
+from gemrag.store.parts import Connection, Documents
 from gemrag.store.sql_part import SqlPart
 
 DOCUMENT_COLUMNS = "id, source, title, n_chars, chunked, source_key, version, added_at, sha256"
@@ -59,13 +59,11 @@ def like_suffix(ref: str) -> str:
     return "%" + ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-class DocumentRows(SqlPart):
+class DocumentRows(SqlPart, Documents):
     """The documents part of a store (:class:`gemrag.store.parts.Documents`): documents by source, their holders and
     version history (arguments: those of :class:`~gemrag.store.sql_part.SqlPart`)."""
 
     def document_by_key(self, key: str) -> dict[str, Any] | None:
-        """The document held by the source ``key`` (its primary or a further source; dict of
-        :data:`DOCUMENT_KEYS`, whose ``key`` is the primary one), or None."""
         rows = self._query(
             f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE source_key = ?"
             " OR id = (SELECT doc_id FROM document_sources WHERE source_key = ?)",
@@ -74,35 +72,20 @@ class DocumentRows(SqlPart):
         return document_dict(rows[0]) if rows else None
 
     def documents_with_text(self, sha256: str) -> list[dict[str, Any]]:
-        """The documents whose text has the digest ``sha256`` (dicts of :data:`DOCUMENT_KEYS`), by id."""
         rows = self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE sha256 = ? ORDER BY id", (sha256,))
         return [document_dict(r) for r in rows]
 
     def holders(self, doc_id: int | None = None) -> list[dict[str, Any]]:
-        """The sources holding the document ``doc_id`` (None: every document), dicts of :data:`HOLDER_KEYS`: per
-        document its primary source first, then its further sources in the order they were added. An anonymous
-        document (no identity) has no primary source."""
         where = ("", "") if doc_id is None else (" AND id = ?", " WHERE doc_id = ?")
         args = () if doc_id is None else (doc_id, doc_id)
         rows = self._query(_HOLDERS.format(a=where[0], b=where[1]) + " ORDER BY 2, 6 DESC, 5, 1", args)
         return [{**dict(zip(HOLDER_KEYS, r, strict=True)), "primary": bool(r[5])} for r in rows]
 
     def release_holders(self, c: Connection, doc_ids: Sequence[int]) -> None:
-        """Inside the caller's transaction: the documents ``doc_ids`` lose every source (primary and further), so
-        that :meth:`set_holders` may give the keys to other documents."""
         c.executemany("UPDATE documents SET source_key = NULL WHERE id = ?", [(i,) for i in doc_ids])
         c.executemany("DELETE FROM document_sources WHERE doc_id = ?", [(i,) for i in doc_ids])
 
     def set_holders(self, c: Connection, doc_id: int, holders: Sequence[dict[str, Any]]) -> None:
-        """Inside the caller's transaction: the document ``doc_id`` (released by :meth:`release_holders`, or new)
-        is held by ``holders`` (dicts with ``key``, ``source``, ``title``, ``added_at``): the first is its primary
-        source (the document row takes its key and source; it keeps its title, the one its chunks were indexed
-        with), the others its further sources.
-
-        Raises:
-            ValueError: no holder given.
-            IntegrityError (the database's): a key still holds another document.
-        """
         if not holders:
             raise ValueError(f"document {doc_id} needs at least one source")
         first = holders[0]
@@ -126,12 +109,6 @@ class DocumentRows(SqlPart):
         version: int = 1,
         chunks: Sequence[tuple[str, int]] | None = None,
     ) -> int:
-        """Inside the caller's transaction: insert a document (and its chunks ``(text, n_tokens)`` when given, which
-        marks it chunked, with their spans in the text) and return its new id.
-
-        Raises:
-            IntegrityError (the database's): another document already has the identity ``key``.
-        """
         cur = c.execute(
             "INSERT INTO documents(source, sha256, title, text, n_chars, added_at, chunked, source_key, version)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
@@ -149,8 +126,6 @@ class DocumentRows(SqlPart):
     def update_document(
         self, c: Connection, doc_id: int, source: str, title: str, text: str, sha256: str, *, version: int
     ) -> None:
-        """Inside the caller's transaction: make the document ``doc_id`` hold a new version of its source (same id
-        and identity; ``added_at`` now). Its chunks are changed by :meth:`place_chunks`."""
         c.execute(
             "UPDATE documents SET source = ?, title = ?, text = ?, sha256 = ?, n_chars = ?, added_at = ?, version = ?"
             " WHERE id = ?",
@@ -160,10 +135,6 @@ class DocumentRows(SqlPart):
     def place_chunks(
         self, c: Connection, doc_id: int, keep: dict[int, int], new: Sequence[tuple[int, str, int]]
     ) -> None:
-        """Inside the caller's transaction, after :meth:`update_document`: the chunks of a document's new version:
-        the kept chunk nodes ``keep`` (node id -> new position) move to their positions, the ``new`` chunks
-        ``(position, text, n_tokens)`` are inserted (the caller deleted the others), and every chunk of the document
-        gets its span in the new text (:func:`gemrag.store.migrate_v6.relocate_chunk_spans`)."""
         c.executemany("UPDATE nodes SET ord = ? WHERE id = ? AND doc_id = ?", [(o, i, doc_id) for i, o in keep.items()])
         c.executemany(
             "INSERT INTO nodes(kind, doc_id, ord, text, n_tokens) VALUES ('chunk', ?, ?, ?, ?)",
@@ -173,13 +144,10 @@ class DocumentRows(SqlPart):
         relocate_chunk_spans(c, [doc_id])
 
     def set_inputs(self, c: Connection, doc_id: int, chunk_ids: Iterable[int]) -> None:
-        """Inside the caller's transaction: record the chunks document ``doc_id`` rests on (a chat exchange: the
-        chunks its reply recalled), so that removing one of them withdraws the document (``document_inputs``)."""
         rows = [(int(doc_id), int(i)) for i in sorted(set(chunk_ids))]
         c.executemany("INSERT OR IGNORE INTO document_inputs(doc_id, chunk_id) VALUES (?,?)", rows)
 
     def document_inputs(self, doc_ids: Sequence[int]) -> dict[int, list[int]]:
-        """The chunks each of ``doc_ids`` rests on (:meth:`set_inputs`): doc id -> chunk ids (absent: none)."""
         out: dict[int, list[int]] = {}
         for start in range(0, len(doc_ids), 500):
             part = [int(i) for i in doc_ids[start : start + 500]]
@@ -193,7 +161,6 @@ class DocumentRows(SqlPart):
         return out
 
     def documents_resting_on(self, chunk_ids: Sequence[int]) -> list[int]:
-        """The documents that rest on one of ``chunk_ids`` (:meth:`set_inputs`), by id."""
         found: set[int] = set()
         ids = sorted({int(i) for i in chunk_ids})
         for start in range(0, len(ids), 500):
@@ -205,12 +172,6 @@ class DocumentRows(SqlPart):
         return sorted(found)
 
     def record_version(self, c: Connection, doc: dict[str, Any], reason: str, *, keep_text: bool = False) -> None:
-        """Inside the caller's transaction, before the document's rows are deleted: record the version ``doc`` (a
-        dict of :data:`DOCUMENT_KEYS`) in ``document_versions``, with its text when ``keep_text``.
-
-        Raises:
-            ValueError: ``reason`` is not one of :data:`REASONS`.
-        """
         if reason not in REASONS:
             raise ValueError(f"reason must be one of {REASONS}, not {reason!r}")
         text = c.execute("SELECT text FROM documents WHERE id = ?", (doc["id"],)).fetchone()[0] if keep_text else None
@@ -232,11 +193,6 @@ class DocumentRows(SqlPart):
         )
 
     def document_history(self, ref: str) -> list[dict[str, Any]]:
-        """The versions of the source ``ref`` (its identity, exact source or title, else every source ending with
-        ``ref``), oldest first per source: each recorded past version (:data:`_HISTORY_KEYS`, ``text`` when it was kept,
-        ``current`` False), then the current one (``current`` True; ``ended_at``, ``reason`` and ``text`` None; its
-        ``id``, ``version`` and ``sha256`` are those of the document the source holds, ``sources`` every source holding
-        that document, primary first)."""
         ident = "COALESCE(source_key, source)"
         idents: list[str] = []
         for where, args in (

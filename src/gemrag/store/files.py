@@ -48,17 +48,6 @@ class FileArrays(Generations):
             self.arrays_directory.mkdir(parents=True, exist_ok=True)
 
     def load_published(self, strategy: str, *, mmap: bool = True) -> Published | None:
-        """The strategy's published build, checked against its manifest; None when it was never built.
-
-        Args:
-            strategy: the strategy's name.
-            mmap: memory-map the dense arrays read-only (else read them into memory; sparse matrices are read).
-
-        Raises:
-            StaleGenerationError: a file of the generation is gone because a newer generation was published
-                meanwhile (inside :meth:`snapshot` this is assumed; the caller should retry outside it).
-            DamagedMemoryError: a file is missing or does not match the manifest, and no newer generation exists.
-        """
         m = self.manifest(strategy)
         if m is None:
             return None
@@ -90,21 +79,6 @@ class FileArrays(Generations):
     def write_array(
         self, strategy: str, generation: int, name: str, array: Matrix, axes: Sequence[str] | None = None
     ) -> ArrayEntry:
-        """Write one array of a build durably: a dense array as ``<strategy>.g<generation>.<name>.npy``, a
-        scipy.sparse matrix as CSR in ``<strategy>.g<generation>.<name>.npz`` (:func:`scipy.sparse.save_npz`).
-
-        Args:
-            strategy, generation: the build (from :meth:`begin_build`).
-            name: the array's name (``[A-Za-z0-9_-]+``).
-            array: any numpy array (no object dtype) or scipy.sparse matrix (2-D; read back as CSR).
-            axes: optional axis names, one per dimension (see :func:`check_axes`).
-
-        Returns:
-            The manifest entry to pass to :meth:`publish`.
-
-        Raises:
-            ValueError: a bad name, an object dtype, or ``axes`` does not match the array's dimensions.
-        """
         _check_name("strategy", strategy)
         _check_name("array", name)
         entry = save_matrix(
@@ -114,14 +88,11 @@ class FileArrays(Generations):
         return entry
 
     def artifact_path(self, strategy: str, generation: int, name: str) -> Path:
-        """Where a build keeps an artefact that is not an array (a file or a directory the builder creates);
-        publish it with ``paths=[name]`` after :meth:`sync_path`."""
         _check_name("strategy", strategy)
         _check_name("artefact", name)
         return self.arrays_directory / f"{strategy}.g{generation}.{name}"
 
     def sync_path(self, path: Path) -> None:
-        """fsync a file, or every file and directory under a directory, and the arrays directory."""
         targets = [path] if path.is_file() else [*sorted(p for p in path.rglob("*")), path]
         for p in targets:
             fd = os.open(p, os.O_RDONLY)
@@ -138,20 +109,6 @@ class FileArrays(Generations):
         before: Callable[[Connection], None] | None = None,
         withdraw: Sequence[str] = (),
     ) -> None:
-        """Publish several strategies' generations in ONE durable transaction (:meth:`durable`), then remove the
-        files no published build names.
-
-        Args:
-            publications: the generations to publish.
-            before: run first inside the transaction (e.g. deleting a document's rows), so readers see those
-                changes and the new generations together.
-            withdraw: strategies whose published build is removed in the same transaction (they become
-                "never built"; see :meth:`withdraw`).
-
-        Raises:
-            ValueError: arrays disagree on a named axis, or a file or path is missing.
-            GemragError: a generation as new or newer was published meanwhile (two builders without the lock).
-        """
         for p in publications:
             check_axes(p.arrays)
             for e in p.arrays:
@@ -174,16 +131,13 @@ class FileArrays(Generations):
         _step("publish:cleaned")
 
     def withdraw(self, strategy: str) -> None:
-        """Remove a strategy's published build: its manifest, nodes, edges and chunk list (one transaction), then
-        its files. Its per-chunk artefacts stay (rebuilding reuses them)."""
         with self._db.transaction() as c:
             withdraw_rows(c, strategy)
         self.remove_stale_files(strategy)
 
     # -- cleaning ---------------------------------------------------------------------------------
     def stale_files(self, strategy: str | None = None) -> Iterator[Path]:
-        """Files no published build names: other generations (of ``strategy``, or of every strategy when None),
-        ``*.tmp`` files, and (when ``strategy`` is None) schema-1 leftovers."""
+        # Here: other generations' files, ``*.tmp`` files and (strategy None) schema-1 leftovers.
         published = self.published_generations()
         for entry in os.scandir(self.arrays_directory):
             name = entry.name
@@ -198,11 +152,6 @@ class FileArrays(Generations):
                 yield Path(entry.path)
 
     def remove_stale_files(self, strategy: str | None = None) -> int:
-        """Delete :meth:`stale_files` (a builder's job: call it only while holding the build lock).
-
-        Returns:
-            How many entries were removed (0 on a read-only store, which is left untouched).
-        """
         if self._db.readonly:
             return 0
         removed = 0

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from gemrag.store.documents import DOCUMENT_COLUMNS, document_dict, like_suffix
-from gemrag.store.parts import Connection
+from gemrag.store.parts import Connection, Rows
 from gemrag.store.records import BuildState, State
 from gemrag.store.sql_part import SqlPart
 
@@ -42,7 +42,7 @@ def _batches(ids: Sequence[int]) -> Iterable[list[int]]:
         yield [int(x) for x in ids[i : i + _BATCH]]
 
 
-class GraphRows(SqlPart):
+class GraphRows(SqlPart, Rows):
     """Derived nodes, edges, sources and build states: the graph's rows, half of the store's rows part
     (:class:`gemrag.store.rows.SqlRows`; the published generation comes from the build-arrays part)."""
 
@@ -59,23 +59,9 @@ class GraphRows(SqlPart):
         ord_: int = 0,
         sources: Iterable[int] = (),
     ) -> int:
-        """Insert a node derived by build ``(strategy, generation)`` and return its id.
-
-        Readers do not see it until that generation is published; publishing deletes the strategy's nodes of
-        older generations (unless ``carry``) in the same transaction (:mod:`gemrag.store.publish`).
-
-        Args:
-            strategy: the deriving strategy. generation: its build generation (from ``begin_build``).
-            kind: the strategy's node kind (not ``"chunk"``). text: the node's text.
-            n_tokens: its length in embedder tokens. meta: JSON-serializable details. ord_: its position.
-            sources: ids of the chunks it was made from: every input, since removing any of them removes the
-                node (:func:`gemrag.strategies.platform.forgetting.forgotten_nodes`). Their number is kept in the
-                node's meta under :data:`INPUTS`, so a retrieval can tell a node that lost an input
-                (:func:`gemrag.strategies.platform.forgetting.check_inputs`).
-
-        Raises:
-            ValueError: the kind is ``"chunk"`` or empty.
-        """
+        # Publishing deletes the strategy's nodes of older generations (unless ``carry``) in the same transaction
+        # (publish.py); the number of sources kept under INPUTS lets a retrieval tell a node that lost an input
+        # (strategies.platform.forgetting.check_inputs).
         if not kind or kind == CHUNK:
             raise ValueError(f"a strategy's node kind must not be {kind!r}")
         sources = sorted({int(s) for s in sources})
@@ -93,7 +79,6 @@ class GraphRows(SqlPart):
         return node_id
 
     def node_sources(self, node_ids: Sequence[int]) -> dict[int, list[int]]:
-        """The chunk ids each given node was made from (sorted; missing nodes map to [])."""
         out: dict[int, list[int]] = {int(i): [] for i in node_ids}
         for part in _batches(list(out)):
             marks = ",".join("?" * len(part))
@@ -105,8 +90,6 @@ class GraphRows(SqlPart):
         return out
 
     def nodes_only_from(self, chunk_ids: Sequence[int]) -> list[int]:
-        """Derived nodes (of any strategy and generation) all of whose recorded sources are among ``chunk_ids``,
-        ordered by id. Nodes without recorded sources are never returned."""
         chunks = {int(i) for i in chunk_ids}
         touched: set[int] = set()
         for part in _batches(sorted(chunks)):
@@ -118,10 +101,6 @@ class GraphRows(SqlPart):
         return [n for n in sorted(touched) if set(sources[n]) <= chunks]
 
     def nodes_citing(self, node_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-        """Derived nodes (of any strategy and generation) with at least one recorded source among ``node_ids``, as
-        ``{node id: (strategy, kind)}`` ordered by id: what
-        :func:`gemrag.strategies.platform.forgetting.forgotten_nodes` decides about
-        when those chunks are removed (DESIGN.md, "Forgetting")."""
         out: dict[int, tuple[str, str]] = {}
         for part in _batches(sorted({int(i) for i in node_ids})):
             marks = ",".join("?" * len(part))
@@ -134,9 +113,6 @@ class GraphRows(SqlPart):
         return dict(sorted(out.items()))
 
     def texts_of(self, node_ids: Sequence[int]) -> list[str]:
-        """Every text the memory holds for the nodes ``node_ids`` (chunks or derived nodes): their texts, their meta
-        (JSON), their utility questions and their artefacts (JSON), as stored; what a purge must erase wherever
-        else it was copied (caches, kept versions). Missing nodes add nothing."""
         out: list[str] = []
         for part in _batches(sorted({int(i) for i in node_ids})):
             marks = ",".join("?" * len(part))
@@ -150,11 +126,6 @@ class GraphRows(SqlPart):
     def add_edges(
         self, strategy: str, generation: int, kind: str, src: np.ndarray, dst: np.ndarray, weight: np.ndarray
     ) -> None:
-        """Stage edges of build ``(strategy, generation)`` (visible to readers once it is published).
-
-        Args:
-            src, dst: (E,) node ids (int). weight: (E,) float weights. kind: the strategy's edge kind.
-        """
         with self._db.transaction() as c:
             c.executemany(
                 "INSERT OR REPLACE INTO edges(strategy, kind, generation, src, dst, weight) VALUES (?,?,?,?,?,?)",
@@ -169,8 +140,6 @@ class GraphRows(SqlPart):
     def edges(
         self, node_id: int, strategy: str, kind: str | None = None, *, build: tuple[str, int] | None = None
     ) -> list[tuple[int, float]]:
-        """A node's outgoing edges in the strategy's published generation (or in build ``(strategy, g)``) as
-        ``(neighbour id, weight)``, strongest first; optionally of one edge kind."""
         generation = (
             build[1]
             if build is not None and build[0] == strategy
@@ -185,7 +154,6 @@ class GraphRows(SqlPart):
     def edge_list(
         self, strategy: str, kind: str | None = None, *, build: tuple[str, int] | None = None
     ) -> list[tuple[str, int, int, float]]:
-        """All edges of the strategy's published generation (or build) as ``(kind, src, dst, weight)``."""
         generation = (
             build[1]
             if build is not None and build[0] == strategy
@@ -201,9 +169,6 @@ class GraphRows(SqlPart):
 
     # -- documents --------------------------------------------------------------------------------
     def find_documents(self, ref: str) -> list[dict[str, Any]]:
-        """Documents matching ``ref``: its id (digits), else its identity (a file's resolved path or a given id),
-        else its exact source path or title, else the source paths ending with ``ref`` — of the document or of
-        any of its further sources (``document_sources``). Dicts as in ``Store.documents`` (text excluded)."""
         cols = f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE "
         rows: list[Any] = []
         if ref.strip().isdigit():
@@ -219,19 +184,13 @@ class GraphRows(SqlPart):
         return [document_dict(r) for r in rows]
 
     def document_chunk_ids(self, doc_id: int) -> list[int]:
-        """Ids of a document's chunks, in document order."""
         return [int(r[0]) for r in self._query("SELECT id FROM nodes WHERE doc_id = ? ORDER BY ord", (doc_id,))]
 
     def delete_rows(self, c: Connection, doc_id: int, nodes: Sequence[int]) -> None:
-        """Inside the caller's transaction: delete the derived ``nodes``, the document ``doc_id`` and its chunks,
-        every edge touching them and their failure rows (artefacts, questions and sources go by cascade).
-        Cached LLM answers and embeddings stay, so adding the document again costs no model call."""
         self.delete_nodes(c, [*nodes, *self.document_chunk_ids(doc_id)])
         c.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
     def delete_nodes(self, c: Connection, nodes: Sequence[int]) -> None:
-        """Inside the caller's transaction: delete ``nodes`` (chunks or derived nodes), every edge touching them and
-        their failure rows (artefacts, questions and sources go by cascade)."""
         for part in _batches(list(nodes)):
             marks = ",".join("?" * len(part))
             c.execute(f"DELETE FROM edges WHERE src IN ({marks}) OR dst IN ({marks})", [*part, *part])
@@ -240,7 +199,6 @@ class GraphRows(SqlPart):
 
     # -- build state ------------------------------------------------------------------------------
     def build_state(self, strategy: str) -> BuildState:
-        """The strategy's state: never built, built over exactly the memory's chunks, or stale."""
         rows = self._query(
             "SELECT generation, published_at, params, models FROM builds WHERE strategy = ?", (strategy,)
         )
@@ -273,15 +231,11 @@ class GraphRows(SqlPart):
         )
 
     def covered_chunks(self, strategy: str) -> set[int] | None:
-        """The chunk ids the published build of ``strategy`` covers (``build_chunks``; deleted ones included), or
-        None when it was never built."""
         if not self._query("SELECT 1 FROM builds WHERE strategy = ?", (strategy,)):
             return None
         return {int(r[0]) for r in self._query("SELECT chunk_id FROM build_chunks WHERE strategy = ?", (strategy,))}
 
     def chunk_signature(self) -> tuple[int, int, int, int]:
-        """``(chunks, largest chunk id, documents, largest document id)``: changes whenever chunks or documents are
-        added or deleted (node ids are never reused), so callers can cache a :meth:`build_state` against it."""
         n, top = self._query("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM nodes WHERE kind = 'chunk'")[0]
         d, dtop = self._query("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM documents")[0]
         return int(n), int(top), int(d), int(dtop)

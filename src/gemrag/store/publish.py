@@ -44,6 +44,7 @@ from gemrag.store.arrays import (
     fsync_directory,
     remove_path,
 )
+from gemrag.store.parts import BuildArrays
 from gemrag.store.publish_types import KEEP_COVERS, Edges, Manifest, Publication, Published
 from gemrag.store.sql_part import SqlPart
 
@@ -76,7 +77,7 @@ def _check_name(kind: str, name: str) -> None:
         raise ValueError(f"{kind} name {name!r} must match {NAME.pattern}")
 
 
-class Generations(SqlPart):
+class Generations(SqlPart, BuildArrays):
     """Build generations, the half of a build-arrays part every storage shares: manifests, starting and publishing a
     build, removing what killed builds left. Where the arrays live is the storage's, which completes the part
     (:class:`gemrag.store.parts.BuildArrays`): files (:class:`gemrag.store.files.FileArrays`) or database rows
@@ -85,16 +86,13 @@ class Generations(SqlPart):
 
     # -- reading ----------------------------------------------------------------------------------
     def published_generation(self, strategy: str) -> int | None:
-        """The strategy's published generation, or None when it was never built."""
         rows = self._query("SELECT generation FROM builds WHERE strategy = ?", (strategy,))
         return int(rows[0][0]) if rows else None
 
     def published_generations(self) -> dict[str, int]:
-        """Every strategy's published generation."""
         return {str(s): int(g) for s, g in self._query("SELECT strategy, generation FROM builds")}
 
     def manifest(self, strategy: str) -> Manifest | None:
-        """The strategy's committed manifest (cheap: no file is opened), or None when it was never built."""
         rows = self._query(
             "SELECT generation, arrays, paths, meta, published_at, params, models FROM builds WHERE strategy = ?",
             (strategy,),
@@ -117,15 +115,6 @@ class Generations(SqlPart):
 
     # -- building ---------------------------------------------------------------------------------
     def begin_build(self, strategy: str) -> int:
-        """Start a build: remove what an unpublished earlier build left, return the new generation.
-
-        Returns:
-            The generation to build: the published one + 1 (1 when never published).
-
-        Raises:
-            ValueError: the strategy name is not ``[A-Za-z0-9_-]+``.
-            ReadOnlyMemoryError: the store is read-only.
-        """
         _check_name("strategy", strategy)
         with self._db.transaction() as c:
             row = c.execute("SELECT generation FROM builds WHERE strategy = ?", (strategy,)).fetchone()
@@ -153,23 +142,11 @@ class Generations(SqlPart):
         carry: bool = False,
         retire: Sequence[int] = (),
     ) -> None:
-        """Publish a build in one transaction, then remove the strategy's older files (the arguments are
-        those of :class:`Publication`).
-
-        Raises:
-            ValueError: arrays disagree on a named axis, or a file or path is missing.
-            GemragError: a generation as new or newer was published meanwhile (two builders without the lock).
-        """
         self._parts.arrays.publish_many(
             [Publication(strategy, generation, arrays, meta, paths, edges, covers, params, models, carry, retire)]
         )
 
     def remove_unpublished(self) -> int:
-        """Delete nodes of every strategy's unpublished generations (left by killed builds) and stale files.
-
-        Returns:
-            The number of node rows deleted.
-        """
         with self._db.transaction() as c:
             deleted = c.execute(
                 "DELETE FROM nodes WHERE generation IS NOT NULL AND generation IS NOT"

@@ -352,8 +352,9 @@ class Documents(Protocol):
         ...
 
     def set_holders(self, c: Connection, doc_id: int, holders: Sequence[dict[str, Any]]) -> None:
-        """Inside ``c``: the document ``doc_id`` (released, or new) is held by ``holders``: the first is its primary
-        source (the document row takes its key and source, and keeps its title), the others its further sources.
+        """Inside ``c``: the document ``doc_id`` (released, or new) is held by ``holders`` (dicts with ``key``,
+        ``source``, ``title``, ``added_at``): the first is its primary source (the document row takes its key and
+        source, and keeps its title, the one its chunks were indexed with), the others its further sources.
 
         Raises:
             ValueError: no holder given.
@@ -422,6 +423,7 @@ class Documents(Protocol):
     def document_history(self, ref: str) -> list[dict[str, Any]]:
         """The versions of the source ``ref`` (its identity, exact source or title, else every source ending with
         ``ref``), oldest first per source: each recorded past version (``text`` when it was kept, ``current`` False),
-        then the current one (``current`` True; ``ended_at``, ``reason`` and ``text`` None; ``sources`` every source
-        holding that document, primary first). Empty when nothing matches."""
+        then the current one (``current`` True; ``ended_at``, ``reason`` and ``text`` None; its ``id``, ``version``
+        and ``sha256`` those of the document the source holds; ``sources`` every source holding that document, primary
+        first). Empty when nothing matches."""
         ...

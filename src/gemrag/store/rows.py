@@ -41,27 +41,15 @@ class SqlRows(GraphRows):
 
     # -- meta -------------------------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:
-        """The JSON-decoded value stored under ``key``, or ``default``."""
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else default
 
     def set_meta(self, key: str, value: Any) -> None:
-        """Store a JSON-serializable value under ``key``.
-
-        Raises:
-            ReadOnlyMemoryError: the store is read-only.
-        """
         with self._db.transaction() as c:
             c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     # -- documents --------------------------------------------------------------------------------
     def add_document(self, source: str, title: str, text: str) -> tuple[int, bool]:
-        """Insert an anonymous document (no identity; see :mod:`gemrag.store.documents`) unless a document with
-        the same text exists.
-
-        Returns:
-            ``(doc_id, created)``: created is False when the same text was already stored.
-        """
         digest = sha256_text(text)
         with self._db.transaction() as c:
             row = c.execute("SELECT id FROM documents WHERE sha256 = ? ORDER BY id LIMIT 1", (digest,)).fetchone()
@@ -70,31 +58,17 @@ class SqlRows(GraphRows):
             return self._parts.documents.insert_document(c, source, title, text, digest), True
 
     def documents(self) -> list[dict[str, Any]]:
-        """All documents as dicts, text excluded: id, source, title, n_chars, chunked, key (the identity: a file's
-        resolved path or a given id; None for an anonymous document), version (1, 2, ... each time its source's text
-        was replaced), added_at (UNIX seconds of this version) and sha256 (of its text)."""
         return [document_dict(r) for r in self._query(f"SELECT {DOCUMENT_COLUMNS} FROM documents ORDER BY id")]
 
     def document_text(self, doc_id: int) -> str:
-        """The full text of one document."""
         return str(self._query("SELECT text FROM documents WHERE id = ?", (doc_id,))[0][0])
 
     def unchunked_documents(self) -> list[tuple[int, str]]:
-        """``(doc_id, text)`` of documents not yet split into chunks."""
         return [(int(r[0]), str(r[1])) for r in self._query("SELECT id, text FROM documents WHERE chunked = 0")]
 
     def add_chunks(
         self, doc_id: int, chunks: Sequence[tuple[str, int]], spans: Sequence[tuple[int, int] | None] | None = None
     ) -> None:
-        """Store a document's chunks ``(text, n_tokens)`` and mark it chunked, in one transaction.
-
-        Args:
-            spans: each chunk's character span ``[start, end)`` in the document's text, as the chunker cut it (None:
-                unknown spans, stored as NULL).
-
-        Raises:
-            ValueError: ``spans`` and ``chunks`` differ in length.
-        """
         given = list(spans) if spans is not None else [None] * len(chunks)
         if len(given) != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {len(given)} spans")
@@ -114,16 +88,6 @@ class SqlRows(GraphRows):
     def nodes(
         self, kind: str | None = None, *, strategy: str | None = None, build: tuple[str, int] | None = None
     ) -> list[NodeRecord]:
-        """Nodes ordered by id, optionally of one kind and one deriving strategy, as a reader or a builder sees
-        them.
-
-        Args:
-            kind: ``"chunk"``, a strategy's node kind (e.g. ``"summary"``) or None for all.
-            strategy: only the nodes this strategy derived (None: any, chunks included).
-            build: None: chunks plus the nodes of every strategy's *published* generation (what retrieval uses).
-                ``(strategy, generation)``: a builder's view, that build's own new nodes replacing the
-                strategy's published ones.
-        """
         predicate, args = visible_node("n", build)
         sql = f"SELECT {_NODE_COLUMNS} FROM nodes n WHERE {predicate}"
         if kind:
@@ -133,22 +97,12 @@ class SqlRows(GraphRows):
         return [_node(r) for r in self._query(sql + " ORDER BY n.id", args)]
 
     def node(self, node_id: int) -> NodeRecord:
-        """One node by id (whatever its generation).
-
-        Raises:
-            KeyError: no such node.
-        """
         rows = self._query(f"SELECT {_NODE_COLUMNS} FROM nodes n WHERE n.id = ?", (node_id,))
         if not rows:
             raise KeyError(node_id)
         return _node(rows[0])
 
     def nodes_by_id(self, node_ids: Sequence[int]) -> dict[int, NodeRecord]:
-        """Several nodes by id (whatever their generation) in one query per 500 ids: ``{id: NodeRecord}``.
-
-        Raises:
-            KeyError: one of the ids names no node.
-        """
         wanted = list(dict.fromkeys(int(i) for i in node_ids))
         found: dict[int, NodeRecord] = {}
         for lo in range(0, len(wanted), 500):
@@ -162,8 +116,6 @@ class SqlRows(GraphRows):
         return found
 
     def passages(self, chunk_ids: Sequence[int]) -> dict[int, Passage]:
-        """The chunks ``chunk_ids`` with their documents and spans (:class:`gemrag.types.Passage`), in one query per
-        500 ids: ``{chunk id: Passage}``; an id that names no chunk (a derived node, a deleted chunk) is left out."""
         wanted = list(dict.fromkeys(int(i) for i in chunk_ids))
         found: dict[int, Passage] = {}
         for lo in range(0, len(wanted), 500):
@@ -190,15 +142,12 @@ class SqlRows(GraphRows):
         generation: int,
         sources: Sequence[int] = (),
     ) -> int:
-        """Insert a node of kind ``"summary"`` derived by build ``(strategy, generation)`` and return its id (see
-        :meth:`add_node`; ``sources`` are the chunks it summarizes)."""
         return self.add_node(
             strategy, generation, "summary", text, n_tokens=n_tokens, meta=meta, ord_=ord_, sources=sources
         )
 
     # -- utility questions ------------------------------------------------------------------------
     def set_questions(self, node_id: int, questions: Sequence[str]) -> None:
-        """Replace a node's utility questions and mark them done, atomically."""
         with self._db.transaction() as c:
             c.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
             c.executemany(
@@ -208,7 +157,6 @@ class SqlRows(GraphRows):
             c.execute("UPDATE nodes SET questions_done = 1 WHERE id = ?", (node_id,))
 
     def fail_questions(self, node_id: int, phase: str, message: str) -> None:
-        """Record that a node's questions failed, in ONE transaction: the failure row, no questions, status -1."""
         with self._db.transaction() as c:
             c.execute("DELETE FROM questions WHERE node_id = ?", (node_id,))
             c.execute(
@@ -218,14 +166,11 @@ class SqlRows(GraphRows):
             c.execute("UPDATE nodes SET questions_done = -1 WHERE id = ?", (node_id,))
 
     def reset_questions(self) -> None:
-        """Forget every node's utility questions (used when the number per chunk changes)."""
         with self._db.transaction() as c:
             c.execute("DELETE FROM questions")
             c.execute("UPDATE nodes SET questions_done = 0")
 
     def questions(self, *, build: tuple[str, int] | None = None) -> list[tuple[int, int, str]]:
-        """Utility questions of the visible nodes (see :meth:`nodes`) as ``(question_id, node_id, text)``,
-        ordered by node then position."""
         predicate, args = visible_node("n", build)
         rows = self._query(
             f"SELECT q.id, q.node_id, q.text FROM questions q JOIN nodes n ON n.id = q.node_id WHERE {predicate}"

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from gemrag.store.parts import VectorSearch
+
 Vectors = NDArray[np.floating]
 """A float array: ``(n, d)`` rows, or a ``(d,)`` query."""
 
@@ -108,7 +110,7 @@ def exact_nearest(
     return best_first(candidates, cosines(mat, query, candidates, unit), k)
 
 
-class ExactSearch:
+class ExactSearch(VectorSearch):
     """The exact vector-search part (:class:`gemrag.store.parts.VectorSearch`): numpy over the loaded array, nothing
     indexed. The base of SQLite's part (:class:`gemrag.store.hnsw.HnswSearch`) and PostgreSQL's
     (:class:`gemrag.store.postgres.vectors.PgVectorSearch`), whose index proposes the candidates (``_candidates``)
@@ -116,17 +118,7 @@ class ExactSearch:
     same way as this one."""
 
     def index_vectors(self, strategy: str, generation: int, name: str, vectors: NDArray[np.floating]) -> list[str]:
-        """Make the array ``name`` of an unpublished build searchable by :meth:`nearest`, where the part has an index
-        (PostgreSQL + pgvector: a ``vector(d)`` table, with an HNSW index above a size threshold; SQLite: an HNSW
-        artefact above :data:`gemrag.store.hnsw.ANN_ABOVE` rows). Nothing here: the exact search needs no index.
-
-        Args:
-            strategy, generation: the build (from ``begin_build``), name: the array's name.
-            vectors: ``(n, d)`` float rows (the array written with ``write_array``).
-
-        Returns:
-            The names of the build artefacts written (to publish in the manifest's ``paths``); none here.
-        """
+        # The exact search keeps no index: nothing written.
         return []
 
     def nearest(
@@ -141,29 +133,6 @@ class ExactSearch:
         rows: NDArray[np.int64] | None = None,
         unit: NDArray[np.floating] | None = None,
     ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """The ``k`` rows of a published build's array ``name`` most cosine-similar to ``query``.
-
-        Every strategy's nearest-neighbour step goes through this method, whatever the backend: exact numpy search
-        over ``vectors`` here; on SQLite the HNSW artefact of a large array gives the candidates, rescored exactly
-        (:class:`gemrag.store.hnsw.HnswSearch`); on PostgreSQL the database's vector index answers when the build
-        was indexed with :meth:`index_vectors` (exact below a size threshold, HNSW above), and the candidates are
-        rescored here so both backends give the same scores.
-
-        Args:
-            strategy, generation, name: the published array (its generation as loaded by the caller).
-            vectors: ``(n, d)`` float, that array as loaded (the exact search and the rescoring use it).
-            query: ``(d,)`` float, not all zero.
-            k: how many rows (``k > n`` returns all).
-            rows: optional ``(m,)`` int rows to search among (a filtered search; always exact).
-            unit: optional ``(n, d)`` unit rows (float32 or float64) of ``vectors`` made once per loaded build
-                (:func:`gemrag.graph.ann.unit_rows32`): scores are then float32 products, on both backends.
-
-        Returns:
-            ``(row indices (min(k, m),) int64 into vectors, best first, ties to the lower row; cosines float64)``.
-
-        Raises:
-            ValueError: a zero or mis-sized query.
-        """
         if rows is None:  # an index's candidates, rescored exactly (none here: every row)
             rows = self._candidates((strategy, generation, name), vectors, query, k)
         return exact_nearest(vectors, query, k, rows, unit)

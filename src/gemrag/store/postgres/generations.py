@@ -126,8 +126,7 @@ class PgArrays(Generations):
         self._unpack_lock = threading.Lock()
 
     def published_generation(self, strategy: str) -> int | None:
-        """The strategy's published generation, or None when it was never built (inside a snapshot: from its
-        state row, :mod:`gemrag.store.postgres.reads`)."""
+        # Inside a snapshot: from its state row (store/postgres/reads.py).
         rows = self._pg._read_state()
         if rows is None or rows.generations is None:
             return super().published_generation(strategy)
@@ -150,19 +149,7 @@ class PgArrays(Generations):
     def write_array(
         self, strategy: str, generation: int, name: str, array: Matrix, axes: Sequence[str] | None = None
     ) -> ArrayEntry:
-        """Store one array of a build in ``build_arrays`` (committed, but invisible until published).
-
-        Args:
-            strategy, generation: the build (from :meth:`begin_build`). name: ``[A-Za-z0-9_-]+``.
-            array: a numpy array (no object dtype) or a scipy.sparse matrix (2-D; read back as CSR).
-            axes: optional axis names, one per dimension (see :func:`~gemrag.store.arrays.check_axes`).
-
-        Returns:
-            The manifest entry to pass to :meth:`publish`.
-
-        Raises:
-            ValueError: a bad name, an object dtype, or ``axes`` does not match the array's dimensions.
-        """
+        # Stored in build_arrays: committed, invisible until published.
         _check_name("strategy", strategy)
         _check_name("array", name)
         data, entry = array_bytes(name, array, axes)
@@ -172,8 +159,7 @@ class PgArrays(Generations):
         return entry
 
     def artifact_path(self, strategy: str, generation: int, name: str) -> Path:
-        """A local scratch path where a build creates an artefact that is not an array; store it with
-        :meth:`sync_path`, then publish it with ``paths=[name]``."""
+        # A local scratch path: sync_path stores what the builder made there in the database.
         _check_name("strategy", strategy)
         _check_name("artefact", name)
         build = self._pg.scratch / "build"
@@ -204,17 +190,6 @@ class PgArrays(Generations):
         before: Callable[[Any], None] | None = None,
         withdraw: Sequence[str] = (),
     ) -> None:
-        """Publish several strategies' generations in ONE transaction (see the module docstring).
-
-        Args:
-            publications: the generations to publish.
-            before: run first inside the transaction (e.g. deleting a document's rows).
-            withdraw: strategies whose published build is removed in the same transaction.
-
-        Raises:
-            ValueError: arrays disagree on a named axis, or an array or path was not stored.
-            GemragError: a generation as new or newer was published meanwhile (two builders without the lock).
-        """
         for p in publications:
             check_axes(p.arrays)
             stored = self._stored_names(p.strategy, p.generation)
@@ -255,7 +230,6 @@ class PgArrays(Generations):
             conn.execute("VACUUM (ANALYZE) nodes, documents, node_sources, questions")
 
     def withdraw(self, strategy: str) -> None:
-        """Remove a strategy's published build: manifest, nodes, edges, chunk list and arrays, in one transaction."""
         with self._db.transaction() as c:
             withdraw_rows(c, strategy)
             c.execute("DELETE FROM build_arrays WHERE strategy = ?", (strategy,))
@@ -269,14 +243,7 @@ class PgArrays(Generations):
 
     # -- reading ----------------------------------------------------------------------------------
     def load_published(self, strategy: str, *, mmap: bool = True) -> Published | None:
-        """The strategy's published build, checked against its manifest; None when it was never built.
-
-        Args:
-            strategy: the strategy's name. mmap: ignored (arrays come from the database, read-only).
-
-        Raises:
-            DamagedMemoryError: an array or artefact is missing or does not match the manifest.
-        """
+        # ``mmap`` is ignored: the arrays come from the database, read-only.
         with self._db.snapshot():
             m = self.manifest(strategy)
             if m is None:
@@ -340,12 +307,7 @@ class PgArrays(Generations):
         return [(str(s), int(g), str(n)) for s, g, n in self._query(sql + " ORDER BY 1, 2, 3", args)]
 
     def remove_stale_files(self, strategy: str | None = None) -> int:
-        """Delete stored arrays no published build names and this process's leftover scratch artefacts (a builder's
-        job: call it only while holding the build lock).
-
-        Returns:
-            How many arrays were removed (0 on a read-only store, which is left untouched).
-        """
+        # The stored arrays no published build names, and this process's leftover scratch artefacts.
         if self._db.readonly:
             return 0
         stale = self.stale_arrays(strategy)
