@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gemrag.store.documents import DOCUMENT_COLUMNS, document_dict
-from gemrag.store.graph_rows import GraphRows
+from gemrag.store.graph_rows import GraphRows, _batches
 from gemrag.store.records import NodeRecord
 from gemrag.store.schema import visible_node
 from gemrag.types import DocumentRef, Passage
@@ -105,8 +105,7 @@ class SqlRows(GraphRows):
     def nodes_by_id(self, node_ids: Sequence[int]) -> dict[int, NodeRecord]:
         wanted = list(dict.fromkeys(int(i) for i in node_ids))
         found: dict[int, NodeRecord] = {}
-        for lo in range(0, len(wanted), 500):
-            part = wanted[lo : lo + 500]
+        for part in _batches(wanted):
             marks = ",".join("?" * len(part))
             for row in self._query(f"SELECT {_NODE_COLUMNS} FROM nodes n WHERE n.id IN ({marks})", part):
                 found[int(row[0])] = _node(row)
@@ -118,8 +117,7 @@ class SqlRows(GraphRows):
     def passages(self, chunk_ids: Sequence[int]) -> dict[int, Passage]:
         wanted = list(dict.fromkeys(int(i) for i in chunk_ids))
         found: dict[int, Passage] = {}
-        for lo in range(0, len(wanted), 500):
-            part = wanted[lo : lo + 500]
+        for part in _batches(wanted):
             marks = ",".join("?" * len(part))
             for row in self._query(
                 "SELECT n.id, n.ord, n.span_start, n.span_end, d.id, d.title, d.source, d.version"
