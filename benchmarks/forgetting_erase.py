@@ -193,9 +193,10 @@ def delete_while_indexing(
     return out
 
 
-def erase_later(models: Any, location: str | Path, scenario: str) -> dict[str, Any]:
-    """The erase step of ``scenario`` (module docstring) on the memory at ``location``, from a new session."""
-    with models.session(location) as (mem, _):
+def erase_later(models: Any, location: str | Path, scenario: str, config: Any = None) -> dict[str, Any]:
+    """The erase step of ``scenario`` (module docstring) on the memory at ``location``, from a new session (opened
+    with ``config``, default the run's)."""
+    with models.session(location, config=config) as (mem, _):
         if scenario in ("edit_erase", "delete_erase", "delete_indexing"):
             return {"erase": _report(mem.erase())}
         if scenario == "erase_reader":
