@@ -123,7 +123,8 @@ def resume(results: dict[str, Any], out: Path, asked: set[tuple[str, str, str]],
     for key in ("strategies", "scenarios", "backends"):
         results[key] = list(dict.fromkeys([*previous.get(key, []), *results[key]]))
     results["rows"] = kept
-    results["runs"] = previous.get("runs", []) + results["runs"]
+    earlier = [{"command": "an earlier run (its command not recorded)", "seconds": previous.get("wall_seconds")}]
+    results["runs"] = previous.get("runs", earlier if previous else []) + results["runs"]
     results["wall_seconds_before"] = previous.get("wall_seconds", 0.0)
     return {row_key(r) for r in kept}
 
