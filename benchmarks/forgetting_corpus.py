@@ -177,6 +177,10 @@ class Models:
 
         llm = CountingLLM(llm_backend or self.llm_backend)
         mem = Memory.open(location, config or self.config, llm=llm, embedder=self.embedder, progress=self.progress)
+        if self.fake:  # RAPTOR reduces by the unit tests' PCA stand-in, not UMAP (no numba compile)
+            from structures import deterministic_raptor
+
+            deterministic_raptor(mem)
         try:
             yield mem, llm
             self.canary_keys.update(mem.embedder.key(t) for t in self.embedder.canary_texts)
