@@ -44,6 +44,8 @@ PERSONA = "Ava"
 CHAT_MESSAGE = "What is the new vault combination?"
 CHAT_QUESTIONS = ("What is the vault combination?", "Which code opens the vault?")
 LEDGER_QUESTIONS = ("Who paid Mayor Holt?", "Whom did Ilse Varga bribe?", "Why did Mayor Holt warn Ilse Varga?")
+CHAT_NEEDLES = ("qxv", "-7731", " 7731")
+"""The vault code's strings in a text (not :data:`fakes.VAULT`'s bare "7731": a float stored as text may hold it)."""
 CLOCK = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 EDGES = (("ilse varga", "valdora"), ("ilse varga", "mayor holt"))
 """The fact edges ``edge_only`` weighs: B's alone ("bribed"), and one B and C both make ("paid", "warned")."""
@@ -102,7 +104,7 @@ def run_chat(models: Models, location: str | Path, strategy: str) -> dict[str, A
     from gemrag.chat import ChatSession
 
     fakes, _ = _doubles()
-    needles = fakes.VAULT
+    needles = CHAT_NEEDLES
     backend = fakes.ParaphrasingLLM() if models.fake else None
     with _needles(models, needles), models.session(location, backend) as (mem, llm):
         note_id, _ = mem.add_text(fakes.VAULT_NOTE, "household notes", id="notes")
