@@ -25,7 +25,12 @@ base's LLM cache:
 * ``edit_erase``, ``delete_erase``, ``erase_reader``, ``erase_interrupt``, ``delete_indexing``: ``replace`` or
   ``delete`` (``delete_indexing``: while another process indexes), then after the rebuild, from a new session,
   ``Memory.erase()`` (with another process reading, or interrupted by ``SIGINT``, then run again:
-  ``benchmarks/forgetting_erase.py``); their rows and files at the end are counted after the erase.
+  ``benchmarks/forgetting_erase.py``); their rows and files at the end are counted after the erase;
+* ``chat``, ``merged_relation``, ``edge_only`` (``benchmarks/forgetting_derived.py``: each on a small memory of its
+  own, not a copy of the base): a chat reply rephrasing a note's vault code, the note deleted (exchanges in the live
+  session's window, in a new session's history and among the documents are counted too); a relation two documents
+  state, the one that worded it first deleted; an edge only the deleted document made. The last two set every
+  strategy's published structures and hits against a build without the document (stand-in models only).
 
 After the removal (no rebuild yet), then after ``index`` rebuilt the strategy, canary strings are counted
 (case-insensitively) in: the hits of the five questions and the chunk texts of their provenance passages; every
@@ -49,19 +54,22 @@ an answer *abstains* when it is empty or says the answer is not there (``not men
 canary string. With ``--readers`` several reader models answer over the same contexts (the build uses the
 configured model).
 
-Run (fake: the unit tests' stand-ins ``tests/fakes.py``, exact call counts, seconds per strategy; real: the
-configured embedded models)::
+Run (fake: the unit tests' stand-ins ``tests/fakes.py``, RAPTOR reducing by PCA, exact call counts, seconds per
+strategy; real: the configured embedded models)::
 
     python benchmarks/forgetting.py --fake --strategies gem,dense,bm25 --backends sqlite
     python benchmarks/forgetting.py --fake --out forgetting-fake.json           # every strategy, both stores
     GEMRAG_LLM__MODEL=qwen2.5-coder-0.5b python benchmarks/forgetting.py --workdir /tmp/forget \\
         --readers qwen2.5-coder-0.5b,qwen2.5-coder-1.5b --out forgetting.json
 
+Resumable: the rows already in ``--out`` (default ``<workdir>/forgetting.json``) that finished are kept and not run
+again (``--redo`` runs the rows asked again), so a grid is run in pieces, each command listed under ``runs``.
 ``--workdir`` keeps the memories (one folder per LLM model): a rerun reuses the base memories, the full-build
 counts and the answer cache, and redoes the scenarios (fresh copies), so after a change it costs little;
 ``--publish NAME`` also writes the record ``results/NAME.json`` (the leak counts of every scenario, the erase runs,
-the totals; :func:`publish`). ``--fresh`` starts that model's folder over (needed when a change alters what a build
-makes). PostgreSQL: ``--postgres-url postgresql://...`` (one schema per scenario,
+the totals, and under ``not_run`` the rows of the whole grid, every strategy x both stores x every scenario, that no
+run finished, with ``--not-run-why``; :func:`publish`). ``--fresh`` starts that model's folder over (needed when a
+change alters what a build makes). PostgreSQL: ``--postgres-url postgresql://...`` (one schema per scenario,
 ``fg_<model>_<strategy>_<scenario>``, replaced on each run), else a pgserver started here in a fresh ``/tmp``
 directory, removed at the end.
 
