@@ -1,13 +1,10 @@
 """Where benchmarks/forgetting.py keeps its memories: a SQLite directory per strategy and scenario, or a PostgreSQL
-schema per model, strategy and scenario on a given server or on a pgserver started here."""
+schema per model, strategy and scenario on a PostgreSQL server."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from forgetting_corpus import slug
@@ -46,24 +43,3 @@ def fresh_location(root: Path, pg_url: str | None, model: str, backend: str, str
     url = schema_url(pg_url, f"fg_{slug(model)[:20]}_{slug(strategy)}_{name}"[:63])
     drop_schema(url)
     return url
-
-
-@contextlib.contextmanager
-def postgres_server(url: str | None) -> Iterator[str | None]:
-    """The PostgreSQL URL: ``url``, or a pgserver in a fresh ``/tmp`` directory (removed after); None when
-    pgserver is not installed."""
-    if url:
-        yield url
-        return
-    try:
-        import pgserver
-    except ImportError:
-        yield None
-        return
-    directory = Path(tempfile.mkdtemp(prefix="gemrag-forgetting-pg-"))
-    server = pgserver.get_server(directory, cleanup_mode="stop")
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
-        shutil.rmtree(directory, ignore_errors=True)
