@@ -67,11 +67,11 @@ again (``--redo`` runs the rows asked again), so a grid is run in pieces, each c
 ``--workdir`` keeps the memories (one folder per LLM model): a rerun reuses the base memories, the full-build
 counts and the answer cache, and redoes the scenarios (fresh copies), so after a change it costs little;
 ``--publish NAME`` also writes the record ``results/NAME.json`` (the leak counts of every scenario, the erase runs,
-the totals, and under ``not_run`` the rows of the whole grid, every strategy x both stores x every scenario, that no
-run finished, with ``--not-run-why``; :func:`publish`). ``--fresh`` starts that model's folder over (needed when a
-change alters what a build makes). PostgreSQL: ``--postgres-url postgresql://...`` (one schema per scenario,
-``fg_<model>_<strategy>_<scenario>``, replaced on each run), else a pgserver started here in a fresh ``/tmp``
-directory, removed at the end.
+the totals, and under ``not_run`` the rows of the grid that no run finished, with ``--not-run-why``: with ``--fake``
+every strategy x both stores x every scenario, else the strategies and scenarios asked for; :func:`publish`).
+``--fresh`` starts that model's folder over (needed when a change alters what a build makes). PostgreSQL:
+``--postgres-url postgresql://...`` (one schema per scenario, ``fg_<model>_<strategy>_<scenario>``, replaced on each
+run), else a pgserver started here in a fresh ``/tmp`` directory, removed at the end.
 
 Columns of the first table (per store, strategy and scenario; the goal is 0 in every leak column):
 
@@ -461,7 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(abstention_table(results))
     print(f"\nwall {results['wall_seconds']:.0f} s; load average now {results['load_average_end']}; figures in {out}")
     if args.publish:
-        grid = (available(), SCENARIOS)
+        grid = (available(), SCENARIOS) if args.fake else None  # a real model: the rows it was asked for
         print(f"record: {publish(results, args.publish, argv, grid=grid, not_run_why=args.not_run_why)}")
     return 1 if any("error" in r for r in results["rows"]) else 0
 
