@@ -63,7 +63,8 @@ strategy; real: the configured embedded models)::
         --readers qwen2.5-coder-0.5b,qwen2.5-coder-1.5b --out forgetting.json
 
 Resumable: the rows already in ``--out`` (default ``<workdir>/forgetting.json``) that finished are kept and not run
-again (``--redo`` runs the rows asked again), so a grid is run in pieces, each command listed under ``runs``.
+again (``--redo`` runs the rows asked again; ``--no-run`` runs none: it prints and publishes what ``--out`` holds),
+so a grid is run in pieces, each command listed under ``runs``.
 ``--workdir`` keeps the memories (one folder per LLM model): a rerun reuses the base memories, the full-build
 counts and the answer cache, and redoes the scenarios (fresh copies), so after a change it costs little;
 ``--publish NAME`` also writes the record ``results/NAME.json`` (the leak counts of every scenario, the erase runs,
@@ -377,6 +378,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--redo", action="store_true", help="run the rows asked again even when --out holds them (else kept, skipped)"
     )
+    parser.add_argument("--no-run", action="store_true", help="run no row: print (and publish) what --out holds")
     parser.add_argument("--not-run-why", help="the record's reason for the rows of the grid no run has finished")
     return parser.parse_args(argv)
 
@@ -425,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }  # fmt: skip
     asked = {(b, s, c) for s in strategies for b in backends for c in scenarios}
     try:
-        done = resume(results, out, asked, args.redo)
+        done = resume(results, out, asked, args.redo and not args.no_run)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -442,7 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"forgetting: {len(strategies)} strategies x {len(scenarios)} scenarios x {backends}, model {model}, "
             f"readers {list(models.readers)}, purge {'supported' if purge else 'n/a'}; workdir {workdir}"
         )
-        for strategy in strategies:
+        for strategy in [] if args.no_run else strategies:
             todo = [(b, c) for b in backends for c in scenarios if (b, strategy, c) not in done]
             if not todo:
                 run.say(f"{strategy}: every row asked is in {out} already (kept)")

@@ -157,6 +157,8 @@ def test_derived_scenarios_on_sqlite(
     assert edges["without_b"]["ilse varga -> valdora"] == 0 < edges["without_b"]["ilse varga -> mayor holt"]
     assert "| sqlite | remem | edge_only | 3/3 | 0/3 | 0 |" in capsys.readouterr().out
 
+    assert forgetting.main([*argv, "--no-run", "--redo"]) == 0  # runs nothing, keeps everything
+    assert json.loads(out.read_text(encoding="utf-8"))["rows"] == results["rows"]
     report = importlib.import_module("forgetting_report")
     record = json.loads(report.publish(results, "forgetting-test", argv, root=tmp_path).read_text(encoding="utf-8"))
     totals = record["totals"]
