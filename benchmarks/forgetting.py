@@ -385,7 +385,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from gemrag.eval.publish import check_publish_name
+    from gemrag.eval.publish import check_publish_name, code_version
     from gemrag.memory import Memory
     from gemrag.store import open_store
     from gemrag.strategies import available
@@ -422,8 +422,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                           "chars": len(CANARY)}],
         "canary": {"needles": list(NEEDLES), "edited_needles": list(EDITED_NEEDLES), "questions": list(QUESTIONS)},
         "load_average_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else [], "rows": [],
-        "runs": [{"command": shlex.join(["python benchmarks/forgetting.py", *(sys.argv[1:] if argv is None else argv)]),
-                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load_start": load_average()}],
+        "runs": [{"command": shlex.join(["python", "benchmarks/forgetting.py", *(sys.argv[1:] if argv is None
+                                                                                else argv)]),
+                  "code": code_version()["commit"][:12], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "load_start": load_average()}],
     }  # fmt: skip
     asked = {(b, s, c) for s in strategies for b in backends for c in scenarios}
     try:
