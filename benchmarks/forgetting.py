@@ -166,10 +166,15 @@ class Run:
     out: Path
     purge: bool
     started: float = field(default_factory=time.perf_counter)
+    kept: int = 0
+    """Rows an earlier run finished (kept from ``out``)."""
+    entry: dict[str, Any] = field(default_factory=dict)
+    """This run's entry in ``results["runs"]`` (command, commit, seconds, load, rows run)."""
 
     def save(self) -> None:
         seconds = time.perf_counter() - self.started
-        self.results["runs"][-1] |= {"seconds": round(seconds, 1), "load_end": load_average()}
+        self.entry |= {"seconds": round(seconds, 1), "load_end": load_average(),
+                       "rows": len(self.results["rows"]) - self.kept}  # fmt: skip
         self.results["wall_seconds"] = round(self.results.get("wall_seconds_before", 0.0) + seconds, 1)
         self.out.write_text(json.dumps(self.results, indent=2, ensure_ascii=False), encoding="utf-8")
 
@@ -441,7 +446,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["skipped_backends"] = {"postgres": "pgserver not installed, no --postgres-url"}
         models.answer_cache = open_store(root / "answer-cache")
         stack.callback(models.answer_cache.close)
-        run = Run(args, models, corpus, root, pg_url, results, out, purge)
+        run = Run(args, models, corpus, root, pg_url, results, out, purge, kept=len(results["rows"]),
+                  entry=results["runs"][-1])  # fmt: skip
         run.say(
             f"forgetting: {len(strategies)} strategies x {len(scenarios)} scenarios x {backends}, model {model}, "
             f"readers {list(models.readers)}, purge {'supported' if purge else 'n/a'}; workdir {workdir}"
@@ -458,6 +464,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 run_row(run, backend, strategy, scenario, base, full)
                 keys_file.write_text(json.dumps(sorted(models.canary_keys)), encoding="utf-8")
     results["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else []
+    if len(results["rows"]) == run.kept:  # no row ran (e.g. --no-run): no run to list
+        results["runs"].remove(run.entry)
     run.save()
     print()
     print(leak_table(results))

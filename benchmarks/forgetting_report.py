@@ -241,6 +241,10 @@ def publish(
     if missing:
         figures["not_run"] = {"rows": missing, "why": not_run_why or "not run"}
     load = [*results.get("load_average_start", [0.0])[:1], *results.get("load_average_end", [0.0])[:1]]
+    starts = [r["load_start"] for r in results.get("runs", []) if "load_start" in r]
+    ends = [r["load_end"] for r in results.get("runs", []) if "load_end" in r]
+    if starts and ends:  # a run in pieces: the first piece's start, the last one's end
+        load = [starts[0], ends[-1]]
     return write_record(name, "forgetting", figures, argv=argv, seconds=results["wall_seconds"], load=load, root=root)
 
 
