@@ -25,7 +25,12 @@ base's LLM cache:
 * ``edit_erase``, ``delete_erase``, ``erase_reader``, ``erase_interrupt``, ``delete_indexing``: ``replace`` or
   ``delete`` (``delete_indexing``: while another process indexes), then after the rebuild, from a new session,
   ``Memory.erase()`` (with another process reading, or interrupted by ``SIGINT``, then run again:
-  ``benchmarks/forgetting_erase.py``); their rows and files at the end are counted after the erase.
+  ``benchmarks/forgetting_erase.py``); their rows and files at the end are counted after the erase;
+* ``chat``, ``merged_relation``, ``edge_only`` (``benchmarks/forgetting_derived.py``: each on a small memory of its
+  own, not a copy of the base): a chat reply rephrasing a note's vault code, the note deleted (exchanges in the live
+  session's window, in a new session's history and among the documents are counted too); a relation two documents
+  state, the one that worded it first deleted; an edge only the deleted document made. The last two set every
+  strategy's published structures and hits against a build without the document (stand-in models only).
 
 After the removal (no rebuild yet), then after ``index`` rebuilt the strategy, canary strings are counted
 (case-insensitively) in: the hits of the five questions and the chunk texts of their provenance passages; every
@@ -49,21 +54,25 @@ an answer *abstains* when it is empty or says the answer is not there (``not men
 canary string. With ``--readers`` several reader models answer over the same contexts (the build uses the
 configured model).
 
-Run (fake: the unit tests' stand-ins ``tests/fakes.py``, exact call counts, seconds per strategy; real: the
-configured embedded models)::
+Run (fake: the unit tests' stand-ins ``tests/fakes.py``, RAPTOR reducing by PCA, exact call counts, seconds per
+strategy; real: the configured embedded models)::
 
     python benchmarks/forgetting.py --fake --strategies gem,dense,bm25 --backends sqlite
     python benchmarks/forgetting.py --fake --out forgetting-fake.json           # every strategy, both stores
     GEMRAG_LLM__MODEL=qwen2.5-coder-0.5b python benchmarks/forgetting.py --workdir /tmp/forget \\
         --readers qwen2.5-coder-0.5b,qwen2.5-coder-1.5b --out forgetting.json
 
+Resumable: the rows already in ``--out`` (default ``<workdir>/forgetting.json``) that finished are kept and not run
+again (``--redo`` runs the rows asked again; ``--no-run`` runs none: it prints and publishes what ``--out`` holds),
+so a grid is run in pieces, each command listed under ``runs``.
 ``--workdir`` keeps the memories (one folder per LLM model): a rerun reuses the base memories, the full-build
 counts and the answer cache, and redoes the scenarios (fresh copies), so after a change it costs little;
 ``--publish NAME`` also writes the record ``results/NAME.json`` (the leak counts of every scenario, the erase runs,
-the totals; :func:`publish`). ``--fresh`` starts that model's folder over (needed when a change alters what a build
-makes). PostgreSQL: ``--postgres-url postgresql://...`` (one schema per scenario,
-``fg_<model>_<strategy>_<scenario>``, replaced on each run), else a pgserver started here in a fresh ``/tmp``
-directory, removed at the end.
+the totals, and under ``not_run`` the rows of the grid that no run finished, with ``--not-run-why``: with ``--fake``
+every strategy x both stores x every scenario, else the strategies and scenarios asked for; :func:`publish`).
+``--fresh`` starts that model's folder over (needed when a change alters what a build makes). PostgreSQL:
+``--postgres-url postgresql://...`` (one schema per scenario, ``fg_<model>_<strategy>_<scenario>``, replaced on each
+run), else a pgserver started here in a fresh ``/tmp`` directory, removed at the end.
 
 Columns of the first table (per store, strategy and scenario; the goal is 0 in every leak column):
 
@@ -99,7 +108,7 @@ import contextlib
 import inspect
 import json
 import os
-import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -125,11 +134,13 @@ from forgetting_corpus import (  # noqa: E402
     slug,
     write_corpus,
 )
+from forgetting_derived import DERIVED_SCENARIOS, run_derived  # noqa: E402
 from forgetting_erase import ERASE_SCENARIOS, delete_while_indexing, erase_later, removal_of  # noqa: E402
-from forgetting_report import abstention_table, leak_row, leak_table, publish  # noqa: E402
+from forgetting_report import abstention_table, leak_row, leak_table, publish, resume  # noqa: E402
 from forgetting_scan import measure, measure_answers, measure_hits, measure_nodes, retrieve_all, scan_files, scan_rows  # noqa: E402
+from forgetting_stores import fresh_location  # noqa: E402
 
-SCENARIOS = ("delete", "replace", "sync", "purge", *ERASE_SCENARIOS)
+SCENARIOS = ("delete", "replace", "sync", "purge", *ERASE_SCENARIOS, *DERIVED_SCENARIOS)
 
 
 def load_average() -> float:
@@ -155,9 +166,16 @@ class Run:
     out: Path
     purge: bool
     started: float = field(default_factory=time.perf_counter)
+    kept: int = 0
+    """Rows an earlier run finished (kept from ``out``)."""
+    entry: dict[str, Any] = field(default_factory=dict)
+    """This run's entry in ``results["runs"]`` (command, commit, seconds, load, rows run)."""
 
     def save(self) -> None:
-        self.results["wall_seconds"] = round(time.perf_counter() - self.started, 1)
+        seconds = time.perf_counter() - self.started
+        self.entry |= {"seconds": round(seconds, 1), "load_end": load_average(),
+                       "rows": len(self.results["rows"]) - self.kept}  # fmt: skip
+        self.results["wall_seconds"] = round(self.results.get("wall_seconds_before", 0.0) + seconds, 1)
         self.out.write_text(json.dumps(self.results, indent=2, ensure_ascii=False), encoding="utf-8")
 
     def say(self, message: str) -> None:
@@ -213,39 +231,17 @@ def full_build(run: Run, strategy: str, variant: str) -> dict[str, Any]:
     return figures
 
 
-def drop_schema(url: str) -> None:
-    """Drop the schema of a PostgreSQL memory URL (its tables and rows), if it exists."""
-    import psycopg
-
-    from gemrag.store.postgres.connect import PgLocation
-
-    loc = PgLocation.parse(url)
-    with psycopg.connect(loc.conninfo, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{loc.schema}" CASCADE')
-
-
-def schema_url(base: str, schema: str) -> str:
-    """``base`` with ``schema=`` set (replacing one it had)."""
-    base = re.sub(r"([?&])schema=[^&]*&?", r"\1", base).rstrip("?&")
-    return f"{base}{'&' if '?' in base else '?'}schema={schema}"
-
-
 def scenario_location(run: Run, backend: str, strategy: str, scenario: str) -> str | Path:
     """A fresh copy of the strategy's base memory for one scenario: a directory copy, or a new PostgreSQL schema."""
     base = run.root / "sqlite" / strategy / "base"
-    if backend == "sqlite":
-        target = run.root / "sqlite" / strategy / scenario
-        shutil.rmtree(target, ignore_errors=True)
+    target = fresh_location(run.root, run.pg_url, run.results["model"], backend, strategy, scenario)
+    if isinstance(target, Path):
         shutil.copytree(base, target)
-        return target
-    from gemrag.store.copy import copy_memory
+    else:
+        from gemrag.store.copy import copy_memory
 
-    assert run.pg_url is not None
-    model = slug(run.results["model"])[:20]
-    url = schema_url(run.pg_url, f"fg_{model}_{slug(strategy)}_{scenario}"[:63])
-    drop_schema(url)
-    copy_memory(base, url)
-    return url
+        copy_memory(base, target)
+    return target
 
 
 def remove_canary(run: Run, mem: Any, location: str | Path, strategy: str, scenario: str) -> dict[str, Any]:
@@ -296,6 +292,52 @@ def run_scenario(run: Run, backend: str, strategy: str, scenario: str) -> dict[s
     return figures
 
 
+def prepare(run: Run, strategy: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The strategy's base memory and its full builds from scratch (``rest``, ``edited``); empty dicts, and a row
+    saying why, when they failed (one strategy failing must not lose the others' figures)."""
+    try:
+        t0 = time.perf_counter()
+        base = build_base(run, strategy)
+        took = "reused" if base.get("reused") else f"{time.perf_counter() - t0:.1f} s"
+        found_before = base["before"]["hits"]["leaking_questions"]
+        run.say(f"{strategy}: base built ({base['build_llm_calls']} LLM calls, {base['chunks']} chunks, "
+                f"{took}); canary found before {found_before}/{len(QUESTIONS)}")  # fmt: skip
+        full = {v: full_build(run, strategy, v) for v in ("rest", "edited")}
+        run.say(f"{strategy}: full builds from scratch {full['rest']['llm_calls']} / "
+                f"{full['edited']['llm_calls']} LLM calls")  # fmt: skip
+        return base, full
+    except Exception as exc:
+        run.say(f"{strategy}: FAILED {type(exc).__name__}: {exc}")
+        run.results["rows"].append({"backend": "-", "strategy": strategy, "scenario": "base", "error": repr(exc),
+                                    "traceback": traceback.format_exc(limit=-4)})  # fmt: skip
+        run.save()
+        return {}, {}
+
+
+def run_row(run: Run, backend: str, strategy: str, scenario: str, base: dict[str, Any], full: dict[str, Any]) -> None:
+    """One row (store, strategy, scenario): run, timed, appended to the results and saved; its leak line printed."""
+    row: dict[str, Any] = {"backend": backend, "strategy": strategy, "scenario": scenario}
+    t0 = time.perf_counter()
+    try:
+        if scenario in DERIVED_SCENARIOS:
+            model = run.results["model"]
+            row |= run_derived(run.models, lambda name: fresh_location(run.root, run.pg_url, model, backend,
+                                                                       strategy, name), strategy, scenario)  # fmt: skip
+        else:
+            row |= {"base": base, "full_build": full["edited" if removal_of(scenario) == "replace" else "rest"]}
+            row["figures"] = run_scenario(run, backend, strategy, scenario)
+    except Exception as exc:
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        row["traceback"] = traceback.format_exc(limit=-4)
+    finally:
+        run.corpus.restore()
+    row["seconds"] = round(time.perf_counter() - t0, 2)
+    row["load"] = load_average()
+    run.results["rows"].append(row)
+    run.save()
+    run.say(f"{backend} · {strategy} · {scenario}: {row['seconds']:.1f} s | {' | '.join(leak_row(row)[3:])}")
+
+
 # -- main -----------------------------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def postgres_server(url: str | None) -> Iterator[str | None]:
@@ -338,12 +380,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--fresh", action="store_true", help="start over: delete this model's memories, counts and caches first"
     )
+    parser.add_argument(
+        "--redo", action="store_true", help="run the rows asked again even when --out holds them (else kept, skipped)"
+    )
+    parser.add_argument("--no-run", action="store_true", help="run no row: print (and publish) what --out holds")
+    parser.add_argument("--not-run-why", help="the record's reason for the rows of the grid no run has finished")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from gemrag.eval.publish import check_publish_name
+    from gemrag.eval.publish import check_publish_name, code_version
     from gemrag.memory import Memory
     from gemrag.store import open_store
     from gemrag.strategies import available
@@ -380,7 +427,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                           "chars": len(CANARY)}],
         "canary": {"needles": list(NEEDLES), "edited_needles": list(EDITED_NEEDLES), "questions": list(QUESTIONS)},
         "load_average_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else [], "rows": [],
+        "runs": [{"command": shlex.join(["python", "benchmarks/forgetting.py", *(sys.argv[1:] if argv is None
+                                                                                else argv)]),
+                  "code": code_version()["commit"][:12], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "load_start": load_average()}],
     }  # fmt: skip
+    asked = {(b, s, c) for s in strategies for b in backends for c in scenarios}
+    try:
+        done = resume(results, out, asked, args.redo and not args.no_run)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     with contextlib.ExitStack() as stack:
         pg_url = stack.enter_context(postgres_server(args.postgres_url)) if "postgres" in backends else None
         if "postgres" in backends and pg_url is None:
@@ -389,49 +446,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["skipped_backends"] = {"postgres": "pgserver not installed, no --postgres-url"}
         models.answer_cache = open_store(root / "answer-cache")
         stack.callback(models.answer_cache.close)
-        run = Run(args, models, corpus, root, pg_url, results, out, purge)
+        run = Run(args, models, corpus, root, pg_url, results, out, purge, kept=len(results["rows"]),
+                  entry=results["runs"][-1])  # fmt: skip
         run.say(
             f"forgetting: {len(strategies)} strategies x {len(scenarios)} scenarios x {backends}, model {model}, "
             f"readers {list(models.readers)}, purge {'supported' if purge else 'n/a'}; workdir {workdir}"
         )
-        for strategy in strategies:
-            try:
-                t0 = time.perf_counter()
-                base = build_base(run, strategy)
-                took = "reused" if base.get("reused") else f"{time.perf_counter() - t0:.1f} s"
-                run.say(f"{strategy}: base built ({base['build_llm_calls']} LLM calls, {base['chunks']} chunks, "
-                        f"{took}); canary found before "
-                        f"{base['before']['hits']['leaking_questions']}/{len(QUESTIONS)}")  # fmt: skip
-                full = {v: full_build(run, strategy, v) for v in ("rest", "edited")}
-                run.say(f"{strategy}: full builds from scratch {full['rest']['llm_calls']} / "
-                        f"{full['edited']['llm_calls']} LLM calls")  # fmt: skip
-            except Exception as exc:  # one strategy failing must not lose the others' figures
-                run.say(f"{strategy}: FAILED {type(exc).__name__}: {exc}")
-                results["rows"].append({"backend": "-", "strategy": strategy, "scenario": "base", "error": repr(exc),
-                                        "traceback": traceback.format_exc(limit=-4)})  # fmt: skip
-                run.save()
+        for strategy in [] if args.no_run else strategies:
+            todo = [(b, c) for b in backends for c in scenarios if (b, strategy, c) not in done]
+            if not todo:
+                run.say(f"{strategy}: every row asked is in {out} already (kept)")
                 continue
-            for backend in backends:
-                for scenario in scenarios:
-                    variant = "edited" if removal_of(scenario) == "replace" else "rest"
-                    row: dict[str, Any] = {"backend": backend, "strategy": strategy, "scenario": scenario,
-                                           "base": base, "full_build": full[variant]}  # fmt: skip
-                    t0 = time.perf_counter()
-                    try:
-                        row["figures"] = run_scenario(run, backend, strategy, scenario)
-                    except Exception as exc:
-                        row["error"] = f"{type(exc).__name__}: {exc}"
-                        row["traceback"] = traceback.format_exc(limit=-4)
-                    finally:
-                        corpus.restore()
-                    row["seconds"] = round(time.perf_counter() - t0, 2)
-                    row["load"] = load_average()
-                    results["rows"].append(row)
-                    keys_file.write_text(json.dumps(sorted(models.canary_keys)), encoding="utf-8")
-                    run.save()
-                    line = " | ".join(leak_row(row)[3:])
-                    run.say(f"{backend} · {strategy} · {scenario}: {row['seconds']:.1f} s | {line}")
+            base, full = prepare(run, strategy) if any(c not in DERIVED_SCENARIOS for _, c in todo) else ({}, {})
+            for backend, scenario in todo:
+                if scenario not in DERIVED_SCENARIOS and not base:
+                    continue  # the base failed: its row says why
+                run_row(run, backend, strategy, scenario, base, full)
+                keys_file.write_text(json.dumps(sorted(models.canary_keys)), encoding="utf-8")
     results["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else []
+    if len(results["rows"]) == run.kept:  # no row ran (e.g. --no-run): no run to list
+        results["runs"].remove(run.entry)
     run.save()
     print()
     print(leak_table(results))
@@ -439,7 +473,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(abstention_table(results))
     print(f"\nwall {results['wall_seconds']:.0f} s; load average now {results['load_average_end']}; figures in {out}")
     if args.publish:
-        print(f"record: {publish(results, args.publish, argv)}")
+        grid = (available(), SCENARIOS) if args.fake else None  # a real model: the rows it was asked for
+        print(f"record: {publish(results, args.publish, argv, grid=grid, not_run_why=args.not_run_why)}")
     return 1 if any("error" in r for r in results["rows"]) else 0
 
 

@@ -132,18 +132,19 @@ class CountingLLM:
 
 
 class RecordingEmbedder:
-    """Wraps an embedder and keeps the texts it embeds that hold a canary string (the embedding cache stores only
-    their keys, so the keys are computed from these texts)."""
+    """Wraps an embedder and keeps the texts it embeds that hold a canary string (of :attr:`needles`: the embedding
+    cache stores only their keys, so the keys are computed from these texts)."""
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.canary_texts: set[str] = set()
+        self.needles: Sequence[str] = NEEDLES
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.backend, name)
 
     def embed(self, texts: Sequence[str]) -> Any:
-        self.canary_texts.update(t for t in texts if found(t))
+        self.canary_texts.update(t for t in texts if found(t, self.needles))
         return self.backend.embed(texts)
 
 
@@ -166,13 +167,20 @@ class Models:
     canary_keys: set[str] = field(default_factory=set)
 
     @contextlib.contextmanager
-    def session(self, location: str | Path) -> Iterator[tuple[Any, CountingLLM]]:
-        """Open the memory at ``location`` with a fresh call counter; on leaving, the embedding keys of the canary
-        texts it embedded join :attr:`canary_keys`, and the memory is closed."""
+    def session(
+        self, location: str | Path, llm_backend: Any = None, config: Any = None
+    ) -> Iterator[tuple[Any, CountingLLM]]:
+        """Open the memory at ``location`` with a fresh call counter (over ``llm_backend``, default the run's; with
+        ``config``, default the run's); on leaving, the embedding keys of the canary texts it embedded join
+        :attr:`canary_keys`, and the memory is closed."""
         from gemrag import Memory
 
-        llm = CountingLLM(self.llm_backend)
-        mem = Memory.open(location, self.config, llm=llm, embedder=self.embedder, progress=self.progress)
+        llm = CountingLLM(llm_backend or self.llm_backend)
+        mem = Memory.open(location, config or self.config, llm=llm, embedder=self.embedder, progress=self.progress)
+        if self.fake:  # RAPTOR reduces by the unit tests' PCA stand-in, not UMAP (no numba compile)
+            from structures import deterministic_raptor
+
+            deterministic_raptor(mem)
         try:
             yield mem, llm
             self.canary_keys.update(mem.embedder.key(t) for t in self.embedder.canary_texts)

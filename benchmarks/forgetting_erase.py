@@ -71,10 +71,9 @@ import sys
 location = sys.argv[1]
 if location.startswith("postgres"):
     import psycopg
-    from gemrag.store.postgres.connect import PgLocation
-    loc = PgLocation.parse(location)
-    conn = psycopg.connect(loc.conninfo)
-    conn.execute(f'LOCK TABLE "{loc.schema}"."llm_cache" IN ACCESS SHARE MODE')
+    conninfo, schema = sys.argv[2:4]
+    conn = psycopg.connect(conninfo)
+    conn.execute(f'LOCK TABLE "{schema}"."llm_cache" IN ACCESS SHARE MODE')
 else:
     import sqlite3
     conn = sqlite3.connect(location + "/memory.sqlite", isolation_level=None)
@@ -91,10 +90,17 @@ conn.close()
 def reader(location: str | Path) -> Iterator[int]:
     """Another process reading the memory for the block (:data:`_READER`: a SQLite read transaction pinning the old
     pages, or a PostgreSQL session holding a share lock on ``llm_cache``, which ``VACUUM (FULL)`` waits for); yields
-    its process id. It ends when its standard input closes."""
+    its process id. It ends when its standard input closes. (It imports only ``sqlite3`` or ``psycopg``: the
+    PostgreSQL location is parsed here, so the reader starts in a fraction of a second.)"""
+    argv = [str(location)]
+    if isinstance(location, str):
+        from gemrag.store.postgres.connect import PgLocation
+
+        loc = PgLocation.parse(location)
+        argv += [loc.conninfo, loc.schema]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     proc = subprocess.Popen(
-        [sys.executable, "-c", _READER, str(location)],
+        [sys.executable, "-c", _READER, *argv],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
@@ -165,7 +171,8 @@ def delete_while_indexing(
     from gemrag.errors import MemoryBusyError
 
     other = "dense" if strategy == "bm25" else "bm25"
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")  # a fresh process, forked from a server that imported gemrag once
+    ctx.set_forkserver_preload(["gemrag.memory", "gemrag.strategies", "forgetting_corpus"])
     ready, go, keys = ctx.Event(), ctx.Event(), ctx.Queue()
     proc = ctx.Process(target=_index_holding_the_lock, args=(args, str(location), other, ready, go, keys))
     proc.start()
@@ -193,9 +200,10 @@ def delete_while_indexing(
     return out
 
 
-def erase_later(models: Any, location: str | Path, scenario: str) -> dict[str, Any]:
-    """The erase step of ``scenario`` (module docstring) on the memory at ``location``, from a new session."""
-    with models.session(location) as (mem, _):
+def erase_later(models: Any, location: str | Path, scenario: str, config: Any = None) -> dict[str, Any]:
+    """The erase step of ``scenario`` (module docstring) on the memory at ``location``, from a new session (opened
+    with ``config``, default the run's)."""
+    with models.session(location, config=config) as (mem, _):
         if scenario in ("edit_erase", "delete_erase", "delete_indexing"):
             return {"erase": _report(mem.erase())}
         if scenario == "erase_reader":

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from forgetting_corpus import QUESTIONS
 from forgetting_erase import removal_of
 from results_record import RESULTS, write_record
 
@@ -27,7 +26,8 @@ def point_cells(m: dict[str, Any], replace: bool) -> list[str]:
     hits = _q(m) + (f" (new {_q(m, 'edited_questions')})" if replace and m["hits"]["error"] is None else "")
     answers = f"{m['leaking_answers']}/{m['answers_asked']}" if m["answers_asked"] else "–"
     caches = f"{m['caches']['llm_responses']} · {m['caches']['embeddings']}"
-    return [hits, str(m["nodes"]["total"]), answers, caches]
+    nodes = str(m["nodes"]["total"]) + (f" (chat {m['chat']['total']})" if "chat" in m else "")
+    return [hits, nodes, answers, caches]
 
 
 LEAK_HEADER = (
@@ -43,8 +43,8 @@ def leak_row(row: dict[str, Any]) -> list[str]:
     width = len(LEAK_HEADER) - len(head)
     if "error" in row:
         return head + [f"error: {row['error'][:100]}"] + [""] * (width - 1)
-    s, base = row["figures"], row["base"]
-    before = f"{base['before']['hits']['leaking_questions']}/{len(QUESTIONS)}"
+    s, hits = row["figures"], row.get("base", {}).get("before", {}).get("hits")
+    before = f"{hits['leaking_questions']}/{hits['questions']}" if hits else "–"
     if "skipped" in s:
         return head + [before] + ["n/a"] * (width - 1)
     replace = removal_of(row["scenario"]) == "replace"
@@ -94,6 +94,41 @@ def abstention_table(results: dict[str, Any]) -> str:
     return markdown(header, rows)
 
 
+# -- resuming -----------------------------------------------------------------------------------------------------
+def row_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    """A row's identity: (store, strategy, scenario)."""
+    return row["backend"], row["strategy"], row["scenario"]
+
+
+def finished(row: dict[str, Any]) -> bool:
+    """A row that ran to its end (skipped included): kept by a resumed run; an error or a failed base is run again."""
+    return "error" not in row and row["scenario"] != "base"
+
+
+def resume(results: dict[str, Any], out: Path, asked: set[tuple[str, str, str]], redo: bool) -> set[tuple[str, ...]]:
+    """Join a new run's ``results`` to the figures an earlier run of the same model wrote to ``out``: its finished
+    rows are kept (with ``redo``, those the new run asks for are dropped: it runs them again), its strategies,
+    scenarios and stores join the new run's, and its runs (command, seconds, load, rows) come before the new one.
+    Returns the rows (:func:`row_key`) the new run must not run again.
+
+    Raises:
+        ValueError: ``out`` holds another model's figures (a fake run's rows beside a real model's, or the reverse).
+    """
+    import json
+
+    previous = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
+    if previous and (previous.get("model"), previous.get("fake")) != (results["model"], results["fake"]):
+        raise ValueError(f"{out} holds the figures of model {previous.get('model')!r}, not {results['model']!r}")
+    kept = [r for r in previous.get("rows", []) if finished(r) and not (redo and row_key(r) in asked)]
+    for key in ("strategies", "scenarios", "backends"):
+        results[key] = list(dict.fromkeys([*previous.get(key, []), *results[key]]))
+    results["rows"] = kept
+    earlier = [{"command": "an earlier run (its command not recorded)", "seconds": previous.get("wall_seconds")}]
+    results["runs"] = previous.get("runs", earlier if previous else []) + results["runs"]
+    results["wall_seconds_before"] = previous.get("wall_seconds", 0.0)
+    return {row_key(r) for r in kept}
+
+
 # -- the record --------------------------------------------------------------------------------------------------
 def _point(m: dict[str, Any]) -> dict[str, Any]:
     """The leak counts at one point of a scenario (None: the retrieval was refused)."""
@@ -105,7 +140,7 @@ def _point(m: dict[str, Any]) -> dict[str, Any]:
         "answers_asked": m["answers_asked"],
         "llm_cache": m["caches"]["llm_responses"],
         "embeddings": m["caches"]["embeddings"],
-    }
+    } | ({"chat": m["chat"]["total"]} if "chat" in m else {})
 
 
 def record_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -130,22 +165,67 @@ def record_row(row: dict[str, Any]) -> dict[str, Any]:
     }
     if "erase" in s:
         out["erase"] = {k: v for k, v in s["erase"].items() if k != "erase"} | {"final": s["erase"]["erase"]}
+    out |= {k: s[k] for k in ("equal_without", "checks") if k in s}
     if row["scenario"] == "delete_indexing":
         out["delete"] = {k: s["removal"][k] for k in ("busy", "canary_kept_while_busy", "waited_seconds")}
     return out
 
 
-def publish(results: dict[str, Any], name: str, argv: Sequence[str] | None, root: Path = RESULTS) -> Path:
-    """Write the run as the record ``results/NAME.json`` (:mod:`results_record`): the run's settings, one entry per
-    scenario (:func:`record_row`) and the leak totals at the end (every leak column summed; 0 is the goal)."""
-    rows = [record_row(r) for r in results["rows"]]
+GRID_NOTE = (
+    "every scenario runs for every strategy on both stores; merged_relation's paid_nodes check concerns the strategies "
+    "that merge a relation stated twice (hlgraph), edge_only's fact_edges those with fact edges between entities "
+    "(the REMem strategies), elsewhere they are empty or null; both compare every strategy with a build without "
+    "the removed document"
+)
+"""What the record says of which scenario applies to which strategy."""
+
+
+def not_run(
+    rows: Sequence[dict[str, Any]], strategies: Sequence[str], scenarios: Sequence[str]
+) -> dict[str, list[str]]:
+    """Per strategy, the ``store:scenario`` rows of the grid (``strategies`` x both stores x ``scenarios``) that no
+    run finished."""
+    done = {row_key(r) for r in rows if finished(r)}
+    missing: dict[str, list[str]] = {}
+    for s in strategies:
+        for b in ("sqlite", "postgres"):
+            missing.setdefault(s, []).extend(f"{b}:{c}" for c in scenarios if (b, s, c) not in done)
+    return {s: m for s, m in missing.items() if m}
+
+
+def publish(
+    results: dict[str, Any],
+    name: str,
+    argv: Sequence[str] | None,
+    root: Path = RESULTS,
+    grid: tuple[Sequence[str], Sequence[str]] | None = None,
+    not_run_why: str | None = None,
+) -> Path:
+    """Write the run as the record ``results/NAME.json`` (:mod:`results_record`): the run's settings, the runs that
+    made it (a resumed run's pieces), one entry per scenario (:func:`record_row`, ordered by strategy, store and
+    scenario), the leak totals at the end (every leak column summed; 0 is the goal), and, of the ``grid``
+    (strategies, scenarios; default: those of the results), the rows no run finished (``not_run``, with
+    ``not_run_why``)."""
+    strategies, scenarios = grid or (results["strategies"], results["scenarios"])
+    order = {k: i for i, k in enumerate([*strategies, "sqlite", "postgres", *scenarios])}
+    ordered = sorted(results["rows"], key=lambda r: tuple(order.get(k, len(order)) for k in
+                                                          (r["strategy"], r["backend"], r["scenario"])))  # fmt: skip
+    rows = [record_row(r) for r in ordered]
     done = [r for r in rows if "after_rebuild" in r]
+    equal = [r["equal_without"] for r in done if "equal_without" in r]
     totals = {
         "scenarios": len(rows),
         "errors": sum("error" in r for r in rows),
         "leaks_after_rebuild": sum(
-            (r["after_rebuild"]["hits"] or 0) + r["after_rebuild"]["nodes"] + r["after_rebuild"]["answers"]
+            (r["after_rebuild"]["hits"] or 0)
+            + r["after_rebuild"]["nodes"]
+            + r["after_rebuild"]["answers"]
+            + r["after_rebuild"].get("chat", 0)
             for r in done
+        ),
+        "chat_after_removal": sum(r["after_removal"].get("chat", 0) for r in done),
+        "not_equal_to_a_build_without": sum(
+            not (e["at_removal"]["equal"] and e["after_rebuild"]["equal"]) for e in equal
         ),
         "rows_at_end_after_erase": sum(r["rows_at_end"] for r in done if "erase" in r or r["scenario"] == "purge"),
         "files_at_end_after_erase": sum(
@@ -154,9 +234,17 @@ def publish(results: dict[str, Any], name: str, argv: Sequence[str] | None, root
     }
     figures = {k: results[k] for k in ("fake", "model", "readers", "strategies", "scenarios", "backends", "documents")}
     figures |= {"canary": results["canary"], "totals": totals, "rows": rows}
+    figures |= {"grid": GRID_NOTE, "runs": results.get("runs", [])}
     if results.get("reruns"):  # scenarios run again by a later command, their rows replacing the first run's
         figures["reruns"] = results["reruns"]
+    missing = not_run(results["rows"], strategies, scenarios)
+    if missing:
+        figures["not_run"] = {"rows": missing, "why": not_run_why or "not run"}
     load = [*results.get("load_average_start", [0.0])[:1], *results.get("load_average_end", [0.0])[:1]]
+    starts = [r["load_start"] for r in results.get("runs", []) if "load_start" in r]
+    ends = [r["load_end"] for r in results.get("runs", []) if "load_end" in r]
+    if starts and ends:  # a run in pieces: the first piece's start, the last one's end
+        load = [starts[0], ends[-1]]
     return write_record(name, "forgetting", figures, argv=argv, seconds=results["wall_seconds"], load=load, root=root)
 
 

@@ -36,13 +36,13 @@ def _count_bytes(data: bytes, needles: Sequence[str]) -> int:
     return sum(low.count(n.encode("utf-8")) for n in needles)
 
 
-def scan_rows(location: str | Path) -> dict[str, int]:
-    """Rows holding a canary string, per table, in every table of the memory (SQLite file or PostgreSQL schema),
-    read with a connection of its own (the memory may be open or closed)."""
+def scan_rows(location: str | Path, needles: Sequence[str] = NEEDLES) -> dict[str, int]:
+    """Rows holding a canary string (of ``needles``), per table, in every table of the memory (SQLite file or
+    PostgreSQL schema), read with a connection of its own (the memory may be open or closed)."""
     counts: dict[str, int] = {}
 
     def row_leaks(row: Sequence[Any]) -> bool:
-        return any(_count_bytes(_cell(v), NEEDLES) for v in row)
+        return any(_count_bytes(_cell(v), needles) for v in row)
 
     if isinstance(location, str):
         import psycopg
@@ -68,12 +68,12 @@ def scan_rows(location: str | Path) -> dict[str, int]:
     return counts
 
 
-def scan_files(directory: Path) -> dict[str, int]:
-    """Occurrences of canary strings (case-insensitive bytes) in every file under a SQLite memory directory, per
-    file holding any."""
+def scan_files(directory: Path, needles: Sequence[str] = NEEDLES) -> dict[str, int]:
+    """Occurrences of canary strings (of ``needles``; case-insensitive bytes) in every file under a SQLite memory
+    directory, per file holding any."""
     counts = {}
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        n = _count_bytes(path.read_bytes(), NEEDLES)
+        n = _count_bytes(path.read_bytes(), needles)
         if n:
             counts[str(path.relative_to(directory))] = n
     return counts
@@ -93,24 +93,30 @@ def context_texts(store: Any, hit: Any) -> tuple[list[str], int]:
     return texts, gone
 
 
-def retrieve_all(mem: Any, strategy: str, budget: int | None) -> tuple[list[list[Any]] | None, str | None]:
-    """The hits of the five questions (None and the error when the strategy cannot answer, e.g. withdrawn)."""
+def retrieve_all(
+    mem: Any, strategy: str, budget: int | None, questions: Sequence[str] = QUESTIONS
+) -> tuple[list[list[Any]] | None, str | None]:
+    """The hits of ``questions`` (default: the five canary questions); None and the error when the strategy cannot
+    answer (e.g. withdrawn)."""
     from gemrag.errors import GemragError
     from gemrag.memory.states import StaleStrategyWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StaleStrategyWarning)
         try:
-            return [mem.retrieve(q, budget, strategy) for q in QUESTIONS], None
+            return [mem.retrieve(q, budget, strategy) for q in questions], None
         except GemragError as exc:
             return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
 
 
-def measure_hits(mem: Any, hits: list[list[Any]] | None, error: str | None) -> dict[str, Any]:
-    """Canary strings in the contexts: questions whose context holds one, hits holding one, gone chunks, and
-    (replace) contexts holding the edited note's strings."""
+def measure_hits(
+    mem: Any, hits: list[list[Any]] | None, error: str | None, needles: Sequence[str] = NEEDLES, asked: int = 0
+) -> dict[str, Any]:
+    """Canary strings (of ``needles``) in the contexts: questions whose context holds one, hits holding one, gone
+    chunks, and (replace) contexts holding the edited note's strings. ``asked``: how many questions were asked when
+    ``hits`` is None (0: the five canary questions)."""
     if hits is None:
-        return {"questions": len(QUESTIONS), "leaking_questions": None, "error": error}
+        return {"questions": asked or len(QUESTIONS), "leaking_questions": None, "error": error}
     leaking_q = leaking_hits = gone = edited_q = 0
     kinds: dict[str, int] = {}
     for q_hits in hits:
@@ -118,7 +124,7 @@ def measure_hits(mem: Any, hits: list[list[Any]] | None, error: str | None) -> d
         for h in q_hits:
             texts, missing = context_texts(mem.store, h)
             gone += missing
-            if any(found(t) for t in texts):
+            if any(found(t, needles) for t in texts):
                 leaking_hits += 1
                 kinds[h.kind] = kinds.get(h.kind, 0) + 1
                 q_leak = True
@@ -126,7 +132,7 @@ def measure_hits(mem: Any, hits: list[list[Any]] | None, error: str | None) -> d
         leaking_q += q_leak
         edited_q += q_edit
     return {
-        "questions": len(QUESTIONS),
+        "questions": len(hits),
         "hits": sum(len(q) for q in hits),
         "leaking_questions": leaking_q,
         "leaking_hits": leaking_hits,
@@ -137,11 +143,12 @@ def measure_hits(mem: Any, hits: list[list[Any]] | None, error: str | None) -> d
     }
 
 
-def measure_nodes(store: Any) -> dict[str, Any]:
-    """Canary strings in what a reader sees: derived nodes (text and meta), chunks, utility questions."""
+def measure_nodes(store: Any, needles: Sequence[str] = NEEDLES) -> dict[str, Any]:
+    """Canary strings (of ``needles``) in what a reader sees: derived nodes (text and meta), chunks, utility
+    questions."""
     derived, chunks, kinds = 0, 0, {}
     for n in store.nodes():
-        if not found(f"{n.text}\n{json.dumps(n.meta, ensure_ascii=False, default=str)}"):
+        if not found(f"{n.text}\n{json.dumps(n.meta, ensure_ascii=False, default=str)}", needles):
             continue
         if n.kind == "chunk":
             chunks += 1
@@ -149,7 +156,7 @@ def measure_nodes(store: Any) -> dict[str, Any]:
             derived += 1
             key = f"{n.strategy}:{n.kind}"
             kinds[key] = kinds.get(key, 0) + 1
-    questions = sum(1 for _, _, text in store.questions() if found(text))
+    questions = sum(1 for _, _, text in store.questions() if found(text, needles))
     return {
         "derived": derived,
         "chunks": chunks,
@@ -159,19 +166,25 @@ def measure_nodes(store: Any) -> dict[str, Any]:
     }
 
 
-def measure_caches(store: Any, canary_keys: set[str]) -> dict[str, int]:
-    """LLM cache responses holding a canary string; embedding cache entries of texts holding one."""
+def measure_caches(store: Any, canary_keys: set[str], needles: Sequence[str] = NEEDLES) -> dict[str, int]:
+    """LLM cache responses holding a canary string (of ``needles``); embedding cache entries of texts holding one."""
     responses = sum(
-        1 for (r,) in store.database._query("SELECT response FROM llm_cache") if _count_bytes(_cell(r), NEEDLES)
+        1 for (r,) in store.database._query("SELECT response FROM llm_cache") if _count_bytes(_cell(r), needles)
     )
     keys = {str(k) for (k,) in store.database._query("SELECT key FROM embeddings")}
     return {"llm_responses": responses, "embeddings": len(keys & canary_keys)}
 
 
 def measure_answers(
-    models: Models, mem: Any, hits: list[list[Any]] | None, cache: Any | None
+    models: Models,
+    mem: Any,
+    hits: list[list[Any]] | None,
+    cache: Any | None,
+    questions: Sequence[str] = QUESTIONS,
+    needles: Sequence[str] = NEEDLES,
 ) -> dict[str, dict[str, Any]]:
-    """Per reader and prompt: each answer's text, whether it abstains and whether it holds a canary string."""
+    """Per reader and prompt: each answer's text (of ``questions``, whose hits are ``hits``), whether it abstains
+    and whether it holds a canary string (of ``needles``)."""
     from gemrag.answers.answering import answer_question
 
     out: dict[str, dict[str, Any]] = {}
@@ -183,11 +196,12 @@ def measure_answers(
         out[reader] = {}
         for prompt in PROMPTS:
             rows = []
-            for question, q_hits in zip(QUESTIONS, hits, strict=True):
+            for question, q_hits in zip(questions, hits, strict=True):
                 answer = answer_question(
                     llm, mem.meter, mem.store, question, q_hits, abstain=prompt == "abstain", cite=cite
                 )
-                rows.append({"text": answer.text[:400], "abstains": abstains(answer.text), "leaks": found(answer.text),
+                rows.append({"text": answer.text[:400], "abstains": abstains(answer.text),
+                             "leaks": found(answer.text, needles),
                              "edited": bool(found(answer.text, EDITED_NEEDLES))})  # fmt: skip
             out[reader][prompt] = {
                 "abstained": sum(r["abstains"] for r in rows),
@@ -199,17 +213,26 @@ def measure_answers(
 
 
 def measure(
-    models: Models, mem: Any, location: str | Path, strategy: str, budget: int | None, cache: Any | None
+    models: Models,
+    mem: Any,
+    location: str | Path,
+    strategy: str,
+    budget: int | None,
+    cache: Any | None,
+    questions: Sequence[str] = QUESTIONS,
+    needles: Sequence[str] = NEEDLES,
+    probes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Everything counted at one point of a scenario (the memory at ``location`` open)."""
-    hits, error = retrieve_all(mem, strategy, budget)
-    answers = measure_answers(models, mem, hits, cache)
+    """Everything counted at one point of a scenario (the memory at ``location`` open): the hits of ``questions``
+    and of ``probes`` (texts retrieved, not asked), the answers to ``questions``, canary strings of ``needles``."""
+    hits, error = retrieve_all(mem, strategy, budget, (*questions, *probes))
+    answers = measure_answers(models, mem, hits and hits[: len(questions)], cache, questions, needles)
     return {
-        "hits": measure_hits(mem, hits, error),
-        "nodes": measure_nodes(mem.store),
+        "hits": measure_hits(mem, hits, error, needles, len(questions) + len(probes)),
+        "nodes": measure_nodes(mem.store, needles),
         "answers": answers,
         "leaking_answers": sum(p["leaked"] for r in answers.values() for p in r.values()),
         "answers_asked": sum(len(p["answers"]) for r in answers.values() for p in r.values()),
-        "caches": measure_caches(mem.store, models.canary_keys),
-        "rows": scan_rows(location),
+        "caches": measure_caches(mem.store, models.canary_keys, needles),
+        "rows": scan_rows(location, needles),
     }

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from gemrag.models.base import Completion, Message, Usage
 
@@ -143,6 +144,14 @@ def _nearest_passage(prompt: str, text: str) -> int:
     passages = re.findall(r"^\[(\d+)\] (.*)$", context, flags=re.M)
     words = set(WORD.findall(text.lower()))
     return int(max(passages, key=lambda p: len(words & set(WORD.findall(p[1].lower()))))[0]) if passages else 1
+
+
+def pca(X: np.ndarray, n_components: int, n_neighbors: int) -> np.ndarray:
+    """A cheap deterministic stand-in for UMAP: the top principal components."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        centred = X - X.mean(axis=0)
+        _, _, vt = np.linalg.svd(centred, full_matrices=False)
+        return centred @ vt[:n_components].T
 
 
 class ScriptedLLM:
@@ -407,3 +416,62 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.now += seconds
+
+
+# -- forgetting: the corpora and doubles of the derived-holder cases (tests and benchmarks/forgetting.py) ----------
+VAULT_NOTE = "Household notes. Buy oat milk on Friday. The new vault combination is QXV-7731. The cat sleeps all day."
+"""A note whose vault code a chat character recalls and rephrases (:class:`ParaphrasingLLM`)."""
+VAULT = ("7731", "qxv")
+"""The vault code's strings (lower case)."""
+KEEPER = "The lighthouse keeper paints the railings every spring."
+"""A note that stays."""
+
+LEDGER_DOCS = {
+    "a": (
+        "Ilse Varga met Tomas Reyes in Valdora. Tomas Reyes sold the old ledger to Mayor Holt. "
+        "The harbour of Valdora was quiet that winter, and the fishing boats stayed in port for weeks."
+    ),
+    "b": (
+        "Ilse Varga PAID Mayor Holt. Ilse Varga bribed Valdora. Mayor Holt warned Ilse Varga because the "
+        "Kestrel storm came in 1999. The Kestrel ledger listed every payment to the harbour office."
+    ),
+    "c": (
+        "Ilse Varga paid Mayor Holt. Mayor Holt warned Ilse Varga because the harbour vote was near. "
+        "Tomas Reyes left Valdora for Quillon, where the markets were larger and the winters milder."
+    ),
+}
+"""Three documents for the :class:`ScriptedLLM`'s extraction: B states a relation C states too, first and in other
+words (``PAID``: a merged relation keeps the first chunk's label and passive), the one edge between two entities
+that survive it (``bribed``), and an event C states too with another why and time frame."""
+LEDGER_REMOVED = ("kestrel", "bribed", "offshore")
+"""Strings only B (and :class:`LedgerLLM`'s wording of it) gives, lower case (no number: a float stored as text may hold
+its digits)."""
+
+
+class ParaphrasingLLM(ScriptedLLM):
+    """A :class:`ScriptedLLM` whose character rephrases the vault code it recalled (no sentence of the note is
+    quoted: "I keep it in mind: QXV dash 7731 opens the vault.")."""
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+        if "Stay in character" in system:
+            found = re.search(r"([A-Z]{3})-(\d{4})", system)
+            text = f"I keep it in mind: {found.group(1)} dash {found.group(2)} opens the vault." if found else "No."
+            return Completion(text, None, super().complete(messages, **kwargs).usage)
+        return super().complete(messages, **kwargs)
+
+
+class LedgerLLM(ScriptedLLM):
+    """The scripted LLM, but HLGraphRAG's extraction of a chunk naming the Kestrel ledger writes its own passive
+    voice for the relation, naming the ledger (what an LLM adds that no remaining chunk states)."""
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        done = super().complete(messages, **kwargs)
+        system = messages[0]["content"] if messages else ""
+        if system.startswith("You build a memory of who did what") and "Kestrel" in str(messages[-1]["content"]):
+            parsed = dict(done.parsed or {})
+            parsed["relations"] = [
+                {**r, "passive": "was paid through the Kestrel offshore ledger by"} for r in parsed["relations"]
+            ]
+            return Completion(json.dumps(parsed), parsed, done.usage)
+        return done

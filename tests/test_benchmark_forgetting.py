@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -48,12 +49,13 @@ def test_fake_run_on_sqlite(
             monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "forgetting.json"
+    canary = [c for c in forgetting.SCENARIOS if c not in forgetting.DERIVED_SCENARIOS]
     argv = ["--fake", "--strategies", "dense,bm25,gem", "--backends", "sqlite", "--workdir", str(tmp_path / "w"),
-            "--out", str(out), "--no-progress"]  # fmt: skip
+            "--out", str(out), "--no-progress", "--scenarios", ",".join(canary)]  # fmt: skip
     assert forgetting.main(argv) == 0
     results = json.loads(out.read_text(encoding="utf-8"))
     rows = {(r["strategy"], r["scenario"]): r for r in results["rows"]}
-    assert set(rows) == {(s, c) for s in ("dense", "bm25", "gem") for c in forgetting.SCENARIOS}
+    assert set(rows) == {(s, c) for s in ("dense", "bm25", "gem") for c in canary}
     for (strategy, scenario), row in rows.items():
         assert "error" not in row, row.get("error")
         assert row["base"]["before"]["hits"]["leaking_questions"] >= 3, strategy  # the canary was retrievable
@@ -101,7 +103,96 @@ def test_fake_run_on_sqlite(
     indexing = next(r for r in record["rows"] if r["scenario"] == "delete_indexing")
     assert indexing["delete"]["busy"] and indexing["erase"]["final"]["complete"]
 
-    # a rerun with the same workdir reuses the base memories and the full-build counts
+    # a rerun with the same --out keeps its rows and runs none again; with --redo it runs them again, reusing the
+    # base memories and the full-build counts of the workdir
     assert forgetting.main(argv) == 0
-    again = json.loads(out.read_text(encoding="utf-8"))
-    assert [r["full_build"] for r in again["rows"]] == [r["full_build"] for r in results["rows"]]
+    kept = json.loads(out.read_text(encoding="utf-8"))
+    assert kept["rows"] == results["rows"] and len(kept["runs"]) == 1  # no row ran: no run listed
+    assert forgetting.main([*argv[:-2], "--scenarios", "delete", "--redo"]) == 0
+    again = {(r["strategy"], r["scenario"]): r for r in json.loads(out.read_text(encoding="utf-8"))["rows"]}
+    assert again.keys() == rows.keys() and all(again[k]["full_build"] == rows[k]["full_build"] for k in rows)
+    assert [k for k in rows if again[k]["seconds"] != rows[k]["seconds"]] == [
+        (s, "delete") for s in ("dense", "bm25", "gem")
+    ]
+
+
+def test_derived_scenarios_on_sqlite(
+    forgetting: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """chat, merged_relation and edge_only with the stand-ins: the removed note or document was found before; after
+    the removal and after the rebuild no hit, node, answer or exchange holds its strings; the memory equals a build
+    without it (structures and hits); a later erase leaves no row and no byte."""
+    for var in list(os.environ):
+        if var.startswith("GEMRAG_"):
+            monkeypatch.delenv(var, raising=False)
+    out = tmp_path / "derived.json"
+    argv = ["--fake", "--strategies", "dense,hlgraph,remem", "--scenarios", ",".join(forgetting.DERIVED_SCENARIOS),
+            "--backends", "sqlite", "--workdir", str(tmp_path / "w"), "--out", str(out), "--no-progress"]  # fmt: skip
+    assert forgetting.main(argv) == 0
+    results = json.loads(out.read_text(encoding="utf-8"))
+    rows = {(r["strategy"], r["scenario"]): r for r in results["rows"]}
+    assert set(rows) == {(s, c) for s in ("dense", "hlgraph", "remem") for c in forgetting.DERIVED_SCENARIOS}
+    for (strategy, scenario), row in rows.items():
+        f = row["figures"]
+        assert row["base"]["before"]["hits"]["leaking_questions"] >= 1, (strategy, scenario)  # found before
+        for point in ("after_removal", "after_rebuild"):
+            m = f[point]
+            assert m["hits"]["leaking_questions"] == 0 and m["nodes"]["total"] == 0, (strategy, scenario, point)
+            assert m["leaking_answers"] == 0 and m["answers_asked"] > 0
+        assert f["erase"]["erase"]["complete"] and sum(f["rows_closed"].values()) == 0, (strategy, scenario)
+        assert sum(f["files_closed"].values()) == 0 and sum(f["files_open"].values()) > 0  # erased, not absent
+        if scenario == "chat":
+            assert f["checks"]["reply_holds_the_code"] and f["checks"]["recalled_the_note"]
+            assert f["removal"]["withdrawn"] == ["chat:Ava#1"]
+            assert row["base"]["before"]["chat"]["total"] > 0
+            assert f["after_removal"]["chat"]["total"] == f["after_rebuild"]["chat"]["total"] == 0
+        else:
+            equal = f["equal_without"]
+            assert equal["b_changed_the_build"] and equal["after_rebuild"]["equal"], equal
+            assert equal["at_removal"]["equal"], equal
+    paid = rows[("hlgraph", "merged_relation")]["figures"]["checks"]["paid_nodes"]
+    assert "Kestrel" in paid["with_b"][0][2]["passive"] and paid["at_removal"] == paid["without_b"] != paid["with_b"]
+    edges = rows[("remem", "edge_only")]["figures"]["checks"]["fact_edges"]
+    assert edges["with_b"]["ilse varga -> valdora"] > 0 and edges["at_removal"] == edges["without_b"]
+    assert edges["without_b"]["ilse varga -> valdora"] == 0 < edges["without_b"]["ilse varga -> mayor holt"]
+    assert "| sqlite | remem | edge_only | 3/3 | 0/3 | 0 |" in capsys.readouterr().out
+
+    assert forgetting.main([*argv, "--no-run", "--redo"]) == 0  # runs nothing, keeps everything
+    assert json.loads(out.read_text(encoding="utf-8"))["rows"] == results["rows"]
+    report = importlib.import_module("forgetting_report")
+    record = json.loads(report.publish(results, "forgetting-test", argv, root=tmp_path).read_text(encoding="utf-8"))
+    totals = record["totals"]
+    assert totals["errors"] == totals["leaks_after_rebuild"] == totals["chat_after_removal"] == 0
+    assert totals["not_equal_to_a_build_without"] == 0 and totals["rows_at_end_after_erase"] == 0
+    assert [r["strategy"] for r in record["rows"]] == ["dense"] * 3 + ["hlgraph"] * 3 + ["remem"] * 3
+    assert record["not_run"]["rows"]["dense"] == [f"postgres:{c}" for c in forgetting.DERIVED_SCENARIOS]
+
+
+def test_resume_keeps_finished_rows_and_runs_the_rest(corpus: ModuleType, tmp_path: Path) -> None:
+    report = importlib.import_module("forgetting_report")
+    out = tmp_path / "out.json"
+    done = {"backend": "sqlite", "strategy": "dense", "scenario": "delete", "figures": {}}
+    failed = {"backend": "sqlite", "strategy": "gem", "scenario": "delete", "error": "boom"}
+    base = {"backend": "-", "strategy": "raptor", "scenario": "base", "error": "no base"}
+    earlier = {"model": "fake", "fake": True, "strategies": ["dense", "gem"], "scenarios": ["delete"],
+               "backends": ["sqlite"], "rows": [done, failed, base], "runs": [{"command": "first"}],
+               "wall_seconds": 12.5}  # fmt: skip
+    out.write_text(json.dumps(earlier), encoding="utf-8")
+
+    def new_run(model: str = "fake") -> dict[str, Any]:
+        return {"model": model, "fake": model == "fake", "strategies": ["bm25"], "scenarios": ["delete", "sync"],
+                "backends": ["postgres"], "rows": [], "runs": [{"command": "second"}]}  # fmt: skip
+
+    asked = {("sqlite", "dense", "delete"), ("sqlite", "gem", "delete")}
+    results = new_run()
+    assert report.resume(results, out, asked, redo=False) == {("sqlite", "dense", "delete")}
+    assert results["rows"] == [done] and results["wall_seconds_before"] == 12.5
+    assert [r["command"] for r in results["runs"]] == ["first", "second"]
+    assert results["strategies"] == ["dense", "gem", "bm25"] and results["backends"] == ["sqlite", "postgres"]
+    results = new_run()
+    assert report.resume(results, out, asked, redo=True) == set() and results["rows"] == []
+    assert report.resume(new_run(), tmp_path / "none.json", asked, redo=False) == set()
+    with pytest.raises(ValueError, match="qwen"):
+        report.resume(new_run("qwen2.5-coder-0.5b"), out, asked, redo=False)
+    missing = report.not_run([done, failed], ["dense", "gem"], ["delete"])
+    assert missing == {"dense": ["postgres:delete"], "gem": ["sqlite:delete", "postgres:delete"]}

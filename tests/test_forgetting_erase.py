@@ -6,7 +6,6 @@ and completes when run again."""
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,34 +15,19 @@ import pytest
 from typer.testing import CliRunner
 
 from backends import MemoryAt
-from fakes import HashEmbedder, ScriptedLLM
+from fakes import KEEPER, VAULT, VAULT_NOTE, HashEmbedder, ParaphrasingLLM
 from gemrag import Memory
 from gemrag.chat import ChatSession
 from gemrag.config import Config
-from gemrag.models.base import Completion, Message
 from gemrag.store.erase import marks_of
 from test_forgetting_purge import leaks_in_rows
 
-NOTE = "Household notes. Buy oat milk on Friday. The new vault combination is QXV-7731. The cat sleeps all day."
-VAULT = ("7731", "qxv")
+NOTE = VAULT_NOTE
 PASSWORD_NOTE = (
     "Weekly plan for the garden and the house.\nWater the tomatoes every morning before work.\n"
     "My bank password is Tr0ub4dor-Zebra-91 and nobody may know it.\nCall the plumber about the kitchen tap."
 )
 PASSWORD = ("tr0ub4dor", "zebra-91")
-
-
-class ParaphrasingLLM(ScriptedLLM):
-    """A :class:`ScriptedLLM` whose character rephrases the vault code it recalled (no sentence of the note is
-    quoted: "I keep it in mind: QXV dash 7731 opens the vault.")."""
-
-    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
-        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
-        if "Stay in character" in system:
-            found = re.search(r"([A-Z]{3})-(\d{4})", system)
-            text = f"I keep it in mind: {found.group(1)} dash {found.group(2)} opens the vault." if found else "No."
-            return Completion(text, None, super().complete(messages, **kwargs).usage)
-        return super().complete(messages, **kwargs)
 
 
 def _open(location: str | Path, config: Config) -> Memory:
@@ -74,7 +58,7 @@ def test_a_paraphrasing_exchange_leaves_with_the_note_it_recalled(memory_at: Mem
     location = memory_at("m")
     with _open(location, config) as mem:
         note_id, _ = mem.add_text(NOTE, "household notes", id="notes")
-        mem.add_text("The lighthouse keeper paints the railings every spring.", "keeper")
+        mem.add_text(KEEPER, "keeper")
         mem.index("dense")
         chat = ChatSession(mem, "Ava", strategy="dense", history=3)
         reply = chat.reply("What is the vault combination?")
@@ -144,7 +128,7 @@ def test_a_plain_delete_then_a_later_erase(memory_at: MemoryAt, config: Config) 
     location = memory_at("m")
     with _open(location, config) as mem:
         doc_id, _ = mem.add_text(PASSWORD_NOTE, "note")
-        mem.add_text("The lighthouse keeper paints the railings every spring.", "keeper")
+        mem.add_text(KEEPER, "keeper")
         mem.index("gem")
         mem.delete(doc_id)
         assert byte_leaks(mem, PASSWORD)
@@ -164,7 +148,7 @@ def test_an_erase_a_reader_kept_from_finishing_names_the_file_and_completes_when
     location = Path(memory_at("m"))
     with _open(location, config) as mem:
         doc_id, _ = mem.add_text(PASSWORD_NOTE, "note")
-        mem.add_text("The lighthouse keeper paints the railings every spring.", "keeper")
+        mem.add_text(KEEPER, "keeper")
         mem.index("dense")
         mem.delete(doc_id)
     reader = sqlite3.connect(location / "memory.sqlite", isolation_level=None)

@@ -15,14 +15,14 @@ from datetime import UTC, datetime
 import pytest
 
 from backends import MemoryAt
+from fakes import KEEPER, VAULT
 from gemrag import Memory, load_config
 from gemrag.chat import ChatSession
 from realparts import require_small_model
-from test_forgetting_erase import NOTE, VAULT, _holds, byte_leaks
+from test_forgetting_erase import NOTE, _holds, byte_leaks
 
 pytestmark = pytest.mark.integration
 
-KEEPER = "The lighthouse keeper paints the railings every spring."
 TODAY = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 

@@ -14,11 +14,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from backends import MemoryAt, overwrite_array
 from conftest import STORY
-from fakes import HashEmbedder, ScriptedLLM
+from fakes import HashEmbedder, ScriptedLLM, pca
 from gemrag import Memory
 from gemrag.config import Config, load_config
 from gemrag.errors import DamagedMemoryError, GemragError, MemoryNotIndexedError
@@ -27,14 +26,6 @@ from gemrag.strategies.platform.titles import indexed_text_of
 from gemrag.strategies.raptor.strategy import RaptorParams, RaptorStrategy
 
 CHUNK_TOKENS = 100
-
-
-def pca(X: np.ndarray, n_components: int, n_neighbors: int) -> np.ndarray:
-    """A cheap deterministic stand-in for UMAP: the top principal components."""
-    with threadpool_limits(limits=1, user_api="blas"):
-        centred = X - X.mean(axis=0)
-        _, _, vt = np.linalg.svd(centred, full_matrices=False)
-        return centred @ vt[:n_components].T
 
 
 def story(words: int = 2500) -> str:
