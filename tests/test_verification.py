@@ -328,10 +328,11 @@ REPLY = (
 )
 
 
-def _memory(tmp_path: Path, verify: str) -> Memory:
+def _memory(tmp_path: Path, verify: str, reply: str = REPLY, **answer: Any) -> Memory:
     # one chunk: the context is DOC_A as passage [1]
-    config = load_config(None, {"strategy": "dense", "memory": {"chunk_tokens": 400}, "answer": {"verify": verify}})
-    mem = Memory.open(tmp_path / "m", config, llm=_Replies(REPLY), embedder=HashEmbedder())
+    settings = {"verify": verify, **answer}
+    config = load_config(None, {"strategy": "dense", "memory": {"chunk_tokens": 400}, "answer": settings})
+    mem = Memory.open(tmp_path / "m", config, llm=_Replies(reply), embedder=HashEmbedder())
     if not mem.store.nodes("chunk"):
         mem.add_text(DOC_A, "lighthouse", source="lighthouse.txt")
         mem.index("dense")
@@ -415,3 +416,59 @@ def test_cli_ask_json_and_text_output(tmp_path: Path, config: Config, monkeypatc
     assert "golden crown" in result.output.split("dropped:")[1] and "answer: Amos Reed" in result.output
     result = runner.invoke(app, [*base, "--set", "answer.verify=strict"])
     assert result.exit_code == 2 and "error:" in result.output
+
+
+UNMARKED = (
+    "Amos Reed lived on Gull Island and lit the great lamp every evening [1]. "
+    "The supply boat came from Port Hollow once a month with oil and bread. "  # DOC_A states it, unmarked
+    "The harbour master gave Amos a golden crown for his singing."  # DOC_A does not state it, unmarked
+)
+CITED_AFTER = UNMARKED.replace("oil and bread.", "oil and bread [1].")
+
+
+def test_every_surface_shows_a_citation_added_after_the_answer_and_an_uncited_sentence(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from gemrag.mcp_server import AskResult, MemoryTools
+    from gemrag.server.serialize import answer_out
+
+    assert AnswerSettings().verify_uncited == "cite"  # the default
+    with _memory(tmp_path, "flag", UNMARKED) as mem:
+        answer = mem.ask("Who lived on Gull Island?")
+        assert answer.text == CITED_AFTER and answer.cited == [1]
+        assert [(c.supported, c.added_citation, c.uncited) for c in answer.verification] == [
+            (True, None, False),
+            (True, 1, False),
+            (False, None, True),
+        ]
+        assert answer.verification_usage.calls == 4  # 3 checks and the embedding of the unmatched sentences
+        described = describe_answer(None, answer, "dense").model_dump(mode="json")  # --json
+        assert described["answer"] == CITED_AFTER
+        assert [(c["added_citation"], c["uncited"]) for c in described["verification"]] == [
+            (None, False),
+            (1, False),
+            (None, True),
+        ]
+        payload = answer_out(answer, "dense").model_dump(mode="json")  # the server's answer
+        assert payload["text"] == CITED_AFTER and payload["verification"][1]["added_citation"] == 1
+        assert payload["verification"][2]["uncited"] is True
+        result = MemoryTools(mem, "dense").ask("Who lived on Gull Island?")  # MCP
+        assert isinstance(result, AskResult) and result.answer == CITED_AFTER
+        assert [c.added_citation for c in result.verification] == [None, 1, None] and result.verification[2].uncited
+        *_, final = list(mem.ask_stream("Who kept the lamp on Gull Island?"))  # the stream's final answer
+        assert isinstance(final, Answer) and final.text == CITED_AFTER
+    text = marked(answer)
+    assert text.plain == CITED_AFTER + f" {UNSUPPORTED_MARK} uncited"
+    at = CITED_AFTER.index("bread [1]") + len("bread ")
+    assert [(sp.start, sp.end) for sp in text.spans if sp.style == "italic cyan"] == [(at, at + 3)]  # the added [1]
+    lines = [str(line) for line in verification_lines(answer, listed=True)]
+    assert lines == [
+        f"{UNSUPPORTED_MARK} 1 of 3 sentences uncited: it names no passage, and none was found to support it",
+        "  - The harbour master gave Amos a golden crown for his singing.",
+        "+ 1 of 3 sentences cited after the answer ([1]): written without a marker, found supported by that passage",
+        "  - The supply boat came from Port Hollow once a month with oil and bread [1].",
+    ]
+    with _memory(tmp_path, "flag", UNMARKED, verify_uncited="flag") as mem:
+        flagged = mem.ask("Who lived on Gull Island?")
+        assert flagged.text == UNMARKED and [c.uncited for c in flagged.verification] == [False, True, True]
+        assert flagged.verification_usage.calls == 0  # the answer's check is cached; the uncited ones cost nothing
+    assert str(verification_lines(flagged, listed=False)[0]).startswith(f"{UNSUPPORTED_MARK} 2 of 3 sentences uncited:")
