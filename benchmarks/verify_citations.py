@@ -18,13 +18,26 @@ supported" (*partial* and *unsupported* are its positives). Three settings of ``
 * ``overlap``: every sentence by token overlap (no model call).
 
 For each it prints the confusion counts, the precision and recall of the flag (with Wilson 95 % intervals), the
-accuracy, and the extra LLM requests, prompt and completion tokens and seconds per sentence. The checks go through
+accuracy, and the extra LLM requests, prompt and completion tokens and seconds per sentence.
+
+Uncited sentences (no marker, in an answer citing elsewhere) are in ``benchmarks/verify_uncited_labels.jsonl`` (11
+answers, 44 sentences; the same format, ``--labels`` reads it): each answer's context is the question's two passages
+and one or two passages of other COVID-QA papers (a distractor comes first in one answer); 12 sentences cite their
+passage, 32 have no marker: 21 that a passage of the context states (``supported_by`` names it, by reading) and 11
+that none states or that contradict one. The flag is then "not supported by the context". ``--uncited cite,flag``
+runs each mode with ``[answer] verify_uncited`` as given: ``cite`` (post-hoc citation: the best-matching passage
+checked, its marker added when it supports the sentence) or ``flag`` (every uncited sentence flagged unchecked); the
+report adds how many sentences were cited after the answer and how many of those got a passage their label names.
+``--embedder`` matches the uncited sentences checked by entailment with the configured embedder (the product's
+choice; without it, by token overlap), and first prints how often each of the two picks a passage that states the
+sentence (no LLM). The checks go through
 the memory's cache and meter (a fresh cache in a temporary directory: ``auto`` runs first, so its cost is the
 uncached one; ``entailment`` reuses its verdicts; ``--cache DIR`` keeps the cache, so that a run stopped early
 resumes where it stopped). With a model, each answer's verdicts are printed as they come (``.`` agrees with the
 label, ``x`` does not). ::
 
     python benchmarks/verify_citations.py                                   # overlap only (no model)
+    python benchmarks/verify_citations.py --labels benchmarks/verify_uncited_labels.jsonl --uncited cite,flag
     python benchmarks/verify_citations.py --llm-model qwen2.5-coder-0.5b --set llm.n_ctx=2048 --cache verify-cache
     python benchmarks/verify_citations.py --llm-model qwen2.5-coder-0.5b --cache verify-cache --publish verify-05b
 
@@ -62,8 +75,17 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def run(items: list[dict[str, Any]], mode: str, llm: Any, meter: Any, store: Any) -> dict[str, Any]:
-    """Verify every answer with ``mode``'s overlap setting; the verdicts per sentence and the figures."""
+def run(
+    items: list[dict[str, Any]],
+    mode: str,
+    llm: Any,
+    meter: Any,
+    store: Any,
+    uncited: str = "cite",
+    embedder: Any = None,
+) -> dict[str, Any]:
+    """Verify every answer with ``mode``'s overlap setting and ``uncited`` (``[answer] verify_uncited``); the verdicts
+    per sentence and the figures."""
     from gemrag.answers.answer import Answer
     from gemrag.answers.verification import verify_answer
     from gemrag.models.base import Usage
@@ -76,13 +98,25 @@ def run(items: list[dict[str, Any]], mode: str, llm: Any, meter: Any, store: Any
     for item in items:
         hits = [Hit(i, "chunk", 1.0, p["text"], i) for i, p in enumerate(item["passages"])]
         answer = Answer(item["answer"], None, hits, 0.0, 0.0, cited=parse_citations(item["answer"], len(hits)).cited)
-        checked = verify_answer(lambda: llm, meter, store, item["question"], answer, "flag", overlap_words=MODES[mode])
+        checked = verify_answer(
+            lambda: llm,
+            meter,
+            store,
+            item["question"],
+            answer,
+            "flag",
+            overlap_words=MODES[mode],
+            uncited=uncited,  # type: ignore[arg-type]
+            embedder=embedder,
+        )
         labelled = item["sentences"]
         if len(checked.verification) != len(labelled):
             raise SystemExit(f"{item['id']}: {len(checked.verification)} sentences split, {len(labelled)} labelled")
         for label, check in zip(labelled, checked.verification, strict=True):
-            if check.sentence != label["text"]:
-                raise SystemExit(f"{item['id']}: split {check.sentence!r}, labelled {label['text']!r}")
+            added = check.added_citation
+            written = check.sentence if added is None else check.sentence.replace(f" [{added}]", "", 1)
+            if written != label["text"]:
+                raise SystemExit(f"{item['id']}: split {written!r}, labelled {label['text']!r}")
             rows.append(
                 {
                     "id": label["id"],
@@ -90,6 +124,9 @@ def run(items: list[dict[str, Any]], mode: str, llm: Any, meter: Any, store: Any
                     "gold": label["supported"],
                     "supported": check.supported,
                     "method": check.method,
+                    "added_citation": added,
+                    "added_right": added in label.get("supported_by", []) if added is not None else None,
+                    "uncited": check.uncited,
                 }
             )
         if llm is not None:  # progress, so that an interrupted run shows what it did (its cache keeps it)
@@ -103,7 +140,8 @@ def run(items: list[dict[str, Any]], mode: str, llm: Any, meter: Any, store: Any
     tn = sum(1 for r in rows if r["gold"] and r["supported"])
     n = len(rows)
     figures: dict[str, Any] = {
-        "mode": mode,
+        "mode": mode if uncited == "cite" else f"{mode}, uncited={uncited}",
+        "uncited_setting": uncited,
         "sentences": n,
         "tp": tp,
         "fp": fp,
@@ -123,6 +161,10 @@ def run(items: list[dict[str, Any]], mode: str, llm: Any, meter: Any, store: Any
         },
         "partial_flagged": sum(1 for r in rows if r["label"] == "partial" and not r["supported"]),
         "partial": sum(1 for r in rows if r["label"] == "partial"),
+        "cited_after": sum(1 for r in rows if r["added_citation"] is not None),
+        "cited_after_right": sum(1 for r in rows if r["added_right"]),
+        "cited_after_wrong": sum(1 for r in rows if r["added_citation"] is not None and not r["gold"]),
+        "uncited": sum(1 for r in rows if r["uncited"]),
         "requests_per_sentence": (spent.calls + spent.cached) / n,
         "calls_per_sentence": spent.calls / n,
         "prompt_tokens_per_sentence": spent.prompt_tokens / n,
@@ -131,6 +173,28 @@ def run(items: list[dict[str, Any]], mode: str, llm: Any, meter: Any, store: Any
         "rows": rows,
     }
     return figures
+
+
+def picks(items: list[dict[str, Any]], embedder: Any) -> dict[str, int]:
+    """How often the post-hoc citation of a long uncited sentence (checked by entailment) picks a passage that states
+    it, matched by the embedder and by token overlap (no LLM): over the uncited sentences labelled supported."""
+    from gemrag.answers.verification import post_hoc_citations
+    from gemrag.prompting import parse_citations
+
+    counts = {"sentences": 0, "embedder": 0, "overlap": 0}
+    for item in items:
+        texts = [p["text"] for p in item["passages"]]
+        bare = [s for s in item["sentences"] if s["supported"] and not parse_citations(s["text"], len(texts)).cited]
+        if not bare:
+            continue
+        sentences, methods = [s["text"] for s in bare], ["entailment"] * len(bare)
+        by_embedder = post_hoc_citations(item["question"], sentences, texts, methods, embedder)  # type: ignore[arg-type]
+        by_overlap = post_hoc_citations(item["question"], sentences, texts, methods)  # type: ignore[arg-type]
+        for s, e, o in zip(bare, by_embedder, by_overlap, strict=True):
+            counts["sentences"] += 1
+            counts["embedder"] += e in s.get("supported_by", [])
+            counts["overlap"] += o in s.get("supported_by", [])
+    return counts
 
 
 def report(f: dict[str, Any]) -> None:
@@ -148,6 +212,11 @@ def report(f: dict[str, Any]) -> None:
         f"recall {pct(f['recall'])} % [{100 * rlo:.1f}, {100 * rhi:.1f}]   accuracy {pct(f['accuracy'])} %"
     )
     print(f"partially supported flagged: {f['partial_flagged']} of {f['partial']}")
+    if f["cited_after"] or f["uncited"]:
+        print(
+            f"cited after the answer: {f['cited_after']} ({f['cited_after_right']} with a passage its label names, "
+            f"{f['cited_after_wrong']} labelled not supported)   left uncited: {f['uncited']}"
+        )
     for m, c in f["by_method"].items():
         if c["sentences"]:
             print(f"  by {m}: {c['correct']} of {c['sentences']} right")
@@ -168,6 +237,12 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="also write the verdicts and figures to this file")
     ap.add_argument("--modes", default="auto,entailment,overlap", help="comma-separated, of: " + ", ".join(MODES))
     ap.add_argument(
+        "--uncited", default="cite", help="comma-separated [answer] verify_uncited settings to run: cite, flag"
+    )
+    ap.add_argument(
+        "--embedder", action="store_true", help="match uncited sentences with the configured embedder (no LLM)"
+    )
+    ap.add_argument(
         "--cache", type=Path, help="a memory directory holding the LLM cache: a run stopped early resumes from it"
     )
     ap.add_argument("--publish", metavar="NAME", help="also write the figures as the record results/NAME.json")
@@ -187,11 +262,20 @@ def main() -> int:
     modes = [m for m in args.modes.split(",") if args.llm_model or m == "overlap"]
     if unknown := [m for m in modes if m not in MODES]:
         ap.error(f"unknown mode(s): {', '.join(unknown)}")
+    settings = args.uncited.split(",")
+    if unknown := [u for u in settings if u not in ("cite", "flag")]:
+        ap.error(f"unknown --uncited setting(s): {', '.join(unknown)}")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(args.cache or Path(tmp) / "cache")
         meter = UsageMeter(None, "query")
-        llm = None
+        llm = embedder = None
+        if args.embedder:
+            from gemrag.models.cache import CachedEmbedder
+            from gemrag.models.factory import build_embedder
+
+            config = load_config(None, {}, args.set)
+            embedder = CachedEmbedder(build_embedder(config.embedder), store, meter)
         if args.llm_model:
             config = load_config(None, {"llm": {"model": args.llm_model}}, args.set)
             llm = CachedLLM(build_llm(config.llm, config.cache_dir), store, meter)
@@ -199,10 +283,17 @@ def main() -> int:
         n = sum(len(i["sentences"]) for i in items)
         bad = sum(1 for i in items for s in i["sentences"] if not s["supported"])
         print(f"{len(items)} answers, {n} sentences, {bad} labelled not supported")
+        if embedder is not None:
+            c = picks(items, embedder)
+            print(
+                f"post-hoc pick for {c['sentences']} supported uncited sentences, as checked by entailment: a passage "
+                f"their label names for {c['embedder']} by the embedder, {c['overlap']} by token overlap"
+            )
         for mode in modes:
-            figures = run(items, mode, llm, meter, store)
-            report(figures)
-            results.append(figures)
+            for uncited in settings:
+                figures = run(items, mode, llm, meter, store, uncited, embedder)
+                report(figures)
+                results.append(figures)
         store.close()
     if args.json:
         args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")

@@ -6,27 +6,32 @@ doubles of tests/fakes.py (the fake judges a sentence supported iff the cited pa
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
 from gemrag.answers.answer import Answer, SentenceCheck
+from gemrag.answers.evidence import best_sentence_cosines
 from gemrag.answers.provenance import describe_answer
 from gemrag.answers.verification import (
+    add_citations,
     answer_sentences,
     drop_unsupported,
     entailment_prompt,
     overlap_support,
+    post_hoc_citations,
     verify_answer,
 )
 from gemrag.cli.ask import UNSUPPORTED_MARK, marked, verification_lines
 from gemrag.config import AnswerSettings, Config, load_config
 from gemrag.models.base import Completion, Message, Usage
-from gemrag.models.cache import CachedLLM
+from gemrag.models.cache import CachedEmbedder, CachedLLM
 from gemrag.models.meter import UsageMeter
 from gemrag.types import Hit
 from test_memory import DOC_A
@@ -55,6 +60,12 @@ class _Store:
     def put_llm(self, key: str, model: str, response: dict[str, Any]) -> None:
         self.cache[key] = response
 
+    def get_embeddings(self, model: str, keys: list[str]) -> dict[str, np.ndarray]:
+        return {}
+
+    def put_embeddings(self, model: str, items: Any) -> None:
+        pass
+
 
 def _answer(text: str, cited: list[int], hits: list[Hit] = HITS) -> Answer:
     return Answer(text, None, list(hits), 0.0, 0.0, Usage(prompt_tokens=100, completion_tokens=20, calls=1), cited)
@@ -64,6 +75,8 @@ def _verify(answer: Answer, mode: str = "flag", llm: Any = None, **kw: Any) -> t
     llm = llm or ScriptedLLM()
     store, meter = _Store(), UsageMeter()
     cached = CachedLLM(llm, store, meter)  # as the memory's LLM: cached and metered
+    if isinstance(kw.get("embedder"), HashEmbedder):  # as the memory's embedder: metered
+        kw["embedder"] = CachedEmbedder(kw["embedder"], store, meter)  # type: ignore[arg-type]
     out = verify_answer(lambda: cached, meter, store, "Who lit the lamp?", answer, mode, **kw)  # type: ignore[arg-type]
     return out, llm, store
 
@@ -146,11 +159,13 @@ def test_short_sentences_and_extractive_answers_are_checked_without_a_model_call
     assert every.verification[0].method == "entailment" and llm.calls == 1
 
 
-def test_an_uncited_sentence_counts_as_unsupported_unless_the_answer_cites_nothing() -> None:
+def test_an_uncited_sentence_counts_as_unsupported_under_flag_unless_the_answer_cites_nothing() -> None:
     text = "Ansel Brandt lit the lamp every evening. The boat came from Port Hollow once a month [2]."
-    out, llm, _ = _verify(_answer(text, [2]))
-    assert [(c.cited, c.supported) for c in out.verification] == [([], False), ([2], True)]
-    assert llm.calls == 1  # the uncited sentence needs no check
+    embedder = HashEmbedder()
+    out, llm, _ = _verify(_answer(text, [2]), uncited="flag", embedder=embedder)
+    assert [(c.cited, c.supported, c.uncited) for c in out.verification] == [([], False, True), ([2], True, False)]
+    assert llm.calls == 1 and embedder.calls == 0  # the uncited sentence needs no check, nor a match
+    assert out.text == text and out.cited == [2] and out.verification[0].added_citation is None
     # an answer citing nothing (citing off, an agent's answer) is checked against the whole context
     whole, llm, _ = _verify(_answer(text.replace(" [2]", ""), []))
     assert [(c.cited, c.supported) for c in whole.verification] == [([], True), ([], True)] and llm.calls == 2
@@ -160,6 +175,107 @@ def test_an_uncited_sentence_counts_as_unsupported_unless_the_answer_cites_nothi
     assert [(c.cited, c.supported) for c in quoted.verification] == [([2], True)] and "Ansel" not in llm.prompts[0]
     nothing, _, _ = _verify(_answer("Ansel Brandt lit the lamp every evening.", [], hits=[]))
     assert [c.supported for c in nothing.verification] == [False]  # no context: nothing supports it
+
+
+BOAT = "The boat came from Port Hollow once a month with oil"  # passage [2] states it; passage [1] does not
+
+
+def _spans_hold(answer: Answer) -> bool:
+    return all(answer.text[c.start : c.end] == c.sentence for c in answer.verification)
+
+
+def test_an_uncited_sentence_is_cited_after_the_answer_with_the_passage_that_supports_it() -> None:
+    embedder = HashEmbedder()
+    out, llm, _ = _verify(_answer(f"{SUPPORTED} {BOAT}.", [1]), embedder=embedder)
+    assert out.text == f"{SUPPORTED} {BOAT} [2]." and out.cited == [1, 2] and out.citations == HITS
+    first, second = out.verification
+    assert (second.cited, second.supported, second.added_citation, second.uncited) == ([2], True, 2, False)
+    assert (first.cited, first.added_citation) == ([1], None) and second.sentence == f"{BOAT} [2]." and _spans_hold(out)
+    assert llm.calls == 2 and embedder.calls == 1  # one check per sentence; one embedder call for the matching
+    assert "Port Hollow" in llm.prompts[1] and "Ansel" not in llm.prompts[1].split("Question:")[0]
+    assert out.verification_usage.calls == 3 and out.verification_usage.embedding_tokens > 0  # 2 checks, 1 embedding
+    # the sentence before a cited one, matched to the first passage: the later span moves by the marker's length
+    before, _, _ = _verify(_answer(f"Ansel Brandt lit the lamp at dusk every evening. {BOAT} [2].", [2]))
+    assert before.text == f"Ansel Brandt lit the lamp at dusk every evening [1]. {BOAT} [2]." and _spans_hold(before)
+    assert [c.added_citation for c in before.verification] == [1, None] and before.cited == [1, 2]
+
+
+def test_an_uncited_sentence_no_passage_supports_stays_flagged_as_uncited() -> None:
+    text = f"{SUPPORTED} The keeper sold golden crowns to passing sailors."
+    out, llm, _ = _verify(_answer(text, [1]))
+    assert out.text == text and out.cited == [1] and llm.calls == 2  # one check for the best match, in vain
+    bad = out.verification[1]
+    assert (bad.cited, bad.supported, bad.uncited, bad.added_citation) == ([], False, True, None)
+    assert out.unsupported == [bad]
+
+
+def test_drop_keeps_a_sentence_cited_after_the_answer_and_drops_an_uncited_one() -> None:
+    text = f"{SUPPORTED} The keeper sold golden crowns to passing sailors. {BOAT}."
+    out, _, _ = _verify(_answer(text, [1]), "drop")
+    assert out.text == f"{SUPPORTED} {BOAT} [2]." and out.cited == [1, 2] and _spans_hold(out)
+    assert out.dropped_sentences == ["The keeper sold golden crowns to passing sailors."]
+    flagged, _, _ = _verify(_answer(text, [1]), "drop", uncited="flag")  # every uncited sentence dropped
+    assert flagged.text == SUPPORTED and len(flagged.dropped_sentences) == 2
+
+
+def test_a_short_uncited_sentence_is_matched_and_checked_by_overlap_without_a_call() -> None:
+    embedder = HashEmbedder()
+    out, llm, _ = _verify(_answer(f"{SUPPORTED}\n- Port Hollow\n- golden crowns", [1]), embedder=embedder)
+    assert out.text == f"{SUPPORTED}\n- Port Hollow [2]\n- golden crowns" and _spans_hold(out)
+    assert [(c.added_citation, c.uncited, c.method) for c in out.verification[1:]] == [
+        (2, False, "overlap"),
+        (None, True, "overlap"),
+    ]
+    assert llm.calls == 1 and embedder.calls == 0  # only the long cited sentence went to the model
+
+
+class _Synonyms:
+    """An embedder knowing only that 'vessel' means 'boat': a text's vector says whether it speaks of one."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        ship = [any(w in t.lower() for w in ("boat", "vessel")) for t in texts]
+        return np.array([[1.0, 0.0] if s else [0.0, 1.0] for s in ship], dtype=np.float32)
+
+
+def test_a_long_uncited_sentence_is_matched_by_the_embedder_and_else_by_overlap() -> None:
+    paraphrase = "A vessel arrived every few weeks carrying provisions."  # no content word of passage [2]
+    assert post_hoc_citations("q", [paraphrase], [h.text for h in HITS], ["entailment"], _Synonyms()) == [2]
+    assert post_hoc_citations("q", [paraphrase], [h.text for h in HITS], ["entailment"]) == [1]  # "every" is in [1]
+    assert post_hoc_citations("q", ["Golden crowns."], [h.text for h in HITS], ["overlap"]) == [1]  # a tie: the first
+    out, llm, _ = _verify(_answer(f"{SUPPORTED} {paraphrase}", [1]), embedder=_Synonyms())
+    assert "Port Hollow" in llm.prompts[1] and "Ansel" not in llm.prompts[1].split("Question:")[0]
+    assert out.verification[1].uncited  # the fake judge wants the sentence's own words in the passage
+    with pytest.raises(ValueError, match="passage"):
+        post_hoc_citations("q", ["x"], [], ["overlap"])
+    with pytest.raises(ValueError, match="verify_uncited"):
+        _verify(_answer(SUPPORTED, [1]), uncited="guess")
+
+
+def test_best_sentence_cosines_is_one_row_per_query_and_one_column_per_text() -> None:
+    sims = best_sentence_cosines(
+        ["boat", "lamp", "sky"], ["Rain fell. The boat sank.", "", "Gulls cried."], _Synonyms()
+    )
+    assert sims.shape == (3, 3) and sims.dtype == np.float32
+    assert sims[0].tolist() == [1.0, -1.0, 0.0] and sims[1].tolist() == [1.0, -1.0, 1.0]
+    assert best_sentence_cosines([], ["A."], _Synonyms()).shape == (0, 1)
+
+
+def test_a_marker_goes_before_the_final_stop_or_at_the_end() -> None:
+    def added(sentence: str, n: int) -> str:
+        check = SentenceCheck(
+            sentence=sentence, start=0, end=len(sentence), cited=[n], supported=True, method="overlap", added_citation=n
+        )
+        return add_citations(sentence, [check])[0]
+
+    assert added("It opened in 1990.", 2) == "It opened in 1990 [2]."
+    assert added('He said "never!"', 1) == 'He said "never [1]!"'
+    assert added("- oil and bread", 3) == "- oil and bread [3]"
+    plain = SentenceCheck(sentence="A.", start=0, end=2, cited=[1], supported=True, method="overlap")
+    assert add_citations("A.", [plain]) == ("A.", [plain])
 
 
 def test_off_and_multiple_choice_check_nothing() -> None:
@@ -212,10 +328,11 @@ REPLY = (
 )
 
 
-def _memory(tmp_path: Path, verify: str) -> Memory:
+def _memory(tmp_path: Path, verify: str, reply: str = REPLY, **answer: Any) -> Memory:
     # one chunk: the context is DOC_A as passage [1]
-    config = load_config(None, {"strategy": "dense", "memory": {"chunk_tokens": 400}, "answer": {"verify": verify}})
-    mem = Memory.open(tmp_path / "m", config, llm=_Replies(REPLY), embedder=HashEmbedder())
+    settings = {"verify": verify, **answer}
+    config = load_config(None, {"strategy": "dense", "memory": {"chunk_tokens": 400}, "answer": settings})
+    mem = Memory.open(tmp_path / "m", config, llm=_Replies(reply), embedder=HashEmbedder())
     if not mem.store.nodes("chunk"):
         mem.add_text(DOC_A, "lighthouse", source="lighthouse.txt")
         mem.index("dense")
@@ -239,6 +356,8 @@ def test_memory_ask_and_its_stream_carry_the_checks(tmp_path: Path, config: Conf
             "cited": [1],
             "supported": False,
             "method": "entailment",
+            "added_citation": None,
+            "uncited": False,
         }
     with _memory(tmp_path, "drop") as mem:
         dropped = mem.ask("Who lived on Gull Island?")  # the answer is cached; the checks too
@@ -297,3 +416,59 @@ def test_cli_ask_json_and_text_output(tmp_path: Path, config: Config, monkeypatc
     assert "golden crown" in result.output.split("dropped:")[1] and "answer: Amos Reed" in result.output
     result = runner.invoke(app, [*base, "--set", "answer.verify=strict"])
     assert result.exit_code == 2 and "error:" in result.output
+
+
+UNMARKED = (
+    "Amos Reed lived on Gull Island and lit the great lamp every evening [1]. "
+    "The supply boat came from Port Hollow once a month with oil and bread. "  # DOC_A states it, unmarked
+    "The harbour master gave Amos a golden crown for his singing."  # DOC_A does not state it, unmarked
+)
+CITED_AFTER = UNMARKED.replace("oil and bread.", "oil and bread [1].")
+
+
+def test_every_surface_shows_a_citation_added_after_the_answer_and_an_uncited_sentence(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from gemrag.mcp_server import AskResult, MemoryTools
+    from gemrag.server.serialize import answer_out
+
+    assert AnswerSettings().verify_uncited == "cite"  # the default
+    with _memory(tmp_path, "flag", UNMARKED) as mem:
+        answer = mem.ask("Who lived on Gull Island?")
+        assert answer.text == CITED_AFTER and answer.cited == [1]
+        assert [(c.supported, c.added_citation, c.uncited) for c in answer.verification] == [
+            (True, None, False),
+            (True, 1, False),
+            (False, None, True),
+        ]
+        assert answer.verification_usage.calls == 4  # 3 checks and the embedding of the unmatched sentences
+        described = describe_answer(None, answer, "dense").model_dump(mode="json")  # --json
+        assert described["answer"] == CITED_AFTER
+        assert [(c["added_citation"], c["uncited"]) for c in described["verification"]] == [
+            (None, False),
+            (1, False),
+            (None, True),
+        ]
+        payload = answer_out(answer, "dense").model_dump(mode="json")  # the server's answer
+        assert payload["text"] == CITED_AFTER and payload["verification"][1]["added_citation"] == 1
+        assert payload["verification"][2]["uncited"] is True
+        result = MemoryTools(mem, "dense").ask("Who lived on Gull Island?")  # MCP
+        assert isinstance(result, AskResult) and result.answer == CITED_AFTER
+        assert [c.added_citation for c in result.verification] == [None, 1, None] and result.verification[2].uncited
+        *_, final = list(mem.ask_stream("Who kept the lamp on Gull Island?"))  # the stream's final answer
+        assert isinstance(final, Answer) and final.text == CITED_AFTER
+    text = marked(answer)
+    assert text.plain == CITED_AFTER + f" {UNSUPPORTED_MARK} uncited"
+    at = CITED_AFTER.index("bread [1]") + len("bread ")
+    assert [(sp.start, sp.end) for sp in text.spans if sp.style == "italic cyan"] == [(at, at + 3)]  # the added [1]
+    lines = [str(line) for line in verification_lines(answer, listed=True)]
+    assert lines == [
+        f"{UNSUPPORTED_MARK} 1 of 3 sentences uncited: it names no passage, and none was found to support it",
+        "  - The harbour master gave Amos a golden crown for his singing.",
+        "+ 1 of 3 sentences cited after the answer ([1]): written without a marker, found supported by that passage",
+        "  - The supply boat came from Port Hollow once a month with oil and bread [1].",
+    ]
+    with _memory(tmp_path, "flag", UNMARKED, verify_uncited="flag") as mem:
+        flagged = mem.ask("Who lived on Gull Island?")
+        assert flagged.text == UNMARKED and [c.uncited for c in flagged.verification] == [False, True, True]
+        assert flagged.verification_usage.calls == 0  # the answer's check is cached; the uncited ones cost nothing
+    assert str(verification_lines(flagged, listed=False)[0]).startswith(f"{UNSUPPORTED_MARK} 2 of 3 sentences uncited:")

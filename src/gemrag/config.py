@@ -135,6 +135,14 @@ class AnswerSettings(BaseModel):
         verify_overlap_words: sentences of at most this many words (markers removed) are checked by token overlap,
             with no model call (default 6, the short-answer length); 0 sends every sentence to the LLM, a large
             number checks everything by overlap.
+        verify_uncited: a sentence without a marker in an answer citing elsewhere: ``"cite"`` (default) cites it
+            after the answer (ALCE's post-hoc citation, Gao et al. 2023 section 4): the context passage matching it
+            best (the memory's embedder; token overlap for a sentence checked by overlap) is checked as a cited one
+            would be, and if it supports the sentence its ``[n]`` is added to the text; otherwise the sentence is
+            flagged as uncited. ``"flag"`` flags every uncited sentence without a check. The default cites: it costs
+            what the sentence would have cost with a marker (at most one short LLM call, none for a sentence of up
+            to ``verify_overlap_words`` words, plus one embedder call per answer over its uncited sentences and the
+            passages' sentences), and a true sentence the model forgot to mark is not flagged as unsupported.
     """
 
     cite: bool | None = None
@@ -152,6 +160,7 @@ class AnswerSettings(BaseModel):
     date_llm: bool = False
     verify: Literal["flag", "drop", "off"] = "flag"
     verify_overlap_words: int = Field(6, ge=0)
+    verify_uncited: Literal["cite", "flag"] = "cite"
 
     def cites(self, *, short: bool = False) -> bool:
         """Whether an answer of this form cites: ``cite`` when set, else True for sentence and multiple-choice

@@ -100,8 +100,10 @@ class AskResult(BaseModel):
     ``context`` nodes it was given (in that order), the passages it rests on (``cited``: the numbers ``n``;
     ``citations``: those nodes with their provenance; ``dropped_citations``: markers naming no passage, removed),
     the seconds spent retrieving and generating, and each answer sentence checked against the passages it cites
-    (``verification``: ``sentence``, its span ``start``/``end`` in ``answer``, ``cited``, ``supported``, ``method``;
-    ``dropped_sentences``: the unsupported ones removed under ``[answer] verify = "drop"``)."""
+    (``verification``: ``sentence``, its span ``start``/``end`` in ``answer``, ``cited``, ``supported``, ``method``,
+    ``added_citation``: the passage cited after the answer for a sentence written without a marker, its marker added
+    to ``answer``; ``uncited``: no marker and no passage found to support it; ``dropped_sentences``: the unsupported
+    ones removed under ``[answer] verify = "drop"``)."""
 
     question: str
     answer: str

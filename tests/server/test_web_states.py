@@ -77,7 +77,7 @@ def test_the_reader_hides_and_follows_the_current_answer(browser: Any, tmp_path:
             assert not page.locator("#reader").is_visible()  # nothing to read before any question
 
             ask(web, "What is the keeper's cat named?")
-            page.locator("#answer-text a.cite[data-marker='1']").click()
+            page.locator("#answer-text a.cite:not(.added)[data-marker='1']").click()  # the model's own marker
             page.locator("#reader-text mark#cited-span").wait_for(timeout=TIMEOUT)
             assert page.locator("#reader").is_visible()
 
@@ -89,7 +89,7 @@ def test_the_reader_hides_and_follows_the_current_answer(browser: Any, tmp_path:
                 "document.getElementById('answer').getAttribute('aria-busy') === 'false'", timeout=TIMEOUT
             )
 
-            page.locator("#answer-text a.cite[data-marker='1']").click()
+            page.locator("#answer-text a.cite:not(.added)[data-marker='1']").click()  # the model's own marker
             page.locator("#reader-text mark#cited-span").wait_for(timeout=TIMEOUT)
             ask(web, "Where does Pilot sleep?", wait=False)
             page.wait_for_function("document.getElementById('answer-text').textContent.length > 0", timeout=TIMEOUT)
@@ -176,3 +176,41 @@ def test_not_found_follows_the_abstention_flag_not_the_wording(browser: Any, tmp
     assert seen[-1.0]["not_found"] == 0 and seen[-1.0]["text"].startswith(declining), seen
     # abstained: "not found", from the flag, with no LLM call
     assert seen[0.99] == {"not_found": 1, "from": "abstained", "text": "Not found in the memory.", "calls": 0}, seen
+
+
+def test_a_citation_added_after_the_answer_and_an_uncited_sentence_are_shown_as_such(
+    browser: Any, tmp_path: Path, config: Config
+) -> None:
+    # the second sentence has no marker and the cat passage states it; the third has none and no passage states it
+    llm = StreamingLLM(
+        "The keeper's cat is named Pilot [1]. Pilot sleeps on the warm floor of the lamp room every night. "
+        "The keeper owns a golden dragon named Ember."
+    )
+    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm) as url:
+        seed(url)
+        context, page, errors = open_page(browser, url, "light")
+        try:
+            page.get_by_role("tab", name="Ask").click()
+            page.fill("#question", "What is the keeper's cat named?")
+            page.click("#ask-button")
+            page.wait_for_function(
+                "document.getElementById('answer-meta').textContent.includes('Retrieval')", timeout=TIMEOUT
+            )
+            added = page.locator("#answer-text .cited-after a.cite.added")
+            marker = added.get_attribute("data-marker")
+            title = added.get_attribute("title")
+            cited_after = page.inner_text("#answer-text .cited-after")
+            uncited = page.inner_text("#answer-text .unsupported.uncited")
+            plain_unsupported = page.locator("#answer-text .unsupported:not(.uncited)").count()
+            states = page.locator("#answer-state > p").evaluate_all("ps => ps.map((p) => p.dataset.state)")
+            note = page.inner_text("#answer-state [data-state='cited-after']")
+            passage = page.inner_text(f"#hit-{marker} .hit-text")
+        finally:
+            context.close()
+    assert errors == []
+    assert cited_after.startswith("Pilot sleeps") and cited_after.endswith(f"every night [{marker}]."), cited_after
+    assert "warm floor of the lamp room" in passage, passage  # the passage found is the one that states it
+    assert "after the answer" in (title or ""), title
+    assert uncited.startswith("The keeper owns a golden dragon") and uncited.endswith("uncited"), uncited
+    assert plain_unsupported == 0 and states == ["uncited", "cited-after"], states
+    assert f"[{marker}]" in note, note

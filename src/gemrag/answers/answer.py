@@ -43,11 +43,19 @@ class SentenceCheck(BaseModel):
         sentence: the sentence, ``Answer.text[start:end]`` (its ``[n]`` markers included).
         start, end: its character span ``[start, end)`` in the answer's text.
         cited: the passages it was checked against (1-based, ascending): those its own markers name; in an answer
-            whose text has no marker, those the answer cites as a whole (the quote reading's quoted passages);
-            empty: uncited.
-        supported: whether the cited passages support it (an uncited sentence in an answer with markers elsewhere
-            is not supported; in an answer citing nothing it was checked against the whole context).
+            whose text has no marker, those the answer cites as a whole (the quote reading's quoted passages); for a
+            sentence cited after the answer, its :attr:`added_citation`; empty: uncited, or an answer citing nothing
+            (checked against the whole context).
+        supported: whether the cited passages support it (in an answer citing nothing: whether the whole context
+            does).
         method: ``"entailment"`` (the LLM judged it) or ``"overlap"`` (token overlap, no model call).
+        added_citation: the passage cited after the answer was written (ALCE's post-hoc citation, Gao et al. 2023,
+            section 4): the sentence had no marker in an answer citing elsewhere, this passage of the context
+            matched it best and supports it, and its marker ``[n]`` was added to the text (``[answer]
+            verify_uncited = "cite"``); None otherwise.
+        uncited: the sentence has no marker in an answer citing elsewhere and no passage was found to support it
+            (under ``verify_uncited = "flag"`` none is looked for): not supported because it claims no source, as
+            opposed to a sentence its own citations do not support.
     """
 
     sentence: str
@@ -56,6 +64,8 @@ class SentenceCheck(BaseModel):
     cited: list[int]
     supported: bool
     method: Literal["entailment", "overlap"]
+    added_citation: int | None = None
+    uncited: bool = False
 
 
 @dataclass

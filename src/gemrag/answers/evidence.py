@@ -18,7 +18,7 @@ from gemrag.answers.answer import Answer
 from gemrag.ingest.chunker import split_sentences
 from gemrag.models.base import Embedder
 
-__all__ = ["WEAK_EVIDENCE", "cited_evidence", "passage_evidence"]
+__all__ = ["WEAK_EVIDENCE", "best_sentence_cosines", "cited_evidence", "passage_evidence"]
 
 WEAK_EVIDENCE = 0.3
 """A cited passage whose evidence score (best question-sentence cosine, in [-1, 1]) is below this is weak. With the
@@ -39,16 +39,34 @@ def passage_evidence(question: str, texts: Sequence[str], embedder: Embedder) ->
         One score per text, in [-1, 1], in the order of ``texts``; -1.0 for a text without a sentence. No embedder
         call when no text has a sentence.
     """
+    return [float(s) for s in best_sentence_cosines([question], texts, embedder)[0]]
+
+
+def best_sentence_cosines(queries: Sequence[str], texts: Sequence[str], embedder: Embedder) -> np.ndarray:
+    """For each query and each text, the highest cosine between the query and one of the text's sentences
+    (:func:`gemrag.ingest.chunker.split_sentences`), in one embedder call over the queries and every sentence.
+
+    Args:
+        queries: the texts to match (a question; answer sentences for a post-hoc citation,
+            :mod:`gemrag.answers.verification`).
+        texts: the passages' texts.
+        embedder: the memory's embedder (rows L2-normalized, so a dot product is the cosine).
+
+    Returns:
+        A float32 array of shape ``(len(queries), len(texts))``, values in [-1, 1]; -1.0 in the column of a text
+        without a sentence. No embedder call when no text has a sentence or there is no query.
+    """
     spans = [split_sentences(t) for t in texts]
     flat = [t[s:e] for t, sp in zip(texts, spans, strict=True) for s, e in sp]
-    if not flat:
-        return [-1.0] * len(texts)
-    vecs = np.asarray(embedder.embed([question, *flat]), dtype=np.float32)
-    sims = vecs[1:] @ vecs[0]
-    out: list[float] = []
+    out = np.full((len(queries), len(texts)), -1.0, dtype=np.float32)
+    if not flat or not queries:
+        return out
+    vecs = np.asarray(embedder.embed([*queries, *flat]), dtype=np.float32)
+    sims = vecs[len(queries) :] @ vecs[: len(queries)].T  # (sentences, queries)
     at = 0
-    for sp in spans:
-        out.append(float(sims[at : at + len(sp)].max()) if sp else -1.0)
+    for j, sp in enumerate(spans):
+        if sp:
+            out[:, j] = sims[at : at + len(sp)].max(axis=0)
         at += len(sp)
     return out
 

@@ -12,12 +12,18 @@ Rules (the product's, documented in docs/verification.md):
 
 * Sentences are split at ``.``, ``!``, ``?`` followed by white space (citation markers right after the full stop
   belong to the sentence before) and at line breaks (:func:`answer_sentences`).
-* A sentence is checked against the passages its own ``[n]`` markers name. A sentence without a marker in an answer
-  whose other sentences have markers is *uncited*: unsupported without a check, as in ALCE (a statement without
-  citations has citation recall 0). When no sentence has a marker, every sentence is checked against the passages
-  the answer cites as a whole (its ``cited``: the quote reading's quoted passages, :mod:`gemrag.answers.reading`),
-  which become its ``cited``; and when the answer cites nothing at all (citing off, an agent's answer, a model that
-  wrote no marker), against the whole context, its ``cited`` left empty.
+* A sentence is checked against the passages its own ``[n]`` markers name. When no sentence has a marker, every
+  sentence is checked against the passages the answer cites as a whole (its ``cited``: the quote reading's quoted
+  passages, :mod:`gemrag.answers.reading`), which become its ``cited``; and when the answer cites nothing at all
+  (citing off, an agent's answer, a model that wrote no marker), against the whole context, its ``cited`` left empty.
+* A sentence without a marker in an answer whose other sentences have markers is *uncited*. Under ``verify_uncited
+  = "cite"`` (the default) it is cited after the answer was written, ALCE's post-hoc citation (Gao et al. 2023,
+  section 4 "post-hoc cite": each statement gets the retrieved passage that best matches it): the passage of the
+  context that matches it best (:func:`post_hoc_citations`) is checked as a cited passage would be (overlap or one
+  entailment call); if it supports the sentence, its marker is added to the answer's text after the sentence (ALCE
+  adds it too) and the check records it as ``added_citation``; if not, the sentence stays *uncited* and unsupported.
+  Under ``"flag"`` it is unsupported without a check, as in ALCE's citation recall (a statement without citations
+  has recall 0).
 * A sentence of at most ``overlap_words`` words (markers removed), or any sentence of an extractive (short-form)
   answer, is checked by overlap; the others by entailment.
 * A multiple-choice answer (its text is the chosen option) is not checked.
@@ -33,34 +39,42 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from gemrag.answers.answer import Answer, SentenceCheck
+from gemrag.answers.evidence import best_sentence_cosines
+from gemrag.answers.sentences import Sentence, add_citations, answer_sentences, drop_unsupported
 from gemrag.errors import GemragError
-from gemrag.models.base import LLM, Message, Usage
+from gemrag.models.base import LLM, Embedder, Message, Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.models.structured import complete_structured_iter
-from gemrag.prompting import parse_citations, strip_citations
+from gemrag.prompting import strip_citations
 from gemrag.store.parts import Caches
 
 __all__ = [
     "OVERLAP_MIN",
     "OVERLAP_WORDS",
     "Sentence",
+    "UncitedMode",
     "VerifyMode",
+    "add_citations",
     "answer_sentences",
     "check_sentences",
     "drop_unsupported",
     "entailment_prompt",
     "overlap_support",
+    "post_hoc_citations",
     "verify_answer",
 ]
 
 VerifyMode = Literal["flag", "drop", "off"]
 """``[answer] verify``: flag unsupported sentences, drop them from the text, or check nothing."""
+UncitedMode = Literal["cite", "flag"]
+"""``[answer] verify_uncited``: cite an uncited sentence after the answer (post-hoc) and check it, or flag it
+unchecked."""
 
 #: A sentence of at most this many words (citation markers removed) is checked by overlap (``[answer]
 #: verify_overlap_words``' default): the short-answer length of :data:`gemrag.answers.answering.SHORT_WORDS`.
@@ -70,11 +84,6 @@ OVERLAP_MIN = 2 / 3
 #: Completion limit of one entailment verdict (tokens): ``{"supported": false}`` is about 6.
 VERDICT_MAX_TOKENS = 16
 
-# A sentence ends at . ! ? (closing quotes or brackets allowed), followed by any citation markers, before white space
-# or the end; or at a line break.
-_END = re.compile(r"[.!?][\"'\u201d\u2019)]*(?:\s*\[[^\[\]\n]{1,40}\])*(?=\s|$)|\n")
-# A full stop that ends an abbreviation or an initial (no citation marker after it)
-_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mr|Mrs|Ms|Prof|St|No|Fig)|(?<![\w.])[A-Z])\.$")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 _STOP_WORDS = (
     "a an the and or but if then than of in on at to for from by with without about into over under as is are was "
@@ -84,46 +93,6 @@ _STOP_WORDS = (
     "very just only more most other another same own up down out off again further once"
 )
 _STOP = frozenset(_STOP_WORDS.split())
-
-
-@dataclass(frozen=True)
-class Sentence:
-    """One sentence of an answer: ``text`` is ``answer[start:end]`` (markers included), ``cited`` the passage numbers
-    its own markers name (1-based, ascending; empty: uncited)."""
-
-    text: str
-    start: int
-    end: int
-    cited: list[int]
-
-
-def answer_sentences(text: str, n_passages: int) -> list[Sentence]:
-    """The sentences of an answer with the passages each cites (:func:`gemrag.prompting.parse_citations` on each).
-
-    Args:
-        text: the answer's text (with its ``[n]`` markers).
-        n_passages: how many context passages the answer was given (markers outside ``1..n_passages`` name none).
-
-    Returns:
-        The sentences in order, white space trimmed, empty ones (only markers or punctuation) left out.
-    """
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    for m in _END.finditer(text):
-        if m.group(0).endswith(".") and _ABBREVIATION.search(text, 0, m.end()):
-            continue  # "e.g." or "Dr." or an initial ends no sentence
-        spans.append((pos, m.start() if m.group(0) == "\n" else m.end()))
-        pos = m.end()
-    spans.append((pos, len(text)))
-    out = []
-    for s, e in spans:
-        piece = text[s:e]
-        if not strip_citations(piece).strip(" \t\n.,;:!?\"'*-"):
-            continue
-        s += len(piece) - len(piece.lstrip())
-        e -= len(piece) - len(piece.rstrip())
-        out.append(Sentence(text[s:e], s, e, parse_citations(text[s:e], n_passages).cited))
-    return out
 
 
 def _words(text: str) -> list[str]:
@@ -193,6 +162,62 @@ def entailment_prompt(question: str, sentence: str, passages: Sequence[str]) -> 
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+def _method(sentence: str, extractive: bool, overlap_words: int) -> Literal["entailment", "overlap"]:
+    """How a sentence is checked: by overlap in an extractive answer or when it has at most ``overlap_words`` words
+    (markers removed), else by entailment."""
+    return "overlap" if extractive or len(strip_citations(sentence).split()) <= overlap_words else "entailment"
+
+
+def post_hoc_citations(
+    question: str,
+    sentences: Sequence[str],
+    passages: Sequence[str],
+    methods: Sequence[Literal["entailment", "overlap"]],
+    embedder: Embedder | None = None,
+) -> list[int]:
+    """The passage each uncited sentence is cited with after the answer was written: ALCE's post-hoc citation (Gao
+    et al., EMNLP 2023, section 4, "post-hoc cite": each statement gets the retrieved passage that best matches it;
+    ALCE matches with its retriever, GTR, here the memory's embedder).
+
+    A sentence checked by overlap gets the passage holding the largest share of its own words
+    (:func:`overlap_support`: the passage its check would pass with, if any does); a sentence checked by entailment
+    gets the passage with the highest cosine between the sentence and one of the passage's sentences
+    (:func:`gemrag.answers.evidence.best_sentence_cosines`, one embedder call for all of them), or without an
+    embedder the one with the largest overlap. Ties go to the earlier passage (the better ranked).
+
+    Args:
+        question: the question answered (its words earn no overlap).
+        sentences: the uncited sentences' texts.
+        passages: the context passages' texts; passage ``[n]`` is ``passages[n - 1]`` (at least one).
+        methods: how each sentence will be checked (``"overlap"`` or ``"entailment"``), one per sentence.
+        embedder: the memory's embedder (rows L2-normalized), or None.
+
+    Returns:
+        One 1-based passage number per sentence, in order.
+
+    Raises:
+        ValueError: no passage, or ``methods`` not one per sentence.
+    """
+    if not passages:
+        raise ValueError("a post-hoc citation needs at least one context passage")
+    if len(methods) != len(sentences):
+        raise ValueError(f"{len(methods)} methods for {len(sentences)} sentences")
+    by_cosine = [i for i, m in enumerate(methods) if m == "entailment"] if embedder is not None else []
+    cosines = (
+        best_sentence_cosines([strip_citations(sentences[i]) for i in by_cosine], passages, embedder)
+        if (by_cosine and embedder is not None)
+        else None
+    )
+    out: list[int] = []
+    for i, sentence in enumerate(sentences):
+        if cosines is not None and i in by_cosine:
+            scores = [float(x) for x in cosines[by_cosine.index(i)]]
+        else:
+            scores = [overlap_support(sentence, p, question) for p in passages]
+        out.append(max(range(len(passages)), key=lambda j: (scores[j], -j)) + 1)
+    return out
+
+
 def check_sentences(
     llm: Callable[[], LLM],
     question: str,
@@ -227,8 +252,7 @@ def check_sentences(
     pending: list[tuple[int, list[Message]]] = []
     for i, s in enumerate(sentences):
         numbers = list(range(1, len(passages) + 1)) if whole_context else s.cited
-        words = len(strip_citations(s.text).split())
-        method: Literal["entailment", "overlap"] = "overlap" if extractive or words <= overlap_words else "entailment"
+        method = _method(s.text, extractive, overlap_words)
         check = SentenceCheck(
             sentence=s.text, start=s.start, end=s.end, cited=list(s.cited), supported=False, method=method
         )
@@ -252,37 +276,6 @@ def check_sentences(
     return checks
 
 
-def drop_unsupported(answer: Answer) -> Answer:
-    """The answer without its unsupported sentences (``verify = "drop"``).
-
-    The text loses each unsupported sentence (with the white space before it, or after it when it comes first), its
-    ``cited`` becomes the passages the remaining markers name, ``verification`` holds the kept sentences with their
-    spans in the new text, and ``dropped_sentences`` the removed ones, in order. ``dropped_citations`` (markers that
-    named no passage) is unchanged.
-    """
-    kept: list[SentenceCheck] = []
-    dropped: list[str] = []
-    out = ""
-    pos = 0
-    gap: str | None = None  # the white space before the run of dropped sentences ending here
-    for check in answer.verification:
-        before = answer.text[pos : check.start]
-        pos = check.end
-        if not check.supported:
-            dropped.append(check.sentence)
-            gap = before if gap is None else gap
-            continue
-        out += (gap if gap is not None else before) if out else ""
-        gap = None
-        kept.append(check.model_copy(update={"start": len(out), "end": len(out) + len(check.sentence)}))
-        out += check.sentence
-    if not dropped:
-        return answer
-    text = (out + answer.text[pos:]).strip() if kept else ""
-    cited = parse_citations(text, len(answer.hits)).cited
-    return replace(answer, text=text, cited=cited, verification=kept, dropped_sentences=dropped)
-
-
 def verify_answer(
     llm: Callable[[], LLM],
     meter: UsageMeter,
@@ -293,13 +286,22 @@ def verify_answer(
     *,
     extractive: bool = False,
     overlap_words: int = OVERLAP_WORDS,
+    uncited: UncitedMode = "cite",
+    embedder: Embedder | None = None,
 ) -> Answer:
     """The answer with each sentence checked against its citations (``verification``), and under ``"drop"`` without
     the unsupported ones (:func:`drop_unsupported`); unchanged under ``"off"``, for a multiple-choice answer and for
     an abstention (``answer.reading["abstained"]``: "Not found in the memory." claims nothing to check).
 
-    The checks' model calls run in the meter's ``query`` phase; what they spent is the answer's
-    ``verification_usage`` and is added to its ``usage``, their wall time to its ``answer_seconds``.
+    Under ``uncited = "cite"`` each uncited sentence (no marker, in an answer citing elsewhere) is cited after the
+    answer (:func:`post_hoc_citations`) and checked against that passage: supported, its marker is added to the text
+    (:func:`add_citations`) and to ``cited``, its check records ``added_citation``; else its check is ``uncited``.
+    That costs at most one entailment call per uncited sentence (none for one checked by overlap) and one embedder
+    call for all of them. Under ``"flag"`` an uncited sentence is unsupported without a check (no call).
+
+    The checks' model calls (and the post-hoc citations' embedder call) run in the meter's ``query`` phase; what they
+    spent is the answer's ``verification_usage`` and is added to its ``usage``, their wall time to its
+    ``answer_seconds``.
 
     Args:
         llm: returns the memory's (cached, metered) LLM; called only when a sentence needs an entailment check.
@@ -309,35 +311,56 @@ def verify_answer(
         answer: the answer (its ``text``, ``hits`` and ``cited``).
         mode: ``"flag"``, ``"drop"`` or ``"off"``.
         extractive, overlap_words: as :func:`check_sentences`.
+        uncited: ``"cite"`` or ``"flag"`` (``[answer] verify_uncited``).
+        embedder: the memory's embedder, to match uncited sentences checked by entailment with a passage (None:
+            matched by token overlap).
 
     Raises:
-        ValueError: an unknown ``mode``.
+        ValueError: an unknown ``mode`` or ``uncited``.
         GemragError: a fatal backend error.
     """
     if mode not in ("flag", "drop", "off"):
         raise ValueError(f"verify must be 'flag', 'drop' or 'off' (got {mode!r})")
+    if uncited not in ("cite", "flag"):
+        raise ValueError(f"verify_uncited must be 'cite' or 'flag' (got {uncited!r})")
     if mode == "off" or answer.choice is not None or not answer.text.strip() or answer.reading.get("abstained"):
         return answer  # an abstention ("Not found in the memory.") claims nothing about the context
     before = meter.totals.get("query", Usage())
     t0 = time.perf_counter()
+    passages = [h.text for h in answer.hits]
     sentences = answer_sentences(answer.text, len(answer.hits))
     unmarked = not any(s.cited for s in sentences)
     if unmarked and answer.cited:  # citations made outside the text (the quote reading's quoted passages)
         sentences = [replace(s, cited=list(answer.cited)) for s in sentences]
+    bare = [] if unmarked else [i for i, s in enumerate(sentences) if not s.cited]  # uncited sentences
     with meter.phase("query"):
+        added: dict[int, int] = {}
+        if bare and passages and uncited == "cite":
+            methods = [_method(sentences[i].text, extractive, overlap_words) for i in bare]
+            found = post_hoc_citations(question, [sentences[i].text for i in bare], passages, methods, embedder)
+            added = dict(zip(bare, found, strict=True))
+            sentences = [replace(s, cited=[added[i]]) if i in added else s for i, s in enumerate(sentences)]
         checks = check_sentences(
             llm,
             question,
             sentences,
-            [h.text for h in answer.hits],
+            passages,
             whole_context=unmarked and not answer.cited,
             extractive=extractive,
             overlap_words=overlap_words,
             on_failure=lambda message: store.record_failure("query/verify", None, message),
         )
+    for i in bare:
+        if i in added and checks[i].supported:
+            checks[i].added_citation = added[i]
+        else:
+            checks[i].cited, checks[i].supported, checks[i].uncited = [], False, True
+    text, checks = add_citations(answer.text, checks)
     spent = meter.totals.get("query", Usage()) - before
     checked = replace(
         answer,
+        text=text,
+        cited=sorted({*answer.cited, *(c.added_citation for c in checks if c.added_citation is not None)}),
         verification=checks,
         verification_usage=spent,
         usage=answer.usage + spent,

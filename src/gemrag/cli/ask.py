@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gemrag.answers.answer import Answer
+from gemrag.answers.answer import Answer, SentenceCheck
 from gemrag.answers.choices import LETTERS
 from gemrag.answers.provenance import cited_sources, describe_answer, describe_hits, source_label
 from gemrag.cli.options import (
@@ -97,8 +97,10 @@ def ask_command(
     under a whole answer (whose text has them removed). Each answer sentence is checked against the passages it
     cites (`--set answer.verify=flag|drop|off`, default flag): a sentence they do not support is printed in red
     and marked ⚠ (under a streamed answer, listed after it); with `drop` it is removed and listed as dropped; --json
-    gives the checks as "verification". A strategy's own settings are `--set` items:
-    `--set gem.search=rank` gives GEM's literal Algorithm 1."""
+    gives the checks as "verification". A sentence written without a marker is cited after the answer with the
+    context passage found to support it (its marker added, in cyan, and counted under the answer), or marked ⚠
+    uncited when none does (`--set answer.verify_uncited=flag`: marked uncited without looking). A strategy's own
+    settings are `--set` items: `--set gem.search=rank` gives GEM's literal Algorithm 1."""
     with cli_errors("ask again", also=(ValueError,)), deprecated_sets("gem", {"search": search}) as old_sets:
         cfg = build_config(
             config,
@@ -162,15 +164,22 @@ def ask_command(
 
 def marked(answer: Answer) -> Text:
     """The answer's text with each unsupported sentence (``answer.verification``) in red and followed by
-    :data:`UNSUPPORTED_MARK`, so the mark shows also without colours."""
+    :data:`UNSUPPORTED_MARK` (and ``uncited`` for a sentence that names no passage and none was found to support), so
+    the mark shows also without colours; the marker of a citation added after the answer (``added_citation``) in
+    italic cyan (:func:`verification_lines` says what it is)."""
     text = Text()
     pos = 0
     for check in answer.verification:
-        if check.supported:
+        if check.supported and check.added_citation is None:
             continue
         text.append(answer.text[pos : check.end], style=None)
-        text.stylize("red", len(text) - (check.end - check.start), len(text))
-        text.append(f" {UNSUPPORTED_MARK}", style="bold red")
+        begin = len(text) - (check.end - check.start)
+        if check.supported:  # cited after the answer: its marker is the sentence's last
+            at = check.sentence.rfind(f"[{check.added_citation}]")
+            text.stylize("italic cyan", begin + at, begin + at + len(f"[{check.added_citation}]"))
+        else:
+            text.stylize("red", begin, len(text))
+            text.append(f" {UNSUPPORTED_MARK}" + (" uncited" if check.uncited else ""), style="bold red")
         pos = check.end
     text.append(answer.text[pos:])
     return text
@@ -178,23 +187,49 @@ def marked(answer: Answer) -> Text:
 
 def verification_lines(answer: Answer, *, listed: bool) -> list[Text]:
     """What ``gemrag ask`` prints under the answer about its checked sentences: how many of them their citations do
-    not support (uncited ones counted apart), each of them quoted when ``listed`` (a streamed answer, printed before
-    it was checked), and the sentences ``verify = "drop"`` removed. No line when every sentence is supported or
+    not support, how many are uncited (no marker, and no passage found to support them), how many were cited after
+    the answer (no marker, and the passage found to support them cited: ``[answer] verify_uncited = "cite"``), each
+    of them quoted when ``listed`` (a streamed answer, printed before it was checked and without the added markers),
+    and the sentences ``verify = "drop"`` removed. No line when every sentence is supported by its own citations or
     nothing was checked."""
     lines: list[Text] = []
-    bad = answer.unsupported
+    total = len(answer.verification)
+    of = f" of {total} sentence{'s' if total != 1 else ''}"
+
+    def quoted(checks: list[SentenceCheck], style: str) -> list[Text]:
+        return [Text.assemble(("  - ", style), (c.sentence, style)) for c in checks] if listed else []
+
+    bad = [c for c in answer.unsupported if not c.uncited]
     if bad:
-        uncited = sum(1 for c in bad if not c.cited)
-        note = f" ({uncited} uncited)" if uncited else ""
-        total = len(answer.verification)
         lines.append(
             Text.assemble(
                 (f"{UNSUPPORTED_MARK} ", "bold red"),
-                f"{len(bad)} of {total} sentence{'s' if total != 1 else ''} not supported by the passages "
-                f"{'they cite' if len(bad) != 1 else 'it cites'}{note}",
+                f"{len(bad)}{of} not supported by the passages {'they cite' if len(bad) != 1 else 'it cites'}",
             )
         )
-        lines += [Text.assemble(("  - ", "red"), (c.sentence, "red")) for c in bad] if listed else []
+        lines += quoted(bad, "red")
+    uncited = [c for c in answer.unsupported if c.uncited]
+    if uncited:
+        one = len(uncited) == 1
+        lines.append(
+            Text.assemble(
+                (f"{UNSUPPORTED_MARK} ", "bold red"),
+                f"{len(uncited)}{of} uncited: {'it names' if one else 'they name'} no passage, and none was found to "
+                f"support {'it' if one else 'them'}",
+            )
+        )
+        lines += quoted(uncited, "red")
+    after = [c for c in answer.verification if c.added_citation is not None]
+    if after:
+        markers = ", ".join(f"[{c.added_citation}]" for c in after)
+        lines.append(
+            Text.assemble(
+                ("+ ", "bold cyan"),
+                f"{len(after)}{of} cited after the answer ({markers}): written without a marker, found supported by "
+                f"{'that passage' if len(after) == 1 else 'those passages'}",
+            )
+        )
+        lines += quoted(after, "cyan")
     if answer.dropped_sentences:
         k = len(answer.dropped_sentences)
         lines.append(

@@ -222,8 +222,9 @@ def _verified_stream(
 
 def verified(memory: MemoryHandle[AskStore], question: str, answer: Answer, *, extractive: bool = False) -> Answer:
     """The answer checked sentence by sentence against its citations as ``[answer] verify`` says
-    (:func:`gemrag.answers.verification.verify_answer` with the memory's LLM, meter and store; ``extractive``: a
-    short-form answer, checked by token overlap). The one place asking verifies: :func:`answer` (hence :func:`ask`)
+    (:func:`gemrag.answers.verification.verify_answer` with the memory's LLM, meter, store and embedder, uncited
+    sentences cited after the answer or flagged as ``[answer] verify_uncited`` says; ``extractive``: a short-form
+    answer, checked by token overlap). The one place asking verifies: :func:`answer` (hence :func:`ask`)
     and the end of :func:`ask_stream`.
 
     Raises:
@@ -239,4 +240,6 @@ def verified(memory: MemoryHandle[AskStore], question: str, answer: Answer, *, e
         settings.verify,
         extractive=extractive,
         overlap_words=settings.verify_overlap_words,
+        uncited=settings.verify_uncited,
+        embedder=memory.ctx.embedder,
     )

@@ -294,7 +294,9 @@ class AnswerOut(BaseModel):
     (those context nodes with their provenance) and ``dropped_citations`` (markers naming no context passage,
     removed from ``text``); ``verification``: each sentence of ``text`` checked against the passages it cites
     (``sentence``, its span ``start``/``end`` in ``text``, ``cited``, ``supported``, ``method``: ``"entailment"`` or
-    ``"overlap"``; ``[answer] verify``), and ``dropped_sentences``: the unsupported ones removed under ``"drop"``.
+    ``"overlap"``; ``added_citation``: the passage cited after the answer for a sentence written without a marker,
+    its marker added to ``text``; ``uncited``: no marker and no passage found to support it; ``[answer] verify``,
+    ``verify_uncited``), and ``dropped_sentences``: the unsupported ones removed under ``"drop"``.
     ``weak_below``: a citation whose ``evidence`` is below it is weak (:data:`gemrag.answers.evidence.WEAK_EVIDENCE`).
     ``abstained``: True when the answer is "Not found in the memory." because the context's evidence score
     (``evidence``) was below ``[answer] abstain_below``, False when it was checked and sufficed, None when the server

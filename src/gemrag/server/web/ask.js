@@ -1,6 +1,7 @@
-// The gemrag web page, part 4 of 5: asking (the streamed answer, [n] citations as links, weak citations and
-// unsupported sentences marked, "not found in the memory" when the model declines; retrieve-only; the hits with
-// their passages, the cited span marked in its document: the reader follows the current answer).
+// The gemrag web page, part 4 of 5: asking (the streamed answer, [n] citations as links, weak citations,
+// unsupported and uncited sentences marked, citations added after the answer shown as such, "not found in the memory"
+// when the model declines; retrieve-only; the hits with their passages, the cited span marked in its document: the
+// reader follows the current answer).
 "use strict";
 (() => {
   const { $, state, ApiError, request, api, nsPath, showError, clearError, status, el, fmt, plural, thousands } =
@@ -147,10 +148,15 @@
     else if (name === "error") showError(new ApiError(data.status, data));
   }
 
-  function citeLink(n) {
+  // `added`: a citation added after the answer (the model wrote the sentence without a marker; this passage was found
+  // to support it)
+  function citeLink(n, added = false) {
     return el("a", {
-      href: `#hit-${n}`, class: "cite", "data-marker": n, text: `[${n}]`,
-      "aria-label": `Citation ${n}: open the cited passage`,
+      href: `#hit-${n}`, class: added ? "cite added" : "cite", "data-marker": n, text: `[${n}]`,
+      title: added ? "Cited after the answer: the sentence had no marker, and this passage was found to support it"
+        : null,
+      "aria-label": added ? `Citation ${n}, added after the answer: open the passage found to support the sentence`
+        : `Citation ${n}: open the cited passage`,
       onclick: (e) => {
         e.preventDefault();
         openCitation(n);
@@ -158,8 +164,9 @@
     });
   }
 
-  // a piece of the answer's text with its [n] markers as links (`linked` collects the numbers linked)
-  function linkify(text, hits, linked) {
+  // a piece of the answer's text with its [n] markers as links (`linked` collects the numbers linked; `added`: the
+  // number of a citation added after the answer, in a sentence that had no marker of its own)
+  function linkify(text, hits, linked, added = null) {
     const parts = [];
     let last = 0;
     for (const match of text.matchAll(/\[(\d+)\]/g)) {
@@ -167,7 +174,7 @@
       parts.push(text.slice(last, match.index));
       last = match.index + match[0].length;
       if (n >= 1 && n <= hits.length) {
-        parts.push(citeLink(n));
+        parts.push(citeLink(n, n === added));
         linked.add(n);
       } else parts.push(match[0]);
     }
@@ -175,9 +182,15 @@
     return parts;
   }
 
-  // the answer's sentences, those its verification found unsupported by their citations marked (when it has one)
+  // a check that flags its sentence, a sentence cited after the answer, an uncited one
+  const isFlagged = (v) => v && v.supported === false;
+  const isCitedAfter = (v) => v && v.supported === true && Number.isInteger(v.added_citation);
+  const isUncited = (v) => isFlagged(v) && v.uncited === true;
+
+  // the answer's sentences, those its verification found unsupported by their citations marked, uncited ones marked
+  // apart, and the citations added after the answer shown as such (when it has a verification)
   function answerParts(answer, linked) {
-    const checks = (answer.verification || []).filter((v) => v && v.supported === false);
+    const checks = (answer.verification || []).filter((v) => isFlagged(v) || isCitedAfter(v));
     if (!checks.length) return linkify(answer.text, answer.hits, linked);
     const chars = Array.from(answer.text); // Python offsets count code points
     const spans = [];
@@ -190,15 +203,23 @@
         start = Array.from(answer.text.slice(0, at)).length;
         end = start + Array.from(v.sentence).length;
       }
-      if (!spans.length || start >= spans[spans.length - 1][1]) spans.push([start, end]);
+      if (!spans.length || start >= spans[spans.length - 1][1]) spans.push([start, end, v]);
     }
     const parts = [];
     let last = 0;
-    for (const [start, end] of spans.sort((a, b) => a[0] - b[0])) {
+    for (const [start, end, v] of spans.sort((a, b) => a[0] - b[0])) {
       parts.push(...linkify(chars.slice(last, start).join(""), answer.hits, linked));
-      parts.push(el("span", { class: "unsupported", title: "Its citations do not support this sentence" },
-        ...linkify(chars.slice(start, end).join(""), answer.hits, linked),
-        el("span", { class: "flag", text: " unsupported" })));
+      const sentence = chars.slice(start, end).join("");
+      if (isCitedAfter(v)) {
+        parts.push(el("span", { class: "cited-after" }, ...linkify(sentence, answer.hits, linked, v.added_citation)));
+      } else if (isUncited(v)) {
+        parts.push(el("span", { class: "unsupported uncited",
+          title: "Uncited: this sentence names no passage, and no passage of the context was found to support it" },
+        ...linkify(sentence, answer.hits, linked), el("span", { class: "flag", text: " uncited" })));
+      } else {
+        parts.push(el("span", { class: "unsupported", title: "Its citations do not support this sentence" },
+          ...linkify(sentence, answer.hits, linked), el("span", { class: "flag", text: " unsupported" })));
+      }
       last = end;
     }
     parts.push(...linkify(chars.slice(last).join(""), answer.hits, linked));
@@ -219,7 +240,10 @@
   function answerState(answer) {
     const box = $("answer-state");
     const weak = answer.cited.filter(isWeak);
-    const unsupported = (answer.verification || []).filter((v) => v && v.supported === false).length;
+    const checks = answer.verification || [];
+    const unsupported = checks.filter((v) => isFlagged(v) && !isUncited(v)).length;
+    const uncited = checks.filter(isUncited).length;
+    const citedAfter = checks.filter(isCitedAfter).map((v) => v.added_citation);
     const notes = [];
     if (declined(answer)) {
       notes.push(el("p", { class: "state-box notfound", "data-state": "not-found",
@@ -241,6 +265,19 @@
         el("strong", { text: "Unsupported sentences. " }),
         `${plural(unsupported, "sentence")} of the answer ${unsupported === 1 ? "is" : "are"} not supported by ` +
         "the passages cited: they are marked."));
+    }
+    if (uncited) {
+      notes.push(el("p", { class: "state-box weak", "data-state": "uncited" },
+        el("strong", { text: "Uncited sentences. " }),
+        `${plural(uncited, "sentence")} of the answer ${uncited === 1 ? "names" : "name"} no passage, and no passage ` +
+        `of the context was found to support ${uncited === 1 ? "it" : "them"}: marked uncited.`));
+    }
+    if (citedAfter.length) {
+      notes.push(el("p", { class: "state-box note", "data-state": "cited-after" },
+        el("strong", { text: "Cited after the answer. " }),
+        `${plural(citedAfter.length, "sentence")} had no marker; the passage found to support ` +
+        `${citedAfter.length === 1 ? "it is" : "each is"} cited (${citedAfter.map((n) => `[${n}]`).join(", ")}, ` +
+        "underlined dotted)."));
     }
     box.replaceChildren(...notes);
     box.hidden = notes.length === 0;

@@ -1,0 +1,127 @@
+"""The sentences of an answer and the edits verification makes to its text.
+
+:func:`answer_sentences` splits an answer into sentences with the passages each cites; :func:`add_citations` adds
+the markers of post-hoc citations (ALCE, Gao et al., EMNLP 2023, section 4) to the text, and
+:func:`drop_unsupported` removes the sentences their citations do not support (``[answer] verify = "drop"``). The
+checks themselves are :mod:`gemrag.answers.verification`'s, which re-exports these names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from gemrag.answers.answer import Answer, SentenceCheck
+from gemrag.prompting import parse_citations, strip_citations
+
+__all__ = ["Sentence", "add_citations", "answer_sentences", "drop_unsupported"]
+
+# A sentence ends at . ! ? (closing quotes or brackets allowed), followed by any citation markers, before white space
+# or the end; or at a line break.
+_END = re.compile(r"[.!?][\"'\u201d\u2019)]*(?:\s*\[[^\[\]\n]{1,40}\])*(?=\s|$)|\n")
+# A full stop that ends an abbreviation or an initial (no citation marker after it)
+_ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mr|Mrs|Ms|Prof|St|No|Fig)|(?<![\w.])[A-Z])\.$")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of an answer: ``text`` is ``answer[start:end]`` (markers included), ``cited`` the passage numbers
+    its own markers name (1-based, ascending; empty: uncited)."""
+
+    text: str
+    start: int
+    end: int
+    cited: list[int]
+
+
+def answer_sentences(text: str, n_passages: int) -> list[Sentence]:
+    """The sentences of an answer with the passages each cites (:func:`gemrag.prompting.parse_citations` on each).
+
+    Args:
+        text: the answer's text (with its ``[n]`` markers).
+        n_passages: how many context passages the answer was given (markers outside ``1..n_passages`` name none).
+
+    Returns:
+        The sentences in order, white space trimmed, empty ones (only markers or punctuation) left out.
+    """
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for m in _END.finditer(text):
+        if m.group(0).endswith(".") and _ABBREVIATION.search(text, 0, m.end()):
+            continue  # "e.g." or "Dr." or an initial ends no sentence
+        spans.append((pos, m.start() if m.group(0) == "\n" else m.end()))
+        pos = m.end()
+    spans.append((pos, len(text)))
+    out = []
+    for s, e in spans:
+        piece = text[s:e]
+        if not strip_citations(piece).strip(" \t\n.,;:!?\"'*-"):
+            continue
+        s += len(piece) - len(piece.lstrip())
+        e -= len(piece) - len(piece.rstrip())
+        out.append(Sentence(text[s:e], s, e, parse_citations(text[s:e], n_passages).cited))
+    return out
+
+
+# The end of a sentence a marker goes before: its final . ! ? with any closing quotes or brackets after it
+_TAIL = re.compile(r"[.!?][\"'\u201d\u2019)]*$")
+
+
+def add_citations(text: str, checks: Sequence[SentenceCheck]) -> tuple[str, list[SentenceCheck]]:
+    """The answer's text with the marker of each post-hoc citation (``check.added_citation``) added to its sentence,
+    as ALCE adds them: ``[n]`` before the sentence's final ``.``, ``!`` or ``?`` (``"... in 1990 [2]."``), or at its
+    end when it has none; and the checks with their sentences and spans in the new text.
+
+    Args:
+        text: the answer's text; each check's ``sentence`` is ``text[start:end]``.
+        checks: the answer's checks, in order (non-overlapping spans).
+
+    Returns:
+        ``(new_text, new_checks)``; the text unchanged when no check has an ``added_citation``.
+    """
+    if not any(c.added_citation is not None for c in checks):
+        return text, list(checks)
+    out, pos, new = "", 0, []
+    for c in checks:
+        out += text[pos : c.start]
+        pos = c.end
+        sentence = c.sentence
+        if c.added_citation is not None:
+            tail = _TAIL.search(sentence)
+            cut = tail.start() if tail else len(sentence)
+            sentence = f"{sentence[:cut].rstrip()} [{c.added_citation}]{sentence[cut:]}"
+        new.append(c.model_copy(update={"sentence": sentence, "start": len(out), "end": len(out) + len(sentence)}))
+        out += sentence
+    return out + text[pos:], new
+
+
+def drop_unsupported(answer: Answer) -> Answer:
+    """The answer without its unsupported sentences (``verify = "drop"``).
+
+    The text loses each unsupported sentence (with the white space before it, or after it when it comes first), its
+    ``cited`` becomes the passages the remaining markers name, ``verification`` holds the kept sentences with their
+    spans in the new text, and ``dropped_sentences`` the removed ones, in order. ``dropped_citations`` (markers that
+    named no passage) is unchanged.
+    """
+    kept: list[SentenceCheck] = []
+    dropped: list[str] = []
+    out = ""
+    pos = 0
+    gap: str | None = None  # the white space before the run of dropped sentences ending here
+    for check in answer.verification:
+        before = answer.text[pos : check.start]
+        pos = check.end
+        if not check.supported:
+            dropped.append(check.sentence)
+            gap = before if gap is None else gap
+            continue
+        out += (gap if gap is not None else before) if out else ""
+        gap = None
+        kept.append(check.model_copy(update={"start": len(out), "end": len(out) + len(check.sentence)}))
+        out += check.sentence
+    if not dropped:
+        return answer
+    text = (out + answer.text[pos:]).strip() if kept else ""
+    cited = parse_citations(text, len(answer.hits)).cited
+    return replace(answer, text=text, cited=cited, verification=kept, dropped_sentences=dropped)
