@@ -361,6 +361,8 @@ def main() -> None:
                 args.publish, "erase-cost", figures, argv=None, seconds=seconds, load=(load_start, load_now)
             )
             print(f"record: {path}", flush=True)
+    if not args.workdir:
+        shutil.rmtree(root, ignore_errors=True)
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
     if args.out:
