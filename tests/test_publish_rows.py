@@ -75,6 +75,13 @@ def test_the_caption_names_the_record_its_code_and_load(root: Path) -> None:
     assert "From the record `results/bench.json` (2026-12-02, code d33e728, 2 CPUs, load average 6.8 to 8.2)." in out
 
 
+def test_one_cell_inline(root: Path) -> None:
+    text = "an erase takes <!-- result-rows: bench erase_s:.2f list=results where=entries:1000000 as=value -->"
+    assert render(text + "?<!-- /result --> s", root) == text + "2.50<!-- /result --> s"
+    grouped = "<!-- result-rows: bench count group=backend where=backend:sqlite as=value -->"
+    assert render(grouped + "<!-- /result -->", root) == grouped + "2<!-- /result -->"
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
@@ -86,6 +93,8 @@ def test_the_caption_names_the_record_its_code_and_load(root: Path) -> None:
         ("bench scenario:.2f", "does not apply"),
         ("bench a/b/c", "FIELD[:SPEC[:HEADER]]"),
         ("bench scenario list=machine", "no list of rows 'machine'"),
+        ("bench scenario as=value", "one column and one line, not 1 and 4"),
+        ("bench scenario as=list", "use as=value"),
         ("missing scenario", "no record named 'missing'"),
         ("../bench scenario", "letters, digits"),
     ],

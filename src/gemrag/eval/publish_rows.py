@@ -4,7 +4,7 @@ A benchmark's record (``results/NAME.json`` with a ``kind``, written by ``benchm
 figures as a list of JSON objects, one per measured case (``rows`` or ``results``). The mark
 
     <!-- result-rows: NAME COLUMN [COLUMN...] [where=FIELD:VALUE[,FIELD:VALUE...]] [group=FIELD[,FIELD...]]
-         [list=KEY] -->
+         [list=KEY] [as=value] -->
 
 renders that list as a table, one line per row (in the record's order), then a line naming the record with its
 date, code and machine load. The words are split as a shell does, so a column with spaces is quoted.
@@ -21,6 +21,9 @@ date, code and machine load. The words are split as a shell does, so a column wi
   summed over the group's rows (``true`` counts 1), a text field shows its distinct values joined by ``, `` (a group
   of one row shows its values as they are).
 * ``list=`` names the list (default: ``rows``, else ``results``).
+* ``as=value`` renders the one cell of a mark with one column whose rows make one line, inline, without table or
+  caption (a figure quoted in a sentence: ``about <!-- result-rows: erase-cost marks_bytes_per_entry:,
+  where=entries:1000000 as=value -->993<!-- /result --> bytes``).
 
 The table is generic over what the record holds: a later run with more strategies or scenarios adds lines, never
 needs a new mark.
@@ -39,7 +42,7 @@ from gemrag.eval.publish import check_publish_name
 
 __all__ = ["OPTIONS", "load_record", "rows_table"]
 
-OPTIONS = ("where", "group", "list")
+OPTIONS = ("where", "group", "list", "as")
 """The option words of a ``result-rows`` mark (``OPTION=VALUE``); every other word is a column."""
 _MISSING = object()
 
@@ -166,7 +169,8 @@ def _caption(record: dict[str, Any], name: str) -> str:
 
 
 def rows_table(spec: str, load: Callable[[str], dict[str, Any]]) -> str:
-    """The generated text of ``<!-- result-rows: SPEC -->`` (module docstring), the record read by ``load(name)``.
+    """The generated text of ``<!-- result-rows: SPEC -->`` (module docstring), the record read by ``load(name)``: a
+    table with its caption, or with ``as=value`` one cell.
 
     Raises:
         InputError: a bad spec, a field no row has, a format that does not apply, or no such list in the record.
@@ -185,8 +189,15 @@ def rows_table(spec: str, load: Callable[[str], dict[str, Any]]) -> str:
     try:
         chosen = _where(options["where"], rows) if "where" in options else rows
         made = [_column(c, rows) for c in columns]
+        groups = _groups(options.get("group"), chosen)
+        if options.get("as", "table") not in ("table", "value"):
+            raise InputError(f"as={options['as']}: use as=value (one cell, inline) or leave it out (a table)")
+        if options.get("as") == "value":
+            if len(made) != 1 or len(groups) != 1:
+                raise InputError(f"as=value needs one column and one line, not {len(made)} and {len(groups)}")
+            return made[0][1](groups[0])
         lines = ["| " + " | ".join(h for h, _ in made) + " |", "|" + "---|" * len(made)]
-        lines += ["| " + " | ".join(cell(g) for _, cell in made) + " |" for g in _groups(options.get("group"), chosen)]
+        lines += ["| " + " | ".join(cell(g) for _, cell in made) + " |" for g in groups]
     except InputError as exc:
         raise InputError(f"<!-- result-rows: {spec} -->: {exc}") from exc
     lines += ["", _caption(record, name)]
