@@ -159,7 +159,7 @@ def _caption(record: dict[str, Any], name: str) -> str:
         parts.append(record["date"][:10])
     commit = _get(record, "code.commit")
     if isinstance(commit, str):
-        parts.append(f"code {commit[:7]}")
+        parts.append(f"code {commit[:7]}" + (" with uncommitted changes" if commit.endswith("-dirty") else ""))
     cpus, load = _get(record, "machine.cpus"), _get(record, "machine.load")
     if isinstance(cpus, int):
         parts.append(f"{cpus} CPUs")
