@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from gemrag.errors import InputError
-from gemrag.eval.publish import check_publish_name
 
 __all__ = ["OPTIONS", "load_record", "rows_table"]
 
@@ -53,7 +52,8 @@ def load_record(name: str, root: Path) -> dict[str, Any]:
     Raises:
         InputError: a bad name, a missing or unreadable file, or not a JSON object (the message names the file).
     """
-    check_publish_name(name)
+    if not name or name.startswith(".") or not all(c.isascii() and (c.isalnum() or c in "-_.") for c in name):
+        raise InputError(f"record name {name!r}: a file of results/ (letters, digits, '-', '_' and '.')")
     path = root / f"{name}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
