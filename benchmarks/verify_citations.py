@@ -26,6 +26,10 @@ label, ``x`` does not). ::
 
     python benchmarks/verify_citations.py                                   # overlap only (no model)
     python benchmarks/verify_citations.py --llm-model qwen2.5-coder-0.5b --set llm.n_ctx=2048 --cache verify-cache
+    python benchmarks/verify_citations.py --llm-model qwen2.5-coder-0.5b --cache verify-cache --publish verify-05b
+
+``--publish NAME`` also writes the figures (each mode's confusion counts, intervals, costs and per-sentence verdicts)
+as the record ``results/NAME.json`` (``kind`` ``verify-citations``), which the documentation's tables cite.
 """
 
 from __future__ import annotations
@@ -33,10 +37,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_record (benchmarks/ is no package)
+from results_record import write_record  # noqa: E402
 
 LABELS = Path(__file__).resolve().parent / "verify_labels.jsonl"
 MODES = {"auto": 6, "entailment": 0, "overlap": 10_000}
@@ -160,7 +170,11 @@ def main() -> int:
     ap.add_argument(
         "--cache", type=Path, help="a memory directory holding the LLM cache: a run stopped early resumes from it"
     )
+    ap.add_argument("--publish", metavar="NAME", help="also write the figures as the record results/NAME.json")
     args = ap.parse_args()
+    started, load0 = time.perf_counter(), os.getloadavg()[0]
+    if args.publish and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.publish):
+        ap.error(f"--publish {args.publish!r}: use letters, digits, '-', '_' and '.' only")
 
     from gemrag.config import load_config
     from gemrag.models.cache import CachedLLM
@@ -192,6 +206,13 @@ def main() -> int:
         store.close()
     if args.json:
         args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    if args.publish:
+        figures = {"model": args.llm_model, "labels": args.labels.name, "answers": len(items), "results": results}
+        load = (load0, os.getloadavg()[0])
+        path = write_record(
+            args.publish, "verify-citations", figures, argv=None, seconds=time.perf_counter() - started, load=load
+        )
+        print(f"published: {path}")
     return 0
 
 
