@@ -67,12 +67,15 @@ _REPEATED = frozenset((INSTRUCTION, "system", "user"))
 """The strings every entry's response holds."""
 HOLDERS = 4
 """Cache entries holding each passage."""
+MODEL = "bench"
+"""The model name the entries are cached under."""
 BATCH = 5000
 MARK_TABLES = ("llm_marks", "llm_marks_entry", "llm_entries", "sqlite_autoindex_llm_entries_1")
 """The marks' tables and indexes (schema 8)."""
 
 
 def _passages(n: int, rng: random.Random) -> list[str]:
+    """``n`` passages of :data:`PASSAGE_WORDS` words of the vocabulary, in sentences of 12 words."""
     words = [f"w{i:04d}{chr(97 + i % 26)}" for i in range(VOCABULARY)]
     out = []
     for _ in range(n):
@@ -83,6 +86,7 @@ def _passages(n: int, rng: random.Random) -> list[str]:
 
 
 def _entry(passage: str) -> dict[str, Any]:
+    """The cached response of a question-writing call on ``passage`` (its recorded input, text and parsed answer)."""
     answer = {"questions": [f"What about {' '.join(passage.split()[k : k + 6])}?" for k in (0, 12, 24)]}
     return {
         "text": json.dumps(answer),
@@ -95,10 +99,6 @@ def _entry(passage: str) -> dict[str, Any]:
             {"role": "user", "content": f'Passage:\n"""\n{passage}\n"""'},
         ],
     }
-
-
-MODEL = "bench"
-"""The model name the entries are cached under."""
 
 
 @functools.lru_cache(maxsize=16)
@@ -180,8 +180,7 @@ def fill(store: Any, n: int, passages: list[str], workers: int = 1) -> tuple[flo
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.execute(f"PRAGMA cache_size = {int(cache_size)}")
-    rows = sum(len(marks[i % len(marks)]) for i in range(len(marks))) * (n // len(marks))
-    rows += sum(len(marks[i]) for i in range(n % len(marks)))
+    rows = sum(map(len, marks)) * (n // len(marks)) + sum(map(len, marks[: n % len(marks)]))
     return time.perf_counter() - start, rows
 
 
