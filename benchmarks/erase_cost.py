@@ -54,6 +54,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_record (benchmarks/ is no package)
 from results_record import write_record  # noqa: E402
 
+from gemrag.eval.publish import code_version
 from gemrag.store import open_store
 from gemrag.store.erase import marks_of, strings_of
 
@@ -312,7 +313,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     root = args.workdir or Path(tempfile.mkdtemp(prefix="gemrag-erase-cost-"))
-    started, load_start = time.perf_counter(), os.getloadavg()[0]
+    started, load_start, code = time.perf_counter(), os.getloadavg()[0], code_version()  # a record names its start
     results = []
     for n in (int(s) for s in args.sizes.split(",")):
         before = os.getloadavg()[0]
@@ -334,7 +335,7 @@ def main() -> None:
             seconds, load_now = time.perf_counter() - started, os.getloadavg()[0]
             figures = {"results": results}
             path = write_record(
-                args.publish, "erase-cost", figures, argv=None, seconds=seconds, load=(load_start, load_now)
+                args.publish, "erase-cost", figures, argv=None, seconds=seconds, load=(load_start, load_now), code=code
             )
             print(f"record: {path}", flush=True)
     if not args.workdir:
