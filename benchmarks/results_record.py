@@ -31,6 +31,7 @@ def write_record(
     seconds: float,
     load: Iterable[float],
     root: Path = RESULTS,
+    code: Mapping[str, str] | None = None,
 ) -> Path:
     """Write ``root/NAME.json`` (module docstring) and return its path.
 
@@ -40,6 +41,8 @@ def write_record(
         figures: the benchmark's figures (JSON-serialisable).
         argv: the benchmark's arguments (None: ``sys.argv[1:]``), recorded as its command.
         seconds: the run's wall time. load: the 1-minute load averages at its start and end.
+        code: the code the run started with (:func:`gemrag.eval.publish.code_version` taken at its start; None: now,
+            which a run writing its record more than once must not use, as commits made meanwhile would be named).
 
     Raises:
         InputError: ``name`` is not a plain file name.
@@ -51,7 +54,7 @@ def write_record(
         "schema_version": SCHEMA_VERSION,
         "name": name,
         "command": shlex.join([f"python benchmarks/{script}", *args]),
-        "code": code_version(),
+        "code": dict(code) if code is not None else code_version(),
         "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "seconds": round(seconds, 1),
         "machine": machine_info(load).model_dump(),

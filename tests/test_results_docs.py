@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gemrag.eval.paired import load_paired, pair_published, paired_names
-from gemrag.eval.publish_docs import MARK, documents, render_file
+from gemrag.eval.publish_docs import MARK, differences, documents, render_file
 from gemrag.eval.published import load_published, load_records, published_names
 from paths import load_script
 
@@ -26,6 +26,22 @@ def test_every_marked_figure_is_its_records() -> None:
         if text != new:
             stale.append(str(path.relative_to(REPO)))
     assert not stale, f"figures differ from results/ (run python -m gemrag.eval.publish_docs): {stale}"
+
+
+def test_a_hand_edited_cell_of_a_benchmark_table_fails_the_check() -> None:
+    page = REPO / "docs" / "results-forgetting.md"
+    text = page.read_text(encoding="utf-8")
+    tables = [m for m in MARK.finditer(text) if m["kind"] == "result-rows" and m["spec"].startswith("erase-cost ")]
+    assert tables, "the erase-cost table is generated from results/erase-cost.json"
+    body = tables[0]["body"]
+    row = next(line for line in body.splitlines() if line.startswith("| 10,000 |"))
+    cells = row.split(" | ")
+    edited_row = " | ".join([*cells[:5], "0.01", *cells[6:]])  # the erase's seconds, typed by hand
+    assert edited_row != row
+    edited = text.replace(row, edited_row)
+    found = differences(edited, RESULTS, "docs/results-forgetting.md")
+    assert len(found) == 1 and "erase-cost entries" in found[0] and "the document says" in found[0]
+    assert differences(text, RESULTS, "docs/results-forgetting.md") == []
 
 
 def test_the_readme_takes_its_retrieval_figures_from_records() -> None:

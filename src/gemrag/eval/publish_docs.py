@@ -24,11 +24,15 @@ A table mark is ``<!-- result-table: NAME METRIC[,METRIC...] [by=category] [stra
 one row per strategy, one column per metric (or, ``by=category``, per question category and ``all`` for the first
 metric), then a line naming the record.
 
+A rows mark is ``<!-- result-rows: NAME COLUMN [COLUMN...] [where=..] [group=..] [list=..] -->``: the rows of a
+benchmark's record (``results/NAME.json`` with a ``kind``: ``forgetting``, ``erase-cost``) as a table, a column per
+field with its format (:mod:`gemrag.eval.publish_rows`).
+
     python -m gemrag.eval.publish_docs            # rewrite README.md and docs/**/*.md in place
     python -m gemrag.eval.publish_docs --check    # exit 1, naming each figure that differs from its record
 
 The marks are generic: any page may use them, whatever the run (retrieval, answers, a benchmark that writes a
-:class:`~gemrag.eval.published.PublishedRun`).
+:class:`~gemrag.eval.published.PublishedRun` or a record of its own rows).
 """
 
 from __future__ import annotations
@@ -39,17 +43,20 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from gemrag.errors import InputError
 from gemrag.eval.paired import PairedRuns, load_paired
+from gemrag.eval.publish_rows import load_record, rows_table
 from gemrag.eval.published import Comparison, Interval, PublishedRun, load_published
 
 __all__ = ["MARK", "differences", "documents", "main", "render", "render_file"]
 
-#: A marked block: its kind (``result``, ``result-table``, ``result-pair``), its spec and the generated text between
-#: the marks.
+#: A marked block: its kind (``result``, ``result-table``, ``result-pair``, ``result-rows``), its spec and the
+#: generated text between the marks.
 MARK = re.compile(
-    r"<!-- (?P<kind>result|result-table|result-pair): (?P<spec>[^>]*?) -->(?P<body>.*?)<!-- /result -->", re.S
+    r"<!-- (?P<kind>result|result-table|result-pair|result-rows): (?P<spec>[^>]*?) -->(?P<body>.*?)<!-- /result -->",
+    re.S,
 )
 #: Column headers of the metrics in a generated table.
 HEADERS = {
@@ -107,6 +114,7 @@ class _Records:
         self.root = root
         self.runs: dict[str, PublishedRun] = {}
         self.pairs: dict[str, PairedRuns] = {}
+        self.records: dict[str, dict[str, Any]] = {}
 
     def __call__(self, name: str) -> PublishedRun:
         if name not in self.runs:
@@ -118,6 +126,12 @@ class _Records:
         if name not in self.pairs:
             self.pairs[name] = load_paired(name, self.root)
         return self.pairs[name]
+
+    def record(self, name: str) -> dict[str, Any]:
+        """A benchmark's record ``results/NAME.json`` as JSON (:func:`gemrag.eval.publish_rows.load_record`)."""
+        if name not in self.records:
+            self.records[name] = load_record(name, self.root)
+        return self.records[name]
 
 
 def _split(spec: str) -> tuple[list[str], dict[str, str]]:
@@ -184,6 +198,10 @@ def _table(spec: str, records: _Records) -> str:
     return "\n\n" + "\n".join(lines) + "\n\n"  # blank lines: the comments stay out of the table's block
 
 
+def _rows(spec: str, records: _Records) -> str:
+    return rows_table(spec, records.record)
+
+
 def render(text: str, root: Path, source: str = "<text>") -> str:
     """``text`` with every marked block regenerated from the records in ``root``.
 
@@ -195,7 +213,7 @@ def render(text: str, root: Path, source: str = "<text>") -> str:
 
     def one(match: re.Match[str]) -> str:
         try:
-            kinds = {"result": _inline, "result-table": _table, "result-pair": _pair}
+            kinds = {"result": _inline, "result-table": _table, "result-pair": _pair, "result-rows": _rows}
             body = kinds[match["kind"]](match["spec"], records)
         except InputError as exc:
             line = text.count("\n", 0, match.start()) + 1

@@ -180,7 +180,7 @@ class CacheRows(SqlPart, Caches):
             found.update((int(i), str(k)) for i, k in rows)
         llm, entries = sorted(found.values()), sorted(found)
         out.llm_entries = len(llm)
-        out.llm_kept = self.llm_cache_counts()[0] - len(llm)
+        out.llm_kept = int(self._query("SELECT COUNT(*) FROM llm_cache")[0][0]) - len(llm)  # the keys' index only
         embeddings: list[str] = []
         if keep_embeddings is not None:
             keys = [str(r[0]) for r in self._query("SELECT key FROM embeddings")]
@@ -209,15 +209,20 @@ class CacheRows(SqlPart, Caches):
     def _mark_entries(self, input_key: str) -> int:
         """Mark the LLM cache entries without marks (no row in ``llm_entries``: cached before marks existed, or
         copied in), :data:`BATCH` a transaction; delete those with no recorded input (they cannot be checked). Returns
-        how many were deleted."""
+        how many were deleted. The unmarked keys are found in the keys' indexes alone (an anti-join reading no
+        response), so a cache whose entries are all marked costs a pass over its keys, not over its responses."""
         deleted = 0
         while True:
-            rows = self._query(
-                "SELECT c.key, c.response FROM llm_cache c"
-                f" WHERE NOT EXISTS (SELECT 1 FROM llm_entries e WHERE e.key = c.key) LIMIT {BATCH}"
-            )
-            if not rows:
+            keys = [
+                str(r[0])
+                for r in self._query(
+                    "SELECT c.key FROM llm_cache c"
+                    f" WHERE NOT EXISTS (SELECT 1 FROM llm_entries e WHERE e.key = c.key) LIMIT {BATCH}"
+                )
+            ]
+            if not keys:
                 return deleted
+            rows = self._query(f"SELECT key, response FROM llm_cache WHERE key IN ({','.join('?' * len(keys))})", keys)
             unverifiable: list[str] = []
             marked: list[tuple[str, list[int]]] = []
             for key, response in rows:
