@@ -11,9 +11,13 @@ label was given by reading the cited passage (the ``note`` says why). COVID-QA (
 passages are stored in the file.
 
 The verifier (:func:`gemrag.answers.verification.verify_answer`) checks each answer; the flag under test is "not
-supported" (*partial* and *unsupported* are its positives). Three settings of ``[answer] verify_overlap_words``:
+supported" (*partial* and *unsupported* are its positives). Four settings of ``[answer] verify_overlap_words`` and
+``verify_overlap_first``:
 
-* ``auto``: the default (6): sentences of at most 6 words by token overlap, the others by the LLM's entailment check;
+* ``auto``: the defaults (6, overlap first): sentences of at most 6 words by token overlap; a longer one the cited
+  passages' words do not cover is flagged by overlap, the others go to the LLM's entailment check;
+* ``model``: 6 without overlap first: every sentence of more than 6 words by the LLM (the default before overlap
+  first was measured);
 * ``entailment``: 0, every sentence by the LLM;
 * ``overlap``: every sentence by token overlap (no model call).
 
@@ -62,7 +66,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_record (benc
 from results_record import write_record  # noqa: E402
 
 LABELS = Path(__file__).resolve().parent / "verify_labels.jsonl"
-MODES = {"auto": 6, "entailment": 0, "overlap": 10_000}
+#: Each mode's ``(verify_overlap_words, verify_overlap_first)``.
+MODES = {"auto": (6, True), "model": (6, False), "entailment": (0, False), "overlap": (10_000, True)}
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -105,7 +110,8 @@ def run(
             item["question"],
             answer,
             "flag",
-            overlap_words=MODES[mode],
+            overlap_words=MODES[mode][0],
+            overlap_first=MODES[mode][1],
             uncited=uncited,  # type: ignore[arg-type]
             embedder=embedder,
         )
@@ -235,7 +241,7 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=[], help="section.key=value config override (repeatable)")
     ap.add_argument("--limit", type=int, help="only the first N answers")
     ap.add_argument("--json", type=Path, help="also write the verdicts and figures to this file")
-    ap.add_argument("--modes", default="auto,entailment,overlap", help="comma-separated, of: " + ", ".join(MODES))
+    ap.add_argument("--modes", default="auto,model,entailment,overlap", help="comma-separated, of: " + ", ".join(MODES))
     ap.add_argument(
         "--uncited", default="cite", help="comma-separated [answer] verify_uncited settings to run: cite, flag"
     )

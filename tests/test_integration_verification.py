@@ -2,7 +2,8 @@
 one short passage, an answer of three sentences citing it, checked through the memory's cached and metered LLM. The
 entailment schema compiles to a llama.cpp grammar and gives a valid verdict for every sentence (no ``query/verify``
 failure), the sentence the passage states is kept, the one it contradicts is flagged, the short one is checked by
-overlap without a call, and asking again is answered by the cache."""
+overlap without a call, and asking again is answered by the cache; by default (overlap first) the contradicted
+sentence, whose words the passage lacks, is flagged without a call."""
 
 from __future__ import annotations
 
@@ -38,11 +39,19 @@ def test_the_small_model_flags_the_contradicted_sentence(tmp_path: Path) -> None
         hits = mem.retrieve(QUESTION)
         assert len(hits) == 1
         answer = Answer(ANSWER, None, hits, 0.0, 0.0, cited=[1])
-        checked = verify_answer(mem.ctx.get_llm, mem.ctx.meter, mem.store, QUESTION, answer)
+        checked = verify_answer(mem.ctx.get_llm, mem.ctx.meter, mem.store, QUESTION, answer, overlap_first=False)
         print([(c.sentence, c.supported, c.method) for c in checked.verification])  # pytest -s
         assert [c.method for c in checked.verification] == ["entailment", "entailment", "overlap"]
         assert [c.supported for c in checked.verification] == [True, False, True]
         assert not [f for f in mem.store.failures() if f["phase"] == "query/verify"]
         assert checked.verification_usage.calls == 2 and checked.verification_usage.completion_tokens > 0
-        again = verify_answer(mem.ctx.get_llm, mem.ctx.meter, mem.store, QUESTION, answer)
+        again = verify_answer(mem.ctx.get_llm, mem.ctx.meter, mem.store, QUESTION, answer, overlap_first=False)
         assert again.verification == checked.verification and again.verification_usage.calls == 0
+        # the default checks by overlap first: the contradicted sentence's words are not in the passage, no call
+        default = verify_answer(mem.ctx.get_llm, mem.ctx.meter, mem.store, QUESTION, answer)
+        assert [(c.method, c.supported) for c in default.verification] == [
+            ("entailment", True),
+            ("overlap", False),
+            ("overlap", True),
+        ]
+        assert (default.verification_usage.calls, default.verification_usage.cached) == (0, 1)  # one request, cached

@@ -25,8 +25,8 @@ RECORD = {
         {"backend": "postgres", "scenario": "purge", "rows": 3, "files": None},
     ],
     "results": [
-        {"entries": 10000, "erase_s": 0.0409, "scan_s": 9.094},
-        {"entries": 1000000, "erase_s": 2.5, "scan_s": 900.0},
+        {"entries": 10000, "erase_s": 0.0409, "scan_s": 9.094, "ci": [0.25, 0.5]},
+        {"entries": 1000000, "erase_s": 2.5, "scan_s": 900.0, "ci": [0.125, 0.75]},
     ],
 }  # fmt: skip
 
@@ -53,6 +53,14 @@ def test_rows_with_formats_headers_and_nested_fields(root: Path) -> None:
         "| postgres | delete | 2 | 10 | – | yes |",
         "| postgres | purge | – | 3 | – | – |",
     ]
+
+
+def test_a_number_in_a_path_picks_an_item_of_a_list(root: Path) -> None:
+    lines = _table(root, "bench entries:, ci.0:.1%:low ci.1:.1%:high list=results")
+    assert lines[0] == "| entries | low | high |"
+    assert lines[2:] == ["| 10,000 | 25.0% | 50.0% |", "| 1,000,000 | 12.5% | 75.0% |"]
+    with pytest.raises(InputError, match="ci.2"):  # past the end of every row's list: a typo, as a missing field
+        _table(root, "bench entries ci.2 list=results")
 
 
 def test_where_group_count_and_ratio(root: Path) -> None:

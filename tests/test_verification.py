@@ -116,7 +116,7 @@ def test_the_entailment_prompt_shows_only_the_cited_passages_and_the_sentence_wi
 
 def test_an_unsupported_sentence_is_flagged_and_its_check_counted_in_the_usage() -> None:
     answer = _answer(f"{SUPPORTED} {UNSUPPORTED}", [1, 2])
-    out, llm, _ = _verify(answer)
+    out, llm, _ = _verify(answer, overlap_first=False)  # every sentence of more than 6 words to the model
     assert out.text == answer.text and out.cited == [1, 2]  # flag changes nothing but the checks
     assert [(c.supported, c.method, c.cited) for c in out.verification] == [
         (True, "entailment", [1]),
@@ -129,6 +129,21 @@ def test_an_unsupported_sentence_is_flagged_and_its_check_counted_in_the_usage()
     assert out.usage.calls == 3 and out.usage.prompt_tokens == 100 + out.verification_usage.prompt_tokens > 100
     # the check of sentence 2 saw passage [2] only
     assert "Port Hollow" in llm.prompts[1] and "Ansel" not in llm.prompts[1].split("Question:")[0]
+
+
+def test_overlap_first_flags_a_sentence_the_passage_does_not_cover_without_a_model_call() -> None:
+    answer = _answer(f"{SUPPORTED} {UNSUPPORTED}", [1, 2])
+    out, llm, _ = _verify(answer)  # the default: overlap first
+    assert [(c.supported, c.method) for c in out.verification] == [(True, "entailment"), (False, "overlap")]
+    assert llm.calls == 1 and out.verification_usage.calls == 1  # only the covered sentence went to the model
+    # a covered sentence the model rejects is still flagged: overlap only ever saves a call, never clears a sentence
+    covered = "The supply boat came from Port Hollow with oil [2]."
+    rejected, llm, _ = _verify(_answer(covered, [2]), llm=_NoJson())
+    assert llm.calls >= 1 and rejected.verification[0].method == "entailment"
+    assert not rejected.verification[0].supported
+    # without it the uncovered sentence costs a call, and the model's verdict decides
+    model, llm, _ = _verify(answer, overlap_first=False)
+    assert llm.calls == 2 and [c.method for c in model.verification] == ["entailment", "entailment"]
 
 
 def test_drop_removes_the_sentence_and_the_citation_only_it_made() -> None:
@@ -202,8 +217,10 @@ def test_an_uncited_sentence_is_cited_after_the_answer_with_the_passage_that_sup
 
 def test_an_uncited_sentence_no_passage_supports_stays_flagged_as_uncited() -> None:
     text = f"{SUPPORTED} The keeper sold golden crowns to passing sailors."
-    out, llm, _ = _verify(_answer(text, [1]))
+    out, llm, _ = _verify(_answer(text, [1]), overlap_first=False)
     assert out.text == text and out.cited == [1] and llm.calls == 2  # one check for the best match, in vain
+    first, llm, _ = _verify(_answer(text, [1]))  # overlap first: the best match lacks its words, no call
+    assert first.verification[1].uncited and llm.calls == 1
     bad = out.verification[1]
     assert (bad.cited, bad.supported, bad.uncited, bad.added_citation) == ([], False, True, None)
     assert out.unsupported == [bad]
@@ -246,7 +263,7 @@ def test_a_long_uncited_sentence_is_matched_by_the_embedder_and_else_by_overlap(
     assert post_hoc_citations("q", [paraphrase], [h.text for h in HITS], ["entailment"], _Synonyms()) == [2]
     assert post_hoc_citations("q", [paraphrase], [h.text for h in HITS], ["entailment"]) == [1]  # "every" is in [1]
     assert post_hoc_citations("q", ["Golden crowns."], [h.text for h in HITS], ["overlap"]) == [1]  # a tie: the first
-    out, llm, _ = _verify(_answer(f"{SUPPORTED} {paraphrase}", [1]), embedder=_Synonyms())
+    out, llm, _ = _verify(_answer(f"{SUPPORTED} {paraphrase}", [1]), embedder=_Synonyms(), overlap_first=False)
     assert "Port Hollow" in llm.prompts[1] and "Ansel" not in llm.prompts[1].split("Question:")[0]
     assert out.verification[1].uncited  # the fake judge wants the sentence's own words in the passage
     with pytest.raises(ValueError, match="passage"):
@@ -344,10 +361,11 @@ def test_memory_ask_and_its_stream_carry_the_checks(tmp_path: Path, config: Conf
     with _memory(tmp_path, "flag") as mem:
         answer = mem.ask("Who lived on Gull Island?")
         assert answer.text == REPLY and [c.supported for c in answer.verification] == [True, False]
-        assert answer.verification_usage.calls == 2 and answer.usage.calls == 4  # embedding, answer, 2 checks
+        # embedding, answer, 1 check: the second sentence's words are not in its passage (overlap first, no call)
+        assert answer.verification_usage.calls == 1 and answer.usage.calls == 3
         *pieces, final = list(mem.ask_stream("Who kept the lamp on Gull Island?"))
         assert "".join(pieces) == REPLY and isinstance(final, Answer)
-        assert [c.supported for c in final.verification] == [True, False] and final.usage.calls == 4
+        assert [c.supported for c in final.verification] == [True, False] and final.usage.calls == 3
         described = describe_answer(None, answer, "dense").model_dump(mode="json")
         assert described["verification"][1] == {
             "sentence": REPLY.split(". ")[1],
@@ -355,7 +373,7 @@ def test_memory_ask_and_its_stream_carry_the_checks(tmp_path: Path, config: Conf
             "end": len(REPLY),
             "cited": [1],
             "supported": False,
-            "method": "entailment",
+            "method": "overlap",
             "added_citation": None,
             "uncited": False,
         }
@@ -440,7 +458,8 @@ def test_every_surface_shows_a_citation_added_after_the_answer_and_an_uncited_se
             (True, 1, False),
             (False, None, True),
         ]
-        assert answer.verification_usage.calls == 4  # 3 checks and the embedding of the unmatched sentences
+        # 2 checks and the embedding of the unmatched sentences; the third's best match lacks its words (no call)
+        assert answer.verification_usage.calls == 3
         described = describe_answer(None, answer, "dense").model_dump(mode="json")  # --json
         assert described["answer"] == CITED_AFTER
         assert [(c["added_citation"], c["uncited"]) for c in described["verification"]] == [

@@ -135,6 +135,11 @@ class AnswerSettings(BaseModel):
         verify_overlap_words: sentences of at most this many words (markers removed) are checked by token overlap,
             with no model call (default 6, the short-answer length); 0 sends every sentence to the LLM, a large
             number checks everything by overlap.
+        verify_overlap_first: a sentence longer than ``verify_overlap_words`` is checked by token overlap first:
+            when the cited passages do not contain its words it is flagged without a model call, and only the
+            others go to the LLM (default True: on 134 hand-labelled sentences, the 0.5B judge's flag recall 44 % ->
+            62 % with 19 % fewer calls, the 1.5B's 76 % -> 82 % at precision 83 % -> 77 %; docs/verification.md).
+            False sends every longer sentence to the LLM.
         verify_uncited: a sentence without a marker in an answer citing elsewhere: ``"cite"`` (default) cites it
             after the answer (ALCE's post-hoc citation, Gao et al. 2023 section 4): the context passage matching it
             best (the memory's embedder; token overlap for a sentence checked by overlap) is checked as a cited one
@@ -160,6 +165,7 @@ class AnswerSettings(BaseModel):
     date_llm: bool = False
     verify: Literal["flag", "drop", "off"] = "flag"
     verify_overlap_words: int = Field(6, ge=0)
+    verify_overlap_first: bool = True
     verify_uncited: Literal["cite", "flag"] = "cite"
 
     def cites(self, *, short: bool = False) -> bool:

@@ -25,7 +25,11 @@ Rules (the product's, documented in docs/verification.md):
   Under ``"flag"`` it is unsupported without a check, as in ALCE's citation recall (a statement without citations
   has recall 0).
 * A sentence of at most ``overlap_words`` words (markers removed), or any sentence of an extractive (short-form)
-  answer, is checked by overlap; the others by entailment.
+  answer, is checked by overlap; the others by entailment. Under ``overlap_first`` (``[answer] verify_overlap_first``,
+  the default) a longer sentence is checked by overlap first: one whose own words the cited passages do not contain
+  is unsupported without a model call (recorded as checked by overlap), and only the others go to the model. Measured
+  on 134 labelled sentences (docs/verification.md): with the embedded 0.5B as the judge, recall of the flag 44 % ->
+  62 % at 19 % fewer calls; with the 1.5B, 76 % -> 82 %, precision 83 % -> 77 %.
 * A multiple-choice answer (its text is the chosen option) is not checked.
 * A verdict the model could not give as valid JSON after its retries counts as unsupported and is recorded as a
   ``query/verify`` failure (``gemrag info``).
@@ -227,6 +231,7 @@ def check_sentences(
     whole_context: bool = False,
     extractive: bool = False,
     overlap_words: int = OVERLAP_WORDS,
+    overlap_first: bool = True,
     on_failure: Callable[[str], None] | None = None,
 ) -> list[SentenceCheck]:
     """Check each sentence against the passages it cites (rules: the module docstring).
@@ -240,6 +245,8 @@ def check_sentences(
         whole_context: the answer cites nothing: check every sentence against all ``passages``.
         extractive: an extractive (short-form) answer: every sentence is checked by overlap.
         overlap_words: sentences of at most this many words (markers removed) are checked by overlap (0: none).
+        overlap_first: a longer sentence whose words the cited passages do not contain (overlap below
+            :data:`OVERLAP_MIN`) is unsupported without a model call; False sends every longer sentence to the model.
         on_failure: called with a message for each verdict that stayed invalid after its retries.
 
     Returns:
@@ -257,8 +264,9 @@ def check_sentences(
             sentence=s.text, start=s.start, end=s.end, cited=list(s.cited), supported=False, method=method
         )
         premise = [passages[n - 1] for n in numbers]
-        if premise and method == "overlap":
-            check.supported = overlap_support(s.text, "\n".join(premise), question) >= OVERLAP_MIN
+        covered = bool(premise) and overlap_support(s.text, "\n".join(premise), question) >= OVERLAP_MIN
+        if premise and (method == "overlap" or (overlap_first and not covered)):
+            check.method, check.supported = "overlap", covered
         elif premise:
             pending.append((i, entailment_prompt(question, s.text, premise)))
         checks.append(check)
@@ -286,6 +294,7 @@ def verify_answer(
     *,
     extractive: bool = False,
     overlap_words: int = OVERLAP_WORDS,
+    overlap_first: bool = True,
     uncited: UncitedMode = "cite",
     embedder: Embedder | None = None,
 ) -> Answer:
@@ -310,7 +319,7 @@ def verify_answer(
         question: the question answered.
         answer: the answer (its ``text``, ``hits`` and ``cited``).
         mode: ``"flag"``, ``"drop"`` or ``"off"``.
-        extractive, overlap_words: as :func:`check_sentences`.
+        extractive, overlap_words, overlap_first: as :func:`check_sentences`.
         uncited: ``"cite"`` or ``"flag"`` (``[answer] verify_uncited``).
         embedder: the memory's embedder, to match uncited sentences checked by entailment with a passage (None:
             matched by token overlap).
@@ -348,6 +357,7 @@ def verify_answer(
             whole_context=unmarked and not answer.cited,
             extractive=extractive,
             overlap_words=overlap_words,
+            overlap_first=overlap_first,
             on_failure=lambda message: store.record_failure("query/verify", None, message),
         )
     for i in bare:

@@ -105,8 +105,8 @@ def answer_settings_fingerprint(settings: AnswerSettings) -> dict[str, Any]:
 
     Kept: ``reading``, ``shape`` (with the ``shape_*`` settings when it is on), ``samples`` (with
     ``sample_temperature`` when above 1), ``abstain_below``, ``dates`` (with ``date_llm`` when not ``"off"``). Left
-    out: ``cite`` (its own ``run.json`` key, decided with the answer form), ``verify``, ``verify_overlap_words`` and
-    ``verify_uncited`` (evaluation runs never verify).
+    out: ``cite`` (its own ``run.json`` key, decided with the answer form), ``verify``, ``verify_overlap_words``,
+    ``verify_overlap_first`` and ``verify_uncited`` (evaluation runs never verify).
     """
     default = AnswerSettings()
     keep = ["reading", "shape", "samples", "abstain_below", "dates"]

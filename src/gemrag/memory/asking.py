@@ -240,6 +240,7 @@ def verified(memory: MemoryHandle[AskStore], question: str, answer: Answer, *, e
         settings.verify,
         extractive=extractive,
         overlap_words=settings.verify_overlap_words,
+        overlap_first=settings.verify_overlap_first,
         uncited=settings.verify_uncited,
         embedder=memory.ctx.embedder,
     )
