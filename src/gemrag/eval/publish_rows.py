@@ -10,7 +10,8 @@ renders that list as a table, one line per row (in the record's order), then a l
 date, code and machine load. The words are split as a shell does, so a column with spaces is quoted.
 
 * ``COLUMN`` is ``FIELD[:SPEC[:HEADER]]``. ``FIELD`` is a key of the rows, a dotted path into nested objects
-  (``after_rebuild.hits``; a number picks an item of a list: ``precision_ci.0``), ``A/B`` (the ratio of two fields) or ``count`` (the rows a line stands for). ``SPEC`` is
+  (``after_rebuild.hits``; a number picks an item of a list: ``precision_ci.0``), ``A/B`` (the ratio of two
+  fields) or ``count`` (the rows a line stands for). ``SPEC`` is
   a Python format spec (``,`` gives ``232,804``, ``.2f`` gives ``0.04``, ``,.0f``; empty: the value as it is);
   ``HEADER`` the column's title (default: ``FIELD``, the record's own name). A row without the field shows ``–``
   (a field that no row of the record has is an error, as is a typo).
