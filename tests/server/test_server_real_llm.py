@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from gemrag.config import load_config
+from gemrag.prompting import strip_citations
 from gemrag.server import create_app
 from paths import REPO
 from realparts import require_real
@@ -59,5 +60,10 @@ def test_ask_with_the_small_model(tmp_path: Path) -> None:
                 elif line.startswith("data: ") and event == "answer":
                     final = json.loads(line[len("data: ") :])
         assert len(tokens) >= 2 and final is not None  # token by token, then the answer event
-        assert final["text"] == "".join(tokens).strip() and final["hits"]
+        streamed = "".join(tokens).strip()
+        # the final text is the streamed one, plus the markers of sentences cited after the answer (verify_uncited)
+        added = [c for c in final["verification"] if c["added_citation"] is not None]
+        assert strip_citations(final["text"]) == strip_citations(streamed) and final["hits"]
+        assert final["text"].count("[") == streamed.count("[") + len(added)
+        assert (final["text"] == streamed) == (not added)
         assert final["usage"]["completion_tokens"] >= len(tokens) and final["answer_seconds"] > 0
