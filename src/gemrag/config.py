@@ -128,10 +128,11 @@ class AnswerSettings(BaseModel):
         verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
             ``answer``) checked against the passages it cites (:mod:`gemrag.answers.verification`): ``"flag"``
             (default) marks the unsupported ones, ``"drop"`` removes them from the text with the citations only they
-            made, ``"off"`` checks nothing. The default flags: a check costs one short LLM call per sentence of more
-            than ``verify_overlap_words`` words (the cited passages and the sentence in, ~6 tokens out; cached), no
-            call for shorter ones, and an answer the user reads is worth that (docs/verification.md has the measured
-            cost and precision). Evaluation runs never verify (they call the answering directly).
+            made, ``"off"`` checks nothing. The default flags: a check costs at most one short LLM call per
+            sentence of more than ``verify_overlap_words`` words (the cited passages and the sentence in, ~6 tokens
+            out; cached; none when overlap already flags it), no call for shorter ones, and an answer the user reads
+            is worth that (docs/verification.md has the measured cost and precision). Evaluation runs never verify
+            (they call the answering directly).
         verify_overlap_words: sentences of at most this many words (markers removed) are checked by token overlap,
             with no model call (default 6, the short-answer length); 0 sends every sentence to the LLM, a large
             number checks everything by overlap.
