@@ -34,7 +34,9 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -178,6 +180,34 @@ def load_source(source: Path) -> dict[str, Any]:
     return {"name": name, "kind": run.dataset.kind, "records": records}
 
 
+def node_texts(directory: Path, ids: Sequence[int]) -> dict[int, str]:
+    """The texts of nodes ``ids`` of the memory at ``directory``, opened read-only; a memory of an older schema
+    (which a read-only open refuses) is read from a temporary copy upgraded there, the original untouched.
+
+    Raises:
+        gemrag.errors.GemragError: not a memory this version can read.
+    """
+    from gemrag.errors import GemragError
+    from gemrag.store import open_store
+
+    def read(where: Path, readonly: bool) -> dict[int, str]:
+        store = open_store(where, readonly=readonly)
+        try:
+            return {n.id: n.text for n in store.nodes_by_id(list(ids)).values()}
+        finally:
+            store.close()
+
+    try:
+        return read(directory, True)
+    except GemragError as exc:
+        if "older gemrag" not in str(exc):
+            raise
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / directory.name
+        shutil.copytree(directory, copy, ignore=shutil.ignore_patterns("*.lock"))
+        return read(copy, False)
+
+
 def score_evidence(source: dict[str, Any], memory_root: Path | None = None) -> dict[tuple[str, str], float]:
     """The evidence score of every record of a run directory with a context: ``{(question_id, strategy): score}``.
 
@@ -188,7 +218,6 @@ def score_evidence(source: dict[str, Any], memory_root: Path | None = None) -> d
     from gemrag.config import load_config
     from gemrag.eval.report import read_jsonl
     from gemrag.models.factory import build_embedder
-    from gemrag.store import open_store
 
     run_dir: Path = source["run_dir"]
     records = [r for r in source["records"] if not r.get("error") and r.get("context")]
@@ -202,12 +231,8 @@ def score_evidence(source: dict[str, Any], memory_root: Path | None = None) -> d
             directory = (memory_root or run_dir / "memories") / name
             if not directory.is_dir():
                 raise FileNotFoundError(f"{directory}: no such memory")
-            store = open_store(directory, readonly=True)
-            try:
-                mine = {i for r in records if memory_of[(r["group"], r["strategy"])] == name for i in r["context"]}
-                texts[name] = {n.id: n.text for n in store.nodes_by_id(sorted(mine)).values()}
-            finally:
-                store.close()
+            mine = {i for r in records if memory_of[(r["group"], r["strategy"])] == name for i in r["context"]}
+            texts[name] = node_texts(directory, sorted(mine))
         context = [texts[name].get(i, "") for i in rec["context"]]
         question = source["questions"][rec["question_id"]]
         out[(rec["question_id"], rec["strategy"])] = evidence_score(question, context, embedder)
@@ -297,7 +322,7 @@ def main() -> int:
         parser.error(f"--thresholds {args.thresholds!r}: give numbers separated by commas")
     if any(math.isnan(t) for t in thresholds):
         parser.error("--thresholds: nan is no threshold")
-    from gemrag.errors import InputError
+    from gemrag.errors import GemragError
 
     summary, rows = [], []
     try:
@@ -308,13 +333,13 @@ def main() -> int:
             code = code_version()
         for path in args.sources:
             if not path.exists():
-                raise InputError(f"{path}: no such run directory or published record")
+                parser.error(f"{path}: no such run directory or published record")
             source = load_source(path)
             evidence = None if args.no_evidence or "run_dir" not in source else score_evidence(source, args.memory)
             more_summary, more_rows = measure(source, thresholds, evidence)
             summary += more_summary
             rows += more_rows
-    except (InputError, FileNotFoundError) as exc:
+    except (GemragError, FileNotFoundError) as exc:
         parser.error(str(exc))
     print_report(summary, rows)
     figures = {"thresholds": thresholds, "summary": summary, "rows": rows}
