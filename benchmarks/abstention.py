@@ -136,7 +136,8 @@ def load_source(source: Path) -> dict[str, Any]:
     """The records of a run directory or a published run, with the dataset's labels.
 
     Returns:
-        ``{"name", "kind", "records", "questions"?, "run_dir"?}``: every record gets ``unanswerable`` (bool); a run
+        ``{"name", "kind", "llm", "records", "questions"?, "run_dir"?}`` (``llm``: the answering model, None
+        unknown): every record gets ``unanswerable`` (bool); a run
         directory also gives ``questions`` (id -> question text, for the evidence score) and ``run_dir``.
 
     Raises:
@@ -149,7 +150,8 @@ def load_source(source: Path) -> dict[str, Any]:
     from gemrag.eval.report import read_jsonl
 
     if source.is_dir():
-        meta = json.loads((source / "results.json").read_text(encoding="utf-8"))["dataset"]
+        results = json.loads((source / "results.json").read_text(encoding="utf-8"))
+        meta = results["dataset"]
         data = load_dataset(meta["kind"], Path(meta["path"]))
         by_id = {q.id: q for q in data.questions}
         records = read_jsonl(source / "records.jsonl")
@@ -161,6 +163,7 @@ def load_source(source: Path) -> dict[str, Any]:
         return {
             "name": source.name,
             "kind": meta["kind"],
+            "llm": (results.get("models") or {}).get("llm"),
             "records": records,
             "questions": questions,
             "run_dir": source,
@@ -177,7 +180,7 @@ def load_source(source: Path) -> dict[str, Any]:
             category=rec.get("category"),
         )
         rec["unanswerable"] = is_unanswerable(run.dataset.kind, question)
-    return {"name": name, "kind": run.dataset.kind, "records": records}
+    return {"name": name, "kind": run.dataset.kind, "llm": run.models.get("llm"), "records": records}
 
 
 def node_texts(directory: Path, ids: Sequence[int]) -> dict[int, str]:
@@ -249,7 +252,7 @@ def measure(
     for strategy in sorted({r["strategy"] for r in source["records"]}):
         mine = [r for r in source["records"] if r["strategy"] == strategy and not r.get("error")]
         answered = [r for r in mine if r.get("answer") is not None]
-        head = {"source": source["name"], "strategy": strategy}
+        head = {"source": source["name"], "strategy": strategy, "llm": source.get("llm") if answered else None}
         scored = [
             {
                 "score": evidence[key],
