@@ -211,6 +211,28 @@ def node_texts(directory: Path, ids: Sequence[int]) -> dict[int, str]:
         return read(copy, False)
 
 
+class KeptVectors:
+    """An embedder whose vectors are kept per text for the run: the sentences of a memory's contexts recur across
+    questions, so each is embedded once (rows as the wrapped :class:`gemrag.models.Embedder` gives them: float32,
+    L2-normalized, shape ``(n, dim)``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.vectors: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """The vectors of ``texts``, embedding only the ones not seen before (in one call)."""
+        import numpy as np
+
+        new = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if new:
+            self.vectors.update(zip(new, self.inner.embed(new), strict=True))
+        return np.stack([self.vectors[t] for t in texts]) if texts else self.inner.embed([])
+
+
 def score_evidence(source: dict[str, Any], memory_root: Path | None = None) -> dict[tuple[str, str], float]:
     """The evidence score of every record of a run directory with a context: ``{(question_id, strategy): score}``.
 
@@ -225,7 +247,7 @@ def score_evidence(source: dict[str, Any], memory_root: Path | None = None) -> d
     run_dir: Path = source["run_dir"]
     records = [r for r in source["records"] if not r.get("error") and r.get("context")]
     memory_of = {(e["group"], e["strategy"]): e["memory"] for e in read_jsonl(run_dir / "index.jsonl")}
-    embedder = build_embedder(load_config().embedder)
+    embedder = KeptVectors(build_embedder(load_config().embedder))
     texts: dict[str, dict[int, str]] = {}
     out = {}
     for rec in records:

@@ -142,3 +142,17 @@ def test_bad_source_is_one_error_line() -> None:
         [sys.executable, str(SCRIPT), "no-such-run", "--no-evidence"], capture_output=True, text=True, check=False
     )
     assert out.returncode == 2 and "error: no-such-run: no such run directory" in out.stderr
+
+
+def test_kept_vectors_embed_each_text_once(bench: ModuleType) -> None:
+    from fakes import HashEmbedder
+    from gemrag.answers.shaping import evidence_score
+
+    inner = HashEmbedder()
+    kept = bench.KeptVectors(inner)
+    texts = ["Caroline went to a support group. She liked it.", "Melanie paints sunsets."]
+    first = evidence_score("Who paints?", texts, kept)
+    assert first == pytest.approx(evidence_score("Who paints?", texts, HashEmbedder()))
+    embedded = inner.texts_embedded
+    assert evidence_score("Who went to a group?", texts, kept) > 0 and inner.texts_embedded == embedded + 1
+    assert kept.embed([]).shape == (0, inner.dim) and kept.dim == inner.dim
