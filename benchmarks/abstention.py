@@ -11,14 +11,15 @@ marked "Unanswerable", a SQuAD 2.0 ``is_impossible`` question). Three detectors,
 
 * ``evidence`` (run directories only): abstain when the evidence score is below a threshold t. The context the
   answer read (``context``: node ids, in the order retrieved) is read from the run's memory (``RUN_DIR/memories/
-  <memory>``, or ``ROOT/<memory>`` for a run made with ``--memory ROOT``; opened read-only) and scored by
+  <memory>``, or ``ROOT/<memory>`` for a run made with ``--memory ROOT``; opened read-only, a memory of an older
+  schema through an upgraded temporary copy) and scored by
   :func:`gemrag.answers.shaping.evidence_score` (the best cosine between the question and a sentence of the
   context) with the embedder of the default configuration (MiniLM). Also its ROC AUC (0.5 = chance).
 * ``model`` (answered records): the answer declines, by :func:`declined`: the memory abstained ("Not found in the
   memory.") or the answer says what LoCoMo's scorer accepts for category 5 ("not mentioned", "no information
   available"; the option a model picks for a category-5 question is recorded as the option's text, so picking
   "Not mentioned in the conversation" declines).
-* ``evidence or model``: either of the two, per threshold.
+* ``evidence or model``: either of the two, per threshold (answered records of a run directory).
 
 For each: the questions abstained, the precision (the share of them that are unanswerable), the recall (the share of
 the unanswerable questions abstained), the answerable questions lost (count and share of the answerable ones), each
@@ -51,7 +52,17 @@ from gemrag.eval.stats import bootstrap_ci
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_record (benchmarks/ is no package)
 from results_record import write_record  # noqa: E402
 
-__all__ = ["auc", "declined", "detect", "load_source", "score_evidence", "sweep"]
+__all__ = [
+    "KeptVectors",
+    "auc",
+    "declined",
+    "detect",
+    "load_source",
+    "measure",
+    "node_texts",
+    "score_evidence",
+    "sweep",
+]
 
 EVIDENCE, MODEL, EITHER = "evidence", "model", "evidence or model"
 
