@@ -2,12 +2,13 @@
 without any LLM call: by the evidence score (``[answer] abstain_below``), by the model's own declines, and by both.
 
     python benchmarks/abstention.py SOURCE [SOURCE...] [--memory ROOT] [--thresholds 0.2,0.3,...] [--no-evidence]
-        [--json OUT.json] [--publish NAME]
+        [--dataset PATH] [--json OUT.json] [--publish NAME]
 
 A SOURCE is a run directory of ``gemrag eval`` (with or without ``--no-answer``) or a published run
-(``results/NAME.records.jsonl.gz`` or ``results/NAME.json``). A question is *unanswerable* when the dataset says so
-(:func:`gemrag.eval.categories.is_unanswerable`: LoCoMo's adversarial category 5, a Qasper question every annotator
-marked "Unanswerable", a SQuAD 2.0 ``is_impossible`` question). Three detectors, each per strategy:
+(``results/NAME.records.jsonl.gz`` or ``results/NAME.json``); a run still going (no ``results.json`` yet) is read
+with ``--dataset`` naming its dataset file, its records so far counted. A question is *unanswerable* when the
+dataset says so (:func:`gemrag.eval.categories.is_unanswerable`: LoCoMo's adversarial category 5, a Qasper question
+every annotator marked "Unanswerable", a SQuAD 2.0 ``is_impossible`` question). Three detectors, each per strategy:
 
 * ``evidence`` (run directories only): abstain when the evidence score is below a threshold t. The context the
   answer read (``context``: node ids, in the order retrieved) is read from the run's memory (``RUN_DIR/memories/
@@ -143,17 +144,23 @@ def sweep(scores: list[dict[str, Any]], thresholds: Sequence[float], model: bool
 
 
 # -- reading the sources ------------------------------------------------------------------------------------------
-def load_source(source: Path) -> dict[str, Any]:
+def load_source(source: Path, dataset: Path | None = None) -> dict[str, Any]:
     """The records of a run directory or a published run, with the dataset's labels.
+
+    Args:
+        source: a run directory or ``results/NAME.records.jsonl.gz`` / ``results/NAME.json``.
+        dataset: the run's dataset file, for a run directory that has no ``results.json`` yet (a run still going:
+            its kind and model are read from ``run.json``); None: the path ``results.json`` names.
 
     Returns:
         ``{"name", "kind", "llm", "records", "questions"?, "run_dir"?}`` (``llm``: the answering model, None
-        unknown): every record gets ``unanswerable`` (bool); a run
-        directory also gives ``questions`` (id -> question text, for the evidence score) and ``run_dir``.
+        unknown): every record gets ``unanswerable`` (bool); a run directory also gives ``questions`` (id ->
+        question text, for the evidence score) and ``run_dir``.
 
     Raises:
-        FileNotFoundError: a run directory without ``records.jsonl`` or ``results.json``.
-        gemrag.errors.InputError: a published run that is missing or unreadable.
+        FileNotFoundError: a run directory without ``records.jsonl``, or without ``results.json`` and ``dataset``.
+        gemrag.errors.InputError: a published run that is missing or unreadable; a record's question not in the
+            dataset.
     """
     from gemrag.errors import InputError
     from gemrag.eval.loading import load_dataset
@@ -161,8 +168,14 @@ def load_source(source: Path) -> dict[str, Any]:
     from gemrag.eval.report import read_jsonl
 
     if source.is_dir():
-        results = json.loads((source / "results.json").read_text(encoding="utf-8"))
-        meta = results["dataset"]
+        if dataset is None and not (source / "results.json").is_file():
+            raise FileNotFoundError(f"{source}: no results.json (a run still going? give --dataset PATH)")
+        if dataset is None:
+            results = json.loads((source / "results.json").read_text(encoding="utf-8"))
+            meta, llm = results["dataset"], (results.get("models") or {}).get("llm")
+        else:
+            run = json.loads((source / "run.json").read_text(encoding="utf-8"))
+            meta, llm = {"kind": run["dataset"].split(":", 1)[0], "path": str(dataset)}, run.get("llm")
         data = load_dataset(meta["kind"], Path(meta["path"]))
         by_id = {q.id: q for q in data.questions}
         records = read_jsonl(source / "records.jsonl")
@@ -174,7 +187,7 @@ def load_source(source: Path) -> dict[str, Any]:
         return {
             "name": source.name,
             "kind": meta["kind"],
-            "llm": (results.get("models") or {}).get("llm"),
+            "llm": llm,
             "records": records,
             "questions": questions,
             "run_dir": source,
@@ -256,8 +269,12 @@ def score_evidence(source: dict[str, Any], memory_root: Path | None = None) -> d
     from gemrag.models.factory import build_embedder
 
     run_dir: Path = source["run_dir"]
-    records = [r for r in source["records"] if not r.get("error") and r.get("context")]
     memory_of = {(e["group"], e["strategy"]): e["memory"] for e in read_jsonl(run_dir / "index.jsonl")}
+    records = [  # a run still going has records of a group its index does not list yet: left out
+        r
+        for r in source["records"]
+        if not r.get("error") and r.get("context") and (r["group"], r["strategy"]) in memory_of
+    ]
     embedder = KeptVectors(build_embedder(load_config().embedder))
     texts: dict[str, dict[int, str]] = {}
     out = {}
@@ -346,6 +363,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sources", type=Path, nargs="+", help="run directories or results/NAME.records.jsonl.gz")
     parser.add_argument("--memory", type=Path, default=None, help="the --memory ROOT the runs kept their memories in")
+    parser.add_argument("--dataset", type=Path, default=None, help="the dataset file of a run without results.json")
     parser.add_argument("--thresholds", default="0.1,0.2,0.3,0.4,0.5")
     parser.add_argument("--no-evidence", action="store_true", help="skip the evidence score (no embedder)")
     parser.add_argument("--json", type=Path, default=None, help="also write the summary and rows to this file")
@@ -370,7 +388,7 @@ def main() -> int:
         for path in args.sources:
             if not path.exists():
                 parser.error(f"{path}: no such run directory or published record")
-            source = load_source(path)
+            source = load_source(path, args.dataset)
             evidence = None if args.no_evidence or "run_dir" not in source else score_evidence(source, args.memory)
             more_summary, more_rows = measure(source, thresholds, evidence)
             summary += more_summary

@@ -4,6 +4,7 @@ cases and on a published LoCoMo run."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -156,3 +157,49 @@ def test_kept_vectors_embed_each_text_once(bench: ModuleType) -> None:
     embedded = inner.texts_embedded
     assert evidence_score("Who went to a group?", texts, kept) > 0 and inner.texts_embedded == embedded + 1
     assert kept.embed([]).shape == (0, inner.dim) and kept.dim == inner.dim
+
+
+def _locomo_run(tmp_path: Path) -> tuple[Path, Path]:
+    """A LoCoMo file of one conversation with an answerable and an adversarial question, and a run directory still
+    going (records and run.json, no results.json) that answered both."""
+    conversation = {
+        "speaker_a": "Caroline",
+        "speaker_b": "Melanie",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to a support group yesterday."},
+            {"speaker": "Melanie", "dia_id": "D1:2", "text": "I painted a sunset last week."},
+        ],
+    }
+    qa = [
+        {"question": "What did Melanie paint?", "answer": "a sunset", "evidence": ["D1:2"], "category": 4},
+        {"question": "What did Caroline paint?", "adversarial_answer": "a sunset", "evidence": [], "category": 5},
+    ]
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([{"sample_id": "conv-1", "conversation": conversation, "qa": qa}]), encoding="utf-8")
+    from gemrag.eval.loading import load_dataset
+
+    ids = [q.id for q in load_dataset("locomo", data).questions]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"dataset": "locomo:mini", "llm": "fake:llm"}), encoding="utf-8")
+    answers = ["a sunset", "Not mentioned in the conversation"]
+    lines = [
+        json.dumps({"question_id": i, "strategy": "fused", "group": "conv-1", "answer": a, "context": [1]})
+        for i, a in zip(ids, answers, strict=True)
+    ]
+    (run / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return run, data
+
+
+def test_a_run_still_going_is_read_with_its_dataset(bench: ModuleType, tmp_path: Path) -> None:
+    run, data = _locomo_run(tmp_path)
+    with pytest.raises(FileNotFoundError, match="--dataset"):
+        bench.load_source(run)
+    source = bench.load_source(run, data)
+    assert source["kind"] == "locomo" and source["llm"] == "fake:llm"
+    assert [r["unanswerable"] for r in source["records"]] == [False, True]
+    _, rows = bench.measure(source, [0.4], None)
+    assert [(r["detector"], r["abstained"], r["precision"], r["recall"], r["llm"]) for r in rows] == [
+        ("model", 1, 1.0, 1.0, "fake:llm")
+    ]
