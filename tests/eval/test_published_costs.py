@@ -125,6 +125,8 @@ def test_pooling_refuses_a_question_in_two_parts(tmp_path: Path) -> None:
     _publish(tmp_path, "p3-plain", [_answer("b1", seconds=1.0)])  # b1 is also in p2-plain
     with pytest.raises(InputError, match="'b1' is in p2-plain and p3-plain"):
         pair_published("x", "p2-plain+p3-plain", "p2-dates", tmp_path)
+    with pytest.raises(InputError, match="each once"):  # one run twice would count its questions twice
+        pair_published("x", "p1-plain+p1-plain", "p1-dates+p2-dates", tmp_path)
     with pytest.raises(InputError, match="no published result named 'gone'"):
         pair_published("x", "p1-plain+gone", "p1-dates", tmp_path)
 

@@ -98,8 +98,8 @@ class PairedRuns(BaseModel):
 def _names(side: str | Sequence[str]) -> list[str]:
     """The published runs of one side: ``"A1+A2"`` or ``["A1", "A2"]`` -> ``["A1", "A2"]``."""
     names = side.split("+") if isinstance(side, str) else [n for part in side for n in part.split("+")]
-    if not names or not all(names):
-        raise InputError(f"{side!r}: give published records' names, several joined by '+'")
+    if not names or not all(names) or len(set(names)) < len(names):
+        raise InputError(f"{side!r}: give published records' names, several (each once) joined by '+'")
     return names
 
 
