@@ -28,6 +28,7 @@ __all__ = [
     "SHORT_ANSWER_KINDS",
     "category_tables",
     "is_adversarial",
+    "is_unanswerable",
     "per_category",
     "running_note",
     "score_free_form",
@@ -48,6 +49,18 @@ CATEGORY_METRICS = ("f1", "em", "accuracy", "evidence_recall", "recall@5")
 def is_adversarial(kind: str, question: Question) -> bool:
     """Whether a question is unanswerable by design (LoCoMo category 5)."""
     return kind == "locomo" and question.category == "5"
+
+
+def is_unanswerable(kind: str, question: Question) -> bool:
+    """Whether the dataset labels a question unanswerable from its documents: LoCoMo's adversarial category 5, a
+    SQuAD 2.0 ``is_impossible`` question (the COVID-QA loader keeps it in ``metadata``), or a question whose every
+    gold answer is "Unanswerable" (Qasper, Dasigi et al., NAACL 2021, section 2: the official loader writes that text
+    for an annotator who marked the question unanswerable, L-Eval's Qasper keeps it as the reference). A Qasper
+    question that some annotators answered counts as answerable, as the official evaluator scores an answer against
+    the best-matching annotator. A question with no gold answer at all (a test split) is not unanswerable."""
+    if is_adversarial(kind, question) or question.metadata.get("is_impossible"):
+        return True
+    return bool(question.answers) and all(a.strip().lower() == "unanswerable" for a in question.answers)
 
 
 def score_free_form(kind: str, question: Question, answer: str) -> tuple[float, float]:
