@@ -9,9 +9,9 @@ cache entries shaped like a build's (a one-shot instruction, a passage of
 N calls of :meth:`~gemrag.store.caches.CacheRows.put_llm` would write (``tests/test_benchmark_erase_cost.py``
 compares them on both stores), written in bulk (:func:`fill`: the marks computed in ``--workers`` processes, the rows
 in one transaction, the marks sorted; on PostgreSQL by ``COPY``, then ``VACUUM (ANALYZE)`` as autovacuum would after
-such a load, :mod:`erase_cost_postgres`), so that a million entries take minutes, not hours. Passages repeat every
-``N / 4`` entries, so one passage is held by 4 entries (a chunk's extraction, questions, summary and an answer). Then
-one passage is removed (its marks quarantined, as a removal does) and timed:
+such a load; :mod:`erase_cost_sqlite`, :mod:`erase_cost_postgres`), so that a million entries take minutes, not
+hours. Passages repeat every ``N / 4`` entries, so one passage is held by 4 entries (a chunk's extraction, questions,
+summary and an answer). Then one passage is removed (its marks quarantined, as a removal does) and timed:
 
 * ``erase`` - :meth:`~gemrag.store.caches.CacheRows.purge_caches`: the quarantined marks looked up in ``llm_marks``,
   the entries holding one deleted (with the check that every entry is marked: the set difference of the cache's
@@ -67,6 +67,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_record (benchmarks/ is no package)
 import erase_cost_postgres  # noqa: E402
+import erase_cost_sqlite  # noqa: E402
 from pg_server import postgres_server  # noqa: E402
 from results_record import RESULTS, write_record  # noqa: E402
 
@@ -87,9 +88,6 @@ HOLDERS = 4
 """Cache entries holding each passage."""
 MODEL = "bench"
 """The model name the entries are cached under."""
-BATCH = 5000
-MARK_TABLES = ("llm_marks", "llm_marks_entry", "llm_entries", "sqlite_autoindex_llm_entries_1")
-"""The marks' tables and indexes (schema 8)."""
 
 
 def _passages(n: int, rng: random.Random) -> list[str]:
@@ -149,7 +147,7 @@ def fill(store: Any, n: int, passages: list[str], workers: int = 1) -> tuple[flo
     :meth:`~gemrag.store.caches.CacheRows.put_llm` in key order would (the same rows of ``llm_cache``,
     ``llm_entries`` and ``llm_marks``; ``tests/test_benchmark_erase_cost.py`` checks it on both stores), at the cost
     of a bulk load: entry ``i`` (key ``i`` in 64 hex digits) holds passage ``i % len(passages)``, whose marks are
-    computed once (:func:`passage_marks`); the rows are written by :func:`_fill_sqlite` or
+    computed once (:func:`passage_marks`); the rows are written by :func:`erase_cost_sqlite.fill_rows` or
     :func:`erase_cost_postgres.fill_rows`.
 
     Returns:
@@ -161,56 +159,10 @@ def fill(store: Any, n: int, passages: list[str], workers: int = 1) -> tuple[flo
     start = time.perf_counter()
     marks = passage_marks(passages, workers)
     texts = [json.dumps(_entry(p)) for p in passages]
-    write = erase_cost_postgres.fill_rows if erase_cost_postgres.is_postgres(store) else _fill_sqlite
+    write = erase_cost_postgres.fill_rows if erase_cost_postgres.is_postgres(store) else erase_cost_sqlite.fill_rows
     write(store, n, MODEL, texts, marks)
     rows = sum(map(len, marks)) * (n // len(marks)) + sum(map(len, marks[: n % len(marks)]))
     return time.perf_counter() - start, rows
-
-
-def _fill_sqlite(store: Any, n: int, model: str, texts: list[str], marks: list[list[int]]) -> None:
-    """Write the entries of :func:`fill` into a SQLite memory: the rows in one transaction, the marks as one
-    ``INSERT ... SELECT`` sorted by mark with ``llm_marks``'s secondary index dropped and made again after (sorted
-    inserts fill whole pages, as the ``VACUUM`` of every erase leaves them), the write-ahead log checkpointed.
-
-    Raises:
-        ValueError: the memory's LLM cache is not empty.
-    """
-    conn = store.database.conn
-    cache_size = conn.execute("PRAGMA cache_size").fetchone()[0]
-    conn.execute("PRAGMA cache_size = -262144")  # 256 MiB for the sorts; the connection's own setting again after
-    try:
-        with store.transaction() as c:
-            if c.execute("SELECT EXISTS (SELECT 1 FROM llm_cache) OR EXISTS (SELECT 1 FROM llm_entries)").fetchone()[0]:
-                raise ValueError("fill needs an empty LLM cache")
-            for first in range(0, n, BATCH):
-                now, ids = time.time(), range(first, min(n, first + BATCH))
-                rows = [(f"{i:064x}", model, texts[i % len(texts)], now) for i in ids]
-                c.executemany("INSERT INTO llm_cache(key, model, response, created) VALUES (?,?,?,?)", rows)
-                c.executemany("INSERT INTO llm_entries(id, key) VALUES (?,?)", [(i + 1, f"{i:064x}") for i in ids])
-            c.execute(
-                "CREATE TEMP TABLE passage_marks (passage INTEGER NOT NULL, mark INTEGER NOT NULL,"
-                " PRIMARY KEY (passage, mark)) WITHOUT ROWID"
-            )
-            c.executemany(
-                "INSERT INTO temp.passage_marks VALUES (?,?)", ((j, m) for j, ms in enumerate(marks) for m in ms)
-            )
-            indexes = c.execute(
-                "SELECT name, sql FROM sqlite_master"
-                " WHERE type = 'index' AND tbl_name = 'llm_marks' AND sql IS NOT NULL"
-            ).fetchall()
-            for name, _ in indexes:
-                c.execute(f"DROP INDEX {name}")
-            c.execute(
-                "INSERT INTO llm_marks(mark, entry) SELECT p.mark, e.id FROM llm_entries e"
-                " JOIN temp.passage_marks p ON p.passage = (e.id - 1) % ? ORDER BY p.mark, e.id",
-                (len(texts),),
-            )
-            for _, sql in indexes:
-                c.execute(sql)
-            c.execute("DROP TABLE temp.passage_marks")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        conn.execute(f"PRAGMA cache_size = {int(cache_size)}")
 
 
 def scan(store: Any, removed: str, limit: int | None = None) -> tuple[float, int, int]:
@@ -234,47 +186,6 @@ def scan(store: Any, removed: str, limit: int | None = None) -> tuple[float, int
     return time.perf_counter() - start, found, read
 
 
-def _schema7_bytes(store: Any, scratch: Path) -> int:
-    """Bytes the same marks take in schema 7's layout (module docstring), built in a scratch database ``scratch``
-    attached beside the memory (the memory's file is left as it was), then deleted."""
-    conn = store.database.conn
-    conn.execute("ATTACH DATABASE ? AS scratch", (str(scratch),))
-    try:
-        conn.execute("BEGIN")
-        conn.execute(
-            "CREATE TABLE scratch.old_marks (mark INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (mark, key))"
-            " WITHOUT ROWID"
-        )
-        conn.execute("INSERT INTO scratch.old_marks SELECT m.mark, e.key FROM llm_marks m JOIN llm_entries e"
-                     " ON e.id = m.entry ORDER BY m.mark, e.key")  # fmt: skip
-        conn.execute("INSERT INTO scratch.old_marks SELECT 0, key FROM llm_entries ORDER BY key")
-        conn.execute("CREATE INDEX scratch.old_marks_key ON old_marks(key)")
-        conn.execute("COMMIT")
-        return _table_bytes(store, ("old_marks", "old_marks_key"), schema="scratch")
-    finally:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        conn.execute("DETACH DATABASE scratch")
-        scratch.unlink(missing_ok=True)
-
-
-def _table_bytes(store: Any, names: tuple[str, ...], schema: str = "main") -> int:
-    """Bytes of the pages of these tables and indexes of the attached database ``schema`` (SQLite's ``dbstat``), 0
-    where ``dbstat`` is missing."""
-    try:
-        rows = store.database._query(
-            f"SELECT SUM(pgsize) FROM dbstat(?) WHERE name IN ({','.join('?' * len(names))})", (schema, *names)
-        )
-    except Exception:  # noqa: BLE001 - a SQLite built without dbstat
-        return 0
-    return int(rows[0][0] or 0)
-
-
-def _file_bytes(directory: Path) -> int:
-    """Bytes of ``memory.sqlite`` with its write-ahead log."""
-    return sum(p.stat().st_size for p in directory.iterdir() if p.name.startswith("memory.sqlite"))
-
-
 def measure(
     n: int, root: Path, *, seed: int = 0, workers: int = 2, scan_sample: int = 100_000, postgres: str | None = None
 ) -> dict[str, Any]:
@@ -288,7 +199,7 @@ def measure(
     """
     rng = random.Random(seed)
     passages = _passages(max(1, n // HOLDERS), rng)
-    pg = erase_cost_postgres
+    pg, sq = erase_cost_postgres, erase_cost_sqlite
     if postgres is not None:
         location: str | Path = _schema_url(postgres, f"erase_cost_{n}")
         pg.drop_schema(str(location))
@@ -301,8 +212,8 @@ def measure(
         if postgres is not None:
             size, marks_bytes = pg.table_bytes(store), pg.table_bytes(store, pg.CACHE_TABLES[1:])
         else:
-            size, marks_bytes = _file_bytes(Path(location)), _table_bytes(store, MARK_TABLES)
-            old_bytes = _schema7_bytes(store, root / f"scratch{n}.sqlite")
+            size, marks_bytes = sq.file_bytes(Path(location)), sq.table_bytes(store, sq.MARK_TABLES)
+            old_bytes = sq.schema7_bytes(store, root / f"scratch{n}.sqlite")
         removed = passages[len(passages) // 2]
         quarantined = marks_of(removed, every=True)
         with store.transaction() as c:
