@@ -1,6 +1,7 @@
 """Set ``gemrag eval locomo`` answers beside A-Mem's LoCoMo table, re-scored the way A-Mem scores, without a model.
 
     python benchmarks/amem_compare.py RUN_DIR [RUN_DIR ...] --data locomo.json [--out compare.md]
+    python benchmarks/amem_compare.py --published A1+A2 --published B [--data locomo.json] [--write NAME]
 
 Xu et al., "A-MEM: Agentic Memory for LLM Agents" (arXiv 2502.12110, NeurIPS 2025), Table 1, reports F1 per LoCoMo
 category. This script reads each ``RUN_DIR/records.jsonl`` (one record per question and strategy, from ``gemrag eval
@@ -20,6 +21,13 @@ retrieval-only run (``gemrag eval --no-answer``: no ``answer``, no ``error``) gi
 neither scored nor counted as unanswered, and a row without any answered question is left out of the F1 lines.
 With ``--runs N`` records, each run r > 0 is a row of its own; with several RUN_DIRs rows are prefixed by the
 directory as given. Nothing is written but ``--out``; re-running is cheap.
+
+``--published NAME`` reads a published result's per-question records (``results/NAME.json`` and its records file;
+no run directory needed) instead, several runs of disjoint questions pooled as ``A1+A2``; the question's category and
+gold answer come from the records (A-Mem's reference for categories 1 to 4), so ``--data`` is needed only for
+category 5 (its trap answer is not in the records). ``--write NAME`` keeps the figures as a record,
+``results/NAME.json`` (kind ``amem-compare``: one row per records, strategy and category with n, A-Mem's F1 and
+LoCoMo's F1 in % with their 95 % intervals), whose figures the documentation's ``result-rows`` marks show.
 
 How A-Mem's columns map to LoCoMo's category numbers (column i = category i): A-Mem's ``aggregate_metrics`` groups
 scores by the raw ``category`` integer of each question and emits them as ``category_1`` .. ``category_5`` in
@@ -150,6 +158,86 @@ def collect(run_dirs: Sequence[Path], data: Path) -> dict[str, Scores]:
     return rows
 
 
+def published_records(spec: str, root: Path) -> list[dict[str, Any]]:
+    """The records of the published runs ``spec`` (``NAME`` or ``A1+A2``, pooled) in the shape :func:`rescore` reads
+    (a run directory's ``records.jsonl``: the scores ``f1`` and ``evidence_recall`` at the top).
+
+    Raises:
+        InputError: a missing or unreadable record, or a question of one strategy in two of the runs pooled.
+    """
+    from gemrag.eval.published import load_published, load_records
+
+    out: list[dict[str, Any]] = []
+    owner: dict[tuple[str, str, int], str] = {}
+    names = spec.split("+")
+    if not all(names) or len(set(names)) < len(names):
+        raise InputError(f"--published {spec}: give published records' names, several (each once) joined by '+'")
+    for name in names:
+        for rec in load_records(load_published(name, root), root):
+            key = (str(rec["strategy"]), str(rec["question_id"]), int(rec.get("run") or 0))
+            if owner.setdefault(key, name) != name:
+                raise InputError(f"question {key[1]!r} is in {owner[key]} and {name}: pool runs of disjoint questions")
+            scores = rec.get("scores") or {}
+            out.append({**rec, **{k: scores[k] for k in ("f1", "evidence_recall") if k in scores}})
+    return out
+
+
+def record_questions(records: Sequence[dict[str, Any]]) -> dict[str, Question]:
+    """The questions of published records, from their category and gold answers (A-Mem's reference of categories 1
+    to 4 is the question's answer, :func:`gemrag.eval.amem_scoring.amem_reference`).
+
+    Raises:
+        ValueError: a category-5 question (A-Mem scores it against the trap answer, which the records do not keep:
+            pass ``--data``).
+    """
+    out = {}
+    for rec in records:
+        if str(rec.get("category")) == "5":
+            raise ValueError(f"question {rec['question_id']!r} is adversarial: its trap answer needs --data")
+        qid = str(rec["question_id"])
+        gold = [str(a) for a in rec.get("gold_answers") or []]
+        out[qid] = Question(
+            id=qid, doc_ids=["-"], question="", answer=gold[0] if gold else None, answers=gold,
+            category=None if rec.get("category") is None else str(rec["category"]),
+        )  # fmt: skip
+    return out
+
+
+def collect_published(specs: Sequence[str], root: Path, data: Path | None) -> dict[str, dict[str, Scores]]:
+    """Per spec (``NAME`` or ``A1+A2``) its rows, re-scored from the published records (module docstring).
+
+    Raises:
+        InputError: a missing record, or a question in two runs pooled. ValueError: as :func:`record_questions`, or a
+            record's question not in ``data``.
+    """
+    known = {q.id: q for q in load_dataset("locomo", data).questions} if data is not None else None
+    out = {}
+    for spec in specs:
+        records = published_records(spec, root)
+        out[spec] = rescore(records, known if known is not None else record_questions(records))
+    return out
+
+
+def record_rows(tables: dict[str, dict[str, Scores]]) -> list[dict[str, Any]]:
+    """The rows of an ``amem-compare`` record: per records spec, strategy and category, n and A-Mem's and LoCoMo's
+    F1 in % with their 95 % percentile-bootstrap intervals (:func:`gemrag.eval.stats.bootstrap_ci`, 10,000
+    resamples, seed 0), and the unanswered questions (scored 0) of the strategy."""
+    rows = []
+    for spec, table in tables.items():
+        for strategy, scores in table.items():
+            for cat, _ in CATEGORIES:
+                if not scores.amem.get(cat):
+                    continue
+                row: dict[str, Any] = {"records": spec, "strategy": strategy, "category": cat}
+                row["n"] = len(scores.amem[cat])
+                for key, values in (("amem_f1", scores.amem[cat]), ("locomo_f1", scores.locomo[cat])):
+                    mean, low, high = bootstrap_ci(values)
+                    row |= {key: 100 * mean, f"{key}_low": 100 * low, f"{key}_high": 100 * high}
+                row["unanswered"] = scores.unanswered
+                rows.append(row)
+    return rows
+
+
 def _cell(values: Sequence[float]) -> str:
     """``"mean (low–high), n N"`` in %, the 95 % percentile-bootstrap interval; ``"—"`` for no question."""
     if not values:
@@ -198,19 +286,49 @@ def markdown(rows: dict[str, Scores]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the comparison tables (and write them to ``--out``); exit status 2 on a bad directory or dataset."""
+    """Print the comparison tables (and write them to ``--out``, the published figures to ``--write``); exit status
+    2 on a bad directory, record or dataset."""
+    import os
+    import sys
+    import time
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="gemrag eval locomo output")
-    parser.add_argument("--data", type=Path, required=True, help="the LoCoMo JSON file the runs answered")
+    parser.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="gemrag eval locomo output")
+    parser.add_argument("--data", type=Path, help="the LoCoMo JSON file the runs answered (with --published: cat 5)")
+    parser.add_argument("--published", action="append", default=[], metavar="NAME[+NAME]", help="published records")
+    parser.add_argument("--results", type=Path, default=Path("results"), help="published records (default: results)")
+    parser.add_argument("--write", metavar="NAME", help="with --published: keep the figures as results/NAME.json")
     parser.add_argument("--out", type=Path, help="also write the Markdown tables to this file")
     args = parser.parse_args(argv)
+    if (
+        bool(args.run_dirs) == bool(args.published)
+        or (args.run_dirs and args.data is None)
+        or (args.write and not args.published)
+    ):
+        parser.error("give RUN_DIR... --data FILE, or --published NAME... [--data FILE] [--write NAME]")
+    started, load = time.monotonic(), os.getloadavg()[0]
     try:
-        text = markdown(collect(args.run_dirs, args.data))
+        if args.published:
+            tables = collect_published(args.published, args.results, args.data)
+            rows = {f"{spec}: {k}" if len(tables) > 1 else k: v for spec, t in tables.items() for k, v in t.items()}
+        else:
+            rows = collect(args.run_dirs, args.data)
+        text = markdown(rows)
     except (FileNotFoundError, ValueError, InputError) as exc:
         parser.error(str(exc))
     print(text, end="")
     if args.out:
         args.out.write_text(text, encoding="utf-8")
+    if args.write:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_record (benchmarks/ is no package)
+        from results_record import write_record
+
+        loads = (load, os.getloadavg()[0])
+        path = write_record(
+            args.write, "amem-compare", {"rows": record_rows(tables)}, argv=argv, seconds=time.monotonic() - started,
+            load=loads, root=args.results,
+        )  # fmt: skip
+        print(f"written: {path}")
     return 0
 
 

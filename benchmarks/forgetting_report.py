@@ -268,13 +268,14 @@ def _first_run(rows: Sequence[dict[str, Any]]) -> str:
 
 def summary_table(record: dict[str, Any]) -> str:
     """The record's leaks per scenario and store, summed over its strategies (Markdown): canary strings in the hits
-    after the removal, in hits, nodes and answers after the rebuild, in the rows and the (SQLite) files at the end,
-    and what an erase scenario's first run did. Every complete erase ends the row with 0 rows and 0 files."""
+    after the removal, in hits, nodes and answers after the rebuild, in a chat's exchanges after the removal and after
+    the rebuild (the ``chat`` scenario; ``–`` where a scenario counts no chat), in the rows and the (SQLite) files at
+    the end, and what an erase scenario's first run did. Every complete erase ends the row with 0 rows and 0 files."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in record["rows"]:
         groups.setdefault((r["scenario"], r["backend"]), []).append(r)
     header = ("scenario", "store", "strategies", "hits after removal", "hits · nodes · answers after rebuild",
-              "rows · files at end", "erase")  # fmt: skip
+              "chat after removal · rebuild", "rows · files at end", "erase")  # fmt: skip
     lines = []
     for (scenario, backend), rows in groups.items():
         done = [r for r in rows if "after_rebuild" in r]
@@ -282,8 +283,11 @@ def summary_table(record: dict[str, Any]) -> str:
         removal = sum(r["after_removal"]["hits"] or 0 for r in done)
         rebuilt = [sum(r["after_rebuild"][k] or 0 for r in done) for k in ("hits", "nodes", "answers")]
         files = "–" if backend != "sqlite" else str(sum(r["files_at_end"] or 0 for r in done))
+        chats = [r for r in done if "chat" in r["after_removal"]]
+        chat = " · ".join(str(sum(r[p].get("chat", 0) for r in chats)) for p in ("after_removal", "after_rebuild"))
         cells = [scenario, backend, f"{len(done)}" + (f" ({errors} errors)" if errors else ""), str(removal),
-                 " · ".join(map(str, rebuilt)), f"{sum(r['rows_at_end'] for r in done)} · {files}",
+                 " · ".join(map(str, rebuilt)), chat if chats else "–",
+                 f"{sum(r['rows_at_end'] for r in done)} · {files}",
                  _first_run(done) if done else "–"]  # fmt: skip
         lines.append(cells)
     return markdown(header, lines)

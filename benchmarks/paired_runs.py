@@ -18,6 +18,12 @@ directory needed), and with ``--write NAME`` kept as data in ``results/paired/NA
 
     python benchmarks/paired_runs.py --published covid10-plain covid10-shape --metric f1 --metric em \
         --write covid10-shape-vs-plain
+
+A side may pool several published runs of disjoint questions, joined by ``+`` (the same protocol measured in parts;
+a question found in two of them is refused); the pairing keeps both sides' costs over the paired questions too:
+
+    python benchmarks/paired_runs.py --published locomo26-temporal-plain+locomo3041-temporal-plain \
+        locomo26-temporal-dates+locomo3041-temporal-dates --metric f1 --metric em --write locomo-temporal-dates-vs-plain
 """
 
 from __future__ import annotations
@@ -43,11 +49,12 @@ def _records(directory: Path) -> dict[tuple[str, str], dict[str, object]]:
 
 
 def _published(args: argparse.Namespace) -> int:
-    """Pair two published records (``args.before``/``args.after`` are record names); print one row per metric and,
-    with ``--write``, keep the pairing in ``results/paired/``. Returns the exit status (2 on bad input)."""
+    """Pair two published records (``args.before``/``args.after`` are record names, several pooled joined by ``+``);
+    print one row per metric and the costs of both sides and, with ``--write``, keep the pairing in
+    ``results/paired/``. Returns the exit status (2 on bad input)."""
     try:
         paired = pair_published(
-            args.write or f"{args.after}-vs-{args.before}",
+            args.write or f"{args.after}-vs-{args.before}".replace("+", "_"),
             str(args.before),
             str(args.after),
             args.results,
@@ -66,6 +73,11 @@ def _published(args: argparse.Namespace) -> int:
             f"| {paired.after} vs {paired.before} | {metric} | {c.n} | {100 * m.before:.1f} | {100 * m.after:.1f} | "
             f"{100 * c.diff:+.1f} ({100 * c.low:+.1f} to {100 * c.high:+.1f}) | {c.p:.3f} |"
         )
+    for side, costs in paired.costs.items():
+        print(
+            f"{side}: {costs.answers} answers, LLM calls {costs.llm_calls}, tokens prompt {costs.prompt_tokens} / "
+            f"completion {costs.completion_tokens}, median answer s {costs.answer_seconds} (n {costs.answer_seconds_n})"
+        )
     if args.write:
         print(f"written: {write_paired(paired, args.results)}")
     return 0
@@ -74,8 +86,8 @@ def _published(args: argparse.Namespace) -> int:
 def main() -> int:
     """Parse the arguments and print one markdown table row per (run, metric)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("before", help="output directory (or, with --published, a published record's name)")
-    parser.add_argument("after", help="output directory (or, with --published, a published record's name)")
+    parser.add_argument("before", help="output directory (or, with --published, a record's name; A1+A2 pools)")
+    parser.add_argument("after", help="output directory (or, with --published, a record's name; B1+B2 pools)")
     parser.add_argument("--published", action="store_true", help="BEFORE and AFTER name records in --results")
     parser.add_argument("--results", type=Path, default=Path("results"), help="published records (default: results)")
     parser.add_argument("--write", metavar="NAME", help="with --published: keep the pairing as results/paired/NAME")

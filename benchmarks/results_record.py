@@ -53,7 +53,7 @@ def write_record(
     record = {
         "schema_version": SCHEMA_VERSION,
         "name": name,
-        "command": shlex.join([f"python benchmarks/{script}", *args]),
+        "command": shlex.join(["python", f"benchmarks/{script}", *args]),
         "code": dict(code) if code is not None else code_version(),
         "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "seconds": round(seconds, 1),

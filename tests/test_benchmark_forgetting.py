@@ -196,3 +196,22 @@ def test_resume_keeps_finished_rows_and_runs_the_rest(corpus: ModuleType, tmp_pa
         report.resume(new_run("qwen2.5-coder-0.5b"), out, asked, redo=False)
     missing = report.not_run([done, failed], ["dense", "gem"], ["delete"])
     assert missing == {"dense": ["postgres:delete"], "gem": ["sqlite:delete", "postgres:delete"]}
+
+
+def test_the_summary_counts_a_chats_leaks_only_where_the_scenario_counts_a_chat(corpus: ModuleType) -> None:
+    report = importlib.import_module("forgetting_report")
+
+    def row(scenario: str, strategy: str, chat: tuple[int, int] | None) -> dict[str, Any]:
+        point = {"hits": 0, "questions": 3, "nodes": 0, "answers": 0}
+        removal, rebuild = dict(point), dict(point)
+        if chat is not None:
+            removal["chat"], rebuild["chat"] = chat
+        return {"scenario": scenario, "backend": "sqlite", "strategy": strategy, "after_removal": removal,
+                "after_rebuild": rebuild, "rows_at_end": 0, "files_at_end": 0}  # fmt: skip
+
+    record = {"rows": [row("chat", "dense", (2, 1)), row("chat", "gem", (1, 0)), row("delete", "dense", None)]}
+    lines = report.summary_table(record).splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    cells = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")] for line in lines[2:]}
+    column = header.index("chat after removal · rebuild")
+    assert cells["chat"][column] == "3 · 1" and cells["delete"][column] == "–"

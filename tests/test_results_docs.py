@@ -1,8 +1,8 @@
 """The documentation's measured figures are generated from the published results in results/: regenerating every
 marked figure of README.md and docs/**/*.md changes nothing (a figure edited by hand, or a record changed without
 regenerating, fails here: run ``python -m gemrag.eval.publish_docs``), and every published result re-scores from
-its committed per-question records to the figures it publishes, and every paired comparison in results/paired/ is
-recomputed from the two published runs it pairs."""
+its committed per-question records to the figures it publishes (its costs too), and every paired comparison in
+results/paired/ is recomputed from the published runs it pairs."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from gemrag.eval.paired import load_paired, pair_published, paired_names
 from gemrag.eval.publish_docs import MARK, differences, documents, render_file
 from gemrag.eval.published import load_published, load_records, published_names
+from gemrag.eval.published_costs import answer_costs
 from paths import load_script
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,7 +70,15 @@ def test_a_paired_comparison_is_recomputed_from_its_published_records(name: str)
         name, kept.before, kept.after, RESULTS, strategies=kept.strategies, categories=kept.categories,
         metrics=list(kept.metrics),
     )  # fmt: skip
-    assert again.metrics == kept.metrics
+    assert again.metrics == kept.metrics and again.costs == kept.costs and kept.costs  # each side's costs kept too
+
+
+@pytest.mark.parametrize("name", published_names(RESULTS))
+def test_a_published_results_costs_are_its_records(name: str) -> None:
+    run = load_published(name, RESULTS)
+    records = load_records(run, RESULTS)
+    for strategy, result in run.strategies.items():
+        assert result.costs == answer_costs(r for r in records if r["strategy"] == strategy), (name, strategy)
 
 
 def test_published_answers_keep_what_a_rescore_of_the_answers_needs() -> None:

@@ -194,3 +194,41 @@ def test_compare_rejects_records_of_another_dataset(
         compare.main([str(run), "--data", str(locomo_tiny(tmp_path))])
     assert exit_info.value.code == 2
     assert "conv-26_q1" in capsys.readouterr().err
+
+
+def test_compare_scores_pooled_published_records_and_writes_a_record(
+    tmp_path: Path, compare: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Published runs of disjoint questions are pooled (n is their sum), each answer scored against its gold answer
+    from the records alone, and the figures kept as a record the documentation's marks read."""
+    from test_published_costs import _answer, _publish
+
+    def answered(q: str, answer: str, gold: str) -> dict[str, Any]:
+        return _answer(q, seconds=1.0) | {"answer": answer, "gold_answers": [gold]}
+
+    _publish(tmp_path, "part1", [answered("a1", "7 May 2023", "7 May 2023"), answered("a2", "May", "8 May 2023")])
+    _publish(tmp_path, "part2", [answered("b1", "Paris. Paris!", "paris"), answered("b2", "no", "20 July")])
+    expected = [1.0, amem_f1("May", "8 May 2023"), 1.0, 0.0]  # "May" against {8, may, 2023}: P 1, R 1/3
+    assert expected[1] == pytest.approx(0.5)
+    args = ["--published", "part1+part2", "--published", "part2", "--results", str(tmp_path), "--write", "amem-t"]
+    assert compare.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "| part1+part2: fused | — | 62.5 (" in printed and "n 4 |" in printed
+    record = json.loads((tmp_path / "amem-t.json").read_text(encoding="utf-8"))
+    assert record["kind"] == "amem-compare" and "--published part1+part2" in record["command"]
+    pooled, alone = record["rows"]
+    assert (pooled["records"], pooled["strategy"], pooled["category"], pooled["n"]) == ("part1+part2", "fused", "2", 4)
+    assert pooled["amem_f1"] == pytest.approx(100 * sum(expected) / 4)
+    assert pooled["amem_f1_low"] <= pooled["amem_f1"] <= pooled["amem_f1_high"]
+    assert pooled["locomo_f1"] == pytest.approx(50.0)  # the records' own f1 (0.5 each)
+    assert alone["n"] == 2 and alone["amem_f1"] == pytest.approx(50.0)
+    # a question in two parts, and an adversarial question without the dataset's trap answer, are refused
+    _publish(tmp_path, "part3", [answered("b1", "Paris", "paris")])
+    for spec, message in (("part2+part3", "'b1' is in part2 and part3"), ("part2+part2", "each once")):
+        with pytest.raises(SystemExit) as refused:
+            compare.main(["--published", spec, "--results", str(tmp_path)])
+        assert refused.value.code == 2 and message in capsys.readouterr().err
+    _publish(tmp_path, "trap", [answered("c1", "no", "x") | {"category": "5"}])
+    with pytest.raises(SystemExit) as trap:
+        compare.main(["--published", "trap", "--results", str(tmp_path)])
+    assert trap.value.code == 2 and "needs --data" in capsys.readouterr().err

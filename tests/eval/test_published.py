@@ -69,6 +69,8 @@ def test_a_published_run_holds_the_runs_figures_and_rescores_from_its_records(tm
     assert rescore_record(dict(found, retrieved=[]))["recall@5"] == 0.0  # a ranking without its hits finds nothing
     raw = gzip.decompress((root / "mh.records.jsonl.gz").read_bytes())
     assert json.loads(raw.splitlines()[0])["question_id"] == records[0]["question_id"]
+    costs = run.strategies["bm25"].costs  # written when published: retrieval only, so no answer costs
+    assert costs is not None and costs.answers == 0 and costs.prompt_tokens is None and costs.retrieval_n == 2
 
 
 def test_locomo_evidence_recall_rescores_from_the_turns_each_context_node_covers(

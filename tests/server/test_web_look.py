@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from test_server_web import CAT, GARDEN, web_config
-from test_web_page import QUESTION, TIMEOUT, served
+from test_web_page import QUESTION, TIMEOUT, ask_question, served
 
 from fakes import HashEmbedder, StreamingLLM
 from gemrag.config import Config
@@ -75,6 +77,22 @@ def open_page(browser: Any, url: str, look: str) -> tuple[Any, Any, list[str]]:
     return context, page, errors
 
 
+@contextmanager
+def seeded_page(
+    browser: Any, server: AbstractContextManager[str], look: str = "light", *, stale: bool = False
+) -> Iterator[tuple[Any, list[str]]]:
+    """The page in ``look`` (:func:`open_page`) on the server that ``server`` starts (:func:`~test_web_page.served`;
+    its URL), seeded first (:func:`seed`, ``stale``): yields the page and the list its script errors go to, and closes
+    the browser context at the end (then the server)."""
+    with server as url:
+        seed(url, stale=stale)
+        context, page, errors = open_page(browser, url, look)
+        try:
+            yield page, errors
+        finally:
+            context.close()
+
+
 def sideways(page: Any) -> int:
     """How many pixels the page scrolls sideways (0: none)."""
     return int(page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth"))
@@ -108,44 +126,36 @@ def split_words(page: Any) -> list[str]:
 @pytest.mark.parametrize("look", list(LOOKS))
 def test_every_tab_in_light_dark_and_narrow(browser: Any, tmp_path: Path, config: Config, look: str) -> None:
     llm = StreamingLLM("The keeper's cat is named Pilot [1].")
-    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm) as url:
-        seed(url, stale=True)
-        context, page, errors = open_page(browser, url, look)
-        try:
-            background = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
-            for tab in TABS:
-                page.get_by_role("tab", name=tab).click()
-                if tab == "Index":
-                    page.locator("#index-strategies input[value='dense']").check()
-                    page.get_by_role("button", name="Show the cost plan").click()
-                    page.wait_for_selector("#plan-table", timeout=TIMEOUT)
-                if tab == "Ask":
-                    page.fill("#question", QUESTION)
-                    page.click("#ask-button")
-                    page.wait_for_function(
-                        "document.getElementById('answer-meta').textContent.includes('Retrieval')", timeout=TIMEOUT
-                    )
-                    page.locator("#answer-text a.cite[data-marker='1']").click()
-                    page.locator("#reader-text mark#cited-span").wait_for(timeout=TIMEOUT)
-                if tab == "Chat":
-                    page.fill("#chat-message", "Tell me about the cat.")
-                    page.click("#chat-send")
-                    page.wait_for_selector("#chat-log li.exchange", timeout=TIMEOUT)
-                if tab == "Graph":
-                    page.get_by_role("button", name="Show the graph").click()
-                    page.frame_locator("#graph-frame").locator("body[data-ready='1']").wait_for(timeout=TIMEOUT)
-                assert sideways(page) == 0, f"{tab} scrolls sideways in {look}"
-                assert split_words(page) == [], f"{tab} breaks words of its tables in {look}"
-                if SHOTS:
-                    Path(SHOTS).mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=str(Path(SHOTS) / f"web-{tab.lower()}-{look}.png"), full_page=look != "narrow")
-            if look == "narrow":
-                page.get_by_role("tab", name="Documents").click()
-                delete = page.get_by_role("button", name="Delete cat")
-                box = delete.bounding_box()
-                assert box is not None and box["x"] + box["width"] <= 375  # Delete on screen
-        finally:
-            context.close()
+    server = served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm)
+    with seeded_page(browser, server, look, stale=True) as (page, errors):
+        background = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+        for tab in TABS:
+            page.get_by_role("tab", name=tab).click()
+            if tab == "Index":
+                page.locator("#index-strategies input[value='dense']").check()
+                page.get_by_role("button", name="Show the cost plan").click()
+                page.wait_for_selector("#plan-table", timeout=TIMEOUT)
+            if tab == "Ask":
+                ask_question(page, QUESTION)
+                page.locator("#answer-text a.cite[data-marker='1']").click()
+                page.locator("#reader-text mark#cited-span").wait_for(timeout=TIMEOUT)
+            if tab == "Chat":
+                page.fill("#chat-message", "Tell me about the cat.")
+                page.click("#chat-send")
+                page.wait_for_selector("#chat-log li.exchange", timeout=TIMEOUT)
+            if tab == "Graph":
+                page.get_by_role("button", name="Show the graph").click()
+                page.frame_locator("#graph-frame").locator("body[data-ready='1']").wait_for(timeout=TIMEOUT)
+            assert sideways(page) == 0, f"{tab} scrolls sideways in {look}"
+            assert split_words(page) == [], f"{tab} breaks words of its tables in {look}"
+            if SHOTS:
+                Path(SHOTS).mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(Path(SHOTS) / f"web-{tab.lower()}-{look}.png"), full_page=look != "narrow")
+        if look == "narrow":
+            page.get_by_role("tab", name="Documents").click()
+            delete = page.get_by_role("button", name="Delete cat")
+            box = delete.bounding_box()
+            assert box is not None and box["x"] + box["width"] <= 375  # Delete on screen
     assert errors == []
     dark = background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)")
     assert dark == (look == "dark"), background
@@ -153,64 +163,56 @@ def test_every_tab_in_light_dark_and_narrow(browser: Any, tmp_path: Path, config
 
 def test_strategies_explained_delete_asks_and_answer_states(browser: Any, tmp_path: Path, config: Config) -> None:
     llm = StreamingLLM("The text does not mention the lighthouse's colour.")
-    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm) as url:
-        seed(url)
-        context, page, errors = open_page(browser, url, "light")
-        try:
-            page.get_by_role("tab", name="Index").click()
-            gem = page.inner_text("#index-strategies label[data-strategy='gem']")
-            assert "one LLM call per chunk" in gem and "use it for" in gem, gem
-            dense = page.inner_text("#index-strategies label[data-strategy='dense']")
-            assert "no LLM call to index" in dense and "default" in dense.lower(), dense  # web_config's default
-            assert "never built never built" not in page.inner_text("#index-strategies")
+    server = served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm)
+    with seeded_page(browser, server) as (page, errors):
+        page.get_by_role("tab", name="Index").click()
+        gem = page.inner_text("#index-strategies label[data-strategy='gem']")
+        assert "one LLM call per chunk" in gem and "use it for" in gem, gem
+        dense = page.inner_text("#index-strategies label[data-strategy='dense']")
+        assert "no LLM call to index" in dense and "default" in dense.lower(), dense  # web_config's default
+        assert "never built never built" not in page.inner_text("#index-strategies")
 
-            page.get_by_role("tab", name="Documents").click()
-            page.get_by_role("button", name="Delete cat").click()
-            page.locator("dialog#confirm").wait_for()
-            page.click("#confirm-cancel")
-            assert page.locator("#documents tbody tr").count() == 2  # kept
-            assert "kept" in page.inner_text("#status")
+        page.get_by_role("tab", name="Documents").click()
+        page.get_by_role("button", name="Delete cat").click()
+        page.locator("dialog#confirm").wait_for()
+        page.click("#confirm-cancel")
+        assert page.locator("#documents tbody tr").count() == 2  # kept
+        assert "kept" in page.inner_text("#status")
 
-            page.get_by_role("tab", name="Ask").click()
-            page.fill("#question", "What colour is the lighthouse?")
-            page.click("#retrieve-button")
-            page.wait_for_function("document.querySelectorAll('#hits > li').length > 0", timeout=TIMEOUT)
-            assert "no LLM call" in page.inner_text("#answer-meta")
-            assert llm.calls == 0
-            page.click("#ask-button")
-            page.wait_for_selector("#answer-state [data-state='not-found']", timeout=TIMEOUT)
-            assert "Not found in the memory" in page.inner_text("#answer-state")
-            assert page.inner_text("#hits-order")  # the order of the hits is said
-        finally:
-            context.close()
+        page.get_by_role("tab", name="Ask").click()
+        page.fill("#question", "What colour is the lighthouse?")
+        page.click("#retrieve-button")
+        page.wait_for_function("document.querySelectorAll('#hits > li').length > 0", timeout=TIMEOUT)
+        assert "no LLM call" in page.inner_text("#answer-meta")
+        assert llm.calls == 0
+        page.click("#ask-button")
+        page.wait_for_selector("#answer-state [data-state='not-found']", timeout=TIMEOUT)
+        assert "Not found in the memory" in page.inner_text("#answer-state")
+        assert page.inner_text("#hits-order")  # the order of the hits is said
     assert errors == []
 
 
 def test_the_chat_keeps_its_history_and_shows_its_memories(browser: Any, tmp_path: Path, config: Config) -> None:
-    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=StreamingLLM()) as url:
-        seed(url)
-        context, page, errors = open_page(browser, url, "light")
-        try:
-            page.get_by_role("tab", name="Chat").click()
-            page.fill("#persona", "Keeper")
-            for n, message in enumerate(("What is the cat named?", "Where does Pilot sleep?"), start=1):
-                page.fill("#chat-message", message)
-                page.click("#chat-send")
-                page.wait_for_function(
-                    f"document.querySelectorAll('#chat-log li.exchange').length === {n}", timeout=TIMEOUT
-                )
-            last = page.locator("#chat-log li.exchange").last
-            assert "Where does Pilot sleep?" in last.inner_text() and "Keeper:" in last.inner_text()
-            assert "Recalled" in last.locator("details.recalled summary").inner_text()
-            last.locator("details.recalled summary").click()
-            assert "Pilot" in last.locator("details.recalled").inner_text()  # the memory the reply was given
-            page.reload()
-            page.wait_for_selector("body[data-ready='1']", timeout=TIMEOUT)
-            page.get_by_role("tab", name="Chat").click()
-            page.fill("#persona", "Keeper")
-            page.click("#chat-load")
-            page.wait_for_function("document.querySelectorAll('#chat-log li.exchange').length === 2", timeout=TIMEOUT)
-            assert "What is the cat named?" in page.inner_text("#chat-log")
-        finally:
-            context.close()
+    server = served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=StreamingLLM())
+    with seeded_page(browser, server) as (page, errors):
+        page.get_by_role("tab", name="Chat").click()
+        page.fill("#persona", "Keeper")
+        for n, message in enumerate(("What is the cat named?", "Where does Pilot sleep?"), start=1):
+            page.fill("#chat-message", message)
+            page.click("#chat-send")
+            page.wait_for_function(
+                f"document.querySelectorAll('#chat-log li.exchange').length === {n}", timeout=TIMEOUT
+            )
+        last = page.locator("#chat-log li.exchange").last
+        assert "Where does Pilot sleep?" in last.inner_text() and "Keeper:" in last.inner_text()
+        assert "Recalled" in last.locator("details.recalled summary").inner_text()
+        last.locator("details.recalled summary").click()
+        assert "Pilot" in last.locator("details.recalled").inner_text()  # the memory the reply was given
+        page.reload()
+        page.wait_for_selector("body[data-ready='1']", timeout=TIMEOUT)
+        page.get_by_role("tab", name="Chat").click()
+        page.fill("#persona", "Keeper")
+        page.click("#chat-load")
+        page.wait_for_function("document.querySelectorAll('#chat-log li.exchange').length === 2", timeout=TIMEOUT)
+        assert "What is the cat named?" in page.inner_text("#chat-log")
     assert errors == []

@@ -76,19 +76,37 @@ class WebPage:
         return [e for e in self.errors if "status of 404" not in e]
 
 
+ANSWERED = "document.getElementById('answer-meta').textContent.includes('Retrieval')"
+"""A condition for ``page.wait_for_function``: the answer is final (its meta line names the retrieval)."""
+ANSWER_ENDED = "document.getElementById('answer').getAttribute('aria-busy') === 'false'"
+"""A condition for ``page.wait_for_function``: the answer box is no longer busy (an answer, none, or an error)."""
+
+
+def ask_question(
+    page: Any, question: str, *, strategy: str | None = None, until: str | None = ANSWERED, timeout: int = TIMEOUT
+) -> None:
+    """On ``page`` (a playwright page showing the web page), open the Ask tab, choose ``strategy`` (None: the page's
+    default), ask ``question`` and wait (``timeout`` ms) until the JavaScript condition ``until`` holds (None: no
+    wait)."""
+    page.get_by_role("tab", name="Ask").click()
+    if strategy is not None:
+        page.select_option("#ask-strategy", strategy)
+    page.fill("#question", question)
+    page.click("#ask-button")
+    if until is not None:
+        page.wait_for_function(until, timeout=timeout)
+
+
 def ask(web: WebPage, timeout: int) -> dict[str, Any]:
     """Ask :data:`QUESTION` on the Ask tab and wait for the final answer; returns what the answer box showed while the
     model was writing (``seen``: its successive texts) and the hits' texts."""
     page = web.page
-    web.tab("Ask")
-    page.fill("#question", QUESTION)
     page.evaluate(
         """() => { const box = document.getElementById('answer-text'); window.seen = [];
                    new MutationObserver(() => window.seen.push(box.textContent))
                      .observe(box, {childList: true, characterData: true, subtree: true}); }"""
     )
-    page.click("#ask-button")
-    page.wait_for_function("document.getElementById('answer-meta').textContent.includes('Retrieval')", timeout=timeout)
+    ask_question(page, QUESTION, timeout=timeout)
     return {
         "seen": page.evaluate("window.seen"),
         "text": page.inner_text("#answer-text"),
@@ -237,10 +255,7 @@ def test_a_key_never_shows_another_namespace(browser: Any, tmp_path: Path, confi
             page.wait_for_selector("#message[data-status='403']")
             assert 'may not use namespace "beta"' in page.inner_text("#message")
             assert page.locator("#documents tbody tr").count() == 0
-            page.get_by_role("tab", name="Ask").click()
-            page.fill("#question", "What is the cat named?")
-            page.click("#ask-button")
-            page.wait_for_function("document.getElementById('answer').getAttribute('aria-busy') === 'false'")
+            ask_question(page, "What is the cat named?", until=ANSWER_ENDED)
             assert page.locator("#hits > li").count() == 0
             assert "secret-cat" not in page.content() and "Pilot" not in page.content()
             assert "key-a" not in page.content()  # the key itself is never shown

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from test_server_web import CAT
 from test_web_jobs import record_bars
-from test_web_page import QUESTION, WebPage, served
+from test_web_page import QUESTION, WebPage, ask_question, served
 
 from gemrag.config import Config, load_config
 from realparts import require_small_model
@@ -60,12 +60,7 @@ def test_gem_with_the_small_model_bars_answer_and_citation(browser: Any, tmp_pat
             card = page.inner_text("#job")
             assert page.locator(".job-status[data-status='succeeded']").count() == 1, card
 
-            web.tab("Ask")
-            page.fill("#question", QUESTION)
-            page.click("#ask-button")
-            page.wait_for_function(
-                "document.getElementById('answer-meta').textContent.includes('Retrieval')", timeout=TIMEOUT
-            )
+            ask_question(page, QUESTION, timeout=TIMEOUT)
             answer = page.inner_text("#answer-text")
             page.locator("#answer-text a.cite").first.click()
             mark = page.locator("#reader-text mark#cited-span")

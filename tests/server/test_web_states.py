@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from test_server_web import CAT, GARDEN, web_config
-from test_web_look import open_page, seed
-from test_web_page import TIMEOUT, WebPage, served
+from test_web_look import seeded_page
+from test_web_page import ANSWER_ENDED, ANSWERED, TIMEOUT, WebPage, ask_question, served
 
 from fakes import HashEmbedder, StreamingLLM
 from gemrag.config import Config, load_config
@@ -36,14 +36,12 @@ def index_dense(web: WebPage) -> None:
     page.wait_for_selector(".job-status[data-status='succeeded']", timeout=TIMEOUT)
 
 
+WRITTEN = "document.getElementById('answer-text').textContent.length > 0"
+"""A condition for ``page.wait_for_function``: the answer box shows some text."""
+
+
 def ask(web: WebPage, question: str, *, wait: bool = True) -> None:
-    web.tab("Ask")
-    web.page.fill("#question", question)
-    web.page.click("#ask-button")
-    if wait:
-        web.page.wait_for_function(
-            "document.getElementById('answer-meta').textContent.includes('Retrieval')", timeout=TIMEOUT
-        )
+    ask_question(web.page, question, until=ANSWERED if wait else None)
 
 
 def test_a_422_shows_its_field_and_message(browser: Any, tmp_path: Path, config: Config) -> None:
@@ -113,23 +111,13 @@ def test_the_reader_hides_and_follows_the_current_answer(browser: Any, tmp_path:
 def test_weak_citations_are_judged_by_evidence_for_every_strategy(browser: Any, tmp_path: Path, config: Config) -> None:
     # bm25 ranks the garden passage third for this question (a BM25 score, on no cosine scale); the answer cites it
     llm = StreamingLLM("The keeper's cat is named Pilot [1]. Marta grows tomatoes [3].")
-    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm) as url:
-        seed(url)
-        context, page, errors = open_page(browser, url, "light")
-        try:
-            page.get_by_role("tab", name="Ask").click()
-            page.select_option("#ask-strategy", "bm25")
-            page.fill("#question", "What is the keeper's cat named?")
-            page.click("#ask-button")
-            page.wait_for_function(
-                "document.getElementById('answer-meta').textContent.includes('Retrieval')", timeout=TIMEOUT
-            )
-            state = page.inner_text("#answer-state")
-            weak = page.locator("#hits > li.weak").evaluate_all("items => items.map((li) => li.id)")
-            first, third = page.inner_text("#hit-1 .hit-head"), page.inner_text("#hit-3 .hit-head")
-            rule = page.inner_text("#weak-rule")
-        finally:
-            context.close()
+    server = served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm)
+    with seeded_page(browser, server) as (page, errors):
+        ask_question(page, "What is the keeper's cat named?", strategy="bm25")
+        state = page.inner_text("#answer-state")
+        weak = page.locator("#hits > li.weak").evaluate_all("items => items.map((li) => li.id)")
+        first, third = page.inner_text("#hit-1 .hit-head"), page.inner_text("#hit-3 .hit-head")
+        rule = page.inner_text("#weak-rule")
     assert errors == []
     assert "Weak evidence" in state and "[3]" in state and "[1]" not in state, state
     assert "below 0.30" in state, state  # the threshold is stated
@@ -150,27 +138,16 @@ def test_not_found_follows_the_abstention_flag_not_the_wording(browser: Any, tmp
     seen = {}
     for below in (-1.0, 0.99):  # -1: the evidence always suffices (abstained: false); 0.99: never (abstained: true)
         llm = StreamingLLM(declining)
-        with served_abstaining(tmp_path, below, llm) as url:
-            seed(url)
-            context, page, errors = open_page(browser, url, "light")
-            try:
-                page.get_by_role("tab", name="Ask").click()
-                page.fill("#question", "What colour is the lighthouse?")
-                page.click("#ask-button")
-                page.wait_for_function(
-                    "document.getElementById('answer').getAttribute('aria-busy') === 'false'"
-                    " && document.getElementById('answer-text').textContent.length > 0",
-                    timeout=TIMEOUT,
-                )
-                box = page.locator("#answer-state [data-state='not-found']")
-                seen[below] = {
-                    "not_found": box.count(),
-                    "from": box.get_attribute("data-from") if box.count() else None,
-                    "text": page.inner_text("#answer-text"),
-                    "calls": llm.calls,
-                }
-            finally:
-                context.close()
+        server = served_abstaining(tmp_path, below, llm)
+        with seeded_page(browser, server) as (page, errors):
+            ask_question(page, "What colour is the lighthouse?", until=f"{ANSWER_ENDED} && {WRITTEN}")
+            box = page.locator("#answer-state [data-state='not-found']")
+            seen[below] = {
+                "not_found": box.count(),
+                "from": box.get_attribute("data-from") if box.count() else None,
+                "text": page.inner_text("#answer-text"),
+                "calls": llm.calls,
+            }
         assert errors == []
     # checked and sufficient: the reply's wording does not make it "not found"
     assert seen[-1.0]["not_found"] == 0 and seen[-1.0]["text"].startswith(declining), seen
@@ -186,27 +163,18 @@ def test_a_citation_added_after_the_answer_and_an_uncited_sentence_are_shown_as_
         "The keeper's cat is named Pilot [1]. Pilot sleeps on the warm floor of the lamp room every night. "
         "The keeper owns a golden dragon named Ember."
     )
-    with served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm) as url:
-        seed(url)
-        context, page, errors = open_page(browser, url, "light")
-        try:
-            page.get_by_role("tab", name="Ask").click()
-            page.fill("#question", "What is the keeper's cat named?")
-            page.click("#ask-button")
-            page.wait_for_function(
-                "document.getElementById('answer-meta').textContent.includes('Retrieval')", timeout=TIMEOUT
-            )
-            added = page.locator("#answer-text .cited-after a.cite.added")
-            marker = added.get_attribute("data-marker")
-            title = added.get_attribute("title")
-            cited_after = page.inner_text("#answer-text .cited-after")
-            uncited = page.inner_text("#answer-text .unsupported.uncited")
-            plain_unsupported = page.locator("#answer-text .unsupported:not(.uncited)").count()
-            states = page.locator("#answer-state > p").evaluate_all("ps => ps.map((p) => p.dataset.state)")
-            note = page.inner_text("#answer-state [data-state='cited-after']")
-            passage = page.inner_text(f"#hit-{marker} .hit-text")
-        finally:
-            context.close()
+    server = served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm)
+    with seeded_page(browser, server) as (page, errors):
+        ask_question(page, "What is the keeper's cat named?")
+        added = page.locator("#answer-text .cited-after a.cite.added")
+        marker = added.get_attribute("data-marker")
+        title = added.get_attribute("title")
+        cited_after = page.inner_text("#answer-text .cited-after")
+        uncited = page.inner_text("#answer-text .unsupported.uncited")
+        plain_unsupported = page.locator("#answer-text .unsupported:not(.uncited)").count()
+        states = page.locator("#answer-state > p").evaluate_all("ps => ps.map((p) => p.dataset.state)")
+        note = page.inner_text("#answer-state [data-state='cited-after']")
+        passage = page.inner_text(f"#hit-{marker} .hit-text")
     assert errors == []
     assert cited_after.startswith("Pilot sleeps") and cited_after.endswith(f"every night [{marker}]."), cited_after
     assert "warm floor of the lamp room" in passage, passage  # the passage found is the one that states it

@@ -8,6 +8,12 @@ means and the paired bootstrap of ``after`` minus ``before`` (:func:`gemrag.eval
 resamples, seed 0, questions in sorted id order, as ``benchmarks/paired_runs.py`` over run directories). The
 documentation's ``<!-- result-pair: NAME METRIC FORMAT -->`` marks are generated from these records
 (:mod:`gemrag.eval.publish_docs`).
+
+A side of a pairing may pool several published runs over disjoint questions (``A1+A2``: the same protocol measured
+in parts, e.g. one conversation and then two others): their per-question records are taken together, as one run's
+would be, and a question found in two parts of one side is refused. A pairing also keeps what answering cost on each
+side over the paired questions (:class:`gemrag.eval.published_costs.Costs`, ``costs["before"]`` and
+``costs["after"]``), so the documentation shows the pooled tokens and seconds from the records too.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -30,6 +37,7 @@ from gemrag.eval.published import (
     load_records,
     per_question,
 )
+from gemrag.eval.published_costs import Costs, answer_costs
 from gemrag.eval.stats import paired_bootstrap_diff
 
 __all__ = ["PAIRED_DIR", "PairedMetric", "PairedRuns", "load_paired", "pair_published", "paired_names", "write_paired"]
@@ -57,10 +65,13 @@ class PairedRuns(BaseModel):
     """A paired comparison of two published runs over the questions both scored (``results/paired/NAME.json``).
 
     Attributes:
-        name: the record's name. before, after: the two published records' names (``results/NAME.json``).
+        name: the record's name. before, after: the published records' names (``results/NAME.json``); several
+            runs pooled over disjoint questions are joined by ``+`` (``locomo26-plain+locomo3041-plain``).
         strategies: the strategy of ``before`` and of ``after`` that are paired (``["fused", "fused"]``).
         categories: the question categories kept (``[]``: all). date: when the pairing was written (ISO 8601, UTC).
         metrics: per metric of :data:`gemrag.eval.published.SCORED_METRICS` both runs scored, a :class:`PairedMetric`.
+        costs: ``"before"`` and ``"after"``: what answering cost on each side, over the records of the questions
+            both sides have (``{}`` in a pairing written before costs were kept).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -71,6 +82,7 @@ class PairedRuns(BaseModel):
     categories: list[str] = Field(default_factory=list)
     date: str
     metrics: dict[str, PairedMetric]
+    costs: dict[str, Costs] = Field(default_factory=dict)
 
     def metric(self, metric: str) -> PairedMetric:
         """The paired figures of one metric.
@@ -83,42 +95,73 @@ class PairedRuns(BaseModel):
         return self.metrics[metric]
 
 
+def _names(side: str | Sequence[str]) -> list[str]:
+    """The published runs of one side: ``"A1+A2"`` or ``["A1", "A2"]`` -> ``["A1", "A2"]``."""
+    names = side.split("+") if isinstance(side, str) else [n for part in side for n in part.split("+")]
+    if not names or not all(names) or len(set(names)) < len(names):
+        raise InputError(f"{side!r}: give published records' names, several (each once) joined by '+'")
+    return names
+
+
+def _side(names: Sequence[str], strategy: str | None, root: Path, keep: set[str]) -> tuple[str, list[dict[str, Any]]]:
+    """``(strategy, records)`` of one side: the strategy's records of every run named (default: each run's first
+    strategy, which must be the same in all), in the categories kept.
+
+    Raises:
+        InputError: a missing record or strategy, or a question found in two of the runs (pooling needs disjoint
+            questions).
+    """
+    runs = [load_published(n, root) for n in names]
+    chosen = strategy or next(iter(runs[0].strategies), "")
+    records: list[dict[str, Any]] = []
+    owner: dict[str, str] = {}
+    for run in runs:
+        if chosen not in run.strategies:
+            raise InputError(f"{run.name}: no strategy {chosen!r} (has {', '.join(run.strategies)})")
+        mine = [r for r in load_records(run, root) if r["strategy"] == chosen]
+        mine = [r for r in mine if not keep or str(r.get("category")) in keep]
+        for q in dict.fromkeys(str(r["question_id"]) for r in mine):
+            if owner.setdefault(q, run.name) != run.name:
+                raise InputError(f"question {q!r} is in {owner[q]} and {run.name}: pool runs of disjoint questions")
+        records += mine
+    return chosen, records
+
+
 def pair_published(
     name: str,
-    before: str,
-    after: str,
+    before: str | Sequence[str],
+    after: str | Sequence[str],
     root: Path,
     *,
     strategies: Sequence[str] | None = None,
     categories: Sequence[str] = (),
     metrics: Sequence[str] = SCORED_METRICS,
 ) -> PairedRuns:
-    """Pair two published runs' per-question scores.
+    """Pair two published runs' per-question scores (each side possibly several runs pooled).
 
     Args:
-        name: the pairing's name. before, after: published records in ``root``. strategies: the strategy of
-            ``before`` and of ``after`` to pair (default: the first strategy of each). categories: keep only
-            questions of these categories (``()``: all). metrics: the metrics to pair (those both runs scored).
+        name: the pairing's name. before, after: published records in ``root``: one name, or several over disjoint
+            questions (``"A1+A2"`` or ``["A1", "A2"]``) whose records are pooled. strategies: the strategy of
+            ``before`` and of ``after`` to pair (default: the first strategy of each side's first run).
+            categories: keep only questions of these categories (``()``: all). metrics: the metrics to pair (those
+            both sides scored).
 
     Returns:
-        The :class:`PairedRuns` (not written; see :func:`write_paired`).
+        The :class:`PairedRuns` (not written; see :func:`write_paired`), with both sides' costs over the questions
+        both have.
 
     Raises:
-        InputError: a missing record or strategy, a bad name, or no metric scored on a shared question.
+        InputError: a missing record or strategy, a bad name, a question in two runs of one side, or no metric
+            scored on a shared question.
     """
     check_publish_name(name)
-    runs = [load_published(before, root), load_published(after, root)]
-    chosen = list(strategies) if strategies else [next(iter(r.strategies), "") for r in runs]
-    if len(chosen) != 2:
-        raise InputError(f"paired {name}: give two strategies (of {before} and of {after}), not {chosen}")
-    for run, strategy in zip(runs, chosen, strict=True):
-        if strategy not in run.strategies:
-            raise InputError(f"{run.name}: no strategy {strategy!r} (has {', '.join(run.strategies)})")
+    names = [_names(before), _names(after)]
+    labels = ["+".join(n) for n in names]
+    if strategies is not None and len(strategies) != 2:
+        raise InputError(f"paired {name}: give two strategies (of {labels[0]} and of {labels[1]}), not {strategies}")
     keep = {str(c) for c in categories}
-    sides = []
-    for run, strategy in zip(runs, chosen, strict=True):
-        records = [r for r in load_records(run, root) if r["strategy"] == strategy]
-        sides.append([r for r in records if not keep or str(r.get("category")) in keep])
+    picked = [_side(n, strategies[i] if strategies else None, root, keep) for i, n in enumerate(names)]
+    sides = [records for _, records in picked]
     out: dict[str, PairedMetric] = {}
     for metric in metrics:
         b, a = per_question(sides[0], metric), per_question(sides[1], metric)
@@ -131,19 +174,26 @@ def pair_published(
             before=sum(ys) / len(ys),
             after=sum(xs) / len(xs),
             comparison=Comparison(
-                strategy=after, reference=before, metric=metric, n=len(common), diff=diff, low=low, high=high, p=p
+                strategy=labels[1], reference=labels[0], metric=metric, n=len(common), diff=diff, low=low, high=high,
+                p=p,
             ),
-        )
+        )  # fmt: skip
     if not out:
-        raise InputError(f"paired {name}: {before} and {after} share no scored question")
+        raise InputError(f"paired {name}: {labels[0]} and {labels[1]} share no scored question")
+    shared = {str(r["question_id"]) for r in sides[0]} & {str(r["question_id"]) for r in sides[1]}
+    costs = {
+        side: answer_costs(r for r in records if str(r["question_id"]) in shared)
+        for side, records in zip(("before", "after"), sides, strict=True)
+    }
     return PairedRuns(
         name=name,
-        before=before,
-        after=after,
-        strategies=chosen,
+        before=labels[0],
+        after=labels[1],
+        strategies=[strategy for strategy, _ in picked],
         categories=sorted(keep),
         date=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         metrics=out,
+        costs=costs,
     )
 
 

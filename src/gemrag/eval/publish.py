@@ -23,6 +23,7 @@ import os
 import platform
 import shlex
 import subprocess
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,7 +33,14 @@ from gemrag.errors import GemragError, InputError
 from gemrag.eval.datasets import Dataset
 from gemrag.eval.evidence import ChunkSpans, gold_turn_spans, member_chunks
 from gemrag.eval.loading import load_dataset
-from gemrag.eval.published import SCORED_METRICS, DatasetInfo, Machine, PublishedRun, score_records
+from gemrag.eval.published import (
+    SCORED_METRICS,
+    DatasetInfo,
+    Machine,
+    PublishedRun,
+    refresh_costs,
+    score_records,
+)
 from gemrag.eval.report import read_jsonl
 from gemrag.store import open_store
 from gemrag.types import Hit, NodeKind
@@ -407,15 +415,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     defaults like the recorded configuration) and the code commit. A memory of an older schema is refused (open a
     copy once with write access to upgrade it; the run's own memories are only read).
 
+    ``python -m gemrag.eval.publish --refresh-costs NAME [NAME...]`` instead recomputes the costs block of published
+    records from their committed records files alone (:func:`gemrag.eval.published.refresh_costs`).
+
     Returns:
-        0 when published, 2 on bad input (one ``error:`` line; nothing is written).
+        0 when published (or refreshed), 2 on bad input (one ``error:`` line; nothing is written).
     """
     import argparse
-    import sys
 
     parser = argparse.ArgumentParser(description="Publish a finished gemrag eval --out directory as results/NAME.json.")
-    parser.add_argument("run_dir", type=Path, help="the run's --out directory (results.json, index.jsonl)")
-    parser.add_argument("name", help="the record's name (letters, digits, '-', '_', '.')")
+    parser.add_argument("run_dir", type=Path, nargs="?", help="the run's --out directory (results.json, index.jsonl)")
+    parser.add_argument("name", nargs="?", help="the record's name (letters, digits, '-', '_', '.')")
+    parser.add_argument(
+        "--refresh-costs", nargs="+", metavar="NAME",
+        help="instead: recompute the costs block of these published records from their records files alone",
+    )  # fmt: skip
     parser.add_argument("--results-dir", type=Path, default=Path("results"), help="where to write (default: results)")
     parser.add_argument("--memory", type=Path, help="the run's --memory directory (default: RUN_DIR/memories)")
     parser.add_argument("--dataset", type=Path, help="the dataset file, if it moved since the run")
@@ -430,7 +444,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--code-commit", help="the git commit of the code that made the run (default: this checkout)")
     args = parser.parse_args(argv)
+    if (args.run_dir is not None) if args.refresh_costs else (args.name is None):
+        parser.error("give RUN_DIR NAME, or --refresh-costs NAME... alone")
     try:
+        for name in args.refresh_costs or ():  # the costs block from the committed records alone
+            refresh_costs(name, args.results_dir)
+            print(f"costs refreshed: {args.results_dir / (name + '.json')}")
+        if args.refresh_costs:
+            return 0
         check_publish_name(args.name)
         settings = {}
         for spec in args.setting:

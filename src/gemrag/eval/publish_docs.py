@@ -16,9 +16,17 @@ shell does, so a variant's name with spaces is quoted): NAME is a record in ``re
 ``mean`` (``+9.3``), ``ci`` (``+9.3 (+6.0 to +12.8, p < 0.001)``), ``interval``, ``p`` (``p < 0.001``), ``short``
 (``+9.3, p < 0.001``) or ``n``. Scores are in % with one decimal.
 
+METRIC may also be a cost, ``costs.FIELD`` (FIELD a key of :data:`gemrag.eval.published_costs.COST_FORMATS`:
+``llm_calls``, ``prompt_tokens``, ``completion_tokens``, ``answer_seconds``, ``retrieval_seconds_p50`` ...): the
+strategy's figure from the record's costs block, FORMAT ``mean`` (its default format: ``422`` tokens, ``16.0`` s),
+``n`` (the records it is over) or a Python format spec (``.1f``); with ``vs=OTHER``, FORMAT ``change`` gives the
+relative change from OTHER's (``−11 %``).
+
 A paired mark is ``<!-- result-pair: NAME METRIC [FORMAT] -->``: NAME a paired comparison of two published runs in
 ``results/paired/`` (:mod:`gemrag.eval.paired`); FORMAT is ``before`` or ``after`` (either run's mean, ``55.1``) or
-one of the ``vs=`` formats above for the difference after minus before (default ``ci``).
+one of the ``vs=`` formats above for the difference after minus before (default ``ci``). With METRIC
+``costs.FIELD`` it shows the pairing's costs: FORMAT ``before`` or ``after`` (``after:.1f`` with a format spec),
+``n`` or ``change`` (after against before, relative, ``+13 %``; the default).
 
 A table mark is ``<!-- result-table: NAME METRIC[,METRIC...] [by=category] [strategies=A,B] [format=ci|mean] -->``:
 one row per strategy, one column per metric (or, ``by=category``, per question category and ``all`` for the first
@@ -49,6 +57,7 @@ from gemrag.errors import InputError
 from gemrag.eval.paired import PairedRuns, load_paired
 from gemrag.eval.publish_rows import load_record, rows_table
 from gemrag.eval.published import Comparison, Interval, PublishedRun, load_published
+from gemrag.eval.published_costs import COST_FORMATS, cost_value
 
 __all__ = ["MARK", "differences", "documents", "main", "render", "render_file"]
 
@@ -90,6 +99,43 @@ def _metric_text(value: Interval, fmt: str) -> str:
     if fmt not in formats:
         raise InputError(f"format {fmt!r}: use one of {', '.join(formats)}")
     return formats[fmt]()
+
+
+def _cost_text(field: str, value: float, n: int, fmt: str) -> str:
+    """One cost figure (:data:`gemrag.eval.published_costs.COST_FORMATS`): its default format (``mean``), the
+    records behind it (``n``) or a Python format spec (``.1f``)."""
+    if fmt == "n":
+        return str(n)
+    spec = COST_FORMATS[field][0] if fmt == "mean" else fmt
+    try:
+        return format(value, spec)
+    except ValueError as exc:
+        raise InputError(f"format {fmt!r} of {field}: use mean, n or a format spec such as .1f") from exc
+
+
+def _change(after: float, before: float) -> str:
+    """The relative change from ``before`` to ``after`` in whole per cent (``−11 %``, ``+13 %``)."""
+    if before == 0:
+        raise InputError("a change from 0 has no relative size")
+    value = f"{100 * (after - before) / before:+.0f}".replace("-", "−")
+    return f"{'+0' if value in ('−0', '+0') else value} %"
+
+
+def _costs(run: PublishedRun, strategy: str, metric: str, fmt: str, keys: dict[str, str]) -> str:
+    """A ``result`` mark of a cost, ``costs.FIELD``: its value, or with ``vs=OTHER`` and FORMAT ``change`` the
+    relative change from OTHER's."""
+    field = metric.removeprefix("costs.")
+    if "category" in keys:
+        raise InputError(f"{metric}: costs are per strategy, not per category")
+    if strategy not in run.strategies:
+        raise KeyError(f"{run.name}: no strategy {strategy!r} (has {', '.join(run.strategies)})")
+    value, n = cost_value(run.strategies[strategy].costs, field, f"{run.name}: {strategy}")
+    if "vs" not in keys:
+        return _cost_text(field, value, n, fmt)
+    if keys["vs"] not in run.strategies or fmt != "change":
+        raise InputError(f"{metric} vs={keys['vs']}: FORMAT change, OTHER a strategy of {run.name}")
+    other, _ = cost_value(run.strategies[keys["vs"]].costs, field, f"{run.name}: {keys['vs']}")
+    return _change(value, other)
 
 
 def _diff_text(c: Comparison, fmt: str) -> str:
@@ -146,6 +192,8 @@ def _inline(spec: str, records: _Records) -> str:
     run, strategy, metric = records(words[0]), words[1], words[2]
     fmt = words[3] if len(words) == 4 else "mean"
     try:
+        if metric.startswith("costs."):
+            return _costs(run, strategy, metric, fmt, keys)
         if "vs" in keys:
             return _diff_text(run.comparison(strategy, keys["vs"], metric), fmt)
         return _metric_text(run.metric(strategy, metric, keys.get("category")), fmt)
@@ -158,6 +206,8 @@ def _pair(spec: str, records: _Records) -> str:
     if len(words) not in (2, 3):
         raise InputError(f"<!-- result-pair: {spec} -->: give NAME METRIC [FORMAT]")
     fmt = words[2] if len(words) == 3 else "ci"
+    if words[1].startswith("costs."):
+        return _pair_costs(records.paired(words[0]), words[1].removeprefix("costs."), fmt)
     try:
         figures = records.paired(words[0]).metric(words[1])
     except KeyError as exc:
@@ -165,6 +215,24 @@ def _pair(spec: str, records: _Records) -> str:
     if fmt in ("before", "after"):
         return _pct(figures.before if fmt == "before" else figures.after)
     return _diff_text(figures.comparison, fmt)
+
+
+def _pair_costs(paired: PairedRuns, field: str, fmt: str) -> str:
+    """A ``result-pair`` mark of a cost: FORMAT ``before`` or ``after`` (``after:.1f``: with a format spec), ``n``
+    (the after side's records) or ``change`` (after against before, relative; the default)."""
+    try:
+        (before, _), (after, n) = (cost_value(paired.costs.get(s), field, f"paired {paired.name}: {s}") for s in
+                                   ("before", "after"))  # fmt: skip
+    except KeyError as exc:
+        raise InputError(str(exc.args[0])) from exc
+    side, _, spec = (fmt if fmt != "ci" else "change").partition(":")
+    if side in ("before", "after"):
+        return _cost_text(field, before if side == "before" else after, n, spec or "mean")
+    if side == "n" and not spec:
+        return str(n)
+    if side == "change" and not spec:
+        return _change(after, before)
+    raise InputError(f"format {fmt!r} of costs.{field}: use before, after (before:.1f), n or change")
 
 
 def _table(spec: str, records: _Records) -> str:

@@ -21,6 +21,7 @@ Written by :mod:`gemrag.eval.publish`; the documentation's marked figures are ge
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from itertools import combinations
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gemrag.errors import InputError
 from gemrag.eval.metrics import RECALL_KS, recall_at_ks
+from gemrag.eval.published_costs import Costs, answer_costs
 from gemrag.eval.stats import bootstrap_ci, paired_bootstrap_diff
 from gemrag.types import Hit, NodeKind
 
@@ -47,6 +49,7 @@ __all__ = [
     "per_question",
     "load_records",
     "published_names",
+    "refresh_costs",
     "rescore_record",
     "score_records",
 ]
@@ -107,6 +110,9 @@ class StrategyResult(_Model):
         metrics: per metric of :data:`SCORED_METRICS` the strategy has, its :class:`Interval`.
         categories: per question category (LoCoMo's "1".."5"), the same metrics; ``{}`` without categories.
         latency_ms: retrieval latency percentiles ``p50`` and ``p95`` in milliseconds.
+        costs: what answering cost per answer (LLM calls, tokens, median seconds, words shown;
+            :mod:`gemrag.eval.published_costs`), computed from the records; ``None`` in a record published before
+            the block existed (``python -m gemrag.eval.publish --refresh-costs NAME`` adds it).
     """
 
     records: int
@@ -115,6 +121,7 @@ class StrategyResult(_Model):
     metrics: dict[str, Interval] = Field(default_factory=dict)
     categories: dict[str, dict[str, Interval]] = Field(default_factory=dict)
     latency_ms: dict[str, float] = Field(default_factory=dict)
+    costs: Costs | None = None
 
 
 class Machine(_Model):
@@ -284,6 +291,31 @@ def load_records(run: PublishedRun, root: Path) -> list[dict[str, Any]]:
         raise InputError(f"{path}: cannot read the per-question records of {run.name} ({exc})") from exc
 
 
+def refresh_costs(name: str, root: Path) -> PublishedRun:
+    """Recompute the :class:`~gemrag.eval.published_costs.Costs` of every strategy of the published run ``root/NAME``
+    from its per-question records alone, and rewrite ``root/NAME.json`` with them (nothing else changes; the records
+    file is only read, so ``records_sha256`` stays its hash).
+
+    Raises:
+        InputError: the record or its records file is missing or unreadable, or the records file is not the one the
+            record names (its SHA-256 differs from ``records_sha256``).
+    """
+    run = load_published(name, root)
+    path = root / run.records_file
+    try:
+        with gzip.open(path, "rb") as f:
+            data = f.read()
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{path}: cannot read the per-question records of {name} ({exc})") from exc
+    if hashlib.sha256(data).hexdigest() != run.records_sha256:
+        raise InputError(f"{path}: not the records {name}.json was published with (its SHA-256 differs)")
+    records = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    for strategy, result in run.strategies.items():
+        result.costs = answer_costs(r for r in records if r["strategy"] == strategy)
+    (root / f"{name}.json").write_text(run.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    return run
+
+
 # -- scoring -------------------------------------------------------------------------------------------
 
 
@@ -356,6 +388,7 @@ def score_records(
             metrics=_intervals(mine),
             categories={c: _intervals([r for r in mine if str(r.get("category")) == c]) for c in cats},
             latency_ms=_latency(mine),
+            costs=answer_costs(mine),
         )
     comparisons = []
     for reference, name in combinations(runs, 2):

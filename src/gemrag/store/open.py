@@ -93,7 +93,7 @@ def open_store(
     except BaseException:
         built.database.close()
         raise
-    return MemoryStore(built)  # type: ignore[abstract]  # its members are made from the protocols (store/base.py)
+    return MemoryStore(built)
 
 
 def location_exists(location: Location) -> bool:
