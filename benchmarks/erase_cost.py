@@ -1,35 +1,47 @@
 """What an erase costs against the size of the LLM cache: the marks lookup of ``gemrag erase`` against the scan of
 every entry that purging did before (reading and searching each cached prompt and answer).
 
-For each size N a fresh SQLite memory gets N cache entries shaped like a build's (a one-shot instruction, a passage of
+For each size N a fresh memory (``--store``: a SQLite directory, or a schema on a PostgreSQL server: ``--postgres-url``,
+else the ``pgserver`` wheel's PostgreSQL started here in a fresh ``/tmp`` directory, as the tests start it) gets N
+cache entries shaped like a build's (a one-shot instruction, a passage of
 60 words drawn from a 5,000-word vocabulary, a JSON answer), each stored with its real marks
 (:func:`gemrag.store.erase.response_marks`): the rows of ``llm_cache``, ``llm_entries`` and ``llm_marks`` are those
 N calls of :meth:`~gemrag.store.caches.CacheRows.put_llm` would write (``tests/test_benchmark_erase_cost.py``
-compares them), written in bulk (:func:`fill`: the marks computed in ``--workers`` processes, the rows in one
-transaction, the marks sorted), so that a million entries take minutes, not hours. Passages repeat every ``N / 4``
-entries, so one passage is held by 4 entries (a chunk's extraction, questions, summary and an answer). Then one
-passage is removed (its marks quarantined, as a removal does) and timed:
+compares them on both stores), written in bulk (:func:`fill`: the marks computed in ``--workers`` processes, the rows
+in one transaction, the marks sorted; on PostgreSQL by ``COPY``, then ``VACUUM (ANALYZE)`` as autovacuum would after
+such a load; :mod:`erase_cost_sqlite`, :mod:`erase_cost_postgres`), so that a million entries take minutes, not
+hours. Passages repeat every ``N / 4`` entries, so one passage is held by 4 entries (a chunk's extraction, questions,
+summary and an answer). Then one passage is removed (its marks quarantined, as a removal does) and timed:
 
 * ``erase`` - :meth:`~gemrag.store.caches.CacheRows.purge_caches`: the quarantined marks looked up in ``llm_marks``,
-  the entries holding one deleted (with the check that every entry is marked, an index-only anti-join);
+  the entries holding one deleted (with the check that every entry is marked: the set difference of the cache's
+  keys and the marked ones, :data:`gemrag.store.caches.UNMARKED`, reading the keys' indexes only);
 * ``scan`` - what the purge did before marks: every entry read, decoded and searched for the removed sentences
   (normalised substring search, :mod:`gemrag.store.erase`'s old way), nothing deleted. Above ``--scan-sample``
   entries (100,000) only the first ``--scan-sample`` (in key order) are read and the time is extrapolated linearly
   to N (``scan_entries``: how many were read, ``scan_sample_s``: their time; ``scan_found`` counts theirs);
-* ``vacuum`` - the physical erase that follows either (``VACUUM`` and the write-ahead log truncated): it rewrites the
-  whole file, so it grows with the database, not with the change.
+* ``vacuum`` - the physical erase that follows either (SQLite: ``VACUUM`` and the write-ahead log truncated;
+  PostgreSQL: ``VACUUM (FULL)`` of the memory's tables): it rewrites everything, so it grows with the database, not
+  with the change.
 
 The marks' storage is measured too (SQLite's ``dbstat``: the pages of ``llm_entries``, ``llm_marks`` and their
 indexes, written in order as a ``VACUUM`` leaves them), against the same marks in schema 7's layout (one row
 ``(mark, key)`` per mark, the 64-character key repeated, an index by key, and one extra row per entry saying it is
-marked), built in a scratch database attached beside the memory and deleted before the timings. Each size records
-the load average before and after it (``load_start``, ``load``): the figures are wall times on a shared machine.
+marked), built in a scratch database attached beside the memory and deleted before the timings (SQLite only; on
+PostgreSQL ``marks_mb`` is the two tables' size with their indexes, and ``database_mb`` the schema's). Each size
+records the load average before and after it (``load_start``, ``load``): the figures are wall times on a shared
+machine. Each row names its ``store`` and the ``code`` and ``date`` of the run that measured it.
 
 Run::
 
     python benchmarks/erase_cost.py --sizes 10000,100000            # figures on stdout
     python benchmarks/erase_cost.py --sizes 10000,100000,1000000 --out erase_cost.json
     python benchmarks/erase_cost.py --sizes 10000,100000,1000000 --publish erase-cost   # results/erase-cost.json
+    python benchmarks/erase_cost.py --store postgres --sizes 10000,100000 --publish erase-cost
+
+``--publish NAME`` keeps the rows of ``results/NAME.json`` of the stores and sizes the run does not measure (a store's
+sizes are measured in pieces, one command each; the record lists them under ``runs``), and writes the record again
+after each size.
 
 Prints one line per size and the load average of the machine at the end (the figures are wall times on a shared
 machine). The documentation's table of a record is generated by a ``result-rows`` mark
@@ -39,11 +51,13 @@ machine). The documentation's table of a record is generated by a ``result-rows`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import multiprocessing
 import os
 import random
+import shlex
 import shutil
 import sys
 import tempfile
@@ -52,9 +66,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_record (benchmarks/ is no package)
-from results_record import write_record  # noqa: E402
+import erase_cost_postgres  # noqa: E402
+import erase_cost_sqlite  # noqa: E402
+from pg_server import postgres_server  # noqa: E402
+from results_record import RESULTS, write_record  # noqa: E402
 
 from gemrag.eval.publish import code_version
+from gemrag.eval.publish_rows import load_record
 from gemrag.store import open_store
 from gemrag.store.erase import marks_of, strings_of
 
@@ -70,9 +88,6 @@ HOLDERS = 4
 """Cache entries holding each passage."""
 MODEL = "bench"
 """The model name the entries are cached under."""
-BATCH = 5000
-MARK_TABLES = ("llm_marks", "llm_marks_entry", "llm_entries", "sqlite_autoindex_llm_entries_1")
-"""The marks' tables and indexes (schema 8)."""
 
 
 def _passages(n: int, rng: random.Random) -> list[str]:
@@ -128,13 +143,12 @@ def passage_marks(passages: list[str], workers: int = 1) -> list[list[int]]:
 
 
 def fill(store: Any, n: int, passages: list[str], workers: int = 1) -> tuple[float, int]:
-    """Store ``n`` entries in an empty memory exactly as ``n`` calls of
-    :meth:`~gemrag.store.caches.CacheRows.put_llm` in key order would (the same rows of ``llm_cache``, ``llm_entries``
-    and ``llm_marks``; ``tests/test_benchmark_erase_cost.py`` checks it), at the cost of a bulk load: entry ``i`` (key
-    ``i`` in 64 hex digits) holds passage ``i % len(passages)``, whose marks are computed once
-    (:func:`passage_marks`); the rows go in one transaction, the marks as one ``INSERT ... SELECT`` sorted by mark
-    with ``llm_marks``'s secondary index dropped and made again after (sorted inserts fill whole pages, as the
-    ``VACUUM`` of every erase leaves them).
+    """Store ``n`` entries in an empty memory (SQLite or PostgreSQL) exactly as ``n`` calls of
+    :meth:`~gemrag.store.caches.CacheRows.put_llm` in key order would (the same rows of ``llm_cache``,
+    ``llm_entries`` and ``llm_marks``; ``tests/test_benchmark_erase_cost.py`` checks it on both stores), at the cost
+    of a bulk load: entry ``i`` (key ``i`` in 64 hex digits) holds passage ``i % len(passages)``, whose marks are
+    computed once (:func:`passage_marks`); the rows are written by :func:`erase_cost_sqlite.fill_rows` or
+    :func:`erase_cost_postgres.fill_rows`.
 
     Returns:
         (seconds, mark rows written).
@@ -145,42 +159,8 @@ def fill(store: Any, n: int, passages: list[str], workers: int = 1) -> tuple[flo
     start = time.perf_counter()
     marks = passage_marks(passages, workers)
     texts = [json.dumps(_entry(p)) for p in passages]
-    conn = store.database.conn
-    cache_size = conn.execute("PRAGMA cache_size").fetchone()[0]
-    conn.execute("PRAGMA cache_size = -262144")  # 256 MiB for the sorts; the connection's own setting again after
-    try:
-        with store.transaction() as c:
-            if c.execute("SELECT EXISTS (SELECT 1 FROM llm_cache) OR EXISTS (SELECT 1 FROM llm_entries)").fetchone()[0]:
-                raise ValueError("fill needs an empty LLM cache")
-            for first in range(0, n, BATCH):
-                now, ids = time.time(), range(first, min(n, first + BATCH))
-                rows = [(f"{i:064x}", MODEL, texts[i % len(texts)], now) for i in ids]
-                c.executemany("INSERT INTO llm_cache(key, model, response, created) VALUES (?,?,?,?)", rows)
-                c.executemany("INSERT INTO llm_entries(id, key) VALUES (?,?)", [(i + 1, f"{i:064x}") for i in ids])
-            c.execute(
-                "CREATE TEMP TABLE passage_marks (passage INTEGER NOT NULL, mark INTEGER NOT NULL,"
-                " PRIMARY KEY (passage, mark)) WITHOUT ROWID"
-            )
-            c.executemany(
-                "INSERT INTO temp.passage_marks VALUES (?,?)", ((j, m) for j, ms in enumerate(marks) for m in ms)
-            )
-            indexes = c.execute(
-                "SELECT name, sql FROM sqlite_master"
-                " WHERE type = 'index' AND tbl_name = 'llm_marks' AND sql IS NOT NULL"
-            ).fetchall()
-            for name, _ in indexes:
-                c.execute(f"DROP INDEX {name}")
-            c.execute(
-                "INSERT INTO llm_marks(mark, entry) SELECT p.mark, e.id FROM llm_entries e"
-                " JOIN temp.passage_marks p ON p.passage = (e.id - 1) % ? ORDER BY p.mark, e.id",
-                (len(passages),),
-            )
-            for _, sql in indexes:
-                c.execute(sql)
-            c.execute("DROP TABLE temp.passage_marks")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        conn.execute(f"PRAGMA cache_size = {int(cache_size)}")
+    write = erase_cost_postgres.fill_rows if erase_cost_postgres.is_postgres(store) else erase_cost_sqlite.fill_rows
+    write(store, n, MODEL, texts, marks)
     rows = sum(map(len, marks)) * (n // len(marks)) + sum(map(len, marks[: n % len(marks)]))
     return time.perf_counter() - start, rows
 
@@ -206,59 +186,34 @@ def scan(store: Any, removed: str, limit: int | None = None) -> tuple[float, int
     return time.perf_counter() - start, found, read
 
 
-def _schema7_bytes(store: Any, scratch: Path) -> int:
-    """Bytes the same marks take in schema 7's layout (module docstring), built in a scratch database ``scratch``
-    attached beside the memory (the memory's file is left as it was), then deleted."""
-    conn = store.database.conn
-    conn.execute("ATTACH DATABASE ? AS scratch", (str(scratch),))
-    try:
-        conn.execute("BEGIN")
-        conn.execute(
-            "CREATE TABLE scratch.old_marks (mark INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (mark, key))"
-            " WITHOUT ROWID"
-        )
-        conn.execute("INSERT INTO scratch.old_marks SELECT m.mark, e.key FROM llm_marks m JOIN llm_entries e"
-                     " ON e.id = m.entry ORDER BY m.mark, e.key")  # fmt: skip
-        conn.execute("INSERT INTO scratch.old_marks SELECT 0, key FROM llm_entries ORDER BY key")
-        conn.execute("CREATE INDEX scratch.old_marks_key ON old_marks(key)")
-        conn.execute("COMMIT")
-        return _table_bytes(store, ("old_marks", "old_marks_key"), schema="scratch")
-    finally:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        conn.execute("DETACH DATABASE scratch")
-        scratch.unlink(missing_ok=True)
-
-
-def _table_bytes(store: Any, names: tuple[str, ...], schema: str = "main") -> int:
-    """Bytes of the pages of these tables and indexes of the attached database ``schema`` (SQLite's ``dbstat``), 0
-    where ``dbstat`` is missing."""
-    try:
-        rows = store.database._query(
-            f"SELECT SUM(pgsize) FROM dbstat(?) WHERE name IN ({','.join('?' * len(names))})", (schema, *names)
-        )
-    except Exception:  # noqa: BLE001 - a SQLite built without dbstat
-        return 0
-    return int(rows[0][0] or 0)
-
-
-def _file_bytes(directory: Path) -> int:
-    """Bytes of ``memory.sqlite`` with its write-ahead log."""
-    return sum(p.stat().st_size for p in directory.iterdir() if p.name.startswith("memory.sqlite"))
-
-
-def measure(n: int, root: Path, *, seed: int = 0, workers: int = 2, scan_sample: int = 100_000) -> dict[str, Any]:
+def measure(
+    n: int, root: Path, *, seed: int = 0, workers: int = 2, scan_sample: int = 100_000, postgres: str | None = None
+) -> dict[str, Any]:
     """Fill, remove one passage, time the erase, the old scan (of at most ``scan_sample`` entries, extrapolated
-    linearly to ``n``) and the vacuum, for ``n`` entries; the figures of one size (module docstring)."""
+    linearly to ``n``) and the vacuum, for ``n`` entries; the figures of one size (module docstring).
+
+    Args:
+        n: cache entries. root: where a SQLite memory is made (``root/mN``, removed after).
+        postgres: a PostgreSQL server's URL: the memory is the schema ``erase_cost_N`` there (replaced, dropped
+            after) instead of a SQLite directory; its row has no schema-7 figures (measured on SQLite only).
+    """
     rng = random.Random(seed)
     passages = _passages(max(1, n // HOLDERS), rng)
-    directory = root / f"m{n}"
-    store = open_store(directory)
+    pg, sq = erase_cost_postgres, erase_cost_sqlite
+    if postgres is not None:
+        location: str | Path = _schema_url(postgres, f"erase_cost_{n}")
+        pg.drop_schema(str(location))
+    else:
+        location = root / f"m{n}"
+    store = open_store(location)
+    old_bytes = None
     try:
         filled, mark_rows = fill(store, n, passages, workers)
-        size = _file_bytes(directory)
-        marks_bytes = _table_bytes(store, MARK_TABLES)
-        old_bytes = _schema7_bytes(store, root / f"scratch{n}.sqlite")
+        if postgres is not None:
+            size, marks_bytes = pg.table_bytes(store), pg.table_bytes(store, pg.CACHE_TABLES[1:])
+        else:
+            size, marks_bytes = sq.file_bytes(Path(location)), sq.table_bytes(store, sq.MARK_TABLES)
+            old_bytes = sq.schema7_bytes(store, root / f"scratch{n}.sqlite")
         removed = passages[len(passages) // 2]
         quarantined = marks_of(removed, every=True)
         with store.transaction() as c:
@@ -273,15 +228,22 @@ def measure(n: int, root: Path, *, seed: int = 0, workers: int = 2, scan_sample:
         vacuumed = time.perf_counter() - start
     finally:
         store.close()
-        shutil.rmtree(directory, ignore_errors=True)
-    return {
+        if postgres is not None:
+            pg.drop_schema(str(location))
+        else:
+            shutil.rmtree(location, ignore_errors=True)
+    row: dict[str, Any] = {
+        "store": "sqlite" if postgres is None else "postgres",
         "entries": n,
         "mark_rows": mark_rows,
         "database_mb": round(size / 1e6, 1),
         "marks_mb": round(marks_bytes / 1e6, 1),
         "marks_bytes_per_entry": round(marks_bytes / max(n, 1)),
-        "schema7_marks_mb": round(old_bytes / 1e6, 1),
-        "schema7_marks_bytes_per_entry": round(old_bytes / max(n, 1)),
+    }
+    if old_bytes is not None:
+        row["schema7_marks_mb"] = round(old_bytes / 1e6, 1)
+        row["schema7_marks_bytes_per_entry"] = round(old_bytes / max(n, 1))
+    return row | {
         "fill_s": round(filled, 2),
         "fill_workers": workers,
         "erase_s": round(erased, 4),
@@ -296,13 +258,67 @@ def measure(n: int, root: Path, *, seed: int = 0, workers: int = 2, scan_sample:
     }
 
 
-def main() -> None:
-    """Parse the arguments, measure each size, print and optionally write the figures."""
+def _schema_url(base: str, schema: str) -> str:
+    """The memory URL of ``schema`` on the server of ``base`` (a ``schema=`` of ``base`` replaced)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(base)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "schema"] + [("schema", schema)]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def merge_rows(previous: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of a new record: the earlier record ``previous``'s rows of the stores and sizes this run did not
+    measure (a row without ``store`` is SQLite's, as every row was before PostgreSQL was measured; a row without
+    ``code`` and ``date`` gets those of ``previous``, the run that measured it), then this run's ``rows``, ordered by
+    store (SQLite first) and size."""
+    measured = {(r["store"], r["entries"]) for r in rows}
+    kept = []
+    for r in previous.get("results", []):
+        r = {"store": "sqlite", **r}
+        r.setdefault("code", previous.get("code", {}).get("commit", "?")[:12])
+        r.setdefault("date", str(previous.get("date", "?"))[:10])
+        if (r["store"], r["entries"]) not in measured:
+            kept.append(r)
+    order = {"sqlite": 0, "postgres": 1}
+    return sorted([*kept, *rows], key=lambda r: (order.get(r["store"], 2), r["entries"]))
+
+
+def _earlier_runs(previous: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs an earlier record lists (``runs``), or the one its header describes (a record of one run)."""
+    if not previous:
+        return []
+    if "runs" in previous:
+        return list(previous["runs"])
+    keys = ("command", "code", "date", "seconds")
+    return [{k: previous.get(k) for k in keys} | {"load": previous.get("machine", {}).get("load")}]
+
+
+def _line(r: dict[str, Any]) -> str:
+    """One size's figures as a line of text."""
+    n = r["entries"]
+    scanned = "" if r["scan_entries"] == n else f", extrapolated from {r['scan_entries']:,} in {r['scan_sample_s']} s"
+    old = f"; schema 7: {r['schema7_marks_mb']} MB" if "schema7_marks_mb" in r else ""
+    return (
+        f"{r['store']:>8} {n:>9,} entries ({r['mark_rows']:,} marks, {r['marks_mb']} MB of them, "
+        f"{r['marks_bytes_per_entry']} B an entry{old}; {r['database_mb']} MB): erase {r['erase_s']} s "
+        f"({r['erased_entries']} entries erased), old scan {r['scan_s']} s ({r['scan_found']} found{scanned}), "
+        f"vacuum {r['vacuum_s']} s; fill {r['fill_s']} s; load {r['load_start']} to {r['load']}"
+    )
+
+
+def main() -> int:
+    """Parse the arguments, measure each size, print and optionally write the figures; the exit code (2: bad
+    arguments or no PostgreSQL server)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated cache sizes (entries)")
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite", help="the memory's store")
+    parser.add_argument("--postgres-url", help="a PostgreSQL server (default: pgserver in a fresh /tmp directory)")
     parser.add_argument("--workdir", type=Path, help="where the memories are made (default: a temporary directory)")
     parser.add_argument("--out", type=Path, help="also write the figures as JSON")
-    parser.add_argument("--publish", metavar="NAME", help="also write the record results/NAME.json")
+    parser.add_argument(
+        "--publish", metavar="NAME", help="also write the record results/NAME.json (keeping its other rows)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="processes computing the marks of the fill")
     parser.add_argument(
         "--scan-sample",
@@ -312,39 +328,64 @@ def main() -> None:
         help="entries the old scan reads at most (its time extrapolated linearly to the size)",
     )
     args = parser.parse_args()
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < HOLDERS:
+        print(
+            f"error: --sizes {args.sizes!r}: comma-separated numbers of entries, each at least {HOLDERS}",
+            file=sys.stderr,
+        )
+        return 2
     root = args.workdir or Path(tempfile.mkdtemp(prefix="gemrag-erase-cost-"))
     started, load_start, code = time.perf_counter(), os.getloadavg()[0], code_version()  # a record names its start
-    results = []
-    for n in (int(s) for s in args.sizes.split(",")):
-        before = os.getloadavg()[0]
-        r = measure(n, root, workers=args.workers, scan_sample=args.scan_sample)
-        r["load_start"], r["load"] = round(before, 2), round(os.getloadavg()[0], 2)
-        results.append(r)
-        scanned = (
-            "" if r["scan_entries"] == n else f", extrapolated from {r['scan_entries']:,} in {r['scan_sample_s']} s"
-        )
-        print(
-            f"{r['entries']:>9,} entries ({r['mark_rows']:,} marks, {r['marks_mb']} MB of them, "
-            f"{r['marks_bytes_per_entry']} B an entry; schema 7: {r['schema7_marks_mb']} MB; "
-            f"{r['database_mb']} MB): erase {r['erase_s']} s "
-            f"({r['erased_entries']} entries erased), old scan {r['scan_s']} s ({r['scan_found']} found{scanned}), "
-            f"vacuum {r['vacuum_s']} s; fill {r['fill_s']} s; load {r['load_start']} to {r['load']}",
-            flush=True,
-        )
-        if args.publish:  # after each size: a later size that fails keeps the earlier ones
-            seconds, load_now = time.perf_counter() - started, os.getloadavg()[0]
-            figures = {"results": results}
-            path = write_record(
-                args.publish, "erase-cost", figures, argv=None, seconds=seconds, load=(load_start, load_now), code=code
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    previous: dict[str, Any] = {}
+    if args.publish and (RESULTS / f"{args.publish}.json").is_file():
+        previous = load_record(args.publish, RESULTS)  # its rows of other stores and sizes are kept
+    results: list[dict[str, Any]] = []
+    server = postgres_server(args.postgres_url, "gemrag-erase-cost-pg-")
+    with server if args.store == "postgres" else contextlib.nullcontext("sqlite") as url:
+        if url is None:
+            print("error: --store postgres needs pgserver (pip install pgserver) or --postgres-url", file=sys.stderr)
+            return 2
+        for n in sizes:
+            before = os.getloadavg()[0]
+            r = measure(
+                n,
+                root,
+                workers=args.workers,
+                scan_sample=args.scan_sample,
+                postgres=url if args.store == "postgres" else None,
             )
-            print(f"record: {path}", flush=True)
+            r["load_start"], r["load"] = round(before, 2), round(os.getloadavg()[0], 2)
+            r["code"], r["date"] = code["commit"][:12], date
+            results.append(r)
+            print(_line(r), flush=True)
+            if args.publish:  # after each size: a later size that fails keeps the earlier ones
+                seconds, load_now = time.perf_counter() - started, os.getloadavg()[0]
+                run = {"command": shlex.join(["python benchmarks/erase_cost.py", *sys.argv[1:]]), "code": code}
+                run |= {"date": date, "seconds": round(seconds, 1), "load": [round(load_start, 2), round(load_now, 2)]}
+                figures = {"results": merge_rows(previous, results), "runs": [*_earlier_runs(previous), run]}
+                path = write_record(
+                    args.publish,
+                    "erase-cost",
+                    figures,
+                    argv=None,
+                    seconds=seconds,
+                    load=(load_start, load_now),
+                    code=code,
+                )
+                print(f"record: {path}", flush=True)
     if not args.workdir:
         shutil.rmtree(root, ignore_errors=True)
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
     if args.out:
         args.out.write_text(json.dumps({"results": results, "loadavg": load}, indent=2) + "\n", encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

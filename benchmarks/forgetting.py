@@ -114,7 +114,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,6 +139,7 @@ from forgetting_erase import ERASE_SCENARIOS, delete_while_indexing, erase_later
 from forgetting_report import abstention_table, leak_row, leak_table, publish, resume  # noqa: E402
 from forgetting_scan import measure, measure_answers, measure_hits, measure_nodes, retrieve_all, scan_files, scan_rows  # noqa: E402
 from forgetting_stores import fresh_location  # noqa: E402
+from pg_server import postgres_server  # noqa: E402
 
 SCENARIOS = ("delete", "replace", "sync", "purge", *ERASE_SCENARIOS, *DERIVED_SCENARIOS)
 
@@ -339,27 +340,6 @@ def run_row(run: Run, backend: str, strategy: str, scenario: str, base: dict[str
 
 
 # -- main -----------------------------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def postgres_server(url: str | None) -> Iterator[str | None]:
-    """The PostgreSQL URL: ``url``, or a pgserver in a fresh ``/tmp`` directory (removed after); None when
-    pgserver is not installed."""
-    if url:
-        yield url
-        return
-    try:
-        import pgserver
-    except ImportError:
-        yield None
-        return
-    directory = Path(tempfile.mkdtemp(prefix="gemrag-forgetting-pg-"))
-    server = pgserver.get_server(directory, cleanup_mode="stop")
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
-        shutil.rmtree(directory, ignore_errors=True)
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fake", action="store_true", help="stand-in models (tests/fakes.py)")
@@ -439,7 +419,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     with contextlib.ExitStack() as stack:
-        pg_url = stack.enter_context(postgres_server(args.postgres_url)) if "postgres" in backends else None
+        pg_url = (
+            stack.enter_context(postgres_server(args.postgres_url, "gemrag-forgetting-pg-"))
+            if "postgres" in backends
+            else None
+        )
         if "postgres" in backends and pg_url is None:
             print("postgres: skipped (pgserver is not installed and --postgres-url is not given)", flush=True)
             backends.remove("postgres")

@@ -73,3 +73,41 @@ def test_a_schema_7_memory_gets_the_compact_marks_and_its_first_erase_marks_the_
         assert _rows(store, "SELECT key FROM llm_entries") == [("k-other",)]
     finally:
         store.close()
+
+
+def test_an_erase_marks_every_unmarked_entry_across_pages_and_erases_exactly_those_holding_the_text(
+    memory_at: MemoryAt,
+) -> None:
+    """Entries without marks (imported, or cached before marks) interleaved in key order with marked ones, more than
+    one page of the unmarked-keys query (BATCH = 500): each is marked and checked, those holding the removed text are
+    erased (marked or not), the one without a recorded input is deleted, every other stays and ends marked."""
+    n = 1203
+    store = open_store(memory_at("m"))
+    try:
+        for i in range(n):
+            store.put_llm(f"k{i:05d}", "m", _response(SECRET if i % 3 == 0 else f"{OTHER} Entry number {i}."))
+        with store.transaction() as c:  # every even entry (odd number) loses its marks: 602 unmarked among 1,203
+            c.execute("DELETE FROM llm_marks WHERE entry % 2 = 1")
+            c.execute("DELETE FROM llm_entries WHERE id % 2 = 1")
+            c.execute(
+                "INSERT INTO llm_cache(key, model, response, created) VALUES (?,?,?,?)",
+                ("k00601x", "m", '{"text": "no recorded input"}', 0.0),
+            )
+        unmarked = _rows(store, "SELECT COUNT(*) FROM llm_cache c WHERE NOT EXISTS (SELECT 1 FROM llm_entries e"
+                                " WHERE e.key = c.key)")  # fmt: skip
+        assert unmarked == [((n + 1) // 2 + 1,)]
+        removed = marks_of(SECRET, every=True)
+
+        purged = store.purge_caches(removed, handled=removed, input_key="input", keep_embeddings=None)
+
+        holders = {f"k{i:05d}" for i in range(0, n, 3)}
+        assert (purged.llm_entries, purged.llm_unverifiable, purged.llm_kept) == (len(holders), 1, n - len(holders))
+        left = {str(r[0]) for r in _rows(store, "SELECT key FROM llm_cache")}
+        assert left == {f"k{i:05d}" for i in range(n)} - holders
+        assert {str(r[0]) for r in _rows(store, "SELECT key FROM llm_entries")} == left  # every kept entry marked
+        marked = {int(r[0]) for r in _rows(store, "SELECT DISTINCT entry FROM llm_marks")}
+        assert marked == {int(r[0]) for r in _rows(store, "SELECT id FROM llm_entries")}
+        again = store.purge_caches(removed, handled=removed, input_key="input", keep_embeddings=None)
+        assert (again.llm_entries, again.llm_unverifiable, again.llm_kept) == (0, 0, len(left))
+    finally:
+        store.close()

@@ -23,6 +23,24 @@ from gemrag.store.erase import BATCH, Purged, marks_of, response_marks
 from gemrag.store.parts import Caches, Connection
 from gemrag.store.sql_part import SqlPart
 
+UNMARKED = {
+    "sqlite": tuple(
+        f"SELECT key FROM llm_cache{w} EXCEPT SELECT key FROM llm_entries{w} ORDER BY key LIMIT {BATCH}"
+        for w in ("", " WHERE key > ?")
+    ),
+    "postgres": tuple(
+        f"SELECT c.key FROM llm_cache c WHERE{w} NOT EXISTS (SELECT 1 FROM llm_entries e WHERE e.key = c.key)"
+        f" ORDER BY c.key LIMIT {BATCH}"
+        for w in ("", " c.key > ? AND")
+    ),
+}
+"""Per store, the first :data:`BATCH` cache keys (of all; of those after ``?``, each ``?`` given that key) that have
+no row in ``llm_entries``: the entries not marked yet (:meth:`CacheRows._mark_entries`). The same set on both,
+written as each database runs it best: SQLite runs the ``EXCEPT`` of two ordered reads as a merge of the keys' two
+indexes (a ``NOT EXISTS`` there costs a lookup in ``llm_entries``' index per key, ten times slower at 100,000
+keys), PostgreSQL the ``NOT EXISTS`` as a hashed anti-join (its ``EXCEPT`` hashes both sides, about twice as slow).
+"""
+
 
 class CacheRows(SqlPart, Caches):
     """The caches part of a store (:class:`gemrag.store.parts.Caches`): LLM and embedding caches, usage and
@@ -209,19 +227,24 @@ class CacheRows(SqlPart, Caches):
     def _mark_entries(self, input_key: str) -> int:
         """Mark the LLM cache entries without marks (no row in ``llm_entries``: cached before marks existed, or
         copied in), :data:`BATCH` a transaction; delete those with no recorded input (they cannot be checked). Returns
-        how many were deleted. The unmarked keys are found in the keys' indexes alone (an anti-join reading no
-        response), so a cache whose entries are all marked costs a pass over its keys, not over its responses."""
-        deleted = 0
+        how many were deleted.
+
+        The unmarked keys are the set difference of the two tables' keys (:data:`UNMARKED`, reading no response), in
+        key order after the last key handled: on SQLite a merge of the keys' two indexes, on PostgreSQL a hashed
+        anti-join. A cache whose entries are all marked costs one such pass over the keys; otherwise the pages of
+        unmarked keys are followed by one more pass from the first key, so that an entry copied in meanwhile before
+        the last key handled is marked too (until a pass finds none)."""
+        first, following = UNMARKED["postgres" if hasattr(self._db, "schema") else "sqlite"]  # a schema: PostgreSQL
+        deleted, after = 0, None
         while True:
-            keys = [
-                str(r[0])
-                for r in self._query(
-                    "SELECT c.key FROM llm_cache c"
-                    f" WHERE NOT EXISTS (SELECT 1 FROM llm_entries e WHERE e.key = c.key) LIMIT {BATCH}"
-                )
-            ]
+            sql = first if after is None else following
+            keys = [str(r[0]) for r in self._query(sql, (after,) * sql.count("?"))]
             if not keys:
-                return deleted
+                if after is None:
+                    return deleted
+                after = None  # the check from the first key
+                continue
+            after = keys[-1]
             rows = self._query(f"SELECT key, response FROM llm_cache WHERE key IN ({','.join('?' * len(keys))})", keys)
             unverifiable: list[str] = []
             marked: list[tuple[str, list[int]]] = []
