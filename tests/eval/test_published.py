@@ -22,7 +22,7 @@ from gemrag.errors import InputError
 from gemrag.eval.publish import non_default_settings, publish_run, published_command
 from gemrag.eval.publish_docs import main as docs_main
 from gemrag.eval.publish_docs import render
-from gemrag.eval.published import load_published, load_records, published_names, rescore_record
+from gemrag.eval.published import load_published, load_records, per_question, published_names, rescore_record
 from gemrag.eval.runner import run_eval
 
 
@@ -196,3 +196,15 @@ def test_an_answer_is_rescored_with_its_benchmarks_scorer() -> None:
     }
     assert rescore_record(trap, "locomo")["f1"] == 1.0
     assert rescore_record({**trap, "answer": "Pilot"}, "locomo")["f1"] == 0.0
+
+
+def test_multiple_choice_accuracy_is_read_from_the_published_scores() -> None:
+    """A published multiple-choice record keeps ``scores = {"accuracy": bool}`` (how publishing slims it): the
+    intervals and the pairings read it (they found no scored question before)."""
+    records = [
+        {"question_id": "q1", "scores": {"accuracy": True}},
+        {"question_id": "q2", "scores": {"accuracy": False}},
+        {"question_id": "q3", "scores": {"f1": 0.5}},
+    ]
+    assert per_question(records, "accuracy") == {"q1": 1.0, "q2": 0.0}
+    assert per_question(records, "f1") == {"q3": 0.5}

@@ -320,7 +320,11 @@ def refresh_costs(name: str, root: Path) -> PublishedRun:
 
 
 def _value(record: dict[str, Any], metric: str) -> float | None:
-    value = record.get("scores", {}).get("correct" if metric == "accuracy" else metric)
+    """A record's score under ``metric`` (a multiple-choice answer's ``accuracy`` is stored as a bool), or None."""
+    scores = record.get("scores", {})
+    value = scores.get(metric)
+    if value is None and metric == "accuracy":
+        value = scores.get("correct")
     return None if value is None else float(value)
 
 
