@@ -208,3 +208,9 @@ def test_multiple_choice_accuracy_is_read_from_the_published_scores() -> None:
     ]
     assert per_question(records, "accuracy") == {"q1": 1.0, "q2": 0.0}
     assert per_question(records, "f1") == {"q3": 0.5}
+
+
+def test_a_multiple_choice_answer_is_rescored_from_its_chosen_option() -> None:
+    right = {"question_id": "q1", "answer": "a guard", "gold_answers": ["a guard"], "scores": {"accuracy": True}}
+    wrong = dict(right, answer="a robot")
+    assert rescore_record(right)["accuracy"] == 1.0 and rescore_record(wrong)["accuracy"] == 0.0

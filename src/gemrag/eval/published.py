@@ -426,8 +426,10 @@ def rescore_record(record: dict[str, Any], kind: str | None = None) -> dict[str,
       given and the record has ``answer`` and ``gold_answers``: the scorer ``gemrag eval`` used
       (:func:`gemrag.eval.categories.score_free_form`: SQuAD EM / token F1, LoCoMo's official rules per category).
 
-    A record whose retrieval failed (``error``) scores 0 recall by documents (as the runner scores it); multiple-choice
-    accuracy is not recomputed.
+    * ``accuracy`` of a multiple-choice answer (a record scored on ``accuracy``): whether the chosen option's text is
+      the gold option's (``gold_answers``).
+
+    A record whose retrieval failed (``error``) scores 0 recall by documents (as the runner scores it).
 
     Returns:
         ``{metric: value in [0, 1]}`` for the metrics the record can be re-scored on (``{}`` for none).
@@ -447,6 +449,8 @@ def rescore_record(record: dict[str, Any], kind: str | None = None) -> dict[str,
         covered = {t for node in record.get("context_turns") or [] for t in node}
         out["evidence_recall"] = sum(1 for t in turns if t in covered) / len(turns)
     scored = record.get("scores") or {}
+    if "accuracy" in scored and record.get("answer") is not None and answers:
+        out["accuracy"] = float(str(record["answer"]) in answers)
     if kind is not None and record.get("answer") is not None and answers and "f1" in scored:
         from gemrag.eval.categories import score_free_form
         from gemrag.eval.datasets import Question
