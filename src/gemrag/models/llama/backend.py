@@ -28,8 +28,8 @@ from typing import Any
 from gemrag.errors import GemragError
 from gemrag.models.base import Completion, Message
 from gemrag.models.batch import CompletionRequest, complete_one_by_one
-from gemrag.models.llama.batch import DecodeRequest, DecodeResult
 from gemrag.models.llama.chat import grammar_for_schema
+from gemrag.models.llama.jobs import DecodeRequest, DecodeResult
 from gemrag.models.llama.legacy import legacy_complete, legacy_stream, to_completion
 from gemrag.models.llama.loading import DEFAULT_MODEL, INSTALL_HINT, LlamaWeights
 from gemrag.models.llama.weights import gguf_fingerprint

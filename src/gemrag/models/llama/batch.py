@@ -1,7 +1,8 @@
 """Several completions decoded together in one llama.cpp context, with prompt-prefix reuse and cached grammars.
 
 This is the decoding engine of :class:`gemrag.models.llama.backend.LlamaCppLLM`. It works
-on token ids; the chat template, tokenization and text are the backend's job.
+on token ids; the chat template, tokenization and text are the backend's job. Its requests and results are
+:mod:`gemrag.models.llama.jobs`; this module schedules them and runs ``llama_decode``.
 
 * **Batched decoding.** The context is created with ``n_seq_max = n_seq`` and a unified KV cache
   (``kv_unified``: every sequence may use the whole ``n_ctx``). Each step builds one ``llama_batch`` holding the
@@ -10,19 +11,12 @@ on token ids; the chat template, tokenization and text are the backend's job.
   (``llama_get_logits_ith``). A sequence that ends frees its slot (a seq id) for the next request. Memory-bound
   token generation reads the weights once per step for all sequences, which is what beats the single-stream
   rate on a CPU.
-* **Prefix reuse.** Each slot remembers the tokens its sequence holds in the KV cache. A new request starts
-  from the slot whose tokens share the longest prefix with its prompt: in place when that slot is free, else by
-  ``llama_memory_seq_cp`` into a free slot (cells are shared, not copied, in a unified cache). Only the rest of
-  the prompt is decoded. A request whose prefix a running job is still reading waits for that step.
-* **Grammars.** A GBNF grammar is parsed once (``llama_sampler_init_grammar``) and cloned per sequence
-  (``llama_sampler_clone`` copies the parsed rules; ``llama_sampler_reset`` would parse again). For a greedy
-  request the grammar is checked on the argmax token only, and applied to the whole vocabulary only when it
-  rejects that token (what llama.cpp's ``common_sampler_sample`` does unless ``grammar_first``): the grammar
-  only masks tokens to -inf, so the constrained argmax is the argmax whenever the grammar accepts it, and the
-  answer equals that of llama-cpp-python's sampler chain (penalties (no-op), grammar, greedy) while the grammar
-  costs one token's check per step instead of ~150k (Qwen's vocabulary). A sampled request (temperature > 0)
-  uses llama-cpp-python's own chain (grammar, top-k 40, typical 1.0, top-p 0.95, min-p 0.05, temperature,
-  dist(seed)), so its answers are those of ``Llama.create_chat_completion`` with the same seed.
+* **Prefix reuse** (:mod:`gemrag.models.llama.slots`). Each slot remembers the tokens its sequence holds in the KV
+  cache; a new request starts from the slot sharing the longest prefix with its prompt, and only the rest of the
+  prompt is decoded.
+* **Grammars** (:mod:`gemrag.models.llama.sampling`). A GBNF grammar is parsed once and cloned per sequence; a
+  greedy request's grammar is checked on the argmax token only, a sampled request uses llama-cpp-python's own
+  sampler chain, so the answers are those of ``Llama.create_chat_completion``.
 
 Sources: llama.cpp ``include/llama.h`` (batch, memory and sampler API), ``common/sampling.cpp``
 (sample-then-check grammar path), ``tools/server`` (continuous batching with slots); llama-cpp-python
@@ -32,18 +26,16 @@ Sources: llama.cpp ``include/llama.h`` (batch, memory and sampler API), ``common
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import time
 from collections import deque
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from gemrag.errors import DecoderBusyError, GemragError
 from gemrag.models.llama.chat import GrammarCache
-from gemrag.models.llama.slots import choose_slot, common_prefix_len
+from gemrag.models.llama.jobs import DecodeRequest, DecodeResult, Job, Step
+from gemrag.models.llama.sampling import TokenSampler
+from gemrag.models.llama.slots import KVSlots, choose_slot, common_prefix_len
 
 __all__ = [
     "BatchDecoder",
@@ -54,95 +46,6 @@ __all__ = [
     "common_prefix_len",
     "choose_slot",
 ]
-
-#: llama-cpp-python's ``create_chat_completion`` defaults, used for sampled (temperature > 0) requests.
-SAMPLED_TOP_K = 40
-SAMPLED_TOP_P = 0.95
-SAMPLED_MIN_P = 0.05
-SAMPLED_TYPICAL_P = 1.0
-
-#: Shared prompt tokens (beyond those already cached) that make a request wait for a running job to read them.
-PREFIX_WAIT_MIN = 8
-
-_TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
-
-
-@dataclass(frozen=True)
-class DecodeRequest:
-    """One completion to decode.
-
-    Attributes:
-        tokens: the prompt's token ids (at least one; chat template applied, BOS included if any).
-        max_tokens: completion limit (tokens, >= 1); ``len(tokens) + max_tokens`` must not exceed ``n_ctx``.
-        temperature: 0 = greedy, else sampled with :data:`SAMPLED_TOP_K` ... and ``seed``.
-        seed: the sampling seed (sampled requests only).
-        grammar: GBNF text constraining the completion (root rule ``root``), or None.
-    """
-
-    tokens: Sequence[int]
-    max_tokens: int
-    temperature: float = 0.0
-    seed: int = 0
-    grammar: str | None = None
-
-
-@dataclass
-class DecodeResult:
-    """The outcome of one :class:`DecodeRequest`.
-
-    Attributes:
-        tokens: the completion's token ids (the end-of-generation token excluded).
-        finish_reason: ``"stop"`` (an end-of-generation token) or ``"length"`` (``max_tokens`` reached, or the
-            grammar allowed no token).
-        prompt_tokens: prompt length (tokens). reused_tokens: prompt tokens found in the KV cache (not decoded).
-        prompt_seconds: this request's share of the ``llama_decode`` time of steps that read its prompt
-            (seconds; a step's time is shared among its tokens in proportion).
-        generation_seconds: its share of the ``llama_decode`` time of steps that decoded its generated tokens.
-        sampling_seconds: time spent choosing its tokens (logits, grammar, samplers; seconds).
-        grammar_rejections: greedy steps whose argmax the grammar rejected (full-vocabulary grammar pass).
-    """
-
-    tokens: list[int] = field(default_factory=list)
-    finish_reason: str = "length"
-    prompt_tokens: int = 0
-    reused_tokens: int = 0
-    prompt_seconds: float = 0.0
-    generation_seconds: float = 0.0
-    sampling_seconds: float = 0.0
-    grammar_rejections: int = 0
-
-    @property
-    def seconds(self) -> float:
-        """prompt + generation + sampling seconds: this request's share of the engine's wall-clock time."""
-        return self.prompt_seconds + self.generation_seconds + self.sampling_seconds
-
-
-@dataclass
-class Step:
-    """What one ``llama_decode`` call of :meth:`BatchDecoder.run_steps` produced.
-
-    Attributes:
-        tokens: ``(index, token id)`` of each token added to a request's completion (end-of-generation tokens
-            are not part of a completion), in request-slot order.
-        done: ``(index, result)`` of each request this step finished.
-    """
-
-    tokens: list[tuple[int, int]] = field(default_factory=list)
-    done: list[tuple[int, DecodeResult]] = field(default_factory=list)
-
-
-@dataclass
-class _Job:
-    index: int
-    request: DecodeRequest
-    slot: int
-    pending: list[int]
-    result: DecodeResult
-    grammar: Any = None  # greedy: a grammar sampler checked lazily
-    chain: Any = None  # sampled: a full sampler chain
-    next_token: int | None = None
-    fed: int = 0  # tokens of this job in the current batch
-    row: int = -1  # batch row whose logits this job samples from, -1 = none this step
 
 
 class BatchDecoder:
@@ -157,6 +60,8 @@ class BatchDecoder:
             llama-cpp-python's sampler chain does (same answers, slower; for benchmarks/bench_llm.py).
         steps, batch_tokens, decode_seconds: ``llama_decode`` calls, the tokens they held and their seconds
             since the decoder was created (for benchmarks).
+        grammars: the parsed grammars, cloned per sequence (:class:`~gemrag.models.llama.chat.GrammarCache`).
+        slots: the KV cache's sequences (:class:`~gemrag.models.llama.slots.KVSlots`).
     """
 
     grammar_first: bool = False
@@ -189,19 +94,16 @@ class BatchDecoder:
         self._ctx = llama_cpp.llama_init_from_model(model, params)
         if not self._ctx:
             raise GemragError(f"llama.cpp could not create a context of {n_ctx} tokens for {n_seq} sequences")
-        self._mem = llama_cpp.llama_get_memory(self._ctx)
+        mem = llama_cpp.llama_get_memory(self._ctx)
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
         self.vocab = llama_cpp.llama_model_get_vocab(model)
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self.vocab))
         self.grammars = GrammarCache(llama_cpp, self.vocab)
-        self._cached: list[list[int]] = [[] for _ in range(n_seq)]
-        self._busy = [False] * n_seq
+        self.slots = KVSlots(llama_cpp, mem, n_seq=n_seq, n_ctx=n_ctx)
         self._running: object | None = None  # the claim of the run that holds the decoder (None: free)
         self.steps = self.batch_tokens = 0
         self.decode_seconds = 0.0
-        self._one = (llama_cpp.llama_token_data * 1)()
-        self._cand = np.zeros(self.n_vocab, dtype=_TOKEN_DATA)
-        self._cand["id"] = np.arange(self.n_vocab, dtype=np.intc)
+        self._sampler = TokenSampler(llama_cpp, self.vocab, self.n_vocab, self.grammars)
 
     def clear(self) -> None:
         """Forget every cached prefix (empties the KV cache).
@@ -210,8 +112,7 @@ class BatchDecoder:
             DecoderBusyError: a :meth:`run` holds the decoder (see its contract).
         """
         self._check_free()
-        self._lib.llama_memory_clear(self._mem, True)
-        self._cached = [[] for _ in range(self.n_seq)]
+        self.slots.clear()
 
     def _check_free(self) -> None:
         if self._running is not None:
@@ -219,116 +120,27 @@ class BatchDecoder:
                 "the llama.cpp decoder is busy (a complete_iter is still being iterated): close or exhaust it first"
             )
 
-    def _drop(self, slot: int) -> None:
-        self._lib.llama_memory_seq_rm(self._mem, slot, -1, -1)
-        self._cached[slot] = []
-
-    def _reserved(self, jobs: Sequence[_Job]) -> int:
-        """Cells that active jobs may still need plus those idle slots hold (an upper bound: shared cells count
-        once per sequence)."""
-        need = sum(len(j.request.tokens) + j.request.max_tokens for j in jobs)
-        return need + sum(len(c) for s, c in enumerate(self._cached) if not self._busy[s])
-
-    def _admit(self, index: int, request: DecodeRequest, jobs: list[_Job]) -> _Job | None:
-        """Start ``request`` in a free slot, or None to retry after the next step: the KV cache has no room yet,
-        or a running job is still reading more than :data:`PREFIX_WAIT_MIN` tokens of its prompt prefix."""
-        prompt = list(request.tokens)
-        # A prefix a running job is still reading is worth a step's wait: it is then copied, not decoded again.
-        cached = max(common_prefix_len(c, prompt) for c in self._cached)
-        coming = max((common_prefix_len(j.request.tokens, prompt) for j in jobs if j.pending), default=0)
-        if coming > cached + PREFIX_WAIT_MIN:
+    def _admit(self, index: int, request: DecodeRequest, jobs: list[Job]) -> Job | None:
+        """Start ``request`` in a free slot with its samplers, or None to retry after the next step
+        (:meth:`~gemrag.models.llama.slots.KVSlots.place` says when)."""
+        placed = self.slots.place(request, jobs)
+        if placed is None:
             return None
-        slot, source, reuse = choose_slot(self._cached, self._busy, prompt)
-        need = len(prompt) + request.max_tokens
-        # The target slot's own cache is replaced; other idle slots' caches are evicted until the request fits
-        # (an idle source is always the target itself, see choose_slot). With no job running it always fits.
-        while self._reserved(jobs) - len(self._cached[slot]) + need > self.n_ctx:
-            idle = [s for s in range(self.n_seq) if not self._busy[s] and self._cached[s] and s != slot]
-            if not idle:
-                if jobs:
-                    return None
-                break
-            self._drop(min(idle, key=lambda s: common_prefix_len(self._cached[s], prompt)))
-        if slot == source:
-            self._lib.llama_memory_seq_rm(self._mem, slot, reuse, -1)
-            del self._cached[slot][reuse:]
-        else:
-            self._drop(slot)
-            if reuse > 0:
-                self._lib.llama_memory_seq_cp(self._mem, source, slot, 0, reuse)
-                self._cached[slot] = list(self._cached[source][:reuse])
-        self._busy[slot] = True
-        job = _Job(
+        slot, reuse = placed
+        prompt = list(request.tokens)
+        job = Job(
             index=index,
             request=request,
             slot=slot,
             pending=prompt[reuse:],
             result=DecodeResult(prompt_tokens=len(prompt), reused_tokens=reuse),
         )
-        if request.temperature > 0:
-            job.chain = self._sampled_chain(request)
-        elif request.grammar is not None:
-            job.grammar = self.grammars.clone(request.grammar)
+        self._sampler.start(job)
         return job
 
-    def _sampled_chain(self, request: DecodeRequest) -> Any:
-        lib = self._lib
-        chain = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
-        if request.grammar is not None:
-            lib.llama_sampler_chain_add(chain, self.grammars.clone(request.grammar))
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_top_k(SAMPLED_TOP_K))
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_typical(SAMPLED_TYPICAL_P, 1))
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_top_p(SAMPLED_TOP_P, 1))
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_min_p(SAMPLED_MIN_P, 1))
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_temp(request.temperature))
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_dist(request.seed & 0xFFFFFFFF))
-        return chain
-
-    def _release(self, job: _Job) -> None:
-        for smpl in (job.grammar, job.chain):
-            if smpl is not None:
-                self._lib.llama_sampler_free(smpl)
-        job.grammar = job.chain = None
-        self._busy[job.slot] = False
-
-    def _grammar_allows(self, grammar: Any, token: int, logit: float) -> bool:
-        one = self._one
-        one[0].id = ctypes.c_int32(token)
-        one[0].logit, one[0].p = logit, 0.0
-        data = ctypes.cast(one, ctypes.POINTER(self._lib.llama_token_data))
-        arr = self._lib.llama_token_data_array(data=data, size=1, selected=-1, sorted=False)
-        self._lib.llama_sampler_apply(grammar, ctypes.byref(arr))
-        return bool(np.isfinite(one[0].logit))
-
-    def _grammar_argmax(self, grammar: Any, logits: np.ndarray) -> int | None:
-        """The argmax over the tokens the grammar allows (a pass over the whole vocabulary), None if none is."""
-        cand = self._cand
-        cand["logit"] = logits
-        cand["p"] = 0.0
-        data = cand.ctypes.data_as(ctypes.POINTER(self._lib.llama_token_data))
-        arr = self._lib.llama_token_data_array(data=data, size=self.n_vocab, selected=-1, sorted=False)
-        self._lib.llama_sampler_apply(grammar, ctypes.byref(arr))
-        best = int(np.argmax(cand["logit"]))
-        return best if np.isfinite(cand["logit"][best]) else None
-
-    def _sample(self, job: _Job) -> int | None:
-        """The next token of ``job`` from its logits row, None when the grammar allows none."""
-        if job.chain is not None:
-            return int(self._lib.llama_sampler_sample(job.chain, self._ctx, job.row))
-        ptr = self._lib.llama_get_logits_ith(self._ctx, job.row)
-        logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
-        token = int(np.argmax(logits))
-        if job.grammar is None:
-            return token
-        if self.grammar_first or not self._grammar_allows(job.grammar, token, float(logits[token])):
-            best = self._grammar_argmax(job.grammar, logits)
-            job.result.grammar_rejections += best != token
-            if best is None:
-                return None
-            token = best
-        if not self._lib.llama_vocab_is_eog(self.vocab, token):
-            self._lib.llama_sampler_accept(job.grammar, token)
-        return token
+    def _release(self, job: Job) -> None:
+        self._sampler.release(job)
+        self.slots.busy[job.slot] = False
 
     def _add(self, token: int, pos: int, seq: int, logits: bool) -> int:
         b = self._batch
@@ -341,20 +153,21 @@ class BatchDecoder:
         b.n_tokens = i + 1
         return i
 
-    def _fill(self, jobs: Sequence[_Job]) -> int:
+    def _fill(self, jobs: Sequence[Job]) -> int:
         """Put the next tokens of ``jobs`` in the batch: one per generating job, then prompt chunks."""
+        cached = self.slots.cached
         self._batch.n_tokens = 0
         for job in jobs:
             job.fed, job.row = 0, -1
             if job.next_token is not None:
-                job.row = self._add(job.next_token, len(self._cached[job.slot]), job.slot, True)
+                job.row = self._add(job.next_token, len(cached[job.slot]), job.slot, True)
                 job.fed = 1
         budget = self.n_batch - self._batch.n_tokens
         for job in jobs:
             if not job.pending or budget <= 0:
                 continue
             k = min(budget, len(job.pending))
-            start = len(self._cached[job.slot])
+            start = len(cached[job.slot])
             for j in range(k):
                 last = j == k - 1 and k == len(job.pending)
                 row = self._add(job.pending[j], start + j, job.slot, last)
@@ -413,10 +226,10 @@ class BatchDecoder:
         self._check_free()
         claim = self._running = object()
         queue = deque(enumerate(requests))
-        jobs: list[_Job] = []
+        jobs: list[Job] = []
         try:
             while queue or jobs:
-                while queue and not all(self._busy):
+                while queue and not all(self.slots.busy):
                     job = self._admit(*queue[0], jobs)
                     if job is None:
                         break
@@ -426,25 +239,24 @@ class BatchDecoder:
                 try:
                     seconds = self._decode()
                 except GemragError:
-                    self._lib.llama_memory_clear(self._mem, True)
-                    self._cached = [[] for _ in range(self.n_seq)]
+                    self.slots.clear()
                     raise
-                done: list[_Job] = []
+                done: list[Job] = []
                 step = Step()
                 for job in jobs:
                     share = seconds * job.fed / n
                     if job.next_token is not None:
-                        self._cached[job.slot].append(job.next_token)
+                        self.slots.cached[job.slot].append(job.next_token)
                         job.result.generation_seconds += share
                         job.next_token = None
                     elif job.fed:
-                        self._cached[job.slot].extend(job.pending[: job.fed])
+                        self.slots.cached[job.slot].extend(job.pending[: job.fed])
                         del job.pending[: job.fed]
                         job.result.prompt_seconds += share
                     if job.row < 0:
                         continue
                     t0 = time.perf_counter()
-                    token = self._sample(job)
+                    token = self._sampler.sample(job, self._ctx, grammar_first=self.grammar_first)
                     job.result.sampling_seconds += time.perf_counter() - t0
                     if token is None:
                         job.result.finish_reason = "length"
