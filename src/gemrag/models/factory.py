@@ -38,7 +38,7 @@ def build_embedder(settings: EmbedderSettings) -> Embedder:
         from gemrag.models.onnx_embedder import OnnxMiniLMEmbedder
 
         return OnnxMiniLMEmbedder()
-    from gemrag.models.openai.backend import OpenAIEmbedder
+    from gemrag.models.openai.embedder import OpenAIEmbedder
 
     if not settings.model:
         raise ConfigError("the openai embedder provider needs a model name (--embedder-model)")

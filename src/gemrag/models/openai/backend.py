@@ -1,16 +1,12 @@
-"""LLM and embedder backends for OpenAI-compatible HTTP servers, over the ``openai`` SDK.
+"""The LLM backend for OpenAI-compatible HTTP servers, over the ``openai`` SDK: its settings, requests in flight,
+the client-side rate limit, and which failures stop a batch.
 
 Works with OpenAI itself and with the servers that speak its API: vLLM, Ollama (``/v1``), llama.cpp's
 ``llama-server`` and llama-cpp-python's ``python -m llama_cpp.server``.
 
-Structured output differs between servers, hence :attr:`OpenAILLM.json_mode`:
-
-* ``"json_schema"`` (default): ``response_format={"type": "json_schema", "json_schema": {"name": "output",
-  "schema": schema}}`` — OpenAI, vLLM, Ollama, ``llama-server``.
-* ``"json_object"``: ``response_format={"type": "json_object", "schema": schema}`` — llama-cpp-python's
-  server (its request model only accepts ``"text"`` and ``"json_object"``, and turns the ``schema`` into a
-  grammar); servers that ignore ``schema`` still return some JSON object.
-* ``"none"``: no ``response_format``; the schema is appended to the conversation as an instruction.
+Structured output differs between servers, hence :attr:`OpenAILLM.json_mode` (``"json_schema"``, ``"json_object"``
+or ``"none"``); what each mode and :attr:`OpenAILLM.tool_calling` send is :mod:`gemrag.models.openai.chat`, which
+builds every request and reads its answer. The embedder is :mod:`gemrag.models.openai.embedder` (re-exported here).
 
 An answer read as it is written: :meth:`OpenAILLM.complete_stream` (``stream=True``,
 :mod:`gemrag.models.openai.stream`).
@@ -34,18 +30,17 @@ schema the server refuses) or a 5xx belongs to its request and is yielded as a :
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any, Literal
-
-import numpy as np
+from typing import Any
 
 from gemrag.errors import ConfigError, GemragError, is_fatal
-from gemrag.models.base import Completion, Message, Usage
+from gemrag.models.base import Completion, Message
 from gemrag.models.batch import CompletionRequest
+from gemrag.models.openai.chat import JSON_MODES, TOOL_CALLING, JsonMode, ToolCalling, chat_request, read_completion
+from gemrag.models.openai.embedder import OpenAIEmbedder
 from gemrag.models.openai.http import (
     PLACEHOLDER_API_KEY,
     EndpointRejectedError,
@@ -56,7 +51,6 @@ from gemrag.models.openai.http import (
 )
 from gemrag.models.openai.limits import RateLimiter
 from gemrag.models.openai.stream import stream_chat
-from gemrag.models.tool_calls import canonical_call, openai_messages, openai_tools, tool_choice
 
 __all__ = [
     "OpenAILLM",
@@ -67,11 +61,6 @@ __all__ = [
     "EndpointRejectedError",
     "PLACEHOLDER_API_KEY",
 ]
-
-JsonMode = Literal["json_schema", "json_object", "none"]
-_JSON_MODES: tuple[str, ...] = ("json_schema", "json_object", "none")
-ToolCalling = Literal["native", "structured"]
-_TOOL_CALLING: tuple[str, ...] = ("native", "structured")
 
 
 class _Abandoned(Exception):
@@ -85,7 +74,7 @@ class OpenAILLM:
     Attributes:
         model_id: ``"openai:<base_url>:<model>"``.
         context_window: the model's context in tokens, as configured (the API does not report it).
-        json_mode: how a schema is requested (see the module docstring); part of :attr:`cache_identity`.
+        json_mode: how a schema is requested (see :mod:`gemrag.models.openai.chat`); part of :attr:`cache_identity`.
         tool_calling: ``"native"``: a tool-call schema (the agent's) is sent as the API's ``tools`` and
             ``tool_choice``, and the agent's earlier calls and results as ``tool_calls`` and ``role: "tool"``
             messages (:mod:`gemrag.models.tool_calls`); ``"structured"``: like any schema, per
@@ -135,10 +124,10 @@ class OpenAILLM:
             ConfigError: ``json_mode``, ``tool_calling``, ``context_window``, ``max_retries``, ``concurrency`` or a
                 limit is invalid.
         """
-        if json_mode not in _JSON_MODES:
-            raise ConfigError(f"json_mode must be one of {', '.join(_JSON_MODES)}, got {json_mode!r}")
-        if tool_calling not in _TOOL_CALLING:
-            raise ConfigError(f"tool_calling must be one of {', '.join(_TOOL_CALLING)}, got {tool_calling!r}")
+        if json_mode not in JSON_MODES:
+            raise ConfigError(f"json_mode must be one of {', '.join(JSON_MODES)}, got {json_mode!r}")
+        if tool_calling not in TOOL_CALLING:
+            raise ConfigError(f"tool_calling must be one of {', '.join(TOOL_CALLING)}, got {tool_calling!r}")
         if context_window < 1:
             raise ConfigError(f"context_window must be positive, got {context_window}")
         if concurrency < 1:
@@ -265,229 +254,17 @@ class OpenAILLM:
 
     def _complete(self, request: CompletionRequest, stop: threading.Event | None) -> Completion:
         """One request (see :meth:`complete`); raises :class:`_Abandoned` instead of sending when ``stop`` is set."""
-        schema = request.schema
-        tools = openai_tools(schema) if self.tool_calling == "native" else None
-        msgs: list[dict[str, Any]] = (
-            openai_messages(request.messages)
-            if tools is not None
-            else [{"role": m["role"], "content": m["content"]} for m in request.messages]
-        )
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": msgs,
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-        }
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        if tools is not None:
-            kwargs["tools"] = tools
-            kwargs["tool_choice"] = tool_choice(tools)
-        elif schema is not None:
-            if self.json_mode == "json_schema":
-                kwargs["response_format"] = {
-                    "type": "json_schema",
-                    "json_schema": {"name": "output", "schema": schema},
-                }
-            elif self.json_mode == "json_object":
-                kwargs["response_format"] = {"type": "json_object", "schema": schema}
-            else:
-                msgs.append(
-                    {
-                        "role": "user",
-                        "content": "Answer with one JSON object only, no prose, valid against this JSON "
-                        "schema:\n" + json.dumps(schema),
-                    }
-                )
-        hint = ""
-        if tools is not None:
-            hint = " (the request used native tool calling; if this server does not support it, set tool_calling to "
-            hint += "'structured')"
-        elif "response_format" in kwargs:
-            others = " or ".join(repr(m) for m in _JSON_MODES if m != self.json_mode)
-            hint = (
-                f" (the request used response_format type {self.json_mode!r}; if this server does not support it, "
-                f"set json_mode to {others})"
-            )
+        call = chat_request(self.model, request, json_mode=self.json_mode, tool_calling=self.tool_calling)
         if self.rate_limiter.active:
-            tokens = sum(estimate_tokens(m["content"] or "") for m in msgs) + request.max_tokens
+            tokens = sum(estimate_tokens(m["content"] or "") for m in call.kwargs["messages"]) + request.max_tokens
             self.rate_limiter.acquire(tokens, cancel=stop)
         if stop is not None and stop.is_set():
             raise _Abandoned()
         t0 = time.perf_counter()
-        with translate_errors(self.base_url, self.model, "chat completion", self.timeout, hint):
-            response = self._client.chat.completions.create(**kwargs)
-        seconds = time.perf_counter() - t0
-        if not response.choices:
-            raise GemragError(f"the server at {self.base_url} returned no choices")
-        message = response.choices[0].message
-        calls = getattr(message, "tool_calls", None) or []
-        if tools is not None and calls and getattr(calls[0], "function", None) is not None:
-            text = canonical_call(calls[0].function.name, calls[0].function.arguments)
-        else:
-            text = message.content or ""
-        parsed: Any = None
-        if schema is not None:
-            try:
-                parsed = json.loads(text)
-            except ValueError:
-                parsed = None
-        u = response.usage
-        return Completion(
-            text=text,
-            parsed=parsed,
-            usage=Usage(
-                prompt_tokens=int(getattr(u, "prompt_tokens", 0) or 0),
-                completion_tokens=int(getattr(u, "completion_tokens", 0) or 0),
-                seconds=seconds,
-                calls=1,
-            ),
-        )
+        with translate_errors(self.base_url, self.model, "chat completion", self.timeout, call.hint):
+            response = self._client.chat.completions.create(**call.kwargs)
+        return read_completion(response, call, self.base_url, time.perf_counter() - t0)
 
     def count_tokens(self, text: str) -> int:
         """An estimate, ``len(text) // 4 + 1`` (see :func:`estimate_tokens`); the server's tokenizer is remote."""
         return estimate_tokens(text)
-
-
-class OpenAIEmbedder:
-    """Embeddings from an OpenAI-compatible ``/v1/embeddings``, implementing :class:`Embedder`.
-
-    Attributes:
-        model_id: ``"openai:<base_url>:<model>"``.
-        dim: the embedding dimension; when not given it is discovered by the first request (reading it
-            before any :meth:`embed` makes a one-text probe request; note that on Python < 3.12
-            ``isinstance(x, Embedder)`` reads it too).
-        tokens_used: running sum of the server's ``usage.prompt_tokens`` (estimated with
-            :func:`estimate_tokens` when the server reports no usage).
-        batch_size: texts per request (default 64).
-        concurrency: the most requests :meth:`embed` keeps in flight when it splits its input (default 4).
-        max_retries: SDK retries per request (connection errors, 408/409/429, 5xx).
-    """
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        dim: int | None = None,
-        batch_size: int = 64,
-        timeout: float = 60.0,
-        max_retries: int = 2,
-        concurrency: int = 4,
-    ) -> None:
-        """Create the client (no request is made).
-
-        Args:
-            model: embedding model name on the server (``"text-embedding-3-small"``...).
-            base_url: API root, e.g. ``"http://127.0.0.1:8080/v1"``; default ``$OPENAI_BASE_URL`` or OpenAI.
-            api_key: default ``$OPENAI_API_KEY``, else a placeholder (local servers need none).
-            dim: the expected dimension; vectors of another size raise :class:`GemragError`.
-            batch_size: texts per request (>= 1).
-            timeout: seconds per HTTP request.
-            max_retries: SDK retries on connection errors, 408/409/429 and 5xx (>= 0).
-            concurrency: requests in flight when one :meth:`embed` needs several (>= 1).
-
-        Raises:
-            ConfigError: ``batch_size``, ``dim`` or ``concurrency`` is not positive, or ``max_retries`` < 0.
-        """
-        if batch_size < 1:
-            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-        if concurrency < 1:
-            raise ConfigError(f"concurrency must be >= 1, got {concurrency}")
-        if max_retries < 0:
-            raise ConfigError(f"max_retries must be >= 0, got {max_retries}")
-        if dim is not None and dim < 1:
-            raise ConfigError(f"dim must be positive, got {dim}")
-        self._client = make_client(base_url, api_key, timeout, max_retries)
-        self.base_url: str = (base_url or str(self._client.base_url)).rstrip("/")
-        self.model = model
-        self.batch_size = batch_size
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.concurrency = concurrency
-        self.tokens_used: int = 0
-        self._dim = dim
-        self._lock = threading.Lock()  # tokens_used and the discovered dim, updated by concurrent batches
-        self.model_id: str = f"openai:{self.base_url}:{model}"
-
-    def __repr__(self) -> str:
-        return f"OpenAIEmbedder({self.model_id!r}, dim={self._dim})"
-
-    @property
-    def dim(self) -> int:
-        """The embedding dimension (probes the server once if not known yet).
-
-        Raises:
-            GemragError: the probe request failed.
-        """
-        if self._dim is None:
-            self._embed_batch(["dimension probe"])
-        assert self._dim is not None
-        return self._dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed texts, ``batch_size`` per request, up to :attr:`concurrency` requests in flight.
-
-        Args:
-            texts: n strings (n may be 0; empty strings are sent as a single space, which some servers need).
-
-        Returns:
-            Array of shape ``(n, dim)``, dtype float32, each row L2-normalized (the server's vectors are
-            re-normalized; an all-zero vector stays zero).
-
-        Raises:
-            TypeError: ``texts`` is a single string.
-            EndpointUnreachableError: the server cannot be reached.
-            EndpointRejectedError: the key, model or endpoint was rejected (HTTP 401/403/404).
-            GemragError: a request failed, or the server returned the wrong number or size of vectors (the first
-                failing batch in input order; batches not yet sent are then cancelled).
-        """
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of strings, not a single string")
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        batches = [texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
-        if len(batches) == 1 or self.concurrency == 1:
-            return np.concatenate([self._embed_batch(b) for b in batches], axis=0)
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)), thread_name_prefix="gemrag-embed")
-        try:
-            rows = list(pool.map(self._embed_batch, batches))  # input order, whatever the completion order
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-        return np.concatenate(rows, axis=0)
-
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        inputs = [t if t.strip() else " " for t in texts]
-        with translate_errors(self.base_url, self.model, "embeddings", self.timeout):
-            response = self._client.embeddings.create(model=self.model, input=inputs, encoding_format="float")
-        data = sorted(response.data, key=lambda d: d.index)
-        if len(data) != len(texts):
-            raise GemragError(f"{self.base_url} returned {len(data)} embeddings for {len(texts)} texts")
-        raw = [d.embedding for d in data]
-        if any(isinstance(e, list) and e and isinstance(e[0], list) for e in raw):
-            raise GemragError(
-                f"{self.base_url} returned one vector per token instead of one per text for model {self.model!r}: "
-                "it is not a sentence-embedding model, or the server runs it without pooling "
-                "(llama.cpp: use an embedding GGUF, or --pooling mean)"
-            )
-        try:
-            vecs = np.asarray(raw, dtype=np.float32)
-        except (ValueError, TypeError) as e:
-            raise GemragError(f"{self.base_url} returned malformed embeddings (unequal sizes or not numbers)") from e
-        if vecs.ndim != 2 or vecs.shape[1] == 0:
-            raise GemragError(f"{self.base_url} returned malformed embeddings (shape {vecs.shape})")
-        usage = getattr(response, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None)
-        with self._lock:
-            if self._dim is None:
-                self._dim = int(vecs.shape[1])
-            elif vecs.shape[1] != self._dim:
-                raise GemragError(
-                    f"{self.base_url} returned {vecs.shape[1]}-dimensional embeddings for model {self.model!r}, "
-                    f"expected {self._dim}"
-                )
-            self.tokens_used += int(prompt_tokens) if prompt_tokens else sum(estimate_tokens(t) for t in texts)
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        return (vecs / np.clip(norms, 1e-12, None)).astype(np.float32)

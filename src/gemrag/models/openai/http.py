@@ -1,5 +1,5 @@
 """The ``openai`` SDK client and its errors, shared by :class:`~gemrag.models.openai.backend.OpenAILLM` and
-:class:`~gemrag.models.openai.backend.OpenAIEmbedder`: the client factory, the translation of SDK exceptions
+:class:`~gemrag.models.openai.embedder.OpenAIEmbedder`: the client factory, the translation of SDK exceptions
 into :class:`~gemrag.errors.GemragError` (which of them are fatal: :mod:`gemrag.models.openai.backend`), and the
 tokenizer-free token estimate.
 """
