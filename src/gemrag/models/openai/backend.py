@@ -6,7 +6,8 @@ Works with OpenAI itself and with the servers that speak its API: vLLM, Ollama (
 
 Structured output differs between servers, hence :attr:`OpenAILLM.json_mode` (``"json_schema"``, ``"json_object"``
 or ``"none"``); what each mode and :attr:`OpenAILLM.tool_calling` send is :mod:`gemrag.models.openai.chat`, which
-builds every request and reads its answer. The embedder is :mod:`gemrag.models.openai.embedder` (re-exported here).
+builds each request of :meth:`OpenAILLM.complete` and reads its answer. The embedder is
+:mod:`gemrag.models.openai.embedder` (re-exported here).
 
 An answer read as it is written: :meth:`OpenAILLM.complete_stream` (``stream=True``,
 :mod:`gemrag.models.openai.stream`).
