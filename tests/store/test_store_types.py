@@ -56,7 +56,8 @@ def test_a_users_mypy_passes_over_code_constructing_both_stores(tmp_path: Path, 
     user = tmp_path / "user_code.py"
     user.write_text(USER_CODE)
     (tmp_path / "mypy.ini").write_text("[mypy]\nstrict = True\nwarn_unused_ignores = True\n")
-    cache = request.config.cache.mkdir("mypy-user-code") if request.config.cache else tmp_path / "cache"
+    pytest_cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    cache = pytest_cache.mkdir("mypy-user-code") if pytest_cache else tmp_path / "cache"
     run = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", str(cache), user.name],
         cwd=tmp_path,
