@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from gemrag.store import MemoryStore, NodeRecord, Store
-from gemrag.store.parts import BuildLockLike, Connection, StrategyStore
+from gemrag.store.parts import BuildLockLike, Connection, Dialect, StrategyStore
 from gemrag.store.postgres.backend import PostgresStore
 from gemrag.store.sqlite.store import sqlite_parts
 
@@ -35,6 +35,8 @@ shared = PostgresStore("postgresql://user@localhost/db?schema=notes", pool_size=
 facade = MemoryStore(sqlite_parts(Path("memory")))
 
 readonly: bool = store.readonly
+dialect: Dialect = shared.dialect
+on_sqlite: bool = store.database.dialect == "sqlite"
 in_transaction: AbstractContextManager[Connection] = store.transaction()
 with in_transaction:
     store.set_meta("owner", "me")

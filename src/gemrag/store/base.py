@@ -119,6 +119,9 @@ class MemoryStore(MemoryParts):
         return self.parts.database
 
     # the database part (Database)
+    # mypy infers a call's type variable from a Literal-typed context (the declared Dialect) without falling back to
+    # the argument, as it does for readonly's bool; the member is still typed as declared (the Literal)
+    dialect = _member("database", Database.dialect)  # type: ignore[arg-type]
     readonly = _member("database", Database.readonly)
     location = _member("database", Database.location)
     in_snapshot = _member("database", Database.in_snapshot)
