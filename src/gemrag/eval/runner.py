@@ -113,7 +113,7 @@ def run_eval(
             configuration): their records and build measurements are added to ``out_dir`` first and not
             recomputed (:func:`gemrag.eval.merge.merge_outputs`).
         answer_form: ``"short"`` answers free-form questions in the form span-answer benchmarks score (a short
-            phrase: :func:`gemrag.answers.answering.short_answer_prompt`, agents' answers shortened), ``"default"`` with
+            phrase: :func:`gemrag.answers.prompts.short_answer_prompt`, agents' answers shortened), ``"default"`` with
             the default answer prompt, ``"auto"`` (default) short for the kinds of
             :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS` (LoCoMo, the multi-hop kinds, COVID-QA, Qasper, qa).
         runs, seed: repetitions of every answer (free-form kinds; :mod:`gemrag.eval.repeats`): with ``runs > 1`` run
