@@ -165,7 +165,7 @@ def load_source(source: Path, dataset: Path | None = None) -> dict[str, Any]:
     from gemrag.errors import InputError
     from gemrag.eval.loading import load_dataset
     from gemrag.eval.published import load_published, load_records
-    from gemrag.eval.report import read_jsonl
+    from gemrag.eval.run_files import read_jsonl
 
     if source.is_dir():
         if dataset is None and not (source / "results.json").is_file():
@@ -265,7 +265,7 @@ def score_evidence(source: dict[str, Any], memory_root: Path | None = None) -> d
     """
     from gemrag.answers.shaping import evidence_score
     from gemrag.config import load_config
-    from gemrag.eval.report import read_jsonl
+    from gemrag.eval.run_files import read_jsonl
     from gemrag.models.factory import build_embedder
 
     run_dir: Path = source["run_dir"]
@@ -381,7 +381,7 @@ def main() -> int:
     summary, rows = [], []
     try:
         if args.publish:
-            from gemrag.eval.publish import check_publish_name, code_version
+            from gemrag.eval.publish_origin import check_publish_name, code_version
 
             check_publish_name(args.publish)
             code = code_version()

@@ -63,7 +63,7 @@ from gemrag.errors import InputError
 from gemrag.eval.amem_scoring import amem_f1, amem_reference
 from gemrag.eval.datasets import Question
 from gemrag.eval.loading import load_dataset
-from gemrag.eval.report import read_jsonl
+from gemrag.eval.run_files import read_jsonl
 from gemrag.eval.stats import bootstrap_ci
 
 __all__ = ["CATEGORIES", "PUBLISHED", "Scores", "collect", "markdown", "rescore"]

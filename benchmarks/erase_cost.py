@@ -71,7 +71,7 @@ import erase_cost_sqlite  # noqa: E402
 from pg_server import postgres_server  # noqa: E402
 from results_record import RESULTS, write_record  # noqa: E402
 
-from gemrag.eval.publish import code_version
+from gemrag.eval.publish_origin import code_version
 from gemrag.eval.publish_rows import load_record
 from gemrag.store import open_store
 from gemrag.store.erase import marks_of, strings_of

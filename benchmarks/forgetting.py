@@ -370,7 +370,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from gemrag.eval.publish import check_publish_name, code_version
+    from gemrag.eval.publish_origin import check_publish_name, code_version
     from gemrag.memory import Memory
     from gemrag.store import open_store
     from gemrag.strategies import available

@@ -41,7 +41,7 @@ from gemrag.errors import InputError
 from gemrag.eval.loading import load_dataset
 from gemrag.eval.metrics import RECALL_KS, RECALL_RULE, recall_at_ks
 from gemrag.eval.published import load_published, load_records, rescore_record, score_records
-from gemrag.eval.report import read_jsonl
+from gemrag.eval.run_files import read_jsonl
 from gemrag.store import open_store
 from gemrag.types import Hit
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gemrag.eval.publish import check_publish_name, code_version, machine_info
+from gemrag.eval.publish_origin import check_publish_name, code_version, machine_info
 from gemrag.eval.published import SCHEMA_VERSION
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -41,8 +41,9 @@ def write_record(
         figures: the benchmark's figures (JSON-serialisable).
         argv: the benchmark's arguments (None: ``sys.argv[1:]``), recorded as its command.
         seconds: the run's wall time. load: the 1-minute load averages at its start and end.
-        code: the code the run started with (:func:`gemrag.eval.publish.code_version` taken at its start; None: now,
-            which a run writing its record more than once must not use, as commits made meanwhile would be named).
+        code: the code the run started with (:func:`gemrag.eval.publish_origin.code_version` taken at its start;
+            None: now, which a run writing its record more than once must not use, as commits made meanwhile would be
+            named).
 
     Raises:
         InputError: ``name`` is not a plain file name.

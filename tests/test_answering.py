@@ -10,14 +10,9 @@ from typing import Any
 import pytest
 
 from fakes import ScriptedLLM
-from gemrag.answers.answering import (
-    ABSTAIN,
-    SHORT_INSTRUCTION,
-    answer_prompt,
-    answer_question,
-    short_answer_prompt,
-    short_form,
-)
+from gemrag.answers.answering import answer_question
+from gemrag.answers.prompts import ABSTAIN, SHORT_INSTRUCTION, answer_prompt, short_answer_prompt
+from gemrag.answers.replies import short_form
 from gemrag.models.base import Completion, Message, Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.store import Store

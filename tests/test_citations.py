@@ -13,15 +13,12 @@ import pytest
 
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
-from gemrag.answers.answering import (
-    answer_prompt,
-    answer_question,
-    answer_stream,
-    choice_schema,
-    markers_only,
-    short_answer_prompt,
-)
+from gemrag.answers.answering import answer_question
+from gemrag.answers.choices import choice_schema
+from gemrag.answers.prompts import answer_prompt, short_answer_prompt
 from gemrag.answers.provenance import cited_sources
+from gemrag.answers.replies import markers_only
+from gemrag.answers.streaming import answer_stream
 from gemrag.config import Config, load_config
 from gemrag.models.base import Completion, Message, Usage
 from gemrag.models.meter import UsageMeter

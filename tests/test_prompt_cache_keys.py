@@ -19,7 +19,8 @@ from gemrag.models.meter import UsageMeter
 PROMPT_MODULES = {
     "gem": "gemrag.strategies.gem.prompts",
     "raptor": "gemrag.strategies.raptor.prompts",
-    "answer": "gemrag.answers.answering",
+    "answer": "gemrag.answers.prompts",
+    "choices": "gemrag.answers.choices",
     "openie": "gemrag.strategies.remem.openie_prompts",
     "gist": "gemrag.strategies.remem.gist_prompts",
     "agent": "gemrag.strategies.remem.agent_prompts",
@@ -98,7 +99,7 @@ def _cases() -> dict[str, tuple[list[Message], dict[str, Any] | None]]:
         "raptor_summary": (r.raptor_summary_prompt([P, "Ivo was angry."]), None),
         "answer": (a.answer_prompt("Who sold the boat?", [P]), None),
         "answer_abstain": (a.answer_prompt("Who sold the boat?", [P], abstain=True), None),
-        "answer_choice": (a.answer_prompt("Who sold the boat?", [P], ["Marta", "Ivo"]), a.choice_schema(2)),
+        "answer_choice": (a.answer_prompt("Who sold the boat?", [P], ["Marta", "Ivo"]), m["choices"].choice_schema(2)),
         "ner": (o.ner_prompt(P), o.ner_schema()),
         "triples": (o.triples_prompt(P, ["Marta", "Ivo"]), o.triples_schema()),
         "recognition": (

@@ -12,11 +12,13 @@ import pytest
 
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag.answers.answer import Answer
-from gemrag.answers.answering import answer_prompt, answer_question, answer_stream
+from gemrag.answers.answering import answer_question
 from gemrag.answers.consistency import most_consistent, token_f1
 from gemrag.answers.evidence import cited_evidence, passage_evidence
+from gemrag.answers.prompts import answer_prompt
 from gemrag.answers.reading import NOT_FOUND, Reading, locate_quote, parse_quotes, reading_prompt, split_answer
 from gemrag.answers.shaping import GAP, Shaping, edges_order, evidence_score, shape_context, trim_passages
+from gemrag.answers.streaming import answer_stream
 from gemrag.config import load_config
 from gemrag.memory.asking import reading_of
 from gemrag.models.base import Completion, Message, Usage

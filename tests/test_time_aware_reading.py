@@ -14,7 +14,6 @@ import pytest
 
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag import Memory
-from gemrag.answers.answering import answer_prompt
 from gemrag.answers.dates import (
     ChunkDates,
     annotate_dates,
@@ -27,6 +26,7 @@ from gemrag.answers.dates import (
 from gemrag.answers.dates.chunks import NAMESPACE, date_chunks, document_date
 from gemrag.answers.dates.context import HitDate, annotate, chronological
 from gemrag.answers.dates.llm import llm_step, parse_period
+from gemrag.answers.prompts import answer_prompt
 from gemrag.config import AnswerSettings, Config, load_config
 from gemrag.errors import ConfigError
 from gemrag.models.base import Completion, Usage

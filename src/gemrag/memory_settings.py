@@ -71,7 +71,7 @@ class MemorySettings(BaseModel):
 EARLIER_METHOD = "gem"
 """The method of earlier releases (the only one at first, then the default strategy), which what they wrote names
 without saying so: its section held the memory's settings before ``[memory]`` existed (:data:`DEPRECATED_KEYS`), an
-evaluation they ran recorded no strategy (:func:`gemrag.eval.report.configured_strategy`), and an evaluation
+evaluation they ran recorded no strategy (:func:`gemrag.eval.aggregates.configured_strategy`), and an evaluation
 directory's fingerprint keeps the memory's settings under its name (:func:`gemrag.eval.titles.title_free_fingerprint`),
 so that directories begun then can be continued. The one place generic code names a method for history's sake; no
 code path chooses by it."""

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fakes import HashEmbedder, ScriptedLLM
-from gemrag.answers.answering import ABSTAIN, GUESS, answer_prompt
+from gemrag.answers.prompts import ABSTAIN, GUESS, answer_prompt
 from gemrag.config import Config
 from gemrag.eval.adversarial import DATE_HINT
 from gemrag.eval.categories import category_tables, per_category, running_note, score_free_form

@@ -12,16 +12,10 @@ import pytest
 
 from gemrag.config import load_config
 from gemrag.errors import ConfigError
+from gemrag.eval.aggregates import summarize
 from gemrag.eval.plots import write_plots
-from gemrag.eval.report import (
-    JsonlAppender,
-    check_fingerprint,
-    markdown_report,
-    read_jsonl,
-    redact_config,
-    summarize,
-    write_results,
-)
+from gemrag.eval.report import markdown_report, write_results
+from gemrag.eval.run_files import JsonlAppender, check_fingerprint, read_jsonl, redact_config
 from gemrag.eval.runner import EvalResults
 from gemrag.eval.stats import bootstrap_ci, paired_bootstrap_diff
 
@@ -279,7 +273,7 @@ def test_answer_seconds_count_an_answer_whose_retrieval_came_from_the_cache(tmp_
 def test_results_without_a_recorded_strategy_were_gems(tmp_path: Path) -> None:
     """Bare ablation keys of early results (no ``config.strategy``) stay GEM's whatever today's default is; a recorded
     strategy is taken as written."""
-    from gemrag.eval.report import LEGACY_STRATEGY, configured_strategy
+    from gemrag.eval.aggregates import LEGACY_STRATEGY, configured_strategy
 
     res = multiple_choice_results(tmp_path)
     assert configured_strategy(res) == LEGACY_STRATEGY == "gem"

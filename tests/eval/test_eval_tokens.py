@@ -11,7 +11,8 @@ from test_eval_runner import quality_file
 
 from fakes import HashEmbedder, ScriptedLLM
 from gemrag.config import Config
-from gemrag.eval.report import summarize, write_results
+from gemrag.eval.aggregates import summarize
+from gemrag.eval.report import write_results
 from gemrag.eval.runner import EvalResults, run_eval
 from gemrag.eval.tokens import token_markdown, token_table
 

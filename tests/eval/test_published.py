@@ -19,9 +19,11 @@ import gemrag.eval.runner as runner_module
 from fakes import HashEmbedder
 from gemrag.config import Config
 from gemrag.errors import InputError
-from gemrag.eval.publish import non_default_settings, publish_run, published_command
+from gemrag.eval.publish import publish_run
 from gemrag.eval.publish_docs import main as docs_main
 from gemrag.eval.publish_docs import render
+from gemrag.eval.publish_origin import published_command
+from gemrag.eval.publish_settings import non_default_settings
 from gemrag.eval.published import load_published, load_records, per_question, published_names, rescore_record
 from gemrag.eval.runner import run_eval
 

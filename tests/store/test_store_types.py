@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from gemrag.store import MemoryStore, NodeRecord, Store
-from gemrag.store.parts import BuildLockLike, Connection, StrategyStore
+from gemrag.store.parts import BuildLockLike, Connection, Dialect, StrategyStore
 from gemrag.store.postgres.backend import PostgresStore
 from gemrag.store.sqlite.store import sqlite_parts
 
@@ -35,6 +35,8 @@ shared = PostgresStore("postgresql://user@localhost/db?schema=notes", pool_size=
 facade = MemoryStore(sqlite_parts(Path("memory")))
 
 readonly: bool = store.readonly
+dialect: Dialect = shared.dialect
+on_sqlite: bool = store.database.dialect == "sqlite"
 in_transaction: AbstractContextManager[Connection] = store.transaction()
 with in_transaction:
     store.set_meta("owner", "me")
@@ -54,7 +56,8 @@ def test_a_users_mypy_passes_over_code_constructing_both_stores(tmp_path: Path, 
     user = tmp_path / "user_code.py"
     user.write_text(USER_CODE)
     (tmp_path / "mypy.ini").write_text("[mypy]\nstrict = True\nwarn_unused_ignores = True\n")
-    cache = request.config.cache.mkdir("mypy-user-code") if request.config.cache else tmp_path / "cache"
+    pytest_cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    cache = pytest_cache.mkdir("mypy-user-code") if pytest_cache else tmp_path / "cache"
     run = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", str(cache), user.name],
         cwd=tmp_path,

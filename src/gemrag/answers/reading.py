@@ -4,7 +4,7 @@ Retrieval finds the evidence; a small reader loses much of it (on LoCoMo the emb
 above its answer F1). The reading forms change what the model writes before its answer, the same for every retrieval
 strategy:
 
-* ``"plain"`` (default): the answer prompt of :mod:`gemrag.answers.answering`, unchanged (its LLM cache keys hold).
+* ``"plain"`` (default): the answer prompt of :mod:`gemrag.answers.prompts`, unchanged (its LLM cache keys hold).
 * ``"quote"``, quote then answer: the model first copies the sentence(s) it uses from the numbered passages, each as
   ``[n] "sentence"``, then writes ``Answer: ...``. The quotes are checked against the passages they name
   (:func:`locate_quote`) and the verified ones become the answer's citations, with their character spans. This is
@@ -63,11 +63,11 @@ def reading_prompt(
 ) -> list[Message]:
     """Messages of a quote or notes reading of a free-form question: the numbered passages, the question, the
     reading instruction, and how to answer (``short``: a phrase in the words of the context, as
-    :func:`gemrag.answers.answering.short_answer_prompt` asks; else briefly). ``preface``: text shown before the
+    :func:`gemrag.answers.prompts.short_answer_prompt` asks; else briefly). ``preface``: text shown before the
     context (self-ask's follow-ups). ``last``: the guess-or-decline sentence (``abstain``).
 
     Raises:
-        ValueError: ``form`` is ``"plain"`` (that prompt is :mod:`gemrag.answers.answering`'s).
+        ValueError: ``form`` is ``"plain"`` (that prompt is :mod:`gemrag.answers.prompts`'s).
     """
     if form == "plain":
         raise ValueError("the plain reading uses the answer prompt")

@@ -289,7 +289,8 @@ def eval_command(
     from gemrag.eval.loading import check_kind
     from gemrag.eval.memories import check_memory_root
     from gemrag.eval.protocol import ANSWER_FORMS
-    from gemrag.eval.publish import check_publish_name, publish_run, published_command
+    from gemrag.eval.publish import publish_run
+    from gemrag.eval.publish_origin import check_publish_name, published_command
     from gemrag.eval.report import markdown_report
     from gemrag.eval.runner import run_eval
     from gemrag.eval.variants import split_strategies

@@ -12,7 +12,11 @@ runner, report and plots (which use :class:`gemrag.Memory`) are imported lazily 
 * :mod:`gemrag.eval.runner` — :func:`run_eval`: every strategy side by side on a dataset, resumable;
 * :mod:`gemrag.eval.plan` — the runs of an evaluation (strategies, variants, gem ablations);
 * :mod:`gemrag.eval.variants` — ``name[key=value]`` strategy variants;
-* :mod:`gemrag.eval.report` — aggregates, paired comparisons, ``results.json`` / ``results.md``;
+* :mod:`gemrag.eval.aggregates` — aggregates with bootstrap intervals, paired comparisons, sweeps;
+* :mod:`gemrag.eval.report` — ``results.json`` / ``results.md``; :mod:`gemrag.eval.run_files` — the output
+  directory's files (JSON Lines records, ``run.json``'s fingerprint);
+* :mod:`gemrag.eval.publish` — a run published as ``results/NAME.json`` (``python -m gemrag.eval.publish``), over
+  :mod:`~gemrag.eval.publish_records`, :mod:`~gemrag.eval.publish_settings` and :mod:`~gemrag.eval.publish_origin`;
 * :mod:`gemrag.eval.plots` — PNG plots with bootstrap error bars (matplotlib);
 * the ``gemrag eval`` command is :mod:`gemrag.cli.eval` (the command line), over this harness.
 * :mod:`gemrag.eval.acceptance` — HLGraphRAG's acceptance test on CMU DoG (``gemrag eval cmu_dog``): its runner,
@@ -46,7 +50,7 @@ _LAZY = {
     "run_eval": "gemrag.eval.runner",
     "Summary": "gemrag.eval.results",
     "markdown_report": "gemrag.eval.report",
-    "summarize": "gemrag.eval.report",
+    "summarize": "gemrag.eval.aggregates",
     "write_results": "gemrag.eval.report",
     "write_plots": "gemrag.eval.plots",
 }

@@ -14,7 +14,7 @@ Here the order is fixed per question (a hash of its id, not a random draw), so r
 strategy ask the same prompt. The mode ``"options"`` (the default of ``gemrag eval locomo``) does this; ``"open"``
 asks the question as written (the behaviour before this module). Retrieval always gets the question as written;
 only the answer step sees the options (an agent strategy that answers during retrieval sees them only in the short
-form's final extraction step, :func:`gemrag.answers.answering.shorten_prompt`).
+form's final extraction step, :func:`gemrag.answers.prompts.shorten_prompt`).
 
 The released code also appends ``Use DATE of CONVERSATION to answer with an approximate date.`` to every
 category-2 (temporal) question before answering (``task_eval/gpt_utils.py``; its answers are dates relative to

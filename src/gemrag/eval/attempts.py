@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gemrag.eval.report import JsonlAppender, read_jsonl
+from gemrag.eval.run_files import JsonlAppender, read_jsonl
 from gemrag.store.parts import Caches
 
 __all__ = ["BuildAttempts", "add_earlier", "shared_build"]

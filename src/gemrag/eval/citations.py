@@ -11,7 +11,7 @@ the rule of their Recall@k: the cited node's text holds a gold answer span, or o
 * ``citation_recall``: 1 when the cited passages contain a gold one, else 0 (an answer citing nothing scores 0);
 * ``citation_precision``: the share of cited passages that are gold (None when nothing is cited).
 
-The report averages both per strategy with bootstrap intervals (:data:`gemrag.eval.report.METRICS`). This follows
+The report averages both per strategy with bootstrap intervals (:data:`gemrag.eval.aggregates.METRICS`). This follows
 the citation recall / precision of ALCE (Gao et al., EMNLP 2023, "Enabling Large Language Models to Generate Text
 with Citations", its citation-quality evaluation), with gold-passage membership in place of ALCE's NLI entailment
 judge, and per answer rather than per statement.

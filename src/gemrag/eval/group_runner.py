@@ -30,7 +30,7 @@ from gemrag.eval.metrics import ANSWER_RECALL_KINDS, PASSAGE_KIND, RECALL_KS, RE
 from gemrag.eval.plan import RunSpec
 from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
-from gemrag.eval.report import JsonlAppender, read_jsonl
+from gemrag.eval.run_files import JsonlAppender, read_jsonl
 from gemrag.memory import Memory
 from gemrag.memory.asking import read_as, reading_of
 from gemrag.memory.retrieval import warm_published

@@ -6,7 +6,7 @@ directory of the run at hand before it starts: the records (``records.jsonl``, o
 build measurements (``index.jsonl``, one per question group and run) that the directory does not have yet. The run
 then skips what was merged and reports everything as if one process had run it. Only directories of the same
 configuration are merged (their ``run.json`` must equal the run's fingerprint, see
-:func:`gemrag.eval.report.check_fingerprint`); the memories stay in their own directories (a merged result is
+:func:`gemrag.eval.run_files.check_fingerprint`); the memories stay in their own directories (a merged result is
 not recomputed, so its memory is not needed).
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gemrag.errors import ConfigError
-from gemrag.eval.report import JsonlAppender, read_jsonl
+from gemrag.eval.run_files import JsonlAppender, read_jsonl
 
 __all__ = ["merge_outputs"]
 

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gemrag.errors import InputError
-from gemrag.eval.publish import check_publish_name
+from gemrag.eval.publish_origin import check_publish_name
 from gemrag.eval.published import (
     N_RESAMPLES,
     SCORED_METRICS,

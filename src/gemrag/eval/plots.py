@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gemrag.eval.report import METRICS, configured_strategy
+from gemrag.eval.aggregates import METRICS, configured_strategy
 from gemrag.eval.results import EvalResults
 from gemrag.eval.variants import sweep_label
 
@@ -38,7 +38,7 @@ _LABELS = {
 
 
 def _label(metric: str) -> str:
-    """The axis label of a metric of :data:`gemrag.eval.report.METRICS` (one without a label: its table header)."""
+    """The axis label of a metric of :data:`gemrag.eval.aggregates.METRICS` (one without a label: its table header)."""
     return _LABELS.get(metric, f"{METRICS.get(metric, metric)} (%)")
 
 

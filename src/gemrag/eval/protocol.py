@@ -4,13 +4,13 @@ One frozen value, resolved once from ``run_eval``'s arguments and the dataset's 
 directory answered under another protocol is refused on resume) and read by the runner for every answer:
 
 * ``short``: answers in the form span-answer scorers (EM / token F1) expect
-  (:func:`gemrag.answers.answering.short_answer_prompt`), for ``answer_form="short"``, or ``"auto"`` on the kinds of
+  (:func:`gemrag.answers.prompts.short_answer_prompt`), for ``answer_form="short"``, or ``"auto"`` on the kinds of
   :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS`.
 * ``adversarial``: LoCoMo's category-5 questions as a two-option choice (``"options"``) or as written (``"open"``),
   and ``date_hint``: LoCoMo's category-2 questions with its date hint; both as LoCoMo's released evaluation asks
   them (Maharana et al., ACL 2024; :mod:`gemrag.eval.adversarial`). Other kinds: ``"open"`` and no hint.
 * ``abstain``: the answer prompt lets the model say the answer is not mentioned
-  (:data:`gemrag.answers.answering.ABSTAIN`), on the kinds of :data:`gemrag.eval.categories.ABSTAIN_KINDS` (LoCoMo)
+  (:data:`gemrag.answers.prompts.ABSTAIN`), on the kinds of :data:`gemrag.eval.categories.ABSTAIN_KINDS` (LoCoMo)
   by default. LoCoMo's released evaluation (``task_eval/evaluate_gpts.py``, ``QA_PROMPT``) has no such line for
   categories 1-4 and offers "Not mentioned in the conversation" only as category 5's option; ``abstain=False``
   asks as it does (its RAG reader, ``task_eval/dpr_qa.py``, asks "If no information is available ..., write 'No

@@ -1,17 +1,18 @@
-"""Publish a ``gemrag eval`` output directory as a result in the repository (``gemrag eval ... --publish NAME``).
+"""Publish a ``gemrag eval`` output directory as a result in the repository (``gemrag eval ... --publish NAME``,
+or afterwards ``python -m gemrag.eval.publish RUN_DIR NAME``).
 
 :func:`publish_run` reads the run directory (``results.json``: dataset, configuration, models and every
 per-question record; ``index.jsonl``: which memory each strategy was built in; ``memories/``: the memories, opened
 read-only) and writes ``results/NAME.json`` (a :class:`gemrag.eval.published.PublishedRun`) and
 ``results/NAME.records.jsonl.gz``. Each per-question record keeps what re-scoring needs without a model or a
 memory: the ranking with the dataset documents of every hit, the dialog turns each context node covers (LoCoMo),
-the question's gold ids, and the run's scores (:func:`gemrag.eval.published.rescore_record` recomputes them).
+the question's gold ids, and the run's scores (:func:`gemrag.eval.published.rescore_record` recomputes them;
+:mod:`gemrag.eval.publish_records` makes them).
 
-What differs from the defaults is found from the recorded configuration itself (:func:`non_default_settings`): every
-setting of ``[llm]``, ``[embedder]``, ``[memory]``, ``[answer]`` and every strategy section whose value is not the
-default of the code that publishes, leaving out the settings that change how fast a run goes but not what it
-measures (:data:`MACHINE_KEYS`), and the evaluation's own options (budget, answer form, LoCoMo's protocol) that
-differ from ``gemrag eval``'s defaults (:data:`EVAL_DEFAULTS`).
+What differs from the defaults is found from the recorded configuration itself
+(:func:`gemrag.eval.publish_settings.non_default_settings`); where the record comes from (its name, command, machine
+and code) is :mod:`gemrag.eval.publish_origin`. :func:`main` is the command line, which also refreshes the costs
+block of published records (:func:`gemrag.eval.published.refresh_costs`).
 """
 
 from __future__ import annotations
@@ -19,188 +20,21 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
-import platform
-import shlex
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from gemrag.errors import GemragError, InputError
-from gemrag.eval.datasets import Dataset
-from gemrag.eval.evidence import ChunkSpans, gold_turn_spans, member_chunks
 from gemrag.eval.loading import load_dataset
-from gemrag.eval.published import (
-    SCORED_METRICS,
-    DatasetInfo,
-    Machine,
-    PublishedRun,
-    refresh_costs,
-    score_records,
-)
-from gemrag.eval.report import read_jsonl
-from gemrag.store import open_store
-from gemrag.types import Hit, NodeKind
+from gemrag.eval.publish_origin import check_publish_name, code_version, machine_info
+from gemrag.eval.publish_records import RunAnnotator
+from gemrag.eval.publish_settings import non_default_stated
+from gemrag.eval.published import DatasetInfo, PublishedRun, refresh_costs, score_records
 from gemrag.version import package_version
 
-__all__ = [
-    "EVAL_DEFAULTS",
-    "MACHINE_KEYS",
-    "check_publish_name",
-    "code_version",
-    "main",
-    "machine_info",
-    "non_default_settings",
-    "publish_run",
-    "published_command",
-]
-
-#: Settings that change how a run goes (threads, timeouts, retries, where files live) but not what it measures.
-MACHINE_KEYS = frozenset(
-    {"cache_dir", "progress", "memory.location", "llm.api_key", "embedder.api_key", "llm.n_threads", "llm.timeout"}
-    | {"llm.concurrency", "llm.max_retries", "llm.requests_per_minute", "llm.tokens_per_minute", "llm.n_parallel"}
-    | {"llm.ray", "llm.ray_actors", "llm.ray_actor_concurrency", "llm.ray_actor_cpus", "llm.n_gpu_layers"}
-    | {"embedder.timeout", "embedder.concurrency", "embedder.max_retries"}
-)
-#: What a published per-question record keeps of an answer beside its text and scores: its cost (tokens, LLM calls,
-#: seconds) and what the reading settings add (the reading used, its quotes, whether the context was dated).
-ANSWER_KEYS = ("tokens", "llm_calls", "llm_cached", "answer_seconds", "reading", "quotes", "shown", "dated")
-#: ``gemrag eval``'s own options at their defaults (a published run names those it changed).
-EVAL_DEFAULTS: dict[str, Any] = {
-    "budget": 4, "answer_form": "auto", "adversarial": "options", "date_hint": True, "abstain": True, "runs": 1
-}  # fmt: skip
-
-
-def check_publish_name(name: str) -> None:
-    """Refuse a record name that is not a plain file name (letters, digits, ``-``, ``_``, ``.``; not starting with
-    ``.``), before a run starts.
-
-    Raises:
-        InputError: a bad name.
-    """
-    if not name or name.startswith(".") or not all(c.isascii() and (c.isalnum() or c in "-_.") for c in name):
-        raise InputError(f"--publish {name!r}: use letters, digits, '-', '_' and '.' only")
-
-
-def published_command(argv: Sequence[str], dataset: Path) -> str:
-    """The command line as a published record shows it: ``gemrag`` and the arguments, the directory holding the
-    dataset's folder written ``$DATA`` (the evaluation data lives outside the repository)."""
-    base = str(dataset.resolve().parent.parent)
-    words = ["gemrag", *argv[1:]]
-    text = shlex.join(words)
-    for form in {base, str(dataset.parent.parent)} - {"", "."}:
-        text = text.replace(form + "/", "$DATA/")
-    return text
-
-
-def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            out |= _flat(value, f"{name}.")
-        else:
-            out[name] = value
-    return out
-
-
-def _defaults() -> dict[str, Any]:
-    """The typed sections' defaults, as JSON (read from the models, not from the environment or a TOML file)."""
-    from gemrag.config import Config
-
-    out: dict[str, Any] = {}
-    for name, field in Config.model_fields.items():
-        value = field.get_default(call_default_factory=True)
-        out[name] = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
-    return json.loads(json.dumps(out, default=str))
-
-
-def non_default_settings(config: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The settings of a recorded configuration that differ from today's defaults.
-
-    Args:
-        config: a run's configuration as ``results.json`` records it (``Config.model_dump(mode="json")``).
-        options: ``gemrag eval``'s own options of the run (keys of :data:`EVAL_DEFAULTS`), when known.
-
-    Returns:
-        ``{dotted key: value}``, sorted, without :data:`MACHINE_KEYS`; a strategy section's key is compared with the
-        default of that strategy's settings model (a section of an unknown strategy is listed whole).
-    """
-    from gemrag.strategies.base import config_model
-
-    typed = _defaults()
-    defaults = _flat(typed)
-    out: dict[str, Any] = {}
-    for key, value in _flat(config).items():
-        section = key.split(".", 1)[0]
-        if key in MACHINE_KEYS:
-            continue
-        if section in typed:
-            if key not in defaults or defaults[key] != value:
-                out[key] = value
-            continue
-        try:
-            model = config_model(section)
-        except KeyError:
-            model = None
-        base = _flat({section: model().model_dump(mode="json")}) if model is not None else {}
-        if key not in base or base[key] != value:
-            out[key] = value
-    for key, value in (options or {}).items():
-        if key in EVAL_DEFAULTS and EVAL_DEFAULTS[key] != value:
-            out[key] = value
-    return dict(sorted(out.items()))
-
-
-def _non_default(
-    config: Mapping[str, Any], options: Mapping[str, Any], settings: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """:func:`non_default_settings` of the recorded configuration, with the publisher's stated ``settings`` put into
-    it (as a section of the configuration, so each is compared with its default the same way)."""
-    merged = json.loads(json.dumps(dict(config)))
-    for key, value in (settings or {}).items():
-        section, _, rest = key.partition(".")
-        if not rest:
-            raise InputError(f"setting {key!r}: give section.key=value (e.g. answer.shape=true)")
-        target = merged.setdefault(section, {})
-        for part in rest.split(".")[:-1]:
-            target = target.setdefault(part, {})
-        target[rest.split(".")[-1]] = value
-    return non_default_settings(merged, options)
-
-
-def machine_info(load: Iterable[float] = ()) -> Machine:
-    """This machine: CPUs, physical memory, platform, Python, and the given load averages (rounded to 0.01)."""
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-    except (ValueError, OSError, AttributeError):
-        memory = 0.0
-    return Machine(
-        cpus=os.cpu_count() or 0,
-        memory_gb=round(memory, 1),
-        platform=f"{platform.system()} {platform.machine()}",
-        python=platform.python_version(),
-        load=[round(x, 2) for x in load],
-    )
-
-
-def code_version() -> dict[str, str]:
-    """The git commit of the gemrag source tree (``-dirty`` with uncommitted changes) and the package version."""
-    root = Path(__file__).resolve().parents[3]
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "src"],
-            capture_output=True, text=True, check=True, timeout=10,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        commit, dirty = "unknown", ""
-    return {"commit": commit + ("-dirty" if dirty else ""), "version": package_version()}
+__all__ = ["main", "publish_run"]
 
 
 def _sha256(path: Path) -> str:
@@ -208,106 +42,6 @@ def _sha256(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return ""
-
-
-class _Annotator:
-    """Adds to a run's records the dataset documents of each ranked hit and the turns each context node covers,
-    reading each memory once (read-only)."""
-
-    def __init__(self, run_dir: Path, dataset: Dataset, memory_root: Path | None = None) -> None:
-        self.run_dir, self.dataset = run_dir, dataset
-        self.memory_root = memory_root or run_dir / "memories"
-        self.docs = {d.id: d for d in dataset.documents}
-        same_text: dict[str, list[str]] = {}
-        for d in dataset.documents:
-            same_text.setdefault(d.text, []).append(d.id)
-        self.same_text = same_text
-        self.questions = {q.id: q for q in dataset.questions}
-        self.memory_of = {(e["group"], e["strategy"]): e["memory"] for e in read_jsonl(run_dir / "index.jsonl")}
-        self.views: dict[str, tuple[dict[int, list[str]], dict[int, list[str]], dict[int, str]]] = {}
-
-    def _view(self, name: str) -> tuple[dict[int, list[str]], dict[int, list[str]], dict[int, str]]:
-        """``(chunk -> documents, node -> turns it covers, chunk -> text)`` of one memory."""
-        if name in self.views:
-            return self.views[name]
-        directory = self.memory_root / name
-        if not directory.is_dir():
-            raise InputError(f"{directory}: no such memory (give the run's --memory directory)")
-        store = open_store(directory, readonly=True)
-        try:
-            sources = {int(d["id"]): str(d["source"]) for d in store.documents()}
-            texts = {sid: self.docs[src].text for sid, src in sources.items() if src in self.docs}
-            spans = ChunkSpans(store, texts)
-            chunk_docs: dict[int, list[str]] = {}
-            chunk_turns: dict[int, list[str]] = {}
-            kinds: dict[int, str] = {}
-            texts_of: dict[int, str] = {}
-            for node in store.nodes():
-                kinds[node.id] = node.kind
-            for node in store.nodes("chunk"):
-                texts_of[node.id] = node.text
-                src = sources.get(node.doc_id) if node.doc_id is not None else None
-                chunk_docs[node.id] = self.same_text.get(self.docs[src].text, [src]) if src in self.docs else []
-                located = spans.span(node.id)
-                turns = self.docs[src].metadata.get("turns") if src in self.docs else None
-                if located and turns:
-                    _, start, end = located
-                    chunk_turns[node.id] = [
-                        t["dia_id"] for t in turns if int(t["start"]) < end and start < int(t["end"])
-                    ]
-            members = {
-                nid: member_chunks(Hit(nid, cast(NodeKind, kind), 0.0, ""), store)
-                for nid, kind in kinds.items()
-                if kind != "chunk"
-            }
-            for nid, chunks in members.items():
-                chunk_turns[nid] = list(dict.fromkeys(t for c in chunks for t in chunk_turns.get(c, [])))
-        finally:
-            store.close()
-        self.views[name] = (chunk_docs, chunk_turns, texts_of)
-        return self.views[name]
-
-    def slim(self, record: dict[str, Any]) -> dict[str, Any]:
-        """The published form of one run record (see the module docstring)."""
-        name = self.memory_of.get((record["group"], record["strategy"]))
-        if name is None:
-            raise InputError(f"{self.run_dir}/index.jsonl: no build of {record['strategy']} in group {record['group']}")
-        chunk_docs, chunk_turns, chunk_text = self._view(name)
-        out: dict[str, Any] = {k: record.get(k) for k in ("question_id", "strategy", "group", "category", "run")}
-        out["setting"] = record.get("setting") or {}
-        out["error"] = record.get("error")
-        out["retrieval_seconds"] = round(float(record.get("retrieval_seconds") or 0.0), 6)
-        by_doc = not record.get("recall_from") and record.get("recall@5") is not None
-        if by_doc:
-            out["gold_documents"] = list(record.get("gold_passages") or [])
-        out["retrieved"] = [
-            {"id": h["id"], "kind": h["kind"], "docs": chunk_docs.get(int(h["id"]), []) if h["kind"] == "chunk" else []}
-            for h in record.get("retrieved") or []
-        ]
-        out["context"] = list(record.get("context") or [])
-        question = self.questions.get(str(record["question_id"]))
-        if record.get("recall_from") == "answer span in chunk" and question is not None:  # COVID-QA: spans in texts
-            out["gold_answers"] = list(question.answers)
-            for hit in out["retrieved"]:
-                hit["text"] = chunk_text.get(int(hit["id"]), "") if hit["kind"] == "chunk" else ""
-        if record.get("evidence_recall") is not None and question is not None:
-            gold: list[str] = []
-            for doc_id in question.doc_ids:
-                turns = self.docs[doc_id].metadata.get("turns") if doc_id in self.docs else None
-                gold += [g for g in gold_turn_spans(turns or [], question.gold_passages) if g not in gold]
-            out["gold_turns"] = gold
-            out["context_turns"] = [chunk_turns.get(int(i), []) for i in out["context"]]
-        out["scores"] = {
-            m: record.get("correct" if m == "accuracy" else m)
-            for m in SCORED_METRICS
-            if record.get("correct" if m == "accuracy" else m) is not None
-        }
-        if record.get("answer") is not None:
-            out["answer"] = record["answer"]
-            if question is not None and "gold_answers" not in out:
-                out["gold_answers"] = list(question.answers)
-            out |= {k: record[k] for k in ANSWER_KEYS if record.get(k) is not None}
-        return out
 
 
 def publish_run(
@@ -357,7 +91,7 @@ def publish_run(
     if not path.is_file():
         raise InputError(f"{path}: the run's dataset file is missing (give its new place)")
     dataset = load_dataset(meta["kind"], path, **dict(dataset_options or {}))
-    annotator = _Annotator(run_dir, dataset, memory_root)
+    annotator = RunAnnotator(run_dir, dataset, memory_root)
     records = [annotator.slim(r) for r in results["records"]]
     strategies, comparisons = score_records(records, results["runs"])
     text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records)
@@ -385,7 +119,9 @@ def publish_run(
         ),
         budget=int(results["budget"]),
         answer=bool(results["answer"]),
-        non_default=_non_default(results["config"], {"budget": results["budget"], **dict(options or {})}, settings),
+        non_default=non_default_stated(
+            results["config"], {"budget": results["budget"], **dict(options or {})}, settings
+        ),
         reference=(results.get("summary") or {}).get("reference"),
         strategies=strategies,
         comparisons=comparisons,

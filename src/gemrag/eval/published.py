@@ -11,7 +11,7 @@ A published run is two files in ``results/``:
   each context node covers, and the scores the run gave it.
 
 The figures of ``NAME.json`` are computed from the per-question scores by :func:`score_records` (the same
-percentile bootstrap, seed and question order as ``gemrag eval``'s report, :mod:`gemrag.eval.report`), and the
+percentile bootstrap, seed and question order as ``gemrag eval``'s report, :mod:`gemrag.eval.aggregates`), and the
 scores themselves can be recomputed from the rankings by :func:`rescore_record`, so any published figure is
 re-scored from the committed files alone, without a model or a memory (``benchmarks/rescore_recall.py --published``).
 Written by :mod:`gemrag.eval.publish`; the documentation's marked figures are generated from these records by

@@ -11,10 +11,10 @@ from typing import Any
 
 @dataclass
 class Summary:
-    """What :func:`gemrag.eval.report.summarize` computes.
+    """What :func:`gemrag.eval.aggregates.summarize` computes.
 
     Attributes:
-        aggregates: per run name, see :func:`gemrag.eval.report.aggregate`.
+        aggregates: per run name, see :func:`gemrag.eval.aggregates.aggregate`.
         reference: the run the others are compared with (``--reference``, else the first run).
         metric: the per-question metric of the comparisons and sweeps (``accuracy``, ``f1``, ``recall@5``
             or ``recall@2``: the first the reference has data for), or None when there is none.
@@ -53,7 +53,7 @@ class EvalResults:
         runs: display names of the runs, in order. ablation: ``{param: [values]}``.
         records: one dict per (question, run), see :func:`gemrag.eval.runner.run_eval`. index: one dict per (group,
         run) build.
-        summary: aggregates, paired comparisons and sweeps (:class:`gemrag.eval.report.Summary`).
+        summary: aggregates, paired comparisons and sweeps (:class:`Summary`).
         seconds: wall-clock seconds of this invocation.
         reference: the run chosen for the paired comparisons (None: the first run).
         repeats: how many times every question was answered (``--runs``; records carry ``run``, 0-based).

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from gemrag.config import Config
 from gemrag.errors import ConfigError
+from gemrag.eval.aggregates import summarize
 from gemrag.eval.costs import LazyLLM
 from gemrag.eval.group_runner import GroupRunner
 from gemrag.eval.judging.judged import JudgeChoice
@@ -41,8 +42,9 @@ from gemrag.eval.merge import merge_outputs
 from gemrag.eval.plan import RunSpec, plan_runs
 from gemrag.eval.protocol import AnswerProtocol, answer_settings_fingerprint, check_answer_settings
 from gemrag.eval.repeats import Sampling
-from gemrag.eval.report import check_fingerprint, redact_config, summarize, write_results
+from gemrag.eval.report import write_results
 from gemrag.eval.results import EvalResults
+from gemrag.eval.run_files import check_fingerprint, redact_config
 from gemrag.eval.titles import check_titles, pin_titles, title_free_fingerprint
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.factory import build_embedder, build_llm
@@ -111,7 +113,7 @@ def run_eval(
             configuration): their records and build measurements are added to ``out_dir`` first and not
             recomputed (:func:`gemrag.eval.merge.merge_outputs`).
         answer_form: ``"short"`` answers free-form questions in the form span-answer benchmarks score (a short
-            phrase: :func:`gemrag.answers.answering.short_answer_prompt`, agents' answers shortened), ``"default"`` with
+            phrase: :func:`gemrag.answers.prompts.short_answer_prompt`, agents' answers shortened), ``"default"`` with
             the default answer prompt, ``"auto"`` (default) short for the kinds of
             :data:`gemrag.eval.categories.SHORT_ANSWER_KINDS` (LoCoMo, the multi-hop kinds, COVID-QA, Qasper, qa).
         runs, seed: repetitions of every answer (free-form kinds; :mod:`gemrag.eval.repeats`): with ``runs > 1`` run

@@ -27,7 +27,7 @@ from typing import Any
 from gemrag.config import Config
 from gemrag.errors import ConfigError
 from gemrag.eval.plan import RunSpec
-from gemrag.eval.report import read_jsonl
+from gemrag.eval.run_files import read_jsonl
 from gemrag.memory_settings import EARLIER_METHOD
 from gemrag.strategies import available, strategy_config
 from gemrag.strategies.base import title_default

@@ -2,11 +2,11 @@
 
 The bodies of :meth:`gemrag.memory.Memory.ask`, :meth:`~gemrag.memory.Memory.ask_stream` and
 :meth:`~gemrag.memory.Memory.answer` (the facade keeps their documentation). The answer itself (the prompt, the
-choice among options, citations) is :mod:`gemrag.answers.answering`'s; this module adds what the memory owns: its
-LLM, meter, store and ``[answer]`` settings, the ``query`` usage an answer reports (retrieval and answer together),
-the check of each answer sentence against its citations (``[answer] verify``, :func:`verified`; a streamed answer is
-checked when its stream ends, and its final Answer carries the checks) and the ``gemrag.ask`` / ``gemrag.answer``
-spans (:mod:`gemrag.tracing`).
+choice among options, citations) is :mod:`gemrag.answers.answering`'s (streamed: :mod:`gemrag.answers.streaming`'s);
+this module adds what the memory owns: its LLM, meter, store and ``[answer]`` settings, the ``query`` usage an answer
+reports (retrieval and answer together), the check of each answer sentence against its citations (``[answer]
+verify``, :func:`verified`; a streamed answer is checked when its stream ends, and its final Answer carries the checks)
+and the ``gemrag.ask`` / ``gemrag.answer`` spans (:mod:`gemrag.tracing`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from typing import Protocol
 
 from gemrag import tracing
 from gemrag.answers.answer import Answer
-from gemrag.answers.answering import answer_question, answer_stream
+from gemrag.answers.answering import answer_question
 from gemrag.answers.choices import LETTERS
 from gemrag.answers.dates import dated_context
 from gemrag.answers.dates.chunks import DatingStore
 from gemrag.answers.reading import Reading
 from gemrag.answers.shaping import Shaping
+from gemrag.answers.streaming import answer_stream
 from gemrag.answers.verification import verify_answer
 from gemrag.config import AnswerSettings
 from gemrag.memory.handle import MemoryHandle
@@ -136,7 +137,7 @@ def ask_stream(
     build: bool,
 ) -> Generator[str | Answer, None, None]:
     """Retrieve now (:func:`context`, so a bad question or an unbuilt strategy raises here), then return the
-    generator of :func:`gemrag.answers.answering.answer_stream` (``str`` pieces, then the :class:`Answer`, whose usage
+    generator of :func:`gemrag.answers.streaming.answer_stream` (``str`` pieces, then the :class:`Answer`, whose usage
     is set to the retrieval's and the answer's together when the stream ends), each step's model spans under one
     ``gemrag.ask`` span (``gemrag.stream = True``).
 

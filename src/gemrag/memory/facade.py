@@ -374,7 +374,7 @@ class Memory:
         strategy raises here, before anything is streamed), then returns a generator that yields the answer's text
         in pieces (``str``, non-empty) and, last, the :class:`~gemrag.answers.answer.Answer` — text, hits (with their
         provenance), usage and citations (``cited``, ``dropped_citations``, ``citations``), as :meth:`ask` returns
-        them (:func:`gemrag.answers.answering.answer_stream`). Citing, the pieces are the model's raw text, ``[n]``
+        them (:func:`gemrag.answers.streaming.answer_stream`). Citing, the pieces are the model's raw text, ``[n]``
         markers as it writes them, also one that names no passage; the Answer's text has that one removed and counted in
         ``dropped_citations``.
 

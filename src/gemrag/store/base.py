@@ -89,6 +89,11 @@ def _member(field: str, declared: _Declared) -> _Declared:
     return cast(_Declared, _forwarder(field, name, declared))
 
 
+# Made outside the class: inside it, mypy would infer _member's type variable from the inherited member's Literal type
+# (Dialect) rather than from the argument; here it is inferred from the argument, the property as declared.
+_DIALECT = _member("database", Database.dialect)
+
+
 class MemoryStore(MemoryParts):
     """A memory's store: documents, chunks and derived nodes, utility questions, edges, artefacts, the model caches,
     usage, failures and the published builds, each kept by one part (see the module docstring for the backends).
@@ -119,6 +124,7 @@ class MemoryStore(MemoryParts):
         return self.parts.database
 
     # the database part (Database)
+    dialect = _DIALECT
     readonly = _member("database", Database.readonly)
     location = _member("database", Database.location)
     in_snapshot = _member("database", Database.in_snapshot)

@@ -20,10 +20,10 @@ import numpy as np
 
 from gemrag.errors import DatabaseLockedError
 from gemrag.store.erase import BATCH, Purged, marks_of, response_marks
-from gemrag.store.parts import Caches, Connection
+from gemrag.store.parts import Caches, Connection, Dialect
 from gemrag.store.sql_part import SqlPart
 
-UNMARKED = {
+UNMARKED: dict[Dialect, tuple[str, ...]] = {
     "sqlite": tuple(
         f"SELECT key FROM llm_cache{w} EXCEPT SELECT key FROM llm_entries{w} ORDER BY key LIMIT {BATCH}"
         for w in ("", " WHERE key > ?")
@@ -34,11 +34,12 @@ UNMARKED = {
         for w in ("", " c.key > ? AND")
     ),
 }
-"""Per store, the first :data:`BATCH` cache keys (of all; of those after ``?``, each ``?`` given that key) that have
-no row in ``llm_entries``: the entries not marked yet (:meth:`CacheRows._mark_entries`). The same set on both,
-written as each database runs it best: SQLite runs the ``EXCEPT`` of two ordered reads as a merge of the keys' two
-indexes (a ``NOT EXISTS`` there costs a lookup in ``llm_entries``' index per key, ten times slower at 100,000
-keys), PostgreSQL the ``NOT EXISTS`` as a hashed anti-join (its ``EXCEPT`` hashes both sides, about twice as slow).
+"""Per database dialect (:attr:`gemrag.store.parts.Database.dialect`), the first :data:`BATCH` cache keys (of all;
+of those after ``?``, each ``?`` given that key) that have no row in ``llm_entries``: the entries not marked yet
+(:meth:`CacheRows._mark_entries`). The same set on both, written as each database runs it best: SQLite runs the
+``EXCEPT`` of two ordered reads as a merge of the keys' two indexes (a ``NOT EXISTS`` there costs a lookup in
+``llm_entries``' index per key, ten times slower at 100,000 keys), PostgreSQL the ``NOT EXISTS`` as a hashed anti-join
+(its ``EXCEPT`` hashes both sides, about twice as slow).
 """
 
 
@@ -234,7 +235,7 @@ class CacheRows(SqlPart, Caches):
         anti-join. A cache whose entries are all marked costs one such pass over the keys; otherwise the pages of
         unmarked keys are followed by one more pass from the first key, so that an entry copied in meanwhile before
         the last key handled is marked too (until a pass finds none)."""
-        first, following = UNMARKED["postgres" if hasattr(self._db, "schema") else "sqlite"]  # a schema: PostgreSQL
+        first, following = UNMARKED[self._db.dialect]
         deleted, after = 0, None
         while True:
             sql = first if after is None else following

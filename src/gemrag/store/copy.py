@@ -150,7 +150,7 @@ def _write_build(dst: MemoryStore, published: Any, axes: dict[str, tuple[str, ..
 
 def _reset_identities(dst: MemoryStore, c: Any) -> None:
     """On PostgreSQL, move each identity column's sequence past the copied ids (SQLite does it itself)."""
-    if not hasattr(dst.database, "schema"):
+    if dst.database.dialect != "postgres":
         return
     for table in COPIED_ID_TABLES:
         c.raw.execute(

@@ -1,15 +1,22 @@
-"""The database roles of a store (re-exported by :mod:`gemrag.store.parts`): :class:`Database` (transactions that
-yield a :class:`Connection`, read snapshots, the physical erase, closing), the store-internal :class:`StoreDatabase`,
-and the build lock (:class:`BuildLocking`, :class:`BuildLockLike`)."""
+"""The database roles of a store (re-exported by :mod:`gemrag.store.parts`): :class:`Database` (its SQL
+:data:`Dialect`, transactions that yield a :class:`Connection`, read snapshots, the physical erase, closing), the
+store-internal :class:`StoreDatabase`, and the build lock (:class:`BuildLocking`, :class:`BuildLockLike`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from gemrag.store.erase import Erasure
+
+
+Dialect = Literal["sqlite", "postgres"]
+"""The SQL a database part runs (:attr:`Database.dialect`): ``"sqlite"`` (SQLite 3) or ``"postgres"`` (PostgreSQL
+16 with pgvector). The store's shared SQL is written once in SQLite's dialect and translated on PostgreSQL
+(:mod:`gemrag.store.postgres.dialect`); code that writes a statement each database runs its own way, or runs a
+step only one of them needs, chooses by this value."""
 
 
 class Cursor(Protocol):
@@ -69,7 +76,13 @@ class BuildLockLike(Protocol):
 
 @runtime_checkable
 class Database(Protocol):
-    """Where a memory's rows live: transactions, read snapshots, the physical erase, closing."""
+    """Where a memory's rows live: its SQL dialect, transactions, read snapshots, the physical erase, closing."""
+
+    @property
+    def dialect(self) -> Dialect:
+        """The SQL this database runs (:data:`Dialect`: ``"sqlite"`` or ``"postgres"``), for the few statements
+        written for one database (the unmarked cache keys of an erase, moving identity sequences after a copy)."""
+        ...
 
     @property
     def readonly(self) -> bool:

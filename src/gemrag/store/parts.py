@@ -3,8 +3,8 @@
 A store is a facade over part objects (:class:`gemrag.store.base.MemoryStore`), which a backend builds in one place
 (:func:`gemrag.store.open.open_store`) and keeps in a :class:`StoreParts`:
 
-* :class:`Database`: where the rows live and how they are read and written: transactions that yield a
-  :class:`Connection`, read snapshots, the physical erase, closing (SQLite:
+* :class:`Database`: where the rows live and how they are read and written: its SQL :data:`Dialect`, transactions
+  that yield a :class:`Connection`, read snapshots, the physical erase, closing (SQLite:
   :class:`gemrag.store.sqlite.store.SqliteDatabase`; PostgreSQL: :class:`gemrag.store.postgres.store.PgDatabase`);
 * :class:`Rows`: meta, documents and their chunks, derived nodes, utility questions, edges and build states
   (:mod:`gemrag.store.rows`, :mod:`gemrag.store.graph_rows`; SQL written once for both databases);
@@ -36,7 +36,7 @@ from typing import Protocol, runtime_checkable
 
 from gemrag.store.build_roles import Artifacts, BuildArrays, VectorSearch
 from gemrag.store.cache_roles import Caches, UsageRow
-from gemrag.store.db_roles import BuildLocking, BuildLockLike, Connection, Cursor, Database, StoreDatabase
+from gemrag.store.db_roles import BuildLocking, BuildLockLike, Connection, Cursor, Database, Dialect, StoreDatabase
 from gemrag.store.row_roles import (
     Build,
     BuildStates,
@@ -63,6 +63,7 @@ __all__ = [
     "Connection",
     "Cursor",
     "Database",
+    "Dialect",
     "DocumentChunks",
     "Documents",
     "EdgeRows",

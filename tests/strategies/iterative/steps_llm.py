@@ -15,7 +15,7 @@ from gemrag.strategies.iterative.prompts import DECOMPOSE_SYSTEM, NEXT_QUERY_SYS
 
 PASSES = {NEXT_QUERY_SYSTEM: "next_query", DECOMPOSE_SYSTEM: "decompose", SUB_ANSWER_SYSTEM: "sub_answer"}
 PASSES[RERANK_SYSTEM] = "rerank"
-PASSES["Answer questions about a document"] = "answer"  # gemrag.answers.answering's prompts, whole and short
+PASSES["Answer questions about a document"] = "answer"  # gemrag.answers.prompts' prompts, whole and short
 
 
 class StepLLM(ScriptedLLM):

@@ -13,7 +13,8 @@ from iterative_memory import QUESTION, Opener, memories
 from steps_llm import StepLLM
 
 from gemrag.answers.answer import Answer
-from gemrag.answers.answering import answer_prompt, answer_question, follow_ups_text, short_answer_prompt
+from gemrag.answers.answering import answer_question
+from gemrag.answers.prompts import answer_prompt, follow_ups_text, short_answer_prompt
 from gemrag.config import Config
 
 SUBS = ["Who directed the film Blue River?", "Where was #1 born?"]

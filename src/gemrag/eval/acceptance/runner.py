@@ -41,7 +41,7 @@ from gemrag.eval.judging.sheet import apply_verdicts, read_verdicts, write_sheet
 from gemrag.eval.loaders.cmu_dog import DogConversation, DogCorpus, load_cmu_dog
 from gemrag.eval.memories import EvalMemories
 from gemrag.eval.plan import RunSpec, plan_runs
-from gemrag.eval.report import JsonlAppender, check_fingerprint, read_jsonl
+from gemrag.eval.run_files import JsonlAppender, check_fingerprint, read_jsonl
 from gemrag.memory import Memory
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.cache import CachedLLM

@@ -28,7 +28,7 @@ from gemrag.eval.costs import LazyLLM
 from gemrag.eval.datasets import Question
 from gemrag.eval.judging.factual import FactualJudge
 from gemrag.eval.judging.judge import judge_settings
-from gemrag.eval.report import JsonlAppender, read_jsonl
+from gemrag.eval.run_files import JsonlAppender, read_jsonl
 from gemrag.memory import Memory
 from gemrag.models.base import LLM
 from gemrag.models.cache import CachedLLM

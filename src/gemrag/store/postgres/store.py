@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gemrag.errors import DatabaseLockedError, GemragError, ReadOnlyMemoryError
 from gemrag.store.postgres.bulk import COPY_FROM, bulk_insert
@@ -191,6 +191,12 @@ class PgDatabase(PgSnapshotReads, PgEraseMixin):
     def has_scratch(self) -> bool:
         """True when :attr:`scratch` was made (something may be left in it)."""
         return self._scratch is not None
+
+    @property
+    def dialect(self) -> Literal["postgres"]:
+        """``"postgres"``: this database runs PostgreSQL's SQL (:attr:`gemrag.store.parts.Database.dialect`; the
+        store's shared statements are translated by :func:`gemrag.store.postgres.dialect.to_postgres`)."""
+        return "postgres"
 
     @property
     def location(self) -> str:

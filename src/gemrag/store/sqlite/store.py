@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gemrag.errors import GemragError, ReadOnlyMemoryError
 from gemrag.store.artifacts import ArtifactRows
@@ -98,6 +98,11 @@ class SqliteDatabase(SqliteEraseMixin):
         """Run deferred cache writes and close the database connection."""
         self._flush_deferred()
         self.conn.close()
+
+    @property
+    def dialect(self) -> Literal["sqlite"]:
+        """``"sqlite"``: this database runs SQLite's SQL (:attr:`gemrag.store.parts.Database.dialect`)."""
+        return "sqlite"
 
     @property
     def location(self) -> str:

@@ -217,7 +217,7 @@ class IterativeStrategy:
             fit the context window, ``chain`` in ``"ircot"`` mode and, in ``"decompose"`` mode, ``subquestions`` and
             ``answers``. With ``answer_from = "steps"`` (and a decomposition made) every hit also carries
             ``meta["follow_ups"]`` = ``[{"question": sub-question as retrieved, "answer": its answer or None}]``,
-            which the final answer reads before the passages (:func:`gemrag.answers.answering.follow_ups_text`).
+            which the final answer reads before the passages (:func:`gemrag.answers.prompts.follow_ups_text`).
 
         Warns:
             RerankFitWarning: a rerank window did not fit the LLM's context window (:func:`~.rerank.rerank_first`).

@@ -1,0 +1,118 @@
+"""Streaming an answer: :func:`answer_stream`, :func:`gemrag.answers.answering.answer_question` as a stream of the
+answer's text in pieces as the LLM writes them, then the :class:`~gemrag.answers.answer.Answer`
+(:meth:`gemrag.memory.Memory.ask_stream`, ``gemrag ask`` on a terminal, the server's ``"stream": true``).
+
+A free-form answer is streamed under the prompt, limit and sampling of the whole answer, hence its LLM cache key
+(:mod:`gemrag.answers.prompts`); every other answer (multiple choice, an agent's, a reading other than the plain one)
+is answered whole and yielded once. Cited answers and follow-ups: :mod:`gemrag.answers.answering`."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Generator, Sequence
+
+from gemrag.answers.answer import Answer
+from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of
+from gemrag.answers.prompts import ANSWER_MAX_TOKENS, answer_prompt
+from gemrag.answers.reading import Reading
+from gemrag.answers.replies import markers_only
+from gemrag.models.base import LLM, Completion, Embedder, Usage
+from gemrag.models.meter import UsageMeter
+from gemrag.models.streaming import complete_stream, pieces
+from gemrag.prompting import parse_citations
+from gemrag.store.parts import Caches
+from gemrag.types import Hit
+
+
+def answer_stream(
+    llm: Callable[[], LLM],
+    meter: UsageMeter,
+    store: Caches,
+    question: str,
+    hits: Sequence[Hit],
+    choices: Sequence[str] | None = None,
+    retrieval_seconds: float = 0.0,
+    *,
+    abstain: bool = False,
+    cite: bool = False,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    reading: Reading | None = None,
+    embedder: Embedder | None = None,
+) -> Generator[str | Answer, None, None]:
+    """:func:`answer_question` as a stream: the answer's text in pieces as the LLM writes them, then the
+    :class:`~gemrag.answers.answer.Answer` (contract of the LLM's stream: :mod:`gemrag.models.streaming`).
+
+    A free-form answer is streamed with the prompt, limit and sampling of :func:`answer_question`, hence under
+    the same cache key: a cached answer streams at once (its whole text as one piece), and a streamed answer is
+    cached for a later :func:`answer_question`. Leading whitespace is not streamed, and the Answer's text is
+    stripped as :func:`answer_question` strips it. A multiple-choice answer is not streamed token by token (the
+    model writes a JSON letter, which is not the answer a reader wants to watch), nor is an agent's answer
+    (no LLM call): the chosen option's text, or the agent's answer, is yielded once, then the Answer.
+
+    Usage is metered when the LLM's stream ends (in the ``query`` phase; each ``next`` on the LLM's stream runs
+    in that phase, in whichever thread iterates), and the Answer's ``usage`` is what this answer spent. A stream
+    closed before its end (``close()``, ``contextlib.closing``) stops the generation and records nothing.
+
+    ``cite``: as :func:`answer_question`, with the same prompt (hence cache key). The pieces are the model's raw
+    text, ``[n]`` markers included as they are written (a marker that names no passage is streamed too); the final
+    Answer is read from the whole completion (:func:`gemrag.prompting.parse_citations`): its ``text`` without the
+    dropped markers, its ``cited`` and ``dropped_citations`` as :func:`answer_question` gives them.
+
+    A reading other than the plain one (quotes or notes first, a shaped context, several samples) is not streamed
+    either: the model's quotes or notes are not the answer, so the answer is yielded once when it is read.
+
+    Args:
+        llm, meter, store, question, hits, choices, retrieval_seconds, abstain, cite, temperature, seed, reading,
+            embedder: as :func:`answer_question` (no ``short``: the span-answer form of benchmarks is not streamed).
+
+    Yields:
+        Non-empty ``str`` pieces, then one :class:`~gemrag.answers.answer.Answer` (``text``: the whole, stripped answer,
+        dropped markers removed).
+
+    Raises:
+        ValueError: fewer than 2 or more than 10 choices.
+        GemragError: the LLM failed (before or between pieces).
+    """
+    if choices is not None or agent_answer(hits) is not None or (reading is not None and not reading.plain):
+        answer = answer_question(
+            llm, meter, store, question, hits, choices, retrieval_seconds, abstain=abstain, cite=cite,
+            temperature=temperature, seed=seed, reading=reading, embedder=embedder,
+        )  # fmt: skip
+        if answer.text:
+            yield answer.text
+        yield answer
+        return
+    cite = cite and bool(hits)
+    steps = follow_ups_of(hits)
+    messages = answer_prompt(question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps)
+    before = meter.totals.get("query", Usage())
+    t1 = time.perf_counter()
+    final: list[Completion] = []
+    stream = pieces(
+        complete_stream(llm(), messages, max_tokens=ANSWER_MAX_TOKENS, temperature=temperature, seed=seed), final
+    )
+    started = False
+    with contextlib.closing(stream):
+        while True:
+            with meter.phase("query"):
+                piece = next(stream, None)
+            if piece is None:
+                break
+            piece = piece if started else piece.lstrip()
+            if piece:
+                started = True
+                yield piece
+    spent = meter.totals.get("query", Usage()) - before
+    found = parse_citations(final[0].text, len(hits)) if cite else None
+    text, cited, dropped = (found.text, found.cited, found.dropped) if found else (final[0].text, [], 0)
+    if cite and markers_only(text):
+        uncited = answer_prompt(question, [h.text for h in hits], abstain=abstain, follow_ups=steps)
+        with meter.phase("query"):
+            text = llm().complete(uncited, max_tokens=ANSWER_MAX_TOKENS, temperature=temperature, seed=seed).text
+        if text.strip():
+            yield "\n" + text.strip()
+        spent = meter.totals.get("query", Usage()) - before
+    seconds = time.perf_counter() - t1
+    yield Answer(text.strip(), None, list(hits), retrieval_seconds, seconds, spent, cited, dropped)

@@ -1,0 +1,97 @@
+"""The ``[answer]`` section (:class:`AnswerSettings`): how answers are generated and read, the same for every
+retrieval strategy: citations, the reading of the context (quotes or notes first, shaping, self-consistency samples,
+abstention on weak evidence, time-aware reading) and the check of each answer sentence against its citations. The
+answer side (:mod:`gemrag.answers`) reads these values through :mod:`gemrag.memory`; the section is a typed field of
+:class:`gemrag.config.Config`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class AnswerSettings(BaseModel):
+    """How answers are generated (``[answer]``).
+
+    Attributes:
+        cite: answers name the context passages they use: the prompt asks for ``[n]`` markers (multiple choice:
+            the passages' numbers beside the option letter), and an answer lists the cited passages with their
+            sources and spans (:mod:`gemrag.answers.answering`). None (default): cite in sentence answers and multiple
+            choice (``ask``, ``chat``, the server, MCP), not in the short form of span-answer benchmarks
+            (``Memory.answer(short=True)``, ``gemrag eval`` on COVID-QA, MuSiQue, HotpotQA, LoCoMo), where the
+            markers cost answer quality: on 62 COVID-QA questions citing cost the embedded 1.5B 6.1 F1 / 9.7 EM
+            points with dense (EM p 0.03) and 7.7 / 11.3 with fused, its answers growing from ~4 to ~10 words
+            (docs/results.md, "Cited answers on and off"). True or False applies to every form; False gives the
+            prompts of earlier releases (and their cached answers).
+        reading: how the model reads the context before it answers (:mod:`gemrag.answers.reading`): ``"plain"``
+            (the answer prompt, default), ``"quote"`` (copy the sentences used, then answer; the verified quotes
+            become the citations) or ``"notes"`` (chain-of-note, Yu et al. 2023: a note per passage, then answer).
+        shape: shape the context before reading (:mod:`gemrag.answers.shaping`; no LLM call): duplicates merged
+            (``shape_dedupe``), sentences trimmed to those matching the question with the memory's embedder
+            (``shape_trim``, keeping at least ``shape_keep_min`` sentences a passage and every sentence within
+            ``shape_margin`` cosine of the best), and ordered (``shape_order``: ``"rank"`` or ``"edges"``, the best
+            passages at both ends).
+        samples: self-consistency (Wang et al. 2023): ``samples`` > 1 free-form answers sampled at
+            ``sample_temperature`` (seeds 1..k), and the one the others agree with most is kept
+            (:mod:`gemrag.answers.consistency`); 1 (default) is one greedy answer. Multiple choice stays greedy.
+        abstain_below: abstention on weak evidence: when the best cosine between the question and a sentence of the
+            context (the memory's embedder) is below this, a free-form answer is "Not found in the memory." with no
+            LLM call; None (default) never abstains this way.
+        dates: time-aware reading (:mod:`gemrag.answers.dates`): ``"auto"`` (default; measured on LoCoMo's
+            temporal questions, docs/reading.md): a question with a time anchor ("when", "before", "in March", "the
+            first time") over hits from dated sources (conversation turns with their date stamps, documents with a
+            date) is answered from those hits oldest first, each prefixed with its date and its relative time
+            expressions resolved (``last Sunday (= 7 May 2023)``), every other question from the context as
+            retrieved (the plain prompt, its cached answers); ``"on"``: every question so; ``"off"``: the context as
+            retrieved. Not ``"off"``, an index also stores each chunk's dates (rules, no LLM call).
+        date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
+            expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
+        verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
+            ``answer``) checked against the passages it cites (:mod:`gemrag.answers.verification`): ``"flag"``
+            (default) marks the unsupported ones, ``"drop"`` removes them from the text with the citations only they
+            made, ``"off"`` checks nothing. The default flags: a check costs at most one short LLM call per
+            sentence of more than ``verify_overlap_words`` words (the cited passages and the sentence in, ~6 tokens
+            out; cached; none when overlap already flags it), no call for shorter ones, and an answer the user reads
+            is worth that (docs/verification.md has the measured cost and precision). Evaluation runs never verify
+            (they call the answering directly).
+        verify_overlap_words: sentences of at most this many words (markers removed) are checked by token overlap,
+            with no model call (default 6, the short-answer length); 0 sends every sentence to the LLM, a large
+            number checks everything by overlap.
+        verify_overlap_first: a sentence longer than ``verify_overlap_words`` is checked by token overlap first:
+            when the cited passages do not contain its words it is flagged without a model call, and only the
+            others go to the LLM (default True: on 134 hand-labelled sentences, the 0.5B judge's flag recall 44 % ->
+            62 % with 19 % fewer calls, the 1.5B's 76 % -> 82 % at precision 83 % -> 77 %; docs/verification.md).
+            False sends every longer sentence to the LLM.
+        verify_uncited: a sentence without a marker in an answer citing elsewhere: ``"cite"`` (default) cites it
+            after the answer (ALCE's post-hoc citation, Gao et al. 2023 section 4): the context passage matching it
+            best (the memory's embedder; token overlap for a sentence checked by overlap) is checked as a cited one
+            would be, and if it supports the sentence its ``[n]`` is added to the text; otherwise the sentence is
+            flagged as uncited. ``"flag"`` flags every uncited sentence without a check. The default cites: it costs
+            what the sentence would have cost with a marker (at most one short LLM call, none for a sentence of up
+            to ``verify_overlap_words`` words, plus one embedder call per answer over its uncited sentences and the
+            passages' sentences), and a true sentence the model forgot to mark is not flagged as unsupported.
+    """
+
+    cite: bool | None = None
+    reading: Literal["plain", "quote", "notes"] = "plain"
+    shape: bool = False
+    shape_order: Literal["rank", "edges"] = "edges"
+    shape_trim: bool = True
+    shape_dedupe: bool = True
+    shape_keep_min: int = Field(default=2, ge=1)
+    shape_margin: float = Field(default=0.25, ge=0.0, le=2.0)
+    samples: int = Field(default=1, ge=1, le=15)
+    sample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
+    dates: Literal["auto", "on", "off"] = "auto"
+    date_llm: bool = False
+    verify: Literal["flag", "drop", "off"] = "flag"
+    verify_overlap_words: int = Field(6, ge=0)
+    verify_overlap_first: bool = True
+    verify_uncited: Literal["cite", "flag"] = "cite"
+
+    def cites(self, *, short: bool = False) -> bool:
+        """Whether an answer of this form cites: ``cite`` when set, else True for sentence and multiple-choice
+        answers and False for the short (span) form (``short=True``)."""
+        return self.cite if self.cite is not None else not short
