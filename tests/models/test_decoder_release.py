@@ -156,3 +156,15 @@ def test_a_busy_decoder_stops_the_judge_instead_of_leaving_the_answer_unjudged(
     with pytest.raises(DecoderBusyError, match=BUSY):
         FactualJudge(CachedLLM(backend, store, UsageMeter(store))).score("Why?", "Because.", "The reason.")
     live.close()
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_a_grammar_that_does_not_parse_frees_its_slot(monkeypatch: pytest.MonkeyPatch, temperature: float) -> None:
+    # One slot: were it left busy by the failed admission, every later run would wait for it forever.
+    decoder = fake_decoder(monkeypatch, n_seq=1)
+    monkeypatch.setattr(decoder._lib, "llama_sampler_init_grammar", lambda vocab, gbnf, root: None, raising=False)
+    broken = DecodeRequest(tokens=[2, 3, 4], max_tokens=2, grammar="root ::= (", temperature=temperature)
+    with pytest.raises(GemragError, match="could not parse the grammar"):
+        list(decoder.run([broken]))
+    assert decoder.slots.busy == [False]
+    assert [r.tokens for _, r in decoder.run([req()])] == [[1, 1]]

@@ -122,7 +122,12 @@ class BatchDecoder:
 
     def _admit(self, index: int, request: DecodeRequest, jobs: list[Job]) -> Job | None:
         """Start ``request`` in a free slot with its samplers, or None to retry after the next step
-        (:meth:`~gemrag.models.llama.slots.KVSlots.place` says when)."""
+        (:meth:`~gemrag.models.llama.slots.KVSlots.place` says when).
+
+        Raises:
+            GemragError: the request's grammar does not parse; its slot is freed again first (a slot left busy
+                would be lost to every later run, and with every slot lost a run would wait forever).
+        """
         placed = self.slots.place(request, jobs)
         if placed is None:
             return None
@@ -135,7 +140,11 @@ class BatchDecoder:
             pending=prompt[reuse:],
             result=DecodeResult(prompt_tokens=len(prompt), reused_tokens=reuse),
         )
-        self._sampler.start(job)
+        try:
+            self._sampler.start(job)
+        except BaseException:
+            self.slots.busy[slot] = False
+            raise
         return job
 
     def _release(self, job: Job) -> None:

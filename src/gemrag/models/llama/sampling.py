@@ -71,9 +71,11 @@ class TokenSampler:
 
     def _sampled_chain(self, request: DecodeRequest) -> Any:
         lib = self._lib
+        # the grammar first: a grammar that does not parse raises before the chain exists (nothing to free)
+        grammar = None if request.grammar is None else self._grammars.clone(request.grammar)
         chain = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
-        if request.grammar is not None:
-            lib.llama_sampler_chain_add(chain, self._grammars.clone(request.grammar))
+        if grammar is not None:
+            lib.llama_sampler_chain_add(chain, grammar)
         lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_top_k(SAMPLED_TOP_K))
         lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_typical(SAMPLED_TYPICAL_P, 1))
         lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_top_p(SAMPLED_TOP_P, 1))
