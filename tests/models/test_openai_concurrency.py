@@ -3,7 +3,10 @@ OpenAI-compatible server (:mod:`http.server` on loopback): no model, each test w
 
 The stub answers ``/v1/chat/completions`` with ``"echo: <last user message>"`` (as JSON when a schema is
 requested) and ``/v1/embeddings`` with a vector made from each text; it can answer scripted errors first, sleep
-per request, and records how many requests were in flight at most.
+per request, hold a request until the test releases it, and records how many requests were in flight at most.
+
+The concurrency tests wait for what the stub sees (:meth:`Stub.wait_for`) rather than measure elapsed time, so a
+loaded machine makes them slower, not red.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -32,6 +36,11 @@ from gemrag.models.openai.backend import (
 from gemrag.models.openai.limits import RateLimiter
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"echo": {"type": "string"}}, "required": ["echo"]}
+#: seconds a test waits for something that must happen (only reached when the code is wrong)
+WAIT = 20.0
+#: seconds a test gives a request that must not be sent to arrive: a correct backend passes whatever the load; a
+#: wrong one is caught unless the machine is too slow to send that request this long after the allowed ones
+SETTLE = 0.5
 
 
 @dataclass
@@ -44,11 +53,25 @@ class Stub:
     delay: float = 0.0
     #: a status answered to every request whose last message contains the key
     fail_on: dict[str, int] = field(default_factory=dict)
+    #: a request whose key (the last message's content; for embeddings, the first text) is here waits, once in
+    #: flight, until its event is set (at most WAIT seconds)
+    hold: dict[str, threading.Event] = field(default_factory=dict)
     requests: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
     prompts: list[str] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the keys of the requests received, in arrival order
+    arrived: list[str] = field(default_factory=list)
+    #: the keys of the requests no longer in flight (their answer about to be written), in that order
+    done: list[str] = field(default_factory=list)
+    #: guards the counters and lists above; notified whenever they change
+    lock: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_for(self, predicate: Callable[[Stub], bool], timeout: float = WAIT) -> bool:
+        """Wait until ``predicate(self)`` holds (checked under :attr:`lock` at every change), at most ``timeout``
+        seconds; returns whether it holds."""
+        with self.lock:
+            return self.lock.wait_for(lambda: predicate(self), timeout)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -64,6 +87,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._in_flight = False
             with self.stub.lock:
                 self.stub.in_flight -= 1
+                self.stub.done.append(self._key)
+                self.stub.lock.notify_all()
 
     def _send(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
@@ -79,14 +104,20 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         stub = self.stub
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        last = body["messages"][-1]["content"] if "messages" in body else ""
+        self._key = last if "messages" in body else body["input"][0]
         with stub.lock:
             stub.requests += 1
             stub.in_flight += 1
             stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+            stub.arrived.append(self._key)
             scripted = stub.script.pop(0) if stub.script else None
+            stub.lock.notify_all()
         self._in_flight = True
         try:
-            last = body["messages"][-1]["content"] if "messages" in body else ""
+            release = stub.hold.get(self._key)
+            if release is not None:
+                release.wait(WAIT)
             delay = stub.delay
             if last.startswith("sleep "):  # "sleep 0.3 ...": this request takes 0.3 s
                 delay = float(last.split()[1])
@@ -214,21 +245,29 @@ def test_no_retries_when_max_retries_is_zero(stub: tuple[str, Stub]) -> None:
 
 
 def test_at_most_concurrency_requests_in_flight(stub: tuple[str, Stub]) -> None:
+    """Nine requests, concurrency 3: the stub holds them until three are in flight (one at a time would never get
+    there) and a fourth has had SETTLE seconds to arrive (it must not), then answers each after 0.1 s."""
     base_url, state = stub
-    state.delay = 0.2
+    state.delay = 0.1
+    release = threading.Event()
+    state.hold = {f"question {i}": release for i in range(9)}
     llm = _llm(base_url, concurrency=3)
     assert supports_batches(llm)
     requests = [_user(f"question {i}") for i in range(9)]
-    t0 = time.monotonic()
-    results = list(complete_iter(llm, requests))
-    elapsed = time.monotonic() - t0
+    with ThreadPoolExecutor(1) as caller:
+        future = caller.submit(lambda: list(complete_iter(llm, requests)))
+        try:
+            assert state.wait_for(lambda s: s.in_flight >= 3), "three requests were never in flight at once"
+            assert not state.wait_for(lambda s: s.in_flight > 3, SETTLE), "more than three requests in flight"
+        finally:
+            release.set()
+        results = future.result(timeout=WAIT)
     assert sorted(i for i, _ in results) == list(range(9))
     for i, result in results:
         assert not isinstance(result, GemragError), result
         assert result.text == f"echo: question {i}"
-        assert result.usage.calls == 1 and result.usage.prompt_tokens == 7 and result.usage.seconds >= 0.19
+        assert result.usage.calls == 1 and result.usage.prompt_tokens == 7 and result.usage.seconds >= 0.09
     assert state.max_in_flight == 3 and state.requests == 9
-    assert elapsed < 9 * 0.2 * 0.7  # three at a time: about 0.6 s, not 1.8 s
 
 
 def test_results_come_in_completion_order(stub: tuple[str, Stub]) -> None:
@@ -344,18 +383,34 @@ def test_rate_limit_is_shared_by_the_threads(stub: tuple[str, Stub]) -> None:
 
 
 def test_embedder_batches_in_parallel_keep_their_order(stub: tuple[str, Stub]) -> None:
+    """Four batches of two, concurrency 3, answered out of order (the third batch first, the first last): the
+    rows still follow the input. The stub holds each batch until the test releases it."""
     base_url, state = stub
-    state.delay = 0.2
     emb = OpenAIEmbedder("e", base_url=base_url, batch_size=2, concurrency=3, timeout=10)
     texts = [f"text number {'x' * i}{chr(97 + i)}" for i in range(8)]
-    t0 = time.monotonic()
-    v = emb.embed(texts)
-    elapsed = time.monotonic() - t0
+    keys = texts[::2]  # each batch's first text, which names it at the stub
+    release = {key: threading.Event() for key in keys}
+    state.hold = release
+    with ThreadPoolExecutor(1) as caller:
+        future = caller.submit(emb.embed, texts)
+        try:
+            assert state.wait_for(lambda s: s.in_flight >= 3), "three batches were never in flight at once"
+            assert not state.wait_for(lambda s: s.in_flight > 3, SETTLE), "more than three batches in flight"
+            assert sorted(state.arrived) == sorted(keys[:3])
+            release[keys[2]].set()
+            assert state.wait_for(lambda s: keys[3] in s.arrived)  # a thread is free: the last batch is sent
+            for key in (keys[3], keys[1], keys[0]):
+                release[key].set()
+                assert state.wait_for(lambda s, key=key: key in s.done)
+        finally:
+            for event in release.values():
+                event.set()
+        v = future.result(timeout=WAIT)
+    assert state.done == [keys[2], keys[3], keys[1], keys[0]]
     expected = np.array([[len(t), 1.0, ord(t[-1])] for t in texts], dtype=np.float32)
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     np.testing.assert_allclose(v, expected, rtol=1e-6)
     assert state.requests == 4 and state.max_in_flight == 3
-    assert elapsed < 4 * 0.2 * 0.8
     assert emb.tokens_used == 4 * 3 and emb.dim == 3
 
 

@@ -1,8 +1,9 @@
 """The chat-completions request of :class:`~gemrag.models.openai.backend.OpenAILLM` and its answer read back: the
 ``chat.completions.create`` arguments for a :class:`~gemrag.models.batch.CompletionRequest` (its messages, and its
-schema as tools or as a ``response_format``), the hint an error names when the server refuses them, and the
-:class:`~gemrag.models.base.Completion` made of the response. Sending, retries, rate limits and concurrency are the
-backend's job (:mod:`gemrag.models.openai.backend`).
+schema as tools or as a ``response_format``; the arguments it shares with the streamed request of
+:mod:`gemrag.models.openai.stream` are :func:`base_chat_kwargs`), the hint an error names when the server refuses
+them, and the :class:`~gemrag.models.base.Completion` made of the response. Sending, retries, rate limits and
+concurrency are the backend's job (:mod:`gemrag.models.openai.backend`).
 
 Structured output differs between servers, hence :attr:`OpenAILLM.json_mode
 <gemrag.models.openai.backend.OpenAILLM.json_mode>`:
@@ -22,15 +23,25 @@ instead, and the agent's earlier calls and results as ``tool_calls`` and ``role:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from gemrag.errors import GemragError
-from gemrag.models.base import Completion, Usage
+from gemrag.models.base import Completion, Message, Usage
 from gemrag.models.batch import CompletionRequest
 from gemrag.models.tool_calls import canonical_call, openai_messages, openai_tools, tool_choice
 
-__all__ = ["JSON_MODES", "TOOL_CALLING", "ChatRequest", "JsonMode", "ToolCalling", "chat_request", "read_completion"]
+__all__ = [
+    "JSON_MODES",
+    "TOOL_CALLING",
+    "ChatRequest",
+    "JsonMode",
+    "ToolCalling",
+    "base_chat_kwargs",
+    "chat_request",
+    "read_completion",
+]
 
 JsonMode = Literal["json_schema", "json_object", "none"]
 #: The accepted :data:`JsonMode` values.
@@ -59,6 +70,40 @@ class ChatRequest:
     schema: dict[str, Any] | None
 
 
+def base_chat_kwargs(
+    model: str,
+    messages: Sequence[Message],
+    *,
+    max_tokens: int,
+    temperature: float,
+    seed: int | None,
+    native_tools: bool = False,
+) -> dict[str, Any]:
+    """The arguments every ``chat.completions.create`` request of the backend has, streamed or not.
+
+    Args:
+        model: the model name sent.
+        messages: the conversation, oldest first.
+        max_tokens: completion limit (tokens).
+        temperature: sampling temperature.
+        seed: sent when not None.
+        native_tools: the agent's tool calls and results go as native tool messages
+            (:func:`gemrag.models.tool_calls.openai_messages`); False: each message as ``{"role", "content"}``.
+
+    Returns:
+        A new dict: ``model``, ``messages`` (a new list of new dicts; ``messages`` is not changed),
+        ``max_tokens``, ``temperature`` and, when given, ``seed``. Callers add their own keys (``tools``,
+        ``response_format``, ``stream``...) and may append to its ``messages``.
+    """
+    msgs: list[dict[str, Any]] = (
+        openai_messages(messages) if native_tools else [{"role": m["role"], "content": m["content"]} for m in messages]
+    )
+    kwargs: dict[str, Any] = {"model": model, "messages": msgs, "max_tokens": max_tokens, "temperature": temperature}
+    if seed is not None:
+        kwargs["seed"] = seed
+    return kwargs
+
+
 def chat_request(
     model: str, request: CompletionRequest, *, json_mode: JsonMode, tool_calling: ToolCalling
 ) -> ChatRequest:
@@ -76,19 +121,15 @@ def chat_request(
     """
     schema = request.schema
     tools = openai_tools(schema) if tool_calling == "native" else None
-    msgs: list[dict[str, Any]] = (
-        openai_messages(request.messages)
-        if tools is not None
-        else [{"role": m["role"], "content": m["content"]} for m in request.messages]
+    kwargs = base_chat_kwargs(
+        model,
+        request.messages,
+        max_tokens=request.max_tokens,
+        temperature=request.temperature,
+        seed=request.seed,
+        native_tools=tools is not None,
     )
-    kwargs: dict[str, Any] = {
-        "model": model,
-        "messages": msgs,
-        "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
-    }
-    if request.seed is not None:
-        kwargs["seed"] = request.seed
+    msgs: list[dict[str, Any]] = kwargs["messages"]
     if tools is not None:
         kwargs["tools"] = tools
         kwargs["tool_choice"] = tool_choice(tools)

@@ -16,6 +16,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from gemrag.models.base import Completion, Message, Usage
+from gemrag.models.openai.chat import base_chat_kwargs
 from gemrag.models.openai.http import estimate_tokens, translate_errors
 from gemrag.models.openai.limits import RateLimiter
 
@@ -51,18 +52,10 @@ def stream_chat(
         EndpointUnreachableError, EndpointRejectedError, GemragError: as
             :meth:`gemrag.models.openai.backend.OpenAILLM.complete`, also for a stream broken mid-answer.
     """
-    msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
-    kwargs: dict[str, Any] = {
-        "model": model,
-        "messages": msgs,
-        "max_tokens": max_tokens,
-        "temperature": temperature,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    if seed is not None:
-        kwargs["seed"] = seed
-    prompt_estimate = sum(estimate_tokens(m["content"] or "") for m in msgs)
+    kwargs = base_chat_kwargs(model, messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+    kwargs["stream"] = True
+    kwargs["stream_options"] = {"include_usage": True}
+    prompt_estimate = sum(estimate_tokens(m["content"] or "") for m in kwargs["messages"])
     if limiter.active:
         limiter.acquire(prompt_estimate + max_tokens)
     t0 = time.perf_counter()
