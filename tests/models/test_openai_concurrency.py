@@ -245,7 +245,13 @@ def _stop_after_the_first_answer(
             workers = _new_workers(before)
             first = state.arrived[0]
             release[first].set()
-            out, done = future.result(timeout=WAIT)  # a TimeoutError here: stopping waits for the held requests
+            try:
+                out, done = future.result(timeout=WAIT)
+            except TimeoutError:
+                pytest.fail(
+                    f"the caller had not stopped {WAIT} s after the first answer (it did not stop at that answer, "
+                    "or stopping waits for the requests in flight)"
+                )
         finally:
             for event in release.values():
                 event.set()
@@ -564,7 +570,7 @@ def test_early_break_stops_waiting_for_the_rate_limit(stub: tuple[str, Stub]) ->
         break
     assert len(workers) == 3
     assert not _still_running(workers), "threads still wait for the rate limiter after the break"
-    assert state.requests == 1
+    assert state.requests == 1, f"{state.requests - 1} requests were sent after the break"
 
 
 # ---- used by the extraction passes -------------------------------------------------------------------------
