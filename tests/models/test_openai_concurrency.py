@@ -1,12 +1,15 @@
 """Bounded concurrency, retries and rate limits of the HTTP backends (issue 9, point 4), against a local stub
-OpenAI-compatible server (:mod:`http.server` on loopback): no model, each test well under 2 s.
+OpenAI-compatible server (:mod:`http.server` on loopback): no model.
 
 The stub answers ``/v1/chat/completions`` with ``"echo: <last user message>"`` (as JSON when a schema is
 requested) and ``/v1/embeddings`` with a vector made from each text; it can answer scripted errors first, sleep
-per request, hold a request until the test releases it, and records how many requests were in flight at most.
+per request, hold a request (or every request) until the test releases it, and records how many requests were
+in flight at most.
 
-The concurrency tests wait for what the stub sees (:meth:`Stub.wait_for`) rather than measure elapsed time, so a
-loaded machine makes them slower, not red.
+The concurrency, cancellation and ordering tests wait for what the stub sees (:meth:`Stub.wait_for`) or for the
+backend's threads to end, rather than measure elapsed time, so a loaded machine makes them slower, not red: their
+timeouts (:data:`WAIT`) are reached only when the code is wrong. The one elapsed-time check left is a lower bound
+(the retry backoff), which load cannot break.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import pytest
 
 from fakes import FakeClock
 from gemrag.errors import GemragError, is_fatal
+from gemrag.models.base import Completion
 from gemrag.models.batch import CompletionRequest, complete_iter, supports_batches
 from gemrag.models.openai.backend import (
     EndpointRejectedError,
@@ -56,6 +60,8 @@ class Stub:
     #: a request whose key (the last message's content; for embeddings, the first text) is here waits, once in
     #: flight, until its event is set (at most WAIT seconds)
     hold: dict[str, threading.Event] = field(default_factory=dict)
+    #: when not None, every request waits, once in flight, until it is set (at most WAIT seconds)
+    gate: threading.Event | None = None
     requests: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
@@ -72,6 +78,16 @@ class Stub:
         seconds; returns whether it holds."""
         with self.lock:
             return self.lock.wait_for(lambda: predicate(self), timeout)
+
+    def assert_cap(self, cap: int) -> None:
+        """Assert that ``cap`` requests get in flight at once (within WAIT seconds) and that no more are in the
+        SETTLE seconds after that; meaningful while the test holds the requests at the stub.
+
+        Raises:
+            AssertionError: fewer than ``cap`` were ever in flight at once, or more than ``cap`` were.
+        """
+        assert self.wait_for(lambda s: s.in_flight >= cap), f"{cap} requests were never in flight at once"
+        assert not self.wait_for(lambda s: s.in_flight > cap, SETTLE), f"more than {cap} requests in flight"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -115,13 +131,10 @@ class _Handler(BaseHTTPRequestHandler):
             stub.lock.notify_all()
         self._in_flight = True
         try:
-            release = stub.hold.get(self._key)
-            if release is not None:
-                release.wait(WAIT)
-            delay = stub.delay
-            if last.startswith("sleep "):  # "sleep 0.3 ...": this request takes 0.3 s
-                delay = float(last.split()[1])
-            time.sleep(delay)
+            for release in (stub.gate, stub.hold.get(self._key)):
+                if release is not None:
+                    release.wait(WAIT)
+            time.sleep(stub.delay)
             if scripted is not None:
                 status, headers = scripted
                 self._send(status, {"error": {"message": f"scripted {status}", "type": "test"}}, headers)
@@ -187,6 +200,66 @@ def _user(text: str) -> CompletionRequest:
 def _llm(base_url: str, **kw: Any) -> OpenAILLM:
     kw.setdefault("timeout", 10)
     return OpenAILLM("stub-model", base_url=base_url, **kw)
+
+
+def _new_workers(before: set[threading.Thread]) -> list[threading.Thread]:
+    """The threads of :meth:`OpenAILLM.complete_iter`'s pool (named ``gemrag-http_N``) alive now and not in
+    ``before``."""
+    return [t for t in threading.enumerate() if t.name.startswith("gemrag-http") and t not in before]
+
+
+def _still_running(threads: list[threading.Thread], timeout: float = WAIT) -> list[threading.Thread]:
+    """Join ``threads`` within ``timeout`` seconds in all; returns those still alive then."""
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [t for t in threads if t.is_alive()]
+
+
+def _stop_after_the_first_answer(
+    base_url: str, state: Stub, consume: Callable[[Iterator[tuple[int, Completion | GemragError]]], Any]
+) -> Any:
+    """Twenty requests ``q0`` ... ``q19``, concurrency 2, each held at the stub until released. Once two are in
+    flight, the first to arrive is released; ``consume`` (run in a thread, given the ``complete_iter`` generator)
+    must stop iterating at that first answer (a ``break``, a raised error).
+
+    Checks that ``consume`` returns while every other request is still held (stopping does not wait for the
+    requests in flight), and that, once everything is released, the pool's threads end having sent at most three
+    requests: the two in flight at the first answer and the one the freed thread may take before the caller stops;
+    the rest were cancelled. Returns what ``consume`` returned.
+    """
+    release = {f"q{i}": threading.Event() for i in range(20)}
+    state.hold = release
+    llm = _llm(base_url, concurrency=2)
+    before = set(threading.enumerate())
+
+    def run() -> tuple[Any, list[str]]:
+        out = consume(llm.complete_iter([_user(key) for key in release]))
+        with state.lock:
+            return out, list(state.done)
+
+    with ThreadPoolExecutor(1) as caller:
+        future = caller.submit(run)
+        try:
+            assert state.wait_for(lambda s: s.in_flight == 2), "two requests were never in flight at once"
+            workers = _new_workers(before)
+            first = state.arrived[0]
+            release[first].set()
+            try:
+                out, done = future.result(timeout=WAIT)
+            except TimeoutError:
+                pytest.fail(
+                    f"the caller had not stopped {WAIT} s after the first answer (it did not stop at that answer, "
+                    "or stopping waits for the requests in flight)"
+                )
+        finally:
+            for event in release.values():
+                event.set()
+    assert len(workers) == 2
+    assert done == [first], f"stopping waited for the requests in flight (answered by then: {done})"
+    assert not _still_running(workers), "the pool's threads still run after everything was released"
+    assert state.requests <= 3, f"{state.requests} requests sent: those not yet sent were not cancelled"
+    return out
 
 
 # ---- retries ------------------------------------------------------------------------------------------------
@@ -257,8 +330,7 @@ def test_at_most_concurrency_requests_in_flight(stub: tuple[str, Stub]) -> None:
     with ThreadPoolExecutor(1) as caller:
         future = caller.submit(lambda: list(complete_iter(llm, requests)))
         try:
-            assert state.wait_for(lambda s: s.in_flight >= 3), "three requests were never in flight at once"
-            assert not state.wait_for(lambda s: s.in_flight > 3, SETTLE), "more than three requests in flight"
+            state.assert_cap(3)
         finally:
             release.set()
         results = future.result(timeout=WAIT)
@@ -271,10 +343,25 @@ def test_at_most_concurrency_requests_in_flight(stub: tuple[str, Stub]) -> None:
 
 
 def test_results_come_in_completion_order(stub: tuple[str, Stub]) -> None:
-    base_url, _ = stub
-    requests = [_user("sleep 0.4 slow"), _user("fast 1"), _user("fast 2")]
-    order = [i for i, _ in _llm(base_url, concurrency=3).complete_iter(requests)]
-    assert sorted(order) == [0, 1, 2] and order[-1] == 0
+    """Three requests in flight at once, each held at the stub: the second is answered at once, the third only
+    after the caller has consumed one result, the first only after it has consumed two. So 1, 2, 0 is the only
+    order a backend yielding in completion order can give (in submission order it would wait for the first)."""
+    base_url, state = stub
+    keys = ["q0", "q1", "q2"]
+    release = {key: threading.Event() for key in keys}
+    state.hold = release
+    release["q1"].set()
+    after_each_result = iter([release["q2"], release["q0"]])
+    order: list[int] = []
+    try:
+        for i, result in _llm(base_url, concurrency=3).complete_iter([_user(key) for key in keys]):
+            assert not isinstance(result, GemragError) and result.text == f"echo: q{i}", result
+            order.append(i)
+            next(after_each_result, threading.Event()).set()
+    finally:
+        for event in release.values():
+            event.set()
+    assert order == [1, 2, 0]
 
 
 def test_structured_requests(stub: tuple[str, Stub]) -> None:
@@ -300,15 +387,17 @@ def test_per_request_errors_are_yielded(stub: tuple[str, Stub]) -> None:
     ("status", "message"), [(401, "rejected the API key"), (403, "refused access"), (404, "does not exist")]
 )
 def test_rejected_key_or_model_is_raised(stub: tuple[str, Stub], status: int, message: str) -> None:
-    """Fatal: raised from the iteration, the requests not yet sent are cancelled."""
+    """Fatal: raised from the iteration at the first answer, without waiting for the other request in flight; the
+    requests not yet sent are cancelled."""
     base_url, state = stub
     state.fail_on = {"q": status}
-    state.delay = 0.05
-    with pytest.raises(EndpointRejectedError, match=message) as info:
-        list(_llm(base_url, concurrency=2).complete_iter([_user(f"q{i}") for i in range(20)]))
-    assert is_fatal(info.value)
-    time.sleep(0.1)
-    assert state.requests <= 4
+
+    def consume(results: Iterator[tuple[int, Completion | GemragError]]) -> GemragError:
+        with pytest.raises(EndpointRejectedError, match=message) as info:
+            list(results)
+        return info.value
+
+    assert is_fatal(_stop_after_the_first_answer(base_url, state, consume))
 
 
 def test_connection_refused_is_raised() -> None:
@@ -321,15 +410,19 @@ def test_connection_refused_is_raised() -> None:
 
 
 def test_early_break_does_not_hang_and_cancels_the_rest(stub: tuple[str, Stub]) -> None:
+    """A ``break`` after the first result returns while the other request in flight is still held at the stub;
+    the requests not yet sent are never sent."""
     base_url, state = stub
-    state.delay = 0.3
-    llm = _llm(base_url, concurrency=2)
-    t0 = time.monotonic()
-    for _i, _result in llm.complete_iter([_user(f"q{i}") for i in range(20)]):
-        break
-    assert time.monotonic() - t0 < 0.6  # the first answer after 0.3 s; the break does not wait for others
-    time.sleep(0.5)  # let the requests in flight at the break finish
-    assert state.requests <= 4  # 2 answered + at most 2 in flight at the break; 16+ never sent
+
+    def first(results: Iterator[tuple[int, Completion | GemragError]]) -> tuple[int, Completion | GemragError]:
+        taken: list[tuple[int, Completion | GemragError]] = []
+        for pair in results:
+            taken.append(pair)
+            break
+        return taken[0]
+
+    index, result = _stop_after_the_first_answer(base_url, state, first)
+    assert not isinstance(result, GemragError) and result.text == f"echo: q{index}"
 
 
 def test_empty_batch(stub: tuple[str, Stub]) -> None:
@@ -394,8 +487,7 @@ def test_embedder_batches_in_parallel_keep_their_order(stub: tuple[str, Stub]) -
     with ThreadPoolExecutor(1) as caller:
         future = caller.submit(emb.embed, texts)
         try:
-            assert state.wait_for(lambda s: s.in_flight >= 3), "three batches were never in flight at once"
-            assert not state.wait_for(lambda s: s.in_flight > 3, SETTLE), "more than three batches in flight"
+            state.assert_cap(3)
             assert sorted(state.arrived) == sorted(keys[:3])
             release[keys[2]].set()
             assert state.wait_for(lambda s: keys[3] in s.arrived)  # a thread is free: the last batch is sent
@@ -466,18 +558,19 @@ def test_settings_defaults_and_validation(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_early_break_stops_waiting_for_the_rate_limit(stub: tuple[str, Stub]) -> None:
-    """30 requests per minute (one every 2 s) with the real clock: after the break, the workers waiting for their
-    turn wake up and send nothing."""
+    """One request per minute with the real clock, concurrency 3: the first request goes at once, the other two
+    threads are told to wait 60 and 120 s. After a break at the first result they wake up, send nothing and end
+    (within WAIT seconds; without the wake-up they would sleep on)."""
     base_url, state = stub
-    llm = _llm(base_url, concurrency=3, requests_per_minute=30)
-    t0 = time.monotonic()
+    llm = _llm(base_url, concurrency=3, requests_per_minute=1)
+    before = set(threading.enumerate())
+    workers: list[threading.Thread] = []
     for _i, _result in llm.complete_iter([_user(f"q{i}") for i in range(10)]):
+        workers = _new_workers(before)
         break
-    assert time.monotonic() - t0 < 0.5  # the first request goes at once
-    time.sleep(0.3)
-    assert state.requests == 1
-    workers = [t for t in threading.enumerate() if t.name.startswith("gemrag-http")]
-    assert not workers  # without the wake-up they would sleep 2 and 4 s more
+    assert len(workers) == 3
+    assert not _still_running(workers), "threads still wait for the rate limiter after the break"
+    assert state.requests == 1, f"{state.requests - 1} requests were sent after the break"
 
 
 # ---- used by the extraction passes -------------------------------------------------------------------------
@@ -490,12 +583,23 @@ def test_a_gem_build_keeps_concurrency_requests_in_flight(stub: tuple[str, Stub]
     from gemrag import Memory, load_config
 
     base_url, state = stub
-    state.delay = 0.15
+    gate = state.gate = threading.Event()
+
+    def watch() -> None:
+        """Three requests in flight at once, never more (see :meth:`Stub.assert_cap`); then let them all go."""
+        try:
+            state.assert_cap(3)
+        finally:
+            gate.set()
+
     words = [f"word{i}" for i in range(600)]
     config = load_config(None, {"strategy": "gem", "memory": {"chunk_tokens": 40}, "gem": {"questions": 2, "eigen": 0}})
     with Memory.open(tmp_path / "m", config, llm=_llm(base_url, concurrency=3), embedder=HashEmbedder()) as mem:
         mem.add_text(" ".join(words) + ".", "doc")
-        mem.index()
+        with ThreadPoolExecutor(1) as watcher:
+            seen = watcher.submit(watch)
+            mem.index()
+            seen.result(timeout=WAIT)
         chunks = mem.store.nodes("chunk")
         assert len(chunks) >= 6 and state.max_in_flight == 3 and state.requests == len(chunks)
         owners = {owner for _, owner, _ in mem.store.questions()}
