@@ -28,14 +28,20 @@ def test_the_switch_to_wal_waits_for_a_writer_instead_of_failing_at_once(tmp_pat
     """SQLite refuses the WAL switch at once (no busy handler) while another connection writes; the open waits."""
     path = tmp_path / "memory.sqlite"
     holder = _hold_write_lock(path)
-    release = threading.Timer(0.4, lambda: holder.execute("COMMIT"))
+    committed = threading.Event()
+
+    def commit() -> None:
+        committed.set()  # before the COMMIT: the open cannot return between the two and see it unset
+        holder.execute("COMMIT")
+
+    release = threading.Timer(0.4, commit)
     release.start()
-    start = time.monotonic()
     conn = open_connection(path, readonly=False)
-    waited = time.monotonic() - start
+    # it waited for the writer rather than racing past it (an order, not a duration: load cannot break it)
+    returned_after_commit = committed.is_set()
     release.join()
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert waited >= 0.3  # it waited for the writer rather than racing past it
+    assert returned_after_commit
     conn.close()
     holder.close()
 
