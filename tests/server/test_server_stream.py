@@ -92,8 +92,9 @@ def test_a_multiple_choice_answer_streams_as_one_token(root: Path, config: Confi
 
 
 def test_a_client_that_disconnects_stops_the_generation(root: Path, config: Config) -> None:
-    words = 200
-    llm = StreamingLLM(reply=" ".join(f"w{i}" for i in range(words)), delay=0.02)  # 4 s when read to its end
+    # 20 s when read to its end: the server must notice the disconnect within about 10 s, whatever the machine's load
+    words = 1000
+    llm = StreamingLLM(reply=" ".join(f"w{i}" for i in range(words)), delay=0.02)
     app = create_app(root, config, embedder=HashEmbedder(), llm=llm)
     with running(app) as url, httpx.Client(base_url=url, timeout=30) as client:
         with client.stream("POST", "/v1/namespaces/ns/ask", json=ASK) as r:
