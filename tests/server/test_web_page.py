@@ -244,6 +244,8 @@ def test_a_key_never_shows_another_namespace(browser: Any, tmp_path: Path, confi
         try:
             page = web.page
             page.wait_for_function("document.getElementById('key-state').textContent.includes('key is set')")
+            # the namespace list loads after the key is set (a second request): wait for it, then check what it holds
+            page.wait_for_function("document.querySelectorAll('#ns-list option').length > 0")
             assert page.evaluate("Array.from(document.querySelectorAll('#ns-list option')).map(o => o.value)") == [
                 "alpha"
             ]
