@@ -73,6 +73,8 @@ def open_page(browser: Any, url: str, look: str) -> tuple[Any, Any, list[str]]:
     page.wait_for_selector("body[data-ready='1']", timeout=TIMEOUT)
     page.fill("#ns", "notes")
     page.click("#ns-form button[type=submit]")
+    # the switch reloads the rows the first load showed: wait until it is done, or its status overwrites a later one
+    page.wait_for_selector("#documents[aria-busy='false']", timeout=TIMEOUT)
     page.wait_for_function("document.querySelectorAll('#documents tbody tr').length === 2", timeout=TIMEOUT)
     return context, page, errors
 

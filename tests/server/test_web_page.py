@@ -62,6 +62,8 @@ class WebPage:
     def open_namespace(self, ns: str) -> None:
         self.page.fill("#ns", ns)
         self.page.click("#ns-form button[type=submit]")
+        # done when the switch is (the table's aria-busy): a status of the namespace shown before does not count
+        self.page.wait_for_selector("#documents[aria-busy='false']", timeout=TIMEOUT)
         self.page.wait_for_function(f"document.getElementById('status').textContent.includes({ns!r})")
 
     def close(self) -> None:

@@ -77,15 +77,24 @@
     $("ns").value = name;
     if (name) sessionStorage.setItem(NS, name);
     forgetShown();
-    const names = await loadNamespaces();
-    if (!state.ns && names && names.length) {
-      state.ns = names[0];
-      $("ns").value = state.ns;
+    // the table says it is loading (aria-busy) until this switch is done: assistive technology waits, and so can a
+    // script that must not act on the rows of the namespace shown before
+    const table = $("documents");
+    const turn = (state.switches = (state.switches || 0) + 1);
+    table.setAttribute("aria-busy", "true");
+    try {
+      const names = await loadNamespaces();
+      if (!state.ns && names && names.length) {
+        state.ns = names[0];
+        $("ns").value = state.ns;
+      }
+      if (state.ns) {
+        await loadDocuments();
+        if (state.nsReady) await window.gemrag.refreshJobs();
+      } else status("Choose a namespace, or type a new name and add documents to it.");
+    } finally {
+      if (turn === state.switches) table.setAttribute("aria-busy", "false"); // the latest switch ends it
     }
-    if (state.ns) {
-      await loadDocuments();
-      if (state.nsReady) await window.gemrag.refreshJobs();
-    } else status("Choose a namespace, or type a new name and add documents to it.");
   }
 
   // -- documents -------------------------------------------------------------------------------------------
