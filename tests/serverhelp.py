@@ -1,5 +1,5 @@
 """A real gemrag HTTP server on loopback for tests: uvicorn serving :func:`gemrag.server.create_app` in a thread
-on a free port, and a job poller."""
+on a free port, and job pollers (over HTTP, and of a :class:`~gemrag.server.jobs.JobManager` itself)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import uvicorn
 from fastapi import FastAPI
+
+from gemrag.server.jobs import FINISHED, JobManager
 
 
 def free_port() -> int:
@@ -54,3 +56,17 @@ def wait_job(client: httpx.Client, ns: str, job_id: str, timeout: float = 120.0)
         if time.monotonic() > deadline:
             raise TimeoutError(f"job {job_id} still {job['status']} after {timeout} s: {job}")
         time.sleep(0.05)
+
+
+def job_ended(manager: JobManager, namespace: str, job_id: str, timeout: float = 60.0) -> dict[str, Any]:
+    """The job's snapshot (:meth:`JobManager.snapshot`) once it has ended (its status in
+    :data:`gemrag.server.jobs.FINISHED`), polled for at most ``timeout`` seconds (reached only when it never ends).
+
+    Raises:
+        AssertionError: the job had not ended after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while (snap := manager.snapshot(namespace, job_id))["status"] not in FINISHED:
+        assert time.monotonic() < deadline, f"job {job_id} still {snap['status']} after {timeout} s"
+        time.sleep(0.01)
+    return snap

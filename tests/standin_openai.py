@@ -7,15 +7,22 @@ unit tests' scripted answers (:class:`fakes.ScriptedLLM`). It records every requ
 body answered twice) can be counted.
 
 A request with ``"stream": true`` is answered as the OpenAI API streams: Server-Sent Events of
-``chat.completion.chunk`` objects, one per word of the answer (``stream_delay`` seconds apart), a last chunk with
-``finish_reason``, a usage chunk when ``stream_options.include_usage`` asks for it, then ``data: [DONE]``. A client
-that closes the connection mid-answer is counted in ``aborted`` (its remaining words are not sent).
+``chat.completion.chunk`` objects, one per word of the answer, a last chunk with ``finish_reason``, a usage chunk
+when ``stream_options.include_usage`` asks for it, then ``data: [DONE]``. A client that closes the connection
+mid-answer is counted in ``aborted`` (its remaining words are not sent).
+
+A test can hold every stream after its first word until it sets :attr:`StandIn.gate` (as the stub server of
+``tests/models/test_openai_concurrency.py`` holds requests): meanwhile the server watches the connection, and a
+client that closes it sets :attr:`StandIn.disconnected` and ends the stream there. So "the client closed the
+connection mid-answer" is seen by the server while the answer is certainly unfinished, whatever the machine's load.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import select
+import socket
 import threading
 import time
 from collections import Counter
@@ -24,15 +31,22 @@ from typing import Any
 
 from fakes import ScriptedLLM
 
+HOLD = 60.0
+"""Seconds a held stream waits for its gate at most (reached only when a test never releases it)."""
+
 
 class StandIn:
     """The server's state: the slots, what it was asked (``bodies``: request JSON -> times asked), how many were
-    served at once."""
+    served at once, and the gate holding streams (``gate``, ``disconnected``: see the module docstring)."""
 
-    def __init__(self, slots: int, latency: float, stream_delay: float = 0.0) -> None:
+    def __init__(self, slots: int, latency: float) -> None:
         self.slots = threading.BoundedSemaphore(slots)
         self.latency = latency
-        self.stream_delay = stream_delay
+        #: when not None, every stream, once its first word is sent, waits until it is set (at most HOLD seconds)
+        #: or until its client closes the connection
+        self.gate: threading.Event | None = None
+        #: set when the client of a held stream (see :attr:`gate`) closed the connection
+        self.disconnected = threading.Event()
         self.streamed = 0  # streams sent to their end
         self.aborted = 0  # streams whose client went away before their end
         self.lock = threading.Lock()
@@ -123,6 +137,23 @@ def serve(state: StandIn) -> tuple[ThreadingHTTPServer, str]:
             self.end_headers()
             self.wfile.write(data)
 
+        def client_gone(self) -> bool:
+            """Wait while :attr:`StandIn.gate` is unset (at most :data:`HOLD` seconds), watching the connection;
+            True (and :attr:`StandIn.disconnected` set) as soon as the client closes it, False once released."""
+            gate, deadline = state.gate, time.monotonic() + HOLD
+            while gate is not None and not gate.is_set() and time.monotonic() < deadline:
+                # the request was read whole: the socket turns readable only when the client closes it (EOF or reset)
+                if select.select([self.connection], [], [], 0.02)[0]:
+                    try:
+                        gone = self.connection.recv(1, socket.MSG_PEEK) == b""
+                    except OSError:
+                        gone = True
+                    if gone:
+                        state.disconnected.set()
+                        return True
+                    gate.wait(max(0.0, deadline - time.monotonic()))  # the client sent more: stop watching
+            return False
+
         def stream(self, body: dict[str, Any]) -> None:
             chunks = state.chunks(body)
             self.send_response(200)
@@ -132,10 +163,10 @@ def serve(state: StandIn) -> tuple[ThreadingHTTPServer, str]:
             self.close_connection = True
             try:
                 for i, chunk in enumerate(chunks):
-                    if i and state.stream_delay:
-                        time.sleep(state.stream_delay)
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
+                    if i == 1 and self.client_gone():  # held after the first word (the role came first)
+                        raise BrokenPipeError("the client closed the connection while the stream was held")
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_openai_concurrency import WAIT
 
 from fake_llama import FakeLlamaCppLLM
 from fakes import ScriptedLLM, StreamingLLM
@@ -138,12 +140,18 @@ def test_an_openai_compatible_server_streams_its_chunks(standin: Any) -> None:
 
 def test_closing_an_openai_stream_closes_the_connection(standin: Any) -> None:
     state, url = standin
-    state.llm = StreamingLLM(reply=" ".join(f"w{i}" for i in range(200)))
-    state.stream_delay = 0.01
+    state.llm = StreamingLLM(reply="w0 w1 w2 w3")
+    state.gate = threading.Event()  # the server holds the stream after "w0" until released (or the client goes)
     llm = OpenAILLM("standin", base_url=url, max_retries=0)
-    with contextlib.closing(llm.complete_stream(QUESTION)) as stream:
-        assert next(stream) == "w0"
-    assert state.streams_ended() == (0, 1)
+    try:
+        with contextlib.closing(llm.complete_stream(QUESTION)) as stream:
+            assert next(stream) == "w0"
+            assert not state.disconnected.is_set()  # the connection is open while the stream is
+        # the server sees the client go while it still holds the answer's other words (WAIT: only when wrong)
+        assert state.disconnected.wait(WAIT), "closing the stream did not close the connection"
+    finally:
+        state.gate.set()
+    assert state.streams_ended(WAIT) == (0, 1)
 
 
 class ChatLlama:

@@ -7,7 +7,6 @@ the embedder is the real MiniLM."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from gemrag.models.onnx_embedder import OnnxMiniLMEmbedder
 from gemrag.server import app as app_module
 from gemrag.server import create_app
 from gemrag.server.jobs import JobConflictError, JobManager, UnknownJobError
-from serverhelp import running, wait_job
+from serverhelp import job_ended, running, wait_job
 from test_memory import DOC_A, DOC_B
 
 
@@ -116,7 +115,7 @@ def test_job_manager_unit() -> None:
         with progress("embedding", 4) as advance:
             advance(3, tokens=7)
             advance(1, note="last")
-        assert gate.wait(10)
+        assert gate.wait(60), "the test never opened the gate"
         return report
 
     job = manager.start("a", None, run)
@@ -125,20 +124,16 @@ def test_job_manager_unit() -> None:
     with pytest.raises(UnknownJobError):
         manager.snapshot("b", job["id"])  # another namespace's job is not visible
     gate.set()
-    manager.wait(10)
-    snap = manager.snapshot("a", job["id"])
+    snap = job_ended(manager, "a", job["id"])
     assert snap["status"] == "succeeded" and snap["report"]["chunks"] == 2
     assert snap["stages"] == [{"description": "embedding", "total": 4, "completed": 4, "tokens": 7, "note": "last"}]
 
     def crash(progress: Any) -> IndexReport:
         raise RuntimeError("boom")
 
-    failed = manager.start("a", None, crash)
-    manager.wait(10)
-    deadline = time.monotonic() + 5
-    while manager.snapshot("a", failed["id"])["status"] != "failed" and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert manager.snapshot("a", failed["id"])["error"] == {"type": "InternalError", "message": "RuntimeError: boom"}
+    failed = job_ended(manager, "a", manager.start("a", None, crash)["id"])
+    assert failed["status"] == "failed"
+    assert failed["error"] == {"type": "InternalError", "message": "RuntimeError: boom"}
 
 
 def test_namespaces_unit(tmp_path: Path, config: Config) -> None:

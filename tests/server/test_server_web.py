@@ -20,6 +20,7 @@ from fakes import HashEmbedder, ScriptedLLM
 from gemrag.config import Config, load_config
 from gemrag.server import create_app
 from gemrag.server.jobs import JobManager
+from serverhelp import job_ended
 
 CAT = (
     "The lighthouse keeper lived alone on the island with a grey cat.\n\n"
@@ -178,13 +179,11 @@ def test_a_job_cancelled_at_once_stops_at_its_first_progress_event() -> None:
 
     job = manager.start("ns", None, slow)
     manager.cancel("ns", job["id"])
-    manager.wait(10)
-    snap = manager.snapshot("ns", job["id"])
+    snap = job_ended(manager, "ns", job["id"])
     assert snap["status"] == "cancelled" and snap["cancel_requested"]
     assert started.is_set() and len(ran) <= 1  # at most the item in flight when the flag was seen
     other = manager.start("ns", None, lambda progress: (_ for _ in ()).throw(ValueError("bad")))  # not blocked
-    manager.wait(10)
-    assert manager.snapshot("ns", other["id"])["status"] == "failed"
+    assert job_ended(manager, "ns", other["id"])["status"] == "failed"
 
 
 def test_the_memory_view_with_a_retrieval_path(client: TestClient) -> None:
