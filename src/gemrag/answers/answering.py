@@ -28,7 +28,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gemrag.answers.answer import Answer, Quote
-from gemrag.answers.choices import LETTERS, ChoiceAnswer, choice_schema
+from gemrag.answers.choices import (
+    LETTERS,
+    ChoiceAnswer,
+    choice_schema,
+    order_count,
+    original_choice,
+    rotate,
+    vote_orders,
+)
 from gemrag.answers.consistency import most_consistent
 from gemrag.answers.prompts import (
     ABSTAIN,
@@ -53,7 +61,7 @@ from gemrag.answers.reading import (
 from gemrag.answers.replies import read_reply, short_form
 from gemrag.answers.shaping import evidence_score, shape_context
 from gemrag.errors import StructuredOutputError
-from gemrag.models.base import LLM, Embedder, Usage
+from gemrag.models.base import LLM, Embedder, Message, Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.models.structured import complete_structured
 from gemrag.store.parts import Caches
@@ -114,6 +122,20 @@ def answer_question(
             Self-consistency samples ``reading.samples`` free-form answers at ``reading.temperature`` with seeds
             ``seed + 1 .. seed + k`` (``seed`` 0 when None) and keeps the most consistent one
             (:func:`gemrag.answers.consistency.most_consistent`); its ``reading["votes"]`` lists all of them.
+            Option orders (multiple choice, ``reading.option_orders`` = k > 1; against the option-position bias
+            of Zheng et al., ICLR 2024, sections 2-3, and Pezeshkpour & Hruschka 2023): the choice is asked k
+            times, greedy, order i showing the options rotated by i positions
+            (:func:`gemrag.answers.choices.rotate`; only ``len(choices)`` orders when k is larger, the distinct
+            cyclic ones), each letter mapped back to its original option, and the option most orders chose is
+            kept, a tie going to order 0's choice, else the earliest order's
+            (:func:`gemrag.answers.choices.vote_orders`). An order whose reply is malformed is recorded as a
+            failure and does not vote; no valid order gives no choice. Citing, the passages are those of the first
+            order that chose the kept option. A quote or notes reading's first call is made once; only the choice
+            call is repeated. The context comes before the options in the prompt, so a backend that keeps the
+            evaluated prompt prefix (llama.cpp does) reads it once: the k calls cost much less than k times one
+            on a long context. ``reading["option_orders"]`` is the number of orders asked and
+            ``reading["order_votes"]`` each order's choice (original index, None where it gave none). With k = 1
+            the prompt and the call are today's.
         embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``) and to abstain
             (``reading.abstain_below``: below it the answer is :data:`~gemrag.answers.reading.NOT_FOUND`, no LLM call,
             and ``reading["abstained"]`` is True; ``reading["evidence"]`` holds the score either way).
@@ -132,6 +154,7 @@ def answer_question(
     cited: list[int] = []
     dropped = 0
     quotes: list[Quote] = []
+    aside = ""
     if agent is not None and not choices and (not short or len(str(agent).split()) <= SHORT_WORDS):
         return Answer(
             short_form(str(agent)) if short else str(agent), None, list(hits), retrieval_seconds, 0.0, Usage()
@@ -167,23 +190,24 @@ def answer_question(
                 question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps, aside=aside
             )
         if choices:
-            n_passages = len(hits) if cite else 0
-            try:
-                parsed = complete_structured(
-                    model,
-                    messages,
-                    ChoiceAnswer,
-                    schema=choice_schema(len(choices), n_passages),
-                    max_tokens=16 + 4 * n_passages,
-                )
-                letter = parsed.answer.strip().upper()[:1]
-                choice = LETTERS.index(letter) if letter and letter in LETTERS[: len(choices)] else None
-                if cite:
-                    cited = sorted({n for n in parsed.passages if 1 <= n <= len(hits)})
-                    dropped = sum(1 for n in parsed.passages if not 1 <= n <= len(hits))
-            except StructuredOutputError as exc:
-                store.record_failure("query/answer", None, f"{question[:80]}: {exc}")
-                choice = None
+            orders = order_count(reading.option_orders, len(choices)) if agent is None else 1
+            votes: list[int | None] = []
+            passages_of: list[tuple[list[int], int]] = []
+            for i in range(orders):
+                shown = messages  # order 0: today's prompt
+                if i > 0:
+                    shifted = rotate(choices, i)
+                    shown = answer_prompt(
+                        question, texts, shifted, abstain=abstain, cite=cite, follow_ups=steps, aside=aside
+                    )
+                letter, passages = _choose(model, store, question, shown, len(choices), len(hits) if cite else 0)
+                votes.append(None if letter is None else original_choice(letter, i, len(choices)))
+                passages_of.append(passages)
+            choice = vote_orders(votes)
+            if cite:
+                cited, dropped = passages_of[votes.index(choice) if choice is not None else 0]
+            if orders > 1:
+                info.update(option_orders=orders, order_votes=votes)
             text = choices[choice] if choice is not None else ""
         else:
             limit = READING_MAX_TOKENS if form != "plain" else SHORT_MAX_TOKENS if short else ANSWER_MAX_TOKENS
@@ -207,6 +231,32 @@ def answer_question(
     if not reading.plain and agent is None:
         info = {"form": form, "samples": reading.samples, **info}
     return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent, cited, dropped, quotes, info)
+
+
+def _choose(
+    model: LLM, store: Caches, question: str, messages: list[Message], n_choices: int, n_passages: int
+) -> tuple[int | None, tuple[list[int], int]]:
+    """One greedy choice call (structured output, :func:`gemrag.answers.choices.choice_schema`): the position of the
+    letter chosen among ``n_choices`` (None when the reply names none of them, or is malformed: then recorded as a
+    ``query/answer`` failure in ``store``) and, with ``n_passages`` > 0 (citing), the cited passage numbers
+    ``1..n_passages`` and the count of numbers naming no passage (``([], 0)`` otherwise)."""
+    try:
+        parsed = complete_structured(
+            model,
+            messages,
+            ChoiceAnswer,
+            schema=choice_schema(n_choices, n_passages),
+            max_tokens=16 + 4 * n_passages,
+        )
+    except StructuredOutputError as exc:
+        store.record_failure("query/answer", None, f"{question[:80]}: {exc}")
+        return None, ([], 0)
+    letter = parsed.answer.strip().upper()[:1]
+    choice = LETTERS.index(letter) if letter and letter in LETTERS[:n_choices] else None
+    if not n_passages:
+        return choice, ([], 0)
+    cited = sorted({n for n in parsed.passages if 1 <= n <= n_passages})
+    return choice, (cited, sum(1 for n in parsed.passages if not 1 <= n <= n_passages))
 
 
 def _shown(

@@ -196,6 +196,9 @@ class Reading:
         abstain_below: answer :data:`NOT_FOUND` without an LLM call when the context's evidence score
             (:func:`gemrag.answers.shaping.evidence_score`, the best question-sentence cosine) is below this; None
             never abstains. Free-form questions only (multiple choice must choose).
+        option_orders: multiple choice only: the choice is asked under this many cyclic orders of the options
+            and voted (:func:`gemrag.answers.choices.vote_orders`; at most one order per option); 1 asks once, in
+            the original order.
     """
 
     form: ReadingForm = "plain"
@@ -203,8 +206,16 @@ class Reading:
     samples: int = 1
     temperature: float = 0.7
     abstain_below: float | None = None
+    option_orders: int = 1
 
     @property
     def plain(self) -> bool:
-        """True for today's answer path: the plain form, no shaping, one greedy answer, no abstention."""
-        return self.form == "plain" and self.shaping is None and self.samples == 1 and self.abstain_below is None
+        """True for today's answer path: the plain form, no shaping, one greedy answer, no abstention, the options
+        in one order."""
+        return (
+            self.form == "plain"
+            and self.shaping is None
+            and self.samples == 1
+            and self.abstain_below is None
+            and self.option_orders == 1
+        )

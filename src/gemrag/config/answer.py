@@ -1,8 +1,8 @@
 """The ``[answer]`` section (:class:`AnswerSettings`): how answers are generated and read, the same for every
 retrieval strategy: citations, the reading of the context (quotes or notes first, shaping, self-consistency samples,
-abstention on weak evidence, time-aware reading) and the check of each answer sentence against its citations. The
-answer side (:mod:`gemrag.answers`) reads these values through :mod:`gemrag.memory`; the section is a typed field of
-:class:`gemrag.config.Config`."""
+multiple-choice option orders, abstention on weak evidence, time-aware reading) and the check of each answer sentence
+against its citations. The answer side (:mod:`gemrag.answers`) reads these values through :mod:`gemrag.memory`; the
+section is a typed field of :class:`gemrag.config.Config`."""
 
 from __future__ import annotations
 
@@ -35,6 +35,12 @@ class AnswerSettings(BaseModel):
         samples: self-consistency (Wang et al. 2023): ``samples`` > 1 free-form answers sampled at
             ``sample_temperature`` (seeds 1..k), and the one the others agree with most is kept
             (:mod:`gemrag.answers.consistency`); 1 (default) is one greedy answer. Multiple choice stays greedy.
+        option_orders: multiple choice only: ask the choice with the options in this many cyclic orders (order i
+            shows them rotated by i positions; at most one order per option) and keep the option most orders choose,
+            a tie going to the original order's choice (:mod:`gemrag.answers.choices`), against a small model's
+            preference for some letters or positions (Zheng et al., ICLR 2024, sections 2-3; Pezeshkpour &
+            Hruschka 2023). Costs one choice call per order (the context is the prompt's shared prefix, which
+            llama.cpp reuses). 1 (default) asks once, in the given order; not measured yet (docs/reading.md).
         abstain_below: abstention on weak evidence: when the best cosine between the question and a sentence of the
             context (the memory's embedder) is below this, a free-form answer is "Not found in the memory." with no
             LLM call; None (default) never abstains this way.
@@ -83,6 +89,7 @@ class AnswerSettings(BaseModel):
     shape_margin: float = Field(default=0.25, ge=0.0, le=2.0)
     samples: int = Field(default=1, ge=1, le=15)
     sample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    option_orders: int = Field(default=1, ge=1, le=10)
     abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
     dates: Literal["auto", "on", "off"] = "auto"
     date_llm: bool = False

@@ -104,7 +104,8 @@ def answer_settings_fingerprint(settings: AnswerSettings) -> dict[str, Any]:
     existed); ``{}`` when all are defaults.
 
     Kept: ``reading``, ``shape`` (with the ``shape_*`` settings when it is on), ``samples`` (with
-    ``sample_temperature`` when above 1), ``abstain_below``, ``dates`` (with ``date_llm`` when not ``"off"``). Left
+    ``sample_temperature`` when above 1), ``option_orders`` (when above 1), ``abstain_below``, ``dates`` (with
+    ``date_llm`` when not ``"off"``). Left
     out: ``cite`` (its own ``run.json`` key, decided with the answer form), ``verify``, ``verify_overlap_words``,
     ``verify_overlap_first`` and ``verify_uncited`` (evaluation runs never verify).
     """
@@ -112,6 +113,7 @@ def answer_settings_fingerprint(settings: AnswerSettings) -> dict[str, Any]:
     keep = ["reading", "shape", "samples", "abstain_below", "dates"]
     keep += [name for name in type(settings).model_fields if name.startswith("shape_")] if settings.shape else []
     keep += ["sample_temperature"] if settings.samples > 1 else []
+    keep += ["option_orders"] if settings.option_orders > 1 else []
     keep += ["date_llm"] if settings.dates != "off" else []
     return {k: getattr(settings, k) for k in keep if getattr(settings, k) != getattr(default, k)}
 

@@ -59,7 +59,7 @@ class Asker(MemoryHandle[AskStore], Protocol):
 
 def reading_of(settings: AnswerSettings) -> Reading:
     """The :class:`~gemrag.answers.reading.Reading` the ``[answer]`` settings ask for: the form, the shaping when
-    ``shape`` is on, and the self-consistency samples."""
+    ``shape`` is on, the self-consistency samples, the abstention threshold and the multiple-choice option orders."""
     shaping = (
         Shaping(
             dedupe=settings.shape_dedupe,
@@ -71,7 +71,14 @@ def reading_of(settings: AnswerSettings) -> Reading:
         if settings.shape
         else None
     )
-    return Reading(settings.reading, shaping, settings.samples, settings.sample_temperature, settings.abstain_below)
+    return Reading(
+        settings.reading,
+        shaping,
+        settings.samples,
+        settings.sample_temperature,
+        settings.abstain_below,
+        settings.option_orders,
+    )
 
 
 def _query_usage(memory: MemoryHandle[AskStore]) -> Usage:
