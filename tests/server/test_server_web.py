@@ -65,7 +65,7 @@ def add(client: TestClient, ns: str, text: str, title: str) -> int:
 def index(client: TestClient, ns: str, strategy: str = "dense") -> dict[str, Any]:
     r = client.post(f"/v1/namespaces/{ns}/index", json={"strategy": strategy})
     assert r.status_code == 202, r.text
-    client.app.state.jobs.wait(60)  # type: ignore[attr-defined]
+    job_ended(client.app.state.jobs, ns, r.json()["id"])  # type: ignore[attr-defined]
     return client.get(f"/v1/namespaces/{ns}/jobs/{r.json()['id']}").json()
 
 
@@ -145,7 +145,7 @@ def test_cancel_stops_a_build_at_its_next_progress_event(tmp_path: Path, config:
         r = client.post(f"/v1/namespaces/n/jobs/{job['id']}/cancel")
         assert r.status_code == 200 and r.json()["cancel_requested"] and r.json()["status"] == "running"
         llm.go.set()
-        app.state.jobs.wait(60)
+        job_ended(app.state.jobs, "n", job["id"])
         done = client.get(f"/v1/namespaces/n/jobs/{job['id']}").json()
         assert done["status"] == "cancelled" and done["report"] is None and done["error"] is None
         assert done["finished"] >= done["started"]
@@ -159,7 +159,7 @@ def test_cancel_stops_a_build_at_its_next_progress_event(tmp_path: Path, config:
 
         # the lock was released and the cached answer is reused: the next job builds
         job = client.post("/v1/namespaces/n/index", json={"strategy": "gem"}).json()
-        app.state.jobs.wait(60)
+        job_ended(app.state.jobs, "n", job["id"])
         assert client.get(f"/v1/namespaces/n/jobs/{job['id']}").json()["status"] == "succeeded"
 
 
