@@ -51,7 +51,7 @@ def wait_job(client: httpx.Client, ns: str, job_id: str, timeout: float = 120.0)
         r = client.get(f"/v1/namespaces/{ns}/jobs/{job_id}")
         assert r.status_code == 200, r.text
         job = r.json()
-        if job["status"] in ("succeeded", "failed"):
+        if job["status"] in FINISHED:
             return job
         if time.monotonic() > deadline:
             raise TimeoutError(f"job {job_id} still {job['status']} after {timeout} s: {job}")
