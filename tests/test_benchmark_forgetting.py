@@ -109,11 +109,15 @@ def test_fake_run_on_sqlite(
     kept = json.loads(out.read_text(encoding="utf-8"))
     assert kept["rows"] == results["rows"] and len(kept["runs"]) == 1  # no row ran: no run listed
     assert forgetting.main([*argv[:-2], "--scenarios", "delete", "--redo"]) == 0
-    again = {(r["strategy"], r["scenario"]): r for r in json.loads(out.read_text(encoding="utf-8"))["rows"]}
+    redone = json.loads(out.read_text(encoding="utf-8"))
+    again = {(r["strategy"], r["scenario"]): r for r in redone["rows"]}
     assert again.keys() == rows.keys() and all(again[k]["full_build"] == rows[k]["full_build"] for k in rows)
-    assert [k for k in rows if again[k]["seconds"] != rows[k]["seconds"]] == [
+    # the rows run again are dropped from the kept ones and appended as they finish, and the run lists them (not
+    # their seconds: a row run again can take the same hundredths of a second)
+    assert [(r["strategy"], r["scenario"]) for r in redone["rows"][-3:]] == [
         (s, "delete") for s in ("dense", "bm25", "gem")
     ]
+    assert len(redone["runs"]) == 2 and redone["runs"][-1]["rows"] == 3
 
 
 def test_derived_scenarios_on_sqlite(
