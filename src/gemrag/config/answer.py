@@ -40,7 +40,14 @@ class AnswerSettings(BaseModel):
             a tie going to the original order's choice (:mod:`gemrag.answers.choices`), against a small model's
             preference for some letters or positions (Zheng et al., ICLR 2024, sections 2-3; Pezeshkpour &
             Hruschka 2023). Costs one choice call per order (the context is the prompt's shared prefix, which
-            llama.cpp reuses). 1 (default) asks once, in the given order; not measured yet (docs/reading.md).
+            llama.cpp reuses). 1 (default) asks once, in the given order (measured on QuALITY with the 1.5B: 4
+            orders did not help, docs/reading.md).
+        choice_retrieval: multiple choice only: what retrieval is asked (:mod:`gemrag.memory.choice_queries`):
+            ``"question"`` (default) the question as written; ``"joined"`` the question followed by every option,
+            one retrieval; ``"each"`` one retrieval per option (the question followed by that option), the lists
+            merged rank by rank to the budget. The one ``[answer]`` setting that changes what is retrieved (the
+            query only: the strategy and budget stay); free-form questions are retrieved for as written whatever
+            it says.
         abstain_below: abstention on weak evidence: when the best cosine between the question and a sentence of the
             context (the memory's embedder) is below this, a free-form answer is "Not found in the memory." with no
             LLM call; None (default) never abstains this way.
@@ -90,6 +97,7 @@ class AnswerSettings(BaseModel):
     samples: int = Field(default=1, ge=1, le=15)
     sample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     option_orders: int = Field(default=1, ge=1, le=10)
+    choice_retrieval: Literal["question", "joined", "each"] = "question"
     abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
     dates: Literal["auto", "on", "off"] = "auto"
     date_llm: bool = False

@@ -33,6 +33,7 @@ from gemrag.eval.repeats import Sampling
 from gemrag.eval.run_files import JsonlAppender, read_jsonl
 from gemrag.memory import Memory
 from gemrag.memory.asking import read_as, reading_of
+from gemrag.memory.choice_queries import retrieve_for_choices
 from gemrag.memory.retrieval import warm_published
 from gemrag.models.base import LLM, Embedder
 from gemrag.strategies.base import WARM_UP, ProgressFactory, note_advance
@@ -244,7 +245,12 @@ class GroupRunner:
         with tap.measure() as retrieval_cost:  # the retrieval's own LLM calls (remem's filter, iterative's steps)
             start = time.perf_counter()
             try:
-                context = mem.retrieve(q.question, budget, strategy=run.strategy)
+                context = retrieve_for_choices(  # the question as written, unless [answer] choice_retrieval
+                    lambda query: mem.retrieve(query, budget, strategy=run.strategy),
+                    q.question,
+                    q.choices or None,
+                    mem.config.answer.choice_retrieval,
+                )
             except ValueError as exc:  # e.g. an empty question in the dataset
                 context, rec["error"] = [], str(exc)
             rec["retrieval_seconds"] = time.perf_counter() - start

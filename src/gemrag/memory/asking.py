@@ -26,6 +26,7 @@ from gemrag.answers.shaping import Shaping
 from gemrag.answers.streaming import answer_stream
 from gemrag.answers.verification import verify_answer
 from gemrag.config import AnswerSettings
+from gemrag.memory.choice_queries import retrieve_for_choices
 from gemrag.memory.handle import MemoryHandle
 from gemrag.models.base import Usage
 from gemrag.store.parts import Caches, Database
@@ -99,7 +100,9 @@ def read_as(memory: MemoryHandle[AskStore], question: str, hits: Sequence[Hit]) 
 def context(
     memory: Asker, question: str, choices: Sequence[str] | None, budget: int | None, strategy: str | None, build: bool
 ) -> tuple[Usage, list[Hit], float]:
-    """The start of an answer: the query usage before it, the retrieved hits and the retrieval's seconds.
+    """The start of an answer: the query usage before it, the retrieved hits and the retrieval's seconds. A
+    multiple-choice question is retrieved for as ``[answer] choice_retrieval`` says
+    (:func:`gemrag.memory.choice_queries.retrieve_for_choices`).
 
     Raises:
         MemoryNotIndexedError: the strategy has not been built (and ``build`` is False).
@@ -109,7 +112,12 @@ def context(
         raise ValueError(f"give between 2 and {len(LETTERS)} choices")
     before = _query_usage(memory)
     t0 = time.perf_counter()
-    hits = memory.retrieve(question, budget, strategy, build=build)
+    mode = memory.ctx.config.answer.choice_retrieval  # multiple choice: the options may join the query
+
+    def retrieve(query: str) -> list[Hit]:
+        return memory.retrieve(query, budget, strategy, build=build)
+
+    hits = retrieve_for_choices(retrieve, question, choices, mode)
     return before, hits, time.perf_counter() - t0
 
 
