@@ -350,8 +350,10 @@ class Memory:
         *,
         build: bool = False,
     ) -> Answer:
-        """Retrieve context and answer; with ``choices``, the LLM picks exactly one option (``build``: see
-        :meth:`retrieve`). With ``[answer] cite`` (the default) the answer names the context passages it rests on:
+        """Retrieve context and answer; with ``choices``, the LLM picks exactly one option, and retrieval is asked
+        as ``[answer] choice_retrieval`` says (the question alone by default, else with its options in the query:
+        :mod:`gemrag.memory.choice_queries`) (``build``: see :meth:`retrieve`). With ``[answer] cite`` (the
+        default) the answer names the context passages it rests on:
         ``[n]`` markers in its text, ``Answer.cited`` / ``Answer.citations`` (each cited hit with its provenance) and
         ``Answer.dropped_citations`` (markers naming no passage, removed).
 
