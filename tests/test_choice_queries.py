@@ -8,19 +8,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_eval_adversarial import SEEN  # its locomo_seen strategy records the queries it is asked
+from test_view_data import build_gem_memory
 
 from fakes import HashEmbedder, ScriptedLLM
-from gemrag import Memory
 from gemrag.config import AnswerSettings, Config, load_config
 from gemrag.eval.protocol import answer_settings_fingerprint
 from gemrag.eval.runner import run_eval
 from gemrag.memory.choice_queries import merge_ranked, option_query, retrieve_for_choices
-from gemrag.strategies import register
-from gemrag.strategies.base import WARM_UP, StrategyContext
+from gemrag.strategies.base import WARM_UP
 from gemrag.types import Hit
+from test_memory import DOC_A
 
 QUESTION = "Which of these happened?"
-CHOICES = ["the lamp failed", "ladybirds ate the aphids", "a cat sang"]
+CHOICES = ["one night the lamp failed and Amos climbed the tower", "ladybirds ate the aphids", "a cat sang"]
 
 
 def hits(*ids: int) -> list[Hit]:
@@ -57,7 +58,7 @@ def test_question_mode_and_free_form_questions_retrieve_for_the_question_alone()
 
 
 def test_joined_mode_asks_once_with_every_option() -> None:
-    rec = Recorder({f"{QUESTION} the lamp failed ladybirds ate the aphids a cat sang": hits(5)})
+    rec = Recorder({f"{QUESTION} {CHOICES[0]} ladybirds ate the aphids a cat sang": hits(5)})
     assert retrieve_for_choices(rec, QUESTION, CHOICES, "joined") == hits(5)
     assert rec.queries == [option_query(QUESTION, *CHOICES)]
 
@@ -81,31 +82,11 @@ def test_option_query_trims_and_skips_empty_parts() -> None:
     assert option_query("Why?") == "Why?"
 
 
-LIGHTHOUSE = (
-    "The lighthouse keeper Amos Reed lived on Gull Island and lit the great lamp every evening at dusk. "
-    "One night the lamp failed and Amos climbed the tower with a lantern until dawn. "
-    "Ships passing the island relied on the lamp to avoid the reef."
-)
-GARDEN = (
-    "Marta Silva grew tomatoes and peppers in her greenhouse in the valley. "
-    "Aphids attacked the pepper plants in June, so Marta released ladybirds that ate the aphids. "
-    "By August the tomatoes were ripe and she sold them at the Saturday market in Oakford."
-)
-
-
-def open_memory(path: Path, config: Config) -> Memory:
-    mem = Memory.open(path, config, llm=ScriptedLLM(), embedder=HashEmbedder())
-    mem.add_text(LIGHTHOUSE, "lighthouse")
-    mem.add_text(GARDEN, "garden")
-    mem.index()
-    return mem
-
-
 @pytest.mark.parametrize("mode", ["question", "joined", "each"])
 def test_ask_with_choices_retrieves_as_the_setting_says(tmp_path: Path, config: Config, mode: str) -> None:
     config = config.model_copy(update={"answer": AnswerSettings(choice_retrieval=mode)})  # type: ignore[arg-type]
     queries: list[str] = []
-    with open_memory(tmp_path / "m", config) as mem:
+    with build_gem_memory(tmp_path / "m", config) as mem:
         retrieve = mem.retrieve
 
         def recording(question: str, *args: Any, **kwargs: Any) -> list[Hit]:
@@ -138,33 +119,12 @@ def test_the_setting_is_read_checked_and_recorded() -> None:
     assert answer_settings_fingerprint(AnswerSettings()) == {}  # directories answered before it resume
 
 
-SEEN: list[str] = []
-
-
-@register("querylog")
-class QueryLog:
-    """Test-only strategy: the memory's chunks in storage order, every query it is asked kept in :data:`SEEN`."""
-
-    name = "querylog"
-
-    def build(self, ctx: StrategyContext) -> None:
-        ctx.state["built"] = True
-
-    def retrieve(self, ctx: StrategyContext, question: str, budget: int) -> list[Hit]:
-        SEEN.append(question)
-        ctx.embedder.embed([question])
-        return [Hit(n.id, "chunk", 1.0, n.text, i) for i, n in enumerate(ctx.store.nodes("chunk")[:budget])]
-
-    def report(self, ctx: StrategyContext) -> dict[str, Any]:
-        return {}
-
-
 def test_an_evaluation_retrieves_per_option_and_records_the_setting(tmp_path: Path, config: Config) -> None:
     line = {
         "article_id": "light",
         "set_unique_id": "light_1",
         "title": "The Keeper",
-        "article": LIGHTHOUSE,
+        "article": DOC_A,
         "questions": [
             {"question_unique_id": "q1", "question": QUESTION, "options": CHOICES, "gold_label": 1, "difficult": 0}
         ],
@@ -175,10 +135,10 @@ def test_an_evaluation_retrieves_per_option_and_records_the_setting(tmp_path: Pa
     SEEN.clear()
     out = tmp_path / "out"
     run_eval(
-        "quality", path, ["querylog"], config=each, budget=2, out_dir=out, llm=ScriptedLLM(), embedder=HashEmbedder()
+        "quality", path, ["locomo_seen"], config=each, budget=2, out_dir=out, llm=ScriptedLLM(), embedder=HashEmbedder()
     )
     assert [q for q in SEEN if q != WARM_UP] == [option_query(QUESTION, c) for c in CHOICES]  # not the warm-up
     run = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert run["answer_settings"] == {"choice_retrieval": "each"}
     record = json.loads((out / "records.jsonl").read_text(encoding="utf-8").splitlines()[0])
-    assert record["context_hits"] == 2 and record["choice"] is not None
+    assert record["context_hits"] == 1 and record["choice"] is not None  # the one chunk, kept once
