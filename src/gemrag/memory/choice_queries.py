@@ -25,6 +25,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+from gemrag.strategies.platform.composite import hit_key
+from gemrag.strategies.platform.fusion import interleave
 from gemrag.types import Hit
 
 ChoiceRetrieval = Literal["question", "joined", "each"]
@@ -40,9 +42,10 @@ def option_query(question: str, *options: str) -> str:
 
 
 def merge_ranked(lists: Sequence[Sequence[Hit]], size: int) -> list[Hit]:
-    """Round robin over ranked hit lists: every list's first hit, then every list's second, ... in the lists'
-    order, a node (by ``node_id``) kept once at its first place, cut at ``size`` hits; the kept hits are re-ranked
-    0..n-1 (``Hit.rank``), their scores as their own list gave them.
+    """Round robin over ranked hit lists (:func:`gemrag.strategies.platform.fusion.interleave`, as ``iterative``
+    merges its steps): every list's first hit, then every list's second, ... in the lists' order, a node
+    (:func:`~gemrag.strategies.platform.composite.hit_key`) kept once at its first place, cut at ``size`` hits; the
+    kept hits are re-ranked 0..n-1 (``Hit.rank``), their scores as their own list gave them.
 
     Args:
         lists: ranked hits, best first, one list per query.
@@ -51,14 +54,8 @@ def merge_ranked(lists: Sequence[Sequence[Hit]], size: int) -> list[Hit]:
     Returns:
         At most ``size`` hits, no node twice.
     """
-    seen: set[int] = set()
-    merged: list[Hit] = []
-    for depth in range(max((len(hits) for hits in lists), default=0)):
-        for hits in lists:
-            if depth < len(hits) and hits[depth].node_id not in seen and len(merged) < size:
-                seen.add(hits[depth].node_id)
-                merged.append(hits[depth])
-    return [dataclasses.replace(hit, rank=i) for i, hit in enumerate(merged)]
+    order = interleave([[hit_key(h) for h in hits] for hits in lists])[: max(size, 0)]
+    return [dataclasses.replace(lists[p][rank], rank=i) for i, (_, p, rank) in enumerate(order)]
 
 
 def retrieve_for_choices(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemrag.strategies.platform.fusion import minmax_score_fusion, reciprocal_rank_fusion
+from gemrag.strategies.platform.fusion import interleave, minmax_score_fusion, reciprocal_rank_fusion
 
 
 def test_rrf_by_hand() -> None:
@@ -55,3 +55,9 @@ def test_bad_input() -> None:
     with pytest.raises(ValueError, match="shape"):
         minmax_score_fusion([["a", "b"]], [[1.0]])
     assert reciprocal_rank_fusion([[], []]) == []
+
+
+def test_interleave_takes_every_lists_best_first_and_keeps_an_item_at_its_first_place() -> None:
+    order = interleave([["a", "b", "c"], ["d", "a", "e"], ["f"]])
+    assert order == [("a", 0, 0), ("d", 1, 0), ("f", 2, 0), ("b", 0, 1), ("c", 0, 2), ("e", 1, 2)]  # "a" once
+    assert interleave([]) == [] and interleave([[], ["x"]]) == [("x", 1, 0)]

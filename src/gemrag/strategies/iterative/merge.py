@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gemrag.strategies.platform.composite import hit_key, unique_hits
-from gemrag.strategies.platform.fusion import reciprocal_rank_fusion
+from gemrag.strategies.platform.fusion import interleave, reciprocal_rank_fusion
 from gemrag.types import Hit
 
 MergeRule = Literal["interleave", "rrf"]
@@ -65,14 +65,9 @@ def merge_steps(steps: Sequence[Step], budget: int, rule: MergeRule = "interleav
     for number, hits in enumerate(lists, start=1):
         for rank, h in enumerate(hits, start=1):
             found.setdefault(hit_key(h), {})[number] = rank
-    if rule == "interleave":
-        placed: list[tuple[Hit, int, float]] = []  # (hit, placing step, score)
-        seen: set[tuple[str, int]] = set()
-        for rank in range(max((len(h) for h in lists), default=0)):
-            for number, hits in enumerate(lists, start=1):
-                if rank < len(hits) and hit_key(hits[rank]) not in seen:
-                    seen.add(hit_key(hits[rank]))
-                    placed.append((hits[rank], number, 1.0 / (1 + rank)))
+    if rule == "interleave":  # (hit, placing step, score)
+        order = interleave([[hit_key(h) for h in hits] for hits in lists])
+        placed = [(lists[p][rank], p + 1, 1.0 / (1 + rank)) for _, p, rank in order]
     elif rule == "rrf":
         fused = reciprocal_rank_fusion([[hit_key(h) for h in hits] for hits in lists], k)
         # the placing step: the one that ranked the node best (the earlier step on a tie)

@@ -10,6 +10,10 @@
 
 Both return every item of every list with its fused score, best first; ties go to the item with the better best
 rank in any list, then to the earlier list, then to the earlier position (deterministic).
+
+* Interleaving (round robin by rank, :func:`interleave`): every list's first item, then every list's second, ...,
+  each item at its first place; no score. Every list gets its best item in before any list gets its second
+  (``iterative``'s steps, a multiple-choice question's per-option retrievals).
 """
 
 from __future__ import annotations
@@ -45,6 +49,26 @@ def _check_unique(rankings: Sequence[Sequence[K]]) -> None:
     for p, ranking in enumerate(rankings):
         if len(set(ranking)) != len(ranking):
             raise ValueError(f"ranked list {p} names an item twice; deduplicate it first")
+
+
+def interleave(rankings: Sequence[Sequence[K]]) -> list[tuple[K, int, int]]:
+    """Round robin by rank over ranked lists: depth 0 of every list in the lists' order, then depth 1, ..., an item
+    kept at its first place only.
+
+    Args:
+        rankings: P ranked lists of hashable items, best first.
+
+    Returns:
+        ``[(item, list index p, 0-based rank in list p)]`` over the union of the lists, in interleaved order.
+    """
+    seen: set[K] = set()
+    out: list[tuple[K, int, int]] = []
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for p, ranking in enumerate(rankings):
+            if rank < len(ranking) and ranking[rank] not in seen:
+                seen.add(ranking[rank])
+                out.append((ranking[rank], p, rank))
+    return out
 
 
 def reciprocal_rank_fusion(
