@@ -16,7 +16,18 @@ from gemrag.answers.answering import answer_question
 from gemrag.answers.consistency import most_consistent, token_f1
 from gemrag.answers.evidence import cited_evidence, passage_evidence
 from gemrag.answers.prompts import answer_prompt
-from gemrag.answers.reading import NOT_FOUND, Reading, locate_quote, parse_quotes, reading_prompt, split_answer
+from gemrag.answers.reading import (
+    NOT_FOUND,
+    SPAN_MAX_TOKENS,
+    Reading,
+    aid_prompt,
+    locate_quote,
+    locate_span,
+    parse_quotes,
+    read_span,
+    reading_prompt,
+    split_answer,
+)
 from gemrag.answers.shaping import GAP, Shaping, edges_order, evidence_score, shape_context, trim_passages
 from gemrag.answers.streaming import answer_stream
 from gemrag.config import load_config
@@ -229,3 +240,47 @@ class Failing:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         raise AssertionError("the embedder was called")
+
+
+def test_span_reading_answers_with_the_passage_words_and_cites_them(tmp_path: Path) -> None:
+    llm = Replies('[2] "ivo   painted the boat"')  # case and spacing differ from the passage
+    answer = _ask(tmp_path, llm, Reading("span"), short=True)
+    assert answer.text == "Ivo painted the boat" and answer.cited == [2]
+    (quote,) = answer.quotes
+    assert HITS[1].text[quote.start : quote.end] == "Ivo painted the boat" and answer.reading["form"] == "span"
+    ((messages, kwargs),) = llm.seen
+    assert 'Write only [n] "copied words"' in messages[1]["content"] and kwargs["max_tokens"] == SPAN_MAX_TOKENS
+
+
+def test_span_reading_finds_words_in_another_passage_and_keeps_unfound_words_uncited(tmp_path: Path) -> None:
+    moved = _ask(tmp_path, Replies('[2] "in 1998"'), Reading("span"), short=True)
+    assert moved.text == "in 1998" and moved.cited == [1] and moved.quotes[0].passage == 1
+    made_up = _ask(tmp_path, Replies('[1] "a blue yacht"'), Reading("span"), short=True)
+    assert made_up.text == "a blue yacht" and made_up.cited == [] and not made_up.quotes[0].verified
+    bare = _ask(tmp_path, Replies("Answer: Ivo.\nMore text"), Reading("span"), short=True)
+    assert bare.text == "Ivo" and bare.quotes == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ('[1] "98"', ("98", (1, 32, 34))),  # short answers are kept (quotes need 3 characters)
+        ("noise\n- [1]: “sold her boat”", ("sold her boat", (1, 6, 19))),
+        ('[1] "Kestrel"', ("Kestrel", (2, 38, 45))),
+        ('[1] "Kes"', ("Kes", (2, 38, 41))),  # a part of a word is where the passage writes it
+    ],
+)
+def test_read_span(reply: str, expected: tuple[str, tuple[int, int, int]]) -> None:
+    words, quote = read_span(reply, [h.text for h in HITS])
+    assert quote is not None
+    assert (words, (quote.passage, quote.start, quote.end)) == expected
+    assert locate_span("", [h.text for h in HITS], 1) is None
+
+
+def test_multiple_choice_reads_plainly_under_the_span_reading(tmp_path: Path) -> None:
+    llm = Replies('{"answer": "B"}')
+    answer = _ask(tmp_path, llm, Reading("span"), choices=["Marta", "Ivo"])
+    assert answer.choice == 1 and len(llm.seen) == 1 and "copied words" not in llm.seen[0][0][1]["content"]
+    assert answer.reading["form"] == "plain"
+    with pytest.raises(ValueError, match="span"):
+        aid_prompt("q", ["t"], "span")

@@ -15,11 +15,12 @@ from gemrag.types import Hit
 
 @dataclass(frozen=True)
 class Quote:
-    """A sentence the model quoted from a context passage before answering (``[answer] reading = "quote"``,
-    :mod:`gemrag.answers.reading`).
+    """A sentence the model quoted from a context passage before answering (``[answer] reading = "quote"``), or the
+    words it copied as its answer (``reading = "span"``) (:mod:`gemrag.answers.reading`).
 
     Attributes:
-        passage: the 1-based passage number the model named (``hits[passage - 1]``).
+        passage: the 1-based passage number the model named (``hits[passage - 1]``); under the span reading, the
+            passage the words were found in (the named one first).
         text: the quote as the model wrote it (quotation marks removed).
         start, end: the character span of the quoted text in that hit's text (``hit.text[start:end]``), or None
             when the quote was not found there.
@@ -87,7 +88,7 @@ class Answer:
             were removed from ``text``.
         quotes: the sentences the model quoted before answering (``reading = "quote"``), each located in its
             passage; the verified ones are the answer's citations.
-        reading: how the context was read, for reports: ``form`` (``"plain"``, ``"quote"``, ``"notes"``),
+        reading: how the context was read, for reports: ``form`` (``"plain"``, ``"quote"``, ``"notes"``, ``"span"``),
             ``samples`` and, with several, ``votes`` (the sampled answers); with a shaped context ``words_before``,
             ``words_after`` and ``duplicates`` (node ids dropped). Empty for the plain, unshaped, greedy reading.
         verification: each sentence of ``text`` checked against the passages it cites, in order

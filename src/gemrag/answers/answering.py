@@ -52,6 +52,7 @@ from gemrag.answers.prompts import (
 from gemrag.answers.reading import (
     NOT_FOUND,
     READING_MAX_TOKENS,
+    SPAN_MAX_TOKENS,
     Reading,
     aid_prompt,
     read_quotes,
@@ -116,7 +117,8 @@ def answer_question(
         temperature, seed: sampling of a free-form answer (default greedy: temperature 0, the backend's seed);
             repeated evaluation runs (``gemrag eval --runs N``) sample each run with its own seed. A choice among
             options stays greedy (structured output).
-        reading: how the context is read (:class:`~gemrag.answers.reading.Reading`: the quote or notes form, the
+        reading: how the context is read (:class:`~gemrag.answers.reading.Reading`: the quote, notes or span form
+            (a multiple-choice question reads plainly under the span form), the
             context shaping, self-consistency samples); None is the plain reading, today's prompts exactly. A
             shaped context changes which hits are shown and in what order: the Answer's ``hits`` are the shown ones.
             Self-consistency samples ``reading.samples`` free-form answers at ``reading.temperature`` with seeds
@@ -160,7 +162,7 @@ def answer_question(
             short_form(str(agent)) if short else str(agent), None, list(hits), retrieval_seconds, 0.0, Usage()
         )
     hits, texts, info = _shown(question, hits, embedder, reading if agent is None else Reading())
-    form = reading.form if agent is None else "plain"
+    form = reading.form if agent is None and not (choices and reading.form == "span") else "plain"
     if reading.abstain_below is not None and agent is None and not choices:
         if embedder is None:
             raise ValueError("abstaining on weak evidence needs the memory's embedder")
@@ -210,7 +212,12 @@ def answer_question(
                 info.update(option_orders=orders, order_votes=votes)
             text = choices[choice] if choice is not None else ""
         else:
-            limit = READING_MAX_TOKENS if form != "plain" else SHORT_MAX_TOKENS if short else ANSWER_MAX_TOKENS
+            limit = (
+                SPAN_MAX_TOKENS if form == "span"
+                else READING_MAX_TOKENS if form != "plain"
+                else SHORT_MAX_TOKENS if short
+                else ANSWER_MAX_TOKENS
+            )  # fmt: skip
             uncited = (short_answer_prompt if short else answer_prompt)(
                 question, texts, abstain=abstain, follow_ups=steps
             )

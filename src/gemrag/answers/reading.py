@@ -14,6 +14,12 @@ strategy:
 * ``"notes"``, chain-of-note (Yu et al., 2023, "Chain-of-Note: Enhancing Robustness in Retrieval-Augmented Language
   Models", section 3.1): a short reading note per passage on what it says about the question (or that it is
   irrelevant), then the answer built on the notes.
+* ``"span"``, extractive reading: the model copies the words of one passage that answer the question, as
+  ``[n] "words"``, and nothing else; the answer is those words as the passage writes them (located by
+  :func:`locate_span`, the passage cited with their character span). This is the answer form of extractive QA,
+  where "the answer to every question is a segment of text, or span, from the corresponding reading passage"
+  (Rajpurkar et al., 2016, SQuAD, section 1), asked of a generative model; it is scored by the same token F1 and exact
+  match. A span has no meaning for a letter, so multiple-choice questions read plainly under it.
 
 A multiple-choice question reads in two calls under ``quote`` / ``notes``: the quotes or notes first (free text),
 then the choice prompt with them shown after the passages (:func:`reading_aid`), so the option letter is still
@@ -33,8 +39,8 @@ from gemrag.ingest.chunker import split_sentences
 from gemrag.models.base import Message
 from gemrag.prompting import format_context
 
-ReadingForm = Literal["plain", "quote", "notes"]
-READING_FORMS: tuple[str, ...] = ("plain", "quote", "notes")
+ReadingForm = Literal["plain", "quote", "notes", "span"]
+READING_FORMS: tuple[str, ...] = ("plain", "quote", "notes", "span")
 
 QUOTE_INSTRUCTION = (
     "First copy, word for word, the one sentence of the context that answers the question (two only if the answer "
@@ -45,6 +51,13 @@ NOTES_INSTRUCTION = (
     "First write a short note for each passage, one per line, as [n] Note: what the passage says about the "
     'question, or "nothing relevant". Then write a line that starts with "Answer:".'
 )
+SPAN_INSTRUCTION = (
+    "Copy, word for word, the words of one passage that answer the question: as the passage writes them, with their "
+    "numbers, units and qualifiers, and no more than the answer needs (not the whole sentence). Write only "
+    '[n] "copied words" where n is the number of the passage.'
+)
+#: Completion limit of a span reading (tokens): the passage number and the copied words.
+SPAN_MAX_TOKENS = 96
 #: The answer of a question the memory abstains from (``abstain_below``): nothing in the context supports one.
 NOT_FOUND = "Not found in the memory."
 #: Completion limit of a quote or notes reading (tokens): the quotes or notes, then the answer.
@@ -63,7 +76,8 @@ def reading_prompt(
 ) -> list[Message]:
     """Messages of a quote or notes reading of a free-form question: the numbered passages, the question, the
     reading instruction, and how to answer (``short``: a phrase in the words of the context, as
-    :func:`gemrag.answers.prompts.short_answer_prompt` asks; else briefly). ``preface``: text shown before the
+    :func:`gemrag.answers.prompts.short_answer_prompt` asks; else briefly). The span form asks only for the copied
+    words, short or not (:data:`SPAN_INSTRUCTION`). ``preface``: text shown before the
     context (self-ask's follow-ups). ``last``: the guess-or-decline sentence (``abstain``).
 
     Raises:
@@ -71,13 +85,16 @@ def reading_prompt(
     """
     if form == "plain":
         raise ValueError("the plain reading uses the answer prompt")
+    system = "Answer questions about a document using the context passages retrieved from it."
+    if form == "span":
+        user = f"{preface}Context:\n{format_context(texts)}\n\nQuestion: {question}\n\n{SPAN_INSTRUCTION} {last}"
+        return [{"role": "system", "content": system}, {"role": "user", "content": user.rstrip()}]
     instruction = QUOTE_INSTRUCTION if form == "quote" else NOTES_INSTRUCTION
     how = (
         "After Answer:, give a short phrase of a few words, not a sentence, using the exact words of the context."
         if short
         else "After Answer:, answer briefly."
     )
-    system = "Answer questions about a document using the context passages retrieved from it."
     user = f"{preface}Context:\n{format_context(texts)}\n\nQuestion: {question}\n\n{instruction} {how} {last}".rstrip()
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -87,10 +104,10 @@ def aid_prompt(question: str, texts: Sequence[str], form: ReadingForm, preface: 
     the reading is the same whatever the options are), ending before the answer.
 
     Raises:
-        ValueError: ``form`` is ``"plain"``.
+        ValueError: ``form`` is ``"plain"`` or ``"span"`` (multiple choice reads those plainly).
     """
-    if form == "plain":
-        raise ValueError("the plain reading has no reading aid")
+    if form in ("plain", "span"):
+        raise ValueError(f"the {form} reading has no reading aid")
     instruction = (QUOTE_INSTRUCTION if form == "quote" else NOTES_INSTRUCTION).split(" Then write")[0]
     system = "Answer questions about a document using the context passages retrieved from it."
     user = f"{preface}Context:\n{format_context(texts)}\n\nQuestion: {question}\n\n{instruction}"
@@ -174,6 +191,46 @@ def locate_quote(quote: str, passage: str, min_overlap: float = 0.8) -> tuple[in
     return best[1] if best is not None and best[0] >= min_overlap else None
 
 
+def locate_span(words: str, passages: Sequence[str], named: int) -> tuple[int, int, int] | None:
+    """Where a span reading's copied ``words`` are: ``(passage, start, end)``, ``passage`` numbered from 1 and
+    ``start:end`` the character offsets of the words in it. The passage the reading named (``named``, 1-based) is
+    searched first, then the others in order (a small model sometimes names the wrong number); the match ignores
+    case and runs of whitespace but nothing else, so words the passage does not hold are not located (None) and the
+    answer stays as the model wrote it, uncited.
+    """
+    parts = words.split()
+    if not parts:
+        return None
+    pattern = re.compile(r"\s+".join(re.escape(p) for p in parts), re.IGNORECASE)
+    order = [named] + [n for n in range(1, len(passages) + 1) if n != named] if 1 <= named <= len(passages) else []
+    for n in order or range(1, len(passages) + 1):
+        m = pattern.search(passages[n - 1])
+        if m:
+            return n, m.start(), m.end()
+    return None
+
+
+def read_span(reply: str, passages: Sequence[str]) -> tuple[str, Quote | None]:
+    """A span reading's reply read into its answer and the quote that locates it: the first ``[n] "words"`` line's
+    words as the passage writes them (:func:`locate_span`) with a verified :class:`~gemrag.answers.answer.Quote`;
+    words no passage holds, as written, with an unverified quote; a reply without such a line, its first line as
+    the model wrote it (no quote). ``passages[n - 1]`` is passage ``n``."""
+    for line in reply.splitlines():
+        m = _QUOTE_LINE.match(line)
+        if not m:
+            continue
+        n, words = int(m.group(1)), m.group(2).strip().strip(_QUOTES).strip()
+        if not words:
+            continue
+        at = locate_span(words, passages, n)
+        if at is None:
+            return words, Quote(n, words, None, None)
+        p, s, e = at
+        return passages[p - 1][s:e], Quote(p, words, s, e)
+    lines = [line.strip() for line in reply.strip().splitlines() if line.strip()]
+    return (lines[0].strip(_QUOTES).strip() if lines else ""), None
+
+
 def read_quotes(reading: str, passages: Sequence[str]) -> list[Quote]:
     """The quotes of a quote reading, each located in the passage it names (:func:`locate_quote`; ``passages[n -
     1]`` is passage ``n``)."""
@@ -189,7 +246,7 @@ class Reading:
     """How an answer reads its context (built from the ``[answer]`` settings).
 
     Attributes:
-        form: ``"plain"``, ``"quote"`` or ``"notes"`` (module docstring).
+        form: ``"plain"``, ``"quote"``, ``"notes"`` or ``"span"`` (module docstring).
         shaping: the context shaping to apply first (:mod:`gemrag.answers.shaping`), or None for none.
         samples: free-form answers sampled for self-consistency (:mod:`gemrag.answers.consistency`); 1 = greedy.
         temperature: the sampling temperature when ``samples`` > 1.

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from gemrag.answers.answer import Quote
-from gemrag.answers.reading import read_quotes, split_answer
+from gemrag.answers.reading import read_quotes, read_span, split_answer
 from gemrag.models.base import LLM, Message
 from gemrag.prompting import parse_citations, strip_citations
 from gemrag.types import Hit
@@ -52,8 +52,14 @@ def read_reply(
     Plain form: the ``[n]`` markers when citing (a markers-only reply asked again with ``uncited``), the text cut to
     its short form when ``short``. Quote and notes forms: the answer after the ``Answer:`` line
     (:func:`gemrag.answers.reading.split_answer`); under ``quote`` the quotes are located in their passages and the
-    verified ones are cited (with any markers the answer line names)."""
+    verified ones are cited (with any markers the answer line names). Span form: the copied words as the passage
+    writes them (:func:`gemrag.answers.reading.read_span`), that passage cited when they were found in it."""
     raw = model.complete(messages, max_tokens=limit, temperature=temperature, seed=seed).text
+    if form == "span":
+        words, quote = read_span(raw, [h.text for h in hits])
+        if quote is None:
+            return short_form(words), [], 0, []
+        return words, ([quote.passage] if quote.verified else []), 0, [quote]
     if form == "plain":
         cited: list[int] = []
         dropped = 0

@@ -26,7 +26,10 @@ class AnswerSettings(BaseModel):
             prompts of earlier releases (and their cached answers).
         reading: how the model reads the context before it answers (:mod:`gemrag.answers.reading`): ``"plain"``
             (the answer prompt, default), ``"quote"`` (copy the sentences used, then answer; the verified quotes
-            become the citations) or ``"notes"`` (chain-of-note, Yu et al. 2023: a note per passage, then answer).
+            become the citations), ``"notes"`` (chain-of-note, Yu et al. 2023: a note per passage, then answer) or
+            ``"span"`` (extractive: copy the words of one passage that answer, as SQuAD's span answers, Rajpurkar et
+            al. 2016; the answer is those words as the passage writes them, the passage cited; multiple choice reads
+            plainly).
         shape: shape the context before reading (:mod:`gemrag.answers.shaping`; no LLM call): duplicates merged
             (``shape_dedupe``), sentences trimmed to those matching the question with the memory's embedder
             (``shape_trim``, keeping at least ``shape_keep_min`` sentences a passage and every sentence within
@@ -90,7 +93,7 @@ class AnswerSettings(BaseModel):
     """
 
     cite: bool | None = None
-    reading: Literal["plain", "quote", "notes"] = "plain"
+    reading: Literal["plain", "quote", "notes", "span"] = "plain"
     shape: bool = False
     shape_order: Literal["rank", "edges"] = "edges"
     shape_trim: bool = True
