@@ -243,38 +243,43 @@ class Failing:
 
 
 def test_span_reading_answers_with_the_passage_words_and_cites_them(tmp_path: Path) -> None:
-    llm = Replies('[2] "ivo   painted the boat"')  # case and spacing differ from the passage
+    llm = Replies("ivo   painted the boat.\nIt was red.")  # case and spacing differ from the passage
     answer = _ask(tmp_path, llm, Reading("span"), short=True)
     assert answer.text == "Ivo painted the boat" and answer.cited == [2]
     (quote,) = answer.quotes
     assert HITS[1].text[quote.start : quote.end] == "Ivo painted the boat" and answer.reading["form"] == "span"
     ((messages, kwargs),) = llm.seen
-    assert 'Write only [n] "copied words"' in messages[1]["content"] and kwargs["max_tokens"] == SPAN_MAX_TOKENS
+    assert messages[1]["content"].endswith("Copied words:") and kwargs["max_tokens"] == SPAN_MAX_TOKENS
 
 
-def test_span_reading_finds_words_in_another_passage_and_keeps_unfound_words_uncited(tmp_path: Path) -> None:
+def test_span_reading_prefers_the_named_passage_and_keeps_unfound_words_uncited(tmp_path: Path) -> None:
     moved = _ask(tmp_path, Replies('[2] "in 1998"'), Reading("span"), short=True)
     assert moved.text == "in 1998" and moved.cited == [1] and moved.quotes[0].passage == 1
     made_up = _ask(tmp_path, Replies('[1] "a blue yacht"'), Reading("span"), short=True)
     assert made_up.text == "a blue yacht" and made_up.cited == [] and not made_up.quotes[0].verified
-    bare = _ask(tmp_path, Replies("Answer: Ivo.\nMore text"), Reading("span"), short=True)
-    assert bare.text == "Ivo" and bare.quotes == []
+    unnamed = _ask(tmp_path, Replies("A blue yacht."), Reading("span"), short=True)
+    assert unnamed.text == "A blue yacht" and unnamed.quotes == [] and unnamed.cited == []
+
+
+SPAN_HITS = [HITS[0].text, HITS[1].text, "The boat went to Ivo."]
 
 
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [
-        ('[1] "98"', ("98", (1, 32, 34))),  # short answers are kept (quotes need 3 characters)
-        ("noise\n- [1]: “sold her boat”", ("sold her boat", (1, 6, 19))),
-        ('[1] "Kestrel"', ("Kestrel", (2, 38, 45))),
-        ('[1] "Kes"', ("Kes", (2, 38, 41))),  # a part of a word is where the passage writes it
+        ("98", ("98", (1, 32, 34))),  # short answers are kept (quotes need 3 characters)
+        ("Copied words: “sold her boat”", ("sold her boat", (1, 6, 19))),
+        ("kestrel [2]", ("Kestrel", (2, 38, 45))),
+        ("Kes", ("Kes", (2, 38, 41))),  # a part of a word is where the passage writes it
+        ("[3] the boat", ("The boat", (3, 0, 8))),  # the named passage first, though passage 2 has it too
+        ("the boat", ("the boat", (2, 12, 20))),  # else the first passage that has it
     ],
 )
 def test_read_span(reply: str, expected: tuple[str, tuple[int, int, int]]) -> None:
-    words, quote = read_span(reply, [h.text for h in HITS])
+    words, quote = read_span(reply, SPAN_HITS)
     assert quote is not None
     assert (words, (quote.passage, quote.start, quote.end)) == expected
-    assert locate_span("", [h.text for h in HITS], 1) is None
+    assert locate_span("", SPAN_HITS, 1) is None and read_span("  \n", SPAN_HITS) == ("", None)
 
 
 def test_multiple_choice_reads_plainly_under_the_span_reading(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ strategy:
 * ``"notes"``, chain-of-note (Yu et al., 2023, "Chain-of-Note: Enhancing Robustness in Retrieval-Augmented Language
   Models", section 3.1): a short reading note per passage on what it says about the question (or that it is
   irrelevant), then the answer built on the notes.
-* ``"span"``, extractive reading: the model copies the words of one passage that answer the question, as
-  ``[n] "words"``, and nothing else; the answer is those words as the passage writes them (located by
-  :func:`locate_span`, the passage cited with their character span). This is the answer form of extractive QA,
+* ``"span"``, extractive reading: the model copies the words of the context that answer the question, and nothing
+  else; the answer is those words as the passage writes them (located by :func:`locate_span`, that passage cited
+  with their character span). This is the answer form of extractive QA,
   where "the answer to every question is a segment of text, or span, from the corresponding reading passage"
   (Rajpurkar et al., 2016, SQuAD, section 1), asked of a generative model; it is scored by the same token F1 and exact
   match. A span has no meaning for a letter, so multiple-choice questions read plainly under it.
@@ -52,9 +52,8 @@ NOTES_INSTRUCTION = (
     'question, or "nothing relevant". Then write a line that starts with "Answer:".'
 )
 SPAN_INSTRUCTION = (
-    "Copy, word for word, the words of one passage that answer the question: as the passage writes them, with their "
-    "numbers, units and qualifiers, and no more than the answer needs (not the whole sentence). Write only "
-    '[n] "copied words" where n is the number of the passage.'
+    "Copy from the context the exact words that answer the question, as the context writes them: a phrase with its "
+    "numbers, units and qualifiers, no more than the answer needs, not a whole sentence."
 )
 #: Completion limit of a span reading (tokens): the passage number and the copied words.
 SPAN_MAX_TOKENS = 96
@@ -88,7 +87,7 @@ def reading_prompt(
     system = "Answer questions about a document using the context passages retrieved from it."
     if form == "span":
         user = f"{preface}Context:\n{format_context(texts)}\n\nQuestion: {question}\n\n{SPAN_INSTRUCTION} {last}"
-        return [{"role": "system", "content": system}, {"role": "user", "content": user.rstrip()}]
+        return [{"role": "system", "content": system}, {"role": "user", "content": f"{user.rstrip()}\nCopied words:"}]
     instruction = QUOTE_INSTRUCTION if form == "quote" else NOTES_INSTRUCTION
     how = (
         "After Answer:, give a short phrase of a few words, not a sentence, using the exact words of the context."
@@ -194,7 +193,7 @@ def locate_quote(quote: str, passage: str, min_overlap: float = 0.8) -> tuple[in
 def locate_span(words: str, passages: Sequence[str], named: int) -> tuple[int, int, int] | None:
     """Where a span reading's copied ``words`` are: ``(passage, start, end)``, ``passage`` numbered from 1 and
     ``start:end`` the character offsets of the words in it. The passage the reading named (``named``, 1-based) is
-    searched first, then the others in order (a small model sometimes names the wrong number); the match ignores
+    searched first, then the others in order (0 or a number out of range: all in order); the match ignores
     case and runs of whitespace but nothing else, so words the passage does not hold are not located (None) and the
     answer stays as the model wrote it, uncited.
     """
@@ -210,25 +209,30 @@ def locate_span(words: str, passages: Sequence[str], named: int) -> tuple[int, i
     return None
 
 
+_SPAN_LABEL = re.compile(r"^\s*(?:\*\*)?(?:copied words|short answer|answer)\s*(?:\*\*)?\s*:\s*", re.IGNORECASE)
+_MARKER = re.compile(r"\s*\[(\d+)\]\s*")
+
+
 def read_span(reply: str, passages: Sequence[str]) -> tuple[str, Quote | None]:
-    """A span reading's reply read into its answer and the quote that locates it: the first ``[n] "words"`` line's
-    words as the passage writes them (:func:`locate_span`) with a verified :class:`~gemrag.answers.answer.Quote`;
-    words no passage holds, as written, with an unverified quote; a reply without such a line, its first line as
-    the model wrote it (no quote). ``passages[n - 1]`` is passage ``n``."""
-    for line in reply.splitlines():
-        m = _QUOTE_LINE.match(line)
-        if not m:
-            continue
-        n, words = int(m.group(1)), m.group(2).strip().strip(_QUOTES).strip()
-        if not words:
-            continue
-        at = locate_span(words, passages, n)
-        if at is None:
-            return words, Quote(n, words, None, None)
-        p, s, e = at
-        return passages[p - 1][s:e], Quote(p, words, s, e)
+    """A span reading's reply read into its answer and the quote that locates it. The copied words are the reply's
+    first non-empty line, a leading label (``Copied words:``), ``[n]`` markers, wrapping quotation marks and a final
+    full stop removed; they are looked up in the passages (:func:`locate_span`; a passage the reply names by ``[n]``
+    first). Found: the words as the passage writes them and a verified :class:`~gemrag.answers.answer.Quote` of that
+    passage; not found: the words as the model wrote them, with an unverified quote of the passage it named, or
+    None when it named none. ``passages[n - 1]`` is passage ``n``; ``("", None)`` for an empty reply."""
     lines = [line.strip() for line in reply.strip().splitlines() if line.strip()]
-    return (lines[0].strip(_QUOTES).strip() if lines else ""), None
+    if not lines:
+        return "", None
+    line = _SPAN_LABEL.sub("", lines[0])
+    named = next((int(m.group(1)) for m in _MARKER.finditer(line)), 0)
+    words = _MARKER.sub(" ", line).strip().strip(_QUOTES).strip()
+    if words.endswith(".") and not words.endswith(".."):
+        words = words[:-1].rstrip()
+    at = locate_span(words, passages, named)
+    if at is None:
+        return words, (Quote(named, words, None, None) if 1 <= named <= len(passages) else None)
+    n, start, end = at
+    return passages[n - 1][start:end], Quote(n, words, start, end)
 
 
 def read_quotes(reading: str, passages: Sequence[str]) -> list[Quote]:

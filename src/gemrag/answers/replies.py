@@ -57,9 +57,7 @@ def read_reply(
     raw = model.complete(messages, max_tokens=limit, temperature=temperature, seed=seed).text
     if form == "span":
         words, quote = read_span(raw, [h.text for h in hits])
-        if quote is None:
-            return short_form(words), [], 0, []
-        return words, ([quote.passage] if quote.verified else []), 0, [quote]
+        return words, ([quote.passage] if quote and quote.verified else []), 0, [quote] if quote else []
     if form == "plain":
         cited: list[int] = []
         dropped = 0
