@@ -87,7 +87,8 @@ class Answer:
         dropped_citations: how many markers named no context passage (a number outside ``1..len(hits)``); they
             were removed from ``text``.
         quotes: the sentences the model quoted before answering (``reading = "quote"``), each located in its
-            passage; the verified ones are the answer's citations.
+            passage; the verified ones are the answer's citations. Under ``reading = "span"``, the one span the answer
+            is, located in its passage (none when the model named no passage and its words are in none).
         reading: how the context was read, for reports: ``form`` (``"plain"``, ``"quote"``, ``"notes"``, ``"span"``),
             ``samples`` and, with several, ``votes`` (the sampled answers); with a shaped context ``words_before``,
             ``words_after`` and ``duplicates`` (node ids dropped). Empty for the plain, unshaped, greedy reading.
