@@ -289,3 +289,20 @@ def test_multiple_choice_reads_plainly_under_the_span_reading(tmp_path: Path) ->
     assert answer.reading["form"] == "plain"
     with pytest.raises(ValueError, match="span"):
         aid_prompt("q", ["t"], "span")
+
+
+def test_json_surfaces_carry_the_span(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from gemrag.answers.provenance import describe_answer
+    from gemrag.server.serialize import answer_out
+    from gemrag.types import Provenance
+
+    hits = [replace(h, provenance=Provenance()) for h in HITS]
+    answer = _ask(tmp_path, Replies("Kestrel"), Reading("span"), hits=hits, short=True)
+    for quotes in (describe_answer(None, answer, "dense").quotes, answer_out(answer, "dense").quotes):
+        assert [q.model_dump() for q in quotes] == [
+            {"passage": 2, "text": "Kestrel", "start": 38, "end": 45, "verified": True}
+        ]
+    plain = _ask(tmp_path, Replies("Ivo"), Reading(), hits=hits, short=True)
+    assert describe_answer(None, plain, "dense").quotes == []

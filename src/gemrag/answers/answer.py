@@ -37,6 +37,28 @@ class Quote:
         return self.start is not None
 
 
+class QuotedSpan(BaseModel):
+    """A :class:`Quote` as the JSON surfaces give it (``gemrag ask --json``, MCP ``ask``, the server's answers).
+
+    Attributes:
+        passage: the 1-based context number (``context[passage - 1]``).
+        text: the quote or span as the model wrote it.
+        start, end: its character span in that passage's text, or None when it was not found there.
+        verified: True when it was found there.
+    """
+
+    passage: int
+    text: str
+    start: int | None = None
+    end: int | None = None
+    verified: bool
+
+    @classmethod
+    def of(cls, quote: Quote) -> QuotedSpan:
+        """The quote as a JSON model."""
+        return cls(passage=quote.passage, text=quote.text, start=quote.start, end=quote.end, verified=quote.verified)
+
+
 class SentenceCheck(BaseModel):
     """One sentence of an answer checked against the passages it cites (:mod:`gemrag.answers.verification`).
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from gemrag.answers.answer import Answer, SentenceCheck
+from gemrag.answers.answer import Answer, QuotedSpan, SentenceCheck
 from gemrag.store.parts import NodeRows
 from gemrag.types import SAME_TEXT, DocumentRef, Hit, Passage, Provenance, provenance_nodes
 
@@ -91,6 +91,8 @@ class DescribedAnswer(BaseModel):
         verification: each sentence of ``answer`` checked against the passages it cites (``sentence``, its span
             ``start``/``end`` in ``answer``, ``cited``, ``supported``, ``method``); empty when not checked.
         dropped_sentences: under ``[answer] verify = "drop"``, the unsupported sentences removed from ``answer``.
+        quotes: under ``[answer] reading = "quote"`` the sentences quoted before answering, under ``"span"`` the
+            span the answer is, each with its passage and character span there; empty otherwise.
     """
 
     answer: str
@@ -104,6 +106,7 @@ class DescribedAnswer(BaseModel):
     answer_seconds: float
     verification: list[SentenceCheck] = Field(default_factory=list)
     dropped_sentences: list[str] = Field(default_factory=list)
+    quotes: list[QuotedSpan] = Field(default_factory=list)
 
 
 def _nodes(hit: Hit) -> list[int]:
@@ -206,6 +209,7 @@ def describe_answer(store: NodeRows | None, answer: Answer, strategy: str) -> De
         answer_seconds=answer.answer_seconds,
         verification=list(answer.verification),
         dropped_sentences=list(answer.dropped_sentences),
+        quotes=[QuotedSpan.of(q) for q in answer.quotes],
     )
 
 

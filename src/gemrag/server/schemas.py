@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gemrag.answers.answer import SentenceCheck
+from gemrag.answers.answer import QuotedSpan, SentenceCheck
 from gemrag.answers.evidence import WEAK_EVIDENCE
 from gemrag.answers.provenance import RetrievedNode
 from gemrag.memory.index_plan import IndexPlan
@@ -300,7 +300,8 @@ class AnswerOut(BaseModel):
     ``weak_below``: a citation whose ``evidence`` is below it is weak (:data:`gemrag.answers.evidence.WEAK_EVIDENCE`).
     ``abstained``: True when the answer is "Not found in the memory." because the context's evidence score
     (``evidence``) was below ``[answer] abstain_below``, False when it was checked and sufficed, None when the server
-    does not check (``abstain_below`` unset)."""
+    does not check (``abstain_below`` unset). ``quotes``: the sentences quoted before answering (``[answer] reading =
+    "quote"``) or the span the answer is (``"span"``), each with its context number and character span there."""
 
     text: str
     choice: int | None
@@ -316,6 +317,7 @@ class AnswerOut(BaseModel):
     weak_below: float = WEAK_EVIDENCE
     abstained: bool | None = None
     evidence: float | None = Field(None, description="The context's evidence score, when abstention checked it.")
+    quotes: list[QuotedSpan] = Field(default_factory=list)
 
 
 class ChatRequest(Strict):

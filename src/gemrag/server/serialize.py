@@ -11,7 +11,7 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from gemrag.answers.answer import Answer
+from gemrag.answers.answer import Answer, QuotedSpan
 from gemrag.answers.evidence import cited_evidence
 from gemrag.answers.provenance import describe_hits
 from gemrag.memory import Memory
@@ -51,6 +51,7 @@ def answer_out(answer: Answer, strategy: str, evidence: dict[int, float] | None 
         dropped_sentences=list(answer.dropped_sentences),
         abstained=bool(answer.reading.get("abstained")) if checked else None,
         evidence=answer.reading["evidence"] if checked else None,
+        quotes=[QuotedSpan.of(q) for q in answer.quotes],
     )
 
 
