@@ -55,7 +55,7 @@ SPAN_INSTRUCTION = (
     "Copy from the context the exact words that answer the question, as the context writes them: a phrase with its "
     "numbers, units and qualifiers, no more than the answer needs, not a whole sentence."
 )
-#: Completion limit of a span reading (tokens): the passage number and the copied words.
+#: Completion limit of a span reading (tokens): the copied words.
 SPAN_MAX_TOKENS = 96
 #: The answer of a question the memory abstains from (``abstain_below``): nothing in the context supports one.
 NOT_FOUND = "Not found in the memory."

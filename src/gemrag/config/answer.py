@@ -27,7 +27,7 @@ class AnswerSettings(BaseModel):
         reading: how the model reads the context before it answers (:mod:`gemrag.answers.reading`): ``"plain"``
             (the answer prompt, default), ``"quote"`` (copy the sentences used, then answer; the verified quotes
             become the citations), ``"notes"`` (chain-of-note, Yu et al. 2023: a note per passage, then answer) or
-            ``"span"`` (extractive: copy the words of one passage that answer, as SQuAD's span answers, Rajpurkar et
+            ``"span"`` (extractive: copy the words of the context that answer, as SQuAD's span answers, Rajpurkar et
             al. 2016; the answer is those words as the passage writes them, the passage cited; multiple choice reads
             plainly).
         shape: shape the context before reading (:mod:`gemrag.answers.shaping`; no LLM call): duplicates merged
