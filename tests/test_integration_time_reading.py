@@ -1,7 +1,8 @@
 """Time-aware reading with the real embedded models (MiniLM ONNX + Qwen2.5-Coder-0.5B GGUF via llama.cpp), through
 the command line as a new user would run it: ``gemrag index`` a small dated conversation, then ``gemrag ask`` "when
 did ..." with ``[answer] dates = "on"``. The answer must name the absolute date that only the dated context states:
-the conversation says "last Sunday" on Thursday 25 May 2023, and 21 May 2023 is written nowhere in it. Kept cheap:
+the conversation says "last Sunday" on Thursday 25 May 2023, and 21 May 2023 is written nowhere in it; the answer
+carries the year (a date the model writes without it is completed from the dated context). Kept cheap:
 the ``dense`` strategy (no LLM call to index) and one answer."""
 
 from __future__ import annotations
@@ -58,3 +59,4 @@ def test_gemrag_ask_answers_when_with_the_absolute_date_of_the_dated_context(
     contexts = [h["text"] for h in payload["context"]]
     assert any("last Sunday (= 21 May 2023)" in t for t in contexts), contexts
     assert ADOPTED.search(payload["answer"]), payload["answer"]
+    assert "2023" in payload["answer"], payload["answer"]  # the year: the model's, or completed from the context

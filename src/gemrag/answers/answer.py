@@ -113,7 +113,9 @@ class Answer:
             is, located in its passage (none when the model named no passage and its words are in none).
         reading: how the context was read, for reports: ``form`` (``"plain"``, ``"quote"``, ``"notes"``, ``"span"``),
             ``samples`` and, with several, ``votes`` (the sampled answers); with a shaped context ``words_before``,
-            ``words_after`` and ``duplicates`` (node ids dropped). Empty for the plain, unshaped, greedy reading.
+            ``words_after`` and ``duplicates`` (node ids dropped); over a dated context, ``dates_completed`` (the
+            answer's dates given their year, :mod:`gemrag.answers.dates.years`). Empty for the plain, unshaped,
+            greedy reading that completed no date.
         verification: each sentence of ``text`` checked against the passages it cites, in order
             (``[answer] verify``, :mod:`gemrag.answers.verification`); empty when verifying is off, for a
             multiple-choice answer, or for an answer not given through the memory's ``ask``/``answer``.
