@@ -120,5 +120,5 @@ def answer_stream(
         spent = meter.totals.get("query", Usage()) - before
     text, completed = complete_years(text.strip(), hits)  # the final text's dates get their years (dates.years)
     seconds = time.perf_counter() - t1
-    reading = {"dates_completed": completed} if completed else {}
-    yield Answer(text, None, list(hits), retrieval_seconds, seconds, spent, cited, dropped, reading=reading)
+    info = {"dates_completed": completed} if completed else {}
+    yield Answer(text, None, list(hits), retrieval_seconds, seconds, spent, cited, dropped, reading=info)
