@@ -12,7 +12,9 @@ from fakes import HashEmbedder, StreamingLLM
 from gemrag import Memory
 from gemrag.answers.answer import Answer
 from gemrag.answers.dates.years import complete_years, context_year
+from gemrag.answers.provenance import describe_answer
 from gemrag.config import Config, load_config
+from gemrag.server.serialize import answer_out
 from gemrag.types import Hit
 
 
@@ -106,9 +108,12 @@ def test_ask_and_its_stream_complete_the_year_over_a_dated_context(
         mem.index()
         answer = mem.ask("When did Maria adopt Biscuit?")
         streamed = list(mem.ask_stream("When did Maria adopt Biscuit?"))
+        described = describe_answer(mem.store, answer, "dense")  # gemrag ask --json, MCP ask
     final = streamed[-1]
     assert isinstance(final, Answer)
     assert answer.text == final.text == expected
     assert "".join(p for p in streamed[:-1] if isinstance(p, str)) == "On 21 May."  # the pieces are the model's
     completed = ["21 May 2023"] if dates == "on" else None
     assert answer.reading.get("dates_completed") == final.reading.get("dates_completed") == completed
+    assert described.answer == expected and described.dates_completed == (completed or [])
+    assert answer_out(final, "dense").dates_completed == (completed or [])  # the server's answer and stream event

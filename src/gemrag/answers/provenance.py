@@ -93,6 +93,9 @@ class DescribedAnswer(BaseModel):
         dropped_sentences: under ``[answer] verify = "drop"``, the unsupported sentences removed from ``answer``.
         quotes: under ``[answer] reading = "quote"`` the sentences quoted before answering, under ``"span"`` the
             span the answer is, each with its passage and character span there; empty otherwise.
+        dates_completed: over a dated context (``[answer] dates``), the dates of ``answer`` the model wrote without
+            their year, as completed from the context (``"5 July 2023"``; :mod:`gemrag.answers.dates.years`); empty
+            otherwise.
     """
 
     answer: str
@@ -107,6 +110,7 @@ class DescribedAnswer(BaseModel):
     verification: list[SentenceCheck] = Field(default_factory=list)
     dropped_sentences: list[str] = Field(default_factory=list)
     quotes: list[QuotedSpan] = Field(default_factory=list)
+    dates_completed: list[str] = Field(default_factory=list)
 
 
 def _nodes(hit: Hit) -> list[int]:
@@ -210,6 +214,7 @@ def describe_answer(store: NodeRows | None, answer: Answer, strategy: str) -> De
         verification=list(answer.verification),
         dropped_sentences=list(answer.dropped_sentences),
         quotes=[QuotedSpan.of(q) for q in answer.quotes],
+        dates_completed=list(answer.reading.get("dates_completed", [])),
     )
 
 

@@ -301,7 +301,9 @@ class AnswerOut(BaseModel):
     ``abstained``: True when the answer is "Not found in the memory." because the context's evidence score
     (``evidence``) was below ``[answer] abstain_below``, False when it was checked and sufficed, None when the server
     does not check (``abstain_below`` unset). ``quotes``: the sentences quoted before answering (``[answer] reading =
-    "quote"``) or the span the answer is (``"span"``), each with its context number and character span there."""
+    "quote"``) or the span the answer is (``"span"``), each with its context number and character span there.
+    ``dates_completed``: over a dated context, the dates the model wrote without their year, as completed from the
+    context (:mod:`gemrag.answers.dates.years`)."""
 
     text: str
     choice: int | None
@@ -318,6 +320,7 @@ class AnswerOut(BaseModel):
     abstained: bool | None = None
     evidence: float | None = Field(None, description="The context's evidence score, when abstention checked it.")
     quotes: list[QuotedSpan] = Field(default_factory=list)
+    dates_completed: list[str] = Field(default_factory=list)
 
 
 class ChatRequest(Strict):

@@ -52,6 +52,7 @@ def answer_out(answer: Answer, strategy: str, evidence: dict[int, float] | None 
         abstained=bool(answer.reading.get("abstained")) if checked else None,
         evidence=answer.reading["evidence"] if checked else None,
         quotes=[QuotedSpan.of(q) for q in answer.quotes],
+        dates_completed=list(answer.reading.get("dates_completed", [])),
     )
 
 
