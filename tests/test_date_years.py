@@ -1,20 +1,12 @@
 """An answer over a dated context gets absolute dates: a date written without its year is given the year the context
-shows for it (gemrag.answers.dates.years), by ask and by the streamed answer; nothing else changes."""
+shows for it (gemrag.answers.dates.years); nothing else changes. Through ask, its stream and their JSON:
+tests/test_time_aware_reading.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from fakes import HashEmbedder, StreamingLLM
-from gemrag import Memory
-from gemrag.answers.answer import Answer
 from gemrag.answers.dates.years import complete_years, context_year
-from gemrag.answers.provenance import describe_answer
-from gemrag.config import Config, load_config
-from gemrag.server.serialize import answer_out
 from gemrag.types import Hit
 
 
@@ -78,42 +70,3 @@ def test_written_dates_that_disagree_settle_nothing() -> None:
     other = _hit("(date: 5 July 2024) [9:00 am on 5 July, 2024] Mel: A year already.", "2024-07-05")
     assert context_year(7, 5, [JULY, other]) is None
     assert complete_years("5 July", [JULY, other]) == ("5 July", [])
-
-
-CONVERSATION = """[1:56 pm on 8 May, 2023] Maria: I went to the farmers market today and bought plums.
-[1:56 pm on 8 May, 2023] Tom: Nice, plums are my favourite fruit.
-
-[2:10 pm on 25 May, 2023] Maria: We adopted a puppy named Biscuit last Sunday!
-[2:10 pm on 25 May, 2023] Tom: Congratulations, what breed is Biscuit?
-"""
-
-
-def _config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **answer: Any) -> Config:
-    for var in list(__import__("os").environ):
-        if var.startswith("GEMRAG_"):
-            monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
-    return load_config(None, {"strategy": "dense", "memory": {"chunk_tokens": 24, "budget": 10}, "answer": answer})
-
-
-@pytest.mark.parametrize(("dates", "expected"), [("on", "On 21 May 2023."), ("off", "On 21 May.")])
-def test_ask_and_its_stream_complete_the_year_over_a_dated_context(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dates: str, expected: str
-) -> None:
-    llm = StreamingLLM(reply="On 21 May.")
-    with Memory.open(
-        tmp_path / "m", _config(monkeypatch, tmp_path, dates=dates), llm=llm, embedder=HashEmbedder()
-    ) as mem:
-        mem.add_text(CONVERSATION, "Maria and Tom", source="chat.txt")
-        mem.index()
-        answer = mem.ask("When did Maria adopt Biscuit?")
-        streamed = list(mem.ask_stream("When did Maria adopt Biscuit?"))
-        described = describe_answer(mem.store, answer, "dense")  # gemrag ask --json, MCP ask
-    final = streamed[-1]
-    assert isinstance(final, Answer)
-    assert answer.text == final.text == expected
-    assert "".join(p for p in streamed[:-1] if isinstance(p, str)) == "On 21 May."  # the pieces are the model's
-    completed = ["21 May 2023"] if dates == "on" else None
-    assert answer.reading.get("dates_completed") == final.reading.get("dates_completed") == completed
-    assert described.answer == expected and described.dates_completed == (completed or [])
-    assert answer_out(final, "dense").dates_completed == (completed or [])  # the server's answer and stream event

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from fakes import HashEmbedder, ScriptedLLM
+from fakes import HashEmbedder, ScriptedLLM, StreamingLLM
 from gemrag import Memory
+from gemrag.answers.answer import Answer
 from gemrag.answers.dates import (
     ChunkDates,
     annotate_dates,
@@ -27,9 +28,11 @@ from gemrag.answers.dates.chunks import NAMESPACE, date_chunks, document_date
 from gemrag.answers.dates.context import HitDate, annotate, chronological
 from gemrag.answers.dates.llm import llm_step, parse_period
 from gemrag.answers.prompts import answer_prompt
+from gemrag.answers.provenance import describe_answer
 from gemrag.config import AnswerSettings, Config, load_config
 from gemrag.errors import ConfigError
 from gemrag.models.base import Completion, Usage
+from gemrag.server.serialize import answer_out
 from gemrag.types import Hit
 
 WED = "2023-05-10"  # a Wednesday
@@ -222,6 +225,29 @@ def test_ask_with_dates_on_shows_the_absolute_date_in_the_prompt(
     assert [h.meta["date"] for h in answer.hits] == sorted(h.meta["date"] for h in answer.hits)
     assert [h.rank for h in answer.hits] == list(range(len(answer.hits)))
     assert answer.citations[0].text.startswith("(date: ")  # passage [1] is the first hit the model read
+
+
+@pytest.mark.parametrize(("dates", "expected"), [("on", "On 21 May 2023."), ("off", "On 21 May.")])
+def test_ask_and_its_stream_complete_the_year_over_a_dated_context(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dates: str, expected: str
+) -> None:
+    llm = StreamingLLM(reply="On 21 May.")
+    with Memory.open(
+        tmp_path / "m", _config(monkeypatch, tmp_path, dates=dates), llm=llm, embedder=HashEmbedder()
+    ) as mem:
+        mem.add_text(CONVERSATION, "Maria and Tom", source="chat.txt")
+        mem.index()
+        answer = mem.ask("When did Maria adopt Biscuit?")
+        streamed = list(mem.ask_stream("When did Maria adopt Biscuit?"))
+        described = describe_answer(mem.store, answer, "dense")  # gemrag ask --json, MCP ask
+    final = streamed[-1]
+    assert isinstance(final, Answer)
+    assert answer.text == final.text == expected
+    assert "".join(p for p in streamed[:-1] if isinstance(p, str)) == "On 21 May."  # the pieces are the model's
+    completed = ["21 May 2023"] if dates == "on" else None
+    assert answer.reading.get("dates_completed") == final.reading.get("dates_completed") == completed
+    assert described.answer == expected and described.dates_completed == (completed or [])
+    assert answer_out(final, "dense").dates_completed == (completed or [])  # the server's answer and stream event
 
 
 def test_dates_off_and_auto_without_an_anchor_leave_the_prompt_as_before(
