@@ -14,6 +14,7 @@ from gemrag.strategies.platform.conversation import (
     parse_date,
     parse_turns,
     session_windows,
+    written_dates,
 )
 
 
@@ -146,3 +147,9 @@ def test_turns_come_back_from_chunks_stored_on_one_line() -> None:
     # a bracket that is not a date stamp (a photo caption, a note) does not start a turn
     one = parse_turns("[8 May 2023] Ann: See [the note] Bob: not a turn. [8 May 2023] Bob: A turn.")
     assert [(t.speaker, t.text) for t in one] == [("Ann", "See [the note] Bob: not a turn."), ("Bob", "A turn.")]
+
+
+def test_written_dates_finds_every_date_in_text_order_and_skips_invalid_ones() -> None:
+    text = "(date: 5 July 2023) [1:00 pm on 5 July, 2023] Mel: since May 8th, 2021 or 2022-01-03; not 31 February 2023."
+    assert written_dates(text) == [date(2023, 7, 5), date(2023, 7, 5), date(2021, 5, 8), date(2022, 1, 3)]
+    assert written_dates("no date here, only 2023 and July") == []

@@ -6,8 +6,9 @@ decide the answer to a temporal question; Temporal Semantic Memory, 2026: memori
 a small reader often copies the day and month and drops the year the passage's date carries ("When did she go?" ->
 "5 July", read from ``(date: 5 July 2023)``). The year is put back by rules, no model call:
 
-1. a full date with the same day and month (or, for a month alone, the same month) written in the dated context
-   (a passage's ``(date: ...)``, a turn's stamp ``[... on 5 July, 2023]``, a resolved expression ``(= 5 July 2023)``)
+1. a full date with the same day and month (for a month alone, any day of that month) written in the dated context
+   (a passage's ``(date: ...)``, a turn's stamp ``[... on 5 July, 2023]``, a resolved expression ``(= 5 July 2023)``;
+   read by :func:`gemrag.strategies.platform.conversation.written_dates`, in the forms turn stamps are read in)
    gives its year, when every such date in the context agrees on one year;
 2. else the dated passages' own dates (``meta["date"]`` .. ``meta["date_last"]``, set by
    :func:`gemrag.answers.dates.context.dated_context`) that fall in that month give the year, when they agree;
@@ -22,9 +23,10 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import date
 
+from gemrag.strategies.platform.conversation import written_dates
 from gemrag.types import Hit
 
 __all__ = ["complete_years", "context_year"]
@@ -37,24 +39,6 @@ _DAY_MONTH = re.compile(rf"\b(?P<day>\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MONTH}{_YEAR
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(?P<day>\d{{1,2}}){_ORD}\b{_YEAR_AFTER}")
 _MONTH_ALONE = re.compile(rf"(?:(?<=\bin )|(?<=\bearly )|(?<=\blate )|(?<=\bmid-)){_MONTH}{_YEAR_AFTER}")
 _MONTH_ALONE_ANSWER = re.compile(rf"^\s*(?:in\s+|early\s+|late\s+|mid-)?{_MONTH}\s*\.?\s*$")
-# full dates written in a context: "5 July 2023", "5 July, 2023", "July 5, 2023", "July 2023", "July, 2023"
-_FULL = re.compile(
-    rf"(?:\b(?P<d1>\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MONTH.replace('month', 'm1')},?\s+(?P<y1>\d{{4}})\b)"
-    rf"|(?:\b{_MONTH.replace('month', 'm2')}\s+(?P<d2>\d{{1,2}}){_ORD},?\s+(?P<y2>\d{{4}})\b)"
-    rf"|(?:\b{_MONTH.replace('month', 'm3')},?\s+(?P<y3>\d{{4}})\b)"
-)
-
-
-def _written(texts: Sequence[str]) -> Iterator[tuple[int, int | None, int]]:
-    """Every full date written in ``texts``: (month 1-12, day or None for a month and year, year)."""
-    for text in texts:
-        for m in _FULL.finditer(text):
-            if m.group("y1"):
-                yield _MONTHS.index(m.group("m1")) + 1, int(m.group("d1")), int(m.group("y1"))
-            elif m.group("y2"):
-                yield _MONTHS.index(m.group("m2")) + 1, int(m.group("d2")), int(m.group("y2"))
-            else:
-                yield _MONTHS.index(m.group("m3")) + 1, None, int(m.group("y3"))
 
 
 def _dates_of(hit: Hit) -> tuple[date, date] | None:
@@ -83,7 +67,7 @@ def context_year(month: int, day: int | None, hits: Sequence[Hit]) -> int | None
     spans = [s for s in map(_dates_of, hits) if s is not None]
     if not spans:
         return None
-    written = {y for m, d, y in _written([h.text for h in hits]) if m == month and (day is None or d == day)}
+    written = {d.year for h in hits for d in written_dates(h.text) if d.month == month and day in (None, d.day)}
     if written:
         return _one(written)
     in_month = {

@@ -5,6 +5,7 @@ Pure functions, no store and no model:
 
 * :func:`parse_date`: an ISO date (``YYYY-MM-DD``) from LoCoMo's session stamps (``"1:56 pm on 8 May, 2023"``) and
   other common forms (``2023-05-08``, ``8 May 2023``, ``May 8th, 2023``, ``2023/05/08``), else None;
+* :func:`written_dates`: every calendar date written in a text, in the forms :func:`parse_date` reads;
 * :func:`parse_turns`: the turns of one text. A line ``[<date>] <speaker>: <text>`` (the form the LoCoMo loader
   writes, :mod:`gemrag.eval.loaders.locomo`) starts a dialogue turn; a following line without that form continues
   it (a turn whose text has a line break); a blank line ends it. Other lines form *plain* turns (no speaker, no
@@ -70,6 +71,30 @@ def parse_date(stamp: str | None) -> str | None:
         except ValueError:
             continue
     return None
+
+
+def written_dates(text: str) -> list[date]:
+    """Every calendar date written in ``text`` in the forms :func:`parse_date` reads (``8 May, 2023``, ``May 8th,
+    2023``, ``2023-05-08``, ...), in text order; an invalid one (``31 February 2023``) is skipped, and where two forms
+    overlap the earlier match is kept.
+
+    Returns:
+        The dates (:class:`datetime.date`), one per written date.
+    """
+    found: list[tuple[int, int, date]] = []
+    for form in _DATE_FORMS:
+        for m in form.finditer(text):
+            parts = m.groupdict()
+            month = int(parts["mnum"]) if parts.get("mnum") else _MONTHS[parts["month"].lower()]
+            try:
+                found.append((m.start(), m.end(), date(int(parts["year"]), month, int(parts["day"]))))
+            except ValueError:
+                continue
+    kept: list[tuple[int, int, date]] = []
+    for start, end, day in sorted(found):
+        if not kept or start >= kept[-1][1]:
+            kept.append((start, end, day))
+    return [day for _, _, day in kept]
 
 
 @dataclass
