@@ -390,3 +390,24 @@ def test_an_evaluation_reads_time_questions_dated(tmp_path: Path, config: Config
     where = next(p for p in llm.prompts if "Question: Where did Ann move?" in p)
     assert "(date: 8 May 2023)" in when and "last week (= the week of 1 May 2023)" in when
     assert "(date:" not in where and "(= " not in where
+
+
+def test_ask_and_its_stream_put_back_the_week_the_context_gives(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    talk = "[2:10 pm on 25 May, 2023] Maria: I gave a talk at a school last week.\n"
+    llm = StreamingLLM(reply="On 15 May.")  # the week's Monday, without its year
+    with Memory.open(
+        tmp_path / "m", _config(monkeypatch, tmp_path, dates="on"), llm=llm, embedder=HashEmbedder()
+    ) as mem:
+        mem.add_text(talk, "Maria", source="talk.txt")
+        mem.index()
+        answer = mem.ask("When did Maria give a talk?")
+        streamed = list(mem.ask_stream("When did Maria give a talk?"))
+        described = describe_answer(mem.store, answer, "dense")
+    assert "last week (= the week of 15 May 2023)" in llm.prompts[-1]
+    final = streamed[-1]
+    assert isinstance(final, Answer)
+    assert answer.text == final.text == described.answer == "In the week of 15 May 2023."
+    assert answer.reading["dates_completed"] == ["15 May 2023", "the week of 15 May 2023"]
+    assert answer_out(final, "dense").dates_completed == described.dates_completed == answer.reading["dates_completed"]

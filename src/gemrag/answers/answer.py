@@ -114,7 +114,8 @@ class Answer:
         reading: how the context was read, for reports: ``form`` (``"plain"``, ``"quote"``, ``"notes"``, ``"span"``),
             ``samples`` and, with several, ``votes`` (the sampled answers); with a shaped context ``words_before``,
             ``words_after`` and ``duplicates`` (node ids dropped); over a dated context, ``dates_completed`` (the
-            answer's dates given their year, :mod:`gemrag.answers.dates.years`). Empty for the plain, unshaped,
+            answer's dates given their year or put back as the week the context gives,
+            :mod:`gemrag.answers.dates.completion`). Empty for the plain, unshaped,
             greedy reading that completed no date.
         verification: each sentence of ``text`` checked against the passages it cites, in order
             (``[answer] verify``, :mod:`gemrag.answers.verification`); empty when verifying is off, for a

@@ -38,7 +38,7 @@ from gemrag.answers.choices import (
     vote_orders,
 )
 from gemrag.answers.consistency import most_consistent
-from gemrag.answers.dates.years import complete_years
+from gemrag.answers.dates.completion import complete_dates
 from gemrag.answers.prompts import (
     ABSTAIN,
     ANSWER_MAX_TOKENS,
@@ -111,9 +111,10 @@ def answer_question(
     that is only markers is asked again with the uncited prompt (:func:`gemrag.answers.replies.markers_only`; two
     LLM calls for that question): its text is the second reply's, its ``cited`` the first reply's.
 
-    A free-form answer over a dated context (hits with ``meta["date"]``, ``[answer] dates``) has each date written
-    without its year completed from the context (:func:`gemrag.answers.dates.years.complete_years`;
-    ``reading["dates_completed"]`` lists them); nothing else of the text changes.
+    A free-form answer over a dated context (hits with ``meta["date"]``, ``[answer] dates``) has its dates completed
+    from the context (:func:`gemrag.answers.dates.completion.complete_dates`): each date written without its year
+    gets the year, each day the context gives only as a week's or weekend's first day becomes that period;
+    ``reading["dates_completed"]`` lists them; nothing else of the text changes.
 
     Args:
         llm: returns the LLM to answer with (called only when an LLM call is needed).
@@ -238,8 +239,8 @@ def answer_question(
             choice = None
             if k > 1:
                 info["votes"] = [r[0] for r in reads]
-    if not choices:  # a free-form answer over a dated context: its dates get their years (dates.years)
-        text, completed = complete_years(text, hits)
+    if not choices:  # a free-form answer over a dated context: its dates completed (years, periods)
+        text, completed = complete_dates(text, hits)
         if completed:
             info["dates_completed"] = completed
     t2 = time.perf_counter()

@@ -94,7 +94,8 @@ class DescribedAnswer(BaseModel):
         quotes: under ``[answer] reading = "quote"`` the sentences quoted before answering, under ``"span"`` the
             span the answer is, each with its passage and character span there; empty otherwise.
         dates_completed: over a dated context (``[answer] dates``), the dates of ``answer`` the model wrote without
-            their year, as completed from the context (``"5 July 2023"``; :mod:`gemrag.answers.dates.years`); empty
+            their year or as a day the context gives only as a week or weekend, as completed from the context
+            (``"5 July 2023"``, ``"the week of 29 May 2023"``; :mod:`gemrag.answers.dates.completion`); empty
             otherwise.
     """
 

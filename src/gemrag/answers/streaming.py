@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator, Sequence
 
 from gemrag.answers.answer import Answer
 from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of
-from gemrag.answers.dates.years import complete_years
+from gemrag.answers.dates.completion import complete_dates
 from gemrag.answers.prompts import ANSWER_MAX_TOKENS, answer_prompt
 from gemrag.answers.reading import Reading
 from gemrag.answers.replies import markers_only
@@ -64,8 +64,9 @@ def answer_stream(
     A reading other than the plain one (quotes or notes first, a shaped context, several samples) is not streamed
     either: the model's quotes or notes are not the answer, so the answer is yielded once when it is read.
 
-    A date the final answer writes without its year over a dated context is completed as :func:`answer_question`
-    completes it (in the Answer's ``text`` and ``reading["dates_completed"]``; the streamed pieces are the model's).
+    The final answer's dates over a dated context (a missing year, a day the context gives only as a week) are
+    completed as :func:`answer_question` completes them (in the Answer's ``text`` and
+    ``reading["dates_completed"]``; the streamed pieces are the model's).
 
     Args:
         llm, meter, store, question, hits, choices, retrieval_seconds, abstain, cite, temperature, seed, reading,
@@ -118,7 +119,7 @@ def answer_stream(
         if text.strip():
             yield "\n" + text.strip()
         spent = meter.totals.get("query", Usage()) - before
-    text, completed = complete_years(text.strip(), hits)  # the final text's dates get their years (dates.years)
+    text, completed = complete_dates(text.strip(), hits)  # the final text's dates completed (years, periods)
     seconds = time.perf_counter() - t1
     info = {"dates_completed": completed} if completed else {}
     yield Answer(text, None, list(hits), retrieval_seconds, seconds, spent, cited, dropped, reading=info)

@@ -302,8 +302,8 @@ class AnswerOut(BaseModel):
     (``evidence``) was below ``[answer] abstain_below``, False when it was checked and sufficed, None when the server
     does not check (``abstain_below`` unset). ``quotes``: the sentences quoted before answering (``[answer] reading =
     "quote"``) or the span the answer is (``"span"``), each with its context number and character span there.
-    ``dates_completed``: over a dated context, the dates the model wrote without their year, as completed from the
-    context (:mod:`gemrag.answers.dates.years`)."""
+    ``dates_completed``: over a dated context, the dates the model wrote without their year or as a day the context
+    gives only as a week, as completed from the context (:mod:`gemrag.answers.dates.completion`)."""
 
     text: str
     choice: int | None

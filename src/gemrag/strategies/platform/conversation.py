@@ -73,13 +73,14 @@ def parse_date(stamp: str | None) -> str | None:
     return None
 
 
-def written_dates(text: str) -> list[date]:
+def written_date_spans(text: str) -> list[tuple[int, int, date]]:
     """Every calendar date written in ``text`` in the forms :func:`parse_date` reads (``8 May, 2023``, ``May 8th,
-    2023``, ``2023-05-08``, ...), in text order; an invalid one (``31 February 2023``) is skipped, and where two forms
-    overlap the earlier match is kept.
+    2023``, ``2023-05-08``, ...), with where it is written, in text order; an invalid one (``31 February 2023``) is
+    skipped, and where two forms overlap the earlier match is kept.
 
     Returns:
-        The dates (:class:`datetime.date`), one per written date.
+        ``(start, end, day)`` per written date: character offsets into ``text`` (``text[start:end]`` is the date as
+        written) and the date (:class:`datetime.date`).
     """
     found: list[tuple[int, int, date]] = []
     for form in _DATE_FORMS:
@@ -94,7 +95,16 @@ def written_dates(text: str) -> list[date]:
     for start, end, day in sorted(found):
         if not kept or start >= kept[-1][1]:
             kept.append((start, end, day))
-    return [day for _, _, day in kept]
+    return kept
+
+
+def written_dates(text: str) -> list[date]:
+    """Every calendar date written in ``text`` (:func:`written_date_spans` without the offsets), in text order.
+
+    Returns:
+        The dates (:class:`datetime.date`), one per written date.
+    """
+    return [day for _, _, day in written_date_spans(text)]
 
 
 @dataclass
