@@ -54,7 +54,16 @@ def test_a_day_the_context_gives_only_as_a_period_becomes_the_period(answer: str
 
 @pytest.mark.parametrize(
     "answer",
-    ["the week of 29 May 2023", "The weekend of 15 July 2023", "9 June 2023", "30 May 2023", "May 2023", "", "Yes"],
+    [
+        "the week of 29 May 2023",
+        "week of 29 May 2023",
+        "The weekend of 15 July 2023",
+        "9 June 2023",
+        "30 May 2023",
+        "May 2023",
+        "",
+        "Yes",
+    ],
 )
 def test_periods_days_the_context_writes_and_other_dates_are_left_alone(answer: str) -> None:
     assert restore_periods(answer, [SPEECH, CAMPING]) == (answer, [])

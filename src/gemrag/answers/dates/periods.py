@@ -33,6 +33,7 @@ from gemrag.types import Hit
 __all__ = ["context_periods", "restore_periods"]
 
 _PERIOD_BEFORE = re.compile(r"\bthe\s+(?P<unit>week|weekend)\s+of\s+$", re.I)
+_ANY_PERIOD_BEFORE = re.compile(r"\b(?:week|weekend)\s+of\s+$", re.I)  # the answer already names a period
 _ON_BEFORE = re.compile(r"\bon\s+$", re.I)
 _LOOKBACK = 24  # characters before a date searched for "the weekend of "
 
@@ -82,7 +83,7 @@ def restore_periods(answer: str, hits: Sequence[Hit]) -> tuple[str, list[str]]:
     out, done, last = [], [], 0
     for start, end, day in written_date_spans(answer):
         period = periods.get(day)
-        if period is None or _PERIOD_BEFORE.search(answer[max(0, start - _LOOKBACK) : start]):
+        if period is None or _ANY_PERIOD_BEFORE.search(answer[max(0, start - _LOOKBACK) : start]):
             continue
         head = answer[last:start]
         on = _ON_BEFORE.search(head)
