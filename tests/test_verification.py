@@ -24,6 +24,7 @@ from gemrag.answers.verification import (
     answer_sentences,
     drop_unsupported,
     entailment_prompt,
+    is_reference,
     overlap_support,
     post_hoc_citations,
     verify_answer,
@@ -491,3 +492,33 @@ def test_every_surface_shows_a_citation_added_after_the_answer_and_an_uncited_se
         assert flagged.text == UNMARKED and [c.uncited for c in flagged.verification] == [False, True, True]
         assert flagged.verification_usage.calls == 0  # the answer's check is cached; the uncited ones cost nothing
     assert str(verification_lines(flagged, listed=False)[0]).startswith(f"{UNSUPPORTED_MARK} 2 of 3 sentences uncited:")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "reference"),
+    [
+        ("This information is found in passage [1].", True),
+        ("According to the context [2].", True),
+        ("See passage [1].", True),
+        ("This is stated in the second passage [2].", True),
+        ("This information is found in passage 1.", False),  # no marker: it names no passage
+        ("Ansel Brandt lit the lamp [1].", False),
+        ("The answer is 9 [1].", False),  # a claim, however short
+        ('This is found in the passage, which states "he lit the lamp" [1].', False),  # it quotes a claim
+    ],
+)
+def test_a_reference_only_names_where_the_answer_comes_from(sentence: str, reference: bool) -> None:
+    (parsed,) = answer_sentences(sentence, 2)
+    assert is_reference(parsed) is reference
+
+
+def test_a_reference_is_checked_as_the_claim_before_it_against_its_own_passages() -> None:
+    right = _answer(f"{SUPPORTED} This information is found in passage [1].", [1])
+    out, llm, _ = _verify(right)
+    assert [(c.supported, c.cited) for c in out.verification] == [(True, [1]), (True, [1])]
+    assert out.unsupported == [] and llm.calls == 1  # the same claim against the same passage: one cached verdict
+    wrong, _, _ = _verify(_answer(f"{SUPPORTED} This information is found in passage [2].", [1, 2]))
+    assert [(c.supported, c.method) for c in wrong.verification] == [(True, "entailment"), (False, "overlap")]
+    assert wrong.unsupported[0].sentence == "This information is found in passage [2]."
+    first, _, _ = _verify(_answer("This information is found in passage [1].", [1]))
+    assert [c.supported for c in first.verification] == [False]  # nothing before it: checked as written

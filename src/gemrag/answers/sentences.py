@@ -1,8 +1,9 @@
 """The sentences of an answer and the edits verification makes to its text.
 
 :func:`answer_sentences` splits an answer into sentences with the passages each cites; :func:`add_citations` adds
-the markers of post-hoc citations (ALCE, Gao et al., EMNLP 2023, section 4) to the text, and
-:func:`drop_unsupported` removes the sentences their citations do not support (``[answer] verify = "drop"``). The
+the markers of post-hoc citations (ALCE, Gao et al., EMNLP 2023, section 4) to the text, :func:`is_reference` tells
+a sentence that only names where the answer comes from ("This information is found in passage [1].") from a claim,
+and :func:`drop_unsupported` removes the sentences their citations do not support (``[answer] verify = "drop"``). The
 checks themselves are :mod:`gemrag.answers.verification`'s, which re-exports these names.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, replace
 from gemrag.answers.answer import Answer, SentenceCheck
 from gemrag.prompting import parse_citations, strip_citations
 
-__all__ = ["Sentence", "add_citations", "answer_sentences", "drop_unsupported"]
+__all__ = ["Sentence", "add_citations", "answer_sentences", "drop_unsupported", "is_reference"]
 
 # A sentence ends at . ! ? (closing quotes or brackets allowed), followed by any citation markers, before white space
 # or the end; or at a line break.
@@ -62,6 +63,31 @@ def answer_sentences(text: str, n_passages: int) -> list[Sentence]:
         e -= len(piece) - len(piece.rstrip())
         out.append(Sentence(text[s:e], s, e, parse_citations(text[s:e], n_passages).cited))
     return out
+
+
+# Words a sentence that only says where the answer comes from is made of ("This information is found in passage [1].",
+# "According to the context [2].", "See passage [3]."); one of _SOURCES must be among them.
+# fmt: off
+_SOURCES = frozenset({"passage", "passages", "source", "sources", "context", "document", "documents", "text"})
+_REFERENCE_WORDS = _SOURCES | frozenset({
+    "this", "that", "these", "it", "the", "a", "above", "previous", "information", "info", "answer", "details",
+    "detail", "fact", "facts", "statement", "claim", "is", "are", "was", "were", "be", "can", "found", "in", "from",
+    "stated", "mentioned", "given", "provided", "described", "shown", "taken", "comes", "come", "according", "to",
+    "as", "see", "on", "based", "per", "cited", "within", "of", "and", "which", "first", "second", "third",
+})
+# fmt: on
+
+
+def is_reference(sentence: Sentence) -> bool:
+    """Whether ``sentence`` only names where the answer comes from (``"This information is found in passage [1]."``,
+    ``"According to the context [2]."``) rather than claiming anything itself: it cites a passage, and its words, the
+    markers removed, are only words of reference (this, information, found, in, passage, ...), one of them naming a
+    source (passage, context, document, ...). Verification checks such a sentence as what it asserts: that its
+    passages support the claim before it (:func:`gemrag.answers.verification.check_sentences`)."""
+    if not sentence.cited:
+        return False
+    words = re.findall(r"[a-z]+", strip_citations(sentence.text).lower())
+    return bool(words) and set(words) <= _REFERENCE_WORDS and bool(_SOURCES & set(words))
 
 
 # The end of a sentence a marker goes before: its final . ! ? with any closing quotes or brackets after it

@@ -30,6 +30,10 @@ Rules (the product's, documented in docs/verification.md):
   is unsupported without a model call (recorded as checked by overlap), and only the others go to the model. Measured
   on 134 labelled sentences (docs/verification.md): with the embedded 0.5B as the judge, recall of the flag 44 % ->
   62 % at 19 % fewer calls; with the 1.5B, 76 % -> 82 %, precision 83 % -> 77 %.
+* A sentence that only names where the answer comes from, citing a passage ("This information is found in passage
+  [1].", :func:`gemrag.answers.sentences.is_reference`), claims that its passages support the sentence before it: the
+  sentence before it is checked against the reference's passages (overlap or entailment, as above), and the verdict
+  is the reference's. First in the answer, it is checked as written.
 * A multiple-choice answer (its text is the chosen option) is not checked.
 * A verdict the model could not give as valid JSON after its retries counts as unsupported and is recorded as a
   ``query/verify`` failure (``gemrag info``).
@@ -50,7 +54,7 @@ from pydantic import BaseModel
 
 from gemrag.answers.answer import Answer, SentenceCheck
 from gemrag.answers.evidence import best_sentence_cosines
-from gemrag.answers.sentences import Sentence, add_citations, answer_sentences, drop_unsupported
+from gemrag.answers.sentences import Sentence, add_citations, answer_sentences, drop_unsupported, is_reference
 from gemrag.errors import GemragError
 from gemrag.models.base import LLM, Embedder, Message, Usage
 from gemrag.models.meter import UsageMeter
@@ -69,6 +73,7 @@ __all__ = [
     "check_sentences",
     "drop_unsupported",
     "entailment_prompt",
+    "is_reference",
     "overlap_support",
     "post_hoc_citations",
     "verify_answer",
@@ -259,16 +264,17 @@ def check_sentences(
     pending: list[tuple[int, list[Message]]] = []
     for i, s in enumerate(sentences):
         numbers = list(range(1, len(passages) + 1)) if whole_context else s.cited
-        method = _method(s.text, extractive, overlap_words)
+        claim = sentences[i - 1].text if i > 0 and is_reference(s) else s.text  # a reference asserts the claim before
+        method = _method(claim, extractive, overlap_words)
         check = SentenceCheck(
             sentence=s.text, start=s.start, end=s.end, cited=list(s.cited), supported=False, method=method
         )
         premise = [passages[n - 1] for n in numbers]
-        covered = bool(premise) and overlap_support(s.text, "\n".join(premise), question) >= OVERLAP_MIN
+        covered = bool(premise) and overlap_support(claim, "\n".join(premise), question) >= OVERLAP_MIN
         if premise and (method == "overlap" or (overlap_first and not covered)):
             check.method, check.supported = "overlap", covered
         elif premise:
-            pending.append((i, entailment_prompt(question, s.text, premise)))
+            pending.append((i, entailment_prompt(question, claim, premise)))
         checks.append(check)
     if pending:
         results = complete_structured_iter(
