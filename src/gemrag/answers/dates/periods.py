@@ -25,8 +25,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import date
+from typing import Literal
 
-from gemrag.answers.dates.expressions import format_day
+from gemrag.answers.dates.expressions import format_period
 from gemrag.strategies.platform.conversation import written_date_spans
 from gemrag.types import Hit
 
@@ -50,17 +51,17 @@ def context_periods(hits: Sequence[Hit]) -> dict[date, str]:
     """
     if not any("date" in h.meta for h in hits):
         return {}
-    units: dict[date, set[str]] = {}
+    units: dict[date, set[Literal["week", "weekend"]]] = {}
     days: set[date] = set()
     for hit in hits:
         for start, _, day in written_date_spans(hit.text):
             before = _PERIOD_BEFORE.search(hit.text[max(0, start - _LOOKBACK) : start])
             if before:
-                units.setdefault(day, set()).add(before.group("unit").lower())
+                units.setdefault(day, set()).add("weekend" if before.group("unit").lower() == "weekend" else "week")
             else:
                 days.add(day)
     return {
-        day: f"the {next(iter(kinds))} of {format_day(day)}"
+        day: format_period(day, next(iter(kinds)))  # the form the context wrote it in
         for day, kinds in units.items()
         if len(kinds) == 1 and day not in days
     }
