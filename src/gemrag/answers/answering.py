@@ -39,6 +39,7 @@ from gemrag.answers.choices import (
 )
 from gemrag.answers.consistency import most_consistent
 from gemrag.answers.dates.completion import complete_dates
+from gemrag.answers.lists import list_cue
 from gemrag.answers.prompts import (
     ABSTAIN,
     ANSWER_MAX_TOKENS,
@@ -143,7 +144,10 @@ def answer_question(
             evaluated prompt prefix (llama.cpp does) reads it once: the k calls cost much less than k times one
             on a long context. ``reading["option_orders"]`` is the number of orders asked and
             ``reading["order_votes"]`` each order's choice (original index, None where it gave none). With k = 1
-            the prompt and the call are today's.
+            the prompt and the call are today's. List questions (``reading.lists``, free form in the plain form):
+            a question :func:`gemrag.answers.lists.list_cue` finds to ask for several things is asked for every
+            one the context names (TREC 2003's list questions; LoCoMo's multi-hop ones);
+            ``reading["list_cue"]`` holds the words that made it one.
         embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``) and to abstain
             (``reading.abstain_below``: below it the answer is :data:`~gemrag.answers.reading.NOT_FOUND`, no LLM call,
             and ``reading["abstained"]`` is True; ``reading["evidence"]`` holds the score either way).
@@ -177,6 +181,9 @@ def answer_question(
             info.update(form=form, samples=reading.samples, abstained=True)
             seconds = time.perf_counter() - t1
             return Answer(NOT_FOUND, None, hits, retrieval_seconds, seconds, Usage(), reading=info)
+    listing = reading.lists and agent is None and not choices and form == "plain" and bool(cue := list_cue(question))
+    if listing:
+        info["list_cue"] = cue
     if agent is not None and not choices:
         messages = shorten_prompt(question, str(agent), abstain=abstain)
     elif form != "plain" and not choices:
@@ -184,9 +191,11 @@ def answer_question(
         preface = follow_ups_text(steps)
         messages = reading_prompt(question, texts, form, short=short, abstain=abstain, preface=preface, last=last)
     elif short and not choices:
-        messages = short_answer_prompt(question, texts, abstain=abstain, cite=cite, follow_ups=steps)
+        messages = short_answer_prompt(question, texts, abstain=abstain, cite=cite, follow_ups=steps, listing=listing)
     else:
-        messages = answer_prompt(question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps)
+        messages = answer_prompt(
+            question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps, listing=listing
+        )
     model = llm()
     with meter.phase("query"):
         if choices and form != "plain":
@@ -225,7 +234,7 @@ def answer_question(
                 else ANSWER_MAX_TOKENS
             )  # fmt: skip
             uncited = (short_answer_prompt if short else answer_prompt)(
-                question, texts, abstain=abstain, follow_ups=steps
+                question, texts, abstain=abstain, follow_ups=steps, listing=listing
             )
             k = reading.samples if agent is None else 1
             reads = [

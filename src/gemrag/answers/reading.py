@@ -260,6 +260,9 @@ class Reading:
         option_orders: multiple choice only: the choice is asked under this many cyclic orders of the options
             and voted (:func:`gemrag.answers.choices.vote_orders`; at most one order per option); 1 asks once, in
             the original order.
+        lists: a list question (:func:`gemrag.answers.lists.list_cue`) answered in the plain form is asked for
+            every item the context names (:data:`gemrag.answers.lists.LIST_INSTRUCTION`); other questions, and
+            every question when False, are asked as written.
     """
 
     form: ReadingForm = "plain"
@@ -268,6 +271,7 @@ class Reading:
     temperature: float = 0.7
     abstain_below: float | None = None
     option_orders: int = 1
+    lists: bool = False
 
     @property
     def plain(self) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Generator, Sequence
 from gemrag.answers.answer import Answer
 from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of
 from gemrag.answers.dates.completion import complete_dates
+from gemrag.answers.lists import list_cue
 from gemrag.answers.prompts import ANSWER_MAX_TOKENS, answer_prompt
 from gemrag.answers.reading import Reading
 from gemrag.answers.replies import markers_only
@@ -66,7 +67,8 @@ def answer_stream(
 
     The final answer's dates over a dated context (a missing year, a day the context gives only as a week) are
     completed as :func:`answer_question` completes them (in the Answer's ``text`` and
-    ``reading["dates_completed"]``; the streamed pieces are the model's).
+    ``reading["dates_completed"]``; the streamed pieces are the model's). A list question under ``reading.lists`` is
+    streamed with :func:`answer_question`'s list prompt (its ``reading["list_cue"]`` set).
 
     Args:
         llm, meter, store, question, hits, choices, retrieval_seconds, abstain, cite, temperature, seed, reading,
@@ -91,7 +93,10 @@ def answer_stream(
         return
     cite = cite and bool(hits)
     steps = follow_ups_of(hits)
-    messages = answer_prompt(question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps)
+    listing = reading is not None and reading.lists and bool(cue := list_cue(question))
+    messages = answer_prompt(
+        question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps, listing=listing
+    )
     before = meter.totals.get("query", Usage())
     t1 = time.perf_counter()
     final: list[Completion] = []
@@ -113,7 +118,7 @@ def answer_stream(
     found = parse_citations(final[0].text, len(hits)) if cite else None
     text, cited, dropped = (found.text, found.cited, found.dropped) if found else (final[0].text, [], 0)
     if cite and markers_only(text):
-        uncited = answer_prompt(question, [h.text for h in hits], abstain=abstain, follow_ups=steps)
+        uncited = answer_prompt(question, [h.text for h in hits], abstain=abstain, follow_ups=steps, listing=listing)
         with meter.phase("query"):
             text = llm().complete(uncited, max_tokens=ANSWER_MAX_TOKENS, temperature=temperature, seed=seed).text
         if text.strip():
@@ -121,5 +126,7 @@ def answer_stream(
         spent = meter.totals.get("query", Usage()) - before
     text, completed = complete_dates(text.strip(), hits)  # the final text's dates completed (years, periods)
     seconds = time.perf_counter() - t1
-    info = {"dates_completed": completed} if completed else {}
+    info: dict[str, object] = {"dates_completed": completed} if completed else {}
+    if listing:
+        info["list_cue"] = cue
     yield Answer(text, None, list(hits), retrieval_seconds, seconds, spent, cited, dropped, reading=info)

@@ -64,6 +64,11 @@ class AnswerSettings(BaseModel):
             expressions resolved (``last Sunday (= 7 May 2023)``), every other question from the context as
             retrieved (the plain prompt, its cached answers); ``"on"``: every question so; ``"off"``: the context as
             retrieved. Not ``"off"``, an index also stores each chunk's dates (rules, no LLM call).
+        lists: list questions (:mod:`gemrag.answers.lists`): ``"auto"``: a free-form question that asks for several
+            things ("What books has she read?", "Which cities has he visited?", "What are the names of ...") is
+            asked for every one the context names, separated by commas (TREC 2003's list questions; most of
+            LoCoMo's multi-hop questions are such); every other question, or every question with ``"off"``
+            (default), is asked as written. No extra LLM call: one sentence more in the answer prompt.
         date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
             expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
         verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
@@ -106,6 +111,7 @@ class AnswerSettings(BaseModel):
     choice_retrieval: Literal["question", "joined", "each"] = "question"
     abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
     dates: Literal["auto", "on", "off"] = "auto"
+    lists: Literal["auto", "off"] = "off"
     date_llm: bool = False
     verify: Literal["flag", "drop", "off"] = "flag"
     verify_overlap_words: int = Field(6, ge=0)

@@ -60,7 +60,8 @@ class Asker(MemoryHandle[AskStore], Protocol):
 
 def reading_of(settings: AnswerSettings) -> Reading:
     """The :class:`~gemrag.answers.reading.Reading` the ``[answer]`` settings ask for: the form, the shaping when
-    ``shape`` is on, the self-consistency samples, the abstention threshold and the multiple-choice option orders."""
+    ``shape`` is on, the self-consistency samples, the abstention threshold, the multiple-choice option orders and
+    whether list questions are asked for every item."""
     shaping = (
         Shaping(
             dedupe=settings.shape_dedupe,
@@ -79,6 +80,7 @@ def reading_of(settings: AnswerSettings) -> Reading:
         settings.sample_temperature,
         settings.abstain_below,
         settings.option_orders,
+        lists=settings.lists == "auto",
     )
 
 
