@@ -25,7 +25,7 @@ _VERB = r"(?:do|does|did|has|have|had|is|are|was|were|can|could|would|will|shoul
 # a plural noun: ends in -s but not -ss/-us/-is ("class", "status", "analysis"), nor "news"; or -men/-people/-children
 _PLURAL = r"(?:(?!news\b)[a-z][\w'+/-]*[^\Wsui]s|[a-z]*(?:men|people|children))"
 _RULES = re.compile(
-    rf"^\s*(?:what|which)\s+(?:[\w'+/-]+\s+){{0,2}}?{_PLURAL}\s+{_VERB}\b"
+    rf"^\s*(?:what|which)\s+(?:(?!of\b)[\w'+/-]+\s+){{0,2}}?{_PLURAL}\s+{_VERB}\b"
     r"|^\s*(?:what|which)\s+(?:kinds|types|sorts)\s+of\b"
     r"|^\s*(?:what|which|who)\s+(?:are|were)\b"
     r"|\b(?:list|name)\s+(?:all|every|each)\b",
@@ -43,7 +43,8 @@ def list_cue(question: str) -> str | None:
     has/have/had, is/are/was/were or a modal): "What activities does Melanie partake in?", "Which cities has Jon
     visited?", "What European countries has Maria been to?"; "what/which kinds, types or sorts of"; "what/which/who
     are/were" ("What are the names of John's children?"); "list/name all/every/each". Not a list question: a singular
-    noun ("What book did she read?"), a word ending in -ss, -us, -is or "news" ("What status", "What news did ...").
+    noun ("What book did she read?"), a word ending in -ss, -us, -is or "news" ("What status", "What news did ..."),
+    a plural after "of" ("What percentage of patients were ...": the asked-for noun is the first one).
     Case is ignored; the rules are English only.
     """
     m = _RULES.search(question)
