@@ -377,6 +377,7 @@ def test_memory_ask_and_its_stream_carry_the_checks(tmp_path: Path, config: Conf
             "method": "overlap",
             "added_citation": None,
             "uncited": False,
+            "recited_from": [],
         }
     with _memory(tmp_path, "drop") as mem:
         dropped = mem.ask("Who lived on Gull Island?")  # the answer is cached; the checks too

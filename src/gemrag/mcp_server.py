@@ -102,7 +102,8 @@ class AskResult(BaseModel):
     the seconds spent retrieving and generating, and each answer sentence checked against the passages it cites
     (``verification``: ``sentence``, its span ``start``/``end`` in ``answer``, ``cited``, ``supported``, ``method``,
     ``added_citation``: the passage cited after the answer for a sentence written without a marker, its marker added
-    to ``answer``; ``uncited``: no marker and no passage found to support it; ``dropped_sentences``: the unsupported
+    to ``answer``, or that replaced its own markers, which named ``recited_from`` (passages that did not support it);
+    ``uncited``: no marker and no passage found to support it; ``dropped_sentences``: the unsupported
     ones removed under ``[answer] verify = "drop"``)."""
 
     question: str

@@ -7,6 +7,7 @@ found in the memory" follows the answer's abstention flag, the reply's wording o
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,7 @@ def test_the_reader_hides_and_follows_the_current_answer(browser: Any, tmp_path:
             assert not page.locator("#reader").is_visible()  # nothing to read before any question
 
             ask(web, "What is the keeper's cat named?")
-            page.locator("#answer-text a.cite:not(.added)[data-marker='1']").click()  # the model's own marker
+            page.locator("#answer-text a.cite").first.click()  # the sentence's marker (re-cited where [1] is wrong)
             page.locator("#reader-text mark#cited-span").wait_for(timeout=TIMEOUT)
             assert page.locator("#reader").is_visible()
 
@@ -87,7 +88,7 @@ def test_the_reader_hides_and_follows_the_current_answer(browser: Any, tmp_path:
                 "document.getElementById('answer').getAttribute('aria-busy') === 'false'", timeout=TIMEOUT
             )
 
-            page.locator("#answer-text a.cite:not(.added)[data-marker='1']").click()  # the model's own marker
+            page.locator("#answer-text a.cite").first.click()  # the sentence's marker (re-cited where [1] is wrong)
             page.locator("#reader-text mark#cited-span").wait_for(timeout=TIMEOUT)
             ask(web, "Where does Pilot sleep?", wait=False)
             page.wait_for_function("document.getElementById('answer-text').textContent.length > 0", timeout=TIMEOUT)
@@ -182,3 +183,42 @@ def test_a_citation_added_after_the_answer_and_an_uncited_sentence_are_shown_as_
     assert uncited.startswith("The keeper owns a golden dragon") and uncited.endswith("uncited"), uncited
     assert plain_unsupported == 0 and states == ["uncited", "cited-after"], states
     assert f"[{marker}]" in note, note
+
+
+class _Miscites(StreamingLLM):
+    """Answers with the cat's sleeping place, citing a passage of the context that does not state it."""
+
+    def _pick(self, messages: Any) -> None:
+        content = messages[-1]["content"]
+        if "Answer briefly." in content:
+            numbered = re.findall(r"^\[(\d+)\] (.*)$", content, re.M)
+            holder = next(n for n, t in numbered if "warm floor" in t)
+            other = next(n for n, _ in numbered if n != holder)
+            self.reply = f"Pilot sleeps on the warm floor of the lamp room every night [{other}]."
+
+    def complete(self, messages: Any, **kwargs: Any) -> Any:
+        self._pick(messages)
+        return super().complete(messages, **kwargs)
+
+    def complete_stream(self, messages: Any, **kwargs: Any) -> Any:
+        self._pick(messages)
+        return super().complete_stream(messages, **kwargs)
+
+
+def test_a_recited_sentence_is_shown_with_the_passage_that_supports_it(
+    browser: Any, tmp_path: Path, config: Config
+) -> None:
+    server = served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=_Miscites())
+    with seeded_page(browser, server) as (page, errors):
+        ask_question(page, "Where does the keeper's cat sleep?")
+        marker = page.locator("#answer-text .cited-after a.cite.added").get_attribute("data-marker")
+        sentence = page.inner_text("#answer-text .cited-after")
+        states = page.locator("#answer-state > p").evaluate_all("ps => ps.map((p) => p.dataset.state)")
+        note = page.inner_text("#answer-state [data-state='recited']")
+        passage = page.inner_text(f"#hit-{marker} .hit-text")
+        flagged = page.locator("#answer-text .unsupported").count()
+    assert errors == []
+    assert "warm floor of the lamp room" in passage, passage  # the marker now names the passage that states it
+    assert sentence.endswith(f"every night [{marker}]."), sentence
+    assert states == ["recited"] and flagged == 0, states
+    assert f"→ [{marker}]" in note and "Re-cited" in note, note

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from gemrag.models.base import Usage
 from gemrag.types import Hit
@@ -79,6 +79,9 @@ class SentenceCheck(BaseModel):
         uncited: the sentence has no marker in an answer citing elsewhere and no passage was found to support it
             (under ``verify_uncited = "flag"`` none is looked for): not supported because it claims no source, as
             opposed to a sentence its own citations do not support.
+        recited_from: the passages the sentence's own markers named when they do not support it and another passage
+            of the context does (``[answer] verify_miscited = "recite"``): that passage is :attr:`added_citation`,
+            its marker replaced the sentence's own in the text, and :attr:`cited` is it. Empty otherwise.
     """
 
     sentence: str
@@ -89,6 +92,7 @@ class SentenceCheck(BaseModel):
     method: Literal["entailment", "overlap"]
     added_citation: int | None = None
     uncited: bool = False
+    recited_from: list[int] = Field(default_factory=list)
 
 
 @dataclass
@@ -115,8 +119,9 @@ class Answer:
             ``samples`` and, with several, ``votes`` (the sampled answers); with a shaped context ``words_before``,
             ``words_after`` and ``duplicates`` (node ids dropped); over a dated context, ``dates_completed`` (the
             answer's dates given their year or put back as the week the context gives,
-            :mod:`gemrag.answers.dates.completion`). Empty for the plain, unshaped,
-            greedy reading that completed no date.
+            :mod:`gemrag.answers.dates.completion`); for a list question read as one (``[answer] lists``),
+            ``list_cue`` (the words that made it one, :func:`gemrag.answers.lists.list_cue`). Empty for the plain,
+            unshaped, greedy reading that completed no date and read no list question.
         verification: each sentence of ``text`` checked against the passages it cites, in order
             (``[answer] verify``, :mod:`gemrag.answers.verification`); empty when verifying is off, for a
             multiple-choice answer, or for an answer not given through the memory's ``ask``/``answer``.

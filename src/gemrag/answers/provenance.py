@@ -97,6 +97,9 @@ class DescribedAnswer(BaseModel):
             their year or as a day the context gives only as a week or weekend, as completed from the context
             (``"5 July 2023"``, ``"the week of 29 May 2023"``; :mod:`gemrag.answers.dates.completion`); empty
             otherwise.
+        list_cue: under ``[answer] lists = "auto"``, the words that made the question a list question, asked for
+            every item the context names (``"What books has"``; :func:`gemrag.answers.lists.list_cue`); None
+            otherwise.
     """
 
     answer: str
@@ -112,6 +115,7 @@ class DescribedAnswer(BaseModel):
     dropped_sentences: list[str] = Field(default_factory=list)
     quotes: list[QuotedSpan] = Field(default_factory=list)
     dates_completed: list[str] = Field(default_factory=list)
+    list_cue: str | None = None
 
 
 def _nodes(hit: Hit) -> list[int]:
@@ -216,6 +220,7 @@ def describe_answer(store: NodeRows | None, answer: Answer, strategy: str) -> De
         dropped_sentences=list(answer.dropped_sentences),
         quotes=[QuotedSpan.of(q) for q in answer.quotes],
         dates_completed=list(answer.reading.get("dates_completed", [])),
+        list_cue=answer.reading.get("list_cue"),
     )
 
 

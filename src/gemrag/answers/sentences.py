@@ -97,7 +97,9 @@ _TAIL = re.compile(r"[.!?][\"'\u201d\u2019)]*$")
 def add_citations(text: str, checks: Sequence[SentenceCheck]) -> tuple[str, list[SentenceCheck]]:
     """The answer's text with the marker of each post-hoc citation (``check.added_citation``) added to its sentence,
     as ALCE adds them: ``[n]`` before the sentence's final ``.``, ``!`` or ``?`` (``"... in 1990 [2]."``), or at its
-    end when it has none; and the checks with their sentences and spans in the new text.
+    end when it has none; and the checks with their sentences and spans in the new text. A re-cited sentence
+    (``check.recited_from``: its own markers did not support it) loses its own markers first, so ``[n]`` replaces
+    them (``"... in 1990 [3]."`` becomes ``"... in 1990 [1]."``).
 
     Args:
         text: the answer's text; each check's ``sentence`` is ``text[start:end]``.
@@ -114,6 +116,7 @@ def add_citations(text: str, checks: Sequence[SentenceCheck]) -> tuple[str, list
         pos = c.end
         sentence = c.sentence
         if c.added_citation is not None:
+            sentence = strip_citations(sentence) if c.recited_from else sentence
             tail = _TAIL.search(sentence)
             cut = tail.start() if tail else len(sentence)
             sentence = f"{sentence[:cut].rstrip()} [{c.added_citation}]{sentence[cut:]}"

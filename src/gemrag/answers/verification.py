@@ -34,6 +34,13 @@ Rules (the product's, documented in docs/verification.md):
   [1].", :func:`gemrag.answers.sentences.is_reference`), claims that its passages support the sentence before it: the
   sentence before it is checked against the reference's passages (overlap or entailment, as above), and the verdict
   is the reference's. First in the answer, it is checked as written.
+* A sentence its own markers do not support is *miscited* when another passage of the context does: the small
+  reader often copies a passage's words and names another's number. Under ``verify_miscited = "recite"`` (the
+  default) the passage it did not cite that matches it best (:func:`post_hoc_citations`, as for an uncited sentence)
+  is checked as a cited one would be; if it supports the sentence, that passage's marker replaces the sentence's own
+  in the text, and the check records both (``added_citation``, ``recited_from``). ALCE's post-hoc citation applied to
+  a wrong marker, not only a missing one. Under ``"flag"``, or when no other passage supports it, the sentence stays
+  unsupported with its own markers. A reference sentence and an answer whose text has no marker are not re-cited.
 * A multiple-choice answer (its text is the chosen option) is not checked.
 * A verdict the model could not give as valid JSON after its retries counts as unsupported and is recorded as a
   ``query/verify`` failure (``gemrag info``).
@@ -59,13 +66,14 @@ from gemrag.errors import GemragError
 from gemrag.models.base import LLM, Embedder, Message, Usage
 from gemrag.models.meter import UsageMeter
 from gemrag.models.structured import complete_structured_iter
-from gemrag.prompting import strip_citations
+from gemrag.prompting import parse_citations, strip_citations
 from gemrag.store.parts import Caches
 
 __all__ = [
     "OVERLAP_MIN",
     "OVERLAP_WORDS",
     "Sentence",
+    "MiscitedMode",
     "UncitedMode",
     "VerifyMode",
     "add_citations",
@@ -84,6 +92,9 @@ VerifyMode = Literal["flag", "drop", "off"]
 UncitedMode = Literal["cite", "flag"]
 """``[answer] verify_uncited``: cite an uncited sentence after the answer (post-hoc) and check it, or flag it
 unchecked."""
+MiscitedMode = Literal["recite", "flag"]
+"""``[answer] verify_miscited``: look for another passage of the context that supports a sentence its own markers do
+not support and cite it instead, or flag the sentence as it is."""
 
 #: A sentence of at most this many words (citation markers removed) is checked by overlap (``[answer]
 #: verify_overlap_words``' default): the short-answer length of :data:`gemrag.answers.answering.SHORT_WORDS`.
@@ -302,6 +313,7 @@ def verify_answer(
     overlap_words: int = OVERLAP_WORDS,
     overlap_first: bool = True,
     uncited: UncitedMode = "cite",
+    miscited: MiscitedMode = "recite",
     embedder: Embedder | None = None,
 ) -> Answer:
     """The answer with each sentence checked against its citations (``verification``), and under ``"drop"`` without
@@ -313,6 +325,13 @@ def verify_answer(
     (:func:`add_citations`) and to ``cited``, its check records ``added_citation``; else its check is ``uncited``.
     That costs at most one entailment call per uncited sentence (none for one checked by overlap) and one embedder
     call for all of them. Under ``"flag"`` an uncited sentence is unsupported without a check (no call).
+
+    Under ``miscited = "recite"`` each marked sentence its markers do not support (not a reference sentence) is
+    checked against the passage it did not cite that matches it best (:func:`post_hoc_citations` over the others):
+    supported, that passage's marker replaces its own (:func:`add_citations`), its check records ``added_citation``
+    and ``recited_from``, and ``cited`` is the passages the new text's markers name. At most one more check per such
+    sentence (an entailment call only where the sentence is checked by entailment) and one embedder call for each
+    such sentence checked by entailment.
 
     The checks' model calls (and the post-hoc citations' embedder call) run in the meter's ``query`` phase; what they
     spent is the answer's ``verification_usage`` and is added to its ``usage``, their wall time to its
@@ -327,6 +346,7 @@ def verify_answer(
         mode: ``"flag"``, ``"drop"`` or ``"off"``.
         extractive, overlap_words, overlap_first: as :func:`check_sentences`.
         uncited: ``"cite"`` or ``"flag"`` (``[answer] verify_uncited``).
+        miscited: ``"recite"`` or ``"flag"`` (``[answer] verify_miscited``).
         embedder: the memory's embedder, to match uncited sentences checked by entailment with a passage (None:
             matched by token overlap).
 
@@ -338,6 +358,8 @@ def verify_answer(
         raise ValueError(f"verify must be 'flag', 'drop' or 'off' (got {mode!r})")
     if uncited not in ("cite", "flag"):
         raise ValueError(f"verify_uncited must be 'cite' or 'flag' (got {uncited!r})")
+    if miscited not in ("recite", "flag"):
+        raise ValueError(f"verify_miscited must be 'recite' or 'flag' (got {miscited!r})")
     if mode == "off" or answer.choice is not None or not answer.text.strip() or answer.reading.get("abstained"):
         return answer  # an abstention ("Not found in the memory.") claims nothing about the context
     before = meter.totals.get("query", Usage())
@@ -366,6 +388,13 @@ def verify_answer(
             overlap_first=overlap_first,
             on_failure=lambda message: store.record_failure("query/verify", None, message),
         )
+        if miscited == "recite" and not unmarked:
+            wrong = [
+                i for i, c in enumerate(checks)
+                if i not in bare and not c.supported and not is_reference(sentences[i])
+                and len(sentences[i].cited) < len(passages)
+            ]  # fmt: skip
+            _recite(llm, question, sentences, checks, wrong, passages, extractive, overlap_words, embedder, store)
     for i in bare:
         if i in added and checks[i].supported:
             checks[i].added_citation = added[i]
@@ -373,13 +402,58 @@ def verify_answer(
             checks[i].cited, checks[i].supported, checks[i].uncited = [], False, True
     text, checks = add_citations(answer.text, checks)
     spent = meter.totals.get("query", Usage()) - before
+    added = {c.added_citation for c in checks if c.added_citation is not None}
+    recited = any(c.recited_from for c in checks)
     checked = replace(
         answer,
         text=text,
-        cited=sorted({*answer.cited, *(c.added_citation for c in checks if c.added_citation is not None)}),
+        cited=parse_citations(text, len(passages)).cited if recited else sorted({*answer.cited, *added}),
         verification=checks,
         verification_usage=spent,
         usage=answer.usage + spent,
         answer_seconds=answer.answer_seconds + time.perf_counter() - t0,
     )
     return drop_unsupported(checked) if mode == "drop" else checked
+
+
+def _recite(
+    llm: Callable[[], LLM],
+    question: str,
+    sentences: Sequence[Sentence],
+    checks: list[SentenceCheck],
+    wrong: Sequence[int],
+    passages: Sequence[str],
+    extractive: bool,
+    overlap_words: int,
+    embedder: Embedder | None,
+    store: Caches,
+) -> None:
+    """Re-cite the miscited sentences ``wrong`` (indices into ``sentences``/``checks``) in place: each is checked
+    against the passage it did not cite that matches it best (:func:`post_hoc_citations`), and where that passage
+    supports it its check becomes supported, cited with that passage (``added_citation``, ``cited``) and records its
+    own markers' passages in ``recited_from``. The checks run as :func:`check_sentences` runs them (overlap first)."""
+    if not wrong:
+        return
+    others = [[n for n in range(1, len(passages) + 1) if n not in sentences[i].cited] for i in wrong]
+    methods = [_method(sentences[i].text, extractive, overlap_words) for i in wrong]
+    best = [
+        others[k][post_hoc_citations(question, [sentences[i].text], [passages[n - 1] for n in others[k]],
+                                     [methods[k]], embedder)[0] - 1]
+        for k, i in enumerate(wrong)
+    ]  # fmt: skip
+    again = check_sentences(
+        llm,
+        question,
+        [replace(sentences[i], cited=[n]) for i, n in zip(wrong, best, strict=True)],
+        passages,
+        extractive=extractive,
+        overlap_words=overlap_words,
+        on_failure=lambda message: store.record_failure("query/verify", None, message),
+    )
+    for i, n, check in zip(wrong, best, again, strict=True):
+        if check.supported:
+            own = list(sentences[i].cited)
+            checks[i] = checks[i].model_copy(
+                update={"cited": [n], "supported": True, "method": check.method, "added_citation": n,
+                        "recited_from": own}
+            )  # fmt: skip

@@ -188,7 +188,8 @@ def marked(answer: Answer) -> Text:
 def verification_lines(answer: Answer, *, listed: bool) -> list[Text]:
     """What ``gemrag ask`` prints under the answer about its checked sentences: how many of them their citations do
     not support, how many are uncited (no marker, and no passage found to support them), how many were cited after
-    the answer (no marker, and the passage found to support them cited: ``[answer] verify_uncited = "cite"``), each
+    the answer (no marker, and the passage found to support them cited: ``[answer] verify_uncited = "cite"``), how
+    many were re-cited (their own markers did not support them, another passage did: ``verify_miscited``), each
     of them quoted when ``listed`` (a streamed answer, printed before it was checked and without the added markers),
     and the sentences ``verify = "drop"`` removed. No line when every sentence is supported by its own citations or
     nothing was checked."""
@@ -219,7 +220,18 @@ def verification_lines(answer: Answer, *, listed: bool) -> list[Text]:
             )
         )
         lines += quoted(uncited, "red")
-    after = [c for c in answer.verification if c.added_citation is not None]
+    recited = [c for c in answer.verification if c.added_citation is not None and c.recited_from]
+    after = [c for c in answer.verification if c.added_citation is not None and not c.recited_from]
+    if recited:
+        changes = ", ".join(f"{''.join(f'[{n}]' for n in c.recited_from)} -> [{c.added_citation}]" for c in recited)
+        lines.append(
+            Text.assemble(
+                ("+ ", "bold cyan"),
+                f"{len(recited)}{of} re-cited ({changes}): not supported by the passage "
+                f"{'it' if len(recited) == 1 else 'they'} named, found supported by another",
+            )
+        )
+        lines += quoted(recited, "cyan")
     if after:
         markers = ", ".join(f"[{c.added_citation}]" for c in after)
         lines.append(

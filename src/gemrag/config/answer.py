@@ -95,6 +95,13 @@ class AnswerSettings(BaseModel):
             what the sentence would have cost with a marker (at most one short LLM call, none for a sentence of up
             to ``verify_overlap_words`` words, plus one embedder call per answer over its uncited sentences and the
             passages' sentences), and a true sentence the model forgot to mark is not flagged as unsupported.
+        verify_miscited: a sentence its own markers do not support: ``"recite"`` (default) checks it against the
+            passage it did not cite that matches it best (as ``verify_uncited = "cite"`` finds one) and, if that
+            passage supports it, cites that passage instead (its marker replaces the sentence's own in the text;
+            the check records ``recited_from``); otherwise, and under ``"flag"``, it is flagged with its own
+            markers. The default re-cites: a small model often copies one passage's words and names another's
+            number, and the sentence is then true but flagged; it costs at most one more check per unsupported
+            sentence (one short LLM call where the sentence is checked by entailment; none by overlap).
     """
 
     cite: bool | None = None
@@ -117,6 +124,7 @@ class AnswerSettings(BaseModel):
     verify_overlap_words: int = Field(6, ge=0)
     verify_overlap_first: bool = True
     verify_uncited: Literal["cite", "flag"] = "cite"
+    verify_miscited: Literal["recite", "flag"] = "recite"
 
     def cites(self, *, short: bool = False) -> bool:
         """Whether an answer of this form cites: ``cite`` when set, else True for sentence and multiple-choice

@@ -241,7 +241,8 @@ def _verified_stream(
 def verified(memory: MemoryHandle[AskStore], question: str, answer: Answer, *, extractive: bool = False) -> Answer:
     """The answer checked sentence by sentence against its citations as ``[answer] verify`` says
     (:func:`gemrag.answers.verification.verify_answer` with the memory's LLM, meter, store and embedder, uncited
-    sentences cited after the answer or flagged as ``[answer] verify_uncited`` says; ``extractive``: a short-form
+    sentences cited after the answer or flagged as ``[answer] verify_uncited`` says, miscited ones re-cited or flagged
+    as ``[answer] verify_miscited`` says; ``extractive``: a short-form
     answer, checked by token overlap). The one place asking verifies: :func:`answer` (hence :func:`ask`)
     and the end of :func:`ask_stream`.
 
@@ -260,5 +261,6 @@ def verified(memory: MemoryHandle[AskStore], question: str, answer: Answer, *, e
         overlap_words=settings.verify_overlap_words,
         overlap_first=settings.verify_overlap_first,
         uncited=settings.verify_uncited,
+        miscited=settings.verify_miscited,
         embedder=memory.ctx.embedder,
     )

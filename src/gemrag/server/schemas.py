@@ -295,15 +295,19 @@ class AnswerOut(BaseModel):
     removed from ``text``); ``verification``: each sentence of ``text`` checked against the passages it cites
     (``sentence``, its span ``start``/``end`` in ``text``, ``cited``, ``supported``, ``method``: ``"entailment"`` or
     ``"overlap"``; ``added_citation``: the passage cited after the answer for a sentence written without a marker,
-    its marker added to ``text``; ``uncited``: no marker and no passage found to support it; ``[answer] verify``,
-    ``verify_uncited``), and ``dropped_sentences``: the unsupported ones removed under ``"drop"``.
+    its marker added to ``text``, or for a sentence its own markers did not support, its marker replacing them
+    (``recited_from``: the passages they named); ``uncited``: no marker and no passage found to support it;
+    ``[answer] verify``, ``verify_uncited``, ``verify_miscited``), and ``dropped_sentences``: the unsupported ones
+    removed under ``"drop"``.
     ``weak_below``: a citation whose ``evidence`` is below it is weak (:data:`gemrag.answers.evidence.WEAK_EVIDENCE`).
     ``abstained``: True when the answer is "Not found in the memory." because the context's evidence score
     (``evidence``) was below ``[answer] abstain_below``, False when it was checked and sufficed, None when the server
     does not check (``abstain_below`` unset). ``quotes``: the sentences quoted before answering (``[answer] reading =
     "quote"``) or the span the answer is (``"span"``), each with its context number and character span there.
     ``dates_completed``: over a dated context, the dates the model wrote without their year or as a day the context
-    gives only as a week, as completed from the context (:mod:`gemrag.answers.dates.completion`)."""
+    gives only as a week, as completed from the context (:mod:`gemrag.answers.dates.completion`). ``list_cue``: under
+    ``[answer] lists = "auto"``, the words that made the question a list question (:mod:`gemrag.answers.lists`),
+    else None."""
 
     text: str
     choice: int | None
@@ -321,6 +325,7 @@ class AnswerOut(BaseModel):
     evidence: float | None = Field(None, description="The context's evidence score, when abstention checked it.")
     quotes: list[QuotedSpan] = Field(default_factory=list)
     dates_completed: list[str] = Field(default_factory=list)
+    list_cue: str | None = None
 
 
 class ChatRequest(Strict):

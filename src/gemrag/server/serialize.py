@@ -53,6 +53,7 @@ def answer_out(answer: Answer, strategy: str, evidence: dict[int, float] | None 
         evidence=answer.reading["evidence"] if checked else None,
         quotes=[QuotedSpan.of(q) for q in answer.quotes],
         dates_completed=list(answer.reading.get("dates_completed", [])),
+        list_cue=answer.reading.get("list_cue"),
     )
 
 

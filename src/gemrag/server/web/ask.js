@@ -185,6 +185,7 @@
   // a check that flags its sentence, a sentence cited after the answer, an uncited one
   const isFlagged = (v) => v && v.supported === false;
   const isCitedAfter = (v) => v && v.supported === true && Number.isInteger(v.added_citation);
+  const isRecited = (v) => isCitedAfter(v) && Array.isArray(v.recited_from) && v.recited_from.length > 0;
   const isUncited = (v) => isFlagged(v) && v.uncited === true;
 
   // the answer's sentences, those its verification found unsupported by their citations marked, uncited ones marked
@@ -243,7 +244,8 @@
     const checks = answer.verification || [];
     const unsupported = checks.filter((v) => isFlagged(v) && !isUncited(v)).length;
     const uncited = checks.filter(isUncited).length;
-    const citedAfter = checks.filter(isCitedAfter).map((v) => v.added_citation);
+    const citedAfter = checks.filter((v) => isCitedAfter(v) && !isRecited(v)).map((v) => v.added_citation);
+    const recited = checks.filter(isRecited);
     const notes = [];
     if (declined(answer)) {
       notes.push(el("p", { class: "state-box notfound", "data-state": "not-found",
@@ -278,6 +280,14 @@
         `${plural(citedAfter.length, "sentence")} had no marker; the passage found to support ` +
         `${citedAfter.length === 1 ? "it is" : "each is"} cited (${citedAfter.map((n) => `[${n}]`).join(", ")}, ` +
         "underlined dotted)."));
+    }
+    if (recited.length) {
+      const changes = recited.map((v) => `${v.recited_from.map((n) => `[${n}]`).join("")} → [${v.added_citation}]`);
+      notes.push(el("p", { class: "state-box note", "data-state": "recited" },
+        el("strong", { text: "Re-cited. " }),
+        `${plural(recited.length, "sentence")} named a passage that does not support ` +
+        `${recited.length === 1 ? "it" : "them"}; another passage of the context does and is cited instead ` +
+        `(${changes.join(", ")}, underlined dotted).`));
     }
     box.replaceChildren(...notes);
     box.hidden = notes.length === 0;
