@@ -402,12 +402,12 @@ def verify_answer(
             checks[i].cited, checks[i].supported, checks[i].uncited = [], False, True
     text, checks = add_citations(answer.text, checks)
     spent = meter.totals.get("query", Usage()) - before
-    added = {c.added_citation for c in checks if c.added_citation is not None}
+    added_now = {c.added_citation for c in checks if c.added_citation is not None}
     recited = any(c.recited_from for c in checks)
     checked = replace(
         answer,
         text=text,
-        cited=parse_citations(text, len(passages)).cited if recited else sorted({*answer.cited, *added}),
+        cited=parse_citations(text, len(passages)).cited if recited else sorted({*answer.cited, *added_now}),
         verification=checks,
         verification_usage=spent,
         usage=answer.usage + spent,
