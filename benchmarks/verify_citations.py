@@ -88,13 +88,15 @@ def run(
     store: Any,
     uncited: str = "cite",
     embedder: Any = None,
+    miscited: str = "flag",
 ) -> dict[str, Any]:
-    """Verify every answer with ``mode``'s overlap setting and ``uncited`` (``[answer] verify_uncited``); the verdicts
-    per sentence and the figures."""
+    """Verify every answer with ``mode``'s overlap setting, ``uncited`` (``[answer] verify_uncited``) and ``miscited``
+    (``[answer] verify_miscited``; ``"flag"`` by default here, so that each verdict is about the passages the labelled
+    sentence cites, as its label is); the verdicts per sentence and the figures."""
     from gemrag.answers.answer import Answer
     from gemrag.answers.verification import verify_answer
     from gemrag.models.base import Usage
-    from gemrag.prompting import parse_citations
+    from gemrag.prompting import parse_citations, strip_citations
     from gemrag.types import Hit
 
     before = meter.totals.get("query", Usage())
@@ -113,6 +115,7 @@ def run(
             overlap_words=MODES[mode][0],
             overlap_first=MODES[mode][1],
             uncited=uncited,  # type: ignore[arg-type]
+            miscited=miscited,  # type: ignore[arg-type]
             embedder=embedder,
         )
         labelled = item["sentences"]
@@ -121,6 +124,8 @@ def run(
         for label, check in zip(labelled, checked.verification, strict=True):
             added = check.added_citation
             written = check.sentence if added is None else check.sentence.replace(f" [{added}]", "", 1)
+            if check.recited_from and strip_citations(check.sentence) == strip_citations(label["text"]):
+                written = label["text"]  # its markers replaced: the same sentence without them
             if written != label["text"]:
                 raise SystemExit(f"{item['id']}: split {written!r}, labelled {label['text']!r}")
             rows.append(
@@ -133,6 +138,7 @@ def run(
                     "added_citation": added,
                     "added_right": added in label.get("supported_by", []) if added is not None else None,
                     "uncited": check.uncited,
+                    "recited_from": list(check.recited_from),
                 }
             )
         if llm is not None:  # progress, so that an interrupted run shows what it did (its cache keeps it)
@@ -146,8 +152,10 @@ def run(
     tn = sum(1 for r in rows if r["gold"] and r["supported"])
     n = len(rows)
     figures: dict[str, Any] = {
-        "mode": mode if uncited == "cite" else f"{mode}, uncited={uncited}",
+        "mode": (mode if uncited == "cite" else f"{mode}, uncited={uncited}")
+        + (f", miscited={miscited}" if miscited != "flag" else ""),
         "uncited_setting": uncited,
+        "miscited_setting": miscited,
         "sentences": n,
         "tp": tp,
         "fp": fp,
@@ -167,9 +175,14 @@ def run(
         },
         "partial_flagged": sum(1 for r in rows if r["label"] == "partial" and not r["supported"]),
         "partial": sum(1 for r in rows if r["label"] == "partial"),
-        "cited_after": sum(1 for r in rows if r["added_citation"] is not None),
-        "cited_after_right": sum(1 for r in rows if r["added_right"]),
-        "cited_after_wrong": sum(1 for r in rows if r["added_citation"] is not None and not r["gold"]),
+        "recited": sum(1 for r in rows if r["recited_from"]),
+        "recited_labelled_supported": sum(1 for r in rows if r["recited_from"] and r["gold"]),
+        "recited_labelled_unsupported": sum(1 for r in rows if r["recited_from"] and not r["gold"]),
+        "cited_after": sum(1 for r in rows if r["added_citation"] is not None and not r["recited_from"]),
+        "cited_after_right": sum(1 for r in rows if r["added_right"] and not r["recited_from"]),
+        "cited_after_wrong": sum(
+            1 for r in rows if r["added_citation"] is not None and not r["gold"] and not r["recited_from"]
+        ),
         "uncited": sum(1 for r in rows if r["uncited"]),
         "requests_per_sentence": (spent.calls + spent.cached) / n,
         "calls_per_sentence": spent.calls / n,
@@ -223,6 +236,11 @@ def report(f: dict[str, Any]) -> None:
             f"cited after the answer: {f['cited_after']} ({f['cited_after_right']} with a passage its label names, "
             f"{f['cited_after_wrong']} labelled not supported)   left uncited: {f['uncited']}"
         )
+    if f.get("recited"):
+        print(
+            f"re-cited: {f['recited']} ({f['recited_labelled_supported']} labelled supported by the passage they "
+            f"cited, {f['recited_labelled_unsupported']} labelled not supported by it)"
+        )
     for m, c in f["by_method"].items():
         if c["sentences"]:
             print(f"  by {m}: {c['correct']} of {c['sentences']} right")
@@ -244,6 +262,12 @@ def main() -> int:
     ap.add_argument("--modes", default="auto,model,entailment,overlap", help="comma-separated, of: " + ", ".join(MODES))
     ap.add_argument(
         "--uncited", default="cite", help="comma-separated [answer] verify_uncited settings to run: cite, flag"
+    )
+    ap.add_argument(
+        "--miscited",
+        default="flag",
+        help="comma-separated [answer] verify_miscited settings to run: flag (default here: the verdict is about the "
+        "cited passages, as the labels are), recite",
     )
     ap.add_argument(
         "--embedder", action="store_true", help="match uncited sentences with the configured embedder (no LLM)"
@@ -271,6 +295,9 @@ def main() -> int:
     settings = args.uncited.split(",")
     if unknown := [u for u in settings if u not in ("cite", "flag")]:
         ap.error(f"unknown --uncited setting(s): {', '.join(unknown)}")
+    recitings = args.miscited.split(",")
+    if unknown := [u for u in recitings if u not in ("recite", "flag")]:
+        ap.error(f"unknown --miscited setting(s): {', '.join(unknown)}")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(args.cache or Path(tmp) / "cache")
@@ -297,9 +324,10 @@ def main() -> int:
             )
         for mode in modes:
             for uncited in settings:
-                figures = run(items, mode, llm, meter, store, uncited, embedder)
-                report(figures)
-                results.append(figures)
+                for miscited in recitings:
+                    figures = run(items, mode, llm, meter, store, uncited, embedder, miscited)
+                    report(figures)
+                    results.append(figures)
         store.close()
     if args.json:
         args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
