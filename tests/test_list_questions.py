@@ -17,13 +17,13 @@ from gemrag.answers.lists import LIST_INSTRUCTION, list_cue
 from gemrag.answers.prompts import answer_prompt, short_answer_prompt
 from gemrag.answers.provenance import describe_answer
 from gemrag.answers.reading import Reading
-from gemrag.config import Config, load_config
 from gemrag.errors import ConfigError
 from gemrag.memory.asking import reading_of
 from gemrag.models.meter import UsageMeter
 from gemrag.server.serialize import answer_out
 from gemrag.store import Store
 from gemrag.types import Hit
+from test_time_aware_reading import _config
 
 
 @pytest.mark.parametrize(
@@ -110,14 +110,6 @@ CHAT = """[1:56 pm on 8 May, 2023] Melanie: I finished Charlotte's Web last nigh
 
 [2:10 pm on 25 May, 2023] Melanie: I read Nothing is Impossible this week, so good.
 """
-
-
-def _config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **answer: Any) -> Config:
-    for var in list(__import__("os").environ):
-        if var.startswith("GEMRAG_"):
-            monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
-    return load_config(None, {"strategy": "dense", "memory": {"chunk_tokens": 24, "budget": 10}, "answer": answer})
 
 
 @pytest.mark.parametrize("lists", ["auto", "off"])

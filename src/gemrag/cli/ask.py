@@ -197,51 +197,41 @@ def verification_lines(answer: Answer, *, listed: bool) -> list[Text]:
     total = len(answer.verification)
     of = f" of {total} sentence{'s' if total != 1 else ''}"
 
-    def quoted(checks: list[SentenceCheck], style: str) -> list[Text]:
-        return [Text.assemble(("  - ", style), (c.sentence, style)) for c in checks] if listed else []
+    def group(checks: list[SentenceCheck], mark: str, style: str, says: str) -> None:
+        """A line counting ``checks`` (``mark`` and what ``says``), then each of them quoted when ``listed``."""
+        if checks:
+            lines.append(Text.assemble((f"{mark} ", f"bold {style}"), f"{len(checks)}{of} {says}"))
+            lines.extend(Text.assemble(("  - ", style), (c.sentence, style)) for c in checks if listed)
 
     bad = [c for c in answer.unsupported if not c.uncited]
-    if bad:
-        lines.append(
-            Text.assemble(
-                (f"{UNSUPPORTED_MARK} ", "bold red"),
-                f"{len(bad)}{of} not supported by the passages {'they cite' if len(bad) != 1 else 'it cites'}",
-            )
-        )
-        lines += quoted(bad, "red")
+    group(bad, UNSUPPORTED_MARK, "red", f"not supported by the passages {'they cite' if len(bad) != 1 else 'it cites'}")
     uncited = [c for c in answer.unsupported if c.uncited]
-    if uncited:
-        one = len(uncited) == 1
-        lines.append(
-            Text.assemble(
-                (f"{UNSUPPORTED_MARK} ", "bold red"),
-                f"{len(uncited)}{of} uncited: {'it names' if one else 'they name'} no passage, and none was found to "
-                f"support {'it' if one else 'them'}",
-            )
-        )
-        lines += quoted(uncited, "red")
+    one = len(uncited) == 1
+    group(
+        uncited,
+        UNSUPPORTED_MARK,
+        "red",
+        f"uncited: {'it names' if one else 'they name'} no passage, and none was found to support "
+        f"{'it' if one else 'them'}",
+    )
     recited = [c for c in answer.verification if c.added_citation is not None and c.recited_from]
+    changes = ", ".join(f"{''.join(f'[{n}]' for n in c.recited_from)} -> [{c.added_citation}]" for c in recited)
+    group(
+        recited,
+        "+",
+        "cyan",
+        f"re-cited ({changes}): not supported by the passage {'it' if len(recited) == 1 else 'they'} named, found "
+        "supported by another",
+    )
     after = [c for c in answer.verification if c.added_citation is not None and not c.recited_from]
-    if recited:
-        changes = ", ".join(f"{''.join(f'[{n}]' for n in c.recited_from)} -> [{c.added_citation}]" for c in recited)
-        lines.append(
-            Text.assemble(
-                ("+ ", "bold cyan"),
-                f"{len(recited)}{of} re-cited ({changes}): not supported by the passage "
-                f"{'it' if len(recited) == 1 else 'they'} named, found supported by another",
-            )
-        )
-        lines += quoted(recited, "cyan")
-    if after:
-        markers = ", ".join(f"[{c.added_citation}]" for c in after)
-        lines.append(
-            Text.assemble(
-                ("+ ", "bold cyan"),
-                f"{len(after)}{of} cited after the answer ({markers}): written without a marker, found supported by "
-                f"{'that passage' if len(after) == 1 else 'those passages'}",
-            )
-        )
-        lines += quoted(after, "cyan")
+    markers = ", ".join(f"[{c.added_citation}]" for c in after)
+    group(
+        after,
+        "+",
+        "cyan",
+        f"cited after the answer ({markers}): written without a marker, found supported by "
+        f"{'that passage' if len(after) == 1 else 'those passages'}",
+    )
     if answer.dropped_sentences:
         k = len(answer.dropped_sentences)
         lines.append(
