@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-INLINE_MARK_AT_LINE_START = re.compile(r"^\s*<!-- (result-pair |result: |result-rows:? [^>]*as=value)")
+INLINE_MARK_AT_LINE_START = re.compile(r"^\s*<!-- (result-pair:? |result: |result-rows:? [^>]*as=value)")
 
 
 def test_no_line_starts_with_an_inline_result_mark() -> None:
