@@ -99,8 +99,10 @@ def ask_command(
     and marked ⚠ (under a streamed answer, listed after it); with `drop` it is removed and listed as dropped; --json
     gives the checks as "verification". A sentence written without a marker is cited after the answer with the
     context passage found to support it (its marker added, in cyan, and counted under the answer), or marked ⚠
-    uncited when none does (`--set answer.verify_uncited=flag`: marked uncited without looking). A strategy's own
-    settings are `--set` items: `--set gem.search=rank` gives GEM's literal Algorithm 1."""
+    uncited when none does (`--set answer.verify_uncited=flag`: marked uncited without looking). A sentence its own
+    markers do not support is re-cited with another context passage found to support it (that marker replaces its
+    own, in cyan, and is counted under the answer; `--set answer.verify_miscited=flag`: marked ⚠ as written). A
+    strategy's own settings are `--set` items: `--set gem.search=rank` gives GEM's literal Algorithm 1."""
     with cli_errors("ask again", also=(ValueError,)), deprecated_sets("gem", {"search": search}) as old_sets:
         cfg = build_config(
             config,
