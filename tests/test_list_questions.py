@@ -18,6 +18,7 @@ from gemrag.answers.prompts import answer_prompt, short_answer_prompt
 from gemrag.answers.provenance import describe_answer
 from gemrag.answers.reading import Reading
 from gemrag.errors import ConfigError
+from gemrag.mcp_server import MemoryTools
 from gemrag.memory.asking import reading_of
 from gemrag.models.meter import UsageMeter
 from gemrag.server.serialize import answer_out
@@ -123,7 +124,8 @@ def test_ask_and_its_stream_follow_the_setting(monkeypatch: pytest.MonkeyPatch, 
         answer = mem.ask("What books has Melanie read?")
         asked = llm.prompts[-1]
         streamed = list(mem.ask_stream("What books has Melanie read?"))
-        described = describe_answer(mem.store, answer, "dense")  # gemrag ask --json, MCP ask
+        described = describe_answer(mem.store, answer, "dense")  # gemrag ask --json
+        mcp_answer = MemoryTools(mem, "dense").ask("What books has Melanie read?")
     final = streamed[-1]
     assert isinstance(final, Answer) and final.text == answer.text
     assert llm.streams == 0  # the stream's prompt is ask's (with the list sentence or without): a cache hit
@@ -133,6 +135,7 @@ def test_ask_and_its_stream_follow_the_setting(monkeypatch: pytest.MonkeyPatch, 
     assert {k: v for k, v in final.reading.items() if k == "list_cue"} == expected
     cue = expected.get("list_cue")
     assert described.list_cue == cue and answer_out(final, "dense").list_cue == cue  # the server's answer and stream
+    assert mcp_answer.list_cue == cue  # MCP's ask
 
 
 def test_the_setting_is_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

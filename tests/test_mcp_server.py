@@ -272,3 +272,12 @@ def test_cli_without_the_sdk_says_which_extra(monkeypatch: pytest.MonkeyPatch, t
     assert result.exit_code == 2
     assert "pip install 'gemrag[mcp]'" in result.output
     assert not (tmp_path / "mem").exists()  # failed before opening (creating) the memory
+
+
+def test_ask_gives_every_field_of_the_described_answer() -> None:
+    """MCP's ``ask`` is ``gemrag ask --json``'s answer plus the question: no field of it is dropped on the way (a
+    pydantic model ignores the keys it does not declare)."""
+    from gemrag.answers.provenance import DescribedAnswer
+    from gemrag.mcp_server import AskResult
+
+    assert set(DescribedAnswer.model_fields) - {"choice"} <= set(AskResult.model_fields)

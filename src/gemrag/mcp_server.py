@@ -35,7 +35,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, Field
 
-from gemrag.answers.answer import SentenceCheck
+from gemrag.answers.answer import QuotedSpan, SentenceCheck
 from gemrag.answers.provenance import CitedNode, RetrievedNode, describe_answer, retrieve_nodes
 from gemrag.errors import ConfigError, GemragError, InputError
 from gemrag.ingest import Document
@@ -104,7 +104,10 @@ class AskResult(BaseModel):
     ``added_citation``: the passage cited after the answer for a sentence written without a marker, its marker added
     to ``answer``, or that replaced its own markers, which named ``recited_from`` (passages that did not support it);
     ``uncited``: no marker and no passage found to support it; ``dropped_sentences``: the unsupported
-    ones removed under ``[answer] verify = "drop"``)."""
+    ones removed under ``[answer] verify = "drop"``), and how the answer was read, as ``gemrag ask --json`` gives it
+    (:class:`gemrag.answers.provenance.DescribedAnswer`): ``quotes`` (the quote reading's quoted sentences or the span
+    answer's span, each with its passage and character span), ``dates_completed`` (the dates completed from a dated
+    context) and ``list_cue`` (the words that made the question a list question under ``[answer] lists``)."""
 
     question: str
     answer: str
@@ -117,6 +120,9 @@ class AskResult(BaseModel):
     answer_seconds: float
     verification: list[SentenceCheck] = []
     dropped_sentences: list[str] = []
+    quotes: list[QuotedSpan] = []
+    dates_completed: list[str] = []
+    list_cue: str | None = None
 
 
 class ForgetResult(BaseModel):
