@@ -79,3 +79,10 @@ def test_an_unknown_mode_is_refused() -> None:
 
 def test_hits_fixture_has_two_passages() -> None:
     assert [h.node_id for h in HITS] == [11, 12] and all(isinstance(h, Hit) for h in HITS)
+
+
+def test_the_recheck_follows_overlap_first() -> None:
+    wrong = f"{SUPPORTED} {UNSUPPORTED}"
+    _, first, _ = _verify(_answer(wrong, [1, 2]))  # overlap first: neither passage holds its words, no call for it
+    _, model, _ = _verify(_answer(wrong, [1, 2]), overlap_first=False)  # its check and its re-check by the model
+    assert first.calls == 1 and model.calls == 3

@@ -394,7 +394,10 @@ def verify_answer(
                 if i not in bare and not c.supported and not is_reference(sentences[i])
                 and len(sentences[i].cited) < len(passages)
             ]  # fmt: skip
-            _recite(llm, question, sentences, checks, wrong, passages, extractive, overlap_words, embedder, store)
+            _recite(
+                llm, question, sentences, checks, wrong, passages, extractive, overlap_words, overlap_first, embedder,
+                store,
+            )  # fmt: skip
     for i in bare:
         if i in added and checks[i].supported:
             checks[i].added_citation = added[i]
@@ -425,13 +428,15 @@ def _recite(
     passages: Sequence[str],
     extractive: bool,
     overlap_words: int,
+    overlap_first: bool,
     embedder: Embedder | None,
     store: Caches,
 ) -> None:
     """Re-cite the miscited sentences ``wrong`` (indices into ``sentences``/``checks``) in place: each is checked
     against the passage it did not cite that matches it best (:func:`post_hoc_citations`), and where that passage
     supports it its check becomes supported, cited with that passage (``added_citation``, ``cited``) and records its
-    own markers' passages in ``recited_from``. The checks run as :func:`check_sentences` runs them (overlap first)."""
+    own markers' passages in ``recited_from``. The checks run as :func:`check_sentences` runs them, with the answer's
+    ``extractive``, ``overlap_words`` and ``overlap_first``."""
     if not wrong:
         return
     others = [[n for n in range(1, len(passages) + 1) if n not in sentences[i].cited] for i in wrong]
@@ -448,6 +453,7 @@ def _recite(
         passages,
         extractive=extractive,
         overlap_words=overlap_words,
+        overlap_first=overlap_first,
         on_failure=lambda message: store.record_failure("query/verify", None, message),
     )
     for i, n, check in zip(wrong, best, again, strict=True):
