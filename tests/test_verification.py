@@ -117,7 +117,8 @@ def test_the_entailment_prompt_shows_only_the_cited_passages_and_the_sentence_wi
 
 def test_an_unsupported_sentence_is_flagged_and_its_check_counted_in_the_usage() -> None:
     answer = _answer(f"{SUPPORTED} {UNSUPPORTED}", [1, 2])
-    out, llm, _ = _verify(answer, overlap_first=False)  # every sentence of more than 6 words to the model
+    # every sentence of more than 6 words to the model; no re-citation (its extra check: tests/test_recitation.py)
+    out, llm, _ = _verify(answer, overlap_first=False, miscited="flag")
     assert out.text == answer.text and out.cited == [1, 2]  # flag changes nothing but the checks
     assert [(c.supported, c.method, c.cited) for c in out.verification] == [
         (True, "entailment", [1]),
@@ -143,7 +144,7 @@ def test_overlap_first_flags_a_sentence_the_passage_does_not_cover_without_a_mod
     assert llm.calls >= 1 and rejected.verification[0].method == "entailment"
     assert not rejected.verification[0].supported
     # without it the uncovered sentence costs a call, and the model's verdict decides
-    model, llm, _ = _verify(answer, overlap_first=False)
+    model, llm, _ = _verify(answer, overlap_first=False, miscited="flag")
     assert llm.calls == 2 and [c.method for c in model.verification] == ["entailment", "entailment"]
 
 
