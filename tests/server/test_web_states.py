@@ -211,7 +211,8 @@ def test_a_recited_sentence_is_shown_with_the_passage_that_supports_it(
     server = served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=_Miscites())
     with seeded_page(browser, server) as (page, errors):
         ask_question(page, "Where does the keeper's cat sleep?")
-        marker = page.locator("#answer-text .cited-after a.cite.added").get_attribute("data-marker")
+        added = page.locator("#answer-text .cited-after a.cite.added")
+        marker, title = added.get_attribute("data-marker"), added.get_attribute("title")
         sentence = page.inner_text("#answer-text .cited-after")
         states = page.locator("#answer-state > p").evaluate_all("ps => ps.map((p) => p.dataset.state)")
         note = page.inner_text("#answer-state [data-state='recited']")
@@ -222,3 +223,4 @@ def test_a_recited_sentence_is_shown_with_the_passage_that_supports_it(
     assert sentence.endswith(f"every night [{marker}]."), sentence
     assert states == ["recited"] and flagged == 0, states
     assert f"→ [{marker}]" in note and "Re-cited" in note, note
+    assert (title or "").startswith("Re-cited: the sentence named ["), title  # not "had no marker"

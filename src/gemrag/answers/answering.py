@@ -39,7 +39,6 @@ from gemrag.answers.choices import (
 )
 from gemrag.answers.consistency import most_consistent
 from gemrag.answers.dates.completion import complete_dates
-from gemrag.answers.lists import list_cue
 from gemrag.answers.prompts import (
     ABSTAIN,
     ANSWER_MAX_TOKENS,
@@ -181,7 +180,8 @@ def answer_question(
             info.update(form=form, samples=reading.samples, abstained=True)
             seconds = time.perf_counter() - t1
             return Answer(NOT_FOUND, None, hits, retrieval_seconds, seconds, Usage(), reading=info)
-    listing = reading.lists and agent is None and not choices and form == "plain" and bool(cue := list_cue(question))
+    cue = reading.list_cue(question) if agent is None and not choices and form == "plain" else None
+    listing = cue is not None
     if listing:
         info["list_cue"] = cue
     if agent is not None and not choices:

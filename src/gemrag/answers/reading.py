@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gemrag.answers.answer import Quote
+from gemrag.answers.lists import list_cue
 from gemrag.answers.shaping import Shaping
 from gemrag.ingest.chunker import split_sentences
 from gemrag.models.base import Message
@@ -272,6 +273,12 @@ class Reading:
     abstain_below: float | None = None
     option_orders: int = 1
     lists: bool = False
+
+    def list_cue(self, question: str) -> str | None:
+        """The words that make ``question`` a list question read as one (:func:`gemrag.answers.lists.list_cue`),
+        or None: always None when :attr:`lists` is off. The one rule :func:`gemrag.answers.answering.answer_question`
+        and :func:`gemrag.answers.streaming.answer_stream` both follow."""
+        return list_cue(question) if self.lists else None
 
     @property
     def plain(self) -> bool:

@@ -15,7 +15,6 @@ from collections.abc import Callable, Generator, Sequence
 from gemrag.answers.answer import Answer
 from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of
 from gemrag.answers.dates.completion import complete_dates
-from gemrag.answers.lists import list_cue
 from gemrag.answers.prompts import ANSWER_MAX_TOKENS, answer_prompt
 from gemrag.answers.reading import Reading
 from gemrag.answers.replies import markers_only
@@ -93,7 +92,8 @@ def answer_stream(
         return
     cite = cite and bool(hits)
     steps = follow_ups_of(hits)
-    listing = reading is not None and reading.lists and bool(cue := list_cue(question))
+    cue = reading.list_cue(question) if reading is not None else None
+    listing = cue is not None
     messages = answer_prompt(
         question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps, listing=listing
     )

@@ -149,12 +149,15 @@
   }
 
   // `added`: a citation added after the answer (the model wrote the sentence without a marker; this passage was found
-  // to support it)
-  function citeLink(n, added = false) {
+  // to support it); `recitedFrom`: the markers it replaced (they named passages that do not support the sentence)
+  function citeLink(n, added = false, recitedFrom = null) {
+    const markers = (recitedFrom || []).map((m) => `[${m}]`).join("");
     return el("a", {
       href: `#hit-${n}`, class: added ? "cite added" : "cite", "data-marker": n, text: `[${n}]`,
-      title: added ? "Cited after the answer: the sentence had no marker, and this passage was found to support it"
-        : null,
+      title: added && markers ? `Re-cited: the sentence named ${markers}, which does not support it, and this ` +
+        "passage was found to support it"
+        : added ? "Cited after the answer: the sentence had no marker, and this passage was found to support it"
+          : null,
       "aria-label": added ? `Citation ${n}, added after the answer: open the passage found to support the sentence`
         : `Citation ${n}: open the cited passage`,
       onclick: (e) => {
@@ -165,8 +168,9 @@
   }
 
   // a piece of the answer's text with its [n] markers as links (`linked` collects the numbers linked; `added`: the
-  // number of a citation added after the answer, in a sentence that had no marker of its own)
-  function linkify(text, hits, linked, added = null) {
+  // number of a citation added after the answer, in a sentence that had no marker of its own or whose markers,
+  // `recitedFrom`, it replaced)
+  function linkify(text, hits, linked, added = null, recitedFrom = null) {
     const parts = [];
     let last = 0;
     for (const match of text.matchAll(/\[(\d+)\]/g)) {
@@ -174,7 +178,7 @@
       parts.push(text.slice(last, match.index));
       last = match.index + match[0].length;
       if (n >= 1 && n <= hits.length) {
-        parts.push(citeLink(n, n === added));
+        parts.push(citeLink(n, n === added, n === added ? recitedFrom : null));
         linked.add(n);
       } else parts.push(match[0]);
     }
@@ -212,7 +216,8 @@
       parts.push(...linkify(chars.slice(last, start).join(""), answer.hits, linked));
       const sentence = chars.slice(start, end).join("");
       if (isCitedAfter(v)) {
-        parts.push(el("span", { class: "cited-after" }, ...linkify(sentence, answer.hits, linked, v.added_citation)));
+        parts.push(el("span", { class: "cited-after" },
+          ...linkify(sentence, answer.hits, linked, v.added_citation, isRecited(v) ? v.recited_from : null)));
       } else if (isUncited(v)) {
         parts.push(el("span", { class: "unsupported uncited",
           title: "Uncited: this sentence names no passage, and no passage of the context was found to support it" },
