@@ -69,11 +69,11 @@ def test_other_questions(question: str) -> None:
 def test_the_prompts_add_the_list_sentence_only_when_asked() -> None:
     question, context = "What books has Melanie read?", ["Melanie read Charlotte's Web.", "She loved Becoming Nicole."]
     for prompt in (short_answer_prompt, answer_prompt):
-        plain, listed = prompt(question, context), prompt(question, context, listing=True)
+        plain, listed = prompt(question, context), prompt(question, context, instruction=LIST_INSTRUCTION)
         assert LIST_INSTRUCTION not in plain[1]["content"] and LIST_INSTRUCTION in listed[1]["content"]
         # the same prompt otherwise, the sentence before the last instructions
         assert listed[1]["content"].replace(f"{LIST_INSTRUCTION} ", "") == plain[1]["content"]
-    short = short_answer_prompt(question, context, listing=True)[1]["content"]
+    short = short_answer_prompt(question, context, instruction=LIST_INSTRUCTION)[1]["content"]
     assert short.index(LIST_INSTRUCTION) > short.index("Question:") and short.endswith("Short answer:")
 
 

@@ -107,7 +107,8 @@ class AskResult(BaseModel):
     ones removed under ``[answer] verify = "drop"``), and how the answer was read, as ``gemrag ask --json`` gives it
     (:class:`gemrag.answers.provenance.DescribedAnswer`): ``quotes`` (the quote reading's quoted sentences or the span
     answer's span, each with its passage and character span), ``dates_completed`` (the dates completed from a dated
-    context) and ``list_cue`` (the words that made the question a list question under ``[answer] lists``)."""
+    context), ``list_cue`` (the words that made the question a list question under ``[answer] lists``) and
+    ``hypothetical_cue`` (the word that made it a hypothetical question under ``[answer] hypotheticals``)."""
 
     question: str
     answer: str
@@ -123,6 +124,7 @@ class AskResult(BaseModel):
     quotes: list[QuotedSpan] = []
     dates_completed: list[str] = []
     list_cue: str | None = None
+    hypothetical_cue: str | None = None
 
 
 class ForgetResult(BaseModel):

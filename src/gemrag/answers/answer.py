@@ -120,8 +120,10 @@ class Answer:
             ``words_after`` and ``duplicates`` (node ids dropped); over a dated context, ``dates_completed`` (the
             answer's dates given their year or put back as the week the context gives,
             :mod:`gemrag.answers.dates.completion`); for a list question read as one (``[answer] lists``),
-            ``list_cue`` (the words that made it one, :func:`gemrag.answers.lists.list_cue`). Empty for the plain,
-            unshaped, greedy reading that completed no date and read no list question.
+            ``list_cue`` (the words that made it one, :func:`gemrag.answers.lists.list_cue`); for a hypothetical
+            question read as one (``[answer] hypotheticals``), ``hypothetical_cue`` (the word that made it one,
+            :func:`gemrag.answers.hypotheticals.hypothetical_cue`). Empty for the plain, unshaped, greedy reading
+            that completed no date and read no list or hypothetical question.
         verification: each sentence of ``text`` checked against the passages it cites, in order
             (``[answer] verify``, :mod:`gemrag.answers.verification`); empty when verifying is off, for a
             multiple-choice answer, or for an answer not given through the memory's ``ask``/``answer``.

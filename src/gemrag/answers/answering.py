@@ -50,6 +50,7 @@ from gemrag.answers.prompts import (
     short_answer_prompt,
     shorten_prompt,
 )
+from gemrag.answers.question_forms import QuestionForm
 from gemrag.answers.reading import (
     NOT_FOUND,
     READING_MAX_TOKENS,
@@ -146,7 +147,11 @@ def answer_question(
             the prompt and the call are today's. List questions (``reading.lists``, free form in the plain form):
             a question :func:`gemrag.answers.lists.list_cue` finds to ask for several things is asked for every
             one the context names (TREC 2003's list questions; LoCoMo's multi-hop ones);
-            ``reading["list_cue"]`` holds the words that made it one.
+            ``reading["list_cue"]`` holds the words that made it one. Hypothetical questions
+            (``reading.hypotheticals``, likewise): a question :func:`gemrag.answers.hypotheticals.hypothetical_cue`
+            finds to ask what is likely ("Would she ...?", "What might ...") is asked for what the context points
+            to, with its reason, and with the guess line in place of the decline line (LoCoMo's open-domain ones);
+            ``reading["hypothetical_cue"]`` holds the word that made it one.
         embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``) and to abstain
             (``reading.abstain_below``: below it the answer is :data:`~gemrag.answers.reading.NOT_FOUND`, no LLM call,
             and ``reading["abstained"]`` is True; ``reading["evidence"]`` holds the score either way).
@@ -180,10 +185,9 @@ def answer_question(
             info.update(form=form, samples=reading.samples, abstained=True)
             seconds = time.perf_counter() - t1
             return Answer(NOT_FOUND, None, hits, retrieval_seconds, seconds, Usage(), reading=info)
-    cue = reading.list_cue(question) if agent is None and not choices and form == "plain" else None
-    listing = cue is not None
-    if listing:
-        info["list_cue"] = cue
+    asked = reading.question_form(question) if agent is None and not choices and form == "plain" else QuestionForm()
+    info.update(asked.cues)
+    plain_abstain, instruction = asked.abstains(abstain), asked.instruction
     if agent is not None and not choices:
         messages = shorten_prompt(question, str(agent), abstain=abstain)
     elif form != "plain" and not choices:
@@ -191,10 +195,12 @@ def answer_question(
         preface = follow_ups_text(steps)
         messages = reading_prompt(question, texts, form, short=short, abstain=abstain, preface=preface, last=last)
     elif short and not choices:
-        messages = short_answer_prompt(question, texts, abstain=abstain, cite=cite, follow_ups=steps, listing=listing)
+        messages = short_answer_prompt(
+            question, texts, abstain=plain_abstain, cite=cite, follow_ups=steps, instruction=instruction
+        )
     else:
         messages = answer_prompt(
-            question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps, listing=listing
+            question, texts, choices, abstain=plain_abstain, cite=cite, follow_ups=steps, instruction=instruction
         )
     model = llm()
     with meter.phase("query"):
@@ -234,7 +240,7 @@ def answer_question(
                 else ANSWER_MAX_TOKENS
             )  # fmt: skip
             uncited = (short_answer_prompt if short else answer_prompt)(
-                question, texts, abstain=abstain, follow_ups=steps, listing=listing
+                question, texts, abstain=plain_abstain, follow_ups=steps, instruction=instruction
             )
             k = reading.samples if agent is None else 1
             reads = [

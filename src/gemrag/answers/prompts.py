@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gemrag.answers.choices import LETTERS
-from gemrag.answers.lists import LIST_INSTRUCTION
 from gemrag.models.base import Message
 from gemrag.prompting import CITE_INSTRUCTION, format_context
 
@@ -50,7 +49,7 @@ def answer_prompt(
     cite: bool = False,
     follow_ups: FollowUps = (),
     aside: str = "",
-    listing: bool = False,
+    instruction: str = "",
 ) -> list[Message]:
     """Messages with the retrieved context followed by the question (and lettered options, if any).
 
@@ -59,10 +58,10 @@ def answer_prompt(
     ``cite``: ask for ``[n]`` markers naming the passages used (free form), or for their numbers in the JSON's
     ``passages`` (multiple choice). ``follow_ups``: the retrieval's sub-questions and answers, shown before the
     context (:func:`follow_ups_text`). ``aside``: the quotes or notes of a multiple-choice reading's first call
-    (:func:`gemrag.answers.reading.reading_aid`), shown after the passages. ``listing`` (free-form only): the question
-    is a list question (:func:`gemrag.answers.lists.list_cue`); :data:`~gemrag.answers.lists.LIST_INSTRUCTION` is
-    asked before the last instructions. The default prompt is unchanged, so the LLM cache keys of other evaluations
-    stay the same.
+    (:func:`gemrag.answers.reading.reading_aid`), shown after the passages. ``instruction`` (free-form only): what the
+    question's form asks (:attr:`gemrag.answers.question_forms.QuestionForm.instruction`: a list question's or a
+    hypothetical question's sentence), asked before the last instructions. The default prompt is unchanged, so the
+    LLM cache keys of other evaluations stay the same.
     """
     system = "Answer questions about a document using the context passages retrieved from it."
     user = f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\n{aside}Question: {question}\n"
@@ -75,8 +74,8 @@ def answer_prompt(
             f'option, then reply with JSON whose "answer" is one letter from {letters}{cited}.'
         )
     else:
-        listed = f"{LIST_INSTRUCTION} " if listing else ""
-        user += f"\n{listed}Answer briefly. {CITE_INSTRUCTION + ' ' if cite else ''}{ABSTAIN if abstain else GUESS}"
+        asked = f"{instruction} " if instruction else ""
+        user += f"\n{asked}Answer briefly. {CITE_INSTRUCTION + ' ' if cite else ''}{ABSTAIN if abstain else GUESS}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -99,7 +98,7 @@ def short_answer_prompt(
     abstain: bool = False,
     cite: bool = False,
     follow_ups: FollowUps = (),
-    listing: bool = False,
+    instruction: str = "",
 ) -> list[Message]:
     """The answer prompt of span-answer benchmarks: the context, the question, and a request for a short phrase in
     the words of the context — the form their official scorers (SQuAD-style EM and token F1) expect. It follows
@@ -109,15 +108,15 @@ def short_answer_prompt(
 
     ``abstain``: say the answer is not mentioned when the context lacks it (LoCoMo category 5's scorer accepts
     "not mentioned"). ``cite``: ask for ``[n]`` markers after the phrase (:data:`SHORT_CITE`). ``follow_ups``,
-    ``listing``: as :func:`answer_prompt` (a list question's items, each a short phrase).
+    ``instruction``: as :func:`answer_prompt` (a list question's items are each a short phrase).
     """
     system = "Answer questions about a document using the context passages retrieved from it."
     last = ABSTAIN if abstain else GUESS
     if cite:
         last = f"{SHORT_CITE} {last}"
     user = f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\nQuestion: {question}\n\n"
-    listed = f"{LIST_INSTRUCTION} " if listing else ""
-    user += f"{listed}{SHORT_INSTRUCTION} {last}\nShort answer:"
+    asked = f"{instruction} " if instruction else ""
+    user += f"{asked}{SHORT_INSTRUCTION} {last}\nShort answer:"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 

@@ -100,6 +100,9 @@ class DescribedAnswer(BaseModel):
         list_cue: under ``[answer] lists = "auto"``, the words that made the question a list question, asked for
             every item the context names (``"What books has"``; :func:`gemrag.answers.lists.list_cue`); None
             otherwise.
+        hypothetical_cue: under ``[answer] hypotheticals = "auto"``, the word that made the question a hypothetical
+            question, asked for what the context points to and not declined (``"likely"``;
+            :func:`gemrag.answers.hypotheticals.hypothetical_cue`); None otherwise.
     """
 
     answer: str
@@ -116,6 +119,7 @@ class DescribedAnswer(BaseModel):
     quotes: list[QuotedSpan] = Field(default_factory=list)
     dates_completed: list[str] = Field(default_factory=list)
     list_cue: str | None = None
+    hypothetical_cue: str | None = None
 
 
 def _nodes(hit: Hit) -> list[int]:
@@ -221,6 +225,7 @@ def describe_answer(store: NodeRows | None, answer: Answer, strategy: str) -> De
         quotes=[QuotedSpan.of(q) for q in answer.quotes],
         dates_completed=list(answer.reading.get("dates_completed", [])),
         list_cue=answer.reading.get("list_cue"),
+        hypothetical_cue=answer.reading.get("hypothetical_cue"),
     )
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gemrag.answers.answer import Quote
-from gemrag.answers.lists import list_cue
+from gemrag.answers.question_forms import QuestionForm, question_form
 from gemrag.answers.shaping import Shaping
 from gemrag.ingest.chunker import split_sentences
 from gemrag.models.base import Message
@@ -264,6 +264,9 @@ class Reading:
         lists: a list question (:func:`gemrag.answers.lists.list_cue`) answered in the plain form is asked for
             every item the context names (:data:`gemrag.answers.lists.LIST_INSTRUCTION`); other questions, and
             every question when False, are asked as written.
+        hypotheticals: a hypothetical question (:func:`gemrag.answers.hypotheticals.hypothetical_cue`) answered in
+            the plain form is asked for what the context points to, with its reason, and is never declined
+            (:func:`gemrag.answers.hypotheticals.hypothetical_instruction`).
     """
 
     form: ReadingForm = "plain"
@@ -273,12 +276,14 @@ class Reading:
     abstain_below: float | None = None
     option_orders: int = 1
     lists: bool = False
+    hypotheticals: bool = False
 
-    def list_cue(self, question: str) -> str | None:
-        """The words that make ``question`` a list question read as one (:func:`gemrag.answers.lists.list_cue`),
-        or None: always None when :attr:`lists` is off. The one rule :func:`gemrag.answers.answering.answer_question`
-        and :func:`gemrag.answers.streaming.answer_stream` both follow."""
-        return list_cue(question) if self.lists else None
+    def question_form(self, question: str) -> QuestionForm:
+        """What ``question``'s form adds to the plain prompt under the :attr:`lists` and :attr:`hypotheticals`
+        settings (:func:`gemrag.answers.question_forms.question_form`; the empty form when both are off). The one
+        rule :func:`gemrag.answers.answering.answer_question` and :func:`gemrag.answers.streaming.answer_stream`
+        both follow."""
+        return question_form(question, lists=self.lists, hypotheticals=self.hypotheticals)
 
     @property
     def plain(self) -> bool:

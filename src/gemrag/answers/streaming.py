@@ -16,6 +16,7 @@ from gemrag.answers.answer import Answer
 from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of
 from gemrag.answers.dates.completion import complete_dates
 from gemrag.answers.prompts import ANSWER_MAX_TOKENS, answer_prompt
+from gemrag.answers.question_forms import QuestionForm
 from gemrag.answers.reading import Reading
 from gemrag.answers.replies import markers_only
 from gemrag.models.base import LLM, Completion, Embedder, Usage
@@ -66,8 +67,10 @@ def answer_stream(
 
     The final answer's dates over a dated context (a missing year, a day the context gives only as a week) are
     completed as :func:`answer_question` completes them (in the Answer's ``text`` and
-    ``reading["dates_completed"]``; the streamed pieces are the model's). A list question under ``reading.lists`` is
-    streamed with :func:`answer_question`'s list prompt (its ``reading["list_cue"]`` set).
+    ``reading["dates_completed"]``; the streamed pieces are the model's). A list question under ``reading.lists`` and a
+    hypothetical question under ``reading.hypotheticals`` are streamed with :func:`answer_question`'s prompt for
+    them (:meth:`~gemrag.answers.reading.Reading.question_form`; ``reading["list_cue"]``,
+    ``reading["hypothetical_cue"]`` set).
 
     Args:
         llm, meter, store, question, hits, choices, retrieval_seconds, abstain, cite, temperature, seed, reading,
@@ -92,10 +95,10 @@ def answer_stream(
         return
     cite = cite and bool(hits)
     steps = follow_ups_of(hits)
-    cue = reading.list_cue(question) if reading is not None else None
-    listing = cue is not None
+    asked = reading.question_form(question) if reading is not None else QuestionForm()
+    abstain, instruction = asked.abstains(abstain), asked.instruction
     messages = answer_prompt(
-        question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps, listing=listing
+        question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps, instruction=instruction
     )
     before = meter.totals.get("query", Usage())
     t1 = time.perf_counter()
@@ -118,7 +121,9 @@ def answer_stream(
     found = parse_citations(final[0].text, len(hits)) if cite else None
     text, cited, dropped = (found.text, found.cited, found.dropped) if found else (final[0].text, [], 0)
     if cite and markers_only(text):
-        uncited = answer_prompt(question, [h.text for h in hits], abstain=abstain, follow_ups=steps, listing=listing)
+        uncited = answer_prompt(
+            question, [h.text for h in hits], abstain=abstain, follow_ups=steps, instruction=instruction
+        )
         with meter.phase("query"):
             text = llm().complete(uncited, max_tokens=ANSWER_MAX_TOKENS, temperature=temperature, seed=seed).text
         if text.strip():
@@ -127,6 +132,5 @@ def answer_stream(
     text, completed = complete_dates(text.strip(), hits)  # the final text's dates completed (years, periods)
     seconds = time.perf_counter() - t1
     info: dict[str, object] = {"dates_completed": completed} if completed else {}
-    if listing:
-        info["list_cue"] = cue
+    info.update(asked.cues)
     yield Answer(text, None, list(hits), retrieval_seconds, seconds, spent, cited, dropped, reading=info)

@@ -69,6 +69,12 @@ class AnswerSettings(BaseModel):
             asked for every one the context names, separated by commas (TREC 2003's list questions; most of
             LoCoMo's multi-hop questions are such); every other question, or every question with ``"off"``
             (default), is asked as written. No extra LLM call: one sentence more in the answer prompt.
+        hypotheticals: hypothetical questions (:mod:`gemrag.answers.hypotheticals`): ``"auto"``: a free-form question
+            that asks what is likely ("Would she ...?", "What might his degree be in?", "... likely ...") is asked
+            for what the context points to ("Likely yes" / "Likely no" to a yes-or-no question) and the reason in a
+            few words, and is not declined (the guess line replaces the "not mentioned" line for that question;
+            most of LoCoMo's open-domain questions are such); every other question, or every question with
+            ``"off"`` (default), is asked as written. No extra LLM call.
         date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
             expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
         verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
@@ -119,6 +125,7 @@ class AnswerSettings(BaseModel):
     abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
     dates: Literal["auto", "on", "off"] = "auto"
     lists: Literal["auto", "off"] = "off"
+    hypotheticals: Literal["auto", "off"] = "off"
     date_llm: bool = False
     verify: Literal["flag", "drop", "off"] = "flag"
     verify_overlap_words: int = Field(6, ge=0)

@@ -60,8 +60,8 @@ class Asker(MemoryHandle[AskStore], Protocol):
 
 def reading_of(settings: AnswerSettings) -> Reading:
     """The :class:`~gemrag.answers.reading.Reading` the ``[answer]`` settings ask for: the form, the shaping when
-    ``shape`` is on, the self-consistency samples, the abstention threshold, the multiple-choice option orders and
-    whether list questions are asked for every item."""
+    ``shape`` is on, the self-consistency samples, the abstention threshold, the multiple-choice option orders,
+    whether list questions are asked for every item and whether hypothetical questions are asked for a guess."""
     shaping = (
         Shaping(
             dedupe=settings.shape_dedupe,
@@ -81,6 +81,7 @@ def reading_of(settings: AnswerSettings) -> Reading:
         settings.abstain_below,
         settings.option_orders,
         lists=settings.lists == "auto",
+        hypotheticals=settings.hypotheticals == "auto",
     )
 
 

@@ -307,7 +307,8 @@ class AnswerOut(BaseModel):
     ``dates_completed``: over a dated context, the dates the model wrote without their year or as a day the context
     gives only as a week, as completed from the context (:mod:`gemrag.answers.dates.completion`). ``list_cue``: under
     ``[answer] lists = "auto"``, the words that made the question a list question (:mod:`gemrag.answers.lists`),
-    else None."""
+    else None. ``hypothetical_cue``: under ``[answer] hypotheticals = "auto"``, the word that made the question a
+    hypothetical question (:mod:`gemrag.answers.hypotheticals`), else None."""
 
     text: str
     choice: int | None
@@ -326,6 +327,7 @@ class AnswerOut(BaseModel):
     quotes: list[QuotedSpan] = Field(default_factory=list)
     dates_completed: list[str] = Field(default_factory=list)
     list_cue: str | None = None
+    hypothetical_cue: str | None = None
 
 
 class ChatRequest(Strict):

@@ -54,6 +54,7 @@ def answer_out(answer: Answer, strategy: str, evidence: dict[int, float] | None 
         quotes=[QuotedSpan.of(q) for q in answer.quotes],
         dates_completed=list(answer.reading.get("dates_completed", [])),
         list_cue=answer.reading.get("list_cue"),
+        hypothetical_cue=answer.reading.get("hypothetical_cue"),
     )
 
 
