@@ -150,7 +150,8 @@ def answer_question(
             ``reading["list_cue"]`` holds the words that made it one. Hypothetical questions
             (``reading.hypotheticals``, likewise): a question :func:`gemrag.answers.hypotheticals.hypothetical_cue`
             finds to ask what is likely ("Would she ...?", "What might ...") is asked for what the context points
-            to, with its reason, and with the guess line in place of the decline line (LoCoMo's open-domain ones);
+            to ("Likely yes" or "Likely no" and why, to a yes-or-no one), with the guess line in place of the
+            decline line (LoCoMo's open-domain ones);
             ``reading["hypothetical_cue"]`` holds the word that made it one.
         embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``) and to abstain
             (``reading.abstain_below``: below it the answer is :data:`~gemrag.answers.reading.NOT_FOUND`, no LLM call,

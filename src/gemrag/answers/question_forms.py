@@ -2,11 +2,12 @@
 
 Two answer settings read a question's form, by rules and with no model call: ``[answer] lists`` (a list question is
 asked for every item the context names, :mod:`gemrag.answers.lists`) and ``[answer] hypotheticals`` (a hypothetical
-question is asked for what the context points to, with its reason, and may not be declined,
-:mod:`gemrag.answers.hypotheticals`). :func:`question_form` applies both and gives the one result every answer path
-uses (:func:`gemrag.answers.answering.answer_question`, :func:`gemrag.answers.streaming.answer_stream`): the
-sentences the prompt adds, whether its decline line gives way to the guess line, and what ``Answer.reading``
-records. A question neither rule reads gets the empty form, so its prompt, hence its LLM cache key, is unchanged.
+question is asked for what the context points to, "Likely yes" or "Likely no" and why to a yes-or-no one, and may
+not be declined, :mod:`gemrag.answers.hypotheticals`). :func:`question_form` applies both and gives the one result
+every answer path uses (:func:`gemrag.answers.answering.answer_question`,
+:func:`gemrag.answers.streaming.answer_stream`): the sentences the prompt adds, whether its decline line gives way to
+the guess line, and what ``Answer.reading`` records. A question neither rule reads gets the empty form, so its
+prompt, hence its LLM cache key, is unchanged.
 """
 
 from __future__ import annotations

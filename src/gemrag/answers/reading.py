@@ -265,7 +265,8 @@ class Reading:
             every item the context names (:data:`gemrag.answers.lists.LIST_INSTRUCTION`); other questions, and
             every question when False, are asked as written.
         hypotheticals: a hypothetical question (:func:`gemrag.answers.hypotheticals.hypothetical_cue`) answered in
-            the plain form is asked for what the context points to, with its reason, and is never declined
+            the plain form is asked for what the context points to ("Likely yes" or "Likely no" and why, to a
+            yes-or-no one) and is never declined
             (:func:`gemrag.answers.hypotheticals.hypothetical_instruction`).
     """
 
