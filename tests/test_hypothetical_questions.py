@@ -12,7 +12,6 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM, StreamingLLM
 from gemrag import Memory
 from gemrag.answers.answer import Answer
-from gemrag.answers.answering import answer_question
 from gemrag.answers.hypotheticals import (
     OPEN_INSTRUCTION,
     YES_NO_INSTRUCTION,
@@ -28,10 +27,9 @@ from gemrag.answers.reading import Reading
 from gemrag.errors import ConfigError
 from gemrag.mcp_server import MemoryTools
 from gemrag.memory.asking import reading_of
-from gemrag.models.meter import UsageMeter
 from gemrag.server.serialize import answer_out
-from gemrag.store import Store
 from gemrag.types import Hit
+from test_list_questions import answer_with
 from test_time_aware_reading import _config
 
 
@@ -76,13 +74,11 @@ def test_both_rules_read_one_question() -> None:
     assert question_form("What books has Melanie read?", lists=True, hypotheticals=True).abstains(True)
 
 
+OUTDOORS = (Hit(1, "chunk", 0.9, "Melanie loves camping and hiking."), Hit(2, "chunk", 0.8, "She hates crowds."))
+
+
 def _answer(tmp_path: Path, llm: ScriptedLLM, question: str, reading: Reading, **options: Any) -> Answer:
-    hits = [Hit(1, "chunk", 0.9, "Melanie loves camping and hiking."), Hit(2, "chunk", 0.8, "She hates crowds.")]
-    store = Store(tmp_path / "m")
-    try:
-        return answer_question(lambda: llm, UsageMeter(), store, question, hits, reading=reading, **options)
-    finally:
-        store.close()
+    return answer_with(tmp_path, llm, question, reading, OUTDOORS, **options)
 
 
 @pytest.mark.parametrize("short", [True, False])

@@ -4,6 +4,7 @@ path only when the setting is on and the question is one."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +78,13 @@ def test_the_prompts_add_the_list_sentence_only_when_asked() -> None:
     assert short.index(LIST_INSTRUCTION) > short.index("Question:") and short.endswith("Short answer:")
 
 
-def _answer(tmp_path: Path, llm: ScriptedLLM, question: str, reading: Reading, **options: Any) -> Answer:
-    hits = [Hit(1, "chunk", 0.9, "Melanie read Charlotte's Web."), Hit(2, "chunk", 0.8, "She read Becoming Nicole.")]
+BOOKS = (Hit(1, "chunk", 0.9, "Melanie read Charlotte's Web."), Hit(2, "chunk", 0.8, "She read Becoming Nicole."))
+
+
+def answer_with(
+    tmp_path: Path, llm: ScriptedLLM, question: str, reading: Reading, hits: Sequence[Hit] = BOOKS, **options: Any
+) -> Answer:
+    """``answer_question`` over ``hits`` with a scripted LLM (its prompts recorded) and a fresh store."""
     store = Store(tmp_path / "m")
     try:
         return answer_question(lambda: llm, UsageMeter(), store, question, hits, reading=reading, **options)
@@ -89,20 +95,20 @@ def _answer(tmp_path: Path, llm: ScriptedLLM, question: str, reading: Reading, *
 @pytest.mark.parametrize("short", [True, False])
 def test_answer_question_asks_a_list_question_for_every_item(tmp_path: Path, short: bool) -> None:
     llm = ScriptedLLM()
-    listed = _answer(tmp_path, llm, "What books has Melanie read?", Reading(lists=True), short=short)
+    listed = answer_with(tmp_path, llm, "What books has Melanie read?", Reading(lists=True), short=short)
     assert LIST_INSTRUCTION in llm.prompts[-1] and listed.reading == {"list_cue": "What books has"}
-    off = _answer(tmp_path, llm, "What books has Melanie read?", Reading(), short=short)
+    off = answer_with(tmp_path, llm, "What books has Melanie read?", Reading(), short=short)
     assert LIST_INSTRUCTION not in llm.prompts[-1] and off.reading == {}
-    single = _answer(tmp_path, llm, "What book did Melanie read first?", Reading(lists=True), short=short)
+    single = answer_with(tmp_path, llm, "What book did Melanie read first?", Reading(lists=True), short=short)
     assert LIST_INSTRUCTION not in llm.prompts[-1] and single.reading == {}
 
 
 def test_other_readings_and_multiple_choice_are_not_changed(tmp_path: Path) -> None:
     llm = ScriptedLLM()
     question = "What books has Melanie read?"
-    chosen = _answer(tmp_path, llm, question, Reading(lists=True), choices=["Charlotte's Web", "Dune"])
+    chosen = answer_with(tmp_path, llm, question, Reading(lists=True), choices=["Charlotte's Web", "Dune"])
     assert LIST_INSTRUCTION not in llm.prompts[-1] and "list_cue" not in chosen.reading
-    quoted = _answer(tmp_path, llm, question, Reading(form="quote", lists=True), short=True)
+    quoted = answer_with(tmp_path, llm, question, Reading(form="quote", lists=True), short=True)
     assert all(LIST_INSTRUCTION not in p for p in llm.prompts) and "list_cue" not in quoted.reading
 
 
