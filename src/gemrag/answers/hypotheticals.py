@@ -5,8 +5,8 @@ Seuss books on her bookshelf?", "What might John's degree be in?", "Would Melani
 LoCoMo's open-domain category is made of them (Maharana et al., 2024, the QA task: questions answered from what a
 speaker said together with commonsense or world knowledge), with gold answers such as "Likely no; since this one went
 badly" or "Yes, since she collects classic children's books". Told that it may say an answer is not mentioned, a small
-reader says so: the 1.5B answered 6 of LoCoMo's 21 open-domain dev questions "Not mentioned", each scored 0, although
-the context held what the inference rests on.
+reader says so: the 1.5B answered 6 of LoCoMo's 21 open-domain dev questions "Not mentioned", each scored 0, 5 of them
+with some of the turns the inference rests on in its context.
 
 The rule (:func:`hypothetical_cue`) reads only the question's form, in English: the modal "would" or "might", or
 "likely", "probably" or "possibly", anywhere in the question. Rules only, no model. The reading it selects
