@@ -38,6 +38,8 @@ from test_time_aware_reading import _config
         ("What musical artists/bands has Melanie seen?", "What musical artists/bands has"),
         ("What people has Maria met while volunteering?", "What people has"),
         ("what types of yoga has Maria practiced?", "what types of"),
+        ("What kinds of pets are allowed in the building?", "What kinds of"),  # "are" + no name: still a list
+        ("What types of acute respiratory infections can be screened?", "What types of"),
         ("What are the names of John's children?", "What are"),
         ("Who were the guests?", "Who were"),
         ("Please list all the songs she sang.", "list all"),
@@ -59,6 +61,8 @@ def test_list_questions(question: str, cue: str) -> None:
         "What is the capital of France?",
         "When did Caroline go camping?",
         "Where has Melanie camped?",  # a list by its answer, not by its form: read as written
+        "What kinds of viruses are Japanese encephalitis virus (JEV) and TBEV?",  # which kind a named thing is
+        "What types of cells are T cells?",
         "Who sold the boat?",
         "",
     ],

@@ -11,9 +11,10 @@ reads: the 1.5B answered "painting" to the first example and "clarinet" to "What
 
 The rule (:func:`list_cue`) reads only the question's form, in English: a *what*/*which* question whose asked-for
 noun is plural and followed by its verb ("What activities does", "Which cities has", "What European countries has"),
-"what kinds/types/sorts of", "what/which/who are/were" ("What are Maria's dogs' names?"), or "list/name all". Rules
-only, no model; a question in another language, or one whose plural is not in that form ("Where has Melanie
-camped?"), is read as written. The reading it selects (:data:`LIST_INSTRUCTION`) is an answer setting,
+"what kinds/types/sorts of" (but not "what kinds of X are <a name>", which asks which kind), "what/which/who
+are/were" ("What are Maria's dogs' names?"), or "list/name all". Rules only, no model; a question in another
+language, or one whose plural is not in that form ("Where has Melanie camped?"), is read as written. The reading it
+selects (:data:`LIST_INSTRUCTION`) is an answer setting,
 ``[answer] lists`` (:mod:`gemrag.config.answer`).
 """
 
@@ -26,7 +27,8 @@ _VERB = r"(?:do|does|did|has|have|had|is|are|was|were|can|could|would|will|shoul
 _PLURAL = r"(?:(?!news\b)[a-z][\w'+/-]*[^\Wsui]s|[a-z]*(?:men|people|children))"
 _RULES = re.compile(
     rf"^\s*(?:what|which)\s+(?:(?!of\b)[\w'+/-]+\s+){{0,2}}?{_PLURAL}\s+{_VERB}\b"
-    r"|^\s*(?:what|which)\s+(?:kinds|types|sorts)\s+of\b"
+    # "what kinds of X are Y", Y a name, asks which kind Y is ("What kinds of viruses are JEV and TBEV?"): not a list
+    r"|^\s*(?:what|which)\s+(?:kinds|types|sorts)\s+of\b(?!(?:\s+[\w'+/-]+){1,3}\s+(?:is|are|was|were)\s+(?-i:[A-Z]))"
     r"|^\s*(?:what|which|who)\s+(?:are|were)\b"
     r"|\b(?:list|name)\s+(?:all|every|each)\b",
     re.I,
@@ -44,7 +46,9 @@ def list_cue(question: str) -> str | None:
     visited?", "What European countries has Maria been to?"; "what/which kinds, types or sorts of"; "what/which/who
     are/were" ("What are the names of John's children?"); "list/name all/every/each". Not a list question: a singular
     noun ("What book did she read?"), a word ending in -ss, -us, -is or "news" ("What status", "What news did ..."),
-    a plural after "of" ("What percentage of patients were ...": the asked-for noun is the first one).
+    a plural after "of" ("What percentage of patients were ...": the asked-for noun is the first one), a question
+    of which kind a named thing is ("What kinds of viruses are JEV and TBEV?": a capitalised word after is/are/was/
+    were asks for the kind, not for every instance; "What kinds of pets are allowed?" is still a list question).
     Case is ignored; the rules are English only.
     """
     m = _RULES.search(question)
