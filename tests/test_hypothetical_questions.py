@@ -24,6 +24,7 @@ from gemrag.answers.prompts import ABSTAIN, GUESS
 from gemrag.answers.provenance import describe_answer
 from gemrag.answers.question_forms import QuestionForm, question_form
 from gemrag.answers.reading import Reading
+from gemrag.cli.ask import question_form_lines
 from gemrag.errors import ConfigError
 from gemrag.mcp_server import MemoryTools
 from gemrag.memory.asking import reading_of
@@ -134,6 +135,17 @@ def test_ask_and_its_stream_follow_the_setting(monkeypatch: pytest.MonkeyPatch, 
     assert answer.reading.get("hypothetical_cue") == cue and final.reading.get("hypothetical_cue") == cue
     assert described.hypothetical_cue == cue and answer_out(final, "dense").hypothetical_cue == cue  # server
     assert mcp_answer.hypothetical_cue == cue  # MCP's ask
+    said = [str(line) for line in question_form_lines(answer)]  # gemrag ask, under the answer
+    assert said == ([f'· read as a hypothetical question ("{cue}"): asked for what the context points to; the answer '
+                     "is an inference the context need not state"] if cue else [])  # fmt: skip
+
+
+def test_the_cli_says_how_the_question_was_read() -> None:
+    both = Answer("Likely yes", None, [], 0.0, 0.0, reading={"list_cue": "What parks are", "hypothetical_cue": "might"})
+    said = [str(line) for line in question_form_lines(both)]
+    assert said[0] == '· read as a list question ("What parks are"): asked for every item the context names'
+    assert said[1].startswith('· read as a hypothetical question ("might")') and len(said) == 2
+    assert question_form_lines(Answer("Yes", None, [], 0.0, 0.0)) == []
 
 
 def test_the_setting_is_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

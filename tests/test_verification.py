@@ -414,6 +414,12 @@ def test_cli_ask_marks_the_unsupported_sentence(tmp_path: Path, config: Config) 
     assert listed[1] == "  - " + REPLY.split(". ")[1]
     check = SentenceCheck(sentence="A.", start=0, end=2, cited=[1], supported=True, method="overlap")
     assert verification_lines(Answer("A.", None, [], 0.0, 0.0, verification=[check]), listed=True) == []
+    # an answer that cites no passage is checked against the whole context: the line says so, not "it cites"
+    bare = SentenceCheck(sentence="Likely yes", start=0, end=10, cited=[], supported=False, method="overlap")
+    assert [str(line) for line in verification_lines(Answer("Likely yes", None, [], 0.0, 0.0, verification=[bare]),
+                                                     listed=False)] == [
+        f"{UNSUPPORTED_MARK} 1 of 1 sentence not supported by the context (the answer cites no passage)"
+    ]  # fmt: skip
 
 
 def test_cli_ask_json_and_text_output(tmp_path: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -37,7 +37,7 @@ from gemrag.console import cli_errors, err
 from gemrag.errors import GemragError
 from gemrag.progress import rich_progress
 
-__all__ = ["UNSUPPORTED_MARK", "ask_command", "marked", "streams", "verification_lines"]
+__all__ = ["UNSUPPORTED_MARK", "ask_command", "marked", "question_form_lines", "streams", "verification_lines"]
 
 #: The mark after an answer sentence its citations do not support (``[answer] verify``).
 UNSUPPORTED_MARK = "⚠"
@@ -102,7 +102,8 @@ def ask_command(
     uncited when none does (`--set answer.verify_uncited=flag`: marked uncited without looking). A sentence its own
     markers do not support is re-cited with another context passage found to support it (that marker replaces its
     own, in cyan, and is counted under the answer; `--set answer.verify_miscited=flag`: marked ⚠ as written). A
-    strategy's own settings are `--set` items: `--set gem.search=rank` gives GEM's literal Algorithm 1."""
+    question read by its form (`--set answer.lists=auto`, `--set answer.hypotheticals=auto`) says so under the
+    answer. A strategy's own settings are `--set` items: `--set gem.search=rank` gives GEM's literal Algorithm 1."""
     with cli_errors("ask again", also=(ValueError,)), deprecated_sets("gem", {"search": search}) as old_sets:
         cfg = build_config(
             config,
@@ -148,7 +149,7 @@ def ask_command(
         if not streamed:
             letter = f"({'ABCDEFGHIJ'[answer.choice]}) " if answer.choice is not None else ""
             out.print(Text.assemble(("answer: ", "bold"), letter, marked(answer)))
-        for line in verification_lines(answer, listed=streamed):
+        for line in [*question_form_lines(answer), *verification_lines(answer, listed=streamed)]:
             out.print(line)
         sources = cited_sources(answer)
         if sources:
@@ -187,9 +188,32 @@ def marked(answer: Answer) -> Text:
     return text
 
 
+def question_form_lines(answer: Answer) -> list[Text]:
+    """What ``gemrag ask`` prints under the answer about how the question's form was read (``Answer.reading``): a
+    list question (``[answer] lists``, its ``list_cue``) was asked for every item the context names; a hypothetical
+    question (``[answer] hypotheticals``, its ``hypothetical_cue``) was asked for what the context points to, so its
+    answer is an inference the context need not state (and verification may flag it as unsupported). No line for a
+    question read as written."""
+    lines: list[Text] = []
+    cue = answer.reading.get("list_cue")
+    if cue:
+        lines.append(Text(f'· read as a list question ("{cue}"): asked for every item the context names', style="dim"))
+    cue = answer.reading.get("hypothetical_cue")
+    if cue:
+        lines.append(
+            Text(
+                f'· read as a hypothetical question ("{cue}"): asked for what the context points to; the answer is '
+                "an inference the context need not state",
+                style="dim",
+            )
+        )
+    return lines
+
+
 def verification_lines(answer: Answer, *, listed: bool) -> list[Text]:
     """What ``gemrag ask`` prints under the answer about its checked sentences: how many of them their citations do
-    not support, how many are uncited (no marker, and no passage found to support them), how many were cited after
+    not support (the context does not, for an answer that cites no passage and was checked against the whole
+    context), how many are uncited (no marker, and no passage found to support them), how many were cited after
     the answer (no marker, and the passage found to support them cited: ``[answer] verify_uncited = "cite"``), how
     many were re-cited (their own markers did not support them, another passage did: ``verify_miscited``), each
     of them quoted when ``listed`` (a streamed answer, printed before it was checked and without the added markers),
@@ -206,7 +230,15 @@ def verification_lines(answer: Answer, *, listed: bool) -> list[Text]:
             lines.extend(Text.assemble(("  - ", style), (c.sentence, style)) for c in checks if listed)
 
     bad = [c for c in answer.unsupported if not c.uncited]
-    group(bad, UNSUPPORTED_MARK, "red", f"not supported by the passages {'they cite' if len(bad) != 1 else 'it cites'}")
+    if bad and not any(c.cited for c in bad):  # the answer cites no passage: each was checked against the context
+        group(bad, UNSUPPORTED_MARK, "red", "not supported by the context (the answer cites no passage)")
+    else:
+        group(
+            bad,
+            UNSUPPORTED_MARK,
+            "red",
+            f"not supported by the passages {'they cite' if len(bad) != 1 else 'it cites'}",
+        )
     uncited = [c for c in answer.unsupported if c.uncited]
     one = len(uncited) == 1
     group(
