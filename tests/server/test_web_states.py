@@ -224,3 +224,26 @@ def test_a_recited_sentence_is_shown_with_the_passage_that_supports_it(
     assert states == ["recited"] and flagged == 0, states
     assert f"→ [{marker}]" in note and "Re-cited" in note, note
     assert (title or "").startswith("Re-cited: the sentence named ["), title  # not "had no marker"
+
+
+def test_a_hypothetical_question_and_an_answer_citing_nothing_are_said_as_such(
+    browser: Any, tmp_path: Path, config: Config
+) -> None:
+    # no marker at all: the sentence is checked against the whole context, which does not state it
+    llm = StreamingLLM("Likely yes, since the keeper owns a golden dragon named Ember.")
+    cfg = load_config(
+        None,
+        {"strategy": "dense", "memory": {"chunk_tokens": 30}, "gem": {"questions": 2},
+         "answer": {"hypotheticals": "auto"}},
+    )  # fmt: skip
+    with seeded_page(browser, served(tmp_path / "root", cfg, embedder=HashEmbedder(), llm=llm)) as (page, errors):
+        ask_question(page, "Would the keeper's cat like a dragon?")
+        states = page.locator("#answer-state > p").evaluate_all("ps => ps.map((p) => p.dataset.state)")
+        unsupported = page.inner_text("#answer-state [data-state='unsupported']")
+        read_as = page.inner_text("#answer-state [data-state='question-form']")
+        title = page.locator("#answer-text .unsupported").get_attribute("title")
+    assert errors == []
+    assert states == ["unsupported", "question-form"], states
+    assert "not supported by the context (the answer cites no passage)" in unsupported, unsupported
+    assert 'a hypothetical question ("Would")' in read_as and "inference" in read_as, read_as
+    assert (title or "").startswith("The context does not support this sentence"), title

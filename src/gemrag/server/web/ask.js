@@ -223,7 +223,10 @@
           title: "Uncited: this sentence names no passage, and no passage of the context was found to support it" },
         ...linkify(sentence, answer.hits, linked), el("span", { class: "flag", text: " uncited" })));
       } else {
-        parts.push(el("span", { class: "unsupported", title: "Its citations do not support this sentence" },
+        const title = Array.isArray(v.cited) && v.cited.length === 0
+          ? "The context does not support this sentence (the answer cites no passage)"
+          : "Its citations do not support this sentence";
+        parts.push(el("span", { class: "unsupported", title },
           ...linkify(sentence, answer.hits, linked), el("span", { class: "flag", text: " unsupported" })));
       }
       last = end;
@@ -247,7 +250,10 @@
     const box = $("answer-state");
     const weak = answer.cited.filter(isWeak);
     const checks = answer.verification || [];
-    const unsupported = checks.filter((v) => isFlagged(v) && !isUncited(v)).length;
+    const flagged = checks.filter((v) => isFlagged(v) && !isUncited(v));
+    const unsupported = flagged.length;
+    // an answer that cites no passage was checked against the whole context
+    const againstContext = flagged.every((v) => Array.isArray(v.cited) && v.cited.length === 0);
     const uncited = checks.filter(isUncited).length;
     const citedAfter = checks.filter((v) => isCitedAfter(v) && !isRecited(v)).map((v) => v.added_citation);
     const recited = checks.filter(isRecited);
@@ -271,7 +277,18 @@
       notes.push(el("p", { class: "state-box weak", "data-state": "unsupported" },
         el("strong", { text: "Unsupported sentences. " }),
         `${plural(unsupported, "sentence")} of the answer ${unsupported === 1 ? "is" : "are"} not supported by ` +
-        "the passages cited: they are marked."));
+        (againstContext ? "the context (the answer cites no passage): marked." : "the passages cited: they are marked.")));
+    }
+    // how the question's form was read (the list and hypothetical readings), as gemrag ask says it
+    const forms = [];
+    if (answer.list_cue) forms.push(`a list question ("${answer.list_cue}"), asked for every item the context names`);
+    if (answer.hypothetical_cue) {
+      forms.push(`a hypothetical question ("${answer.hypothetical_cue}"), asked for what the context points to: ` +
+        "the answer is an inference the context need not state");
+    }
+    if (forms.length) {
+      notes.push(el("p", { class: "state-box note", "data-state": "question-form" },
+        el("strong", { text: "Read as " }), `${forms.join("; and as ")}.`));
     }
     if (uncited) {
       notes.push(el("p", { class: "state-box weak", "data-state": "uncited" },
