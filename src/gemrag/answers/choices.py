@@ -1,8 +1,8 @@
 """The multiple-choice answer's structured output: the option letters, the reply model and the JSON schema that
 constrains decoding to one letter (and, citing, the passage numbers); and the arithmetic of asking with the options
 in several cyclic orders (``[answer] option_orders``): the orders (:func:`order_count`, :func:`rotate`), a letter
-mapped back to its option (:func:`original_choice`) and the vote (:func:`vote_orders`). Used by
-:mod:`gemrag.answers.answering`, which re-exports them.
+mapped back to its option (:func:`original_choice`) and the vote (:func:`vote_orders`); and the names of the ways an
+option is chosen (:data:`ChoiceScoring`). Used by :mod:`gemrag.answers.answering`, which re-exports them.
 
 Option orders: a model choosing among lettered options prefers some letters or positions whatever the options say
 (selection bias; Zheng et al., ICLR 2024, "Large Language Models Are Not Robust Multiple Choice Selectors", sections
@@ -15,15 +15,29 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["LETTERS", "ChoiceAnswer", "choice_schema", "order_count", "original_choice", "rotate", "vote_orders"]
+__all__ = [
+    "LETTERS",
+    "ChoiceAnswer",
+    "ChoiceScoring",
+    "choice_schema",
+    "order_count",
+    "original_choice",
+    "rotate",
+    "vote_orders",
+]
 
 T = TypeVar("T")
 
 LETTERS = "ABCDEFGHIJ"
+
+ChoiceScoring = Literal["letter", "likelihood", "calibrated"]
+"""How a multiple-choice answer is chosen (``[answer] choice_scoring``): ``"letter"`` (the model is shown the lettered
+options and writes a letter), or every option scored as the answer's text by ``"likelihood"`` or ``"calibrated"``
+likelihood (:mod:`gemrag.answers.likelihood`)."""
 
 
 class ChoiceAnswer(BaseModel):

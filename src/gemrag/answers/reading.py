@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gemrag.answers.answer import Quote
+from gemrag.answers.choices import ChoiceScoring
 from gemrag.answers.question_forms import QuestionForm, question_form
 from gemrag.answers.shaping import Shaping
 from gemrag.ingest.chunker import split_sentences
@@ -268,6 +269,9 @@ class Reading:
             the plain form is asked for what the context points to ("Likely yes" or "Likely no" and why, to a
             yes-or-no one) and is never declined
             (:func:`gemrag.answers.hypotheticals.hypothetical_instruction`).
+        choice_scoring: multiple choice only: ``"letter"`` asks the model for a letter; ``"likelihood"`` and
+            ``"calibrated"`` score every option as the answer's text and keep the most likely
+            (:mod:`gemrag.answers.likelihood`; the options are not shown, and ``option_orders`` does not apply).
     """
 
     form: ReadingForm = "plain"
@@ -278,6 +282,7 @@ class Reading:
     option_orders: int = 1
     lists: bool = False
     hypotheticals: bool = False
+    choice_scoring: ChoiceScoring = "letter"
 
     def question_form(self, question: str) -> QuestionForm:
         """What ``question``'s form adds to the plain prompt under the :attr:`lists` and :attr:`hypotheticals`
@@ -289,11 +294,12 @@ class Reading:
     @property
     def plain(self) -> bool:
         """True for today's answer path: the plain form, no shaping, one greedy answer, no abstention, the options
-        in one order."""
+        in one order and chosen by letter."""
         return (
             self.form == "plain"
             and self.shaping is None
             and self.samples == 1
             and self.abstain_below is None
             and self.option_orders == 1
+            and self.choice_scoring == "letter"
         )

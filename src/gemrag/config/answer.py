@@ -54,6 +54,15 @@ class AnswerSettings(BaseModel):
             points with the 0.5B over ``fused``, p 0.037; +3.2 and +6.5 with the 1.5B over ``dense`` and
             ``fused``, not significant; docs/reading.md); the default stays ``"question"`` until it is confirmed
             on other questions.
+        choice_scoring: multiple choice only: how the option is chosen (:mod:`gemrag.answers.likelihood`).
+            ``"letter"`` (default): the model is shown the lettered options and writes a letter. ``"likelihood"``:
+            every option is scored as the text of the answer (its mean log-probability per token given the context
+            and the question; Brown et al. 2020, section 2.4) and the best is kept, the options never shown (the
+            "cloze" form of Robinson & Wingate, ICLR 2023, for models weak at binding options to letters).
+            ``"calibrated"``: the same score minus the option's log-probability without the context and question
+            (Brown et al. 2020, section 2.4, for reading comprehension; Holtzman et al. 2021's domain-conditional
+            PMI). Needs a model that returns log-probabilities of given text (the embedded llama.cpp model; an HTTP
+            chat API raises an error); ``option_orders`` does not apply, and the choice cites no passage.
         abstain_below: abstention on weak evidence: when the best cosine between the question and a sentence of the
             context (the memory's embedder) is below this, a free-form answer is "Not found in the memory." with no
             LLM call; None (default) never abstains this way.
@@ -122,6 +131,7 @@ class AnswerSettings(BaseModel):
     sample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     option_orders: int = Field(default=1, ge=1, le=10)
     choice_retrieval: Literal["question", "joined", "each"] = "question"
+    choice_scoring: Literal["letter", "likelihood", "calibrated"] = "letter"
     abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
     dates: Literal["auto", "on", "off"] = "auto"
     lists: Literal["auto", "off"] = "off"

@@ -61,7 +61,8 @@ class Asker(MemoryHandle[AskStore], Protocol):
 def reading_of(settings: AnswerSettings) -> Reading:
     """The :class:`~gemrag.answers.reading.Reading` the ``[answer]`` settings ask for: the form, the shaping when
     ``shape`` is on, the self-consistency samples, the abstention threshold, the multiple-choice option orders,
-    whether list questions are asked for every item and whether hypothetical questions are asked for a guess."""
+    whether list questions are asked for every item, whether hypothetical questions are asked for a guess, and how
+    a multiple-choice option is chosen."""
     shaping = (
         Shaping(
             dedupe=settings.shape_dedupe,
@@ -82,6 +83,7 @@ def reading_of(settings: AnswerSettings) -> Reading:
         settings.option_orders,
         lists=settings.lists == "auto",
         hypotheticals=settings.hypotheticals == "auto",
+        choice_scoring=settings.choice_scoring,
     )
 
 

@@ -3,6 +3,10 @@
 * :class:`LLM` — chat completion with optional JSON-schema structured output.
 * :class:`Embedder` — texts to L2-normalized float32 vectors.
 
+An LLM may also score given continuations of a chat (:class:`ScoringLLM`: the log-probability of each token of each
+continuation, as language-model evaluation scores multiple-choice options); the embedded llama.cpp model does, an
+HTTP chat API does not. :func:`continuation_scorer` returns such a model or raises a clear error.
+
 Backends (llama.cpp GGUF, ONNX MiniLM, OpenAI-compatible HTTP) implement these; middleware
 (:mod:`gemrag.models.cache`, :mod:`gemrag.models.meter`) wraps them without changing the interface.
 
@@ -21,6 +25,8 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 from typing_extensions import NotRequired  # typing's own from Python 3.11; pydantic requires the package
+
+from gemrag.errors import GemragError
 
 
 class ToolCallRecord(TypedDict):
@@ -156,6 +162,63 @@ class LLM(Protocol):
     def count_tokens(self, text: str) -> int:
         """Number of tokens ``text`` takes in this model's tokenizer (an estimate for HTTP backends)."""
         ...
+
+
+@dataclass
+class Scores:
+    """What :meth:`ScoringLLM.score_continuations` returns.
+
+    Attributes:
+        logprobs: per continuation, the natural-log probability of each of its tokens given the chat and the
+            tokens before it (a list of floats, each <= 0; as many as the continuation has tokens in the model's
+            tokenizer; ``[]`` for an empty continuation).
+        usage: tokens read (``prompt_tokens``: the chat plus every continuation; ``completion_tokens`` 0) and seconds.
+        cached: True when served from the persistent cache.
+    """
+
+    logprobs: list[list[float]]
+    usage: Usage = field(default_factory=Usage)
+    cached: bool = False
+
+
+@runtime_checkable
+class ScoringLLM(LLM, Protocol):
+    """An :class:`LLM` that can also score continuations of a chat (the language-model likelihood of given text).
+
+    Multiple-choice questions can be answered by scoring each option as the answer's text (Brown et al. 2020,
+    "Language Models are Few-Shot Learners", section 2.4; :mod:`gemrag.answers.likelihood`).
+    """
+
+    def score_continuations(self, messages: Sequence[Message], continuations: Sequence[str]) -> Scores:
+        """The log-probability of every token of each continuation, written as the assistant's reply to
+        ``messages`` (the chat template applied, the reply started as a completion starts).
+
+        Args:
+            messages: the conversation, oldest first (the last one the user's).
+            continuations: the texts to score, each on its own (none sees another).
+
+        Returns:
+            :class:`Scores`, one list of token log-probabilities per continuation, in order.
+
+        Raises:
+            GemragError: the chat and a continuation do not fit the context window, or the backend failed.
+        """
+        ...
+
+
+def continuation_scorer(llm: LLM) -> ScoringLLM:
+    """``llm`` as a :class:`ScoringLLM`.
+
+    Raises:
+        GemragError: ``llm`` cannot score continuations (an HTTP chat API returns no log-probabilities of given
+            text; the embedded llama.cpp model can).
+    """
+    if isinstance(llm, ScoringLLM) and getattr(llm, "can_score", True):
+        return llm
+    raise GemragError(
+        f"{llm.model_id} cannot score continuations (log-probabilities of given text): answering multiple choice "
+        'by likelihood needs the embedded llama.cpp model; use [answer] choice_scoring = "letter" with this one'
+    )
 
 
 @runtime_checkable

@@ -31,7 +31,7 @@ import numpy as np
 from gemrag import tracing
 from gemrag.errors import GemragError
 from gemrag.models import batch
-from gemrag.models.base import LLM, Completion, Embedder, Message, Usage, cache_identity_of
+from gemrag.models.base import LLM, Completion, Embedder, Message, Scores, Usage, cache_identity_of
 from gemrag.models.batch import CompletionRequest
 from gemrag.models.meter import UsageMeter
 from gemrag.models.streaming import StreamItem, complete_stream, pieces
@@ -271,6 +271,56 @@ class CachedLLM:
             },
         )
         self.meter.record("llm", self.model_id, result.usage, cached=False)
+
+    @property
+    def can_score(self) -> bool:
+        """Whether the backend scores continuations (:func:`gemrag.models.base.continuation_scorer`)."""
+        return callable(getattr(self.inner, "score_continuations", None)) and getattr(self.inner, "can_score", True)
+
+    def score_continuations(self, messages: Sequence[Message], continuations: Sequence[str]) -> Scores:
+        """Same contract as :meth:`gemrag.models.base.ScoringLLM.score_continuations`, cached like a completion: the
+        key holds the model, the backend's cache identity, the messages and the continuations; the stored entry
+        records the messages and each continuation as an assistant message (:data:`INPUT_KEY`, so a purge finds
+        removed text in either). A hit returns ``cached=True``, metered as a cache hit.
+
+        Raises:
+            GemragError: the backend cannot score continuations, or failed.
+        """
+        if self._identity is _UNSET:
+            self._identity = _identity_digest(self.inner)
+        payload: dict[str, Any] = {
+            "model": self.model_id,
+            "kind": "continuation_logprobs",
+            "messages": [dict(m) for m in messages],
+            "continuations": list(continuations),
+        }
+        if self._identity is not None:
+            payload["identity"] = self._identity
+        key = cache_key(payload)
+        with tracing.span(f"score {self.model_id}", tracing.gen_ai_attributes("chat", self.model_id), kind="CLIENT"):
+            hit = self.store.get_llm(key)
+            if hit is not None and isinstance(hit.get("parsed"), dict):
+                usage = Usage(hit["prompt_tokens"], 0, seconds=hit["seconds"])
+                self.meter.record("llm", self.model_id, usage, cached=True)
+                return Scores([list(map(float, lp)) for lp in hit["parsed"]["logprobs"]], usage, cached=True)
+            if not self.can_score:
+                raise GemragError(f"{self.model_id} cannot score continuations (log-probabilities of given text)")
+            result: Scores = self.inner.score_continuations(messages, continuations)  # type: ignore[attr-defined]
+            replies = [{"role": "assistant", "content": c} for c in continuations]
+            self.store.put_llm(
+                key,
+                self.model_id,
+                {
+                    "text": "",
+                    "parsed": {"logprobs": result.logprobs},
+                    "prompt_tokens": result.usage.prompt_tokens,
+                    "completion_tokens": 0,
+                    "seconds": result.usage.seconds,
+                    INPUT_KEY: [*(dict(m) for m in messages), *replies],
+                },
+            )
+            self.meter.record("llm", self.model_id, result.usage, cached=False)
+            return result
 
     def count_tokens(self, text: str) -> int:
         """Delegates to the backend."""

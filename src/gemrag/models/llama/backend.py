@@ -26,7 +26,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from gemrag.errors import GemragError
-from gemrag.models.base import Completion, Message
+from gemrag.models.base import Completion, Message, Scores, Usage
 from gemrag.models.batch import CompletionRequest, complete_one_by_one
 from gemrag.models.llama.chat import grammar_for_schema
 from gemrag.models.llama.jobs import DecodeRequest, DecodeResult
@@ -235,6 +235,50 @@ class LlamaCppLLM(LlamaWeights):
                         for _, result in step.done:
                             final.append(self._completion(request.tokens, result, False, time.perf_counter() - t0))
         yield final[0]
+
+    @property
+    def can_score(self) -> bool:
+        """Whether :meth:`score_continuations` works: with the GGUF's own chat template (the batch decoder), not with
+        a named ``chat_format``."""
+        return self.chat_format is None
+
+    def score_continuations(self, messages: Sequence[Message], continuations: Sequence[str]) -> Scores:
+        """The log-probability of every token of each continuation as the assistant's reply to ``messages``
+        (:class:`gemrag.models.base.ScoringLLM`): the chat template applied and tokenized as :meth:`prepare` does
+        (the reply's start included), each continuation tokenized on its own (no BOS, special-token text not
+        parsed), then scored by the batch decoder (:meth:`~gemrag.models.llama.batch.BatchDecoder.score`), the
+        prompt read once.
+
+        Returns:
+            :class:`~gemrag.models.base.Scores`; ``usage.prompt_tokens`` is the chat's tokens plus every
+            continuation's, ``usage.seconds`` the wall-clock time.
+
+        Raises:
+            GemragError: a named ``chat_format`` (no batch decoder), or the chat and a continuation do not fit the
+                context window, or llama.cpp failed.
+            DecoderBusyError: a batch of this instance still holds the decoder.
+        """
+        with self._lock:
+            decoder = self.decoder()
+            if decoder is None or self._formatter is None:
+                raise GemragError(
+                    f"{self.name}: scoring continuations needs the GGUF's own chat template, not "
+                    f"chat_format={self.chat_format!r}"
+                )
+            t0 = time.perf_counter()
+            llm = self.load()
+            chat = self._formatter(messages=[{"role": m["role"], "content": m["content"]} for m in messages])
+            prompt = llm.tokenize(chat.prompt.encode("utf-8"), add_bos=not chat.added_special, special=True)
+            tokens = [llm.tokenize(c.encode("utf-8"), add_bos=False, special=False) for c in continuations]
+            longest = max((len(t) for t in tokens), default=0)
+            if len(prompt) + longest > self.context_window:
+                raise GemragError(
+                    f"the prompt and a continuation do not fit the context window of {self.model_id} "
+                    f"({len(prompt)} + {longest} tokens > {self.context_window})"
+                )
+            logprobs, _ = decoder.score(prompt, tokens)
+            read = len(prompt) + sum(len(t) for t in tokens)
+            return Scores(logprobs, Usage(prompt_tokens=read, seconds=time.perf_counter() - t0))
 
     def count_tokens(self, text: str) -> int:
         """Number of tokens of ``text`` in the model's tokenizer (no BOS; special-token text not parsed).

@@ -89,6 +89,12 @@ class KVSlots:
         self._lib.llama_memory_clear(self._mem, True)
         self.cached = [[] for _ in range(self.n_seq)]
 
+    def truncate(self, slot: int, length: int) -> None:
+        """Keep only the first ``length`` tokens of ``slot``'s sequence in the KV cache (a shorter one is kept)."""
+        if length < len(self.cached[slot]):
+            self._lib.llama_memory_seq_rm(self._mem, slot, length, -1)
+            del self.cached[slot][length:]
+
     def _drop(self, slot: int) -> None:
         self._lib.llama_memory_seq_rm(self._mem, slot, -1, -1)
         self.cached[slot] = []
