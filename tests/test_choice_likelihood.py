@@ -199,3 +199,31 @@ def test_the_setting_is_read_and_recorded(tmp_path: Path) -> None:
     }
     with pytest.raises(ValueError):
         AnswerSettings(choice_scoring="cloze")  # type: ignore[arg-type]
+
+
+def test_every_surface_shows_the_option_scores(tmp_path: Path) -> None:
+    from gemrag.answers.provenance import describe_answer
+    from gemrag.cli.ask import question_form_lines
+    from gemrag.server.serialize import answer_out
+
+    store = Store(tmp_path / "m")
+    try:
+        answer = answer_question(
+            lambda: Scorer(GIVEN, ALONE), UsageMeter(), store, QUESTION, [], CHOICES,
+            reading=Reading(choice_scoring="calibrated"),
+        )  # fmt: skip
+        described = describe_answer(None, answer, "dense")
+        plain = answer_question(lambda: ScriptedLLM(), UsageMeter(), store, QUESTION, [], None)
+    finally:
+        store.close()
+    assert described.choice_scoring == "calibrated" and described.choice == 2
+    assert [o.score for o in described.option_scores] == [0.5, 0.5, 6.875]
+    assert [o.unconditional for o in described.option_scores] == [-1.5, -2.0, -10.0]
+    served = answer_out(answer, "dense")
+    assert served.choice_scoring == "calibrated" and served.option_scores == described.option_scores
+    (line,) = question_form_lines(answer)
+    assert line.plain == (
+        "· chosen by likelihood, the options not shown (the log-probability minus that without the context): "
+        "A 0.50, B 0.50, C 6.88"
+    )
+    assert question_form_lines(plain) == [] and describe_answer(None, plain, "dense").option_scores == []

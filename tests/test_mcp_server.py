@@ -278,6 +278,7 @@ def test_ask_gives_every_field_of_the_described_answer() -> None:
     """MCP's ``ask`` is ``gemrag ask --json``'s answer plus the question: no field of it is dropped on the way (a
     pydantic model ignores the keys it does not declare)."""
     from gemrag.answers.provenance import DescribedAnswer
-    from gemrag.mcp_server import AskResult
+    from gemrag.mcp_server import MULTIPLE_CHOICE_ONLY, AskResult
 
-    assert set(DescribedAnswer.model_fields) - {"choice"} <= set(AskResult.model_fields)
+    assert {"choice", "choice_scoring", "option_scores"} == MULTIPLE_CHOICE_ONLY
+    assert set(DescribedAnswer.model_fields) - MULTIPLE_CHOICE_ONLY <= set(AskResult.model_fields)

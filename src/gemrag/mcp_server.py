@@ -95,6 +95,11 @@ class RecallResult(BaseModel):
     hits: list[RetrievedNode]
 
 
+MULTIPLE_CHOICE_ONLY = {"choice", "choice_scoring", "option_scores"}
+"""The fields of ``gemrag ask --json``'s answer that only a multiple-choice question fills; MCP's ``ask`` takes no
+options, so :class:`AskResult` leaves them out."""
+
+
 class AskResult(BaseModel):
     """What ``ask`` answered: ``answer`` (the LLM's text, its ``[n]`` markers naming context passages), the
     ``context`` nodes it was given (in that order), the passages it rests on (``cited``: the numbers ``n``;
@@ -266,7 +271,7 @@ class MemoryTools:
         with self._lock:
             answer = self.memory.ask(question, None, budget, name)
             described = describe_answer(self.memory.store, answer, name)
-            return AskResult(question=question, **described.model_dump(exclude={"choice"}))
+            return AskResult(question=question, **described.model_dump(exclude=MULTIPLE_CHOICE_ONLY))
 
     def forget(self, document: str, purge: bool = False, rebuild: bool = False) -> ForgetResult:
         """Delete ``document`` (its id, the ``id`` given to ``remember``, or its title) with its chunks and every

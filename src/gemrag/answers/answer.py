@@ -59,6 +59,30 @@ class QuotedSpan(BaseModel):
         return cls(passage=quote.passage, text=quote.text, start=quote.start, end=quote.end, verified=quote.verified)
 
 
+class ScoredOption(BaseModel):
+    """One option of a multiple-choice answer chosen by likelihood (``[answer] choice_scoring``;
+    :mod:`gemrag.answers.likelihood`), as ``Answer.reading["option_scores"]`` records it and the JSON surfaces give it
+    (``gemrag ask --json``, the server's answers).
+
+    Attributes:
+        tokens: the option's length in the model's tokenizer (tokens).
+        logprob: the sum of its tokens' log-probabilities given the context and the question (natural log).
+        unconditional: the same after the answer line alone (``"calibrated"``), else None.
+        score: what the choice compared: ``logprob / tokens`` (``"likelihood"``) or ``logprob - unconditional``
+            (``"calibrated"``); the chosen option has the highest.
+    """
+
+    tokens: int
+    logprob: float
+    unconditional: float | None = None
+    score: float
+
+    @classmethod
+    def listed(cls, reading: dict[str, Any]) -> list[ScoredOption]:
+        """The options an answer's ``reading`` records (``[]`` for an answer not chosen by likelihood)."""
+        return [cls(**o) for o in reading.get("option_scores", [])]
+
+
 class SentenceCheck(BaseModel):
     """One sentence of an answer checked against the passages it cites (:mod:`gemrag.answers.verification`).
 

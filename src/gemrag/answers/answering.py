@@ -31,6 +31,7 @@ from gemrag.answers.answer import Answer, Quote
 from gemrag.answers.choices import (
     LETTERS,
     ChoiceAnswer,
+    ChoiceScoring,
     choice_schema,
     order_count,
     original_choice,
@@ -224,7 +225,8 @@ def answer_question(
                 model, question, texts, choices, reading.choice_scoring, follow_ups=steps, aside=aside
             )
             best = best_option(scores, reading.choice_scoring)
-            info.update(choice_scoring=reading.choice_scoring, option_scores=[_scored(s) for s in scores])
+            scored = [_scored(s, reading.choice_scoring) for s in scores]
+            info.update(choice_scoring=reading.choice_scoring, option_scores=scored)
             choice: int | None = best
             text = choices[best]
         elif choices:
@@ -306,11 +308,12 @@ def _choose(
     return choice, (cited, sum(1 for n in parsed.passages if not 1 <= n <= n_passages))
 
 
-def _scored(score: OptionScore) -> dict[str, float | int | None]:
-    """An option's scores as ``Answer.reading["option_scores"]`` records them (log-probabilities rounded to 4
-    places)."""
+def _scored(score: OptionScore, scoring: ChoiceScoring) -> dict[str, float | int | None]:
+    """An option's scores as ``Answer.reading["option_scores"]`` records them (the fields of
+    :class:`~gemrag.answers.answer.ScoredOption`; log-probabilities rounded to 4 places)."""
     unconditional = None if score.unconditional is None else round(score.unconditional, 4)
-    return {"tokens": score.tokens, "logprob": round(score.logprob, 4), "unconditional": unconditional}
+    value = round(score.value(scoring), 4)
+    return {"tokens": score.tokens, "logprob": round(score.logprob, 4), "unconditional": unconditional, "score": value}
 
 
 def _shown(

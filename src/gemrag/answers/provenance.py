@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from gemrag.answers.answer import Answer, QuotedSpan, SentenceCheck
+from gemrag.answers.answer import Answer, QuotedSpan, ScoredOption, SentenceCheck
 from gemrag.store.parts import NodeRows
 from gemrag.types import SAME_TEXT, DocumentRef, Hit, Passage, Provenance, provenance_nodes
 
@@ -103,6 +103,10 @@ class DescribedAnswer(BaseModel):
         hypothetical_cue: under ``[answer] hypotheticals = "auto"``, the word that made the question a hypothetical
             question, asked for what the context points to and not declined (``"likely"``;
             :func:`gemrag.answers.hypotheticals.hypothetical_cue`); None otherwise.
+        choice_scoring: ``"likelihood"`` or ``"calibrated"`` when a multiple-choice answer was chosen by its options'
+            likelihood (``[answer] choice_scoring``), else None.
+        option_scores: then each option's tokens, log-probabilities and score, in the options' order
+            (:class:`~gemrag.answers.answer.ScoredOption`); empty otherwise.
     """
 
     answer: str
@@ -120,6 +124,8 @@ class DescribedAnswer(BaseModel):
     dates_completed: list[str] = Field(default_factory=list)
     list_cue: str | None = None
     hypothetical_cue: str | None = None
+    choice_scoring: str | None = None
+    option_scores: list[ScoredOption] = Field(default_factory=list)
 
 
 def _nodes(hit: Hit) -> list[int]:
@@ -226,6 +232,8 @@ def describe_answer(store: NodeRows | None, answer: Answer, strategy: str) -> De
         dates_completed=list(answer.reading.get("dates_completed", [])),
         list_cue=answer.reading.get("list_cue"),
         hypothetical_cue=answer.reading.get("hypothetical_cue"),
+        choice_scoring=answer.reading.get("choice_scoring"),
+        option_scores=ScoredOption.listed(answer.reading),
     )
 
 

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gemrag.answers.answer import Answer, SentenceCheck
+from gemrag.answers.answer import Answer, ScoredOption, SentenceCheck
 from gemrag.answers.choices import LETTERS
 from gemrag.answers.provenance import cited_sources, describe_answer, describe_hits, source_label
 from gemrag.cli.options import (
@@ -193,8 +193,17 @@ def question_form_lines(answer: Answer) -> list[Text]:
     list question (``[answer] lists``, its ``list_cue``) was asked for every item the context names; a hypothetical
     question (``[answer] hypotheticals``, its ``hypothetical_cue``) was asked for what the context points to, so its
     answer is an inference the context need not state (and verification may flag it as unsupported). No line for a
-    question read as written."""
+    question read as written. A multiple-choice answer chosen by its options' likelihood (``[answer]
+    choice_scoring``) gets one line with each option's score (:class:`~gemrag.answers.answer.ScoredOption`)."""
     lines: list[Text] = []
+    options = ScoredOption.listed(answer.reading)
+    if options:
+        how = {
+            "likelihood": "the mean log-probability per token",
+            "calibrated": "the log-probability minus that without the context",
+        }.get(str(answer.reading.get("choice_scoring")), "score")
+        scores = ", ".join(f"{LETTERS[i]} {o.score:.2f}" for i, o in enumerate(options))
+        lines.append(Text(f"· chosen by likelihood, the options not shown ({how}): {scores}", style="dim"))
     cue = answer.reading.get("list_cue")
     if cue:
         lines.append(Text(f'· read as a list question ("{cue}"): asked for every item the context names', style="dim"))

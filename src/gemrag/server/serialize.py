@@ -11,7 +11,7 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from gemrag.answers.answer import Answer, QuotedSpan
+from gemrag.answers.answer import Answer, QuotedSpan, ScoredOption
 from gemrag.answers.evidence import cited_evidence
 from gemrag.answers.provenance import describe_hits
 from gemrag.memory import Memory
@@ -55,6 +55,8 @@ def answer_out(answer: Answer, strategy: str, evidence: dict[int, float] | None 
         dates_completed=list(answer.reading.get("dates_completed", [])),
         list_cue=answer.reading.get("list_cue"),
         hypothetical_cue=answer.reading.get("hypothetical_cue"),
+        choice_scoring=answer.reading.get("choice_scoring"),
+        option_scores=ScoredOption.listed(answer.reading),
     )
 
 
