@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -97,7 +98,7 @@ def test_options_are_scored_as_the_reply_and_never_shown() -> None:
 
 
 def test_an_llm_that_cannot_score_gets_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(GemragError, match="choice_scoring"):
+    with pytest.raises(GemragError, match="cannot score continuations"):
         continuation_scorer(ScriptedLLM())
     store = Store(tmp_path / "m")
     try:
@@ -227,3 +228,33 @@ def test_every_surface_shows_the_option_scores(tmp_path: Path) -> None:
         "A 0.50, B 0.50, C 6.88"
     )
     assert question_form_lines(plain) == [] and describe_answer(None, plain, "dense").option_scores == []
+
+
+class ScoringScripted(ScriptedLLM):
+    """gemrag's scripted LLM that also scores continuations (every token -0.5)."""
+
+    def score_continuations(self, messages: Sequence[Message], continuations: Sequence[str]) -> Scores:
+        return Scores([[-0.5] * len(c.split()) for c in continuations], Usage(prompt_tokens=30, seconds=0.01))
+
+
+def test_a_purge_erases_the_scores_read_from_a_deleted_document(config: Any, tmp_path: Path) -> None:
+    from gemrag import Memory
+
+    canary = "The Zephyr station's launch code is MAGENTA-4471. Captain Ilse Varga keeps it in a brass locket."
+    other = "Marta sold her boat to Ivo in 1998. Ivo painted the boat red and named it Kestrel."
+    cfg = config.model_copy(update={"strategy": "dense", "answer": AnswerSettings(choice_scoring="likelihood")})
+    llm = ScoringScripted()
+    with Memory.open(tmp_path / "m", cfg, llm=llm, embedder=HashEmbedder()) as mem:
+        mem.add_text(canary, "canary")
+        mem.add_text(other, "boat")
+        mem.index()
+        answer = mem.ask("Who keeps the launch code?", ["Ilse Varga", "Marta"], budget=2)
+        assert answer.reading["choice_scoring"] == "likelihood"
+
+        def scored() -> list[str]:
+            rows = mem.store.recent_llm_responses(llm.model_id)
+            return [json.dumps(r) for r in rows if isinstance(r.get("parsed"), dict) and "logprobs" in r["parsed"]]
+
+        assert any("MAGENTA-4471" in r for r in scored())  # the canary's passage is in the scored prompt
+        mem.delete("canary", purge=True)
+        assert not any("MAGENTA-4471" in r for r in scored())

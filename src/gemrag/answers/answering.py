@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gemrag.answers.answer import Answer, Quote
+from gemrag.answers.answer import Answer, Quote, ScoredOption
 from gemrag.answers.choices import (
     LETTERS,
     ChoiceAnswer,
@@ -308,12 +308,12 @@ def _choose(
     return choice, (cited, sum(1 for n in parsed.passages if not 1 <= n <= n_passages))
 
 
-def _scored(score: OptionScore, scoring: ChoiceScoring) -> dict[str, float | int | None]:
-    """An option's scores as ``Answer.reading["option_scores"]`` records them (the fields of
-    :class:`~gemrag.answers.answer.ScoredOption`; log-probabilities rounded to 4 places)."""
+def _scored(score: OptionScore, scoring: ChoiceScoring) -> dict[str, Any]:
+    """An option's scores as ``Answer.reading["option_scores"]`` records them: a
+    :class:`~gemrag.answers.answer.ScoredOption` as a dict, log-probabilities rounded to 4 places."""
     unconditional = None if score.unconditional is None else round(score.unconditional, 4)
-    value = round(score.value(scoring), 4)
-    return {"tokens": score.tokens, "logprob": round(score.logprob, 4), "unconditional": unconditional, "score": value}
+    logprob, value = round(score.logprob, 4), round(score.value(scoring), 4)
+    return ScoredOption(tokens=score.tokens, logprob=logprob, unconditional=unconditional, score=value).model_dump()
 
 
 def _shown(

@@ -27,9 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gemrag.answers.choices import ChoiceScoring
-from gemrag.answers.prompts import FollowUps, follow_ups_text
+from gemrag.answers.prompts import ANSWER_SYSTEM, FollowUps, context_and_question
 from gemrag.models.base import LLM, Message, continuation_scorer
-from gemrag.prompting import format_context
 
 __all__ = [
     "ANSWER_LINE",
@@ -44,8 +43,6 @@ __all__ = [
 ANSWER_LINE = "Answer in one sentence."
 """The last line of the scoring prompt, and the whole user message of the unconditional one."""
 
-SYSTEM = "Answer questions about a document using the context passages retrieved from it."
-
 
 def likelihood_prompt(
     question: str, context: Sequence[str], *, follow_ups: FollowUps = (), aside: str = ""
@@ -54,15 +51,14 @@ def likelihood_prompt(
     (:func:`gemrag.prompting.format_context`), the question and :data:`ANSWER_LINE`, as the answer prompt shows them
     (:func:`gemrag.answers.prompts.answer_prompt`) but without the options. ``follow_ups``: the retrieval's follow-ups
     shown first; ``aside``: the quotes or notes of a reading's first call, after the passages."""
-    asked = f"{aside}Question: {question}\n{ANSWER_LINE}"
-    user = f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\n{asked}"
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+    user = context_and_question(question, context, follow_ups=follow_ups, aside=aside) + ANSWER_LINE
+    return [{"role": "system", "content": ANSWER_SYSTEM}, {"role": "user", "content": user}]
 
 
 def unconditional_prompt() -> list[Message]:
     """The messages an option's unconditional log-probability is scored after: :data:`ANSWER_LINE` alone (no
     context, no question; the domain premise of Holtzman et al. 2021, section 3)."""
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": ANSWER_LINE}]
+    return [{"role": "system", "content": ANSWER_SYSTEM}, {"role": "user", "content": ANSWER_LINE}]
 
 
 @dataclass(frozen=True)
@@ -123,7 +119,7 @@ def score_options(
     """
     if scoring == "letter":
         raise ValueError('"letter" is answered by a letter, not scored')
-    scorer = continuation_scorer(model)
+    scorer = continuation_scorer(model, "answering multiple choice by likelihood ([answer] choice_scoring) needs it")
     messages = likelihood_prompt(question, context, follow_ups=follow_ups, aside=aside)
     given = scorer.score_continuations(messages, choices)
     alone = scorer.score_continuations(unconditional_prompt(), choices) if scoring == "calibrated" else None

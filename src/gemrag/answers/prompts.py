@@ -40,6 +40,18 @@ def follow_ups_text(follow_ups: FollowUps) -> str:
     return f"Follow-up questions asked while searching:\n{body}\n\n" if lines else ""
 
 
+ANSWER_SYSTEM = "Answer questions about a document using the context passages retrieved from it."
+"""The system message of the answer prompts (:func:`answer_prompt`; the likelihood choice's prompt,
+:mod:`gemrag.answers.likelihood`)."""
+
+
+def context_and_question(question: str, context: Sequence[str], *, follow_ups: FollowUps = (), aside: str = "") -> str:
+    """The start of an answer prompt's user message: the follow-ups (:func:`follow_ups_text`), the numbered context
+    passages (:func:`gemrag.prompting.format_context`), ``aside`` (a reading's quotes or notes) and the question,
+    ending with a newline; what follows it (the options, the instructions) is each prompt's own."""
+    return f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\n{aside}Question: {question}\n"
+
+
 def answer_prompt(
     question: str,
     context: Sequence[str],
@@ -63,8 +75,8 @@ def answer_prompt(
     hypothetical question's sentence), asked before the last instructions. The default prompt is unchanged, so the
     LLM cache keys of other evaluations stay the same.
     """
-    system = "Answer questions about a document using the context passages retrieved from it."
-    user = f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\n{aside}Question: {question}\n"
+    system = ANSWER_SYSTEM
+    user = context_and_question(question, context, follow_ups=follow_ups, aside=aside)
     if choices:
         options = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
         letters = ", ".join(LETTERS[: len(choices)])

@@ -206,8 +206,8 @@ class ScoringLLM(LLM, Protocol):
         ...
 
 
-def continuation_scorer(llm: LLM) -> ScoringLLM:
-    """``llm`` as a :class:`ScoringLLM`.
+def continuation_scorer(llm: LLM, needed_for: str = "") -> ScoringLLM:
+    """``llm`` as a :class:`ScoringLLM`; ``needed_for`` says in the error what asked for it.
 
     Raises:
         GemragError: ``llm`` cannot score continuations (an HTTP chat API returns no log-probabilities of given
@@ -215,9 +215,10 @@ def continuation_scorer(llm: LLM) -> ScoringLLM:
     """
     if isinstance(llm, ScoringLLM) and getattr(llm, "can_score", True):
         return llm
+    why = f"; {needed_for}" if needed_for else ""
     raise GemragError(
-        f"{llm.model_id} cannot score continuations (log-probabilities of given text): answering multiple choice "
-        'by likelihood needs the embedded llama.cpp model; use [answer] choice_scoring = "letter" with this one'
+        f"{llm.model_id} cannot score continuations (log-probabilities of given text; the embedded llama.cpp model "
+        f"with its own chat template can){why}"
     )
 
 

@@ -31,6 +31,8 @@ from collections import deque
 from collections.abc import Generator, Sequence
 from typing import Any
 
+import numpy as np
+
 from gemrag.errors import DecoderBusyError, GemragError
 from gemrag.models.llama.chat import GrammarCache
 from gemrag.models.llama.jobs import DecodeRequest, DecodeResult, Job, Step
@@ -322,8 +324,6 @@ class BatchDecoder:
             GemragError: ``llama_decode`` failed (the KV cache is then cleared).
             DecoderBusyError: a run holds the decoder.
         """
-        import numpy as np
-
         if not prompt or any(len(prompt) + len(c) > self.n_ctx for c in continuations):
             raise ValueError(f"a prompt of {len(prompt)} tokens and its continuations do not fit n_ctx={self.n_ctx}")
         self._check_free()
