@@ -1,6 +1,7 @@
 """Continuation scoring with the real Qwen2.5-Coder-0.5B GGUF (:meth:`LlamaCppLLM.score_continuations`, the batch
-decoder's :meth:`~gemrag.models.llama.batch.BatchDecoder.score`), and a multiple-choice question answered by
-likelihood through a real memory (the MiniLM embedder and the 0.5B; ``[answer] choice_scoring``).
+decoder's :meth:`~gemrag.models.llama.batch.BatchDecoder.score`), and multiple-choice questions answered by
+likelihood and by the letters' probabilities through a real memory (the MiniLM embedder and the 0.5B; ``[answer]
+choice_scoring``).
 
 The decoder's arithmetic is checked against itself where it must agree exactly: a continuation scored in one piece
 and in two (the first part moved into the prompt) gives the same log-probabilities; scoring in another order, after
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gemrag import Memory, load_config
+from gemrag.config import Config
 from gemrag.models.batch import CompletionRequest
 from gemrag.models.llama.backend import LlamaCppLLM
 from gemrag.models.llama.batch import DecodeRequest
@@ -108,6 +110,33 @@ def test_a_choice_by_likelihood_through_a_real_memory(tmp_path: Path) -> None:
     means = [s["logprob"] / s["tokens"] for s in scores]
     assert answer.choice == means.index(max(means)) == 0 and answer.text == choices[0]
     assert answer.usage.prompt_tokens > 0 and answer.cited == []
+
+
+def test_a_choice_by_the_letters_probabilities_through_a_real_memory(tmp_path: Path) -> None:
+    def config(**answer: object) -> Config:
+        llm = {"model": "qwen2.5-coder-0.5b", "n_ctx": 2048}
+        return load_config(None, {"llm": llm, "strategy": "dense", "answer": {"choice_retrieval": "joined", **answer}})
+
+    story = (
+        "Marta sold her old fishing boat to Ivo in the spring of 1998. Ivo painted the boat red and named it "
+        "Kestrel. Every summer he sailed it to the islands with his daughter."
+    )
+    question = "What colour did Ivo paint the boat?"
+    choices = ["Blue", "Green", "Red"]
+    with Memory.open(tmp_path / "m", config()) as mem:
+        mem.add_text(story, title="The boat")
+        mem.index()
+        decoded = mem.ask(question, choices, budget=1)
+    with Memory.open(tmp_path / "m", config(choice_scoring="letter_probability", option_orders=3)) as mem:
+        scored = mem.ask(question, choices, budget=1)
+    assert scored.reading["choice_scoring"] == "letter_probability" and scored.reading["option_orders"] == 3
+    orders = scored.reading["order_letter_logprobs"]
+    assert len(orders) == 3 and all(abs(sum(math.exp(lp) for lp in order) - 1) < 1e-3 for order in orders)
+    assert scored.choice == 2 and scored.text == "Red" and scored.cited == []
+    # the letter decoded greedily in the original order is the most probable letter of that order
+    assert decoded.choice == orders[0].index(max(orders[0]))
+    averaged = [math.exp(o["score"]) for o in scored.reading["option_scores"]]
+    assert averaged.index(max(averaged)) == 2 and abs(sum(averaged) - 1) < 1e-3
 
 
 def test_a_completion_after_scoring_is_unchanged(llm: LlamaCppLLM) -> None:

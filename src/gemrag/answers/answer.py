@@ -60,19 +60,23 @@ class QuotedSpan(BaseModel):
 
 
 class ScoredOption(BaseModel):
-    """One option of a multiple-choice answer chosen by likelihood (``[answer] choice_scoring``;
-    :mod:`gemrag.answers.likelihood`), as ``Answer.reading["option_scores"]`` records it and the JSON surfaces give it
-    (``gemrag ask --json``, the server's answers).
+    """One option of a multiple-choice answer chosen by likelihood or by its letter's probability (``[answer]
+    choice_scoring``; :mod:`gemrag.answers.likelihood`, :mod:`gemrag.answers.letter_probability`), as
+    ``Answer.reading["option_scores"]`` records it and the JSON surfaces give it (``gemrag ask --json``, the server's
+    answers).
 
     Attributes:
-        tokens: the option's length in the model's tokenizer (tokens).
-        logprob: the sum of its tokens' log-probabilities given the context and the question (natural log).
+        tokens: the option's length in the model's tokenizer (tokens); None for ``"letter_probability"`` (its
+            letter is scored, not its text).
+        logprob: the sum of its tokens' log-probabilities given the context and the question (natural log); for
+            ``"letter_probability"`` its letter's log-probability in the original order, normalized over the letters.
         unconditional: the same after the answer line alone (``"calibrated"``), else None.
-        score: what the choice compared: ``logprob / tokens`` (``"likelihood"``) or ``logprob - unconditional``
-            (``"calibrated"``); the chosen option has the highest.
+        score: what the choice compared: ``logprob / tokens`` (``"likelihood"``), ``logprob - unconditional``
+            (``"calibrated"``) or the log of its letter's probability averaged over the option orders
+            (``"letter_probability"``); the chosen option has the highest.
     """
 
-    tokens: int
+    tokens: int | None = None
     logprob: float
     unconditional: float | None = None
     score: float

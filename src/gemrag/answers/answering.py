@@ -40,6 +40,7 @@ from gemrag.answers.choices import (
 )
 from gemrag.answers.consistency import most_consistent
 from gemrag.answers.dates.completion import complete_dates
+from gemrag.answers.letter_probability import LetterChoice, choose_by_letter_probability
 from gemrag.answers.likelihood import OptionScore, best_option, score_options
 from gemrag.answers.prompts import (
     ABSTAIN,
@@ -158,14 +159,21 @@ def answer_question(
             (``reading.choice_scoring`` ``"likelihood"`` or ``"calibrated"``, multiple choice; Brown et al. 2020,
             section 2.4; :mod:`gemrag.answers.likelihood`): every option is scored as the answer's text and the
             best is kept, the options never shown (so ``option_orders`` does not apply and nothing is cited);
-            ``reading["option_scores"]`` lists each option's tokens and log-probabilities.
+            ``reading["option_scores"]`` lists each option's tokens and log-probabilities. Choice by the letters'
+            probabilities (``reading.choice_scoring`` ``"letter_probability"``; Zheng et al., ICLR 2024, section 3;
+            :mod:`gemrag.answers.letter_probability`): the letter prompt, but each letter's probability read by one
+            scoring call an order instead of a decoded letter, and under ``option_orders`` = k each option's
+            probability averaged over the k cyclic orders (the vote's probability form); nothing is cited;
+            ``reading["option_scores"]`` holds each option's log-probabilities and ``reading["order_letter_logprobs"]``
+            each order's letter distribution.
         embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``) and to abstain
             (``reading.abstain_below``: below it the answer is :data:`~gemrag.answers.reading.NOT_FOUND`, no LLM call,
             and ``reading["abstained"]`` is True; ``reading["evidence"]`` holds the score either way).
 
     Raises:
         ValueError: fewer than 2 or more than 10 choices; trimming without an embedder.
-        GemragError: choice by likelihood with an LLM that cannot score continuations.
+        GemragError: choice by likelihood or by the letters' probabilities with an LLM that cannot score
+            continuations.
     """
     if choices is not None and not 2 <= len(choices) <= len(LETTERS):
         raise ValueError(f"give between 2 and {len(LETTERS)} choices")
@@ -220,14 +228,29 @@ def answer_question(
             messages = answer_prompt(
                 question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps, aside=aside
             )
-        if choices and reading.choice_scoring != "letter" and agent is None:
+        if choices and reading.choice_scoring == "letter_probability" and agent is None:
+            orders = order_count(reading.option_orders, len(choices))
+            picked = choose_by_letter_probability(
+                model,
+                lambda i: messages if i == 0 else answer_prompt(
+                    question, texts, rotate(choices, i), abstain=abstain, cite=cite, follow_ups=steps, aside=aside
+                ),
+                len(choices),
+                orders,
+            )  # fmt: skip
+            scored = [_letter_scored(picked, o) for o in range(len(choices))]
+            info.update(choice_scoring=reading.choice_scoring, option_scores=scored, option_orders=orders)
+            info["order_letter_logprobs"] = [[round(lp, 4) for lp in order] for order in picked.orders]
+            choice: int | None = picked.choice
+            text = choices[picked.choice]
+        elif choices and reading.choice_scoring != "letter" and agent is None:
             scores = score_options(
                 model, question, texts, choices, reading.choice_scoring, follow_ups=steps, aside=aside
             )
             best = best_option(scores, reading.choice_scoring)
             scored = [_scored(s, reading.choice_scoring) for s in scores]
             info.update(choice_scoring=reading.choice_scoring, option_scores=scored)
-            choice: int | None = best
+            choice = best
             text = choices[best]
         elif choices:
             orders = order_count(reading.option_orders, len(choices)) if agent is None else 1
@@ -306,6 +329,15 @@ def _choose(
         return choice, ([], 0)
     cited = sorted({n for n in parsed.passages if 1 <= n <= n_passages})
     return choice, (cited, sum(1 for n in parsed.passages if not 1 <= n <= n_passages))
+
+
+def _letter_scored(picked: LetterChoice, option: int) -> dict[str, Any]:
+    """An option chosen among by its letters' probabilities as ``Answer.reading["option_scores"]`` records it: a
+    :class:`~gemrag.answers.answer.ScoredOption` as a dict (no tokens: the letter was scored, not the option's text),
+    ``logprob`` its letter's normalized log-probability in the original order, ``score`` the log of its probability
+    averaged over the orders; rounded to 4 places."""
+    first = picked.orders[0][option]
+    return ScoredOption(tokens=None, logprob=round(first, 4), score=round(picked.options[option], 4)).model_dump()
 
 
 def _scored(score: OptionScore, scoring: ChoiceScoring) -> dict[str, Any]:

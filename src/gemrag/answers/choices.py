@@ -34,10 +34,11 @@ T = TypeVar("T")
 
 LETTERS = "ABCDEFGHIJ"
 
-ChoiceScoring = Literal["letter", "likelihood", "calibrated"]
+ChoiceScoring = Literal["letter", "letter_probability", "likelihood", "calibrated"]
 """How a multiple-choice answer is chosen (``[answer] choice_scoring``): ``"letter"`` (the model is shown the lettered
-options and writes a letter), or every option scored as the answer's text by ``"likelihood"`` or ``"calibrated"``
-likelihood (:mod:`gemrag.answers.likelihood`)."""
+options and writes a letter), ``"letter_probability"`` (shown them, and every letter's probability read instead of one
+decoded; :mod:`gemrag.answers.letter_probability`), or every option scored as the answer's text by ``"likelihood"`` or
+``"calibrated"`` likelihood (:mod:`gemrag.answers.likelihood`)."""
 
 
 class ChoiceAnswer(BaseModel):

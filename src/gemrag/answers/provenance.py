@@ -104,9 +104,10 @@ class DescribedAnswer(BaseModel):
             question, asked for what the context points to and not declined (``"likely"``;
             :func:`gemrag.answers.hypotheticals.hypothetical_cue`); None otherwise.
         choice_scoring: ``"likelihood"`` or ``"calibrated"`` when a multiple-choice answer was chosen by its options'
-            likelihood (``[answer] choice_scoring``), else None.
-        option_scores: then each option's tokens, log-probabilities and score, in the options' order
-            (:class:`~gemrag.answers.answer.ScoredOption`); empty otherwise.
+            likelihood, ``"letter_probability"`` when by its letters' probabilities (``[answer] choice_scoring``),
+            else None.
+        option_scores: then each option's tokens (None for a letter), log-probabilities and score, in the options'
+            order (:class:`~gemrag.answers.answer.ScoredOption`); empty otherwise.
     """
 
     answer: str

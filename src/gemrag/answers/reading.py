@@ -271,7 +271,9 @@ class Reading:
             (:func:`gemrag.answers.hypotheticals.hypothetical_instruction`).
         choice_scoring: multiple choice only: ``"letter"`` asks the model for a letter; ``"likelihood"`` and
             ``"calibrated"`` score every option as the answer's text and keep the most likely
-            (:mod:`gemrag.answers.likelihood`; the options are not shown, and ``option_orders`` does not apply).
+            (:mod:`gemrag.answers.likelihood`; the options are not shown, and ``option_orders`` does not apply);
+            ``"letter_probability"`` reads every letter's probability instead of decoding one, averaged over the
+            ``option_orders`` (:mod:`gemrag.answers.letter_probability`).
     """
 
     form: ReadingForm = "plain"

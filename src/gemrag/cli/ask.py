@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from collections.abc import Generator
 from typing import Annotated, Any
 
@@ -194,10 +195,16 @@ def question_form_lines(answer: Answer) -> list[Text]:
     question (``[answer] hypotheticals``, its ``hypothetical_cue``) was asked for what the context points to, so its
     answer is an inference the context need not state (and verification may flag it as unsupported). No line for a
     question read as written. A multiple-choice answer chosen by its options' likelihood (``[answer]
-    choice_scoring``) gets one line with each option's score (:class:`~gemrag.answers.answer.ScoredOption`)."""
+    choice_scoring``) gets one line with each option's score (:class:`~gemrag.answers.answer.ScoredOption`); one
+    chosen by its letter's probability, each option's probability (averaged over the option orders asked)."""
     lines: list[Text] = []
     options = ScoredOption.listed(answer.reading)
-    if options:
+    if options and answer.reading.get("choice_scoring") == "letter_probability":
+        orders = int(answer.reading.get("option_orders") or 1)
+        over = f", averaged over {orders} orders of the options" if orders > 1 else ""
+        scores = ", ".join(f"{LETTERS[i]} {math.exp(o.score):.2f}" for i, o in enumerate(options))
+        lines.append(Text(f"· chosen by the letters' probabilities{over}: {scores}", style="dim"))
+    elif options:
         how = {
             "likelihood": "the mean log-probability per token",
             "calibrated": "the log-probability minus that without the context",

@@ -61,8 +61,12 @@ class AnswerSettings(BaseModel):
             "cloze" form of Robinson & Wingate, ICLR 2023, for models weak at binding options to letters).
             ``"calibrated"``: the same score minus the option's log-probability without the context and question
             (Brown et al. 2020, section 2.4, for reading comprehension; Holtzman et al. 2021's domain-conditional
-            PMI). Needs a model that returns log-probabilities of given text (the embedded llama.cpp model; an HTTP
-            chat API raises an error); ``option_orders`` does not apply, and the choice cites no passage.
+            PMI). ``"letter_probability"``: the lettered options shown as for ``"letter"``, but every letter's
+            probability read instead of one decoded, and with ``option_orders`` = k each option's probability
+            averaged over the k cyclic orders (Zheng et al., ICLR 2024, section 3: the vote's probability form;
+            :mod:`gemrag.answers.letter_probability`). Each needs a model that returns log-probabilities of given text
+            (the embedded llama.cpp model; an HTTP chat API raises an error); none cites a passage, and
+            ``option_orders`` does not apply to ``"likelihood"`` or ``"calibrated"``.
         abstain_below: abstention on weak evidence: when the best cosine between the question and a sentence of the
             context (the memory's embedder) is below this, a free-form answer is "Not found in the memory." with no
             LLM call; None (default) never abstains this way.
@@ -131,7 +135,7 @@ class AnswerSettings(BaseModel):
     sample_temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     option_orders: int = Field(default=1, ge=1, le=10)
     choice_retrieval: Literal["question", "joined", "each"] = "question"
-    choice_scoring: Literal["letter", "likelihood", "calibrated"] = "letter"
+    choice_scoring: Literal["letter", "letter_probability", "likelihood", "calibrated"] = "letter"
     abstain_below: float | None = Field(default=None, ge=-1.0, le=1.0)
     dates: Literal["auto", "on", "off"] = "auto"
     lists: Literal["auto", "off"] = "off"

@@ -309,9 +309,9 @@ class AnswerOut(BaseModel):
     ``[answer] lists = "auto"``, the words that made the question a list question (:mod:`gemrag.answers.lists`),
     else None. ``hypothetical_cue``: under ``[answer] hypotheticals = "auto"``, the word that made the question a
     hypothetical question (:mod:`gemrag.answers.hypotheticals`), else None. ``choice_scoring`` and
-    ``option_scores``: a multiple-choice answer chosen by its options' likelihood (``[answer] choice_scoring``), how,
-    and each option's tokens, log-probabilities and score (:class:`gemrag.answers.answer.ScoredOption`); None and
-    empty otherwise."""
+    ``option_scores``: a multiple-choice answer chosen by its options' likelihood or its letters' probabilities
+    (``[answer] choice_scoring``), how, and each option's tokens, log-probabilities and score
+    (:class:`gemrag.answers.answer.ScoredOption`); None and empty otherwise."""
 
     text: str
     choice: int | None
