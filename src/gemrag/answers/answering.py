@@ -332,7 +332,7 @@ def _choose(
 
 
 def _letter_scored(picked: LetterChoice, option: int) -> dict[str, Any]:
-    """An option chosen among by its letters' probabilities as ``Answer.reading["option_scores"]`` records it: a
+    """An option of a choice by the letters' probabilities as ``Answer.reading["option_scores"]`` records it: a
     :class:`~gemrag.answers.answer.ScoredOption` as a dict (no tokens: the letter was scored, not the option's text),
     ``logprob`` its letter's normalized log-probability in the original order, ``score`` the log of its probability
     averaged over the orders; rounded to 4 places."""
