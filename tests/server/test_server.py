@@ -5,7 +5,7 @@ API keys (401 without a known key, 403 on another namespace); bad input answered
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import pytest
 
 from fakes import ScriptedLLM
 from gemrag.config import Config
+from gemrag.models.base import Message, Scores, Usage
 from gemrag.models.onnx_embedder import OnnxMiniLMEmbedder
 from gemrag.server import KeyRing, create_app
 from serverhelp import running, wait_job
@@ -271,3 +272,37 @@ def test_key_file_errors(tmp_path: Path) -> None:
         KeyRing({"k": ["../x"]})
     with pytest.raises(ConfigError, match="list"):
         KeyRing({"k": "a"})  # type: ignore[dict-item]
+
+
+class ScoringScriptedLLM(ScriptedLLM):
+    """The scripted LLM that also scores continuations: a continuation naming "ladybirds" or ending in its letter
+    (A) scores -0.1 a word, any other -2.0 a word."""
+
+    def score_continuations(self, messages: Sequence[Message], continuations: Sequence[str]) -> Scores:
+        def lp(c: str) -> float:
+            return -0.1 if "ladybirds" in c or c.endswith('"A') else -2.0
+
+        return Scores([[lp(c)] * max(1, len(c.split())) for c in continuations], Usage(prompt_tokens=30))
+
+
+@pytest.mark.parametrize("scoring", ["likelihood", "letter_probability"])
+def test_a_served_choice_is_scored_through_the_servers_model(
+    tmp_path: Path, config: Config, minilm: OnnxMiniLMEmbedder, scoring: str
+) -> None:
+    """The server's one-call-at-a-time model forwards continuation scores: a multiple-choice answer chosen by
+    likelihood or by the letters' probabilities, streamed or not, carries each option's score."""
+    cfg = config.model_copy(update={"answer": config.answer.model_copy(update={"choice_scoring": scoring})})
+    app = create_app(tmp_path / "root", cfg, embedder=minilm, llm=ScoringScriptedLLM())
+    question = {"question": "What ate the aphids?", "choices": ["ladybirds", "owls"], **DENSE}
+    with running(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        add(client, "s", DOC_A, "a")
+        index(client, "s")
+        body = client.post("/v1/namespaces/s/ask", json=question)
+        streamed = client.post("/v1/namespaces/s/ask", json={**question, "stream": True})
+    assert body.status_code == 200, body.text
+    answer = body.json()
+    assert answer["choice"] == 0 and answer["text"] == "ladybirds" and answer["choice_scoring"] == scoring
+    assert (
+        len(answer["option_scores"]) == 2 and answer["option_scores"][0]["score"] > answer["option_scores"][1]["score"]
+    )
+    assert streamed.status_code == 200 and '"choice_scoring": "' + scoring in streamed.text.replace('":"', '": "')

@@ -30,7 +30,7 @@ from typing import Any
 from gemrag.config import Config
 from gemrag.errors import ConfigError, GemragError
 from gemrag.memory import Memory
-from gemrag.models.base import LLM, Completion, Embedder, Message
+from gemrag.models.base import LLM, Completion, Embedder, Message, Scores, continuation_scorer
 from gemrag.models.factory import build_embedder, build_llm
 from gemrag.models.streaming import complete_stream, pieces
 from gemrag.store import Location, MemoryRoot, memory_root
@@ -63,7 +63,8 @@ def check_namespace(name: str) -> str:
 
 class SerialLLM:
     """An LLM built on first use and called by one thread at a time (forwards ``model_id``, ``context_window``
-    and ``cache_identity`` to the backend, so caching keys do not change).
+    and ``cache_identity`` to the backend, so caching keys do not change), completions, streams and continuation
+    scores alike (the scores a multiple-choice answer by likelihood or by the letters' probabilities reads).
 
     Args:
         build: returns the backend (called once, on first use). Its errors (e.g.
@@ -119,6 +120,22 @@ class SerialLLM:
         backend = self.backend
         with self._lock:
             return backend.count_tokens(text)
+
+    @property
+    def can_score(self) -> bool:
+        """Whether the backend scores continuations (:func:`gemrag.models.base.continuation_scorer`; builds it)."""
+        backend = self.backend
+        return callable(getattr(backend, "score_continuations", None)) and getattr(backend, "can_score", True)
+
+    def score_continuations(self, messages: Sequence[Message], continuations: Sequence[str]) -> Scores:
+        """The backend's :meth:`~gemrag.models.base.ScoringLLM.score_continuations`, one call at a time.
+
+        Raises:
+            GemragError: the backend cannot score continuations (an HTTP chat API), or the scoring failed.
+        """
+        scorer = continuation_scorer(self.backend)
+        with self._lock:
+            return scorer.score_continuations(messages, continuations)
 
 
 class Namespaces:

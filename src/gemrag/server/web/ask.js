@@ -1,12 +1,15 @@
 // The gemrag web page, part 4 of 5: asking (the streamed answer, [n] citations as links, weak citations,
 // unsupported and uncited sentences marked, citations added after the answer shown as such, "not found in the memory"
-// when the model declines; retrieve-only; the hits with their passages, the cited span marked in its document: the
-// reader follows the current answer).
+// when the model declines; multiple choice with the option chosen and, when the server scores them, every option's
+// score; retrieve-only; the hits with their passages, the cited span marked in its document: the reader follows the
+// current answer).
 "use strict";
 (() => {
   const { $, state, ApiError, request, api, nsPath, showError, clearError, status, el, fmt, plural, thousands } =
     window.gemrag;
   const MAX_QUESTION = 10000; // characters (the API's limit)
+  const MAX_CHOICES = 10; // options of a multiple-choice question (the API's limit)
+  const LETTERS = "ABCDEFGHIJ";
   // the wording of a model that declines: read only when the answer carries no abstention flag (the server did not
   // check the evidence: [answer] abstain_below unset)
   const DECLINED = /\b(not mentioned|not (provided|stated|given|found|included|contained) in|no (information|mention)|does(n't| not) (say|mention|contain|provide|state)|cannot (be )?(answer|determine|find|tell)|can't (answer|determine|tell)|i don't know|no answer)\b/i;
@@ -50,6 +53,18 @@
       return null;
     }
     return text;
+  }
+
+  // the options of a multiple-choice question (one per non-empty line), [] for a free-form one, or null (the error
+  // said why)
+  function choices() {
+    const lines = $("choices").value.split("\n").map((line) => line.trim()).filter(Boolean);
+    if (lines.length === 1 || lines.length > MAX_CHOICES) {
+      showError(`Give between 2 and ${MAX_CHOICES} options, one per line (${plural(lines.length, "option")} now), or ` +
+        "none for a free-form answer.");
+      return null;
+    }
+    return lines;
   }
 
   // -- ask: the streamed answer, citations, hits, the cited span -------------------------------------------
@@ -104,7 +119,10 @@
     clearError();
     const text = question();
     if (!text) return;
-    const body = Object.assign(settings(text), { stream: true });
+    const options = choices();
+    if (!options) return;
+    const body = Object.assign(settings(text), { stream: true }, options.length ? { choices: options } : {});
+    state.lastChoices = options;
     if (state.ask) state.ask.abort();
     const controller = (state.ask = new AbortController());
     forgetAnswer();
@@ -242,6 +260,7 @@
 
   // the model declined: the answer's structured flag (abstained on weak evidence) when it has one, else its wording
   function declined(answer) {
+    if (Number.isInteger(answer.choice)) return false; // an option was chosen: its words are no refusal
     if (answer.abstained === true || answer.abstained === false) return answer.abstained;
     return !answer.text.trim() || (!answer.cited.length && DECLINED.test(answer.text));
   }
@@ -290,6 +309,8 @@
       notes.push(el("p", { class: "state-box note", "data-state": "question-form" },
         el("strong", { text: "Read as " }), `${forms.join("; and as ")}.`));
     }
+    const chosen = choiceNote(answer, state.lastChoices || []);
+    if (chosen) notes.push(chosen);
     if (uncited) {
       notes.push(el("p", { class: "state-box weak", "data-state": "uncited" },
         el("strong", { text: "Uncited sentences. " }),
@@ -315,6 +336,28 @@
     box.hidden = notes.length === 0;
   }
 
+  // a multiple-choice answer (`options`: those asked): the option chosen, and how (each option's score when the
+  // server scored them: its letter's probability, averaged over the option orders, or its likelihood as the answer's
+  // text), as gemrag ask says it; null for a free-form answer
+  function choiceNote(answer, options) {
+    if (!options.length) return null;
+    const n = options.length;
+    if (!Number.isInteger(answer.choice)) {
+      return el("p", { class: "state-box weak", "data-state": "choice" },
+        el("strong", { text: "No option chosen. " }), `The model's reply named none of the ${n} options.`);
+    }
+    const parts = [el("strong", { text: `Option ${LETTERS[answer.choice]} of ${n}. ` })];
+    const scores = answer.option_scores || [];
+    if (scores.length === n && answer.choice_scoring === "letter_probability") {
+      parts.push("Chosen by the letters' probabilities: " +
+        scores.map((o, i) => `${LETTERS[i]} ${Math.exp(o.score).toFixed(2)}`).join(", ") + ".");
+    } else if (scores.length === n) {
+      parts.push("Chosen by likelihood, the options not shown: " +
+        scores.map((o, i) => `${LETTERS[i]} ${o.score.toFixed(2)}`).join(", ") + ".");
+    } else parts.push("The model wrote its letter.");
+    return el("p", { class: "state-box note", "data-state": "choice" }, ...parts);
+  }
+
   function showAnswer(answer) {
     state.hits = answer.hits;
     state.evidence = new Map((answer.citations || []).filter((c) => typeof c.evidence === "number")
@@ -323,6 +366,7 @@
     $("weak-below").textContent = state.weakBelow.toFixed(2);
     const linked = new Set();
     const parts = answerParts(answer, linked);
+    if (Number.isInteger(answer.choice)) parts.unshift(`(${LETTERS[answer.choice]}) `);
     // passages the answer cites without a marker in its text (a model that wrote only "[1]" is asked again uncited)
     const unmarked = answer.cited.filter((n) => !linked.has(n) && n >= 1 && n <= answer.hits.length);
     if (unmarked.length) parts.push(" ", el("span", { class: "meta", text: "Cites " }), ...unmarked.map(citeLink));

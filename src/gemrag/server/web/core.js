@@ -11,6 +11,7 @@ window.gemrag = {};
     ns: sessionStorage.getItem(NS) || "",
     strategies: [], // [{strategy, state, generation, describe, ...}]
     lastQuestion: "",
+    lastChoices: [], // the options of the last question asked ([] for a free-form one)
     lastBudget: null,
     hits: [],
     evidence: new Map(), // citation marker n -> its passage's evidence score (the current answer's)
