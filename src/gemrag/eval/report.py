@@ -23,6 +23,7 @@ from gemrag.eval.categories import category_tables
 from gemrag.eval.repeats import repeats_markdown
 from gemrag.eval.results import EvalResults
 from gemrag.eval.run_files import json_ready
+from gemrag.eval.selection_bias import selection_bias_markdown
 from gemrag.eval.tokens import TOKEN_KEYS, token_markdown
 from gemrag.eval.variants import sweep_label
 
@@ -94,7 +95,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def markdown_report(results: EvalResults) -> str:
-    """The report as markdown: header, the main table, the paired comparisons and the ablation sweeps."""
+    """The report as markdown: header, the main table, the categories, a multiple-choice run's selection bias
+    (:mod:`gemrag.eval.selection_bias`), the paired comparisons and the ablation sweeps."""
     s, d = results.summary, results.dataset
     mode = "answers by the LLM" if results.answer else "retrieval only"
     lines = [
@@ -160,6 +162,7 @@ def markdown_report(results: EvalResults) -> str:
     lines += repeats_markdown(s.repeats, getattr(results, "repeats", 1))
     lines += token_markdown(s.tokens) if s.tokens else []
     lines += category_tables(s.categories, d["kind"])
+    lines += selection_bias_markdown(results.runs, results.records) if results.answer else []
     for metric in dict.fromkeys(c["metric"] for c in s.comparisons):
         lines += ["", f"## Paired bootstrap vs {s.reference} ({METRICS.get(metric, metric)})", ""]
         rows = [
