@@ -31,6 +31,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from scipy.special import logsumexp
+
 from gemrag.answers.choices import LETTERS, original_choice
 from gemrag.models.base import LLM, Message, continuation_scorer
 
@@ -49,10 +51,7 @@ REPLY_STARTS = ('{"answer": "', '{"answer":"')
 
 
 def _logsumexp(values: Sequence[float]) -> float:
-    top = max(values)
-    if top == float("-inf"):
-        return top
-    return top + math.log(sum(math.exp(v - top) for v in values))
+    return float(logsumexp(values))
 
 
 def letter_distribution(replies: Sequence[float], n_choices: int) -> list[float]:

@@ -206,6 +206,12 @@ class ScoringLLM(LLM, Protocol):
         ...
 
 
+def can_score(llm: object) -> bool:
+    """Whether ``llm`` scores continuations: it has ``score_continuations`` and does not say otherwise by a false
+    ``can_score`` (a wrapper such as the cache asks this of the model it wraps)."""
+    return callable(getattr(llm, "score_continuations", None)) and bool(getattr(llm, "can_score", True))
+
+
 def continuation_scorer(llm: LLM, needed_for: str = "") -> ScoringLLM:
     """``llm`` as a :class:`ScoringLLM`; ``needed_for`` says in the error what asked for it.
 
@@ -213,7 +219,7 @@ def continuation_scorer(llm: LLM, needed_for: str = "") -> ScoringLLM:
         GemragError: ``llm`` cannot score continuations (an HTTP chat API returns no log-probabilities of given
             text; the embedded llama.cpp model can).
     """
-    if isinstance(llm, ScoringLLM) and getattr(llm, "can_score", True):
+    if isinstance(llm, ScoringLLM) and can_score(llm):
         return llm
     why = f"; {needed_for}" if needed_for else ""
     raise GemragError(

@@ -31,7 +31,7 @@ import numpy as np
 from gemrag import tracing
 from gemrag.errors import GemragError
 from gemrag.models import batch
-from gemrag.models.base import LLM, Completion, Embedder, Message, Scores, Usage, cache_identity_of
+from gemrag.models.base import LLM, Completion, Embedder, Message, Scores, Usage, cache_identity_of, can_score
 from gemrag.models.batch import CompletionRequest
 from gemrag.models.meter import UsageMeter
 from gemrag.models.streaming import StreamItem, complete_stream, pieces
@@ -275,7 +275,7 @@ class CachedLLM:
     @property
     def can_score(self) -> bool:
         """Whether the backend scores continuations (:func:`gemrag.models.base.continuation_scorer`)."""
-        return callable(getattr(self.inner, "score_continuations", None)) and getattr(self.inner, "can_score", True)
+        return can_score(self.inner)
 
     def score_continuations(self, messages: Sequence[Message], continuations: Sequence[str]) -> Scores:
         """Same contract as :meth:`gemrag.models.base.ScoringLLM.score_continuations`, cached like a completion: the

@@ -30,7 +30,7 @@ from typing import Any
 from gemrag.config import Config
 from gemrag.errors import ConfigError, GemragError
 from gemrag.memory import Memory
-from gemrag.models.base import LLM, Completion, Embedder, Message, Scores, continuation_scorer
+from gemrag.models.base import LLM, Completion, Embedder, Message, Scores, can_score, continuation_scorer
 from gemrag.models.factory import build_embedder, build_llm
 from gemrag.models.streaming import complete_stream, pieces
 from gemrag.store import Location, MemoryRoot, memory_root
@@ -124,8 +124,7 @@ class SerialLLM:
     @property
     def can_score(self) -> bool:
         """Whether the backend scores continuations (:func:`gemrag.models.base.continuation_scorer`; builds it)."""
-        backend = self.backend
-        return callable(getattr(backend, "score_continuations", None)) and getattr(backend, "can_score", True)
+        return can_score(self.backend)
 
     def score_continuations(self, messages: Sequence[Message], continuations: Sequence[str]) -> Scores:
         """The backend's :meth:`~gemrag.models.base.ScoringLLM.score_continuations`, one call at a time.
