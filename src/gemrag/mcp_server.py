@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 
 from gemrag.answers.answer import QuotedSpan, SentenceCheck
 from gemrag.answers.provenance import CitedNode, RetrievedNode, describe_answer, retrieve_nodes
+from gemrag.answers.repair import Repair
 from gemrag.errors import ConfigError, GemragError, InputError
 from gemrag.ingest import Document
 from gemrag.ingest.loader import decode_text
@@ -112,8 +113,9 @@ class AskResult(BaseModel):
     ones removed under ``[answer] verify = "drop"``), and how the answer was read, as ``gemrag ask --json`` gives it
     (:class:`gemrag.answers.provenance.DescribedAnswer`): ``quotes`` (the quote reading's quoted sentences or the span
     answer's span, each with its passage and character span), ``dates_completed`` (the dates completed from a dated
-    context), ``list_cue`` (the words that made the question a list question under ``[answer] lists``) and
-    ``hypothetical_cue`` (the word that made it a hypothetical question under ``[answer] hypotheticals``)."""
+    context), ``list_cue`` (the words that made the question a list question under ``[answer] lists``),
+    ``hypothetical_cue`` (the word that made it a hypothetical question under ``[answer] hypotheticals``) and
+    ``repair`` (an answer asked again because its form did not fit the question, under ``[answer] repair``)."""
 
     question: str
     answer: str
@@ -130,6 +132,7 @@ class AskResult(BaseModel):
     dates_completed: list[str] = []
     list_cue: str | None = None
     hypothetical_cue: str | None = None
+    repair: Repair | None = None
 
 
 class ForgetResult(BaseModel):

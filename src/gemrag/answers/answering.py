@@ -64,6 +64,7 @@ from gemrag.answers.reading import (
     reading_aid,
     reading_prompt,
 )
+from gemrag.answers.repair import Repair, answer_fault, repair_instruction
 from gemrag.answers.replies import read_reply, short_form
 from gemrag.answers.shaping import evidence_score, shape_context
 from gemrag.errors import StructuredOutputError
@@ -291,6 +292,13 @@ def answer_question(
             ]  # fmt: skip
             pick = most_consistent([r[0] for r in reads]) if k > 1 else 0
             text, cited, dropped, quotes = reads[pick]
+            if reading.repair and form == "plain" and agent is None and k == 1:
+                (text, cited, dropped, quotes), note = repaired(
+                    model, question, hits, texts, reads[pick], short=short, cite=cite, abstain=plain_abstain,
+                    steps=steps, instruction=instruction, temperature=temperature, seed=seed,
+                )  # fmt: skip
+                if note is not None:
+                    info["repair"] = note
             choice = None
             if k > 1:
                 info["votes"] = [r[0] for r in reads]
@@ -303,6 +311,57 @@ def answer_question(
     if not reading.plain and agent is None:
         info = {"form": form, "samples": reading.samples, **info}
     return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent, cited, dropped, quotes, info)
+
+
+Read = tuple[str, list[int], int, list[Quote]]
+"""A free-form reply as :func:`gemrag.answers.replies.read_reply` reads it: ``(text, cited, dropped, quotes)``."""
+
+
+def repaired(
+    model: LLM,
+    question: str,
+    hits: Sequence[Hit],
+    texts: Sequence[str],
+    first: Read,
+    *,
+    short: bool,
+    cite: bool,
+    abstain: bool,
+    steps: FollowUps,
+    instruction: str,
+    temperature: float,
+    seed: int | None,
+) -> tuple[Read, dict[str, str] | None]:
+    """A plain free-form answer whose form does not fit its question, asked once more (``[answer] repair``,
+    :mod:`gemrag.answers.repair`; Self-Refine, Madaan et al., NeurIPS 2023, section 2, one round, the feedback a
+    rule's).
+
+    ``first`` is read for a fault (:func:`gemrag.answers.repair.answer_fault`: it restates the question, or says yes
+    or no to a question offering alternatives). None: ``(first, None)``, no call. Otherwise the question is asked
+    again from the same ``texts`` with the prompt ``first`` was asked with plus the fault's sentence
+    (:func:`gemrag.answers.repair.repair_instruction`; the short form's prompt when ``short``, citing when ``cite``),
+    one LLM call (two if the reply is only markers), cached like any other; the second reply is kept when it is
+    non-empty and has no fault, else ``first``.
+
+    Returns:
+        The kept reply, and what ``Answer.reading["repair"]`` records (a :class:`gemrag.answers.repair.Repair` as a
+        dict; None when ``first`` had no fault).
+    """
+    fault = answer_fault(question, first[0])
+    if fault is None:
+        return first, None
+    again = f"{instruction} {repair_instruction(fault)}".strip()
+    build = short_answer_prompt if short else answer_prompt
+    messages = build(question, list(texts), abstain=abstain, cite=cite, follow_ups=steps, instruction=again)
+    uncited = build(question, list(texts), abstain=abstain, follow_ups=steps, instruction=again)
+    limit = SHORT_MAX_TOKENS if short else ANSWER_MAX_TOKENS
+    second = read_reply(
+        model, messages, uncited, hits, "plain", short=short, cite=cite, limit=limit, temperature=temperature,
+        seed=seed,
+    )  # fmt: skip
+    kept = bool(second[0].strip()) and answer_fault(question, second[0]) is None
+    note = Repair(fault=fault, first_answer=first[0], kept="second" if kept else "first")
+    return (second if kept else first), note.model_dump()
 
 
 def _choose(

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from gemrag.answers.answer import Answer, QuotedSpan, ScoredOption, SentenceCheck
+from gemrag.answers.repair import Repair
 from gemrag.store.parts import NodeRows
 from gemrag.types import SAME_TEXT, DocumentRef, Hit, Passage, Provenance, provenance_nodes
 
@@ -103,6 +104,9 @@ class DescribedAnswer(BaseModel):
         hypothetical_cue: under ``[answer] hypotheticals = "auto"``, the word that made the question a hypothetical
             question, asked for what the context points to and not declined (``"likely"``;
             :func:`gemrag.answers.hypotheticals.hypothetical_cue`); None otherwise.
+        repair: under ``[answer] repair = "auto"``, an answer asked again because its form did not fit the question
+            (it restated the question, or said yes or no to alternatives): the fault, the first answer and which
+            was kept (:class:`gemrag.answers.repair.Repair`); None otherwise.
         choice_scoring: ``"likelihood"`` or ``"calibrated"`` when a multiple-choice answer was chosen by its options'
             likelihood, ``"letter_probability"`` when by its letters' probabilities (``[answer] choice_scoring``),
             else None.
@@ -125,6 +129,7 @@ class DescribedAnswer(BaseModel):
     dates_completed: list[str] = Field(default_factory=list)
     list_cue: str | None = None
     hypothetical_cue: str | None = None
+    repair: Repair | None = None
     choice_scoring: str | None = None
     option_scores: list[ScoredOption] = Field(default_factory=list)
 
@@ -233,6 +238,7 @@ def describe_answer(store: NodeRows | None, answer: Answer, strategy: str) -> De
         dates_completed=list(answer.reading.get("dates_completed", [])),
         list_cue=answer.reading.get("list_cue"),
         hypothetical_cue=answer.reading.get("hypothetical_cue"),
+        repair=Repair.of(answer.reading),
         choice_scoring=answer.reading.get("choice_scoring"),
         option_scores=ScoredOption.listed(answer.reading),
     )

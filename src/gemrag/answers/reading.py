@@ -274,6 +274,10 @@ class Reading:
             (:mod:`gemrag.answers.likelihood`; the options are not shown, and ``option_orders`` does not apply);
             ``"letter_probability"`` reads every letter's probability instead of decoding one, averaged over the
             ``option_orders`` (:mod:`gemrag.answers.letter_probability`).
+        repair: a plain free-form answer (one greedy answer) whose form does not fit its question (it restates the
+            question, or says yes or no to a question offering alternatives; :mod:`gemrag.answers.repair`) is asked
+            once more with a sentence saying what the answer must be
+            (:func:`gemrag.answers.answering.repaired`); every other answer is unchanged.
     """
 
     form: ReadingForm = "plain"
@@ -285,6 +289,7 @@ class Reading:
     lists: bool = False
     hypotheticals: bool = False
     choice_scoring: ChoiceScoring = "letter"
+    repair: bool = False
 
     def question_form(self, question: str) -> QuestionForm:
         """What ``question``'s form adds to the plain prompt under the :attr:`lists` and :attr:`hypotheticals`

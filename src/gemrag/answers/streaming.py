@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Generator, Sequence
 
 from gemrag.answers.answer import Answer
-from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of
+from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of, repaired
 from gemrag.answers.dates.completion import complete_dates
 from gemrag.answers.prompts import ANSWER_MAX_TOKENS, answer_prompt
 from gemrag.answers.question_forms import QuestionForm
@@ -70,7 +70,10 @@ def answer_stream(
     ``reading["dates_completed"]``; the streamed pieces are the model's). A list question under ``reading.lists`` and a
     hypothetical question under ``reading.hypotheticals`` are streamed with :func:`answer_question`'s prompt for
     them (:meth:`~gemrag.answers.reading.Reading.question_form`; ``reading["list_cue"]``,
-    ``reading["hypothetical_cue"]`` set).
+    ``reading["hypothetical_cue"]`` set). Under ``reading.repair`` a streamed answer whose form does not fit its
+    question (:mod:`gemrag.answers.repair`) is asked again as :func:`answer_question` asks it (the same prompt, hence
+    cache key), not streamed: when the second answer is kept it is yielded whole after a line break, and the Answer
+    is it, with ``reading["repair"]`` set.
 
     Args:
         llm, meter, store, question, hits, choices, retrieval_seconds, abstain, cite, temperature, seed, reading,
@@ -129,8 +132,20 @@ def answer_stream(
         if text.strip():
             yield "\n" + text.strip()
         spent = meter.totals.get("query", Usage()) - before
+    note = None
+    if reading is not None and reading.repair:  # an answer whose form does not fit its question, asked again
+        with meter.phase("query"):
+            (text, cited, dropped, _), note = repaired(
+                llm(), question, hits, [h.text for h in hits], (text.strip(), cited, dropped, []), short=False,
+                cite=cite, abstain=abstain, steps=steps, instruction=instruction, temperature=temperature, seed=seed,
+            )  # fmt: skip
+        if note is not None and note["kept"] == "second":
+            yield "\n" + text.strip()
+        spent = meter.totals.get("query", Usage()) - before
     text, completed = complete_dates(text.strip(), hits)  # the final text's dates completed (years, periods)
     seconds = time.perf_counter() - t1
     info: dict[str, object] = {"dates_completed": completed} if completed else {}
     info.update(asked.cues)
+    if note is not None:
+        info["repair"] = note
     yield Answer(text, None, list(hits), retrieval_seconds, seconds, spent, cited, dropped, reading=info)

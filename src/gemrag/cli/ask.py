@@ -21,6 +21,7 @@ from rich.text import Text
 from gemrag.answers.answer import Answer, ScoredOption, SentenceCheck
 from gemrag.answers.choices import LETTERS
 from gemrag.answers.provenance import cited_sources, describe_answer, describe_hits, source_label
+from gemrag.answers.repair import Repair
 from gemrag.cli.options import (
     NO_MODEL_FLAGS,
     ConfigFile,
@@ -104,7 +105,9 @@ def ask_command(
     markers do not support is re-cited with another context passage found to support it (that marker replaces its
     own, in cyan, and is counted under the answer; `--set answer.verify_miscited=flag`: marked ⚠ as written). A
     question read by its form (`--set answer.lists=auto`, `--set answer.hypotheticals=auto`) says so under the
-    answer. A strategy's own settings are `--set` items: `--set gem.search=rank` gives GEM's literal Algorithm 1."""
+    answer, as does an answer asked again because it only restated the question or said yes or no to alternatives
+    (`--set answer.repair=auto`). A strategy's own settings are `--set` items: `--set gem.search=rank` gives GEM's
+    literal Algorithm 1."""
     with cli_errors("ask again", also=(ValueError,)), deprecated_sets("gem", {"search": search}) as old_sets:
         cfg = build_config(
             config,
@@ -196,7 +199,9 @@ def question_form_lines(answer: Answer) -> list[Text]:
     answer is an inference the context need not state (and verification may flag it as unsupported). No line for a
     question read as written. A multiple-choice answer chosen by its options' likelihood (``[answer]
     choice_scoring``) gets one line with each option's score (:class:`~gemrag.answers.answer.ScoredOption`); one
-    chosen by its letter's probability, each option's probability (averaged over the option orders asked)."""
+    chosen by its letter's probability, each option's probability (averaged over the option orders asked). An answer
+    asked again because its form did not fit the question (``[answer] repair``) gets a line with its fault and first
+    answer."""
     lines: list[Text] = []
     options = ScoredOption.listed(answer.reading)
     if options and answer.reading.get("choice_scoring") == "letter_probability":
@@ -223,7 +228,19 @@ def question_form_lines(answer: Answer) -> list[Text]:
                 style="dim",
             )
         )
+    repair = Repair.of(answer.reading)
+    if repair is not None:
+        fault = REPAIR_FAULTS[repair.fault]
+        kept = "the second answer kept" if repair.kept == "second" else "the second had the same fault; the first kept"
+        lines.append(Text(f'· the first answer, "{repair.first_answer}", {fault}: asked again, {kept}', style="dim"))
     return lines
+
+
+#: How ``gemrag ask`` names an answer's fault (:data:`gemrag.answers.repair.Fault`) on the line under the answer.
+REPAIR_FAULTS = {
+    "restated": "only restated the question",
+    "yes_no_to_alternatives": "said yes or no to a question offering alternatives",
+}
 
 
 def verification_lines(answer: Answer, *, listed: bool) -> list[Text]:

@@ -88,6 +88,13 @@ class AnswerSettings(BaseModel):
             few words, and is not declined (the guess line replaces the "not mentioned" line for that question;
             most of LoCoMo's open-domain questions are such); every other question, or every question with
             ``"off"`` (default), is asked as written. No extra LLM call.
+        repair: answers whose form does not fit their question (:mod:`gemrag.answers.repair`): ``"auto"``: a
+            free-form answer that only restates the question ("What is X?" answered "X") or says yes or no to a
+            question offering alternatives ("... a beach or the mountains?" answered "Yes") is asked once more from
+            the same context with one sentence saying what the answer must be, and the second answer is kept unless
+            it has such a fault too (Self-Refine, Madaan et al. 2023, one round, the feedback a rule's). One extra
+            LLM call for such an answer only; every other answer, and every answer under ``"off"`` (default), is
+            unchanged.
         date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
             expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
         verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
@@ -140,6 +147,7 @@ class AnswerSettings(BaseModel):
     dates: Literal["auto", "on", "off"] = "auto"
     lists: Literal["auto", "off"] = "off"
     hypotheticals: Literal["auto", "off"] = "off"
+    repair: Literal["auto", "off"] = "off"
     date_llm: bool = False
     verify: Literal["flag", "drop", "off"] = "flag"
     verify_overlap_words: int = Field(6, ge=0)

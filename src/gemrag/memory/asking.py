@@ -61,8 +61,8 @@ class Asker(MemoryHandle[AskStore], Protocol):
 def reading_of(settings: AnswerSettings) -> Reading:
     """The :class:`~gemrag.answers.reading.Reading` the ``[answer]`` settings ask for: the form, the shaping when
     ``shape`` is on, the self-consistency samples, the abstention threshold, the multiple-choice option orders,
-    whether list questions are asked for every item, whether hypothetical questions are asked for a guess, and how
-    a multiple-choice option is chosen."""
+    whether list questions are asked for every item, whether hypothetical questions are asked for a guess, how
+    a multiple-choice option is chosen, and whether an answer whose form does not fit its question is asked again."""
     shaping = (
         Shaping(
             dedupe=settings.shape_dedupe,
@@ -84,6 +84,7 @@ def reading_of(settings: AnswerSettings) -> Reading:
         lists=settings.lists == "auto",
         hypotheticals=settings.hypotheticals == "auto",
         choice_scoring=settings.choice_scoring,
+        repair=settings.repair == "auto",
     )
 
 

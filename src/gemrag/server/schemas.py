@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gemrag.answers.answer import QuotedSpan, ScoredOption, SentenceCheck
 from gemrag.answers.evidence import WEAK_EVIDENCE
 from gemrag.answers.provenance import RetrievedNode
+from gemrag.answers.repair import Repair
 from gemrag.memory.index_plan import IndexPlan
 
 DEFAULT_SOURCE = "<http>"
@@ -308,7 +309,9 @@ class AnswerOut(BaseModel):
     gives only as a week, as completed from the context (:mod:`gemrag.answers.dates.completion`). ``list_cue``: under
     ``[answer] lists = "auto"``, the words that made the question a list question (:mod:`gemrag.answers.lists`),
     else None. ``hypothetical_cue``: under ``[answer] hypotheticals = "auto"``, the word that made the question a
-    hypothetical question (:mod:`gemrag.answers.hypotheticals`), else None. ``choice_scoring`` and
+    hypothetical question (:mod:`gemrag.answers.hypotheticals`), else None. ``repair``: under ``[answer] repair =
+    "auto"``, an answer asked again because its form did not fit the question (the fault, the first answer, which was
+    kept; :class:`gemrag.answers.repair.Repair`), else None. ``choice_scoring`` and
     ``option_scores``: a multiple-choice answer chosen by its options' likelihood or its letters' probabilities
     (``[answer] choice_scoring``), how, and each option's tokens, log-probabilities and score
     (:class:`gemrag.answers.answer.ScoredOption`); None and empty otherwise."""
@@ -331,6 +334,7 @@ class AnswerOut(BaseModel):
     dates_completed: list[str] = Field(default_factory=list)
     list_cue: str | None = None
     hypothetical_cue: str | None = None
+    repair: Repair | None = None
     choice_scoring: str | None = None
     option_scores: list[ScoredOption] = Field(default_factory=list)
 

@@ -14,6 +14,7 @@ from typing import Any
 from gemrag.answers.answer import Answer, QuotedSpan, ScoredOption
 from gemrag.answers.evidence import cited_evidence
 from gemrag.answers.provenance import describe_hits
+from gemrag.answers.repair import Repair
 from gemrag.memory import Memory
 from gemrag.server import schemas as m
 from gemrag.types import Hit
@@ -55,6 +56,7 @@ def answer_out(answer: Answer, strategy: str, evidence: dict[int, float] | None 
         dates_completed=list(answer.reading.get("dates_completed", [])),
         list_cue=answer.reading.get("list_cue"),
         hypothetical_cue=answer.reading.get("hypothetical_cue"),
+        repair=Repair.of(answer.reading),
         choice_scoring=answer.reading.get("choice_scoring"),
         option_scores=ScoredOption.listed(answer.reading),
     )

@@ -309,6 +309,16 @@
       notes.push(el("p", { class: "state-box note", "data-state": "question-form" },
         el("strong", { text: "Read as " }), `${forms.join("; and as ")}.`));
     }
+    // an answer asked again because its form did not fit the question, as gemrag ask says it
+    if (answer.repair) {
+      const fault = answer.repair.fault === "restated"
+        ? "only restated the question" : "said yes or no to a question offering alternatives";
+      const kept = answer.repair.kept === "second"
+        ? "the answer above is the second" : "the second had the same fault, so the first is kept";
+      notes.push(el("p", { class: "state-box note", "data-state": "repair" },
+        el("strong", { text: "Asked again. " }),
+        `The first answer, “${answer.repair.first_answer}”, ${fault}; ${kept}.`));
+    }
     const chosen = choiceNote(answer, state.lastChoices || []);
     if (chosen) notes.push(chosen);
     if (uncited) {
