@@ -15,8 +15,9 @@ records keep each order's letter distribution (``reading.order_letter_logprobs``
 
     python benchmarks/letter_prior.py quality62-fused-each-b8-lp4 --data $DATA/quality/quality_dev5.jsonl
 
-The gold option of each question is read from the QuALITY file (the published records keep the gold answer's text,
-not its position). Exits 1 with a message when the run's records hold no letter distributions under every order.
+The gold option of each question is read from its published record (``gold_index``, kept by records published since
+it was added) or, with ``--data``, from the QuALITY file (for older records, which keep the gold answer's text, not
+its position). Exits 1 with a message when the run's records hold no letter distributions under every order.
 """
 
 from __future__ import annotations
@@ -95,16 +96,30 @@ def report(records: Sequence[dict[str, Any]], gold_of: dict[str, int]) -> list[s
     return lines
 
 
+def gold_options(records: Sequence[dict[str, Any]], data: Path | None) -> dict[str, int]:
+    """Each question's gold option (0-based): from the QuALITY file ``data`` when given, else from the records'
+    ``gold_index``.
+
+    Raises:
+        ValueError: no ``data`` and a record without ``gold_index`` (a record published before it was kept).
+    """
+    if data is not None:
+        return {q.id: q.gold_index for q in load_quality(data).questions if q.gold_index is not None}
+    if any(r.get("gold_index") is None for r in records):
+        raise ValueError("these records do not keep gold_index (published before it was kept): give --data")
+    return {str(r["question_id"]): int(r["gold_index"]) for r in records}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the report for a published run (module docstring); 1 with a message on bad input."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("name", help="a published run (results/NAME.json)")
-    parser.add_argument("--data", type=Path, required=True, help="the QuALITY file the run was evaluated on")
+    parser.add_argument("--data", type=Path, help="the QuALITY file of the run (for records without gold_index)")
     parser.add_argument("--results", type=Path, default=Path("results"), help="the published results directory")
     args = parser.parse_args(argv)
     try:
         records = load_records(load_published(args.name, args.results), args.results)
-        gold_of = {q.id: q.gold_index for q in load_quality(args.data).questions if q.gold_index is not None}
+        gold_of = gold_options(records, args.data)
         lines = report(records, gold_of)
     except (OSError, ValueError, GemragError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -48,3 +48,10 @@ def test_records_without_every_order_are_refused(bench: ModuleType, tmp_path: Pa
     with pytest.raises(ValueError, match="every cyclic order"):
         bench.report([{"question_id": "q", "group": "g", "reading": {"form": "plain"}}], {"q": 0})
     assert bench.main(["nothing-published", "--data", str(tmp_path / "none.jsonl"), "--results", str(tmp_path)]) == 1
+
+
+def test_the_gold_options_come_from_the_records_or_the_file(bench: ModuleType, tmp_path: Path) -> None:
+    kept = [dict(_record("q1", "g", [0.4, 0.2, 0.2, 0.2]), gold_index=2)]
+    assert bench.gold_options(kept, None) == {"q1": 2}
+    with pytest.raises(ValueError, match="give --data"):
+        bench.gold_options([_record("q1", "g", [0.4, 0.2, 0.2, 0.2])], None)  # an older record: no gold_index

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from test_eval_factual import covid_file
 from test_eval_locomo import locomo_file
-from test_eval_runner import cli_app, multihop_file
+from test_eval_runner import cli_app, multihop_file, quality_file
 from typer.testing import CliRunner
 
 import gemrag.eval.runner as runner_module
-from fakes import HashEmbedder
+from fakes import HashEmbedder, ScriptedLLM
 from gemrag.config import Config
 from gemrag.errors import InputError
 from gemrag.eval.publish import publish_run
@@ -216,3 +216,19 @@ def test_a_multiple_choice_answer_is_rescored_from_its_chosen_option() -> None:
     right = {"question_id": "q1", "answer": "a guard", "gold_answers": ["a guard"], "scores": {"accuracy": True}}
     wrong = dict(right, answer="a robot")
     assert rescore_record(right)["accuracy"] == 1.0 and rescore_record(wrong)["accuracy"] == 0.0
+
+
+def test_a_multiple_choice_record_keeps_the_options_chosen_and_gold(tmp_path: Path, config: Config) -> None:
+    """A published multiple-choice record keeps the index of the option chosen and of the gold one, so an analysis
+    of option positions reads the record alone (no dataset file)."""
+    out = tmp_path / "out"
+    run_eval(
+        "quality", quality_file(tmp_path), ["dense"], config=config, budget=2, out_dir=out, llm=ScriptedLLM(),
+        embedder=HashEmbedder(), plots=False,
+    )  # fmt: skip
+    run = publish_run(out, "mc", tmp_path / "results", command="x")
+    records = load_records(run, tmp_path / "results")
+    gold = {"q1": 0, "q2": 1, "q3": 0, "q4": 0}  # quality_file's gold options
+    assert {r["question_id"]: r["gold_index"] for r in records} == gold
+    for r in records:
+        assert r["scores"]["accuracy"] == (r["choice"] == r["gold_index"])  # the kept indexes agree with the score

@@ -19,11 +19,15 @@ from gemrag.eval.run_files import read_jsonl
 from gemrag.store import open_store
 from gemrag.types import Hit, NodeKind
 
-__all__ = ["ANSWER_KEYS", "RunAnnotator"]
+__all__ = ["ANSWER_KEYS", "CHOICE_KEYS", "RunAnnotator"]
 
 #: What a published per-question record keeps of an answer beside its text and scores: its cost (tokens, LLM calls,
 #: seconds) and what the reading settings add (the reading used, its quotes, whether the context was dated).
 ANSWER_KEYS = ("tokens", "llm_calls", "llm_cached", "answer_seconds", "reading", "quotes", "shown", "dated")
+#: What a published multiple-choice record keeps besides the chosen option's text: the index of the option chosen and
+#: of the gold option (0-based, in the options' order), so an analysis of option positions (the selection bias of
+#: ``gemrag eval``'s report, ``benchmarks/letter_prior.py``) needs no dataset file.
+CHOICE_KEYS = ("choice", "gold_index")
 
 
 class RunAnnotator:
@@ -133,4 +137,5 @@ class RunAnnotator:
             if question is not None and "gold_answers" not in out:
                 out["gold_answers"] = list(question.answers)
             out |= {k: record[k] for k in ANSWER_KEYS if record.get(k) is not None}
+            out |= {k: record[k] for k in CHOICE_KEYS if record.get(k) is not None}
         return out
