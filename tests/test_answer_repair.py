@@ -18,11 +18,10 @@ from gemrag.answers.answering import answer_question
 from gemrag.answers.provenance import describe_answer
 from gemrag.answers.reading import Reading
 from gemrag.answers.repair import (
-    ALTERNATIVES_INSTRUCTION,
-    RESTATED_INSTRUCTION,
     Repair,
     answer_fault,
     offers_alternatives,
+    repair_instruction,
     restates_question,
     yes_no_to_alternatives,
 )
@@ -51,6 +50,7 @@ HITS = (
     ("question", "answer", "fault"),
     [
         (MEWDS, "Multiple evanescent white dot syndrome", "restated"),
+        (MEWDS, "Multiple evanescent white dot syndrome (MEWDS)", "restated"),  # an abbreviation added
         ("What is Acute hemorrhagic encephalomyelitis?", "Acute hemorrhagic encephalomyelitis.", "restated"),
         ("Who is Caroline?", "Caroline", "restated"),
         ("Does John live close to a beach or the mountains?", "Yes", "yes_no_to_alternatives"),
@@ -90,9 +90,12 @@ def test_the_rules_read_the_last_clause_and_the_whole_answer() -> None:
     assert not yes_no_to_alternatives("Is it A or B?", "A")  # not yes or no
 
 
+AGAIN = "An earlier answer to this question was"  # how a repair's sentence starts
+
+
 class RestatingLLM(StreamingLLM):
     """A streaming test double whose free-form answer restates the question (``first``) unless the prompt carries
-    the restated fault's sentence (``second``); every prompt is recorded (``prompts``)."""
+    a repair's sentence (``second``); every prompt is recorded (``prompts``)."""
 
     def __init__(self, first: str, second: str) -> None:
         super().__init__(reply=first)
@@ -102,8 +105,7 @@ class RestatingLLM(StreamingLLM):
         completion = super().complete(messages, **kwargs)
         content = messages[-1]["content"]
         if "Answer briefly." in content or "short phrase" in content.lower():
-            repaired = RESTATED_INSTRUCTION in content or ALTERNATIVES_INSTRUCTION in content
-            completion.text = self.second if repaired else self.first
+            completion.text = self.second if AGAIN in content else self.first
         return completion
 
 
@@ -121,8 +123,10 @@ def test_a_restating_answer_is_asked_again_and_the_second_kept(tmp_path: Path, s
     llm = RestatingLLM("Multiple evanescent white dot syndrome", DEFINED)
     answer = answer_with(tmp_path, llm, MEWDS, Reading(repair=True), short=short)
     assert answer.text == DEFINED and llm.calls == 2
-    assert RESTATED_INSTRUCTION not in llm.prompts[0] and RESTATED_INSTRUCTION in llm.prompts[1]
-    assert llm.prompts[1].replace(RESTATED_INSTRUCTION, "").split() == llm.prompts[0].split()  # only the sentence added
+    sentence = repair_instruction("restated", "Multiple evanescent white dot syndrome")
+    assert sentence.startswith(f'{AGAIN} "Multiple evanescent white dot syndrome", which only repeats')  # named
+    assert sentence not in llm.prompts[0] and sentence in llm.prompts[1]
+    assert llm.prompts[1].replace(sentence, "").split() == llm.prompts[0].split()  # only the sentence added
     assert answer.reading["repair"] == {
         "fault": "restated",
         "first_answer": "Multiple evanescent white dot syndrome",
@@ -153,7 +157,7 @@ def test_multiple_choice_and_other_readings_are_not_repaired(tmp_path: Path) -> 
     assert "repair" not in chosen.reading
     sampled = answer_with(tmp_path, llm, MEWDS, Reading(repair=True, samples=3), short=True)
     assert "repair" not in sampled.reading
-    assert all(RESTATED_INSTRUCTION not in p for p in llm.prompts)
+    assert all(AGAIN not in p for p in llm.prompts)
 
 
 CHAT = """[1:56 pm on 8 May, 2023] John: The beach is a five minute walk from my flat, I go every morning.

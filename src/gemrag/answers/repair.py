@@ -11,15 +11,17 @@ answer the question:
 
 Both are read by rules on the question and the answer (English), no model call. Under ``[answer] repair = "auto"``
 (:mod:`gemrag.config.answer`) such an answer is asked once more, from the same context, with one sentence added to
-the prompt that says what the answer must be (:func:`repair_instruction`); the second answer is kept unless it has a
-fault too (:func:`answer_fault`), in which case the first stays. This is Self-Refine's loop (Madaan et al., NeurIPS
-2023, section 2: feedback on an output, then a refined output) cut to one round with the feedback given by a rule
-rather than by the model, which a 1.5B reader does not reliably give itself. A question and answer with no fault cost
+the prompt that names the first answer and says what was wrong with it and what the answer must be
+(:func:`repair_instruction`); the second answer is kept unless it has a fault too (:func:`answer_fault`), in which
+case the first stays. This is Self-Refine's loop (Madaan et al., NeurIPS 2023, section 2: the earlier output and
+feedback on it, then a refined output) cut to one round with the feedback given by a rule rather than by the model,
+which a 1.5B reader does not reliably give itself. A question and answer with no fault cost
 nothing and keep their prompt, hence their cached answer.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -44,16 +46,18 @@ _YES_NO_START = re.compile(r"^\s*(?:likely\s+|probably\s+)?(?:yes|no)\b", re.I)
 _ALTERNATIVE = re.compile(r"\bor\b(?!\s+(?:not|no)\b)", re.I)
 
 RESTATED_INSTRUCTION = (
-    "Do not answer with the question's own words: say what the context says about them (for a question such as "
-    '"What is X?", what X is or does).'
+    "An earlier answer to this question was {first}, which only repeats the question's words: say instead what the "
+    'context says about them (for a question such as "What is X?", what X is or does).'
 )
-"""The sentence a restating answer is asked again with (:func:`restates_question`)."""
+"""The sentence a restating answer is asked again with (:func:`restates_question`; ``{first}`` is the first answer,
+quoted)."""
 ALTERNATIVES_INSTRUCTION = (
-    'The question offers alternatives (the words around "or"): answer with the one the context supports, not with '
-    "yes or no."
+    'An earlier answer to this question was {first}, but the question offers alternatives (the words around "or"): '
+    "answer with the one the context supports, not with yes or no."
 )
 """The sentence an answer of yes or no to a question offering alternatives is asked again with
-(:func:`yes_no_to_alternatives`)."""
+(:func:`yes_no_to_alternatives`; ``{first}`` is the first answer, quoted)."""
+_PARENTHESES = re.compile(r"\([^()]*\)")
 
 
 def content_words(text: str) -> frozenset[str]:
@@ -63,11 +67,12 @@ def content_words(text: str) -> frozenset[str]:
 
 
 def restates_question(question: str, answer: str) -> bool:
-    """Whether ``answer`` only restates ``question``: its content words (:func:`content_words`) are exactly the
-    question's, and there is at least one. "What is multiple evanescent white dot syndrome?" answered "Multiple
-    evanescent white dot syndrome" restates it; answered "A rare chorioretinopathy" or "Yes" it does not, nor does
-    "Paris" to "Which is larger, Paris or Lyon?" (the answer names one alternative, not the question's words)."""
-    words = content_words(answer)
+    """Whether ``answer`` only restates ``question``: its content words (:func:`content_words`), those in parentheses
+    aside (an abbreviation: "... syndrome (MEWDS)"), are exactly the question's, and there is at least one. "What is
+    multiple evanescent white dot syndrome?" answered "Multiple evanescent white dot syndrome" or "Multiple evanescent
+    white dot syndrome (MEWDS)" restates it; answered "A rare chorioretinopathy" or "Yes" it does not, nor does "Paris"
+    to "Which is larger, Paris or Lyon?" (the answer names one alternative, not the question's words)."""
+    words = content_words(_PARENTHESES.sub(" ", answer))
     return bool(words) and words == content_words(question)
 
 
@@ -99,10 +104,12 @@ def answer_fault(question: str, answer: str) -> Fault | None:
     return None
 
 
-def repair_instruction(fault: Fault) -> str:
-    """The sentence added to the answer prompt to ask an answer with ``fault`` again: :data:`RESTATED_INSTRUCTION`
-    or :data:`ALTERNATIVES_INSTRUCTION`."""
-    return RESTATED_INSTRUCTION if fault == "restated" else ALTERNATIVES_INSTRUCTION
+def repair_instruction(fault: Fault, first: str) -> str:
+    """The sentence added to the answer prompt to ask an answer with ``fault`` again, naming the first answer
+    ``first`` (quoted), as Self-Refine shows the model its earlier output with the feedback:
+    :data:`RESTATED_INSTRUCTION` or :data:`ALTERNATIVES_INSTRUCTION`."""
+    template = RESTATED_INSTRUCTION if fault == "restated" else ALTERNATIVES_INSTRUCTION
+    return template.format(first=json.dumps(first, ensure_ascii=False))
 
 
 class Repair(BaseModel):
