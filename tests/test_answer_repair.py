@@ -18,6 +18,8 @@ from gemrag.answers.answering import answer_question
 from gemrag.answers.provenance import describe_answer
 from gemrag.answers.reading import Reading
 from gemrag.answers.repair import (
+    ALTERNATIVES_INSTRUCTION,
+    RESTATED_INSTRUCTION,
     Repair,
     answer_fault,
     offers_alternatives,
@@ -90,7 +92,7 @@ def test_the_rules_read_the_last_clause_and_the_whole_answer() -> None:
     assert not yes_no_to_alternatives("Is it A or B?", "A")  # not yes or no
 
 
-AGAIN = "An earlier answer to this question was"  # how a repair's sentence starts
+AGAIN = (RESTATED_INSTRUCTION, ALTERNATIVES_INSTRUCTION)  # the repairs' sentences
 
 
 class RestatingLLM(StreamingLLM):
@@ -105,7 +107,7 @@ class RestatingLLM(StreamingLLM):
         completion = super().complete(messages, **kwargs)
         content = messages[-1]["content"]
         if "Answer briefly." in content or "short phrase" in content.lower():
-            completion.text = self.second if AGAIN in content else self.first
+            completion.text = self.second if any(a in content for a in AGAIN) else self.first
         return completion
 
 
@@ -123,8 +125,8 @@ def test_a_restating_answer_is_asked_again_and_the_second_kept(tmp_path: Path, s
     llm = RestatingLLM("Multiple evanescent white dot syndrome", DEFINED)
     answer = answer_with(tmp_path, llm, MEWDS, Reading(repair=True), short=short)
     assert answer.text == DEFINED and llm.calls == 2
-    sentence = repair_instruction("restated", "Multiple evanescent white dot syndrome")
-    assert sentence.startswith(f'{AGAIN} "Multiple evanescent white dot syndrome", which only repeats')  # named
+    sentence = repair_instruction("restated")
+    assert sentence == RESTATED_INSTRUCTION and "Multiple" not in sentence  # the first answer is not shown
     assert sentence not in llm.prompts[0] and sentence in llm.prompts[1]
     assert llm.prompts[1].replace(sentence, "").split() == llm.prompts[0].split()  # only the sentence added
     assert answer.reading["repair"] == {
@@ -157,7 +159,7 @@ def test_multiple_choice_and_other_readings_are_not_repaired(tmp_path: Path) -> 
     assert "repair" not in chosen.reading
     sampled = answer_with(tmp_path, llm, MEWDS, Reading(repair=True, samples=3), short=True)
     assert "repair" not in sampled.reading
-    assert all(AGAIN not in p for p in llm.prompts)
+    assert all(a not in p for p in llm.prompts for a in AGAIN)
 
 
 CHAT = """[1:56 pm on 8 May, 2023] John: The beach is a five minute walk from my flat, I go every morning.

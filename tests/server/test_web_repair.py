@@ -12,10 +12,9 @@ from test_web_look import seeded_page
 from test_web_page import ask_question, served
 
 from fakes import HashEmbedder, StreamingLLM
+from gemrag.answers.repair import ALTERNATIVES_INSTRUCTION
 from gemrag.config import Config, load_config
 from gemrag.models.base import Completion, Message
-
-AGAIN = "An earlier answer to this question was"  # how a repair's sentence starts
 
 
 class _SaysYes(StreamingLLM):
@@ -25,11 +24,11 @@ class _SaysYes(StreamingLLM):
         super().__init__("Yes")
 
     def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
-        self.reply = "Pilot" if AGAIN in messages[-1]["content"] else "Yes"
+        self.reply = "Pilot" if ALTERNATIVES_INSTRUCTION in messages[-1]["content"] else "Yes"
         return super().complete(messages, **kwargs)
 
     def complete_stream(self, messages: Sequence[Message], **kwargs: Any) -> Any:
-        self.reply = "Pilot" if AGAIN in messages[-1]["content"] else "Yes"
+        self.reply = "Pilot" if ALTERNATIVES_INSTRUCTION in messages[-1]["content"] else "Yes"
         return super().complete_stream(messages, **kwargs)
 
 

@@ -338,9 +338,9 @@ def repaired(
 
     ``first`` is read for a fault (:func:`gemrag.answers.repair.answer_fault`: it restates the question, or says yes
     or no to a question offering alternatives). None: ``(first, None)``, no call. Otherwise the question is asked
-    again from the same ``texts`` with the prompt ``first`` was asked with plus the fault's sentence, which names the
-    first answer (:func:`gemrag.answers.repair.repair_instruction`; the short form's prompt when ``short``, citing
-    when ``cite``), one LLM call (two if the reply is only markers), cached like any other; the second reply is kept
+    again from the same ``texts`` with the prompt ``first`` was asked with plus the fault's sentence
+    (:func:`gemrag.answers.repair.repair_instruction`; the short form's prompt when ``short``, citing when ``cite``),
+    one LLM call (two if the reply is only markers), cached like any other; the second reply is kept
     when it is non-empty and has no fault, else ``first``.
 
     Returns:
@@ -350,7 +350,7 @@ def repaired(
     fault = answer_fault(question, first[0])
     if fault is None:
         return first, None
-    again = f"{instruction} {repair_instruction(fault, first[0])}".strip()
+    again = f"{instruction} {repair_instruction(fault)}".strip()
     build = short_answer_prompt if short else answer_prompt
     messages = build(question, list(texts), abstain=abstain, cite=cite, follow_ups=steps, instruction=again)
     uncited = build(question, list(texts), abstain=abstain, follow_ups=steps, instruction=again)
