@@ -14,7 +14,6 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM, StreamingLLM
 from gemrag import Memory
 from gemrag.answers.answer import Answer
-from gemrag.answers.answering import answer_question
 from gemrag.answers.provenance import describe_answer
 from gemrag.answers.reading import Reading
 from gemrag.answers.repair import (
@@ -34,10 +33,9 @@ from gemrag.eval.protocol import answer_settings_fingerprint
 from gemrag.mcp_server import MemoryTools
 from gemrag.memory.asking import reading_of
 from gemrag.models.base import Completion, Message
-from gemrag.models.meter import UsageMeter
 from gemrag.server.serialize import answer_out
-from gemrag.store import Store
 from gemrag.types import Hit
+from test_list_questions import answer_with as answer_over
 from test_time_aware_reading import _config
 
 MEWDS = "What is multiple evanescent white dot syndrome?"
@@ -112,12 +110,8 @@ class RestatingLLM(StreamingLLM):
 
 
 def answer_with(tmp_path: Path, llm: ScriptedLLM, question: str, reading: Reading, **options: Any) -> Answer:
-    """``answer_question`` over :data:`HITS` with a test double LLM and a fresh store."""
-    store = Store(tmp_path / "m")
-    try:
-        return answer_question(lambda: llm, UsageMeter(), store, question, HITS, reading=reading, **options)
-    finally:
-        store.close()
+    """``answer_question`` over :data:`HITS` (:func:`test_list_questions.answer_with`)."""
+    return answer_over(tmp_path, llm, question, reading, HITS, **options)
 
 
 @pytest.mark.parametrize("short", [True, False])
