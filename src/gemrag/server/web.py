@@ -1,9 +1,9 @@
 """The web page of ``gemrag serve``: a place to work with a memory in a browser, served at ``/``.
 
 The page is plain HTML, CSS and JavaScript shipped as package data in ``gemrag/server/web/`` (``index.html``,
-``app.css``, and one script per job: ``core.js`` the API client and helpers, ``documents.js``, ``indexing.js``,
-``ask.js``, ``app.js`` the tabs, the graph and the start; no framework, no build step, nothing fetched from another
-origin), so it works offline.
+``app.css``, and one script per job: ``core.js`` the API client and helpers, ``strategies.js``, ``documents.js``,
+``indexing.js``, ``ask.js``, ``notes.js`` the notes under an answer, ``chat.js``, ``app.js`` the tabs, the graph and the
+start; no framework, no build step, nothing fetched from another origin), so it works offline.
 It speaks only to the JSON API under ``/v1`` of the same server, with the API key the user entered once per browser
 session as the bearer key, and shows:
 
