@@ -72,6 +72,7 @@ def test_answers_whose_form_does_not_fit_are_found(question: str, answer: str, f
         ("Which is older, Sid Haig or Vic Darchinyan?", "Sid Haig"),
         ("Does John live close to a beach or the mountains?", "Yes, the beach"),  # goes on to name one
         ("Is hepcidin toxic?", "Yes"),  # a yes-or-no question
+        ("Is hepcidin toxic?", "Yes, hepcidin is toxic"),  # answered, with the question's words
         ("Did she go, or not?", "No"),  # "or not": yes or no is asked for
         ("Is it true or not that he left?", "Yes"),
         ("What did he say?", ""),  # nothing to restate

@@ -26,20 +26,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from gemrag.answers.words import content_words
+
 Fault = Literal["restated", "yes_no_to_alternatives"]
 """What is wrong with an answer's form (:func:`answer_fault`)."""
 
-_WORD = re.compile(r"[a-z0-9]+")
-#: Words that carry no content of a question or answer: articles, prepositions, conjunctions, auxiliaries and
-#: question words. What is left are the words a restating answer copies.
-_FUNCTION_WORDS = frozenset(
-    re.findall(
-        r"\w+",
-        "a an the of in on at to for and or but nor is are was were be been being am does do did has have had it its "
-        "this that these those by with from as about into onto than then there what which who whom whose when where "
-        "why how",
-    )
-)
 _YES_NO_START = re.compile(r"^\s*(?:likely\s+|probably\s+)?(?:yes|no)\b", re.I)
 #: "or" offering alternatives: not "or not" / "or no" (a yes-or-no question written out).
 _ALTERNATIVE = re.compile(r"\bor\b(?!\s+(?:not|no)\b)", re.I)
@@ -58,20 +49,17 @@ ALTERNATIVES_INSTRUCTION = (
 _PARENTHESES = re.compile(r"\([^()]*\)")
 
 
-def content_words(text: str) -> frozenset[str]:
-    """The content words of ``text``: lower-cased alphanumeric words, the function words (articles, prepositions,
-    auxiliaries, question words; English) removed."""
-    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _FUNCTION_WORDS)
-
-
 def restates_question(question: str, answer: str) -> bool:
-    """Whether ``answer`` only restates ``question``: its content words (:func:`content_words`), those in parentheses
-    aside (an abbreviation: "... syndrome (MEWDS)"), are exactly the question's, and there is at least one. "What is
-    multiple evanescent white dot syndrome?" answered "Multiple evanescent white dot syndrome" or "Multiple evanescent
-    white dot syndrome (MEWDS)" restates it; answered "A rare chorioretinopathy" or "Yes" it does not, nor does "Paris"
-    to "Which is larger, Paris or Lyon?" (the answer names one alternative, not the question's words)."""
-    words = content_words(_PARENTHESES.sub(" ", answer))
-    return bool(words) and words == content_words(question)
+    """Whether ``answer`` only restates ``question``: its content words (:func:`gemrag.answers.words.content_words`),
+    those in parentheses aside (an abbreviation: "... syndrome (MEWDS)"), are exactly the question's, and there is at
+    least one. "What is multiple evanescent white dot syndrome?" answered "Multiple evanescent white dot syndrome" or
+    "Multiple evanescent white dot syndrome (MEWDS)" restates it; answered "A rare chorioretinopathy" or "Yes" it does
+    not, nor does "Paris" to "Which is larger, Paris or Lyon?" (the answer names one alternative, not the question's
+    words), nor an answer that starts with yes or no ("Yes, hepcidin is toxic" to "Is hepcidin toxic?")."""
+    if _YES_NO_START.match(answer):  # "Yes, hepcidin is toxic": an answer to a yes-or-no question, not a restatement
+        return False
+    words = set(content_words(_PARENTHESES.sub(" ", answer)))
+    return bool(words) and words == set(content_words(question))
 
 
 def offers_alternatives(question: str) -> bool:
@@ -88,8 +76,8 @@ def yes_no_to_alternatives(question: str, answer: str) -> bool:
     other than yes/no/likely/probably appear in the question."""
     if not offers_alternatives(question) or _YES_NO_START.match(answer) is None:
         return False
-    rest = content_words(answer) - {"yes", "no", "likely", "probably"}
-    return not rest & content_words(question)
+    rest = set(content_words(answer)) - {"likely", "probably"}  # yes and no are stop words
+    return not rest & set(content_words(question))
 
 
 def answer_fault(question: str, answer: str) -> Fault | None:

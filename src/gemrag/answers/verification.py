@@ -51,7 +51,6 @@ made (:func:`drop_unsupported`).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -62,6 +61,7 @@ from pydantic import BaseModel
 from gemrag.answers.answer import Answer, SentenceCheck
 from gemrag.answers.evidence import best_sentence_cosines
 from gemrag.answers.sentences import Sentence, add_citations, answer_sentences, drop_unsupported, is_reference
+from gemrag.answers.words import content_words
 from gemrag.errors import GemragError
 from gemrag.models.base import LLM, Embedder, Message, Usage
 from gemrag.models.meter import UsageMeter
@@ -104,22 +104,6 @@ OVERLAP_MIN = 2 / 3
 #: Completion limit of one entailment verdict (tokens): ``{"supported": false}`` is about 6.
 VERDICT_MAX_TOKENS = 16
 
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
-_STOP_WORDS = (
-    "a an the and or but if then than of in on at to for from by with without about into over under as is are was "
-    "were be been being am do does did done have has had having it its it's this that these those there here he she "
-    "they them his her their him we us our you your i me my mine not no yes so such can could would should will "
-    "shall may might must also which who whom whose what when where why how all any some each both either neither "
-    "very just only more most other another same own up down out off again further once"
-)
-_STOP = frozenset(_STOP_WORDS.split())
-
-
-def _words(text: str) -> list[str]:
-    """Lower-cased words without a plural ``s`` (``patients`` -> ``patient``), stop words removed."""
-    words = (w.lower() for w in _WORD.findall(text))
-    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w not in _STOP]
-
 
 def overlap_support(sentence: str, premise: str, question: str = "") -> float:
     """Share of the sentence's own content words that the premise contains (a token recall, no model call).
@@ -136,11 +120,11 @@ def overlap_support(sentence: str, premise: str, question: str = "") -> float:
     Returns:
         A share in [0, 1]; 0.0 for a sentence without content words.
     """
-    words = set(_words(strip_citations(sentence)))
-    own = words - set(_words(question)) or words
+    words = set(content_words(strip_citations(sentence)))
+    own = words - set(content_words(question)) or words
     if not own:
         return 0.0
-    return len(own & set(_words(premise))) / len(own)
+    return len(own & set(content_words(premise))) / len(own)
 
 
 class Entailment(BaseModel):
