@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from gemrag.answers.answer import Answer, Quote, ScoredOption
@@ -50,6 +51,7 @@ from gemrag.answers.prompts import (
     FollowUps,
     answer_prompt,
     follow_ups_text,
+    question_lead,
     short_answer_prompt,
     shorten_prompt,
 )
@@ -205,35 +207,39 @@ def answer_question(
     asked = reading.question_form(question) if agent is None and not choices and form == "plain" else QuestionForm()
     info.update(asked.cues)
     plain_abstain, instruction = asked.abstains(abstain), asked.instruction
+    first = reading.question_first and agent is None  # the question also shown before the context
+    ask, ask_short = partial(answer_prompt, question_first=first), partial(short_answer_prompt, question_first=first)
+    if first:
+        info["question_first"] = True
     if agent is not None and not choices:
         messages = shorten_prompt(question, str(agent), abstain=abstain)
     elif form != "plain" and not choices:
         last = ABSTAIN if abstain else GUESS
-        preface = follow_ups_text(steps)
+        preface = question_lead(question, first) + follow_ups_text(steps)
         messages = reading_prompt(question, texts, form, short=short, abstain=abstain, preface=preface, last=last)
     elif short and not choices:
-        messages = short_answer_prompt(
+        messages = ask_short(
             question, texts, abstain=plain_abstain, cite=cite, follow_ups=steps, instruction=instruction
         )
     else:
-        messages = answer_prompt(
+        messages = ask(
             question, texts, choices, abstain=plain_abstain, cite=cite, follow_ups=steps, instruction=instruction
         )
     model = llm()
     with meter.phase("query"):
         if choices and form != "plain":
-            first = aid_prompt(question, texts, form, follow_ups_text(steps))
-            aid = model.complete(first, max_tokens=READING_MAX_TOKENS)
+            aid = model.complete(
+                aid_prompt(question, texts, form, question_lead(question, first) + follow_ups_text(steps)),
+                max_tokens=READING_MAX_TOKENS,
+            )
             quotes = read_quotes(aid.text, [h.text for h in hits]) if form == "quote" else []
             aside = reading_aid(form, aid.text)
-            messages = answer_prompt(
-                question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps, aside=aside
-            )
+            messages = ask(question, texts, choices, abstain=abstain, cite=cite, follow_ups=steps, aside=aside)
         if choices and reading.choice_scoring == "letter_probability" and agent is None:
             orders = order_count(reading.option_orders, len(choices))
             picked = choose_by_letter_probability(
                 model,
-                lambda i: messages if i == 0 else answer_prompt(
+                lambda i: messages if i == 0 else ask(
                     question, texts, rotate(choices, i), abstain=abstain, cite=cite, follow_ups=steps, aside=aside
                 ),
                 len(choices),
@@ -261,9 +267,7 @@ def answer_question(
                 shown = messages  # order 0: today's prompt
                 if i > 0:
                     shifted = rotate(choices, i)
-                    shown = answer_prompt(
-                        question, texts, shifted, abstain=abstain, cite=cite, follow_ups=steps, aside=aside
-                    )
+                    shown = ask(question, texts, shifted, abstain=abstain, cite=cite, follow_ups=steps, aside=aside)
                 letter, passages = _choose(model, store, question, shown, len(choices), len(hits) if cite else 0)
                 votes.append(None if letter is None else original_choice(letter, i, len(choices)))
                 passages_of.append(passages)
@@ -280,7 +284,7 @@ def answer_question(
                 else SHORT_MAX_TOKENS if short
                 else ANSWER_MAX_TOKENS
             )  # fmt: skip
-            uncited = (short_answer_prompt if short else answer_prompt)(
+            uncited = (ask_short if short else ask)(
                 question, texts, abstain=plain_abstain, follow_ups=steps, instruction=instruction
             )
             k = reading.samples if agent is None else 1
@@ -295,7 +299,7 @@ def answer_question(
             if reading.repair and form == "plain" and agent is None and k == 1:
                 (text, cited, dropped, quotes), note = repaired(
                     model, question, hits, texts, reads[pick], short=short, cite=cite, abstain=plain_abstain,
-                    steps=steps, instruction=instruction, temperature=temperature, seed=seed,
+                    steps=steps, instruction=instruction, temperature=temperature, seed=seed, question_first=first,
                 )  # fmt: skip
                 if note is not None:
                     info["repair"] = note
@@ -331,6 +335,7 @@ def repaired(
     instruction: str,
     temperature: float,
     seed: int | None,
+    question_first: bool = False,
 ) -> tuple[Read, dict[str, str] | None]:
     """A plain free-form answer whose form does not fit its question, asked once more (``[answer] repair``,
     :mod:`gemrag.answers.repair`; Self-Refine, Madaan et al., NeurIPS 2023, section 2, one round, the feedback a
@@ -341,7 +346,8 @@ def repaired(
     again from the same ``texts`` with the prompt ``first`` was asked with plus the fault's sentence
     (:func:`gemrag.answers.repair.repair_instruction`; the short form's prompt when ``short``, citing when ``cite``),
     one LLM call (two if the reply is only markers), cached like any other; the second reply is kept
-    when it is non-empty and has no fault, else ``first``.
+    when it is non-empty and has no fault, else ``first``. ``question_first``: as the first prompt showed the
+    question (:func:`gemrag.answers.prompts.question_lead`).
 
     Returns:
         The kept reply, and what ``Answer.reading["repair"]`` records (a :class:`gemrag.answers.repair.Repair` as a
@@ -351,7 +357,7 @@ def repaired(
     if fault is None:
         return first, None
     again = f"{instruction} {repair_instruction(fault)}".strip()
-    build = short_answer_prompt if short else answer_prompt
+    build = partial(short_answer_prompt if short else answer_prompt, question_first=question_first)
     messages = build(question, list(texts), abstain=abstain, cite=cite, follow_ups=steps, instruction=again)
     uncited = build(question, list(texts), abstain=abstain, follow_ups=steps, instruction=again)
     limit = SHORT_MAX_TOKENS if short else ANSWER_MAX_TOKENS

@@ -45,11 +45,28 @@ ANSWER_SYSTEM = "Answer questions about a document using the context passages re
 :mod:`gemrag.answers.likelihood`)."""
 
 
-def context_and_question(question: str, context: Sequence[str], *, follow_ups: FollowUps = (), aside: str = "") -> str:
-    """The start of an answer prompt's user message: the follow-ups (:func:`follow_ups_text`), the numbered context
-    passages (:func:`gemrag.prompting.format_context`), ``aside`` (a reading's quotes or notes) and the question,
-    ending with a newline; what follows it (the options, the instructions) is each prompt's own."""
-    return f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\n{aside}Question: {question}\n"
+def question_lead(question: str, question_first: bool) -> str:
+    """What an answer prompt shows before everything else under ``[answer] question_first``: the question, so that
+    the model reads the passages knowing what it looks for (query-aware contextualization: the query placed before
+    and after the documents, Liu et al., "Lost in the Middle", TACL 2024, section 4.2); ``""`` when off. The
+    question is still asked after the context as well, where every prompt asks it."""
+    return f"Question: {question}\n\n" if question_first else ""
+
+
+def context_and_question(
+    question: str,
+    context: Sequence[str],
+    *,
+    follow_ups: FollowUps = (),
+    aside: str = "",
+    question_first: bool = False,
+) -> str:
+    """The start of an answer prompt's user message: the question when ``question_first`` (:func:`question_lead`),
+    the follow-ups (:func:`follow_ups_text`), the numbered context passages (:func:`gemrag.prompting.format_context`),
+    ``aside`` (a reading's quotes or notes) and the question, ending with a newline; what follows it (the options,
+    the instructions) is each prompt's own."""
+    lead = question_lead(question, question_first)
+    return f"{lead}{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\n{aside}Question: {question}\n"
 
 
 def answer_prompt(
@@ -62,6 +79,7 @@ def answer_prompt(
     follow_ups: FollowUps = (),
     aside: str = "",
     instruction: str = "",
+    question_first: bool = False,
 ) -> list[Message]:
     """Messages with the retrieved context followed by the question (and lettered options, if any).
 
@@ -72,11 +90,12 @@ def answer_prompt(
     context (:func:`follow_ups_text`). ``aside``: the quotes or notes of a multiple-choice reading's first call
     (:func:`gemrag.answers.reading.reading_aid`), shown after the passages. ``instruction`` (free-form only): what the
     question's form asks (:attr:`gemrag.answers.question_forms.QuestionForm.instruction`: a list question's or a
-    hypothetical question's sentence), asked before the last instructions. The default prompt is unchanged, so the
-    LLM cache keys of other evaluations stay the same.
+    hypothetical question's sentence), asked before the last instructions. ``question_first``: the question also
+    shown before the context (:func:`question_lead`). The default prompt is unchanged, so the LLM cache keys of
+    other evaluations stay the same.
     """
     system = ANSWER_SYSTEM
-    user = context_and_question(question, context, follow_ups=follow_ups, aside=aside)
+    user = context_and_question(question, context, follow_ups=follow_ups, aside=aside, question_first=question_first)
     if choices:
         options = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
         letters = ", ".join(LETTERS[: len(choices)])
@@ -111,6 +130,7 @@ def short_answer_prompt(
     cite: bool = False,
     follow_ups: FollowUps = (),
     instruction: str = "",
+    question_first: bool = False,
 ) -> list[Message]:
     """The answer prompt of span-answer benchmarks: the context, the question, and a request for a short phrase in
     the words of the context — the form their official scorers (SQuAD-style EM and token F1) expect. It follows
@@ -121,12 +141,14 @@ def short_answer_prompt(
     ``abstain``: say the answer is not mentioned when the context lacks it (LoCoMo category 5's scorer accepts
     "not mentioned"). ``cite``: ask for ``[n]`` markers after the phrase (:data:`SHORT_CITE`). ``follow_ups``,
     ``instruction``: as :func:`answer_prompt` (a list question's items are each a short phrase).
+    ``question_first``: the question also shown before the context (:func:`question_lead`).
     """
     system = "Answer questions about a document using the context passages retrieved from it."
     last = ABSTAIN if abstain else GUESS
     if cite:
         last = f"{SHORT_CITE} {last}"
-    user = f"{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\nQuestion: {question}\n\n"
+    lead = question_lead(question, question_first)
+    user = f"{lead}{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\nQuestion: {question}\n\n"
     asked = f"{instruction} " if instruction else ""
     user += f"{asked}{SHORT_INSTRUCTION} {last}\nShort answer:"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -278,6 +278,10 @@ class Reading:
             question, or says yes or no to a question offering alternatives; :mod:`gemrag.answers.repair`) is asked
             once more with a sentence saying what the answer must be
             (:func:`gemrag.answers.answering.repaired`); every other answer is unchanged.
+        question_first: every answer prompt (plain, quote, notes, span; free form and lettered multiple choice)
+            also shows the question before the context, as well as after it (query-aware contextualization, Liu et
+            al., "Lost in the Middle", TACL 2024, section 4.2; :func:`gemrag.answers.prompts.question_lead`). The
+            likelihood scoring of options keeps its prompt.
     """
 
     form: ReadingForm = "plain"
@@ -290,6 +294,7 @@ class Reading:
     hypotheticals: bool = False
     choice_scoring: ChoiceScoring = "letter"
     repair: bool = False
+    question_first: bool = False
 
     def question_form(self, question: str) -> QuestionForm:
         """What ``question``'s form adds to the plain prompt under the :attr:`lists` and :attr:`hypotheticals`

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Generator, Sequence
+from functools import partial
 
 from gemrag.answers.answer import Answer
 from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of, repaired
@@ -100,7 +101,9 @@ def answer_stream(
     steps = follow_ups_of(hits)
     asked = reading.question_form(question) if reading is not None else QuestionForm()
     abstain, instruction = asked.abstains(abstain), asked.instruction
-    messages = answer_prompt(
+    first = reading is not None and reading.question_first  # the question also shown before the context
+    ask = partial(answer_prompt, question_first=first)
+    messages = ask(
         question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps, instruction=instruction
     )
     before = meter.totals.get("query", Usage())
@@ -124,9 +127,7 @@ def answer_stream(
     found = parse_citations(final[0].text, len(hits)) if cite else None
     text, cited, dropped = (found.text, found.cited, found.dropped) if found else (final[0].text, [], 0)
     if cite and markers_only(text):
-        uncited = answer_prompt(
-            question, [h.text for h in hits], abstain=abstain, follow_ups=steps, instruction=instruction
-        )
+        uncited = ask(question, [h.text for h in hits], abstain=abstain, follow_ups=steps, instruction=instruction)
         with meter.phase("query"):
             text = llm().complete(uncited, max_tokens=ANSWER_MAX_TOKENS, temperature=temperature, seed=seed).text
         if text.strip():
@@ -138,6 +139,7 @@ def answer_stream(
             (text, cited, dropped, _), note = repaired(
                 llm(), question, hits, [h.text for h in hits], (text.strip(), cited, dropped, []), short=False,
                 cite=cite, abstain=abstain, steps=steps, instruction=instruction, temperature=temperature, seed=seed,
+                question_first=first,
             )  # fmt: skip
         if note is not None and note["kept"] == "second":
             yield "\n" + text.strip()
@@ -146,6 +148,8 @@ def answer_stream(
     seconds = time.perf_counter() - t1
     info: dict[str, object] = {"dates_completed": completed} if completed else {}
     info.update(asked.cues)
+    if first:
+        info["question_first"] = True
     if note is not None:
         info["repair"] = note
     yield Answer(text, None, list(hits), retrieval_seconds, seconds, spent, cited, dropped, reading=info)

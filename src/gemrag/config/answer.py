@@ -95,6 +95,10 @@ class AnswerSettings(BaseModel):
             it has such a fault too (Self-Refine, Madaan et al. 2023, one round, the feedback a rule's). One extra
             LLM call for such an answer only; every other answer, and every answer under ``"off"`` (default), is
             unchanged.
+        question_first: every answer prompt also shows the question before the context, as well as after it, so
+            that the model reads the passages knowing what it looks for (query-aware contextualization: Liu et al.,
+            "Lost in the Middle", TACL 2024, section 4.2). False (default): the context, then the question, as
+            every earlier release asked. No extra LLM call: the question's tokens once more in the prompt.
         date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
             expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
         verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
@@ -148,6 +152,7 @@ class AnswerSettings(BaseModel):
     lists: Literal["auto", "off"] = "off"
     hypotheticals: Literal["auto", "off"] = "off"
     repair: Literal["auto", "off"] = "off"
+    question_first: bool = False
     date_llm: bool = False
     verify: Literal["flag", "drop", "off"] = "flag"
     verify_overlap_words: int = Field(6, ge=0)

@@ -62,7 +62,8 @@ def reading_of(settings: AnswerSettings) -> Reading:
     """The :class:`~gemrag.answers.reading.Reading` the ``[answer]`` settings ask for: the form, the shaping when
     ``shape`` is on, the self-consistency samples, the abstention threshold, the multiple-choice option orders,
     whether list questions are asked for every item, whether hypothetical questions are asked for a guess, how
-    a multiple-choice option is chosen, and whether an answer whose form does not fit its question is asked again."""
+    a multiple-choice option is chosen, whether an answer whose form does not fit its question is asked again, and
+    whether the question is also shown before the context."""
     shaping = (
         Shaping(
             dedupe=settings.shape_dedupe,
@@ -85,6 +86,7 @@ def reading_of(settings: AnswerSettings) -> Reading:
         hypotheticals=settings.hypotheticals == "auto",
         choice_scoring=settings.choice_scoring,
         repair=settings.repair == "auto",
+        question_first=settings.question_first,
     )
 
 
