@@ -24,7 +24,7 @@ from gemrag.answers.dates import (
     time_anchor,
     vague_expressions,
 )
-from gemrag.answers.dates.chunks import NAMESPACE, date_chunks, document_date
+from gemrag.answers.dates.chunks import DATES_VERSION, NAMESPACE, date_chunks, document_date
 from gemrag.answers.dates.context import HitDate, annotate, chronological
 from gemrag.answers.dates.llm import llm_step, parse_period
 from gemrag.answers.prompts import answer_prompt
@@ -72,6 +72,10 @@ SUN = "2023-05-14"  # a Sunday
         ("this past Monday", WED, "8 May 2023"),
         ("this Friday", WED, "12 May 2023"),
         ("this Monday", WED, "8 May 2023"),
+        ("last Tues", WED, "9 May 2023"),  # a weekday's capitalized abbreviation (LoCoMo writes "last Tues.")
+        ("last Fri", "2023-05-13", "12 May 2023"),
+        ("last Thurs", WED, "4 May 2023"),
+        ("this Sun", WED, "14 May 2023"),
         ("last weekend", WED, "the weekend of 6 May 2023"),
         ("last weekend", SUN, "the weekend of 6 May 2023"),
         ("this weekend", WED, "the weekend of 13 May 2023"),
@@ -90,14 +94,22 @@ def test_rules_resolve_expressions_against_the_anchor(text: str, anchor: str, sh
 
 @pytest.mark.parametrize(
     "text",
-    ["next Friday", "a few days ago", "a couple of weeks ago", "on Saturday", "the other day", "last summer",
-     "next weekend"],
+    ["next Friday", "next Fri", "a few days ago", "a couple of weeks ago", "on Saturday", "the other day",
+     "last summer", "next weekend"],
 )  # fmt: skip
 def test_ambiguous_expressions_are_left_unresolved_and_reported(text: str) -> None:
     sentence = f"We met {text} at the pier."
     assert resolve_expressions(sentence, date.fromisoformat(WED)) == []
     [(start, end)] = vague_expressions(sentence)
     assert sentence[start:end] == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["the last sat down", "this sun is hot", "the last Sun of summer", "the last Friday of the month", "a Tuesday"],
+)
+def test_words_that_only_look_like_a_weekday_are_not_resolved(text: str) -> None:
+    assert resolve_expressions(f"He said {text}.", date.fromisoformat(WED)) == []
 
 
 @pytest.mark.parametrize("text", ["I may go last may", "in two weeks", "the last day of the trip", "on Saturdays"])
@@ -212,12 +224,12 @@ def test_ask_with_dates_on_shows_the_absolute_date_in_the_prompt(
     with Memory.open(tmp_path / "m", cfg, llm=llm, embedder=HashEmbedder()) as mem:
         mem.add_text(CONVERSATION, "Maria and Tom", source="chat.txt")
         mem.index()
-        stored = mem.store.artifacts(NAMESPACE, "dates", ChunkDates, "dates-v1")
+        stored = mem.store.artifacts(NAMESPACE, "dates", ChunkDates, DATES_VERSION)
         assert len(stored) == len(mem.store.nodes("chunk")) >= 2  # every chunk dated at index time
         answer = mem.ask("When did Maria adopt Biscuit?")
         doc_id = mem.store.documents()[0]["id"]
         mem.delete(doc_id)  # the dates leave with their chunks
-        assert mem.store.artifacts(NAMESPACE, "dates", ChunkDates, "dates-v1") == {}
+        assert mem.store.artifacts(NAMESPACE, "dates", ChunkDates, DATES_VERSION) == {}
     prompt = llm.prompts[-1]
     assert "last Sunday (= 21 May 2023)" in prompt
     assert "(date: 25 May 2023)" in prompt and "(date: 8 May 2023)" in prompt
@@ -260,7 +272,7 @@ def test_dates_off_and_auto_without_an_anchor_leave_the_prompt_as_before(
         with Memory.open(tmp_path / mode, cfg, llm=llm, embedder=HashEmbedder()) as mem:
             mem.add_text(CONVERSATION, "Maria and Tom", source="chat.txt")
             mem.index()
-            assert (mem.store.artifacts(NAMESPACE, "dates", ChunkDates, "dates-v1") != {}) == (mode == "auto")
+            assert (mem.store.artifacts(NAMESPACE, "dates", ChunkDates, DATES_VERSION) != {}) == (mode == "auto")
             hits = mem.retrieve(question)
             answer = mem.ask(question)
         expected = answer_prompt(question, [h.text for h in hits], cite=True)[-1]["content"]
@@ -284,7 +296,7 @@ def test_auto_dates_a_time_question_from_dates_computed_on_the_read_path(
     ) as mem:
         hits = mem.retrieve("When did Maria adopt Biscuit?")
         read = dated_context(mem.store, "When did Maria adopt Biscuit?", hits, "auto")
-        assert mem.store.artifacts(NAMESPACE, "dates", ChunkDates, "dates-v1") == {}
+        assert mem.store.artifacts(NAMESPACE, "dates", ChunkDates, DATES_VERSION) == {}
         assert dated_context(mem.store, "What breed is Biscuit?", hits, "auto") == hits
         assert dated_context(mem.store, "What breed is Biscuit?", hits, "off") == hits
         ids = [h.node_id for h in hits]
@@ -371,7 +383,7 @@ def test_index_with_date_llm_asks_the_model_once_per_unresolved_expression(
     with Memory.open(tmp_path / "m", cfg, llm=llm, embedder=HashEmbedder()) as mem:
         mem.add_text(text, "sail", source="sail.txt")
         mem.index()
-        stored = mem.store.artifacts(NAMESPACE, "dates", ChunkDates, "dates-v1").values()
+        stored = mem.store.artifacts(NAMESPACE, "dates", ChunkDates, DATES_VERSION).values()
         assert [(n.text, n.value, n.by) for d in stored for n in d.notes] == [("On Saturday", "2023-05-06", "llm")]
         assert annotate_dates(mem.store) == 0  # nothing left to annotate: no second call
     assert len(llm.prompts) == 1

@@ -35,8 +35,9 @@ from gemrag.strategies.platform.conversation import HEADER, parse_date, split_in
 NAMESPACE = "reading"
 """The artefacts' namespace (the store's ``strategy`` column: a name, not a strategy; answering owns it)."""
 KIND = "dates"
-DATES_VERSION = "dates-v1"
-"""Version of the rules; a new version recomputes every chunk's artefact at the next index."""
+DATES_VERSION = "dates-v2"
+"""Version of the rules; a new version recomputes every chunk's artefact at the next index (v2: weekday
+abbreviations, "last Tues")."""
 
 _DATE_LINE = re.compile(r"^\s*(?:date|dated|written|published|posted|created)\s*[:=]\s*(?P<value>.+?)\s*$", re.I)
 #: Lines of a document searched for its ``date:`` line.

@@ -38,7 +38,14 @@ _NUMBERS = {
 }  # fmt: skip
 _NUM = r"(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + r")"
 _UNIT = r"(?P<unit>day|week|month|year)s?"
-_WEEKDAY = r"(?P<wd>" + "|".join(_WEEKDAYS) + r")"
+_WEEKDAY_ABBREVIATIONS = {
+    "Mon": 0, "Tue": 1, "Tues": 1, "Wed": 2, "Weds": 2, "Thu": 3, "Thur": 3, "Thurs": 3, "Fri": 4, "Sat": 5, "Sun": 6,
+}  # fmt: skip
+"""Weekday abbreviations ("last Tues", "last Fri"), capitalized only: "last sat" or "this sun" are not weekdays."""
+_WEEKDAY = (
+    r"(?P<wd>" + "|".join(_WEEKDAYS)
+    + r"|(?-i:" + "|".join(sorted(_WEEKDAY_ABBREVIATIONS, key=len, reverse=True)) + r"))"
+)  # fmt: skip
 _MONTH = r"(?-i:(?P<month>" + "|".join(_MONTHS) + r"))"  # capitalized only: "last may" is not a month
 
 
@@ -149,15 +156,20 @@ def _weekend(m: re.Match[str], anchor: date) -> tuple[date, Unit]:
     return (monday + timedelta(days=5) if rel == "this" else monday - timedelta(days=2)), "weekend"
 
 
+def _weekday(name: str) -> int:
+    """The weekday a name or capitalized abbreviation gives, 0 = Monday (``date.weekday()`` order)."""
+    return _WEEKDAY_ABBREVIATIONS[name] if name in _WEEKDAY_ABBREVIATIONS else _WEEKDAYS.index(name.lower())
+
+
 def _last_weekday(m: re.Match[str], anchor: date) -> tuple[date, Unit]:
     """The most recent such weekday strictly before the anchor ("last Sunday" said on a Sunday: a week before)."""
-    wd = _RELATIVE_WEEKDAYS[_WEEKDAYS.index(m.group("wd").lower())]
+    wd = _RELATIVE_WEEKDAYS[_weekday(m.group("wd"))]
     return anchor + relativedelta(days=-1, weekday=wd(-1)), "day"
 
 
 def _this_weekday(m: re.Match[str], anchor: date) -> tuple[date, Unit]:
     """That weekday of the anchor's own Monday-to-Sunday week."""
-    return _monday(anchor) + timedelta(days=_WEEKDAYS.index(m.group("wd").lower())), "day"
+    return _monday(anchor) + timedelta(days=_weekday(m.group("wd"))), "day"
 
 
 def _month_name(m: re.Match[str], anchor: date) -> tuple[date, Unit]:
@@ -187,7 +199,7 @@ _RULES: list[tuple[re.Pattern[str], Resolver]] = [
     (re.compile(rf"\b{_NUM} {_UNIT} from (?:now|today)\b", re.I), _from_now),
     (re.compile(rf"\b(?P<rel>{_RELATIVE})\s+(?P<unit>week|month|year)\b", re.I), _relative_unit),
     (re.compile(r"\b(?P<rel>last|this past|this)\s+weekend\b", re.I), _weekend),
-    (re.compile(rf"\b(?:last|this past)\s+{_WEEKDAY}\b", re.I), _last_weekday),
+    (re.compile(rf"(?<!the )\b(?:last|this past)\s+{_WEEKDAY}\b", re.I), _last_weekday),  # not "the last Friday of"
     (re.compile(rf"\bthis\s+{_WEEKDAY}\b", re.I), _this_weekday),
     (re.compile(rf"\b(?P<rel>last|this|next)\s+{_MONTH}\b", re.I), _month_name),
 ]
@@ -227,9 +239,11 @@ def resolve_expressions(text: str, anchor: date, offset: int = 0) -> list[TimeNo
     year containing the anchor moved by N units; ``last|previous|this|next|earlier this|later this week|month|year``;
     ``last|this past weekend`` (the latest Saturday-Sunday before the anchor), ``this weekend`` (the coming one, or the
     current one when said on a weekend); ``last|this past <weekday>`` = the latest such day strictly before the
-    anchor; ``this <weekday>`` = that day of the anchor's week; ``last|this|next <Month>`` (capitalized) = that month
-    before, of, or after the anchor's year. Overlapping matches: the longest wins ("the day before yesterday" over
-    "yesterday"); an expression :func:`vague_expressions` reports is never resolved here.
+    anchor (not after "the": "the last Friday of the month" is not last Friday); ``this <weekday>`` = that day of
+    the anchor's week (a weekday also written as its capitalized abbreviation: "last Tues", "last Fri");
+    ``last|this|next <Month>`` (capitalized) = that month before, of, or after the anchor's year. Overlapping
+    matches: the longest wins ("the day before yesterday" over "yesterday"); an expression
+    :func:`vague_expressions` reports is never resolved here.
 
     Args:
         text: the text to read. anchor: the day it was said or written.
