@@ -96,6 +96,16 @@ def test_sentences_are_split_with_their_own_markers() -> None:
     assert all(text[s.start : s.end] == s.text for s in found)
     assert answer_sentences("3.5 kg of oil, e.g. in cans [1].", 1)[0].text == "3.5 kg of oil, e.g. in cans [1]."
     assert answer_sentences("", 2) == [] and answer_sentences("[1].", 2) == []
+    # a numbered list's item is one sentence with its number (and a marker the model put after the number)
+    listed = answer_sentences("They are:\n1. Oil [1]\n2. [2] bread, sent monthly.\nCount: 10. 2. Done.", 2)
+    assert [(s.text, s.cited) for s in listed] == [
+        ("They are:", []),
+        ("1. Oil [1]", [1]),
+        ("2. [2] bread, sent monthly.", [2]),
+        ("Count: 10.", []),
+        ("2.", []),  # not at the start of a line: the number ends no item
+        ("Done.", []),
+    ]
 
 
 def test_overlap_counts_the_sentences_own_words() -> None:
@@ -106,6 +116,28 @@ def test_overlap_counts_the_sentences_own_words() -> None:
     assert overlap_support("Vale lit the lamp.", passage, "Who lit the lamp?") == 0.0
     assert overlap_support("The lamp.", passage, "Who lit the lamp?") == 1.0  # all words in the question: all count
     assert overlap_support("The.", passage) == 0.0
+
+
+def test_the_reading_frame_and_abbreviations_do_not_count_against_a_sentence() -> None:
+    # a 1.5B's answer over a dated conversation turn, flagged by overlap before (4 of its 7 own words covered)
+    passage = "(date: 20 July 2023) Caroline: I just joined a new LGBTQ activist group last Tues (= 18 July 2023)."
+    question = "When did Caroline join a new activist group?"
+    sentence = "Based on the context, Caroline joined a new activist group on Tuesday, July 18, 2023."
+    assert overlap_support(sentence, passage, question) == 1.0
+    assert overlap_support(sentence.replace("Tuesday", "Friday"), passage, question) == 0.8
+    for framed in (
+        "According to passage [2], the lamps were lit by Ansel Brandt [2].",
+        "The passage [2] states that Ansel Brandt lit the lamps [2].",
+        "As mentioned in the provided context, Ansel Brandt lit the lamps.",
+    ):
+        assert overlap_support(framed, "The keeper Ansel Brandt lit the lamps every evening.") == 1.0, framed
+    # the frame is no claim; what the sentence does claim still counts against it
+    assert overlap_support("Based on the context, Vale lit them.", "Ansel Brandt lit the lamps.") == 0.5
+    # "in the context of ..." loses only the frame's words: what follows still counts
+    assert overlap_support("Spread rose in the context of hospitals.", "Spread rose.") == 2 / 3
+    # a month's abbreviation reads as the month; an uncapitalized "sat" or "sun" is a word, not a day
+    assert overlap_support("It began in Sept 2020.", "It began in September 2020.") == 1.0
+    assert overlap_support("The cat sat in the sun.", "On Saturday and Sunday the cat rested.") == 1 / 3
 
 
 def test_the_entailment_prompt_shows_only_the_cited_passages_and_the_sentence_without_markers() -> None:
@@ -509,6 +541,9 @@ def test_every_surface_shows_a_citation_added_after_the_answer_and_an_uncited_se
         ("According to the context [2].", True),
         ("See passage [1].", True),
         ("This is stated in the second passage [2].", True),
+        ("This information is provided in [1].", True),  # the marker names the source
+        ("This can be seen in [1] and [2].", True),
+        ("The passages that support these findings are [1] and [2].", True),
         ("This information is found in passage 1.", False),  # no marker: it names no passage
         ("Ansel Brandt lit the lamp [1].", False),
         ("The answer is 9 [1].", False),  # a claim, however short

@@ -23,6 +23,8 @@ __all__ = ["Sentence", "add_citations", "answer_sentences", "drop_unsupported", 
 _END = re.compile(r"[.!?][\"'\u201d\u2019)]*(?:\s*\[[^\[\]\n]{1,40}\])*(?=\s|$)|\n")
 # A full stop that ends an abbreviation or an initial (no citation marker after it)
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mr|Mrs|Ms|Prof|St|No|Fig)|(?<![\w.])[A-Z])\.$")
+# A list item's number at the start of a line ("1.", "2)"), with any citation markers after it: it begins a sentence
+_LIST_NUMBER = re.compile(r"\d{1,3}[.)](?:\s*\[[^\[\]\n]{1,40}\])*")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,12 @@ class Sentence:
     start: int
     end: int
     cited: list[int]
+
+
+def _list_number(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is only a numbered list item's number ("1.", "2. [3]") at the start of its line."""
+    line = text.rfind("\n", 0, start) + 1
+    return not text[line:start].strip() and _LIST_NUMBER.fullmatch(text[start:end].strip()) is not None
 
 
 def answer_sentences(text: str, n_passages: int) -> list[Sentence]:
@@ -51,6 +59,8 @@ def answer_sentences(text: str, n_passages: int) -> list[Sentence]:
     for m in _END.finditer(text):
         if m.group(0).endswith(".") and _ABBREVIATION.search(text, 0, m.end()):
             continue  # "e.g." or "Dr." or an initial ends no sentence
+        if m.group(0) != "\n" and _list_number(text, pos, m.end()):
+            continue  # "1." or "2. [3]" opening a numbered list's item ends no sentence: the item is one
         spans.append((pos, m.start() if m.group(0) == "\n" else m.end()))
         pos = m.end()
     spans.append((pos, len(text)))
@@ -66,28 +76,31 @@ def answer_sentences(text: str, n_passages: int) -> list[Sentence]:
 
 
 # Words a sentence that only says where the answer comes from is made of ("This information is found in passage [1].",
-# "According to the context [2].", "See passage [3]."); one of _SOURCES must be among them.
+# "According to the context [2].", "This is mentioned in [2, 3].", "The passages that support these findings are [1]
+# and [3].").
 # fmt: off
-_SOURCES = frozenset({"passage", "passages", "source", "sources", "context", "document", "documents", "text"})
-_REFERENCE_WORDS = _SOURCES | frozenset({
+_REFERENCE_WORDS = frozenset({
+    "passage", "passages", "source", "sources", "context", "document", "documents", "text", "excerpt", "excerpts",
+    "abstract", "introduction", "conclusion", "study", "paper", "article", "section",
     "this", "that", "these", "it", "the", "a", "above", "previous", "information", "info", "answer", "details",
-    "detail", "fact", "facts", "statement", "claim", "is", "are", "was", "were", "be", "can", "found", "in", "from",
-    "stated", "mentioned", "given", "provided", "described", "shown", "taken", "comes", "come", "according", "to",
-    "as", "see", "on", "based", "per", "cited", "within", "of", "and", "which", "first", "second", "third",
+    "detail", "fact", "facts", "statement", "claim", "finding", "findings", "is", "are", "was", "were", "be", "can",
+    "found", "in", "from", "stated", "mentioned", "given", "provided", "described", "shown", "seen", "indicated",
+    "noted", "discussed", "supported", "support", "supports", "taken", "comes", "come", "according", "to", "as", "see",
+    "on", "based", "per", "cited", "within", "of", "and", "which", "first", "second", "third",
 })
 # fmt: on
 
 
 def is_reference(sentence: Sentence) -> bool:
     """Whether ``sentence`` only names where the answer comes from (``"This information is found in passage [1]."``,
-    ``"According to the context [2]."``) rather than claiming anything itself: it cites a passage, and its words, the
-    markers removed, are only words of reference (this, information, found, in, passage, ...), one of them naming a
-    source (passage, context, document, ...). Verification checks such a sentence as what it asserts: that its
-    passages support the claim before it (:func:`gemrag.answers.verification.check_sentences`)."""
+    ``"According to the context [2]."``, ``"This is mentioned in [2, 3]."``) rather than claiming anything itself: it
+    cites a passage, and its words, the markers removed, are only words of reference (this, information, found, in,
+    passage, ...). Verification checks such a sentence as what it asserts: that its passages support the claim before
+    it (:func:`gemrag.answers.verification.check_sentences`)."""
     if not sentence.cited:
         return False
-    words = re.findall(r"[a-z]+", strip_citations(sentence.text).lower())
-    return bool(words) and set(words) <= _REFERENCE_WORDS and bool(_SOURCES & set(words))
+    words = re.findall(r"[a-z0-9]+", strip_citations(sentence.text).lower())
+    return bool(words) and set(words) <= _REFERENCE_WORDS
 
 
 # The end of a sentence a marker goes before: its final . ! ? with any closing quotes or brackets after it

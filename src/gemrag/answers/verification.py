@@ -61,7 +61,7 @@ from pydantic import BaseModel
 from gemrag.answers.answer import Answer, SentenceCheck
 from gemrag.answers.evidence import best_sentence_cosines
 from gemrag.answers.sentences import Sentence, add_citations, answer_sentences, drop_unsupported, is_reference
-from gemrag.answers.words import content_words
+from gemrag.answers.words import content_words, without_frame
 from gemrag.errors import GemragError
 from gemrag.models.base import LLM, Embedder, Message, Usage
 from gemrag.models.meter import UsageMeter
@@ -108,19 +108,21 @@ VERDICT_MAX_TOKENS = 16
 def overlap_support(sentence: str, premise: str, question: str = "") -> float:
     """Share of the sentence's own content words that the premise contains (a token recall, no model call).
 
-    The sentence's own words are its content words (stop words removed, plurals folded) that the question does not
+    The sentence's own words are its content words (stop words removed, plurals folded, a capitalized weekday or
+    month abbreviation read as its full name: :func:`gemrag.answers.words.content_words`) that the question does not
     already contain, so that restating the question earns nothing; when every word is in the question, all its
-    content words count.
+    content words count. Its reading frame ("Based on the context,", "according to passage [2]": the words that refer
+    to the context, :func:`gemrag.answers.words.without_frame`) is not part of what it claims and is left out.
 
     Args:
-        sentence: the answer sentence (markers are removed here).
+        sentence: the answer sentence (markers and its reading frame are removed here).
         premise: the cited passages' text.
         question: the question answered (may be empty).
 
     Returns:
         A share in [0, 1]; 0.0 for a sentence without content words.
     """
-    words = set(content_words(strip_citations(sentence)))
+    words = set(content_words(strip_citations(without_frame(sentence))))
     own = words - set(content_words(question)) or words
     if not own:
         return 0.0

@@ -1,6 +1,8 @@
 """The content words of a text, as the answer checks compare them: lower-cased words, stop words (articles,
-prepositions, pronouns, auxiliaries, question words, yes/no; English) removed, a plural ``s`` folded. Used by the
-token-overlap check of :mod:`gemrag.answers.verification` and the answer-form rules of :mod:`gemrag.answers.repair`.
+prepositions, pronouns, auxiliaries, question words, yes/no; English) removed, a plural ``s`` folded, a capitalized
+weekday or month abbreviation read as its full name. Used by the token-overlap check of
+:mod:`gemrag.answers.verification` (which first removes the answer's reading frame, :func:`without_frame`) and the
+answer-form rules of :mod:`gemrag.answers.repair`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,44 @@ _STOP_WORDS = (
 )
 _STOP = frozenset(_STOP_WORDS.split())
 
+WEEKDAY_ABBREVIATIONS = {
+    "Mon": "monday", "Tue": "tuesday", "Tues": "tuesday", "Wed": "wednesday", "Weds": "wednesday",
+    "Thu": "thursday", "Thur": "thursday", "Thurs": "thursday", "Fri": "friday", "Sat": "saturday", "Sun": "sunday",
+}  # fmt: skip
+"""Weekday abbreviations as people write them ("last Tues", "next Fri"), capitalized only ("sat" and "sun" are
+words), each with the weekday it names (lower case). The time-aware reading's rules read the same table."""
+MONTH_ABBREVIATIONS = {
+    "Jan": "january", "Feb": "february", "Mar": "march", "Apr": "april", "Jun": "june", "Jul": "july",
+    "Aug": "august", "Sep": "september", "Sept": "september", "Oct": "october", "Nov": "november", "Dec": "december",
+}  # fmt: skip
+"""Month abbreviations, capitalized only, each with the month it names (lower case)."""
+_ABBREVIATIONS = WEEKDAY_ABBREVIATIONS | MONTH_ABBREVIATIONS
+
+_SOURCE = r"(?:context(?:\s+passages?)?|passages?|excerpts?|conversation|(?:provided|given|above) (?:text|information))"
+_FRAMES = re.compile(
+    # "Based on the context,", "according to passage [2]", "as mentioned in the provided context"
+    r"\b(?:based (?:up)?on|according to|as (?:stated|mentioned|described|shown|noted|given|seen) in|from|in)\s+"
+    rf"(?:(?:the|this|these)\s+)?(?:(?:provided|given|above|retrieved)\s+)?{_SOURCE}(?:\s+(?:provided|given|above))?"
+    r"(?:\s*\[\d+\])*"
+    # "The context states that", "passage [3] says"
+    rf"|\b(?:(?:the|this|these)\s+)?{_SOURCE}(?:\s*\[\d+\])*\s+"
+    r"(?:says|said|states|stated|mentions|mentioned|indicates|shows|notes|suggests|describes|explains|reports)"
+    r"(?:\s+that)?",
+    re.IGNORECASE,
+)
+
+
+def without_frame(text: str) -> str:
+    """``text`` without its reading frame: the words by which an answer refers to its context rather than states
+    something ("Based on the context,", "according to passage [2]", "the passage says that"). A small reader writes
+    them around a claim it draws from the passages; they are not part of the claim, and the passages do not contain
+    them."""
+    return _FRAMES.sub(" ", text)
+
 
 def content_words(text: str) -> list[str]:
-    """Lower-cased words of ``text`` without a plural ``s`` (``patients`` -> ``patient``), stop words removed, in
-    order."""
-    words = (w.lower() for w in _WORD.findall(text))
+    """Lower-cased words of ``text`` without a plural ``s`` (``patients`` -> ``patient``), stop words removed, a
+    capitalized weekday or month abbreviation as its full name (``Tues`` -> ``tuesday``, ``Sept`` -> ``september``),
+    in order."""
+    words = (_ABBREVIATIONS.get(w) or w.lower() for w in _WORD.findall(text))
     return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w not in _STOP]

@@ -25,6 +25,8 @@ from typing import Literal
 from dateutil.relativedelta import FR, MO, SA, SU, TH, TU, WE, relativedelta
 from pydantic import BaseModel
 
+from gemrag.answers.words import WEEKDAY_ABBREVIATIONS
+
 Unit = Literal["day", "week", "weekend", "month", "year"]
 """How wide a resolved period is: a day, a Monday-to-Sunday week (given by its Monday), a weekend (its Saturday), a
 calendar month (its first day) or a calendar year (1 January)."""
@@ -38,10 +40,9 @@ _NUMBERS = {
 }  # fmt: skip
 _NUM = r"(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + r")"
 _UNIT = r"(?P<unit>day|week|month|year)s?"
-_WEEKDAY_ABBREVIATIONS = {
-    "Mon": 0, "Tue": 1, "Tues": 1, "Wed": 2, "Weds": 2, "Thu": 3, "Thur": 3, "Thurs": 3, "Fri": 4, "Sat": 5, "Sun": 6,
-}  # fmt: skip
-"""Weekday abbreviations ("last Tues", "last Fri"), capitalized only: "last sat" or "this sun" are not weekdays."""
+_WEEKDAY_ABBREVIATIONS = {a: _WEEKDAYS.index(day) for a, day in WEEKDAY_ABBREVIATIONS.items()}
+"""Weekday abbreviations ("last Tues", "last Fri") and their weekday, capitalized only: "last sat" or "this sun" are
+not weekdays."""
 _WEEKDAY = (
     r"(?P<wd>" + "|".join(_WEEKDAYS)
     + r"|(?-i:" + "|".join(sorted(_WEEKDAY_ABBREVIATIONS, key=len, reverse=True)) + r"))"
