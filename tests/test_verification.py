@@ -34,6 +34,7 @@ from gemrag.config import AnswerSettings, Config, load_config
 from gemrag.models.base import Completion, Message, Usage
 from gemrag.models.cache import CachedEmbedder, CachedLLM
 from gemrag.models.meter import UsageMeter
+from gemrag.prompting import strip_citations
 from gemrag.types import Hit
 from test_memory import DOC_A
 
@@ -96,6 +97,12 @@ def test_sentences_are_split_with_their_own_markers() -> None:
     assert all(text[s.start : s.end] == s.text for s in found)
     assert answer_sentences("3.5 kg of oil, e.g. in cans [1].", 1)[0].text == "3.5 kg of oil, e.g. in cans [1]."
     assert answer_sentences("", 2) == [] and answer_sentences("[1].", 2) == []
+    coded = "It is the strain BCV (accession no. KU886219), 100% identical. The answer is no. Done."
+    assert [s.text for s in answer_sentences(coded, 1)] == [
+        "It is the strain BCV (accession no. KU886219), 100% identical.",
+        "The answer is no.",
+        "Done.",
+    ]
     # a numbered list's item is one sentence with its number (and a marker the model put after the number)
     listed = answer_sentences("They are:\n1. Oil [1]\n2. [2] bread, sent monthly.\nCount: 10. 2. Done.", 2)
     assert [(s.text, s.cited) for s in listed] == [
@@ -124,13 +131,16 @@ def test_the_reading_frame_and_abbreviations_do_not_count_against_a_sentence() -
     question = "When did Caroline join a new activist group?"
     sentence = "Based on the context, Caroline joined a new activist group on Tuesday, July 18, 2023."
     assert overlap_support(sentence, passage, question) == 1.0
-    assert overlap_support(sentence.replace("Tuesday", "Friday"), passage, question) == 0.8
+    assert overlap_support(sentence.replace("Tuesday", "Friday"), passage, question) == 0.75  # "joined": the question's
     for framed in (
         "According to passage [2], the lamps were lit by Ansel Brandt [2].",
         "The passage [2] states that Ansel Brandt lit the lamps [2].",
         "As mentioned in the provided context, Ansel Brandt lit the lamps.",
     ):
         assert overlap_support(framed, "The keeper Ansel Brandt lit the lamps every evening.") == 1.0, framed
+    framed = "This is stated in the first passage [1], where it is mentioned that Liew detected 9 antigens [1]."
+    assert overlap_support(framed, "Liew validated one ELISA for the detection of 9 antigens.") == 1.0  # stems
+    assert overlap_support("2. Varicella zoster virus", "varicella zoster virus (VZV)") == 1.0  # a list item's number
     # the frame is no claim; what the sentence does claim still counts against it
     assert overlap_support("Based on the context, Vale lit them.", "Ansel Brandt lit the lamps.") == 0.5
     # "in the context of ..." loses only the frame's words: what follows still counts
@@ -553,6 +563,15 @@ def test_every_surface_shows_a_citation_added_after_the_answer_and_an_uncited_se
 def test_a_reference_only_names_where_the_answer_comes_from(sentence: str, reference: bool) -> None:
     (parsed,) = answer_sentences(sentence, 2)
     assert is_reference(parsed) is reference
+
+
+def test_a_reference_without_a_marker_in_an_answer_citing_nothing_is_checked_as_the_claim_before_it() -> None:
+    # the answer cites no passage: every sentence against the whole context; "This is stated in." claims nothing
+    # itself (its marker was dropped) and asserts that the context supports the sentence before it
+    right, _, _ = _verify(_answer(f"{strip_citations(SUPPORTED)} This is stated in.", []))
+    assert [c.supported for c in right.verification] == [True, True]
+    wrong, _, _ = _verify(_answer(f"{strip_citations(UNSUPPORTED)} This is stated in the passage.", []))
+    assert [c.supported for c in wrong.verification] == [False, False]
 
 
 def test_a_reference_is_checked_as_the_claim_before_it_against_its_own_passages() -> None:

@@ -16,13 +16,23 @@ from dataclasses import dataclass, replace
 from gemrag.answers.answer import Answer, SentenceCheck
 from gemrag.prompting import parse_citations, strip_citations
 
-__all__ = ["Sentence", "add_citations", "answer_sentences", "drop_unsupported", "is_reference"]
+__all__ = [
+    "Sentence",
+    "add_citations",
+    "answer_sentences",
+    "drop_unsupported",
+    "is_reference",
+    "reference_words_only",
+]
 
 # A sentence ends at . ! ? (closing quotes or brackets allowed), followed by any citation markers, before white space
 # or the end; or at a line break.
 _END = re.compile(r"[.!?][\"'\u201d\u2019)]*(?:\s*\[[^\[\]\n]{1,40}\])*(?=\s|$)|\n")
 # A full stop that ends an abbreviation or an initial (no citation marker after it)
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mr|Mrs|Ms|Prof|St|No|Fig)|(?<![\w.])[A-Z])\.$")
+# "no." before a code or a number ("accession no. KU886219", "no. 5"): an abbreviation, not an answer of "no"
+_NUMBER_SIGN = re.compile(r"\bno\.$", re.IGNORECASE)
+_CODE = re.compile(r"\s+[A-Za-z]{0,4}\d")
 # A list item's number at the start of a line ("1.", "2)"), with any citation markers after it: it begins a sentence
 _LIST_NUMBER = re.compile(r"\d{1,3}[.)](?:\s*\[[^\[\]\n]{1,40}\])*")
 
@@ -59,6 +69,8 @@ def answer_sentences(text: str, n_passages: int) -> list[Sentence]:
     for m in _END.finditer(text):
         if m.group(0).endswith(".") and _ABBREVIATION.search(text, 0, m.end()):
             continue  # "e.g." or "Dr." or an initial ends no sentence
+        if _NUMBER_SIGN.search(text, 0, m.end()) and _CODE.match(text, m.end()):
+            continue  # "accession no. KU886219" goes on
         if m.group(0) != "\n" and _list_number(text, pos, m.end()):
             continue  # "1." or "2. [3]" opening a numbered list's item ends no sentence: the item is one
         spans.append((pos, m.start() if m.group(0) == "\n" else m.end()))
@@ -97,8 +109,13 @@ def is_reference(sentence: Sentence) -> bool:
     cites a passage, and its words, the markers removed, are only words of reference (this, information, found, in,
     passage, ...). Verification checks such a sentence as what it asserts: that its passages support the claim before
     it (:func:`gemrag.answers.verification.check_sentences`)."""
-    if not sentence.cited:
-        return False
+    return bool(sentence.cited) and reference_words_only(sentence)
+
+
+def reference_words_only(sentence: Sentence) -> bool:
+    """Whether ``sentence``'s words, its markers removed, are only words of reference (``"This is stated in."``,
+    ``"This information is found in passage [1]."``): in an answer checked against its whole context (it cites no
+    passage) such a sentence, even without a marker, says only that the context supports the claim before it."""
     words = re.findall(r"[a-z0-9]+", strip_citations(sentence.text).lower())
     return bool(words) and set(words) <= _REFERENCE_WORDS
 

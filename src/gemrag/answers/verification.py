@@ -60,8 +60,15 @@ from pydantic import BaseModel
 
 from gemrag.answers.answer import Answer, SentenceCheck
 from gemrag.answers.evidence import best_sentence_cosines
-from gemrag.answers.sentences import Sentence, add_citations, answer_sentences, drop_unsupported, is_reference
-from gemrag.answers.words import content_words, without_frame
+from gemrag.answers.sentences import (
+    Sentence,
+    add_citations,
+    answer_sentences,
+    drop_unsupported,
+    is_reference,
+    reference_words_only,
+)
+from gemrag.answers.words import content_words, stems, without_frame
 from gemrag.errors import GemragError
 from gemrag.models.base import LLM, Embedder, Message, Usage
 from gemrag.models.meter import UsageMeter
@@ -109,7 +116,8 @@ def overlap_support(sentence: str, premise: str, question: str = "") -> float:
     """Share of the sentence's own content words that the premise contains (a token recall, no model call).
 
     The sentence's own words are its content words (stop words removed, plurals folded, a capitalized weekday or
-    month abbreviation read as its full name: :func:`gemrag.answers.words.content_words`) that the question does not
+    month abbreviation read as its full name: :func:`gemrag.answers.words.content_words`), compared by their stems
+    (:func:`gemrag.answers.words.stems`: "detected" is "detection"), that the question does not
     already contain, so that restating the question earns nothing; when every word is in the question, all its
     content words count. Its reading frame ("Based on the context,", "according to passage [2]": the words that refer
     to the context, :func:`gemrag.answers.words.without_frame`) is not part of what it claims and is left out.
@@ -122,11 +130,11 @@ def overlap_support(sentence: str, premise: str, question: str = "") -> float:
     Returns:
         A share in [0, 1]; 0.0 for a sentence without content words.
     """
-    words = set(content_words(strip_citations(without_frame(sentence))))
-    own = words - set(content_words(question)) or words
+    words = stems(set(content_words(strip_citations(without_frame(sentence)))))
+    own = words - stems(set(content_words(question))) or words
     if not own:
         return 0.0
-    return len(own & set(content_words(premise))) / len(own)
+    return len(own & stems(set(content_words(premise)))) / len(own)
 
 
 class Entailment(BaseModel):
@@ -261,7 +269,8 @@ def check_sentences(
     pending: list[tuple[int, list[Message]]] = []
     for i, s in enumerate(sentences):
         numbers = list(range(1, len(passages) + 1)) if whole_context else s.cited
-        claim = sentences[i - 1].text if i > 0 and is_reference(s) else s.text  # a reference asserts the claim before
+        reference = is_reference(s) or (whole_context and reference_words_only(s))  # "This is stated in."
+        claim = sentences[i - 1].text if i > 0 and reference else s.text  # a reference asserts the claim before
         method = _method(claim, extractive, overlap_words)
         check = SentenceCheck(
             sentence=s.text, start=s.start, end=s.end, cited=list(s.cited), supported=False, method=method

@@ -1,13 +1,16 @@
 """The content words of a text, as the answer checks compare them: lower-cased words, stop words (articles,
 prepositions, pronouns, auxiliaries, question words, yes/no; English) removed, a plural ``s`` folded, a capitalized
 weekday or month abbreviation read as its full name. Used by the token-overlap check of
-:mod:`gemrag.answers.verification` (which first removes the answer's reading frame, :func:`without_frame`) and the
-answer-form rules of :mod:`gemrag.answers.repair`.
+:mod:`gemrag.answers.verification` (which first removes the answer's reading frame, :func:`without_frame`, and
+compares the words' stems, :func:`stems`) and the answer-form rules of :mod:`gemrag.answers.repair`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+
+import snowballstemmer
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 _STOP_WORDS = (
@@ -32,26 +35,42 @@ MONTH_ABBREVIATIONS = {
 """Month abbreviations, capitalized only, each with the month it names (lower case)."""
 _ABBREVIATIONS = WEEKDAY_ABBREVIATIONS | MONTH_ABBREVIATIONS
 
-_SOURCE = r"(?:context(?:\s+passages?)?|passages?|excerpts?|conversation|(?:provided|given|above) (?:text|information))"
+_SOURCE = (
+    r"(?:(?:the|this|these)\s+)?(?:(?:provided|given|above|retrieved|first|second|third|fourth|fifth|last)\s+)?"
+    r"(?:context(?:\s+passages?)?|passages?|excerpts?|conversation|(?:provided|given|above) (?:text|information))"
+    r"(?:\s+(?:provided|given|above))?(?:\s*\[\d+\])*"
+)
+_SAYS = r"(?:says|said|states|stated|mentions|mentioned|indicates|shows|notes|suggests|describes|explains|reports)"
 _FRAMES = re.compile(
-    # "Based on the context,", "according to passage [2]", "as mentioned in the provided context"
+    # "Based on the context,", "according to passage [2]", "as mentioned in the provided context", "in the first
+    # passage [1]"
     r"\b(?:based (?:up)?on|according to|as (?:stated|mentioned|described|shown|noted|given|seen) in|from|in)\s+"
-    rf"(?:(?:the|this|these)\s+)?(?:(?:provided|given|above|retrieved)\s+)?{_SOURCE}(?:\s+(?:provided|given|above))?"
-    r"(?:\s*\[\d+\])*"
+    rf"{_SOURCE}"
     # "The context states that", "passage [3] says"
-    rf"|\b(?:(?:the|this|these)\s+)?{_SOURCE}(?:\s*\[\d+\])*\s+"
-    r"(?:says|said|states|stated|mentions|mentioned|indicates|shows|notes|suggests|describes|explains|reports)"
-    r"(?:\s+that)?",
+    rf"|\b{_SOURCE}\s+{_SAYS}(?:\s+that)?"
+    # "This is stated (in ...)", "This information is found (in ...)"
+    r"|\b(?:this|it|that)\s+(?:information\s+)?(?:is|was|can\s+be)\s+"
+    r"(?:stated|mentioned|found|given|provided|described|shown|seen|noted|indicated)\b"
+    # "..., where it is mentioned that", "..., which states:"
+    rf"|\b(?:where|which)\s+(?:it\s+)?(?:is\s+)?{_SAYS}(?:\s+that)?"
+    # a numbered list item's number: "2. Varicella zoster virus"
+    r"|\A\s*\d{1,3}[.)](?=\s)",
     re.IGNORECASE,
 )
+_STEMMER = snowballstemmer.stemmer("english")
 
 
 def without_frame(text: str) -> str:
     """``text`` without its reading frame: the words by which an answer refers to its context rather than states
-    something ("Based on the context,", "according to passage [2]", "the passage says that"). A small reader writes
-    them around a claim it draws from the passages; they are not part of the claim, and the passages do not contain
-    them."""
+    something ("Based on the context,", "according to passage [2]", "the passage says that", "This is stated in the
+    first passage [1], where it is mentioned that"), and a list item's number. A small reader writes them around a
+    claim it draws from the passages; they are not part of the claim, and the passages do not contain them."""
     return _FRAMES.sub(" ", text)
+
+
+def stems(words: Iterable[str]) -> set[str]:
+    """The Snowball (Porter 2) English stems of lower-cased words: ``detected``, ``detection`` -> ``detect``."""
+    return set(_STEMMER.stemWords(list(words)))
 
 
 def content_words(text: str) -> list[str]:
