@@ -88,6 +88,11 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def _bare(text: str) -> str:
+    """``text`` without white space (a sentence compared with its label)."""
+    return "".join(text.split())
+
+
 def run(
     items: list[dict[str, Any]],
     mode: str,
@@ -132,10 +137,10 @@ def run(
         for label, check in zip(labelled, checked.verification, strict=True):
             added = check.added_citation
             written = check.sentence if added is None else check.sentence.replace(f" [{added}]", "", 1)
-            if check.recited_from and strip_citations(check.sentence) == strip_citations(label["text"]):
+            if check.recited_from and _bare(strip_citations(check.sentence)) == _bare(strip_citations(label["text"])):
                 written = label["text"]  # its markers replaced: the same sentence without them
             # white space aside: a citation added before the final stop takes the space before it ("gene expression .")
-            if "".join(written.split()) != "".join(label["text"].split()):
+            if _bare(written) != _bare(label["text"]):
                 raise SystemExit(f"{item['id']}: split {written!r}, labelled {label['text']!r}")
             rows.append(
                 {
