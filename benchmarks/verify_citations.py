@@ -48,7 +48,8 @@ label, ``x`` does not). ::
 ``benchmarks/verify_real_labels.jsonl`` (the same format, 62 answers, 132 sentences) holds what the model really
 wrote: the 1.5B's cited answers to the 62 questions of ten COVID-QA papers, asked as a user asks (``Memory.ask``, the
 default strategy and budget; collected by ``benchmarks/verify_collect.py``), each sentence labelled by reading the
-passages it cites (an uncited one: the context; ``supported_by`` names the passages that state it): *supported* (92),
+passages it cites (an uncited one: the context; ``supported_by`` names the passages that state it, also for a
+sentence citing the wrong one): *supported* (92),
 *partial* (14), *unsupported* (19), and *no claim* (7: "This is stated in.", a list's heading; counted as
 supported, since flagging them tells the reader nothing). A reference ("This information is provided in [1].") is
 labelled by whether its passages state the claim before it, as it is checked.
@@ -192,6 +193,7 @@ def run(
         "recited": sum(1 for r in rows if r["recited_from"]),
         "recited_labelled_supported": sum(1 for r in rows if r["recited_from"] and r["gold"]),
         "recited_labelled_unsupported": sum(1 for r in rows if r["recited_from"] and not r["gold"]),
+        "recited_right": sum(1 for r in rows if r["recited_from"] and r["added_right"]),
         "cited_after": sum(1 for r in rows if r["added_citation"] is not None and not r["recited_from"]),
         "cited_after_right": sum(1 for r in rows if r["added_right"] and not r["recited_from"]),
         "cited_after_wrong": sum(
@@ -253,7 +255,8 @@ def report(f: dict[str, Any]) -> None:
     if f.get("recited"):
         print(
             f"re-cited: {f['recited']} ({f['recited_labelled_supported']} labelled supported by the passage they "
-            f"cited, {f['recited_labelled_unsupported']} labelled not supported by it)"
+            f"cited, {f['recited_labelled_unsupported']} labelled not supported by it; {f['recited_right']} now cite a "
+            "passage their label names)"
         )
     for m, c in f["by_method"].items():
         if c["sentences"]:
