@@ -170,6 +170,7 @@ def run(
     figures: dict[str, Any] = {
         "mode": (mode if uncited == "cite" else f"{mode}, uncited={uncited}")
         + (f", miscited={miscited}" if miscited != "flag" else ""),
+        "check": mode,
         "uncited_setting": uncited,
         "miscited_setting": miscited,
         "sentences": n,
