@@ -316,6 +316,23 @@ def test_a_long_uncited_sentence_is_matched_by_the_embedder_and_else_by_overlap(
         _verify(_answer(SUPPORTED, [1]), uncited="guess")
 
 
+def test_an_uncited_sentence_the_embedders_match_does_not_support_is_checked_against_the_passage_with_its_words() -> (
+    None
+):
+    bare = "Oil and bread came from Port Hollow once a month."  # no boat: the embedder matches it with passage [1]
+    assert post_hoc_citations("q", [bare], [h.text for h in HITS], ["entailment"], _Synonyms()) == [1]
+    out, llm, _ = _verify(_answer(f"{SUPPORTED} {bare}", [1]), embedder=_Synonyms())
+    check = out.verification[1]
+    assert (check.supported, check.cited, check.added_citation, check.uncited) == (True, [2], 2, False)
+    assert out.text.endswith("once a month [2].") and out.cited == [1, 2]
+    assert len(llm.prompts) == 2 and "Port Hollow" in llm.prompts[1]  # [1] failed by overlap, with no call
+    # a sentence neither passage supports stays uncited, after at most one more check
+    wrong, llm, _ = _verify(
+        _answer(f"{SUPPORTED} Oil and gold came from Port Hollow every day.", [1]), embedder=_Synonyms()
+    )
+    assert wrong.verification[1].uncited and len(llm.prompts) <= 2
+
+
 def test_best_sentence_cosines_is_one_row_per_query_and_one_column_per_text() -> None:
     sims = best_sentence_cosines(
         ["boat", "lamp", "sky"], ["Rain fell. The boat sank.", "", "Gulls cried."], _Synonyms()

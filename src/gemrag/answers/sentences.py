@@ -108,7 +108,7 @@ def is_reference(sentence: Sentence) -> bool:
     ``"According to the context [2]."``, ``"This is mentioned in [2, 3]."``) rather than claiming anything itself: it
     cites a passage, and its words, the markers removed, are only words of reference (this, information, found, in,
     passage, ...). Verification checks such a sentence as what it asserts: that its passages support the claim before
-    it (:func:`gemrag.answers.verification.check_sentences`)."""
+    it (:func:`gemrag.answers.sentence_checks.check_sentences`)."""
     return bool(sentence.cited) and reference_words_only(sentence)
 
 

@@ -20,16 +20,17 @@ Rules (the product's, documented in docs/verification.md):
   = "cite"`` (the default) it is cited after the answer was written, ALCE's post-hoc citation (Gao et al. 2023,
   section 4 "post-hoc cite": each statement gets the retrieved passage that best matches it): the passage of the
   context that matches it best (:func:`post_hoc_citations`) is checked as a cited passage would be (overlap or one
-  entailment call); if it supports the sentence, its marker is added to the answer's text after the sentence (ALCE
-  adds it too) and the check records it as ``added_citation``; if not, the sentence stays *uncited* and unsupported.
+  entailment call), and when the embedder matched it with a passage that does not support it, the passage holding
+  most of its words once more; if one supports the sentence, its marker is added to the answer's text after the
+  sentence (ALCE adds it too) and the check records it as ``added_citation``; if not, the sentence stays *uncited*
+  and unsupported.
   Under ``"flag"`` it is unsupported without a check, as in ALCE's citation recall (a statement without citations
   has recall 0).
 * A sentence of at most ``overlap_words`` words (markers removed), or any sentence of an extractive (short-form)
   answer, is checked by overlap; the others by entailment. Under ``overlap_first`` (``[answer] verify_overlap_first``,
   the default) a longer sentence is checked by overlap first: one whose own words the cited passages do not contain
-  is unsupported without a model call (recorded as checked by overlap), and only the others go to the model. Measured
-  on 134 labelled sentences (docs/verification.md): with the embedded 0.5B as the judge, recall of the flag 44 % ->
-  62 % at 19 % fewer calls; with the 1.5B, 76 % -> 82 %, precision 83 % -> 77 %.
+  is unsupported without a model call (recorded as checked by overlap), and only the others go to the model
+  (:mod:`gemrag.answers.sentence_checks`; measured on hand-labelled sentences in docs/verification.md).
 * A sentence that only names where the answer comes from, citing a passage ("This information is found in passage
   [1].", :func:`gemrag.answers.sentences.is_reference`), claims that its passages support the sentence before it: the
   sentence before it is checked against the reference's passages (overlap or entailment, as above), and the verdict
@@ -54,25 +55,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import Literal
 
 from gemrag.answers.answer import Answer, SentenceCheck
 from gemrag.answers.evidence import best_sentence_cosines
+from gemrag.answers.sentence_checks import (
+    OVERLAP_MIN,
+    OVERLAP_WORDS,
+    check_method,
+    check_sentences,
+    entailment_prompt,
+    overlap_support,
+)
 from gemrag.answers.sentences import (
     Sentence,
     add_citations,
     answer_sentences,
     drop_unsupported,
     is_reference,
-    reference_words_only,
 )
-from gemrag.answers.words import content_words, stems, without_frame
-from gemrag.errors import GemragError
-from gemrag.models.base import LLM, Embedder, Message, Usage
+from gemrag.models.base import LLM, Embedder, Usage
 from gemrag.models.meter import UsageMeter
-from gemrag.models.structured import complete_structured_iter
 from gemrag.prompting import parse_citations, strip_citations
 from gemrag.store.parts import Caches
 
@@ -102,84 +105,6 @@ unchecked."""
 MiscitedMode = Literal["recite", "flag"]
 """``[answer] verify_miscited``: look for another passage of the context that supports a sentence its own markers do
 not support and cite it instead, or flag the sentence as it is."""
-
-#: A sentence of at most this many words (citation markers removed) is checked by overlap (``[answer]
-#: verify_overlap_words``' default): the short-answer length of :data:`gemrag.answers.answering.SHORT_WORDS`.
-OVERLAP_WORDS = 6
-#: Share of a sentence's own content words the cited passages must contain for the overlap check to pass.
-OVERLAP_MIN = 2 / 3
-#: Completion limit of one entailment verdict (tokens): ``{"supported": false}`` is about 6.
-VERDICT_MAX_TOKENS = 16
-
-
-def overlap_support(sentence: str, premise: str, question: str = "") -> float:
-    """Share of the sentence's own content words that the premise contains (a token recall, no model call).
-
-    The sentence's own words are its content words (stop words removed, plurals folded, a capitalized weekday or
-    month abbreviation read as its full name: :func:`gemrag.answers.words.content_words`), compared by their stems
-    (:func:`gemrag.answers.words.stems`: "detected" is "detection"), that the question does not
-    already contain, so that restating the question earns nothing; when every word is in the question, all its
-    content words count. Its reading frame ("Based on the context,", "according to passage [2]": the words that refer
-    to the context, :func:`gemrag.answers.words.without_frame`) is not part of what it claims and is left out.
-
-    Args:
-        sentence: the answer sentence (markers and its reading frame are removed here).
-        premise: the cited passages' text.
-        question: the question answered (may be empty).
-
-    Returns:
-        A share in [0, 1]; 0.0 for a sentence without content words.
-    """
-    words = stems(set(content_words(strip_citations(without_frame(sentence)))))
-    own = words - stems(set(content_words(question))) or words
-    if not own:
-        return 0.0
-    return len(own & stems(set(content_words(premise)))) / len(own)
-
-
-class Entailment(BaseModel):
-    """The entailment verdict: whether the passages support the sentence."""
-
-    supported: bool
-
-
-ENTAILMENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"supported": {"type": "boolean"}},
-    "required": ["supported"],
-}
-"""The JSON schema of a verdict (constrained decoding where the backend supports it)."""
-
-
-def entailment_prompt(question: str, sentence: str, passages: Sequence[str]) -> list[Message]:
-    """The entailment check of one answer sentence against the passages it cites (ALCE's citation recall, asked of
-    an LLM): the passages, the question (so that a sentence such as "He did." can be read), the sentence without its
-    markers, and a yes/no question answered as ``{"supported": true|false}``.
-
-    Args:
-        question: the question the answer replies to.
-        sentence: the sentence (markers are removed here).
-        passages: the cited passages' texts, in citation order (the whole context for an answer citing nothing).
-    """
-    system = (
-        "You check whether a sentence of an answer is supported by the passages it cites. It is supported (true) "
-        "only if the passages state everything the sentence says, or it follows directly from them. If any part of "
-        "the sentence is missing from the passages or contradicts them, it is not supported (false). Reply with "
-        "JSON only."
-    )
-    text = "\n\n".join(passages)
-    user = (
-        f"Passages:\n{text}\n\nQuestion: {question}\nAnswer sentence: {strip_citations(sentence)}\n\n"
-        'Do the passages support everything the answer sentence says? JSON: {"supported": true} or '
-        '{"supported": false}'
-    )
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
-
-
-def _method(sentence: str, extractive: bool, overlap_words: int) -> Literal["entailment", "overlap"]:
-    """How a sentence is checked: by overlap in an extractive answer or when it has at most ``overlap_words`` words
-    (markers removed), else by entailment."""
-    return "overlap" if extractive or len(strip_citations(sentence).split()) <= overlap_words else "entailment"
 
 
 def post_hoc_citations(
@@ -230,70 +155,6 @@ def post_hoc_citations(
             scores = [overlap_support(sentence, p, question) for p in passages]
         out.append(max(range(len(passages)), key=lambda j: (scores[j], -j)) + 1)
     return out
-
-
-def check_sentences(
-    llm: Callable[[], LLM],
-    question: str,
-    sentences: Sequence[Sentence],
-    passages: Sequence[str],
-    *,
-    whole_context: bool = False,
-    extractive: bool = False,
-    overlap_words: int = OVERLAP_WORDS,
-    overlap_first: bool = True,
-    on_failure: Callable[[str], None] | None = None,
-) -> list[SentenceCheck]:
-    """Check each sentence against the passages it cites (rules: the module docstring).
-
-    Args:
-        llm: returns the judging LLM (called only when a sentence needs an entailment check; all of them go to it as
-            one batch, :func:`gemrag.models.structured.complete_structured_iter`).
-        question: the question answered.
-        sentences: the answer's sentences (:func:`answer_sentences`).
-        passages: the context passages' texts; passage ``[n]`` is ``passages[n - 1]``.
-        whole_context: the answer cites nothing: check every sentence against all ``passages``.
-        extractive: an extractive (short-form) answer: every sentence is checked by overlap.
-        overlap_words: sentences of at most this many words (markers removed) are checked by overlap (0: none).
-        overlap_first: a longer sentence whose words the cited passages do not contain (overlap below
-            :data:`OVERLAP_MIN`) is unsupported without a model call; False sends every longer sentence to the model.
-        on_failure: called with a message for each verdict that stayed invalid after its retries.
-
-    Returns:
-        One :class:`~gemrag.answers.answer.SentenceCheck` per sentence, in order.
-
-    Raises:
-        GemragError: a fatal backend error (the model process died).
-    """
-    checks: list[SentenceCheck] = []
-    pending: list[tuple[int, list[Message]]] = []
-    for i, s in enumerate(sentences):
-        numbers = list(range(1, len(passages) + 1)) if whole_context else s.cited
-        reference = is_reference(s) or (whole_context and reference_words_only(s))  # "This is stated in."
-        claim = sentences[i - 1].text if i > 0 and reference else s.text  # a reference asserts the claim before
-        method = _method(claim, extractive, overlap_words)
-        check = SentenceCheck(
-            sentence=s.text, start=s.start, end=s.end, cited=list(s.cited), supported=False, method=method
-        )
-        premise = [passages[n - 1] for n in numbers]
-        covered = bool(premise) and overlap_support(claim, "\n".join(premise), question) >= OVERLAP_MIN
-        if premise and (method == "overlap" or (overlap_first and not covered)):
-            check.method, check.supported = "overlap", covered
-        elif premise:
-            pending.append((i, entailment_prompt(question, claim, premise)))
-        checks.append(check)
-    if pending:
-        results = complete_structured_iter(
-            llm(), [p for _, p in pending], Entailment, schema=ENTAILMENT_SCHEMA, max_tokens=VERDICT_MAX_TOKENS
-        )
-        for j, result in results:
-            i = pending[j][0]
-            if isinstance(result, GemragError):
-                if on_failure is not None:
-                    on_failure(f"{question[:60]} / {sentences[i].text[:80]}: {result}")
-                continue
-            checks[i].supported = result.supported
-    return checks
 
 
 def verify_answer(
@@ -368,7 +229,7 @@ def verify_answer(
     with meter.phase("query"):
         added: dict[int, int] = {}
         if bare and passages and uncited == "cite":
-            methods = [_method(sentences[i].text, extractive, overlap_words) for i in bare]
+            methods = [check_method(sentences[i].text, extractive, overlap_words) for i in bare]
             found = post_hoc_citations(question, [sentences[i].text for i in bare], passages, methods, embedder)
             added = dict(zip(bare, found, strict=True))
             sentences = [replace(s, cited=[added[i]]) if i in added else s for i, s in enumerate(sentences)]
@@ -383,6 +244,12 @@ def verify_answer(
             overlap_first=overlap_first,
             on_failure=lambda message: store.record_failure("query/verify", None, message),
         )
+        if embedder is not None:  # the embedder's match did not support it: the passage holding most of its words
+            failed = [i for i in added if not checks[i].supported]
+            added |= _match_by_overlap(
+                llm, question, sentences, checks, failed, passages, added, extractive, overlap_words, overlap_first,
+                store,
+            )  # fmt: skip
         if miscited == "recite" and not unmarked:
             wrong = [
                 i for i, c in enumerate(checks)
@@ -414,6 +281,56 @@ def verify_answer(
     return drop_unsupported(checked) if mode == "drop" else checked
 
 
+def _match_by_overlap(
+    llm: Callable[[], LLM],
+    question: str,
+    sentences: Sequence[Sentence],
+    checks: list[SentenceCheck],
+    failed: Sequence[int],
+    passages: Sequence[str],
+    matched: dict[int, int],
+    extractive: bool,
+    overlap_words: int,
+    overlap_first: bool,
+    store: Caches,
+) -> dict[int, int]:
+    """Check each uncited sentence of ``failed`` (indices into ``sentences``/``checks``), which the passage the
+    embedder matched it with (``matched``) does not support, once more against the passage holding the largest share
+    of its own words (:func:`post_hoc_citations` by overlap), when that is another passage. Where it supports the
+    sentence, the check is replaced in place by that one (supported, citing it). At most one more check per such
+    sentence (by overlap, or one entailment call, as :func:`check_sentences` runs them).
+
+    The embedder compares meanings, and a small model's sentence ("Caroline joined the group on Tuesday, July 18,
+    2023.") may be closest to a passage about the same people that does not hold its fact; the passage holding its
+    words is the other natural candidate.
+
+    Returns:
+        ``{sentence index: passage number}`` for the sentences now supported.
+    """
+    alternatives = {
+        i: n
+        for i in failed
+        if (n := post_hoc_citations(question, [sentences[i].text], passages, ["overlap"])[0]) != matched[i]
+    }
+    if not alternatives:
+        return {}
+    again = check_sentences(
+        llm,
+        question,
+        [replace(sentences[i], cited=[n]) for i, n in alternatives.items()],
+        passages,
+        extractive=extractive,
+        overlap_words=overlap_words,
+        overlap_first=overlap_first,
+        on_failure=lambda message: store.record_failure("query/verify", None, message),
+    )
+    found: dict[int, int] = {}
+    for (i, n), check in zip(alternatives.items(), again, strict=True):
+        if check.supported:
+            checks[i], found[i] = check, n
+    return found
+
+
 def _recite(
     llm: Callable[[], LLM],
     question: str,
@@ -435,7 +352,7 @@ def _recite(
     if not wrong:
         return
     others = [[n for n in range(1, len(passages) + 1) if n not in sentences[i].cited] for i in wrong]
-    methods = [_method(sentences[i].text, extractive, overlap_words) for i in wrong]
+    methods = [check_method(sentences[i].text, extractive, overlap_words) for i in wrong]
     best = [
         others[k][post_hoc_citations(question, [sentences[i].text], [passages[n - 1] for n in others[k]],
                                      [methods[k]], embedder)[0] - 1]

@@ -1,7 +1,7 @@
 """The content words of a text, as the answer checks compare them: lower-cased words, stop words (articles,
 prepositions, pronouns, auxiliaries, question words, yes/no; English) removed, a plural ``s`` folded, a capitalized
 weekday or month abbreviation read as its full name. Used by the token-overlap check of
-:mod:`gemrag.answers.verification` (which first removes the answer's reading frame, :func:`without_frame`, and
+:mod:`gemrag.answers.sentence_checks` (which first removes the answer's reading frame, :func:`without_frame`, and
 compares the words' stems, :func:`stems`) and the answer-form rules of :mod:`gemrag.answers.repair`.
 """
 
