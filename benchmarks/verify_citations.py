@@ -50,8 +50,9 @@ wrote: the 1.5B's cited answers to the 62 questions of ten COVID-QA papers, aske
 default strategy and budget; collected by ``benchmarks/verify_collect.py``), each sentence labelled by reading the
 passages it cites (an uncited one: the context; ``supported_by`` names the passages that state it, also for a
 sentence citing the wrong one): *supported* (90), *partial* (14), *unsupported* (19), and *no claim* (7: "This is
-stated in.", a list's heading; counted as supported, since flagging them tells the reader nothing). A reference ("This information is provided in [1].") is
-labelled by whether its passages state the claim before it, as it is checked. The overlap rules were changed after
+stated in.", a list's heading; counted as supported, since flagging them tells the reader nothing). A reference
+("This information is provided in [1].") is labelled by whether its passages state the claim before it, as it is
+checked. The overlap rules were changed after
 reading that set's errors (reading frames, list items, references, stems), so ``benchmarks/verify_held_labels.jsonl``
 holds 28 more answers of the same kind (two other papers, 63 sentences), collected and labelled after the change.
 
