@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from gemrag.answers.answer import Answer, SentenceCheck
 from gemrag.answers.evidence import best_sentence_cosines
 from gemrag.answers.provenance import describe_answer
 from gemrag.answers.verification import (
+    _match_by_overlap,
     add_citations,
     answer_sentences,
     drop_unsupported,
@@ -331,6 +333,32 @@ def test_an_uncited_sentence_the_embedders_match_does_not_support_is_checked_aga
         _answer(f"{SUPPORTED} Oil and gold came from Port Hollow every day.", [1]), embedder=_Synonyms()
     )
     assert wrong.verification[1].uncited and len(llm.prompts) <= 2
+
+
+def test_a_reference_gets_no_second_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    # "This is stated in the passage." cited after the answer with [1] asserts the claim before it; checked alone
+    # against another passage it would take another sentence as its claim, so only the claim is checked again
+    import gemrag.answers.verification as verification
+
+    text = f"{SUPPORTED} Oil and gold came from Port Hollow every day. This is stated in the passage."
+    sentences = [replace(s, cited=s.cited or [1]) for s in answer_sentences(text, 2)]
+    checks = [
+        SentenceCheck(sentence=s.text, start=s.start, end=s.end, cited=s.cited, supported=False, method="overlap")
+        for s in sentences
+    ]
+    checked: list[str] = []
+    real = verification.check_sentences
+
+    def spy(llm: Any, question: str, batch: list[Any], *args: Any, **kw: Any) -> list[SentenceCheck]:
+        checked.extend(s.text for s in batch)
+        return real(llm, question, batch, *args, **kw)
+
+    monkeypatch.setattr(verification, "check_sentences", spy)
+    found = _match_by_overlap(
+        ScriptedLLM, "Who lit the lamp?", sentences, checks, [1, 2], [h.text for h in HITS], {1: 1, 2: 2}, False, 6,
+        True, _Store(),
+    )  # fmt: skip
+    assert checked == [sentences[1].text] and found == {} and not checks[2].supported
 
 
 def test_best_sentence_cosines_is_one_row_per_query_and_one_column_per_text() -> None:

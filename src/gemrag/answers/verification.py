@@ -281,6 +281,38 @@ def verify_answer(
     return drop_unsupported(checked) if mode == "drop" else checked
 
 
+def _check_against(
+    llm: Callable[[], LLM],
+    question: str,
+    sentences: Sequence[Sentence],
+    candidates: dict[int, int],
+    passages: Sequence[str],
+    extractive: bool,
+    overlap_words: int,
+    overlap_first: bool,
+    store: Caches,
+) -> dict[int, tuple[int, SentenceCheck]]:
+    """Check sentence ``i`` against passage ``candidates[i]`` alone, for each, as :func:`check_sentences` checks a
+    cited sentence (overlap, or one entailment call; one batch); the second chances of :func:`_match_by_overlap` and
+    :func:`_recite`. None of them may be a reference (checked alone, it would take another sentence as its claim).
+
+    Returns:
+        ``{i: (passage, check)}`` for the sentences that passage supports.
+    """
+    items = list(candidates.items())
+    again = check_sentences(
+        llm,
+        question,
+        [replace(sentences[i], cited=[n]) for i, n in items],
+        passages,
+        extractive=extractive,
+        overlap_words=overlap_words,
+        overlap_first=overlap_first,
+        on_failure=lambda message: store.record_failure("query/verify", None, message),
+    )
+    return {i: (n, check) for (i, n), check in zip(items, again, strict=True) if check.supported}
+
+
 def _match_by_overlap(
     llm: Callable[[], LLM],
     question: str,
@@ -298,7 +330,8 @@ def _match_by_overlap(
     embedder matched it with (``matched``) does not support, once more against the passage holding the largest share
     of its own words (:func:`post_hoc_citations` by overlap), when that is another passage. Where it supports the
     sentence, the check is replaced in place by that one (supported, citing it). At most one more check per such
-    sentence (by overlap, or one entailment call, as :func:`check_sentences` runs them).
+    sentence (by overlap, or one entailment call, as :func:`check_sentences` runs them); a reference ("This is stated
+    in the passage.") gets none, as it gets no re-citation.
 
     The embedder compares meanings, and a small model's sentence ("Caroline joined the group on Tuesday, July 18,
     2023.") may be closest to a passage about the same people that does not hold its fact; the passage holding its
@@ -310,25 +343,17 @@ def _match_by_overlap(
     alternatives = {
         i: n
         for i in failed
-        if (n := post_hoc_citations(question, [sentences[i].text], passages, ["overlap"])[0]) != matched[i]
+        if not is_reference(sentences[i])
+        and (n := post_hoc_citations(question, [sentences[i].text], passages, ["overlap"])[0]) != matched[i]
     }
     if not alternatives:
         return {}
-    again = check_sentences(
-        llm,
-        question,
-        [replace(sentences[i], cited=[n]) for i, n in alternatives.items()],
-        passages,
-        extractive=extractive,
-        overlap_words=overlap_words,
-        overlap_first=overlap_first,
-        on_failure=lambda message: store.record_failure("query/verify", None, message),
+    found = _check_against(
+        llm, question, sentences, alternatives, passages, extractive, overlap_words, overlap_first, store
     )
-    found: dict[int, int] = {}
-    for (i, n), check in zip(alternatives.items(), again, strict=True):
-        if check.supported:
-            checks[i], found[i] = check, n
-    return found
+    for i, (_, check) in found.items():
+        checks[i] = check
+    return {i: n for i, (n, _) in found.items()}
 
 
 def _recite(
@@ -344,34 +369,23 @@ def _recite(
     embedder: Embedder | None,
     store: Caches,
 ) -> None:
-    """Re-cite the miscited sentences ``wrong`` (indices into ``sentences``/``checks``) in place: each is checked
-    against the passage it did not cite that matches it best (:func:`post_hoc_citations`), and where that passage
-    supports it its check becomes supported, cited with that passage (``added_citation``, ``cited``) and records its
-    own markers' passages in ``recited_from``. The checks run as :func:`check_sentences` runs them, with the answer's
-    ``extractive``, ``overlap_words`` and ``overlap_first``."""
+    """Re-cite the miscited sentences ``wrong`` (indices into ``sentences``/``checks``; no reference among them) in
+    place: each is checked against the passage it did not cite that matches it best (:func:`post_hoc_citations`), and
+    where that passage supports it its check becomes supported, cited with that passage (``added_citation``,
+    ``cited``) and records its own markers' passages in ``recited_from``. The checks run as :func:`check_sentences`
+    runs them, with the answer's ``extractive``, ``overlap_words`` and ``overlap_first``."""
     if not wrong:
         return
     others = [[n for n in range(1, len(passages) + 1) if n not in sentences[i].cited] for i in wrong]
     methods = [check_method(sentences[i].text, extractive, overlap_words) for i in wrong]
-    best = [
-        others[k][post_hoc_citations(question, [sentences[i].text], [passages[n - 1] for n in others[k]],
-                                     [methods[k]], embedder)[0] - 1]
+    best = {
+        i: others[k][post_hoc_citations(question, [sentences[i].text], [passages[n - 1] for n in others[k]],
+                                        [methods[k]], embedder)[0] - 1]
         for k, i in enumerate(wrong)
-    ]  # fmt: skip
-    again = check_sentences(
-        llm,
-        question,
-        [replace(sentences[i], cited=[n]) for i, n in zip(wrong, best, strict=True)],
-        passages,
-        extractive=extractive,
-        overlap_words=overlap_words,
-        overlap_first=overlap_first,
-        on_failure=lambda message: store.record_failure("query/verify", None, message),
-    )
-    for i, n, check in zip(wrong, best, again, strict=True):
-        if check.supported:
-            own = list(sentences[i].cited)
-            checks[i] = checks[i].model_copy(
-                update={"cited": [n], "supported": True, "method": check.method, "added_citation": n,
-                        "recited_from": own}
-            )  # fmt: skip
+    }  # fmt: skip
+    found = _check_against(llm, question, sentences, best, passages, extractive, overlap_words, overlap_first, store)
+    for i, (n, check) in found.items():
+        checks[i] = checks[i].model_copy(
+            update={"cited": [n], "supported": True, "method": check.method, "added_citation": n,
+                    "recited_from": list(sentences[i].cited)}
+        )  # fmt: skip
