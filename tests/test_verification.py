@@ -117,6 +117,21 @@ def test_sentences_are_split_with_their_own_markers() -> None:
     ]
 
 
+def test_a_marker_on_the_next_line_belongs_to_the_sentence_its_line_goes_on_with() -> None:
+    # a 1.5B's answer: the marker opening the next paragraph is that paragraph's source, not the sentence before
+    text = "The orf1ab gene is at the 5' end.\n\n[1] states that it is located at the 5= side of the genome."
+    assert [(s.text, s.cited) for s in answer_sentences(text, 2)] == [
+        ("The orf1ab gene is at the 5' end.", []),
+        ("[1] states that it is located at the 5= side of the genome.", [1]),
+    ]
+    # alone on its line, or after the stop on the same line, the marker stays with the sentence before
+    assert [(s.text, s.cited) for s in answer_sentences("It is 30 kb.\n[2]\nIt has genes. [1] More.", 2)] == [
+        ("It is 30 kb.\n[2]", [2]),
+        ("It has genes. [1]", [1]),
+        ("More.", []),
+    ]
+
+
 def test_overlap_counts_the_sentences_own_words() -> None:
     passage = "The keeper Ansel Brandt lit the lamps every evening."
     assert overlap_support("Ansel Brandt [1].", passage, "Who lit the lamp?") == 1.0
@@ -138,11 +153,14 @@ def test_the_reading_frame_and_abbreviations_do_not_count_against_a_sentence() -
         "According to passage [2], the lamps were lit by Ansel Brandt [2].",
         "The passage [2] states that Ansel Brandt lit the lamps [2].",
         "As mentioned in the provided context, Ansel Brandt lit the lamps.",
+        "[2] states that Ansel Brandt lit the lamps.",  # a marker opening the sentence as its source
     ):
         assert overlap_support(framed, "The keeper Ansel Brandt lit the lamps every evening.") == 1.0, framed
     framed = "This is stated in the first passage [1], where it is mentioned that Liew detected 9 antigens [1]."
     assert overlap_support(framed, "Liew validated one ELISA for the detection of 9 antigens.") == 1.0  # stems
     assert overlap_support("2. Varicella zoster virus", "varicella zoster virus (VZV)") == 1.0  # a list item's number
+    # a marker inside the claim is no frame: its verb is the claim's ("shows" is not in the passage)
+    assert overlap_support("The keeper [1] shows lamps.", "The keeper lit the lamps.") == 2 / 3
     # the frame is no claim; what the sentence does claim still counts against it
     assert overlap_support("Based on the context, Vale lit them.", "Ansel Brandt lit the lamps.") == 0.5
     # "in the context of ..." loses only the frame's words: what follows still counts

@@ -26,8 +26,10 @@ __all__ = [
 ]
 
 # A sentence ends at . ! ? (closing quotes or brackets allowed), followed by any citation markers, before white space
-# or the end; or at a line break.
-_END = re.compile(r"[.!?][\"'\u201d\u2019)]*(?:\s*\[[^\[\]\n]{1,40}\])*(?=\s|$)|\n")
+# or the end; or at a line break. Markers on the lines after the stop are its sentence's only when their line ends after
+# them ("... genome.\n[1]"); followed by words they open the next sentence ("... genome.\n\n[1] states that ...").
+_MARKER = r"\[[^\[\]\n]{1,40}\]"
+_END = re.compile(rf"[.!?][\"'\u201d\u2019)]*(?:(?:\s*{_MARKER})+(?=[ \t]*(?:\n|$))|(?:[ \t]*{_MARKER})*)(?=\s|$)|\n")
 # A full stop that ends an abbreviation or an initial (no citation marker after it)
 _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mr|Mrs|Ms|Prof|St|No|Fig)|(?<![\w.])[A-Z])\.$")
 # "no." before a code or a number ("accession no. KU886219", "no. 5"): an abbreviation, not an answer of "no"

@@ -46,8 +46,10 @@ _FRAMES = re.compile(
     # passage [1]"
     r"\b(?:based (?:up)?on|according to|as (?:stated|mentioned|described|shown|noted|given|seen) in|from|in)\s+"
     rf"{_SOURCE}"
-    # "The context states that", "passage [3] says"
+    # "The context states that", "passage [3] says"; a marker alone opening the sentence as its source: "[1] states
+    # that", "[2, 3] show"
     rf"|\b{_SOURCE}\s+{_SAYS}(?:\s+that)?"
+    rf"|\A\s*(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+(?:and\s+\[\d+\]\s*)?(?:{_SAYS}|show|say|mention|state)(?:\s+that)?\b"
     # "This is stated (in ...)", "This information is found (in ...)"
     r"|\b(?:this|it|that)\s+(?:information\s+)?(?:is|was|can\s+be)\s+"
     r"(?:stated|mentioned|found|given|provided|described|shown|seen|noted|indicated)\b"
