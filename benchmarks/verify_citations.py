@@ -189,7 +189,7 @@ def run(
                 "sentences": sum(1 for r in rows if r["method"] == m),
                 "correct": sum(1 for r in rows if r["method"] == m and r["gold"] == r["supported"]),
             }
-            for m in ("entailment", "overlap")
+            for m in ("entailment", "overlap", "quote")
         },
         "partial_flagged": sum(1 for r in rows if r["label"] == "partial" and not r["supported"]),
         "partial": sum(1 for r in rows if r["label"] == "partial"),

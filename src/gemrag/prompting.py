@@ -120,3 +120,15 @@ def parse_citations(text: str, n_passages: int) -> Citations:
 def strip_citations(text: str) -> str:
     """``text`` without any citation marker (see :func:`parse_citations`), e.g. to score an answer's words."""
     return _rewrite(text, lambda n: False)[0]
+
+
+def replace_citations(text: str, number: int) -> str:
+    """``text`` citing passage ``number`` where it cited others: its first marker replaced by ``[number]`` in place,
+    its other markers removed (``"the passage [3], which states ... [3]."`` -> ``"the passage [1], which states
+    ..."``; ``"It came monthly [1][3]."`` -> ``"It came monthly [2]."``); ``text`` with ``[number]`` appended when
+    it has no marker."""
+    first = _MARKER.search(text)
+    if first is None:
+        return f"{text.rstrip()} [{number}]"
+    held = "\x00"  # holds the first marker's place while the others are removed (it is no marker itself)
+    return strip_citations(f"{text[: first.start()]}{held}{text[first.end() :]}").replace(held, f"[{number}]")

@@ -99,7 +99,9 @@ class SentenceCheck(BaseModel):
             (checked against the whole context).
         supported: whether the cited passages support it (in an answer citing nothing: whether the whole context
             does).
-        method: ``"entailment"`` (the LLM judged it) or ``"overlap"`` (token overlap, no model call).
+        method: ``"entailment"`` (the LLM judged it), ``"overlap"`` (token overlap, no model call) or ``"quote"``
+            (it quotes, in six words or more, text the passages it cites do not hold: unsupported, no model call;
+            :func:`gemrag.answers.sentence_checks.misquotes`).
         added_citation: the passage cited after the answer was written (ALCE's post-hoc citation, Gao et al. 2023,
             section 4): the sentence had no marker in an answer citing elsewhere, this passage of the context
             matched it best and supports it, and its marker ``[n]`` was added to the text (``[answer]
@@ -117,7 +119,7 @@ class SentenceCheck(BaseModel):
     end: int
     cited: list[int]
     supported: bool
-    method: Literal["entailment", "overlap"]
+    method: Literal["entailment", "overlap", "quote"]
     added_citation: int | None = None
     uncited: bool = False
     recited_from: list[int] = Field(default_factory=list)

@@ -1,18 +1,22 @@
 """How one answer sentence is checked against its passages: by token overlap (:func:`overlap_support`, no model call)
 or by the LLM's entailment verdict (:func:`entailment_prompt`, one short structured call), and the batch of an
-answer's checks (:func:`check_sentences`). ALCE's citation recall (Gao et al., EMNLP 2023, section 2.3): a statement
-is supported when the concatenation of the passages it cites entails it; the judge here is the memory's own LLM.
+answer's checks (:func:`check_sentences`). A sentence that quotes a passage is first checked for its quotation
+(:func:`misquotes`): a quotation the cited passages do not hold makes it unsupported, with no model call. ALCE's
+citation recall (Gao et al., EMNLP 2023, section 2.3): a statement is supported when the concatenation of the passages
+it cites entails it; the judge here is the memory's own LLM.
 Which passages a sentence is checked against, and what happens to the answer, is :mod:`gemrag.answers.verification`'s.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from gemrag.answers.answer import SentenceCheck
+from gemrag.answers.reading import locate_quote
 from gemrag.answers.sentences import Sentence, is_reference, reference_words_only
 from gemrag.answers.words import content_words, stems, without_frame
 from gemrag.errors import GemragError
@@ -24,11 +28,13 @@ __all__ = [
     "ENTAILMENT_SCHEMA",
     "OVERLAP_MIN",
     "OVERLAP_WORDS",
+    "QUOTE_WORDS",
     "VERDICT_MAX_TOKENS",
     "Entailment",
     "check_method",
     "check_sentences",
     "entailment_prompt",
+    "misquotes",
     "overlap_support",
 ]
 
@@ -39,6 +45,30 @@ OVERLAP_WORDS = 6
 OVERLAP_MIN = 2 / 3
 #: Completion limit of one entailment verdict (tokens): ``{"supported": false}`` is about 6.
 VERDICT_MAX_TOKENS = 16
+#: A quotation of at least this many words in an answer sentence is checked against the passages it cites
+#: (:func:`misquotes`); a shorter one ("the "main cause" of death") may be a phrase of the writer's own.
+QUOTE_WORDS = 6
+_QUOTATION = re.compile(r'["\u201c]([^"\u201c\u201d]+)["\u201d]')
+
+
+def misquotes(sentence: str, passages: Sequence[str]) -> bool:
+    """Whether the sentence quotes, in double quotes and in at least :data:`QUOTE_WORDS` words, text that none of
+    ``passages`` holds (:func:`gemrag.answers.reading.locate_quote`: the exact text, case and spacing aside, or a
+    passage sentence holding 80 % of its words, as a small model miscopies a word). A small reader often copies a
+    passage's sentence and names another passage's number ("This can be inferred from the passage [3], which states:
+    "..."" with the quoted sentence in passage [2]); its words then match the topic of the passage it names, and an
+    entailment judge passes it. A quotation is checkable by its text alone: ALCE's citation precision (Gao et al.,
+    EMNLP 2023, section 2.3) asks whether the cited passage is the one that supports the statement.
+
+    Args:
+        sentence: the answer sentence (with or without its markers).
+        passages: the texts of the passages it cites (the whole context for an answer citing nothing).
+
+    Returns:
+        True when a long enough quotation is in none of ``passages``; False otherwise (no such quotation, or all found).
+    """
+    quotes = [q for q in _QUOTATION.findall(strip_citations(sentence)) if len(q.split()) >= QUOTE_WORDS]
+    return any(all(locate_quote(q, p) is None for p in passages) for q in quotes)
 
 
 def overlap_support(sentence: str, premise: str, question: str = "") -> float:
@@ -156,7 +186,9 @@ def check_sentences(
         )
         premise = [passages[n - 1] for n in numbers]
         covered = bool(premise) and overlap_support(claim, "\n".join(premise), question) >= OVERLAP_MIN
-        if premise and (method == "overlap" or (overlap_first and not covered)):
+        if premise and misquotes(s.text, premise):  # its own quotation is not in what it cites
+            check.method = "quote"
+        elif premise and (method == "overlap" or (overlap_first and not covered)):
             check.method, check.supported = "overlap", covered
         elif premise:
             pending.append((i, entailment_prompt(question, claim, premise)))

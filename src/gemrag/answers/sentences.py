@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gemrag.answers.answer import Answer, SentenceCheck
-from gemrag.prompting import parse_citations, strip_citations
+from gemrag.prompting import parse_citations, replace_citations, strip_citations
 
 __all__ = [
     "Sentence",
@@ -129,9 +129,10 @@ _TAIL = re.compile(r"[.!?][\"'\u201d\u2019)]*$")
 def add_citations(text: str, checks: Sequence[SentenceCheck]) -> tuple[str, list[SentenceCheck]]:
     """The answer's text with the marker of each post-hoc citation (``check.added_citation``) added to its sentence,
     as ALCE adds them: ``[n]`` before the sentence's final ``.``, ``!`` or ``?`` (``"... in 1990 [2]."``), or at its
-    end when it has none; and the checks with their sentences and spans in the new text. A re-cited sentence
-    (``check.recited_from``: its own markers did not support it) loses its own markers first, so ``[n]`` replaces
-    them (``"... in 1990 [3]."`` becomes ``"... in 1990 [1]."``).
+    end when it has none; and the checks with their sentences and spans in the new text. In a re-cited sentence
+    (``check.recited_from``: its own markers did not support it) ``[n]`` replaces its first marker where it stands
+    and the others are removed (:func:`gemrag.prompting.replace_citations`: ``"... in 1990 [3]."`` becomes ``"... in
+    1990 [1]."``, ``"Passage [3] states that ..."`` becomes ``"Passage [1] states that ..."``).
 
     Args:
         text: the answer's text; each check's ``sentence`` is ``text[start:end]``.
@@ -147,8 +148,9 @@ def add_citations(text: str, checks: Sequence[SentenceCheck]) -> tuple[str, list
         out += text[pos : c.start]
         pos = c.end
         sentence = c.sentence
-        if c.added_citation is not None:
-            sentence = strip_citations(sentence) if c.recited_from else sentence
+        if c.added_citation is not None and c.recited_from:
+            sentence = replace_citations(sentence, c.added_citation)
+        elif c.added_citation is not None:
             tail = _TAIL.search(sentence)
             cut = tail.start() if tail else len(sentence)
             sentence = f"{sentence[:cut].rstrip()} [{c.added_citation}]{sentence[cut:]}"

@@ -11,7 +11,8 @@ or extractive sentence is checked without a model call, by how many of its own w
 Rules (the product's, documented in docs/verification.md):
 
 * Sentences are split at ``.``, ``!``, ``?`` followed by white space (citation markers right after the full stop
-  belong to the sentence before) and at line breaks (:func:`answer_sentences`).
+  belong to the sentence before, a marker opening a line with words after it to that line) and at line breaks
+  (:func:`answer_sentences`).
 * A sentence is checked against the passages its own ``[n]`` markers name. When no sentence has a marker, every
   sentence is checked against the passages the answer cites as a whole (its ``cited``: the quote reading's quoted
   passages, :mod:`gemrag.answers.reading`), which become its ``cited``; and when the answer cites nothing at all
@@ -31,6 +32,10 @@ Rules (the product's, documented in docs/verification.md):
   the default) a longer sentence is checked by overlap first: one whose own words the cited passages do not contain
   is unsupported without a model call (recorded as checked by overlap), and only the others go to the model
   (:mod:`gemrag.answers.sentence_checks`; measured on hand-labelled sentences in docs/verification.md).
+* A sentence that quotes, in double quotes and six words or more, text that none of the passages it is checked
+  against holds is unsupported without a model call (method ``"quote"``,
+  :func:`~gemrag.answers.sentence_checks.misquotes`): a quotation is checked by its text, whatever its other words
+  match. A miscited quotation is then re-cited to the passage holding it (below).
 * A sentence that only names where the answer comes from, citing a passage ("This information is found in passage
   [1].", :func:`gemrag.answers.sentences.is_reference`), claims that its passages support the sentence before it: the
   sentence before it is checked against the reference's passages (overlap or entailment, as above), and the verdict

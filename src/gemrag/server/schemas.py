@@ -294,12 +294,12 @@ class AnswerOut(BaseModel):
     passages it rests on: ``cited`` (the context numbers ``n`` its ``[n]`` markers name, ascending), ``citations``
     (those context nodes with their provenance) and ``dropped_citations`` (markers naming no context passage,
     removed from ``text``); ``verification``: each sentence of ``text`` checked against the passages it cites
-    (``sentence``, its span ``start``/``end`` in ``text``, ``cited``, ``supported``, ``method``: ``"entailment"`` or
-    ``"overlap"``; ``added_citation``: the passage cited after the answer for a sentence written without a marker,
-    its marker added to ``text``, or for a sentence its own markers did not support, its marker replacing them
-    (``recited_from``: the passages they named); ``uncited``: no marker and no passage found to support it;
-    ``[answer] verify``, ``verify_uncited``, ``verify_miscited``), and ``dropped_sentences``: the unsupported ones
-    removed under ``"drop"``.
+    (``sentence``, its span ``start``/``end`` in ``text``, ``cited``, ``supported``, ``method``: ``"entailment"``,
+    ``"overlap"`` or ``"quote"``; ``added_citation``: the passage cited after the answer for a sentence written
+    without a marker, its marker added to ``text``, or for a sentence its own markers did not support, its marker
+    replacing them (``recited_from``: the passages they named); ``uncited``: no marker and no passage found to
+    support it; ``[answer] verify``, ``verify_uncited``, ``verify_miscited``), and ``dropped_sentences``: the
+    unsupported ones removed under ``"drop"``.
     ``weak_below``: a citation whose ``evidence`` is below it is weak (:data:`gemrag.answers.evidence.WEAK_EVIDENCE`).
     ``abstained``: True when the answer is "Not found in the memory." because the context's evidence score
     (``evidence``) was below ``[answer] abstain_below``, False when it was checked and sufficed, None when the server
