@@ -9,6 +9,7 @@ from typing import Any
 
 from fakes import ScriptedLLM
 from gemrag.answers.sentence_checks import QUOTE_WORDS, misquotes
+from gemrag.cli.ask import UNSUPPORTED_MARK, verification_lines
 from gemrag.models.base import Completion, Usage
 from gemrag.types import Hit
 from test_verification import _answer, _spans_hold, _verify
@@ -56,3 +57,14 @@ def test_a_miscited_quotation_is_flagged_without_a_call_and_recited_to_the_passa
     # the quotation in the passage it cites: checked as any sentence is (here by the lenient judge)
     right, llm, _ = _verify(_answer(QUOTING.replace("[2]", "[1]"), [1], HITS), llm=_Lenient())
     assert [(c.supported, c.method) for c in right.verification] == [(True, "entailment")] and llm.calls == 1
+
+
+def test_gemrag_ask_says_a_sentence_was_flagged_for_its_quotation() -> None:
+    flagged, _, _ = _verify(_answer(f"{PREVALENT.split(' (')[0]} [1]. {QUOTING}", [1, 2], HITS), llm=_Lenient(),
+                            miscited="flag")  # fmt: skip
+    assert [(c.supported, c.method) for c in flagged.verification] == [(True, "overlap"), (False, "quote")]
+    lines = [str(line) for line in verification_lines(flagged, listed=True)]
+    assert lines == [
+        f"{UNSUPPORTED_MARK} 1 of 2 sentences quoting text the passages it cites do not hold",
+        f"  - {QUOTING}",
+    ]

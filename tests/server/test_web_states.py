@@ -247,3 +247,19 @@ def test_a_hypothetical_question_and_an_answer_citing_nothing_are_said_as_such(
     assert "not supported by the context (the answer cites no passage)" in unsupported, unsupported
     assert 'a hypothetical question ("Would")' in read_as and "inference" in read_as, read_as
     assert (title or "").startswith("The context does not support this sentence"), title
+
+
+def test_a_sentence_quoting_what_its_passage_does_not_hold_says_so(
+    browser: Any, tmp_path: Path, config: Config
+) -> None:
+    # the quotation is in no passage of the context: flagged for it, whatever a judge would say of its other words
+    llm = StreamingLLM('The keeper wrote [1]: "The golden dragon Ember guards the lamp room every single night."')
+    with seeded_page(browser, served(tmp_path / "root", web_config(), embedder=HashEmbedder(), llm=llm)) as (
+        page,
+        errors,
+    ):
+        ask_question(page, "What guards the lamp room?")
+        title = page.locator("#answer-text .unsupported").get_attribute("title")
+        flag = page.inner_text("#answer-text .unsupported .flag")
+    assert errors == []
+    assert title == "It quotes text that its citations do not hold" and flag.strip() == "unsupported", title

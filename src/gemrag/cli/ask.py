@@ -248,7 +248,8 @@ def verification_lines(answer: Answer, *, listed: bool) -> list[Text]:
     not support (the context does not, for an answer that cites no passage and was checked against the whole
     context), how many are uncited (no marker, and no passage found to support them), how many were cited after
     the answer (no marker, and the passage found to support them cited: ``[answer] verify_uncited = "cite"``), how
-    many were re-cited (their own markers did not support them, another passage did: ``verify_miscited``), each
+    many were re-cited (their own markers did not support them, another passage did: ``verify_miscited``), those
+    flagged for quoting text their passages do not hold (``method == "quote"``) on a line of their own, each
     of them quoted when ``listed`` (a streamed answer, printed before it was checked and without the added markers),
     and the sentences ``verify = "drop"`` removed. No line when every sentence is supported by its own citations or
     nothing was checked."""
@@ -262,15 +263,21 @@ def verification_lines(answer: Answer, *, listed: bool) -> list[Text]:
             lines.append(Text.assemble((f"{mark} ", f"bold {style}"), f"{len(checks)}{of} {says}"))
             lines.extend(Text.assemble(("  - ", style), (c.sentence, style)) for c in checks if listed)
 
-    bad = [c for c in answer.unsupported if not c.uncited]
-    if bad and not any(c.cited for c in bad):  # the answer cites no passage: each was checked against the context
+    bad = [c for c in answer.unsupported if not c.uncited and c.method != "quote"]
+    misquoted = [c for c in answer.unsupported if not c.uncited and c.method == "quote"]
+    if (bad or misquoted) and not any(c.cited for c in bad + misquoted):
+        # the answer cites no passage: each sentence was checked against the whole context
         group(bad, UNSUPPORTED_MARK, "red", "not supported by the context (the answer cites no passage)")
+        group(misquoted, UNSUPPORTED_MARK, "red", "quoting text the context does not hold")
     else:
+        one = len(bad) == 1
+        group(bad, UNSUPPORTED_MARK, "red", f"not supported by the passages {'it cites' if one else 'they cite'}")
+        one = len(misquoted) == 1
         group(
-            bad,
+            misquoted,
             UNSUPPORTED_MARK,
             "red",
-            f"not supported by the passages {'they cite' if len(bad) != 1 else 'it cites'}",
+            f"quoting text the passages {'it cites' if one else 'they cite'} do not hold",
         )
     uncited = [c for c in answer.unsupported if c.uncited]
     one = len(uncited) == 1

@@ -232,9 +232,11 @@
           title: "Uncited: this sentence names no passage, and no passage of the context was found to support it" },
         ...linkify(sentence, answer.hits, linked), el("span", { class: "flag", text: " uncited" })));
       } else {
-        const title = Array.isArray(v.cited) && v.cited.length === 0
-          ? "The context does not support this sentence (the answer cites no passage)"
-          : "Its citations do not support this sentence";
+        const againstContext = Array.isArray(v.cited) && v.cited.length === 0;
+        const title = v.method === "quote"
+          ? `It quotes text that ${againstContext ? "the context does" : "its citations do"} not hold`
+          : againstContext ? "The context does not support this sentence (the answer cites no passage)"
+            : "Its citations do not support this sentence";
         parts.push(el("span", { class: "unsupported", title },
           ...linkify(sentence, answer.hits, linked), el("span", { class: "flag", text: " unsupported" })));
       }
