@@ -57,8 +57,8 @@ def misquotes(sentence: str, passages: Sequence[str]) -> bool:
     passage sentence holding 80 % of its words, as a small model miscopies a word). A small reader often copies a
     passage's sentence and names another passage's number ("This can be inferred from the passage [3], which states:
     "..."" with the quoted sentence in passage [2]); its words then match the topic of the passage it names, and an
-    entailment judge passes it. A quotation is checkable by its text alone: ALCE's citation precision (Gao et al.,
-    EMNLP 2023, section 2.3) asks whether the cited passage is the one that supports the statement.
+    entailment judge passes it. A quotation is checkable by its text alone (this library's rule: ALCE's judge, Gao et
+    al., EMNLP 2023, section 2.3, reads the whole statement; docs/papers.md V6).
 
     Args:
         sentence: the answer sentence (with or without its markers).
