@@ -42,6 +42,10 @@ def test_a_quotation_is_looked_for_in_the_passages_by_its_text() -> None:
     short = 'It is "much more severe than others" [2].'
     assert QUOTE_WORDS > 5 and not misquotes(short, [one])  # five words quoted
     assert not misquotes("No quotation here, only claims [2].", [one])
+    # a quotation of the question quotes no passage
+    asked = "Which species are more prevalent but much less severe?"
+    restated = f'The answer to "{asked}" is OC43 [2].'
+    assert misquotes(restated, [two]) and not misquotes(restated, [two], asked)
 
 
 def test_a_miscited_quotation_is_flagged_without_a_call_and_recited_to_the_passage_holding_it() -> None:

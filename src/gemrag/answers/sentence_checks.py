@@ -51,7 +51,7 @@ QUOTE_WORDS = 6
 _QUOTATION = re.compile(r'["\u201c]([^"\u201c\u201d]+)["\u201d]')
 
 
-def misquotes(sentence: str, passages: Sequence[str]) -> bool:
+def misquotes(sentence: str, passages: Sequence[str], question: str = "") -> bool:
     """Whether the sentence quotes, in double quotes and in at least :data:`QUOTE_WORDS` words, text that none of
     ``passages`` holds (:func:`gemrag.answers.reading.locate_quote`: the exact text, case and spacing aside, or a
     passage sentence holding 80 % of its words, as a small model miscopies a word). A small reader often copies a
@@ -63,11 +63,14 @@ def misquotes(sentence: str, passages: Sequence[str]) -> bool:
     Args:
         sentence: the answer sentence (with or without its markers).
         passages: the texts of the passages it cites (the whole context for an answer citing nothing).
+        question: the question answered: a quotation of it ("The answer to "Which species ..."") quotes no passage
+            and is not looked for.
 
     Returns:
         True when a long enough quotation is in none of ``passages``; False otherwise (no such quotation, or all found).
     """
     quotes = [q for q in _QUOTATION.findall(strip_citations(sentence)) if len(q.split()) >= QUOTE_WORDS]
+    quotes = [q for q in quotes if not question or locate_quote(q, question) is None]
     return any(all(locate_quote(q, p) is None for p in passages) for q in quotes)
 
 
@@ -186,7 +189,7 @@ def check_sentences(
         )
         premise = [passages[n - 1] for n in numbers]
         covered = bool(premise) and overlap_support(claim, "\n".join(premise), question) >= OVERLAP_MIN
-        if premise and misquotes(s.text, premise):  # its own quotation is not in what it cites
+        if premise and misquotes(s.text, premise, question):  # its own quotation is not in what it cites
             check.method = "quote"
         elif premise and (method == "overlap" or (overlap_first and not covered)):
             check.method, check.supported = "overlap", covered
