@@ -208,9 +208,13 @@ def answer_question(
     info.update(asked.cues)
     plain_abstain, instruction = asked.abstains(abstain), asked.instruction
     first = reading.question_first and agent is None  # the question also shown before the context
-    ask, ask_short = partial(answer_prompt, question_first=first), partial(short_answer_prompt, question_first=first)
+    examples = reading.demonstrations and agent is None  # worked examples before the question
+    ask = partial(answer_prompt, question_first=first, demonstrations=examples)
+    ask_short = partial(short_answer_prompt, question_first=first, demonstrations=examples)
     if first:
         info["question_first"] = True
+    if examples:
+        info["demonstrations"] = True
     if agent is not None and not choices:
         messages = shorten_prompt(question, str(agent), abstain=abstain)
     elif form != "plain" and not choices:
@@ -300,6 +304,7 @@ def answer_question(
                 (text, cited, dropped, quotes), note = repaired(
                     model, question, hits, texts, reads[pick], short=short, cite=cite, abstain=plain_abstain,
                     steps=steps, instruction=instruction, temperature=temperature, seed=seed, question_first=first,
+                    demonstrations=examples,
                 )  # fmt: skip
                 if note is not None:
                     info["repair"] = note
@@ -336,6 +341,7 @@ def repaired(
     temperature: float,
     seed: int | None,
     question_first: bool = False,
+    demonstrations: bool = False,
 ) -> tuple[Read, dict[str, str] | None]:
     """A plain free-form answer whose form does not fit its question, asked once more (``[answer] repair``,
     :mod:`gemrag.answers.repair`; Self-Refine, Madaan et al., NeurIPS 2023, section 2, one round, the feedback a
@@ -346,8 +352,9 @@ def repaired(
     again from the same ``texts`` with the prompt ``first`` was asked with plus the fault's sentence
     (:func:`gemrag.answers.repair.repair_instruction`; the short form's prompt when ``short``, citing when ``cite``),
     one LLM call (two if the reply is only markers), cached like any other; the second reply is kept
-    when it is non-empty and has no fault, else ``first``. ``question_first``: as the first prompt showed the
-    question (:func:`gemrag.answers.prompts.question_lead`).
+    when it is non-empty and has no fault, else ``first``. ``question_first``, ``demonstrations``: as the first
+    prompt showed the question (:func:`gemrag.answers.prompts.question_lead`) and the worked examples
+    (:mod:`gemrag.answers.demonstrations`).
 
     Returns:
         The kept reply, and what ``Answer.reading["repair"]`` records (a :class:`gemrag.answers.repair.Repair` as a
@@ -357,7 +364,9 @@ def repaired(
     if fault is None:
         return first, None
     again = f"{instruction} {repair_instruction(fault)}".strip()
-    build = partial(short_answer_prompt if short else answer_prompt, question_first=question_first)
+    build = partial(
+        short_answer_prompt if short else answer_prompt, question_first=question_first, demonstrations=demonstrations
+    )
     messages = build(question, list(texts), abstain=abstain, cite=cite, follow_ups=steps, instruction=again)
     uncited = build(question, list(texts), abstain=abstain, follow_ups=steps, instruction=again)
     limit = SHORT_MAX_TOKENS if short else ANSWER_MAX_TOKENS

@@ -12,8 +12,10 @@ so their LLM cache keys hold."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 from gemrag.answers.choices import LETTERS
+from gemrag.answers.demonstrations import demonstration_turns
 from gemrag.models.base import Message
 from gemrag.prompting import CITE_INSTRUCTION, format_context
 
@@ -80,6 +82,7 @@ def answer_prompt(
     aside: str = "",
     instruction: str = "",
     question_first: bool = False,
+    demonstrations: bool = False,
 ) -> list[Message]:
     """Messages with the retrieved context followed by the question (and lettered options, if any).
 
@@ -91,8 +94,10 @@ def answer_prompt(
     (:func:`gemrag.answers.reading.reading_aid`), shown after the passages. ``instruction`` (free-form only): what the
     question's form asks (:attr:`gemrag.answers.question_forms.QuestionForm.instruction`: a list question's or a
     hypothetical question's sentence), asked before the last instructions. ``question_first``: the question also
-    shown before the context (:func:`question_lead`). The default prompt is unchanged, so the LLM cache keys of
-    other evaluations stay the same.
+    shown before the context (:func:`question_lead`). ``demonstrations`` (free-form only): the worked examples of
+    :mod:`gemrag.answers.demonstrations` as earlier turns, each asked with this prompt (same ``abstain``, ``cite``,
+    ``question_first``; no follow-ups or instruction) and answered in one sentence (Brown et al. 2020, section 2).
+    The default prompt is unchanged, so the LLM cache keys of other evaluations stay the same.
     """
     system = ANSWER_SYSTEM
     user = context_and_question(question, context, follow_ups=follow_ups, aside=aside, question_first=question_first)
@@ -107,7 +112,11 @@ def answer_prompt(
     else:
         asked = f"{instruction} " if instruction else ""
         user += f"\n{asked}Answer briefly. {CITE_INSTRUCTION + ' ' if cite else ''}{ABSTAIN if abstain else GUESS}"
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    shown: list[Message] = []
+    if demonstrations and not choices:
+        example = partial(answer_prompt, abstain=abstain, cite=cite, question_first=question_first)
+        shown = demonstration_turns(lambda d: example(d.question, d.passages)[-1]["content"], short=False, cite=cite)
+    return [{"role": "system", "content": system}, *shown, {"role": "user", "content": user}]
 
 
 SHORT_INSTRUCTION = (
@@ -131,6 +140,7 @@ def short_answer_prompt(
     follow_ups: FollowUps = (),
     instruction: str = "",
     question_first: bool = False,
+    demonstrations: bool = False,
 ) -> list[Message]:
     """The answer prompt of span-answer benchmarks: the context, the question, and a request for a short phrase in
     the words of the context — the form their official scorers (SQuAD-style EM and token F1) expect. It follows
@@ -141,7 +151,9 @@ def short_answer_prompt(
     ``abstain``: say the answer is not mentioned when the context lacks it (LoCoMo category 5's scorer accepts
     "not mentioned"). ``cite``: ask for ``[n]`` markers after the phrase (:data:`SHORT_CITE`). ``follow_ups``,
     ``instruction``: as :func:`answer_prompt` (a list question's items are each a short phrase).
-    ``question_first``: the question also shown before the context (:func:`question_lead`).
+    ``question_first``: the question also shown before the context (:func:`question_lead`). ``demonstrations``: the
+    worked examples of :mod:`gemrag.answers.demonstrations` as earlier turns, each asked with this prompt and
+    answered with its phrase (Brown et al. 2020, section 2).
     """
     system = "Answer questions about a document using the context passages retrieved from it."
     last = ABSTAIN if abstain else GUESS
@@ -151,7 +163,11 @@ def short_answer_prompt(
     user = f"{lead}{follow_ups_text(follow_ups)}Context:\n{format_context(context)}\n\nQuestion: {question}\n\n"
     asked = f"{instruction} " if instruction else ""
     user += f"{asked}{SHORT_INSTRUCTION} {last}\nShort answer:"
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    shown: list[Message] = []
+    if demonstrations:
+        example = partial(short_answer_prompt, abstain=abstain, cite=cite, question_first=question_first)
+        shown = demonstration_turns(lambda d: example(d.question, d.passages)[-1]["content"], short=True, cite=cite)
+    return [{"role": "system", "content": system}, *shown, {"role": "user", "content": user}]
 
 
 def shorten_prompt(question: str, answer: str, *, abstain: bool = False) -> list[Message]:

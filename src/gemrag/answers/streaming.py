@@ -102,7 +102,8 @@ def answer_stream(
     asked = reading.question_form(question) if reading is not None else QuestionForm()
     abstain, instruction = asked.abstains(abstain), asked.instruction
     first = reading is not None and reading.question_first  # the question also shown before the context
-    ask = partial(answer_prompt, question_first=first)
+    shown = reading is not None and reading.demonstrations  # worked examples before the question
+    ask = partial(answer_prompt, question_first=first, demonstrations=shown)
     messages = ask(
         question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps, instruction=instruction
     )
@@ -139,7 +140,7 @@ def answer_stream(
             (text, cited, dropped, _), note = repaired(
                 llm(), question, hits, [h.text for h in hits], (text.strip(), cited, dropped, []), short=False,
                 cite=cite, abstain=abstain, steps=steps, instruction=instruction, temperature=temperature, seed=seed,
-                question_first=first,
+                question_first=first, demonstrations=shown,
             )  # fmt: skip
         if note is not None and note["kept"] == "second":
             yield "\n" + text.strip()
@@ -150,6 +151,8 @@ def answer_stream(
     info.update(asked.cues)
     if first:
         info["question_first"] = True
+    if shown:
+        info["demonstrations"] = True
     if note is not None:
         info["repair"] = note
     yield Answer(text, None, list(hits), retrieval_seconds, seconds, spent, cited, dropped, reading=info)

@@ -99,6 +99,13 @@ class AnswerSettings(BaseModel):
             that the model reads the passages knowing what it looks for (query-aware contextualization: Liu et al.,
             "Lost in the Middle", TACL 2024, section 4.2). False (default): the context, then the question, as
             every earlier release asked. No extra LLM call: the question's tokens once more in the prompt.
+        demonstrations: a plain free-form answer (sentence or short form) is asked after four worked examples of
+            this library's own, shown as earlier turns of the chat, each answered as the question should be (the
+            phrase in the passage's words, with its unit; the final answer of a two-passage chain; a list as the
+            passage writes it; :mod:`gemrag.answers.demonstrations`; few-shot prompting, Brown et al. 2020, section
+            2). False (default): no examples. No extra LLM call: about 330 prompt tokens more, at the start of the
+            prompt, so a backend that keeps the evaluated prefix (llama.cpp) reads them once. Multiple choice and the
+            quote, notes and span readings keep their prompts.
         date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
             expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
         verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
@@ -153,6 +160,7 @@ class AnswerSettings(BaseModel):
     hypotheticals: Literal["auto", "off"] = "off"
     repair: Literal["auto", "off"] = "off"
     question_first: bool = False
+    demonstrations: bool = False
     date_llm: bool = False
     verify: Literal["flag", "drop", "off"] = "flag"
     verify_overlap_words: int = Field(6, ge=0)

@@ -106,12 +106,13 @@ def answer_settings_fingerprint(settings: AnswerSettings) -> dict[str, Any]:
     Kept: ``reading``, ``shape`` (with the ``shape_*`` settings when it is on), ``samples`` (with
     ``sample_temperature`` when above 1), ``option_orders`` (when above 1), ``choice_retrieval``, ``choice_scoring``,
     ``abstain_below``, ``dates`` (with ``date_llm`` when not ``"off"``), ``lists``, ``hypotheticals``, ``repair``,
-    ``question_first``. Left out: ``cite`` (its own ``run.json`` key, decided with the answer form), ``verify``,
-    ``verify_overlap_words``, ``verify_overlap_first`` and ``verify_uncited`` (evaluation runs never verify).
+    ``question_first``, ``demonstrations``. Left out: ``cite`` (its own ``run.json`` key, decided with the answer
+    form), ``verify``, ``verify_overlap_words``, ``verify_overlap_first`` and ``verify_uncited`` (evaluation runs
+    never verify).
     """
     default = AnswerSettings()
     keep = ["reading", "shape", "samples", "choice_retrieval", "choice_scoring", "abstain_below", "dates"]
-    keep += ["lists", "hypotheticals", "repair", "question_first"]
+    keep += ["lists", "hypotheticals", "repair", "question_first", "demonstrations"]
     keep += [name for name in type(settings).model_fields if name.startswith("shape_")] if settings.shape else []
     keep += ["sample_temperature"] if settings.samples > 1 else []
     keep += ["option_orders"] if settings.option_orders > 1 else []

@@ -87,6 +87,7 @@ def reading_of(settings: AnswerSettings) -> Reading:
         choice_scoring=settings.choice_scoring,
         repair=settings.repair == "auto",
         question_first=settings.question_first,
+        demonstrations=settings.demonstrations,
     )
 
 

@@ -1,0 +1,158 @@
+"""Worked examples before the question (``[answer] demonstrations``; few-shot prompting, Brown et al. 2020, section
+2): the plain free-form prompts (sentence and short form) carry the examples as earlier chat turns, each asked with
+the same prompt and answered in the form the question should be; with the setting off every prompt is unchanged (so
+its LLM cache key holds); multiple choice and the other readings keep their prompts; the answer records the setting,
+and ``Memory.ask``, its stream, a repair and the evaluation's fingerprint follow it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes import HashEmbedder, ScriptedLLM, StreamingLLM
+from gemrag import Memory
+from gemrag.answers.answer import Answer
+from gemrag.answers.demonstrations import DEMONSTRATIONS, Demonstration
+from gemrag.answers.prompts import SHORT_CITE, answer_prompt, short_answer_prompt
+from gemrag.answers.reading import Reading
+from gemrag.config import AnswerSettings
+from gemrag.errors import ConfigError
+from gemrag.eval.protocol import answer_settings_fingerprint
+from gemrag.memory.asking import reading_of
+from gemrag.models.base import Completion, Message
+from gemrag.prompting import CITE_INSTRUCTION, format_context
+from test_answer_repair import HITS, MEWDS, RestatingLLM, answer_with
+from test_time_aware_reading import _config
+
+PASSAGES = [h.text for h in HITS]
+
+
+class RecordingLLM(ScriptedLLM):
+    """The scripted double, keeping every call's whole message list (``messages``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[list[Message]] = []
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        self.messages.append([dict(m) for m in messages])  # type: ignore[misc]
+        return super().complete(messages[:1] + messages[-1:], **kwargs)
+
+
+def _turns(messages: list[Message]) -> list[Message]:
+    """The worked examples' turns: everything between the system message and the question's own turn."""
+    assert messages[0]["role"] == "system" and messages[-1]["role"] == "user"
+    return messages[1:-1]
+
+
+@pytest.mark.parametrize("cite", [False, True])
+def test_the_short_prompt_shows_each_example_as_the_question_will_be_asked(cite: bool) -> None:
+    on = short_answer_prompt(MEWDS, PASSAGES, cite=cite, demonstrations=True)
+    off = short_answer_prompt(MEWDS, PASSAGES, cite=cite)
+    assert len(off) == 2 and on[0] == off[0] and on[-1] == off[-1]  # the question's own turn is unchanged
+    turns = _turns(on)
+    assert [t["role"] for t in turns] == ["user", "assistant"] * len(DEMONSTRATIONS)
+    for demo, asked, answered in zip(DEMONSTRATIONS, turns[::2], turns[1::2], strict=True):
+        assert asked["content"] == short_answer_prompt(demo.question, list(demo.passages), cite=cite)[-1]["content"]
+        assert format_context(list(demo.passages)) in asked["content"] and asked["content"].endswith("Short answer:")
+        assert (SHORT_CITE in asked["content"]) is cite
+        markers = "".join(f"[{n}]" for n in demo.cites)
+        assert answered["content"] == (f"{demo.phrase} {markers}" if cite else demo.phrase)
+
+
+def test_each_examples_answer_is_the_passages_own_words() -> None:
+    for demo in DEMONSTRATIONS:
+        cited = " ".join(demo.passages[n - 1] for n in demo.cites)
+        assert demo.phrase in cited, demo.question  # the phrase is copied, as the short prompt asks
+        assert all(1 <= n <= len(demo.passages) for n in demo.cites)
+        assert demo.sentence.endswith(".") and "[" not in demo.sentence
+
+
+def test_the_sentence_prompt_answers_each_example_in_a_cited_sentence() -> None:
+    on = answer_prompt(MEWDS, PASSAGES, cite=True, abstain=True, question_first=True, demonstrations=True)
+    off = answer_prompt(MEWDS, PASSAGES, cite=True, abstain=True, question_first=True)
+    assert on[-1] == off[-1]
+    turns = _turns(on)
+    assert len(turns) == 2 * len(DEMONSTRATIONS)
+    first = DEMONSTRATIONS[0]
+    assert turns[0]["content"].startswith(f"Question: {first.question}\n\nContext:")  # the same question_first
+    assert CITE_INSTRUCTION in turns[0]["content"] and "say that it is not mentioned" in turns[0]["content"]
+    assert turns[1]["content"] == "When full, the Hallam reservoir holds 12.4 million cubic metres of water [2]."
+    chain = Demonstration(("a", "b"), "q?", "b", "It is b.", (1, 2))
+    assert chain.reply(short=False, cite=True) == "It is b [1][2]."
+    assert chain.reply(short=False, cite=False) == "It is b."
+
+
+def test_multiple_choice_keeps_its_prompt() -> None:
+    options = ["A retinopathy", "A virus"]
+    assert answer_prompt(MEWDS, PASSAGES, options, demonstrations=True) == answer_prompt(MEWDS, PASSAGES, options)
+
+
+@pytest.mark.parametrize("short", [True, False])
+def test_the_answer_is_asked_after_the_examples_and_says_so(tmp_path: Path, short: bool) -> None:
+    on_llm, off_llm = RecordingLLM(), RecordingLLM()
+    on = answer_with(tmp_path, on_llm, MEWDS, Reading(demonstrations=True), short=short)
+    off = answer_with(tmp_path, off_llm, MEWDS, Reading(), short=short)
+    assert on_llm.calls == off_llm.calls == 1  # no extra call
+    assert len(_turns(on_llm.messages[-1])) == 2 * len(DEMONSTRATIONS) and len(off_llm.messages[-1]) == 2
+    assert on_llm.messages[-1][-1] == off_llm.messages[-1][-1]
+    assert on.reading == {"demonstrations": True} and off.reading == {}
+
+
+def test_other_readings_and_choices_are_asked_without_examples(tmp_path: Path) -> None:
+    quoted = RecordingLLM()
+    answer_with(tmp_path, quoted, MEWDS, Reading(form="quote", demonstrations=True), short=True)
+    chosen = RecordingLLM()
+    answer_with(tmp_path, chosen, MEWDS, Reading(demonstrations=True), choices=["A retinopathy", "A virus"])
+    assert all(len(m) == 2 for m in quoted.messages + chosen.messages)
+
+
+def test_a_repair_is_asked_after_the_examples_too(tmp_path: Path) -> None:
+    seen: list[int] = []
+
+    class Counting(RestatingLLM):
+        def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+            seen.append(len(messages))
+            return super().complete(messages, **kwargs)
+
+    llm = Counting("Multiple evanescent white dot syndrome", "A rare chorioretinopathy")
+    repaired = answer_with(tmp_path, llm, MEWDS, Reading(repair=True, demonstrations=True), short=True)
+    assert repaired.text == "A rare chorioretinopathy" and llm.calls == 2
+    assert seen == [2 + 2 * len(DEMONSTRATIONS)] * 2  # the second prompt as the first was asked
+
+
+CHAT = "[1:56 pm on 8 May, 2023] John: I moved to a flat by the beach in Brighton last spring.\n"
+
+
+@pytest.mark.parametrize("shown", [True, False])
+def test_ask_and_its_stream_follow_the_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shown: bool) -> None:
+    sizes: list[int] = []
+
+    class Sized(StreamingLLM):
+        def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+            if "Answer briefly." in messages[-1]["content"]:  # the answer's call (the stream's too)
+                sizes.append(len(messages))
+            return super().complete(messages, **kwargs)
+
+    llm = Sized("Brighton")
+    cfg = _config(monkeypatch, tmp_path, demonstrations=shown, cite=False, verify="off")
+    assert reading_of(cfg.answer).demonstrations is shown
+    with Memory.open(tmp_path / "m", cfg, llm=llm, embedder=HashEmbedder()) as mem:
+        mem.add_text(CHAT, "John", source="chat.txt")
+        mem.index()
+        answer = mem.ask("Where does John live?")
+        streamed = list(mem.ask_stream("Where did John move to?"))
+    assert sizes == [2 + 2 * len(DEMONSTRATIONS) if shown else 2] * 2
+    final = streamed[-1]
+    assert isinstance(final, Answer) and final.text == answer.text == "Brighton"
+    assert answer.reading.get("demonstrations", False) is shown and final.reading.get("demonstrations", False) is shown
+
+
+def test_the_setting_is_checked_and_fingerprinted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        _config(monkeypatch, tmp_path, demonstrations="sometimes")
+    assert answer_settings_fingerprint(AnswerSettings(demonstrations=True)) == {"demonstrations": True}
+    assert "demonstrations" not in answer_settings_fingerprint(AnswerSettings())  # a default run resumes as before
