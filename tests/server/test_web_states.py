@@ -261,5 +261,10 @@ def test_a_sentence_quoting_what_its_passage_does_not_hold_says_so(
         ask_question(page, "What guards the lamp room?")
         title = page.locator("#answer-text .unsupported").get_attribute("title")
         flag = page.inner_text("#answer-text .unsupported .flag")
+        note = page.inner_text("#answer-state [data-state='unsupported']")
     assert errors == []
     assert title == "It quotes text that its citations do not hold" and flag.strip() == "unsupported", title
+    assert note.endswith(
+        "1 sentence of the answer is not supported by the passages cited (it quotes text the passages cited do not "
+        "hold): it is marked."
+    ), note

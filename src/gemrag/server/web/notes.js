@@ -55,10 +55,17 @@
         `${weak.length === 1 ? "it" : "them"} before trusting the answer.`));
     }
     if (unsupported) {
+      // a quotation its passages do not hold (the check's "quote" method) is said as such, as gemrag ask says it
+      const quoting = flagged.filter((v) => v.method === "quote").length;
+      const held = againstContext ? "the context does" : "the passages cited do";
+      const which = quoting === unsupported ? (unsupported === 1 ? "it quotes" : "they quote")
+        : `${quoting} of them ${quoting === 1 ? "quotes" : "quote"}`;
       notes.push(el("p", { class: "state-box weak", "data-state": "unsupported" },
         el("strong", { text: "Unsupported sentences. " }),
         `${plural(unsupported, "sentence")} of the answer ${unsupported === 1 ? "is" : "are"} not supported by ` +
-        (againstContext ? "the context (the answer cites no passage): marked." : "the passages cited: they are marked.")));
+        (againstContext ? "the context (the answer cites no passage)" : "the passages cited") +
+        (quoting ? ` (${which} text ${held} not hold)` : "") +
+        `: ${unsupported === 1 ? "it is" : "they are"} marked.`));
     }
     // how the question's form was read (the list and hypothetical readings), as gemrag ask says it
     const forms = [];
