@@ -15,7 +15,7 @@ import pytest
 from fakes import HashEmbedder, ScriptedLLM, StreamingLLM
 from gemrag import Memory
 from gemrag.answers.answer import Answer
-from gemrag.answers.demonstrations import DEMONSTRATIONS, Demonstration
+from gemrag.answers.demonstrations import DEMONSTRATIONS, Demonstration, copied_example
 from gemrag.answers.prompts import SHORT_CITE, answer_prompt, short_answer_prompt
 from gemrag.answers.reading import Reading
 from gemrag.config import AnswerSettings
@@ -156,3 +156,54 @@ def test_the_setting_is_checked_and_fingerprinted(monkeypatch: pytest.MonkeyPatc
         _config(monkeypatch, tmp_path, demonstrations="sometimes")
     assert answer_settings_fingerprint(AnswerSettings(demonstrations=True)) == {"demonstrations": True}
     assert "demonstrations" not in answer_settings_fingerprint(AnswerSettings())  # a default run resumes as before
+
+
+def test_an_answer_naming_an_examples_own_name_is_found() -> None:
+    assert copied_example("Helen Marsh", ["G. Stanley Hall founded the journal."]) == "Helen Marsh"
+    assert copied_example("helen  marsh [2]", ["Nothing about her."]) == "Helen Marsh"  # case and spacing aside
+    assert copied_example("Helen Marsh", ["Helen Marsh wrote it."]) is None  # the context holds it: read, not copied
+    assert copied_example("Leeds", ["A city."], question="Was it Leeds or York?") is None  # the question names it
+    assert copied_example("Samuel Johnson", ["A writer."]) is None  # "Sam" as a whole word only
+    assert copied_example("She was at the animal shelter.", ["A bakery."]) == "at the animal shelter"  # a phrase
+    assert copied_example("", ["x"]) is None and copied_example("Stanley Hall", ["x"]) is None
+
+
+class CopyingLLM(StreamingLLM):
+    """Answers with an example's name when the prompt carries the examples, else with the context's answer."""
+
+    def __init__(self) -> None:
+        super().__init__(reply="")
+        self.sizes: list[int] = []
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        completion = super().complete(messages, **kwargs)
+        content = messages[-1]["content"]
+        if "Answer briefly." in content or "Short answer:" in content:
+            self.sizes.append(len(messages))
+            completion.text = "Helen Marsh" if len(messages) > 2 else "Brighton"
+        return completion
+
+
+@pytest.mark.parametrize("short", [True, False])
+def test_an_answer_that_copied_an_example_is_asked_again_without_them(tmp_path: Path, short: bool) -> None:
+    llm = CopyingLLM()
+    answer = answer_with(tmp_path, llm, MEWDS, Reading(demonstrations=True), short=short)
+    assert answer.text == "Brighton" and llm.sizes == [2 + 2 * len(DEMONSTRATIONS), 2]  # the second: no examples
+    assert answer.reading == {"demonstrations": True, "example_copied": "Helen Marsh"}
+    plain = CopyingLLM()
+    assert answer_with(tmp_path, plain, MEWDS, Reading(), short=short).text == "Brighton" and plain.sizes == [2]
+
+
+def test_a_streamed_answer_that_copied_an_example_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    llm = CopyingLLM()
+    cfg = _config(monkeypatch, tmp_path, demonstrations=True, cite=False, verify="off")
+    with Memory.open(tmp_path / "m", cfg, llm=llm, embedder=HashEmbedder()) as mem:
+        mem.add_text(CHAT, "John", source="chat.txt")
+        mem.index()
+        streamed = list(mem.ask_stream("Where did John move to?"))
+    final = streamed[-1]
+    assert isinstance(final, Answer) and final.text == "Brighton"
+    assert "".join(p for p in streamed[:-1] if isinstance(p, str)) == "Helen Marsh\nBrighton"  # the copy, then again
+    assert final.reading["example_copied"] == "Helen Marsh" and llm.sizes == [2 + 2 * len(DEMONSTRATIONS), 2]

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from gemrag.answers.again import repaired, without_examples
 from gemrag.answers.answer import Answer, Quote, ScoredOption
 from gemrag.answers.choices import (
     LETTERS,
@@ -41,6 +42,7 @@ from gemrag.answers.choices import (
 )
 from gemrag.answers.consistency import most_consistent
 from gemrag.answers.dates.completion import complete_dates
+from gemrag.answers.demonstrations import copied_example
 from gemrag.answers.letter_probability import LetterChoice, choose_by_letter_probability
 from gemrag.answers.likelihood import OptionScore, best_option, score_options
 from gemrag.answers.prompts import (
@@ -66,7 +68,6 @@ from gemrag.answers.reading import (
     reading_aid,
     reading_prompt,
 )
-from gemrag.answers.repair import Repair, answer_fault, repair_instruction
 from gemrag.answers.replies import read_reply, short_form
 from gemrag.answers.shaping import evidence_score, shape_context
 from gemrag.errors import StructuredOutputError
@@ -168,7 +169,12 @@ def answer_question(
             scoring call an order instead of a decoded letter, and under ``option_orders`` = k each option's
             probability averaged over the k cyclic orders (the vote's probability form); nothing is cited;
             ``reading["option_scores"]`` holds each option's log-probabilities and ``reading["order_letter_logprobs"]``
-            each order's letter distribution.
+            each order's letter distribution. Worked examples (``reading.demonstrations``, free form in the plain
+            form; Brown et al. 2020, section 2; :mod:`gemrag.answers.demonstrations`): the prompt carries them as
+            earlier chat turns (``reading["demonstrations"]`` True); a single greedy answer naming an example's own
+            name that neither the context nor the question holds
+            (:func:`gemrag.answers.demonstrations.copied_example`) is asked once more without them, and
+            ``reading["example_copied"]`` holds that name.
         embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``) and to abstain
             (``reading.abstain_below``: below it the answer is :data:`~gemrag.answers.reading.NOT_FOUND`, no LLM call,
             and ``reading["abstained"]`` is True; ``reading["evidence"]`` holds the score either way).
@@ -300,11 +306,18 @@ def answer_question(
             ]  # fmt: skip
             pick = most_consistent([r[0] for r in reads]) if k > 1 else 0
             text, cited, dropped, quotes = reads[pick]
+            copied = copied_example(text, texts, question) if examples and form == "plain" and k == 1 else None
+            if copied is not None:  # the answer names a worked example's name: asked again without the examples
+                text, cited, dropped, quotes = without_examples(
+                    model, question, hits, texts, short=short, cite=cite, abstain=plain_abstain, steps=steps,
+                    instruction=instruction, temperature=temperature, seed=seed, question_first=first,
+                )  # fmt: skip
+                info["example_copied"] = copied
             if reading.repair and form == "plain" and agent is None and k == 1:
                 (text, cited, dropped, quotes), note = repaired(
                     model, question, hits, texts, reads[pick], short=short, cite=cite, abstain=plain_abstain,
                     steps=steps, instruction=instruction, temperature=temperature, seed=seed, question_first=first,
-                    demonstrations=examples,
+                    demonstrations=examples and copied is None,
                 )  # fmt: skip
                 if note is not None:
                     info["repair"] = note
@@ -320,63 +333,6 @@ def answer_question(
     if not reading.plain and agent is None:
         info = {"form": form, "samples": reading.samples, **info}
     return Answer(text, choice, list(hits), retrieval_seconds, t2 - t1, spent, cited, dropped, quotes, info)
-
-
-Read = tuple[str, list[int], int, list[Quote]]
-"""A free-form reply as :func:`gemrag.answers.replies.read_reply` reads it: ``(text, cited, dropped, quotes)``."""
-
-
-def repaired(
-    model: LLM,
-    question: str,
-    hits: Sequence[Hit],
-    texts: Sequence[str],
-    first: Read,
-    *,
-    short: bool,
-    cite: bool,
-    abstain: bool,
-    steps: FollowUps,
-    instruction: str,
-    temperature: float,
-    seed: int | None,
-    question_first: bool = False,
-    demonstrations: bool = False,
-) -> tuple[Read, dict[str, str] | None]:
-    """A plain free-form answer whose form does not fit its question, asked once more (``[answer] repair``,
-    :mod:`gemrag.answers.repair`; Self-Refine, Madaan et al., NeurIPS 2023, section 2, one round, the feedback a
-    rule's).
-
-    ``first`` is read for a fault (:func:`gemrag.answers.repair.answer_fault`: it restates the question, or says yes
-    or no to a question offering alternatives). None: ``(first, None)``, no call. Otherwise the question is asked
-    again from the same ``texts`` with the prompt ``first`` was asked with plus the fault's sentence
-    (:func:`gemrag.answers.repair.repair_instruction`; the short form's prompt when ``short``, citing when ``cite``),
-    one LLM call (two if the reply is only markers), cached like any other; the second reply is kept
-    when it is non-empty and has no fault, else ``first``. ``question_first``, ``demonstrations``: as the first
-    prompt showed the question (:func:`gemrag.answers.prompts.question_lead`) and the worked examples
-    (:mod:`gemrag.answers.demonstrations`).
-
-    Returns:
-        The kept reply, and what ``Answer.reading["repair"]`` records (a :class:`gemrag.answers.repair.Repair` as a
-        dict; None when ``first`` had no fault).
-    """
-    fault = answer_fault(question, first[0])
-    if fault is None:
-        return first, None
-    again = f"{instruction} {repair_instruction(fault)}".strip()
-    build = partial(
-        short_answer_prompt if short else answer_prompt, question_first=question_first, demonstrations=demonstrations
-    )
-    messages = build(question, list(texts), abstain=abstain, cite=cite, follow_ups=steps, instruction=again)
-    uncited = build(question, list(texts), abstain=abstain, follow_ups=steps, instruction=again)
-    limit = SHORT_MAX_TOKENS if short else ANSWER_MAX_TOKENS
-    second = read_reply(
-        model, messages, uncited, hits, "plain", short=short, cite=cite, limit=limit, temperature=temperature,
-        seed=seed,
-    )  # fmt: skip
-    kept = bool(second[0].strip()) and answer_fault(question, second[0]) is None
-    note = Repair(fault=fault, first_answer=first[0], kept="second" if kept else "first")
-    return (second if kept else first), note.model_dump()
 
 
 def _choose(

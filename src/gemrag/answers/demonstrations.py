@@ -17,7 +17,8 @@ backend that keeps the evaluated prompt prefix (llama.cpp does) reads them once 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gemrag.models.base import Message
@@ -33,6 +34,8 @@ class Demonstration:
         phrase: the short-form answer: the words of the passage that answer, as the passage writes them.
         sentence: the sentence-form answer (no citation markers; :meth:`reply` adds them).
         cites: the numbers (1-based) of the passages the answer rests on, in the order they are used.
+        names: the example's own names (people, places, titles, methods): an answer naming one that neither the
+            context nor the question holds has copied the example (:func:`copied_example`).
     """
 
     passages: tuple[str, ...]
@@ -40,6 +43,7 @@ class Demonstration:
     phrase: str
     sentence: str
     cites: tuple[int, ...]
+    names: tuple[str, ...] = ()
 
     def reply(self, *, short: bool, cite: bool) -> str:
         """The model's turn: the phrase (``short``) or the sentence, followed by its ``[n]`` markers when ``cite``
@@ -66,6 +70,7 @@ DEMONSTRATIONS: tuple[Demonstration, ...] = (
         phrase="12.4 million cubic metres of water",
         sentence="When full, the Hallam reservoir holds 12.4 million cubic metres of water.",
         cites=(2,),
+        names=("Hallam",),
     ),
     Demonstration(
         passages=(
@@ -78,6 +83,7 @@ DEMONSTRATIONS: tuple[Demonstration, ...] = (
         phrase="at the animal shelter",
         sentence="Priya volunteers at the animal shelter, on Saturdays.",
         cites=(1,),
+        names=("Priya", "Sam"),
     ),
     Demonstration(
         passages=(
@@ -88,6 +94,7 @@ DEMONSTRATIONS: tuple[Demonstration, ...] = (
         phrase="Leeds",
         sentence="The Glass Orchard's author, Helen Marsh, was born in Leeds.",
         cites=(1, 2),
+        names=("The Glass Orchard", "Helen Marsh", "Leeds"),
     ),
     Demonstration(
         passages=(
@@ -98,10 +105,11 @@ DEMONSTRATIONS: tuple[Demonstration, ...] = (
         phrase="X-ray fluorescence and gas chromatography",
         sentence="The soil was analysed by X-ray fluorescence and gas chromatography.",
         cites=(2,),
+        names=("X-ray fluorescence", "gas chromatography"),
     ),
 )
-"""The worked examples, in the order they are shown (about 330 prompt tokens for the four, with the prompt's own
-instructions repeated in each)."""
+"""The worked examples, in the order they are shown (about 500 prompt tokens for the four in the short form, 515
+measured with the 1.5B's tokenizer, the prompt's own instructions repeated in each)."""
 
 
 def demonstration_turns(user_text: Callable[[Demonstration], str], *, short: bool, cite: bool) -> list[Message]:
@@ -114,3 +122,26 @@ def demonstration_turns(user_text: Callable[[Demonstration], str], *, short: boo
         turns.append({"role": "user", "content": user_text(demo)})
         turns.append({"role": "assistant", "content": demo.reply(short=short, cite=cite)})
     return turns
+
+
+def _words(text: str) -> str:
+    """``text`` lowercased, its runs of spaces one space, for whole-word search."""
+    return " ".join(text.lower().split())
+
+
+def copied_example(answer: str, context: Sequence[str], question: str = "") -> str | None:
+    """What ``answer`` copied from the worked examples, or None: the first example's name (:attr:`Demonstration.names`)
+    or short-form phrase that the answer holds as whole words (case and spacing aside) while neither the ``context``
+    passages nor the ``question`` do. A small reader sometimes answers with an example's name instead of reading
+    its own context (the 1.5B answered a MuSiQue question "Helen Marsh"); such an answer is asked again without the
+    examples (:func:`gemrag.answers.answering.answer_question`)."""
+    said = _words(answer)
+    if not said:
+        return None
+    held = _words(" ".join([*context, question]))
+    for demo in DEMONSTRATIONS:
+        for name in (*demo.names, demo.phrase):
+            word = re.compile(rf"(?<!\w){re.escape(_words(name))}(?!\w)")
+            if word.search(said) and not word.search(held):
+                return name
+    return None

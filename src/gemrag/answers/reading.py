@@ -277,7 +277,7 @@ class Reading:
         repair: a plain free-form answer (one greedy answer) whose form does not fit its question (it restates the
             question, or says yes or no to a question offering alternatives; :mod:`gemrag.answers.repair`) is asked
             once more with a sentence saying what the answer must be
-            (:func:`gemrag.answers.answering.repaired`); every other answer is unchanged.
+            (:func:`gemrag.answers.again.repaired`); every other answer is unchanged.
         question_first: every answer prompt (plain, quote, notes, span; free form and lettered multiple choice)
             also shows the question before the context, as well as after it (query-aware contextualization, Liu et
             al., "Lost in the Middle", TACL 2024, section 4.2; :func:`gemrag.answers.prompts.question_lead`). The

@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable, Generator, Sequence
 from functools import partial
 
+from gemrag.answers.again import repaired, without_examples
 from gemrag.answers.answer import Answer
-from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of, repaired
+from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of
 from gemrag.answers.dates.completion import complete_dates
+from gemrag.answers.demonstrations import copied_example
 from gemrag.answers.prompts import ANSWER_MAX_TOKENS, answer_prompt
 from gemrag.answers.question_forms import QuestionForm
 from gemrag.answers.reading import Reading
@@ -134,13 +136,23 @@ def answer_stream(
         if text.strip():
             yield "\n" + text.strip()
         spent = meter.totals.get("query", Usage()) - before
+    copied = copied_example(text, [h.text for h in hits], question) if shown else None
+    if copied is not None:  # the answer names a worked example's name: asked again without the examples
+        with meter.phase("query"):
+            text, cited, dropped, _ = without_examples(
+                llm(), question, hits, [h.text for h in hits], short=False, cite=cite, abstain=abstain, steps=steps,
+                instruction=instruction, temperature=temperature, seed=seed, question_first=first,
+            )  # fmt: skip
+        if text.strip():
+            yield "\n" + text.strip()
+        spent = meter.totals.get("query", Usage()) - before
     note = None
     if reading is not None and reading.repair:  # an answer whose form does not fit its question, asked again
         with meter.phase("query"):
             (text, cited, dropped, _), note = repaired(
                 llm(), question, hits, [h.text for h in hits], (text.strip(), cited, dropped, []), short=False,
                 cite=cite, abstain=abstain, steps=steps, instruction=instruction, temperature=temperature, seed=seed,
-                question_first=first, demonstrations=shown,
+                question_first=first, demonstrations=shown and copied is None,
             )  # fmt: skip
         if note is not None and note["kept"] == "second":
             yield "\n" + text.strip()
@@ -153,6 +165,8 @@ def answer_stream(
         info["question_first"] = True
     if shown:
         info["demonstrations"] = True
+    if copied is not None:
+        info["example_copied"] = copied
     if note is not None:
         info["repair"] = note
     yield Answer(text, None, list(hits), retrieval_seconds, seconds, spent, cited, dropped, reading=info)

@@ -103,9 +103,11 @@ class AnswerSettings(BaseModel):
             this library's own, shown as earlier turns of the chat, each answered as the question should be (the
             phrase in the passage's words, with its unit; the final answer of a two-passage chain; a list as the
             passage writes it; :mod:`gemrag.answers.demonstrations`; few-shot prompting, Brown et al. 2020, section
-            2). False (default): no examples. No extra LLM call: about 330 prompt tokens more, at the start of the
-            prompt, so a backend that keeps the evaluated prefix (llama.cpp) reads them once. Multiple choice and the
-            quote, notes and span readings keep their prompts.
+            2). False (default): no examples. No extra LLM call: about 500 prompt tokens more, at the start of the
+            prompt, so a backend that keeps the evaluated prefix (llama.cpp) reads them once. An answer naming an
+            example's own name that neither the context nor the question holds is asked once more without the
+            examples (one more call, for such an answer only). Multiple choice and the quote, notes and span readings
+            keep their prompts.
         date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
             expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
         verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
