@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from gemrag.answers.again import repaired, without_examples
+from gemrag.answers.again import Asked, repaired, without_examples
 from gemrag.answers.answer import Answer, Quote, ScoredOption
 from gemrag.answers.choices import (
     LETTERS,
@@ -306,19 +307,17 @@ def answer_question(
             ]  # fmt: skip
             pick = most_consistent([r[0] for r in reads]) if k > 1 else 0
             text, cited, dropped, quotes = reads[pick]
+            asking = Asked(
+                model, question, hits, texts, short, cite, plain_abstain, steps, instruction, temperature, seed,
+                question_first=first, demonstrations=examples,
+            )  # fmt: skip
             copied = copied_example(text, texts, question) if examples and form == "plain" and k == 1 else None
             if copied is not None:  # the answer names a worked example's name: asked again without the examples
-                text, cited, dropped, quotes = without_examples(
-                    model, question, hits, texts, short=short, cite=cite, abstain=plain_abstain, steps=steps,
-                    instruction=instruction, temperature=temperature, seed=seed, question_first=first,
-                )  # fmt: skip
+                text, cited, dropped, quotes = without_examples(asking)
                 info["example_copied"] = copied
+                asking = replace(asking, demonstrations=False)
             if reading.repair and form == "plain" and agent is None and k == 1:
-                (text, cited, dropped, quotes), note = repaired(
-                    model, question, hits, texts, reads[pick], short=short, cite=cite, abstain=plain_abstain,
-                    steps=steps, instruction=instruction, temperature=temperature, seed=seed, question_first=first,
-                    demonstrations=examples and copied is None,
-                )  # fmt: skip
+                (text, cited, dropped, quotes), note = repaired(asking, (text, cited, dropped, quotes))
                 if note is not None:
                     info["repair"] = note
             choice = None

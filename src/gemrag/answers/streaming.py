@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import replace
 from functools import partial
 
-from gemrag.answers.again import repaired, without_examples
+from gemrag.answers.again import Asked, repaired, without_examples
 from gemrag.answers.answer import Answer
 from gemrag.answers.answering import agent_answer, answer_question, follow_ups_of
 from gemrag.answers.dates.completion import complete_dates
@@ -136,24 +137,22 @@ def answer_stream(
         if text.strip():
             yield "\n" + text.strip()
         spent = meter.totals.get("query", Usage()) - before
-    copied = copied_example(text, [h.text for h in hits], question) if shown else None
+    asking = Asked(
+        llm(), question, hits, [h.text for h in hits], False, cite, abstain, steps, instruction, temperature, seed,
+        question_first=first, demonstrations=shown,
+    )  # fmt: skip
+    copied = copied_example(text, asking.texts, question) if shown else None
     if copied is not None:  # the answer names a worked example's name: asked again without the examples
         with meter.phase("query"):
-            text, cited, dropped, _ = without_examples(
-                llm(), question, hits, [h.text for h in hits], short=False, cite=cite, abstain=abstain, steps=steps,
-                instruction=instruction, temperature=temperature, seed=seed, question_first=first,
-            )  # fmt: skip
+            text, cited, dropped, _ = without_examples(asking)
         if text.strip():
             yield "\n" + text.strip()
         spent = meter.totals.get("query", Usage()) - before
+        asking = replace(asking, demonstrations=False)
     note = None
     if reading is not None and reading.repair:  # an answer whose form does not fit its question, asked again
         with meter.phase("query"):
-            (text, cited, dropped, _), note = repaired(
-                llm(), question, hits, [h.text for h in hits], (text.strip(), cited, dropped, []), short=False,
-                cite=cite, abstain=abstain, steps=steps, instruction=instruction, temperature=temperature, seed=seed,
-                question_first=first, demonstrations=shown and copied is None,
-            )  # fmt: skip
+            (text, cited, dropped, _), note = repaired(asking, (text.strip(), cited, dropped, []))
         if note is not None and note["kept"] == "second":
             yield "\n" + text.strip()
         spent = meter.totals.get("query", Usage()) - before
