@@ -17,13 +17,17 @@ from gemrag import Memory
 from gemrag.answers.answer import Answer
 from gemrag.answers.demonstrations import DEMONSTRATIONS, Demonstration, copied_example
 from gemrag.answers.prompts import SHORT_CITE, answer_prompt, short_answer_prompt
+from gemrag.answers.provenance import describe_answer
 from gemrag.answers.reading import Reading
+from gemrag.cli.ask import question_form_lines
 from gemrag.config import AnswerSettings
 from gemrag.errors import ConfigError
 from gemrag.eval.protocol import answer_settings_fingerprint
+from gemrag.mcp_server import MemoryTools
 from gemrag.memory.asking import reading_of
 from gemrag.models.base import Completion, Message
 from gemrag.prompting import CITE_INSTRUCTION, format_context
+from gemrag.server.serialize import answer_out
 from test_answer_repair import HITS, MEWDS, RestatingLLM, answer_with
 from test_time_aware_reading import _config
 
@@ -194,7 +198,7 @@ def test_an_answer_that_copied_an_example_is_asked_again_without_them(tmp_path: 
     assert answer_with(tmp_path, plain, MEWDS, Reading(), short=short).text == "Brighton" and plain.sizes == [2]
 
 
-def test_a_streamed_answer_that_copied_an_example_is_asked_again(
+def test_a_copied_answer_is_asked_again_and_said_on_every_surface(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     llm = CopyingLLM()
@@ -203,7 +207,16 @@ def test_a_streamed_answer_that_copied_an_example_is_asked_again(
         mem.add_text(CHAT, "John", source="chat.txt")
         mem.index()
         streamed = list(mem.ask_stream("Where did John move to?"))
-    final = streamed[-1]
-    assert isinstance(final, Answer) and final.text == "Brighton"
+        final = streamed[-1]
+        assert isinstance(final, Answer) and final.text == "Brighton"
+        described = describe_answer(mem.store, final, "dense")  # gemrag ask --json
+        mcp_answer = MemoryTools(mem, "dense").ask("Where does John live?")
     assert "".join(p for p in streamed[:-1] if isinstance(p, str)) == "Helen Marsh\nBrighton"  # the copy, then again
-    assert final.reading["example_copied"] == "Helen Marsh" and llm.sizes == [2 + 2 * len(DEMONSTRATIONS), 2]
+    assert final.reading["example_copied"] == "Helen Marsh" and llm.sizes[:2] == [2 + 2 * len(DEMONSTRATIONS), 2]
+    assert described.example_copied == answer_out(final, "dense").example_copied == "Helen Marsh"  # --json, server
+    assert mcp_answer.answer == "Brighton" and mcp_answer.example_copied == "Helen Marsh"  # MCP's ask
+    said = [str(line) for line in question_form_lines(final)]  # gemrag ask, under the answer
+    assert said == ['· the first answer named "Helen Marsh", from the worked examples, not the context: asked again '
+                    "without the examples"]  # fmt: skip
+    plain = Answer("Brighton", None, [], 0.0, 0.0, reading={"demonstrations": True})
+    assert question_form_lines(plain) == [] and answer_out(plain, "dense").example_copied is None

@@ -114,8 +114,10 @@ class AskResult(BaseModel):
     (:class:`gemrag.answers.provenance.DescribedAnswer`): ``quotes`` (the quote reading's quoted sentences or the span
     answer's span, each with its passage and character span), ``dates_completed`` (the dates completed from a dated
     context), ``list_cue`` (the words that made the question a list question under ``[answer] lists``),
-    ``hypothetical_cue`` (the word that made it a hypothetical question under ``[answer] hypotheticals``) and
-    ``repair`` (an answer asked again because its form did not fit the question, under ``[answer] repair``)."""
+    ``hypothetical_cue`` (the word that made it a hypothetical question under ``[answer] hypotheticals``),
+    ``repair`` (an answer asked again because its form did not fit the question, under ``[answer] repair``) and
+    ``example_copied`` (the worked example's name a first answer copied, the answer asked again without the
+    examples, under ``[answer] demonstrations``)."""
 
     question: str
     answer: str
@@ -133,6 +135,7 @@ class AskResult(BaseModel):
     list_cue: str | None = None
     hypothetical_cue: str | None = None
     repair: Repair | None = None
+    example_copied: str | None = None
 
 
 class ForgetResult(BaseModel):

@@ -1,4 +1,5 @@
-"""An answer asked again because its form did not fit the question (``[answer] repair``) on the web page, in
+"""An answer asked again because its form did not fit the question (``[answer] repair``), or because it copied a
+worked example (``[answer] demonstrations``), on the web page, in
 Debian's chromium (the ``browser`` fixture, test doubles): the page shows the second answer and a note with the
 fault and the first answer."""
 
@@ -49,3 +50,32 @@ def test_an_answer_asked_again_is_shown_with_the_first(browser: Any, tmp_path: P
     assert answer.strip() == "Pilot", answer  # the final answer's text replaces the streamed "Yes"
     assert note.startswith("Asked again.") and "“Yes”" in note and "alternatives" in note, note
     assert "the answer above is the second" in note, note
+
+
+class _CopiesAnExample(StreamingLLM):
+    """Answers with a worked example's name while the prompt carries the examples, else "Pilot"."""
+
+    def __init__(self) -> None:
+        super().__init__("Pilot")
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        self.reply = "Helen Marsh" if len(messages) > 2 else "Pilot"
+        return super().complete(messages, **kwargs)
+
+
+def test_an_answer_that_copied_a_worked_example_says_so(browser: Any, tmp_path: Path, config: Config) -> None:
+    cfg = load_config(
+        None,
+        {"strategy": "dense", "memory": {"chunk_tokens": 30}, "gem": {"questions": 2},
+         "answer": {"demonstrations": True, "verify": "off"}},
+    )  # fmt: skip
+    with seeded_page(browser, served(tmp_path / "root", cfg, embedder=HashEmbedder(), llm=_CopiesAnExample())) as (
+        page,
+        errors,
+    ):
+        ask_question(page, "What is the keeper's cat named?")
+        answer = page.inner_text("#answer-text")
+        note = page.inner_text("#answer-state [data-state='example-copied']")
+    assert errors == []
+    assert answer.strip() == "Pilot", answer  # the final answer's text replaces the streamed copy
+    assert note.startswith("Asked again.") and "“Helen Marsh”" in note and "worked examples" in note, note

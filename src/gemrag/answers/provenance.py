@@ -107,6 +107,9 @@ class DescribedAnswer(BaseModel):
         repair: under ``[answer] repair = "auto"``, an answer asked again because its form did not fit the question
             (it restated the question, or said yes or no to alternatives): the fault, the first answer and which
             was kept (:class:`gemrag.answers.repair.Repair`); None otherwise.
+        example_copied: under ``[answer] demonstrations``, the worked example's name the first answer named while
+            neither the context nor the question holds it, the answer being the one asked again without the examples
+            (:func:`gemrag.answers.demonstrations.copied_example`); None otherwise.
         choice_scoring: ``"likelihood"`` or ``"calibrated"`` when a multiple-choice answer was chosen by its options'
             likelihood, ``"letter_probability"`` when by its letters' probabilities (``[answer] choice_scoring``),
             else None.
@@ -130,6 +133,7 @@ class DescribedAnswer(BaseModel):
     list_cue: str | None = None
     hypothetical_cue: str | None = None
     repair: Repair | None = None
+    example_copied: str | None = None
     choice_scoring: str | None = None
     option_scores: list[ScoredOption] = Field(default_factory=list)
 
@@ -239,6 +243,7 @@ def describe_answer(store: NodeRows | None, answer: Answer, strategy: str) -> De
         list_cue=answer.reading.get("list_cue"),
         hypothetical_cue=answer.reading.get("hypothetical_cue"),
         repair=Repair.of(answer.reading),
+        example_copied=answer.reading.get("example_copied"),
         choice_scoring=answer.reading.get("choice_scoring"),
         option_scores=ScoredOption.listed(answer.reading),
     )

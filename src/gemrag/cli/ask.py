@@ -201,7 +201,8 @@ def question_form_lines(answer: Answer) -> list[Text]:
     choice_scoring``) gets one line with each option's score (:class:`~gemrag.answers.answer.ScoredOption`); one
     chosen by its letter's probability, each option's probability (averaged over the option orders asked). An answer
     asked again because its form did not fit the question (``[answer] repair``) gets a line with its fault and first
-    answer."""
+    answer; one asked again because the first named a worked example's name (``[answer] demonstrations``), a line
+    with that name."""
     lines: list[Text] = []
     options = ScoredOption.listed(answer.reading)
     if options and answer.reading.get("choice_scoring") == "letter_probability":
@@ -233,6 +234,15 @@ def question_form_lines(answer: Answer) -> list[Text]:
         fault = REPAIR_FAULTS[repair.fault]
         kept = "the second answer kept" if repair.kept == "second" else "the second had the same fault; the first kept"
         lines.append(Text(f'· the first answer, "{repair.first_answer}", {fault}: asked again, {kept}', style="dim"))
+    copied = answer.reading.get("example_copied")
+    if copied:
+        lines.append(
+            Text(
+                f'· the first answer named "{copied}", from the worked examples, not the context: asked again '
+                "without the examples",
+                style="dim",
+            )
+        )
     return lines
 
 

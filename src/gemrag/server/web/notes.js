@@ -88,6 +88,13 @@
         el("strong", { text: "Asked again. " }),
         `The first answer, “${answer.repair.first_answer}”, ${fault}; ${kept}.`));
     }
+    // an answer asked again because the first named a worked example's name, as gemrag ask says it
+    if (answer.example_copied) {
+      notes.push(el("p", { class: "state-box note", "data-state": "example-copied" },
+        el("strong", { text: "Asked again. " }),
+        `The first answer named “${answer.example_copied}”, from the worked examples, not the context; the answer ` +
+        "above was asked without the examples."));
+    }
     const chosen = choiceNote(answer, state.lastChoices || []);
     if (chosen) notes.push(chosen);
     if (uncited) {
