@@ -77,7 +77,10 @@ def answer_stream(
     ``reading["hypothetical_cue"]`` set). Under ``reading.repair`` a streamed answer whose form does not fit its
     question (:mod:`gemrag.answers.repair`) is asked again as :func:`answer_question` asks it (the same prompt, hence
     cache key), not streamed: when the second answer is kept it is yielded whole after a line break, and the Answer
-    is it, with ``reading["repair"]`` set.
+    is it, with ``reading["repair"]`` set. Under ``reading.demonstrations`` the prompt carries the worked examples
+    (:mod:`gemrag.answers.demonstrations`); a streamed answer that copied one
+    (:func:`gemrag.answers.demonstrations.copied_example`) is asked again without them, yielded whole after a line
+    break, with ``reading["example_copied"]`` set.
 
     Args:
         llm, meter, store, question, hits, choices, retrieval_seconds, abstain, cite, temperature, seed, reading,
