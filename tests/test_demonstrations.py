@@ -54,7 +54,7 @@ def _turns(messages: list[Message]) -> list[Message]:
 
 @pytest.mark.parametrize("cite", [False, True])
 def test_the_short_prompt_shows_each_example_as_the_question_will_be_asked(cite: bool) -> None:
-    on = short_answer_prompt(MEWDS, PASSAGES, cite=cite, demonstrations=True)
+    on = short_answer_prompt(MEWDS, PASSAGES, cite=cite, demonstrations=DEMONSTRATIONS)
     off = short_answer_prompt(MEWDS, PASSAGES, cite=cite)
     assert len(off) == 2 and on[0] == off[0] and on[-1] == off[-1]  # the question's own turn is unchanged
     turns = _turns(on)
@@ -76,7 +76,7 @@ def test_each_examples_answer_is_the_passages_own_words() -> None:
 
 
 def test_the_sentence_prompt_answers_each_example_in_a_cited_sentence() -> None:
-    on = answer_prompt(MEWDS, PASSAGES, cite=True, abstain=True, question_first=True, demonstrations=True)
+    on = answer_prompt(MEWDS, PASSAGES, cite=True, abstain=True, question_first=True, demonstrations=DEMONSTRATIONS)
     off = answer_prompt(MEWDS, PASSAGES, cite=True, abstain=True, question_first=True)
     assert on[-1] == off[-1]
     turns = _turns(on)
@@ -92,13 +92,14 @@ def test_the_sentence_prompt_answers_each_example_in_a_cited_sentence() -> None:
 
 def test_multiple_choice_keeps_its_prompt() -> None:
     options = ["A retinopathy", "A virus"]
-    assert answer_prompt(MEWDS, PASSAGES, options, demonstrations=True) == answer_prompt(MEWDS, PASSAGES, options)
+    shown = answer_prompt(MEWDS, PASSAGES, options, demonstrations=DEMONSTRATIONS)
+    assert shown == answer_prompt(MEWDS, PASSAGES, options)
 
 
 @pytest.mark.parametrize("short", [True, False])
 def test_the_answer_is_asked_after_the_examples_and_says_so(tmp_path: Path, short: bool) -> None:
     on_llm, off_llm = RecordingLLM(), RecordingLLM()
-    on = answer_with(tmp_path, on_llm, MEWDS, Reading(demonstrations=True), short=short)
+    on = answer_with(tmp_path, on_llm, MEWDS, Reading(demonstrations=DEMONSTRATIONS), short=short)
     off = answer_with(tmp_path, off_llm, MEWDS, Reading(), short=short)
     assert on_llm.calls == off_llm.calls == 1  # no extra call
     assert len(_turns(on_llm.messages[-1])) == 2 * len(DEMONSTRATIONS) and len(off_llm.messages[-1]) == 2
@@ -108,9 +109,9 @@ def test_the_answer_is_asked_after_the_examples_and_says_so(tmp_path: Path, shor
 
 def test_other_readings_and_choices_are_asked_without_examples(tmp_path: Path) -> None:
     quoted = RecordingLLM()
-    answer_with(tmp_path, quoted, MEWDS, Reading(form="quote", demonstrations=True), short=True)
+    answer_with(tmp_path, quoted, MEWDS, Reading(form="quote", demonstrations=DEMONSTRATIONS), short=True)
     chosen = RecordingLLM()
-    answer_with(tmp_path, chosen, MEWDS, Reading(demonstrations=True), choices=["A retinopathy", "A virus"])
+    answer_with(tmp_path, chosen, MEWDS, Reading(demonstrations=DEMONSTRATIONS), choices=["A retinopathy", "A virus"])
     assert all(len(m) == 2 for m in quoted.messages + chosen.messages)
 
 
@@ -123,7 +124,7 @@ def test_a_repair_is_asked_after_the_examples_too(tmp_path: Path) -> None:
             return super().complete(messages, **kwargs)
 
     llm = Counting("Multiple evanescent white dot syndrome", "A rare chorioretinopathy")
-    repaired = answer_with(tmp_path, llm, MEWDS, Reading(repair=True, demonstrations=True), short=True)
+    repaired = answer_with(tmp_path, llm, MEWDS, Reading(repair=True, demonstrations=DEMONSTRATIONS), short=True)
     assert repaired.text == "A rare chorioretinopathy" and llm.calls == 2
     assert seen == [2 + 2 * len(DEMONSTRATIONS)] * 2  # the second prompt as the first was asked
 
@@ -143,7 +144,7 @@ def test_ask_and_its_stream_follow_the_setting(monkeypatch: pytest.MonkeyPatch, 
 
     llm = Sized("Brighton")
     cfg = _config(monkeypatch, tmp_path, demonstrations=shown, cite=False, verify="off")
-    assert reading_of(cfg.answer).demonstrations is shown
+    assert reading_of(cfg.answer).demonstrations == (DEMONSTRATIONS if shown else ())
     with Memory.open(tmp_path / "m", cfg, llm=llm, embedder=HashEmbedder()) as mem:
         mem.add_text(CHAT, "John", source="chat.txt")
         mem.index()
@@ -191,7 +192,7 @@ class CopyingLLM(StreamingLLM):
 @pytest.mark.parametrize("short", [True, False])
 def test_an_answer_that_copied_an_example_is_asked_again_without_them(tmp_path: Path, short: bool) -> None:
     llm = CopyingLLM()
-    answer = answer_with(tmp_path, llm, MEWDS, Reading(demonstrations=True), short=short)
+    answer = answer_with(tmp_path, llm, MEWDS, Reading(demonstrations=DEMONSTRATIONS), short=short)
     assert answer.text == "Brighton" and llm.sizes == [2 + 2 * len(DEMONSTRATIONS), 2]  # the second: no examples
     assert answer.reading == {"demonstrations": True, "example_copied": "Helen Marsh"}
     plain = CopyingLLM()

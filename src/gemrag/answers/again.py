@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from gemrag.answers.answer import Quote
+from gemrag.answers.demonstrations import Demonstration
 from gemrag.answers.prompts import (
     ANSWER_MAX_TOKENS,
     SHORT_MAX_TOKENS,
@@ -33,7 +34,8 @@ class Asked:
     """How a plain free-form answer was asked, to ask it again the same way: its model, question, hits (their
     ``texts`` as the prompt showed them), form (``short``: the short form's prompt; ``cite``: asking for ``[n]``
     markers), decline line (``abstain``), follow-ups (``steps``), the question form's sentence (``instruction``),
-    sampling (``temperature``, ``seed``), ``question_first`` and ``demonstrations`` (the worked examples shown)."""
+    sampling (``temperature``, ``seed``), ``question_first`` and ``demonstrations`` (the worked examples shown; ``()``
+    for none)."""
 
     model: LLM
     question: str
@@ -47,7 +49,7 @@ class Asked:
     temperature: float
     seed: int | None
     question_first: bool = False
-    demonstrations: bool = False
+    demonstrations: tuple[Demonstration, ...] = ()
 
     def again(self, instruction: str | None = None) -> Read:
         """One more answer from the same ``texts`` with the same prompt, its ``instruction`` replaced when one is
@@ -71,7 +73,7 @@ def without_examples(asked: Asked) -> Read:
     """The answer asked again without the worked examples (``[answer] demonstrations``), for an answer that copied
     one (:func:`gemrag.answers.demonstrations.copied_example`): the same prompt with no example turns, one more LLM
     call (Brown et al. 2020, section 2, the examples only conditioning)."""
-    return replace(asked, demonstrations=False).again()
+    return replace(asked, demonstrations=()).again()
 
 
 def repaired(asked: Asked, first: Read) -> tuple[Read, dict[str, str] | None]:

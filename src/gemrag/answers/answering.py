@@ -170,10 +170,10 @@ def answer_question(
             scoring call an order instead of a decoded letter, and under ``option_orders`` = k each option's
             probability averaged over the k cyclic orders (the vote's probability form); nothing is cited;
             ``reading["option_scores"]`` holds each option's log-probabilities and ``reading["order_letter_logprobs"]``
-            each order's letter distribution. Worked examples (``reading.demonstrations``, free form in the plain
-            form; Brown et al. 2020, section 2; :mod:`gemrag.answers.demonstrations`): the prompt carries them as
-            earlier chat turns (``reading["demonstrations"]`` True); a single greedy answer naming an example's own
-            name that neither the context nor the question holds
+            each order's letter distribution. Worked examples (``reading.demonstrations``, the library's or a user's
+            own; free form in the plain form; Brown et al. 2020, section 2; :mod:`gemrag.answers.demonstrations`):
+            the prompt carries them as earlier chat turns (``reading["demonstrations"]`` True); a single greedy
+            answer naming an example's own name that neither the context nor the question holds
             (:func:`gemrag.answers.demonstrations.copied_example`) is asked once more without them, and
             ``reading["example_copied"]`` holds that name.
         embedder: the memory's embedder, needed to trim sentences (``reading.shaping.trim``) and to abstain
@@ -215,7 +215,7 @@ def answer_question(
     info.update(asked.cues)
     plain_abstain, instruction = asked.abstains(abstain), asked.instruction
     first = reading.question_first and agent is None  # the question also shown before the context
-    examples = reading.demonstrations and agent is None  # worked examples before the question
+    examples = reading.demonstrations if agent is None else ()  # worked examples before the question
     ask = partial(answer_prompt, question_first=first, demonstrations=examples)
     ask_short = partial(short_answer_prompt, question_first=first, demonstrations=examples)
     if first:
@@ -311,11 +311,12 @@ def answer_question(
                 model, question, hits, texts, short, cite, plain_abstain, steps, instruction, temperature, seed,
                 question_first=first, demonstrations=examples,
             )  # fmt: skip
-            copied = copied_example(text, texts, question) if examples and form == "plain" and k == 1 else None
+            single = examples and form == "plain" and k == 1  # one greedy answer asked after the examples
+            copied = copied_example(text, texts, question, examples) if single else None
             if copied is not None:  # the answer names a worked example's name: asked again without the examples
                 text, cited, dropped, quotes = without_examples(asking)
                 info["example_copied"] = copied
-                asking = replace(asking, demonstrations=False)
+                asking = replace(asking, demonstrations=())
             if reading.repair and form == "plain" and agent is None and k == 1:
                 (text, cited, dropped, quotes), note = repaired(asking, (text, cited, dropped, quotes))
                 if note is not None:

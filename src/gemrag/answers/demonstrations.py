@@ -13,15 +13,31 @@ the passage's words) and the sentence form (one sentence), each with ``[n]`` mar
 the system message and the question's own turn (:func:`demonstration_turns` renders them with the prompt's own
 builder, so an example reads exactly as the real question will). They sit at the start of every prompt, so a
 backend that keeps the evaluated prompt prefix (llama.cpp does) reads them once for a run of questions.
+
+A user's own examples (``[answer] demonstrations_file``, a TOML or JSON file: :func:`load_demonstrations`) are shown
+instead, in the same way: examples of the user's own domain and answer style.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gemrag.config.values import describe_errors
+from gemrag.errors import ConfigError
 from gemrag.models.base import Message
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 
 @dataclass(frozen=True)
@@ -112,13 +128,15 @@ DEMONSTRATIONS: tuple[Demonstration, ...] = (
 measured with the 1.5B's tokenizer, the prompt's own instructions repeated in each)."""
 
 
-def demonstration_turns(user_text: Callable[[Demonstration], str], *, short: bool, cite: bool) -> list[Message]:
-    """The worked examples as chat turns: for each of :data:`DEMONSTRATIONS`, a user turn (``user_text`` of it: the
-    answer prompt's user message for the example's question and passages) and an assistant turn
-    (:meth:`Demonstration.reply`). Two messages per example, in order; ``user_text`` must build the example's
-    message without demonstrations of its own."""
+def demonstration_turns(
+    user_text: Callable[[Demonstration], str], examples: Sequence[Demonstration], *, short: bool, cite: bool
+) -> list[Message]:
+    """The worked examples as chat turns: for each of ``examples`` (:data:`DEMONSTRATIONS` or a user's own), a user
+    turn (``user_text`` of it: the answer prompt's user message for the example's question and passages) and an
+    assistant turn (:meth:`Demonstration.reply`). Two messages per example, in order; ``user_text`` must build the
+    example's message without demonstrations of its own."""
     turns: list[Message] = []
-    for demo in DEMONSTRATIONS:
+    for demo in examples:
         turns.append({"role": "user", "content": user_text(demo)})
         turns.append({"role": "assistant", "content": demo.reply(short=short, cite=cite)})
     return turns
@@ -129,19 +147,118 @@ def _words(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def copied_example(answer: str, context: Sequence[str], question: str = "") -> str | None:
-    """What ``answer`` copied from the worked examples, or None: the first example's name (:attr:`Demonstration.names`)
-    or short-form phrase that the answer holds as whole words (case and spacing aside) while neither the ``context``
-    passages nor the ``question`` do. A small reader sometimes answers with an example's name instead of reading
-    its own context (the 1.5B answered a MuSiQue question "Helen Marsh"); such an answer is asked again without the
-    examples (:func:`gemrag.answers.answering.answer_question`)."""
+def copied_example(
+    answer: str, context: Sequence[str], question: str = "", examples: Sequence[Demonstration] = DEMONSTRATIONS
+) -> str | None:
+    """What ``answer`` copied from the worked ``examples``, or None: the first example's name
+    (:attr:`Demonstration.names`), or its short-form phrase when that has two words or more, that the answer holds as
+    whole words (case and spacing aside) while neither the ``context`` passages nor the ``question`` do. A small
+    reader sometimes answers with an example's name instead of reading its own context (the 1.5B answered a MuSiQue
+    question "Helen Marsh"); such an answer is asked again without the examples
+    (:func:`gemrag.answers.answering.answer_question`). A one-word phrase ("yes", "1954") is not searched for: it is
+    an answer any question may have; a name the example wants guarded belongs in its ``names``."""
     said = _words(answer)
     if not said:
         return None
     held = _words(" ".join([*context, question]))
-    for demo in DEMONSTRATIONS:
-        for name in (*demo.names, demo.phrase):
+    for demo in examples:
+        phrases: tuple[str, ...] = (demo.phrase,) if len(demo.phrase.split()) >= 2 else ()
+        for name in (*demo.names, *phrases):
             word = re.compile(rf"(?<!\w){re.escape(_words(name))}(?!\w)")
             if word.search(said) and not word.search(held):
                 return name
     return None
+
+
+class _ExampleEntry(BaseModel):
+    """One worked example as a demonstrations file writes it (:func:`load_demonstrations`): the fields of
+    :class:`Demonstration`, checked."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    passages: list[str] = Field(min_length=1)
+    question: str
+    phrase: str
+    sentence: str
+    cites: list[int] = Field(min_length=1)
+    names: list[str] = []
+
+    @field_validator("passages", "names")
+    @classmethod
+    def _no_empty_item(cls, items: list[str]) -> list[str]:
+        if any(not item.strip() for item in items):
+            raise ValueError("an empty string")
+        return [item.strip() for item in items]
+
+    @field_validator("question", "phrase", "sentence")
+    @classmethod
+    def _not_empty(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("empty")
+        return text.strip()
+
+    @model_validator(mode="after")
+    def _cites_its_passages(self) -> _ExampleEntry:
+        wrong = [n for n in self.cites if not 1 <= n <= len(self.passages)]
+        if wrong:
+            raise ValueError(f"cites {wrong}: the example has passages 1 to {len(self.passages)}")
+        if re.search(r"\[\d+\]", self.sentence):
+            raise ValueError("the sentence carries [n] markers: give them in cites (they are added when citing)")
+        return self
+
+    def demonstration(self) -> Demonstration:
+        """The example as a :class:`Demonstration`."""
+        return Demonstration(
+            tuple(self.passages), self.question, self.phrase, self.sentence, tuple(self.cites), tuple(self.names)
+        )
+
+
+class _ExampleFile(BaseModel):
+    """A demonstrations file: its examples, in the order they are shown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    example: list[_ExampleEntry] = Field(min_length=1)
+
+
+def load_demonstrations(path: str | Path) -> tuple[Demonstration, ...]:
+    """A user's own worked examples (``[answer] demonstrations_file``), in the file's order, shown instead of
+    :data:`DEMONSTRATIONS` before a plain free-form question.
+
+    The file is TOML (``[[example]]`` tables) or JSON (``{"example": [...]}`` or a bare list), by its suffix
+    (``.json`` is JSON, anything else TOML). Each example has ``passages`` (its numbered context, at least one),
+    ``question``, ``phrase`` (the short-form answer, best in the passages' own words), ``sentence`` (the one-sentence
+    answer, no ``[n]`` markers), ``cites`` (the 1-based numbers of the passages the answer rests on) and, optionally,
+    ``names`` (the example's own names, guarded by :func:`copied_example`). Read as UTF-8; nothing is cached (the file
+    is read again by every :func:`gemrag.memory.asking.reading_of`).
+
+    Raises:
+        ConfigError: the file is missing, a directory, not UTF-8 or not valid TOML/JSON; it has no example; an example
+            lacks a field, has an unknown or empty one, cites a passage it does not have, or writes ``[n]`` markers in
+            its sentence. The message names the file and the example.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"demonstrations file {file}: no such file") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(f"demonstrations file {file}: a directory, not a file") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"demonstrations file {file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise ConfigError(f"demonstrations file {file}: {exc.strerror or exc}") from exc
+    try:
+        data: Any = json.loads(text) if file.suffix.lower() == ".json" else tomllib.loads(text)
+    except ValueError as exc:  # json.JSONDecodeError and tomllib.TOMLDecodeError are ValueErrors
+        kind = "JSON" if file.suffix.lower() == ".json" else "TOML"
+        raise ConfigError(f"demonstrations file {file}: not valid {kind}: {exc}") from exc
+    if isinstance(data, list):
+        data = {"example": data}
+    if not isinstance(data, dict):
+        raise ConfigError(f'demonstrations file {file}: expected a table of examples ("example"), got {data!r:.40}')
+    try:
+        examples = _ExampleFile.model_validate(data).example
+    except ValidationError as exc:
+        raise ConfigError(f"demonstrations file {file}: {describe_errors(exc)}") from exc
+    return tuple(entry.demonstration() for entry in examples)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 
 from gemrag.answers.choices import LETTERS
-from gemrag.answers.demonstrations import demonstration_turns
+from gemrag.answers.demonstrations import Demonstration, demonstration_turns
 from gemrag.models.base import Message
 from gemrag.prompting import CITE_INSTRUCTION, format_context
 
@@ -82,7 +82,7 @@ def answer_prompt(
     aside: str = "",
     instruction: str = "",
     question_first: bool = False,
-    demonstrations: bool = False,
+    demonstrations: Sequence[Demonstration] = (),
 ) -> list[Message]:
     """Messages with the retrieved context followed by the question (and lettered options, if any).
 
@@ -94,9 +94,10 @@ def answer_prompt(
     (:func:`gemrag.answers.reading.reading_aid`), shown after the passages. ``instruction`` (free-form only): what the
     question's form asks (:attr:`gemrag.answers.question_forms.QuestionForm.instruction`: a list question's or a
     hypothetical question's sentence), asked before the last instructions. ``question_first``: the question also
-    shown before the context (:func:`question_lead`). ``demonstrations`` (free-form only): the worked examples of
-    :mod:`gemrag.answers.demonstrations` as earlier turns, each asked with this prompt (same ``abstain``, ``cite``,
-    ``question_first``; no follow-ups or instruction) and answered in one sentence (Brown et al. 2020, section 2).
+    shown before the context (:func:`question_lead`). ``demonstrations`` (free-form only): worked examples
+    (:data:`gemrag.answers.demonstrations.DEMONSTRATIONS` or a user's own) as earlier turns, each asked with this
+    prompt (same ``abstain``, ``cite``, ``question_first``; no follow-ups or instruction) and answered in one
+    sentence (Brown et al. 2020, section 2); ``()`` shows none.
     The default prompt is unchanged, so the LLM cache keys of other evaluations stay the same.
     """
     system = ANSWER_SYSTEM
@@ -115,7 +116,9 @@ def answer_prompt(
     shown: list[Message] = []
     if demonstrations and not choices:
         example = partial(answer_prompt, abstain=abstain, cite=cite, question_first=question_first)
-        shown = demonstration_turns(lambda d: example(d.question, d.passages)[-1]["content"], short=False, cite=cite)
+        shown = demonstration_turns(
+            lambda d: example(d.question, d.passages)[-1]["content"], demonstrations, short=False, cite=cite
+        )
     return [{"role": "system", "content": system}, *shown, {"role": "user", "content": user}]
 
 
@@ -140,7 +143,7 @@ def short_answer_prompt(
     follow_ups: FollowUps = (),
     instruction: str = "",
     question_first: bool = False,
-    demonstrations: bool = False,
+    demonstrations: Sequence[Demonstration] = (),
 ) -> list[Message]:
     """The answer prompt of span-answer benchmarks: the context, the question, and a request for a short phrase in
     the words of the context — the form their official scorers (SQuAD-style EM and token F1) expect. It follows
@@ -151,9 +154,9 @@ def short_answer_prompt(
     ``abstain``: say the answer is not mentioned when the context lacks it (LoCoMo category 5's scorer accepts
     "not mentioned"). ``cite``: ask for ``[n]`` markers after the phrase (:data:`SHORT_CITE`). ``follow_ups``,
     ``instruction``: as :func:`answer_prompt` (a list question's items are each a short phrase).
-    ``question_first``: the question also shown before the context (:func:`question_lead`). ``demonstrations``: the
-    worked examples of :mod:`gemrag.answers.demonstrations` as earlier turns, each asked with this prompt and
-    answered with its phrase (Brown et al. 2020, section 2).
+    ``question_first``: the question also shown before the context (:func:`question_lead`). ``demonstrations``:
+    worked examples (:data:`gemrag.answers.demonstrations.DEMONSTRATIONS` or a user's own) as earlier turns, each
+    asked with this prompt and answered with its phrase (Brown et al. 2020, section 2); ``()`` shows none.
     """
     system = "Answer questions about a document using the context passages retrieved from it."
     last = ABSTAIN if abstain else GUESS
@@ -166,7 +169,9 @@ def short_answer_prompt(
     shown: list[Message] = []
     if demonstrations:
         example = partial(short_answer_prompt, abstain=abstain, cite=cite, question_first=question_first)
-        shown = demonstration_turns(lambda d: example(d.question, d.passages)[-1]["content"], short=True, cite=cite)
+        shown = demonstration_turns(
+            lambda d: example(d.question, d.passages)[-1]["content"], demonstrations, short=True, cite=cite
+        )
     return [{"role": "system", "content": system}, *shown, {"role": "user", "content": user}]
 
 

@@ -35,6 +35,7 @@ from typing import Literal
 
 from gemrag.answers.answer import Quote
 from gemrag.answers.choices import ChoiceScoring
+from gemrag.answers.demonstrations import Demonstration
 from gemrag.answers.question_forms import QuestionForm, question_form
 from gemrag.answers.shaping import Shaping
 from gemrag.ingest.chunker import split_sentences
@@ -282,9 +283,11 @@ class Reading:
             also shows the question before the context, as well as after it (query-aware contextualization, Liu et
             al., "Lost in the Middle", TACL 2024, section 4.2; :func:`gemrag.answers.prompts.question_lead`). The
             likelihood scoring of options keeps its prompt.
-        demonstrations: a plain free-form answer (the sentence or the short form) is asked after worked examples
-            shown as earlier turns of the chat (:mod:`gemrag.answers.demonstrations`; few-shot prompting, Brown et
-            al. 2020, section 2). Multiple choice and the quote, notes and span readings keep their prompts.
+        demonstrations: the worked examples a plain free-form answer (the sentence or the short form) is asked
+            after, shown as earlier turns of the chat (:data:`gemrag.answers.demonstrations.DEMONSTRATIONS` or a
+            user's own, :func:`gemrag.answers.demonstrations.load_demonstrations`; few-shot prompting, Brown et al.
+            2020, section 2); ``()`` (default) shows none. Multiple choice and the quote, notes and span readings
+            keep their prompts.
     """
 
     form: ReadingForm = "plain"
@@ -298,7 +301,7 @@ class Reading:
     choice_scoring: ChoiceScoring = "letter"
     repair: bool = False
     question_first: bool = False
-    demonstrations: bool = False
+    demonstrations: tuple[Demonstration, ...] = ()
 
     def question_form(self, question: str) -> QuestionForm:
         """What ``question``'s form adds to the plain prompt under the :attr:`lists` and :attr:`hypotheticals`

@@ -108,7 +108,7 @@ def answer_stream(
     asked = reading.question_form(question) if reading is not None else QuestionForm()
     abstain, instruction = asked.abstains(abstain), asked.instruction
     first = reading is not None and reading.question_first  # the question also shown before the context
-    shown = reading is not None and reading.demonstrations  # worked examples before the question
+    shown = reading.demonstrations if reading is not None else ()  # worked examples before the question
     ask = partial(answer_prompt, question_first=first, demonstrations=shown)
     messages = ask(
         question, [h.text for h in hits], abstain=abstain, cite=cite, follow_ups=steps, instruction=instruction
@@ -144,14 +144,14 @@ def answer_stream(
         llm(), question, hits, [h.text for h in hits], False, cite, abstain, steps, instruction, temperature, seed,
         question_first=first, demonstrations=shown,
     )  # fmt: skip
-    copied = copied_example(text, asking.texts, question) if shown else None
+    copied = copied_example(text, asking.texts, question, shown) if shown else None
     if copied is not None:  # the answer names a worked example's name: asked again without the examples
         with meter.phase("query"):
             text, cited, dropped, _ = without_examples(asking)
         if text.strip():
             yield "\n" + text.strip()
         spent = meter.totals.get("query", Usage()) - before
-        asking = replace(asking, demonstrations=False)
+        asking = replace(asking, demonstrations=())
     note = None
     if reading is not None and reading.repair:  # an answer whose form does not fit its question, asked again
         with meter.phase("query"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 
 class AnswerSettings(BaseModel):
@@ -108,6 +108,11 @@ class AnswerSettings(BaseModel):
             example's own name that neither the context nor the question holds is asked once more without the
             examples (one more call, for such an answer only). Multiple choice and the quote, notes and span readings
             keep their prompts.
+        demonstrations_file: worked examples of the user's own (a TOML or JSON file; relative to the working
+            directory), shown instead of the library's four when ``demonstrations`` is on: examples of the user's
+            domain and answer style (:func:`gemrag.answers.demonstrations.load_demonstrations` gives the format
+            and the errors; the file is read when an answer is asked, so an edit applies to the next question).
+            None (default): the library's examples. Setting it with ``demonstrations`` off is an error.
         date_llm: at index time, also ask the LLM (one cached call per expression) to resolve the dated time
             expressions the rules leave ("a few days ago", "next Friday"); only when ``dates`` is not ``"off"``.
         verify: each sentence of an answer given by ``ask`` (CLI, server, MCP, ``Memory.ask``/``ask_stream``/
@@ -163,12 +168,22 @@ class AnswerSettings(BaseModel):
     repair: Literal["auto", "off"] = "off"
     question_first: bool = False
     demonstrations: bool = False
+    demonstrations_file: str | None = None
     date_llm: bool = False
     verify: Literal["flag", "drop", "off"] = "flag"
     verify_overlap_words: int = Field(6, ge=0)
     verify_overlap_first: bool = True
     verify_uncited: Literal["cite", "flag"] = "cite"
     verify_miscited: Literal["recite", "flag"] = "recite"
+
+    @model_validator(mode="after")
+    def _examples_file_needs_examples(self) -> AnswerSettings:
+        if self.demonstrations_file is not None and not self.demonstrations:
+            raise ValueError(
+                f"demonstrations_file is {self.demonstrations_file!r} but demonstrations is off: set "
+                "answer.demonstrations = true to show its examples, or remove demonstrations_file"
+            )
+        return self
 
     def cites(self, *, short: bool = False) -> bool:
         """Whether an answer of this form cites: ``cite`` when set, else True for sentence and multiple-choice

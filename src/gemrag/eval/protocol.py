@@ -23,11 +23,13 @@ refused on resume under another.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gemrag.answers.demonstrations import load_demonstrations
 from gemrag.config import AnswerSettings
 from gemrag.errors import ConfigError
 from gemrag.eval.adversarial import ADVERSARIAL_MODES, asked_question
@@ -106,9 +108,14 @@ def answer_settings_fingerprint(settings: AnswerSettings) -> dict[str, Any]:
     Kept: ``reading``, ``shape`` (with the ``shape_*`` settings when it is on), ``samples`` (with
     ``sample_temperature`` when above 1), ``option_orders`` (when above 1), ``choice_retrieval``, ``choice_scoring``,
     ``abstain_below``, ``dates`` (with ``date_llm`` when not ``"off"``), ``lists``, ``hypotheticals``, ``repair``,
-    ``question_first``, ``demonstrations``. Left out: ``cite`` (its own ``run.json`` key, decided with the answer
-    form), ``verify``, ``verify_overlap_words``, ``verify_overlap_first`` and ``verify_uncited`` (evaluation runs
-    never verify).
+    ``question_first``, ``demonstrations`` (with ``demonstrations_file`` when set, and ``demonstrations_sha256``, a
+    digest of the examples the file holds, so a directory answered with other examples does not resume). Left out:
+    ``cite`` (its own ``run.json`` key, decided with the answer form), ``verify``, ``verify_overlap_words``,
+    ``verify_overlap_first`` and ``verify_uncited`` (evaluation runs never verify).
+
+    Raises:
+        ConfigError: ``demonstrations_file`` cannot be read as worked examples
+            (:func:`gemrag.answers.demonstrations.load_demonstrations`).
     """
     default = AnswerSettings()
     keep = ["reading", "shape", "samples", "choice_retrieval", "choice_scoring", "abstain_below", "dates"]
@@ -117,7 +124,12 @@ def answer_settings_fingerprint(settings: AnswerSettings) -> dict[str, Any]:
     keep += ["sample_temperature"] if settings.samples > 1 else []
     keep += ["option_orders"] if settings.option_orders > 1 else []
     keep += ["date_llm"] if settings.dates != "off" else []
-    return {k: getattr(settings, k) for k in keep if getattr(settings, k) != getattr(default, k)}
+    keep += ["demonstrations_file"]
+    entry = {k: getattr(settings, k) for k in keep if getattr(settings, k) != getattr(default, k)}
+    if settings.demonstrations and settings.demonstrations_file is not None:
+        shown = repr(load_demonstrations(settings.demonstrations_file)).encode()
+        entry["demonstrations_sha256"] = hashlib.sha256(shown).hexdigest()[:16]
+    return entry
 
 
 def check_answer_settings(out_dir: Path, fingerprint: dict[str, Any]) -> None:

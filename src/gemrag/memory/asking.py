@@ -21,6 +21,7 @@ from gemrag.answers.answering import answer_question
 from gemrag.answers.choices import LETTERS
 from gemrag.answers.dates import dated_context
 from gemrag.answers.dates.chunks import DatingStore
+from gemrag.answers.demonstrations import DEMONSTRATIONS, Demonstration, load_demonstrations
 from gemrag.answers.reading import Reading
 from gemrag.answers.shaping import Shaping
 from gemrag.answers.streaming import answer_stream
@@ -62,8 +63,15 @@ def reading_of(settings: AnswerSettings) -> Reading:
     """The :class:`~gemrag.answers.reading.Reading` the ``[answer]`` settings ask for: the form, the shaping when
     ``shape`` is on, the self-consistency samples, the abstention threshold, the multiple-choice option orders,
     whether list questions are asked for every item, whether hypothetical questions are asked for a guess, how
-    a multiple-choice option is chosen, whether an answer whose form does not fit its question is asked again, and
-    whether the question is also shown before the context."""
+    a multiple-choice option is chosen, whether an answer whose form does not fit its question is asked again,
+    whether the question is also shown before the context, and the worked examples shown before it
+    (``demonstrations``: :data:`gemrag.answers.demonstrations.DEMONSTRATIONS`, or those of ``demonstrations_file``
+    read now by :func:`gemrag.answers.demonstrations.load_demonstrations`).
+
+    Raises:
+        ConfigError: ``demonstrations_file`` cannot be read as worked examples (missing, not UTF-8, malformed, an
+            example incomplete or citing a passage it does not have).
+    """
     shaping = (
         Shaping(
             dedupe=settings.shape_dedupe,
@@ -87,8 +95,20 @@ def reading_of(settings: AnswerSettings) -> Reading:
         choice_scoring=settings.choice_scoring,
         repair=settings.repair == "auto",
         question_first=settings.question_first,
-        demonstrations=settings.demonstrations,
+        demonstrations=examples_of(settings),
     )
+
+
+def examples_of(settings: AnswerSettings) -> tuple[Demonstration, ...]:
+    """The worked examples ``[answer]`` asks for: none when ``demonstrations`` is off, the user's own when
+    ``demonstrations_file`` is set (read now; :func:`gemrag.answers.demonstrations.load_demonstrations`, which raises
+    :class:`~gemrag.errors.ConfigError` for a file it cannot read), else the library's
+    (:data:`gemrag.answers.demonstrations.DEMONSTRATIONS`)."""
+    if not settings.demonstrations:
+        return ()
+    if settings.demonstrations_file is not None:
+        return load_demonstrations(settings.demonstrations_file)
+    return DEMONSTRATIONS
 
 
 def _query_usage(memory: MemoryHandle[AskStore]) -> Usage:
