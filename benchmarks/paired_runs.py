@@ -65,14 +65,16 @@ def _published(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print("| run | metric | n | before % | after % | Δ points (95% CI) | p |")
-    print("|---|---|---|---|---|---|---|")
+    print("| run | metric | n | before % | after % | Δ points (95% CI) | p | higher / lower |")
+    print("|---|---|---|---|---|---|---|---|")
     for metric, m in paired.metrics.items():
         c = m.comparison
         print(
             f"| {paired.after} vs {paired.before} | {metric} | {c.n} | {100 * m.before:.1f} | {100 * m.after:.1f} | "
-            f"{100 * c.diff:+.1f} ({100 * c.low:+.1f} to {100 * c.high:+.1f}) | {c.p:.3f} |"
+            f"{100 * c.diff:+.1f} ({100 * c.low:+.1f} to {100 * c.high:+.1f}) | {c.p:.3f} | {m.higher} / {m.lower} |"
         )
+    if paired.answers_changed is not None:
+        print(f"answers changed (case aside): {paired.answers_changed}")
     for side, costs in paired.costs.items():
         print(
             f"{side}: {costs.answers} answers, LLM calls {costs.llm_calls}, tokens prompt {costs.prompt_tokens} / "

@@ -2,7 +2,8 @@
 marked figure of README.md and docs/**/*.md changes nothing (a figure edited by hand, or a record changed without
 regenerating, fails here: run ``python -m gemrag.eval.publish_docs``), and every published result re-scores from
 its committed per-question records to the figures it publishes (its costs too), and every paired comparison in
-results/paired/ is recomputed from the published runs it pairs."""
+results/paired/ is recomputed from the published runs it pairs (its counts of questions scored higher, lower and
+answered otherwise too, where the pairing has them)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,12 @@ def test_a_paired_comparison_is_recomputed_from_its_published_records(name: str)
         name, kept.before, kept.after, RESULTS, strategies=kept.strategies, categories=kept.categories,
         metrics=list(kept.metrics),
     )  # fmt: skip
-    assert again.metrics == kept.metrics and again.costs == kept.costs and kept.costs  # each side's costs kept too
+    assert again.costs == kept.costs and kept.costs  # each side's costs kept too
+    assert again.metrics.keys() == kept.metrics.keys()
+    for metric, figures in kept.metrics.items():
+        counted = {"higher": None, "lower": None} if figures.higher is None else {}  # counted since: these only
+        assert again.metrics[metric].model_copy(update=counted) == figures, metric
+    assert kept.answers_changed in (None, again.answers_changed)
 
 
 @pytest.mark.parametrize("name", published_names(RESULTS))

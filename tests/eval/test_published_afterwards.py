@@ -12,7 +12,7 @@ from test_eval_runner import multihop_file
 from fakes import HashEmbedder
 from gemrag.config import Config
 from gemrag.errors import InputError
-from gemrag.eval.paired import load_paired, pair_published, write_paired
+from gemrag.eval.paired import answers_changed, load_paired, pair_published, write_paired
 from gemrag.eval.publish import main as publish_main
 from gemrag.eval.publish import publish_run
 from gemrag.eval.publish_docs import render
@@ -70,6 +70,10 @@ def test_two_published_runs_are_paired_as_data_and_shown_by_marks(
     assert (c.diff, c.low, c.high, c.p, c.n) == (diff, low, high, p, len(qids))
     assert paired.metric("recall@5").before == sum(score["dense", q] for q in qids) / len(qids)
     assert (c.strategy, c.reference) == ("mh", "mh") and paired.strategies == ["dense", "bm25"]
+    up = sum(score["bm25", q] > score["dense", q] for q in qids)
+    down = sum(score["bm25", q] < score["dense", q] for q in qids)
+    assert (paired.metric("recall@5").higher, paired.metric("recall@5").lower) == (up, down)
+    assert paired.answers_changed is None  # a retrieval-only run has no answers to compare
     write_paired(paired, root)
     assert load_paired("bm25-vs-dense", root) == paired
     done = render(
@@ -78,11 +82,15 @@ def test_two_published_runs_are_paired_as_data_and_shown_by_marks(
         root,
     )
     before = f"{100 * paired.metric('recall@5').before:.1f}"
+    counts = "<!-- result-pair: bm25-vs-dense recall@5 higher -->?<!-- /result -->"
+    assert render(counts, root) == counts.replace("?", str(up))
     assert done.startswith(f"<!-- result-pair: bm25-vs-dense recall@5 before -->{before}<")
     assert f"{100 * diff:+.1f}".replace("-", "−").lstrip("−+") in done
     for bad, message in (
         ("<!-- result-pair: bm25-vs-dense f1 -->?<!-- /result -->", "no 'f1'"),
         ("<!-- result-pair: gone recall@5 -->?<!-- /result -->", "no paired comparison named 'gone'"),
+        ("<!-- result-pair: bm25-vs-dense answers changed -->?<!-- /result -->", "no such count; pair it again"),
+        ("<!-- result-pair: bm25-vs-dense answers -->?<!-- /result -->", "the answers' figure is 'changed'"),
     ):
         with pytest.raises(InputError, match=message):
             render(bad, root)
@@ -95,3 +103,10 @@ def test_two_published_runs_are_paired_as_data_and_shown_by_marks(
     assert script.main() == 0 and load_paired("again", root).metrics == paired.metrics
     monkeypatch.setattr("sys.argv", [*argv[:4], "--results", str(root), "--metric", "f9"])
     assert script.main() == 2 and capsys.readouterr().err.startswith("error: ")
+
+
+def test_answers_changed_counts_questions_answered_otherwise_case_aside() -> None:
+    before = [{"question_id": q, "answer": a} for q, a in (("1", "Latin"), ("2", "Edison"), ("3", "x"), ("4", "y"))]
+    after = [{"question_id": q, "answer": a} for q, a in (("1", "latin "), ("2", "New York City"), ("3", "x"))]
+    assert answers_changed(before, after) == 1  # "Latin" -> "latin " is the same answer; question 4 is not paired
+    assert answers_changed(before, [{"question_id": "1", "answer": None}]) is None  # no answers on one side

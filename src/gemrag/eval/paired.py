@@ -40,7 +40,16 @@ from gemrag.eval.published import (
 from gemrag.eval.published_costs import Costs, answer_costs
 from gemrag.eval.stats import paired_bootstrap_diff
 
-__all__ = ["PAIRED_DIR", "PairedMetric", "PairedRuns", "load_paired", "pair_published", "paired_names", "write_paired"]
+__all__ = [
+    "PAIRED_DIR",
+    "PairedMetric",
+    "PairedRuns",
+    "answers_changed",
+    "load_paired",
+    "pair_published",
+    "paired_names",
+    "write_paired",
+]
 
 #: The folder of ``results/`` holding the paired comparisons.
 PAIRED_DIR = "paired"
@@ -53,12 +62,16 @@ class PairedMetric(BaseModel):
         before, after: the two runs' means over the paired questions, in [0, 1].
         comparison: the paired bootstrap of ``after`` minus ``before`` (:class:`gemrag.eval.published.Comparison`:
             its ``strategy`` is the ``after`` record's name, its ``reference`` the ``before`` one's).
+        higher, lower: how many paired questions scored higher (lower) after than before (questions; None in a
+            pairing written before they were counted).
     """
 
     model_config = ConfigDict(extra="forbid")
     before: float
     after: float
     comparison: Comparison
+    higher: int | None = None
+    lower: int | None = None
 
 
 class PairedRuns(BaseModel):
@@ -72,6 +85,9 @@ class PairedRuns(BaseModel):
         metrics: per metric of :data:`gemrag.eval.published.SCORED_METRICS` both runs scored, a :class:`PairedMetric`.
         costs: ``"before"`` and ``"after"``: what answering cost on each side, over the records of the questions
             both sides have (``{}`` in a pairing written before costs were kept).
+        answers_changed: how many of the questions both sides answered have a different answer after than before,
+            case and spacing aside (:func:`answers_changed`; None in a pairing written before they were counted, or
+            when a side has no answers, as a retrieval-only run).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -83,6 +99,7 @@ class PairedRuns(BaseModel):
     date: str
     metrics: dict[str, PairedMetric]
     costs: dict[str, Costs] = Field(default_factory=dict)
+    answers_changed: int | None = None
 
     def metric(self, metric: str) -> PairedMetric:
         """The paired figures of one metric.
@@ -177,6 +194,8 @@ def pair_published(
                 strategy=labels[1], reference=labels[0], metric=metric, n=len(common), diff=diff, low=low, high=high,
                 p=p,
             ),
+            higher=sum(x > y for x, y in zip(xs, ys, strict=True)),
+            lower=sum(x < y for x, y in zip(xs, ys, strict=True)),
         )  # fmt: skip
     if not out:
         raise InputError(f"paired {name}: {labels[0]} and {labels[1]} share no scored question")
@@ -194,7 +213,27 @@ def pair_published(
         date=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         metrics=out,
         costs=costs,
+        answers_changed=answers_changed(sides[0], sides[1]),
     )
+
+
+def _answers(records: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """``{question id: answer}`` of the records that have an answer, case and runs of spaces aside (the first run's
+    answer when a question was answered in several)."""
+    out: dict[str, str] = {}
+    for r in records:
+        if isinstance(r.get("answer"), str):
+            out.setdefault(str(r["question_id"]), " ".join(str(r["answer"]).lower().split()))
+    return out
+
+
+def answers_changed(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]]) -> int | None:
+    """How many questions answered on both sides have a different answer ``after`` than ``before``, case and runs of
+    spaces aside ("Latin" and "latin" are the same answer); None when either side has no answer (retrieval only)."""
+    b, a = _answers(before), _answers(after)
+    if not a or not b:
+        return None
+    return sum(a[q] != b[q] for q in set(a) & set(b))
 
 
 def write_paired(paired: PairedRuns, root: Path) -> Path:

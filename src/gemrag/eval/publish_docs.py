@@ -26,7 +26,9 @@ A paired mark is ``<!-- result-pair: NAME METRIC [FORMAT] -->``: NAME a paired c
 ``results/paired/`` (:mod:`gemrag.eval.paired`); FORMAT is ``before`` or ``after`` (either run's mean, ``55.1``) or
 one of the ``vs=`` formats above for the difference after minus before (default ``ci``). With METRIC
 ``costs.FIELD`` it shows the pairing's costs: FORMAT ``before`` or ``after`` (``after:.1f`` with a format spec),
-``n`` or ``change`` (after against before, relative, ``+13 %``; the default).
+``n`` or ``change`` (after against before, relative, ``+13 %``; the default). FORMAT ``higher`` or ``lower`` counts
+the paired questions the metric scored higher (lower) after than before, and ``<!-- result-pair: NAME answers
+changed -->`` the questions whose answer changed, case aside (:attr:`gemrag.eval.paired.PairedRuns.answers_changed`).
 
 A table mark is ``<!-- result-table: NAME METRIC[,METRIC...] [by=category] [strategies=A,B] [format=ci|mean] -->``:
 one row per strategy, one column per metric (or, ``by=category``, per question category and ``all`` for the first
@@ -208,13 +210,31 @@ def _pair(spec: str, records: _Records) -> str:
     fmt = words[2] if len(words) == 3 else "ci"
     if words[1].startswith("costs."):
         return _pair_costs(records.paired(words[0]), words[1].removeprefix("costs."), fmt)
+    if words[1] == "answers":
+        return _counted(records.paired(words[0]).answers_changed, spec, fmt == "changed")
     try:
         figures = records.paired(words[0]).metric(words[1])
     except KeyError as exc:
         raise InputError(str(exc.args[0])) from exc
     if fmt in ("before", "after"):
         return _pct(figures.before if fmt == "before" else figures.after)
+    if fmt in ("higher", "lower"):
+        return _counted(figures.higher if fmt == "higher" else figures.lower, spec, True)
     return _diff_text(figures.comparison, fmt)
+
+
+def _counted(count: int | None, spec: str, known: bool) -> str:
+    """A paired count as text (``14``).
+
+    Raises:
+        InputError: ``known`` is False (a format the count does not have), or the pairing was written before such
+            counts were kept (re-pair it: ``benchmarks/paired_runs.py --published ... --write NAME``).
+    """
+    if not known:
+        raise InputError(f"<!-- result-pair: {spec} -->: the answers' figure is 'changed'")
+    if count is None:
+        raise InputError(f"<!-- result-pair: {spec} -->: the pairing has no such count; pair it again to count it")
+    return str(count)
 
 
 def _pair_costs(paired: PairedRuns, field: str, fmt: str) -> str:
