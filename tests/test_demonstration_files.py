@@ -85,12 +85,15 @@ GOOD = 'passages = ["A.", "B."]\nquestion = "Q?"\nphrase = "the answer"\nsentenc
         ("[[example]]\npassages = [", "not valid TOML"),
         ("", "example: Field required"),
         ("example = []", "example: List should have at least 1 item"),
-        (f"[[example]]\n{GOOD.replace('cites = [1]', 'cites = [3]')}", "cites [3]: the example has passages 1 to 2"),
+        (
+            f"[[example]]\n{GOOD.replace('cites = [1]', 'cites = [3]')}",
+            "example 1: cites [3]: the example has passages 1 to",
+        ),
         (f"[[example]]\n{GOOD.replace('It is A.', 'It is A [1].')}", "carries [n] markers"),
-        (f"[[example]]\n{GOOD.replace('phrase = ', 'answer = ')}", "example.0.phrase: Field required"),
-        (f"[[example]]\n{GOOD}colour = 1\n", "example.0.colour: Extra inputs are not permitted"),
-        (f"[[example]]\n{GOOD.replace('B.', ' ')}", "example.0.passages: an empty string"),
-        (f"[[example]]\n{GOOD.replace('Q?', ' ')}", "example.0.question: empty"),
+        (f"[[example]]\n{GOOD.replace('phrase = ', 'answer = ')}", "example 1, phrase: Field required"),
+        (f"[[example]]\n{GOOD}colour = 1\n", "example 1, colour: Extra inputs are not permitted"),
+        (f"[[example]]\n{GOOD.replace('B.', ' ')}", "example 1, passages: an empty string"),
+        (f"[[example]]\n{GOOD.replace('Q?', ' ')}", "example 1, question: empty"),
     ],
 )
 def test_a_malformed_file_is_refused_naming_the_file_and_the_fault(tmp_path: Path, text: str, said: str) -> None:

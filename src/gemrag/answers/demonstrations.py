@@ -213,6 +213,11 @@ class _ExampleEntry(BaseModel):
         )
 
 
+def _counted_from_one(found: re.Match[str]) -> str:
+    """``example.0.`` -> ``example 1, ``, ``example.0:`` -> ``example 1:`` (an error's place, as a reader counts)."""
+    return f"example {int(found[1]) + 1}{', ' if found[2] == '.' else ':'}"
+
+
 class _ExampleFile(BaseModel):
     """A demonstrations file: its examples, in the order they are shown."""
 
@@ -235,7 +240,7 @@ def load_demonstrations(path: str | Path) -> tuple[Demonstration, ...]:
     Raises:
         ConfigError: the file is missing, a directory, not UTF-8 or not valid TOML/JSON; it has no example; an example
             lacks a field, has an unknown or empty one, cites a passage it does not have, or writes ``[n]`` markers in
-            its sentence. The message names the file and the example.
+            its sentence. The message names the file and the example (counted from 1).
     """
     file = Path(path)
     try:
@@ -259,6 +264,7 @@ def load_demonstrations(path: str | Path) -> tuple[Demonstration, ...]:
         raise ConfigError(f'demonstrations file {file}: expected a table of examples ("example"), got {data!r:.40}')
     try:
         examples = _ExampleFile.model_validate(data).example
-    except ValidationError as exc:
-        raise ConfigError(f"demonstrations file {file}: {describe_errors(exc)}") from exc
+    except ValidationError as exc:  # "example.0.phrase: ..." -> "example 1, phrase: ...", counted as a reader does
+        said = re.sub(r"\bexample\.(\d+)(\.|:)", _counted_from_one, describe_errors(exc))
+        raise ConfigError(f"demonstrations file {file}: {said}") from exc
     return tuple(entry.demonstration() for entry in examples)
