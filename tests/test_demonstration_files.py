@@ -196,3 +196,19 @@ def test_a_file_broken_after_the_settings_were_read_is_a_clear_error_and_loses_n
         path.write_text(CLINIC, encoding="utf-8")  # fixed: the next question reads it again
         assert mem.ask("Where does John live?").text == "Brighton"
         assert len(mem.store.documents()) == 1
+
+
+SHIPPED = sorted((Path(__file__).resolve().parents[1] / "examples" / "demonstrations").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_the_example_files_in_the_repository_load(path: Path) -> None:
+    examples = load_demonstrations(path)
+    assert len(examples) >= 3 and all(e.names for e in examples)  # each guards its own names
+    assert len({e.question for e in examples}) == len(examples)
+
+
+def test_the_papers_examples_answer_with_the_papers_own_words() -> None:
+    papers = next(p for p in SHIPPED if p.name == "papers.toml")
+    for demo in load_demonstrations(papers):
+        assert demo.phrase in " ".join(demo.passages[n - 1] for n in demo.cites), demo.question
