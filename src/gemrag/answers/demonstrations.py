@@ -235,7 +235,7 @@ def load_demonstrations(path: str | Path) -> tuple[Demonstration, ...]:
     ``question``, ``phrase`` (the short-form answer, best in the passages' own words), ``sentence`` (the one-sentence
     answer, no ``[n]`` markers), ``cites`` (the 1-based numbers of the passages the answer rests on) and, optionally,
     ``names`` (the example's own names, guarded by :func:`copied_example`). Read as UTF-8; nothing is cached (the file
-    is read again by every :func:`gemrag.memory.asking.reading_of`).
+    is read again by every :func:`gemrag.memory.asking.reading_of`: each ``ask``; an evaluation reads it once).
 
     Raises:
         ConfigError: the file is missing, a directory, not UTF-8 or not valid TOML/JSON; it has no example; an example

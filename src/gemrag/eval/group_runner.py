@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gemrag.answers.answering import answer_question
+from gemrag.answers.reading import Reading
 from gemrag.eval.adversarial import read_option
 from gemrag.eval.attempts import BuildAttempts, add_earlier, shared_build
 from gemrag.eval.categories import running_note, score_free_form
@@ -32,7 +33,7 @@ from gemrag.eval.protocol import AnswerProtocol
 from gemrag.eval.repeats import Sampling
 from gemrag.eval.run_files import JsonlAppender, read_jsonl
 from gemrag.memory import Memory
-from gemrag.memory.asking import read_as, reading_of
+from gemrag.memory.asking import read_as
 from gemrag.memory.choice_queries import retrieve_for_choices
 from gemrag.memory.retrieval import warm_published
 from gemrag.models.base import LLM, Embedder
@@ -48,10 +49,12 @@ RETRIEVAL_LLM_KEYS = ("llm_calls", "llm_cached", "prompt_tokens", "completion_to
 class GroupRunner:
     """The evaluation loop of :func:`gemrag.eval.runner.run_eval`, group by group (see the module docstring).
 
-    Holds what every group shares (the dataset, the planned runs, the models, the answer protocol and sampling, the
-    memories' location, the judge) and the records read from ``out_dir`` so far; :meth:`run` appends each finished
-    record to ``out_dir/records.jsonl`` and each build's first measurement to ``out_dir/index.jsonl``, and leaves
-    them in :attr:`records` and :attr:`index`.
+    Holds what every group shares (the dataset, the planned runs, the models, the answer protocol, the reading and
+    sampling, the memories' location, the judge) and the records read from ``out_dir`` so far; :meth:`run` appends
+    each finished record to ``out_dir/records.jsonl`` and each build's first measurement to ``out_dir/index.jsonl``,
+    and leaves them in :attr:`records` and :attr:`index`. The reading (``[answer]``, worked examples included) is
+    the one :func:`~gemrag.eval.runner.run_eval` read once and recorded in ``run.json``: every answer of the run
+    reads with it, even if a demonstrations file changes during the run.
     """
 
     def __init__(
@@ -67,6 +70,7 @@ class GroupRunner:
         embedder: Embedder,
         serialize: bool,
         protocol: AnswerProtocol,  # the answer form, LoCoMo's options and date hint
+        reading: Reading | None,  # how every answer reads its context ([answer]), read once; None: no answers
         sampling: Sampling,  # --runs: how many answers per question, and how they are sampled
         memories: EvalMemories,  # where the memories are (run_eval's memory_root)
         judging: tuple[Judgements | None, LLM | None],  # the factual-correctness judge's file and backend
@@ -82,7 +86,7 @@ class GroupRunner:
         self.index = read_jsonl(out_dir / "index.jsonl")
         self.done = {(r["question_id"], r["strategy"], int(r.get("run", 0))) for r in self.records}
         self.questions = {q.id: q for q in dataset.questions}
-        self.protocol, self.sampling, self.memories = protocol, sampling, memories
+        self.protocol, self.reading, self.sampling, self.memories = protocol, reading, sampling, memories
         self.judge = GroupJudge(*judging, self.questions)
         self.indexed = {(r["group"], r["strategy"]) for r in self.index}
         self.attempts = BuildAttempts(out_dir / "attempts.jsonl")
@@ -273,7 +277,7 @@ class GroupRunner:
                         cite=cites,
                         temperature=temperature,
                         seed=seed,
-                        reading=reading_of(mem.config.answer),
+                        reading=self.reading,
                         embedder=mem.embedder,
                     )
                 plain = plain_answer(ans)  # scored without its citation markers

@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gemrag.answers.demonstrations import load_demonstrations
+from gemrag.answers.demonstrations import Demonstration
 from gemrag.config import AnswerSettings
 from gemrag.errors import ConfigError
 from gemrag.eval.adversarial import ADVERSARIAL_MODES, asked_question
 from gemrag.eval.categories import ABSTAIN_KINDS, SHORT_ANSWER_KINDS
 from gemrag.eval.datasets import Question
+from gemrag.memory.asking import examples_of
 
 __all__ = ["ANSWER_FORMS", "AnswerProtocol", "answer_settings_fingerprint", "check_answer_settings"]
 
@@ -100,7 +102,9 @@ class AnswerProtocol:
         return asked_question(kind, question, self.adversarial, self.date_hint)
 
 
-def answer_settings_fingerprint(settings: AnswerSettings) -> dict[str, Any]:
+def answer_settings_fingerprint(
+    settings: AnswerSettings, shown: Sequence[Demonstration] | None = None
+) -> dict[str, Any]:
     """The ``run.json`` entry ``answer_settings``: the ``[answer]`` settings that decide an evaluation's answers, each
     only when it differs from its default (so a directory answered with the defaults resumes as before the entry
     existed); ``{}`` when all are defaults.
@@ -109,13 +113,16 @@ def answer_settings_fingerprint(settings: AnswerSettings) -> dict[str, Any]:
     ``sample_temperature`` when above 1), ``option_orders`` (when above 1), ``choice_retrieval``, ``choice_scoring``,
     ``abstain_below``, ``dates`` (with ``date_llm`` when not ``"off"``), ``lists``, ``hypotheticals``, ``repair``,
     ``question_first``, ``demonstrations`` (with ``demonstrations_file`` when set, and ``demonstrations_sha256``, a
-    digest of the examples the file holds, so a directory answered with other examples does not resume). Left out:
+    digest of the examples the file holds, so a directory answered with other examples does not resume). ``shown``:
+    the worked examples the run shows (its :class:`~gemrag.answers.reading.Reading`'s, read once by
+    :func:`gemrag.eval.runner.run_eval`), so the digest is of what was shown; ``None`` reads them now
+    (:func:`gemrag.memory.asking.examples_of`). Left out:
     ``cite`` (its own ``run.json`` key, decided with the answer form), ``verify``, ``verify_overlap_words``,
     ``verify_overlap_first`` and ``verify_uncited`` (evaluation runs never verify).
 
     Raises:
         ConfigError: ``demonstrations_file`` cannot be read as worked examples
-            (:func:`gemrag.answers.demonstrations.load_demonstrations`).
+            (:func:`gemrag.answers.demonstrations.load_demonstrations`; only when ``shown`` is ``None``).
     """
     default = AnswerSettings()
     keep = ["reading", "shape", "samples", "choice_retrieval", "choice_scoring", "abstain_below", "dates"]
@@ -127,8 +134,8 @@ def answer_settings_fingerprint(settings: AnswerSettings) -> dict[str, Any]:
     keep += ["demonstrations_file"]
     entry = {k: getattr(settings, k) for k in keep if getattr(settings, k) != getattr(default, k)}
     if settings.demonstrations and settings.demonstrations_file is not None:
-        shown = repr(load_demonstrations(settings.demonstrations_file)).encode()
-        entry["demonstrations_sha256"] = hashlib.sha256(shown).hexdigest()[:16]
+        examples = tuple(examples_of(settings) if shown is None else shown)
+        entry["demonstrations_sha256"] = hashlib.sha256(repr(examples).encode()).hexdigest()[:16]
     return entry
 
 

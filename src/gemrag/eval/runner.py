@@ -46,6 +46,7 @@ from gemrag.eval.report import write_results
 from gemrag.eval.results import EvalResults
 from gemrag.eval.run_files import check_fingerprint, redact_config
 from gemrag.eval.titles import check_titles, pin_titles, title_free_fingerprint
+from gemrag.memory.asking import reading_of
 from gemrag.models.base import LLM, Embedder
 from gemrag.models.factory import build_embedder, build_llm
 from gemrag.strategies.base import ProgressFactory, no_progress
@@ -186,6 +187,8 @@ def run_eval(
     llm_label = llm.model_id if llm is not None else f"{config.llm.provider}:{config.llm.model}"
     protocol = AnswerProtocol.resolve(dataset.kind, answer, answer_form, adversarial, date_hint, abstain)
     sampling = Sampling(runs=runs, seed=seed)
+    reading = reading_of(config.answer) if answer else None  # read once: a demonstrations file too, not per question
+    shown = reading.demonstrations if reading is not None else ()
     judgements, judge_backend = (judge or JudgeChoice()).setup(out, dataset.kind, free_form, config, llm_label)
     fingerprint = {
         "dataset": f"{dataset.kind}:{dataset.name}",
@@ -193,7 +196,7 @@ def run_eval(
         "answer": answer,
         **protocol.fingerprint(),  # its keys are absent at their old defaults, as before each option existed
         **({"cite": True} if answer and config.answer.cites(short=protocol.short) else {}),  # absent: uncited prompts
-        **({"answer_settings": read} if answer and (read := answer_settings_fingerprint(config.answer)) else {}),
+        **({"answer_settings": read} if answer and (read := answer_settings_fingerprint(config.answer, shown)) else {}),
         "embedder": emb.model_id,
         "llm": llm_label,
         **title_free_fingerprint(config),  # gem's and the other strategies' settings; read_titles: titles.json
@@ -209,7 +212,8 @@ def run_eval(
     serialize = llm is None and config.llm.provider == "llama_cpp"
     backends = (progress or no_progress, shared, emb, serialize)
     judging = (judgements, judge_backend)
-    runner = GroupRunner(dataset, plan, out, budget, answer, workers, *backends, protocol, sampling, memories, judging)
+    readings = (protocol, reading, sampling)
+    runner = GroupRunner(dataset, plan, out, budget, answer, workers, *backends, *readings, memories, judging)
     runner.run()
     if judgements is not None:
         judgements.attach(runner.records)
