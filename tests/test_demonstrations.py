@@ -216,8 +216,11 @@ def test_a_copied_answer_is_asked_again_and_said_on_every_surface(
     assert final.reading["example_copied"] == "Helen Marsh" and llm.sizes[:2] == [2 + 2 * len(DEMONSTRATIONS), 2]
     assert described.example_copied == answer_out(final, "dense").example_copied == "Helen Marsh"  # --json, server
     assert mcp_answer.answer == "Brighton" and mcp_answer.example_copied == "Helen Marsh"  # MCP's ask
+    assert described.demonstrations and answer_out(final, "dense").demonstrations and mcp_answer.demonstrations
     said = [str(line) for line in question_form_lines(final)]  # gemrag ask, under the answer
     assert said == ['· the first answer named "Helen Marsh", from the worked examples, not the context: asked again '
                     "without the examples"]  # fmt: skip
     plain = Answer("Brighton", None, [], 0.0, 0.0, reading={"demonstrations": True})
     assert question_form_lines(plain) == [] and answer_out(plain, "dense").example_copied is None
+    unshown = Answer("Brighton", None, [], 0.0, 0.0)
+    assert not answer_out(unshown, "dense").demonstrations and not answer_out(unshown, "dense").question_first

@@ -13,11 +13,13 @@ from fakes import HashEmbedder, ScriptedLLM, StreamingLLM
 from gemrag import Memory
 from gemrag.answers.answer import Answer
 from gemrag.answers.prompts import answer_prompt, question_lead, short_answer_prompt
+from gemrag.answers.provenance import describe_answer
 from gemrag.answers.reading import Reading, reading_prompt
 from gemrag.config import AnswerSettings
 from gemrag.errors import ConfigError
 from gemrag.eval.protocol import answer_settings_fingerprint
 from gemrag.memory.asking import reading_of
+from gemrag.server.serialize import answer_out
 from test_answer_repair import HITS, MEWDS, RestatingLLM, answer_with
 from test_time_aware_reading import _config
 
@@ -85,6 +87,7 @@ def test_ask_and_its_stream_follow_the_setting(monkeypatch: pytest.MonkeyPatch, 
         mem.index()
         answer = mem.ask(WHERE)
         streamed = list(mem.ask_stream(MOVED))  # another question: the same prompt would come from the cache
+        described = describe_answer(mem.store, answer, "dense")  # gemrag ask --json, and MCP's ask (the same model)
     asked = [p for p in llm.prompts if "Answer briefly." in p]
     assert len(asked) == 2 and llm.streams == 1  # ask, then the stream
     for question, prompt in zip([WHERE, MOVED], asked, strict=True):
@@ -92,6 +95,8 @@ def test_ask_and_its_stream_follow_the_setting(monkeypatch: pytest.MonkeyPatch, 
     final = streamed[-1]
     assert isinstance(final, Answer) and final.text == answer.text == "Brighton"
     assert answer.reading.get("question_first", False) is first and final.reading.get("question_first", False) is first
+    assert described.question_first is answer_out(final, "dense").question_first is first  # and the server
+    assert described.demonstrations is False
 
 
 def test_the_setting_is_checked_and_fingerprinted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

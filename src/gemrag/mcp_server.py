@@ -115,9 +115,10 @@ class AskResult(BaseModel):
     answer's span, each with its passage and character span), ``dates_completed`` (the dates completed from a dated
     context), ``list_cue`` (the words that made the question a list question under ``[answer] lists``),
     ``hypothetical_cue`` (the word that made it a hypothetical question under ``[answer] hypotheticals``),
-    ``repair`` (an answer asked again because its form did not fit the question, under ``[answer] repair``) and
-    ``example_copied`` (the worked example's name a first answer copied, the answer asked again without the
-    examples, under ``[answer] demonstrations``)."""
+    ``repair`` (an answer asked again because its form did not fit the question, under ``[answer] repair``),
+    ``demonstrations`` and ``question_first`` (True when worked examples, or the question, were shown before the
+    context) and ``example_copied`` (the worked example's name a first answer copied, the answer asked again without
+    the examples, under ``[answer] demonstrations``)."""
 
     question: str
     answer: str
@@ -135,6 +136,8 @@ class AskResult(BaseModel):
     list_cue: str | None = None
     hypothetical_cue: str | None = None
     repair: Repair | None = None
+    demonstrations: bool = False
+    question_first: bool = False
     example_copied: str | None = None
 
 

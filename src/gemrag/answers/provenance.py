@@ -107,6 +107,9 @@ class DescribedAnswer(BaseModel):
         repair: under ``[answer] repair = "auto"``, an answer asked again because its form did not fit the question
             (it restated the question, or said yes or no to alternatives): the fault, the first answer and which
             was kept (:class:`gemrag.answers.repair.Repair`); None otherwise.
+        demonstrations: True when worked examples were shown before the question (``[answer] demonstrations``,
+            the library's or a ``demonstrations_file``'s; :mod:`gemrag.answers.demonstrations`).
+        question_first: True when the question was also shown before the context (``[answer] question_first``).
         example_copied: under ``[answer] demonstrations``, the worked example's name the first answer named while
             neither the context nor the question holds it, the answer being the one asked again without the examples
             (:func:`gemrag.answers.demonstrations.copied_example`); None otherwise.
@@ -133,6 +136,8 @@ class DescribedAnswer(BaseModel):
     list_cue: str | None = None
     hypothetical_cue: str | None = None
     repair: Repair | None = None
+    demonstrations: bool = False
+    question_first: bool = False
     example_copied: str | None = None
     choice_scoring: str | None = None
     option_scores: list[ScoredOption] = Field(default_factory=list)
@@ -243,6 +248,8 @@ def describe_answer(store: NodeRows | None, answer: Answer, strategy: str) -> De
         list_cue=answer.reading.get("list_cue"),
         hypothetical_cue=answer.reading.get("hypothetical_cue"),
         repair=Repair.of(answer.reading),
+        demonstrations=bool(answer.reading.get("demonstrations")),
+        question_first=bool(answer.reading.get("question_first")),
         example_copied=answer.reading.get("example_copied"),
         choice_scoring=answer.reading.get("choice_scoring"),
         option_scores=ScoredOption.listed(answer.reading),

@@ -311,7 +311,9 @@ class AnswerOut(BaseModel):
     else None. ``hypothetical_cue``: under ``[answer] hypotheticals = "auto"``, the word that made the question a
     hypothetical question (:mod:`gemrag.answers.hypotheticals`), else None. ``repair``: under ``[answer] repair =
     "auto"``, an answer asked again because its form did not fit the question (the fault, the first answer, which was
-    kept; :class:`gemrag.answers.repair.Repair`), else None. ``example_copied``: under ``[answer] demonstrations``,
+    kept; :class:`gemrag.answers.repair.Repair`), else None. ``demonstrations``: True when worked examples were shown
+    before the question (``[answer] demonstrations``); ``question_first``: True when the question was also shown
+    before the context (``[answer] question_first``). ``example_copied``: under ``[answer] demonstrations``,
     the worked example's name a first answer copied, the answer being the one asked again without the examples
     (:func:`gemrag.answers.demonstrations.copied_example`), else None. ``choice_scoring`` and
     ``option_scores``: a multiple-choice answer chosen by its options' likelihood or its letters' probabilities
@@ -337,6 +339,8 @@ class AnswerOut(BaseModel):
     list_cue: str | None = None
     hypothetical_cue: str | None = None
     repair: Repair | None = None
+    demonstrations: bool = False
+    question_first: bool = False
     example_copied: str | None = None
     choice_scoring: str | None = None
     option_scores: list[ScoredOption] = Field(default_factory=list)

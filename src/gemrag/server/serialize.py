@@ -57,6 +57,8 @@ def answer_out(answer: Answer, strategy: str, evidence: dict[int, float] | None 
         list_cue=answer.reading.get("list_cue"),
         hypothetical_cue=answer.reading.get("hypothetical_cue"),
         repair=Repair.of(answer.reading),
+        demonstrations=bool(answer.reading.get("demonstrations")),
+        question_first=bool(answer.reading.get("question_first")),
         example_copied=answer.reading.get("example_copied"),
         choice_scoring=answer.reading.get("choice_scoring"),
         option_scores=ScoredOption.listed(answer.reading),
