@@ -122,8 +122,9 @@ def answer_question(
 
     A free-form answer over a dated context (hits with ``meta["date"]``, ``[answer] dates``) has its dates completed
     from the context (:func:`gemrag.answers.dates.completion.complete_dates`): each date written without its year
-    gets the year, each day the context gives only as a week's or weekend's first day becomes that period;
-    ``reading["dates_completed"]`` lists them; nothing else of the text changes.
+    gets the year, a date a turn was said on becomes the time that turn tells when it is the turn the question asks
+    about (:mod:`gemrag.answers.dates.said`), each day the context gives only as a week's or weekend's first day
+    becomes that period; ``reading["dates_completed"]`` lists them; nothing else of the text changes.
 
     Args:
         llm: returns the LLM to answer with (called only when an LLM call is needed).
@@ -325,7 +326,7 @@ def answer_question(
             if k > 1:
                 info["votes"] = [r[0] for r in reads]
     if not choices:  # a free-form answer over a dated context: its dates completed (years, periods)
-        text, completed = complete_dates(text, hits)
+        text, completed = complete_dates(text, hits, question)
         if completed:
             info["dates_completed"] = completed
     t2 = time.perf_counter()

@@ -159,7 +159,7 @@ def answer_stream(
         if note is not None and note["kept"] == "second":
             yield "\n" + text.strip()
         spent = meter.totals.get("query", Usage()) - before
-    text, completed = complete_dates(text.strip(), hits)  # the final text's dates completed (years, periods)
+    text, completed = complete_dates(text.strip(), hits, question)  # its dates completed (years, said-on, periods)
     seconds = time.perf_counter() - t1
     info: dict[str, object] = {"dates_completed": completed} if completed else {}
     info.update(asked.cues)
