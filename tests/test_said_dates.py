@@ -120,3 +120,15 @@ def test_ask_and_its_stream_answer_with_the_time_the_turn_tells(
     assert isinstance(final, Answer)
     assert answer.text == final.text == "In the week of 6 May 2024."
     assert answer.reading["dates_completed"] == final.reading["dates_completed"] == ["the week of 6 May 2024"]
+
+
+def test_a_turn_telling_of_two_things_gives_the_time_only_for_the_one_it_dates() -> None:
+    studio = _hit(
+        "(date: 3 April 2023) [2:00 pm on 3 April, 2023] Jon: I'm expanding my dance studio's social media presence "
+        "and offering workshops. I'm also hosting a dance competition next month (= May 2023).",
+        "2023-04-03",
+    )
+    asked_media = "When did Jon start expanding his studio's social media presence?"
+    assert said_to_happened("3 April 2023", asked_media, [studio]) == ("3 April 2023", [])
+    asked_competition = "When did Jon host a dance competition?"
+    assert said_to_happened("3 April 2023", asked_competition, [studio]) == ("May 2023", ["May 2023"])

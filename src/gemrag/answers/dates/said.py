@@ -17,7 +17,9 @@ memories' timestamps and the times they state decide a temporal answer). The rul
    (:func:`gemrag.answers.words.content_words`, :func:`gemrag.answers.words.stems`);
 3. the best of them shares at least :data:`MIN_SHARED` stems with the question, is the only turn with that score, and
    tells exactly one resolved time (`` (= ...)``, written by :func:`gemrag.answers.dates.context.annotate`) other
-   than its own day;
+   than its own day, in one of its sentences that share the most stems with the question (one turn may tell of
+   several things: "I'm expanding my studio's social media presence ... I'm also hosting a dance competition next
+   month (= May 2023)" tells May 2023 for the competition, not for the social media);
 4. then the date in the answer becomes that time (``"20 May 2024"`` -> ``"the week of 6 May 2024"``; ``"on"``
    before it becomes ``"in"`` unless the time is a day or a weekend).
 
@@ -43,6 +45,7 @@ MIN_SHARED = 2
 the one the question asks about."""
 
 _TOLD = re.compile(r" \(= (?P<time>[^()]+)\)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
 _PERIOD_BEFORE = re.compile(r"\b(?:week|weekend)\s+of\s+$", re.I)
 _ON_BEFORE = re.compile(r"\bon\s+$", re.I)
 _LOOKBACK = 24  # characters before the answer's date searched for "week of " and "on "
@@ -55,9 +58,21 @@ def _turns_said_on(day: date, hits: Sequence[Hit]) -> list[str]:
     return [t.text for h in dated for t in parse_turns(split_inline_turns(h.text)) if t.iso_date == day.isoformat()]
 
 
-def _told(turn: str, day: date) -> list[str]:
-    """The times ``turn`` tells (its resolved expressions), those other than ``day`` itself."""
-    return [m.group("time") for m in _TOLD.finditer(turn) if m.group("time") != format_day(day)]
+def _shared(asked: set[str], text: str) -> int:
+    """How many of the question's stems ``asked`` the words of ``text`` (its resolved times left out) have."""
+    return len(asked & stems(content_words(_TOLD.sub("", text))))
+
+
+def _about_the_question(turn: str, asked: set[str]) -> list[str]:
+    """The sentences of ``turn`` that share the most stems with the question (rule 3)."""
+    sentences = [one for one in _SENTENCE_END.split(turn) if one.strip()]
+    best = max(_shared(asked, one) for one in sentences)
+    return [one for one in sentences if _shared(asked, one) == best]
+
+
+def _told(text: str, day: date) -> list[str]:
+    """The times ``text`` tells (its resolved expressions), those other than ``day`` itself."""
+    return [m.group("time") for m in _TOLD.finditer(text) if m.group("time") != format_day(day)]
 
 
 def said_to_happened(answer: str, question: str, hits: Sequence[Hit]) -> tuple[str, list[str]]:
@@ -80,13 +95,13 @@ def said_to_happened(answer: str, question: str, hits: Sequence[Hit]) -> tuple[s
         return answer, []
     asked = stems(w for w in content_words(question) if w not in _QUESTION_WORDS)
     scored = sorted(
-        ((len(asked & stems(content_words(_TOLD.sub("", turn)))), turn) for turn in _turns_said_on(day, hits)),
+        ((_shared(asked, turn), turn) for turn in _turns_said_on(day, hits)),
         key=lambda pair: -pair[0],
     )
     if not scored or scored[0][0] < MIN_SHARED or (len(scored) > 1 and scored[1][0] == scored[0][0]):
         return answer, []
     told = _told(scored[0][1], day)
-    if len(set(told)) != 1:
+    if len(set(told)) != 1 or not any(_told(one, day) for one in _about_the_question(scored[0][1], asked)):
         return answer, []
     time = told[0]
     head = answer[:start]
