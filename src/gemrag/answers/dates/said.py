@@ -4,8 +4,8 @@ tells.
 
 Time-aware reading resolves a turn's relative expressions at index time ("I ran the half marathon two weeks ago",
 said on 20 May 2024, is read with "two weeks ago (= the week of 6 May 2024)"), yet a small reader often answers
-with the turn's stamp: "When did Leo run the half marathon?" -> ``"20 May 2024"``. Of the 1.5B's wrong answers to
-LoCoMo's temporal questions with the dated reading, half were a session's date. An event is dated by when it
+with the turn's stamp: "When did Leo run the half marathon?" -> ``"20 May 2024"``; many of the 1.5B's wrong answers
+to LoCoMo's temporal questions with the dated reading are a session's date. An event is dated by when it
 happened, not when it was mentioned (Temporal Semantic Memory, 2026; LongMemEval, Wu et al., 2024, section 5: the
 memories' timestamps and the times they state decide a temporal answer). The rule, no model call:
 
