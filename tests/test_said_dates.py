@@ -13,6 +13,7 @@ from gemrag import Memory
 from gemrag.answers.answer import Answer
 from gemrag.answers.dates.completion import complete_dates
 from gemrag.answers.dates.said import said_to_happened
+from gemrag.cli.ask import question_form_lines
 from gemrag.types import Hit
 from test_time_aware_reading import _config
 
@@ -120,6 +121,9 @@ def test_ask_and_its_stream_answer_with_the_time_the_turn_tells(
     assert isinstance(final, Answer)
     assert answer.text == final.text == "In the week of 6 May 2024."
     assert answer.reading["dates_completed"] == final.reading["dates_completed"] == ["the week of 6 May 2024"]
+    said = [str(line) for line in question_form_lines(answer)]  # gemrag ask, under the answer
+    assert said == ["· dates completed from the dated context (no model call): the week of 6 May 2024"]
+    assert question_form_lines(Answer("Leo ran it.", None, [], 0.0, 0.0)) == []
 
 
 def test_a_turn_telling_of_two_things_gives_the_time_only_for_the_one_it_dates() -> None:

@@ -202,7 +202,9 @@ def question_form_lines(answer: Answer) -> list[Text]:
     chosen by its letter's probability, each option's probability (averaged over the option orders asked). An answer
     asked again because its form did not fit the question (``[answer] repair``) gets a line with its fault and first
     answer; one asked again because the first named a worked example's name (``[answer] demonstrations``), a line
-    with that name."""
+    with that name. An answer whose dates were completed from a dated context (``[answer] dates``: a year put in,
+    the day a turn was said on replaced by the time it tells, a day put back as its week;
+    :func:`gemrag.answers.dates.completion.complete_dates`) gets a line listing them as they now read."""
     lines: list[Text] = []
     options = ScoredOption.listed(answer.reading)
     if options and answer.reading.get("choice_scoring") == "letter_probability":
@@ -234,6 +236,10 @@ def question_form_lines(answer: Answer) -> list[Text]:
         fault = REPAIR_FAULTS[repair.fault]
         kept = "the second answer kept" if repair.kept == "second" else "the second had the same fault; the first kept"
         lines.append(Text(f'· the first answer, "{repair.first_answer}", {fault}: asked again, {kept}', style="dim"))
+    completed = answer.reading.get("dates_completed")
+    if isinstance(completed, list) and completed:
+        said = ", ".join(str(d) for d in completed)
+        lines.append(Text(f"· dates completed from the dated context (no model call): {said}", style="dim"))
     copied = answer.reading.get("example_copied")
     if copied:
         lines.append(
