@@ -31,7 +31,7 @@ from gemrag.answers.dates.expressions import format_period
 from gemrag.strategies.platform.conversation import written_date_spans
 from gemrag.types import Hit
 
-__all__ = ["context_periods", "restore_periods"]
+__all__ = ["context_periods", "in_a_period", "put_time", "restore_periods"]
 
 _PERIOD_BEFORE = re.compile(r"\bthe\s+(?P<unit>week|weekend)\s+of\s+$", re.I)
 _ANY_PERIOD_BEFORE = re.compile(r"\b(?:week|weekend)\s+of\s+$", re.I)  # the answer already names a period
@@ -67,6 +67,24 @@ def context_periods(hits: Sequence[Hit]) -> dict[date, str]:
     }
 
 
+def in_a_period(answer: str, start: int) -> bool:
+    """Whether the date at ``answer[start:]`` is already written as a period's first day (``"the week of "``,
+    ``"weekend of "`` right before it)."""
+    return bool(_ANY_PERIOD_BEFORE.search(answer[max(0, start - _LOOKBACK) : start]))
+
+
+def put_time(head: str, time: str, *, first: bool) -> str:
+    """``head`` (the answer up to a date) followed by ``time`` written in that date's place: an ``"on"`` ending
+    ``head`` becomes ``"in"`` unless ``time`` is a day or a weekend (``"on 29 May 2023"`` -> ``"in the week of 29
+    May 2023"``, ``"in 2022"``; ``"on the weekend of ..."`` and ``"on 13 March 2024"`` keep it), and ``time`` is
+    capitalized when it starts the answer (``first``)."""
+    on = _ON_BEFORE.search(head)
+    day = time[:1].isdigit() and " " in time  # "13 March 2024", not "2022"
+    if on and not day and not time.startswith("the weekend "):
+        head = head[: on.start()] + ("In " if on.group(0)[0] == "O" else "in ")
+    return head + (time[0].upper() + time[1:] if first else time)
+
+
 def restore_periods(answer: str, hits: Sequence[Hit]) -> tuple[str, list[str]]:
     """``answer`` with each full date that the dated context gives only as a week's or weekend's first day written as
     that period (:func:`context_periods`; the module docstring has the rules).
@@ -84,13 +102,9 @@ def restore_periods(answer: str, hits: Sequence[Hit]) -> tuple[str, list[str]]:
     out, done, last = [], [], 0
     for start, end, day in written_date_spans(answer):
         period = periods.get(day)
-        if period is None or _ANY_PERIOD_BEFORE.search(answer[max(0, start - _LOOKBACK) : start]):
+        if period is None or in_a_period(answer, start):
             continue
-        head = answer[last:start]
-        on = _ON_BEFORE.search(head)
-        if on and period.startswith("the week "):
-            head = head[: on.start()] + ("In " if on.group(0)[0] == "O" else "in ")
-        out.append(head + (period[0].upper() + period[1:] if start == 0 else period))
+        out.append(put_time(answer[last:start], period, first=start == 0))
         done.append(period)
         last = end
     return "".join(out) + answer[last:], done

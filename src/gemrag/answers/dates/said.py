@@ -20,8 +20,9 @@ memories' timestamps and the times they state decide a temporal answer). The rul
    than its own day, in one of its sentences that share the most stems with the question (one turn may tell of
    several things: "I'm expanding my studio's social media presence ... I'm also hosting a dance competition next
    month (= May 2023)" tells May 2023 for the competition, not for the social media);
-4. then the date in the answer becomes that time (``"20 May 2024"`` -> ``"the week of 6 May 2024"``; ``"on"``
-   before it becomes ``"in"`` unless the time is a day or a weekend).
+4. then the date in the answer becomes that time, written as the weeks rule writes a period
+   (:func:`~gemrag.answers.dates.periods.put_time`: ``"on 20 May 2024"`` -> ``"in the week of 6 May 2024"``; a day
+   or a weekend keeps ``"on"``).
 
 An answer whose date is the day the turn tells about (``"today"``, or a turn with no relative expression), a context
 whose turns tie, and an undated context (no hit with ``meta["date"]``) are never changed.
@@ -34,6 +35,7 @@ from collections.abc import Sequence
 from datetime import date
 
 from gemrag.answers.dates.expressions import format_day
+from gemrag.answers.dates.periods import in_a_period, put_time
 from gemrag.answers.words import content_words, stems
 from gemrag.strategies.platform.conversation import parse_turns, split_inline_turns, written_date_spans
 from gemrag.types import Hit
@@ -46,9 +48,6 @@ the one the question asks about."""
 
 _TOLD = re.compile(r" \(= (?P<time>[^()]+)\)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
-_PERIOD_BEFORE = re.compile(r"\b(?:week|weekend)\s+of\s+$", re.I)
-_ON_BEFORE = re.compile(r"\bon\s+$", re.I)
-_LOOKBACK = 24  # characters before the answer's date searched for "week of " and "on "
 _QUESTION_WORDS = frozenset({"when", "date", "day", "time", "happen", "happened"})
 
 
@@ -91,7 +90,7 @@ def said_to_happened(answer: str, question: str, hits: Sequence[Hit]) -> tuple[s
     if len(spans) != 1:
         return answer, []
     start, end, day = spans[0]
-    if _PERIOD_BEFORE.search(answer[max(0, start - _LOOKBACK) : start]):
+    if in_a_period(answer, start):
         return answer, []
     asked = stems(w for w in content_words(question) if w not in _QUESTION_WORDS)
     scored = sorted(
@@ -103,10 +102,4 @@ def said_to_happened(answer: str, question: str, hits: Sequence[Hit]) -> tuple[s
     told = _told(scored[0][1], day)
     if len(set(told)) != 1 or not any(_told(one, day) for one in _about_the_question(scored[0][1], asked)):
         return answer, []
-    time = told[0]
-    head = answer[:start]
-    on = _ON_BEFORE.search(head)
-    if on and not (time[0].isdigit() and " " in time) and not time.startswith("the weekend "):
-        head = head[: on.start()] + ("In " if on.group(0)[0] == "O" else "in ")
-    put = time[0].upper() + time[1:] if start == 0 else time
-    return head + put + answer[end:], [time]
+    return put_time(answer[:start], told[0], first=start == 0) + answer[end:], [told[0]]
